@@ -1,0 +1,35 @@
+//! `hearth`: the headless face of Hearth. Each verb lives in its own module with an `Args`
+//! struct and a `run` function; `main` only parses and dispatches.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match try_main(Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("hearth: {err:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    match cli.command {}
+}
