@@ -1,0 +1,25 @@
+//! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
+//! quantization, a persistent thread pool and a memory read-bandwidth probe.
+//!
+//! Decoding reads every weight once per token, so the kernels aim at the memory-bandwidth limit:
+//! each activation is quantized once per matmul to int8 blocks of 32 and the products with the
+//! 4-bit weights are summed as integers (`vpdpbusd` with AVX-512 VNNI, `vpmaddubsw` with AVX2 /
+//! AVX-512BW, plain Rust in the scalar twin). Every level computes exactly the same integer group
+//! sums; only the float accumulation order differs.
+//!
+//! The AVX-512 intrinsics are stable since Rust 1.89, so these modules need 1.89.
+
+#[clippy::msrv = "1.89"]
+pub mod bandwidth;
+#[clippy::msrv = "1.89"]
+pub mod level;
+#[clippy::msrv = "1.89"]
+pub mod pool;
+#[clippy::msrv = "1.89"]
+pub mod q4_1;
+#[clippy::msrv = "1.89"]
+pub mod quant;
+
+pub use level::KernelLevel;
+pub use pool::ThreadPool;
+pub use quant::QuantizedActivations;

@@ -1,0 +1,621 @@
+//! Q4_1 tile kernels: `y[t, r] = Σ_k W[r, k] x[t, k]` for the 32 rows of one row block, straight
+//! from the Q4NX tiles (no repacking), at every [`KernelLevel`].
+//!
+//! A tile is 32 rows x 256 columns: 256 BF16 scales `d` and 256 BF16 mins `m` indexed
+//! `g * 32 + r` (group `g` = 32 columns), then nibbles with row `r`, column `c` in byte
+//! `(r / 16) * 2048 + c * 8 + (r % 16) / 2`, even rows in the low nibble. With activations
+//! quantized per group (`x ≈ xq * sx`), one group contributes
+//! `d * sx * Σ q * xq + m * Σ x`; the integer part `Σ q * xq` is what each SIMD level computes,
+//! and it is exactly equal at every level.
+
+use super::level::KernelLevel;
+use super::quant::{QuantizedActivations, BLOCK, TILE_COLS};
+
+/// Bytes per Q4_1 tile.
+pub const TILE_BYTES: usize = 5120;
+/// Rows per tile (one row block).
+pub const TILE_ROWS: usize = 32;
+/// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
+pub const MAX_TOKENS: usize = 8;
+
+const GROUPS: usize = TILE_COLS / BLOCK;
+const SCALES: usize = 0;
+const MINS: usize = 512;
+const NIBBLES: usize = 1024;
+/// How far ahead of the tile being computed the SIMD kernels prefetch.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_DISTANCE: usize = 4 * TILE_BYTES;
+
+/// The integer sums of one tile against 256 quantized activations:
+/// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
+///
+/// Panics if `level` is not supported by this CPU.
+pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS * GROUPS] {
+    assert!(tile.len() >= TILE_BYTES && xq.len() >= TILE_COLS);
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported by this CPU"
+    );
+    let mut out = [0i32; TILE_ROWS * GROUPS];
+    match level {
+        KernelLevel::Scalar => scalar::tile_isums(tile, xq, &mut out),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level was checked supported above; slice lengths were checked.
+        KernelLevel::Avx2 => unsafe { avx2::tile_isums(tile, xq, &mut out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        KernelLevel::Avx512Bw => unsafe { avx512bw::tile_isums(tile, xq, &mut out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        KernelLevel::Avx512Vnni => unsafe { avx512vnni::tile_isums(tile, xq, &mut out) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => scalar::tile_isums(tile, xq, &mut out),
+    }
+    out
+}
+
+/// Computes one row block for tokens `t0 .. t0 + out.len() / 32` of `acts`:
+/// `out[t * 32 + r]` = row `r` of the block times token `t0 + t`.
+///
+/// `tiles` holds the block's `cols_padded / 256` tiles, in order. At most [`MAX_TOKENS`] tokens.
+/// Panics if `level` is not supported or the sizes disagree.
+pub fn row_block(
+    level: KernelLevel,
+    tiles: &[u8],
+    acts: &QuantizedActivations,
+    t0: usize,
+    out: &mut [f32],
+) {
+    let tokens = out.len() / TILE_ROWS;
+    assert!(out.len().is_multiple_of(TILE_ROWS) && (1..=MAX_TOKENS).contains(&tokens));
+    assert!(
+        t0 + tokens <= acts.tokens(),
+        "row_block: token range out of bounds"
+    );
+    assert_eq!(
+        tiles.len(),
+        acts.cols_padded() / TILE_COLS * TILE_BYTES,
+        "row_block: tiles do not match the activation width"
+    );
+    match level {
+        KernelLevel::Scalar => scalar::row_block(tiles, acts, t0, out),
+        #[cfg(target_arch = "x86_64")]
+        KernelLevel::Avx2 => {
+            assert!(
+                level.is_supported(),
+                "kernel level {level} is not supported"
+            );
+            // SAFETY: AVX2 and FMA are present (checked above); sizes were checked above.
+            unsafe { avx2::row_block(tiles, acts, t0, out) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        KernelLevel::Avx512Bw => {
+            assert!(
+                level.is_supported(),
+                "kernel level {level} is not supported"
+            );
+            // SAFETY: AVX-512F/BW are present (checked above); sizes were checked above.
+            unsafe { avx512bw::row_block(tiles, acts, t0, out) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        KernelLevel::Avx512Vnni => {
+            assert!(
+                level.is_supported(),
+                "kernel level {level} is not supported"
+            );
+            // SAFETY: AVX-512F/BW/VNNI/VBMI are present (checked above); sizes were checked.
+            unsafe { avx512vnni::row_block(tiles, acts, t0, out) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => scalar::row_block(tiles, acts, t0, out),
+    }
+}
+
+/// Requests the 5 cache lines of step `step` (0..16) of the tile [`PREFETCH_DISTANCE`] bytes
+/// ahead of `tile`: one sixteenth of a tile per group step, so the whole tile arrives in time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_ahead(tile: *const u8, step: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    let ahead = tile.wrapping_add(PREFETCH_DISTANCE + step * 320);
+    for line in 0..5 {
+        // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line * 64).cast()) };
+    }
+}
+
+fn bf16(bytes: &[u8], index: usize) -> f32 {
+    f32::from_bits(u32::from(u16::from_le_bytes([bytes[2 * index], bytes[2 * index + 1]])) << 16)
+}
+
+/// The reference twin: plain loops in the order the format describes.
+mod scalar {
+    use super::*;
+
+    pub fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        let nibbles = &tile[NIBBLES..TILE_BYTES];
+        for g in 0..GROUPS {
+            for r in 0..TILE_ROWS {
+                let mut sum = 0i32;
+                for c in g * BLOCK..(g + 1) * BLOCK {
+                    let byte = nibbles[(r / 16) * 2048 + c * 8 + (r % 16) / 2];
+                    let q = if r % 2 == 0 { byte & 0x0F } else { byte >> 4 };
+                    sum += i32::from(q) * i32::from(xq[c]);
+                }
+                out[g * TILE_ROWS + r] = sum;
+            }
+        }
+    }
+
+    pub fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        out.fill(0.0);
+        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+            for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+                let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
+                let scales = &acts.scales(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
+                let sums = &acts.sums(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
+                let mut isums = [0i32; TILE_ROWS * GROUPS];
+                tile_isums(tile, xq, &mut isums);
+                for g in 0..GROUPS {
+                    for (r, y) in y.iter_mut().enumerate() {
+                        let j = g * TILE_ROWS + r;
+                        let d = bf16(&tile[SCALES..], j) * scales[g];
+                        *y += d * isums[j] as f32 + bf16(&tile[MINS..], j) * sums[g];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// In each 16-byte lane, interleaves two columns' 8 row-pair bytes:
+/// `[a0 b0 a1 b1 .. a7 b7]`, so `vpmaddubsw` adds two columns of the same row.
+#[cfg(target_arch = "x86_64")]
+const PAIR_COLUMNS: [i8; 16] = [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15];
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Integer sums of one group (32 columns) for the 16 rows of half `h`: rows 0..8, 8..16.
+    #[inline(always)]
+    unsafe fn group_half(nib: *const u8, xq: *const i8) -> (__m256i, __m256i) {
+        let pairs = _mm256_broadcastsi128_si256(_mm_loadu_si128(PAIR_COLUMNS.as_ptr().cast()));
+        // Lane j of load l holds columns 4l + 2j and 4l + 2j + 1: pick their activations.
+        let act_pattern = _mm256_setr_epi8(
+            0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+            3, 2, 3,
+        );
+        let low = _mm256_set1_epi8(0x0F);
+        let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for l in 0..8 {
+            // SAFETY (caller): `nib` has 256 readable bytes and `xq` 32.
+            let v = _mm256_shuffle_epi8(_mm256_loadu_si256(nib.add(32 * l).cast()), pairs);
+            let x = _mm256_set1_epi32(xq.add(4 * l).cast::<i32>().read_unaligned());
+            let x = _mm256_shuffle_epi8(x, act_pattern);
+            let lo = _mm256_and_si256(v, low);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            // Each i16 sums <= 16 products of at most 15 * 127: no overflow.
+            even = _mm256_add_epi16(even, _mm256_maddubs_epi16(lo, x));
+            odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(hi, x));
+        }
+        let widen = |v: __m256i| {
+            _mm256_add_epi32(
+                _mm256_cvtepi16_epi32(_mm256_castsi256_si128(v)),
+                _mm256_cvtepi16_epi32(_mm256_extracti128_si256(v, 1)),
+            )
+        };
+        let (even, odd) = (widen(even), widen(odd)); // row pairs p = 0..8
+        let a = _mm256_unpacklo_epi32(even, odd); // rows 0..4 | 8..12
+        let b = _mm256_unpackhi_epi32(even, odd); // rows 4..8 | 12..16
+        (
+            _mm256_permute2x128_si256(a, b, 0x20),
+            _mm256_permute2x128_si256(a, b, 0x31),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn bf16x8(p: *const u8) -> __m256 {
+        let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast()));
+        _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        for g in 0..GROUPS {
+            for h in 0..2 {
+                let nib = tile.as_ptr().add(NIBBLES + h * 2048 + g * 256);
+                let (a, b) = group_half(nib, xq.as_ptr().add(g * BLOCK));
+                let dst = out.as_mut_ptr().add(g * TILE_ROWS + h * 16);
+                _mm256_storeu_si256(dst.cast(), a);
+                _mm256_storeu_si256(dst.add(8).cast(), b);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
+            let mut acc = [_mm256_setzero_ps(); 4];
+            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+                let base = tile.as_ptr();
+                for h in 0..2 {
+                    for g in 0..GROUPS {
+                        let gi = ct * GROUPS + g;
+                        prefetch_ahead(base, h * GROUPS + g);
+                        let sx = _mm256_set1_ps(scales[gi]);
+                        let xs = _mm256_set1_ps(sums[gi]);
+                        let nib = base.add(NIBBLES + h * 2048 + g * 256);
+                        let (a, b) = group_half(nib, xq.as_ptr().add(gi * BLOCK));
+                        for (i, isum) in [a, b].into_iter().enumerate() {
+                            let j = g * TILE_ROWS + h * 16 + i * 8;
+                            let d = _mm256_mul_ps(bf16x8(base.add(SCALES + 2 * j)), sx);
+                            let m = bf16x8(base.add(MINS + 2 * j));
+                            let k = 2 * h + i;
+                            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[k]);
+                            acc[k] = _mm256_fmadd_ps(m, xs, acc[k]);
+                        }
+                    }
+                }
+            }
+            for (k, a) in acc.iter().enumerate() {
+                _mm256_storeu_ps(y.as_mut_ptr().add(8 * k), *a);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512bw {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Integer sums of one group (32 columns) for the 16 rows of one half.
+    #[inline(always)]
+    unsafe fn group_half(nib: *const u8, xq: *const i8) -> __m512i {
+        let pairs = _mm512_broadcast_i32x4(_mm_loadu_si128(PAIR_COLUMNS.as_ptr().cast()));
+        // Lane j of load l holds columns 8l + 2j and 8l + 2j + 1: pick their activations.
+        let act_pattern = _mm512_set_epi64(
+            0x0706_0706_0706_0706,
+            0x0706_0706_0706_0706,
+            0x0504_0504_0504_0504,
+            0x0504_0504_0504_0504,
+            0x0302_0302_0302_0302,
+            0x0302_0302_0302_0302,
+            0x0100_0100_0100_0100,
+            0x0100_0100_0100_0100,
+        );
+        let low = _mm512_set1_epi8(0x0F);
+        let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for l in 0..4 {
+            // SAFETY (caller): `nib` has 256 readable bytes and `xq` 32.
+            let v = _mm512_shuffle_epi8(_mm512_loadu_si512(nib.add(64 * l).cast()), pairs);
+            let x = _mm512_set1_epi64(xq.add(8 * l).cast::<i64>().read_unaligned());
+            let x = _mm512_shuffle_epi8(x, act_pattern);
+            let lo = _mm512_and_si512(v, low);
+            let hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            // Each i16 sums <= 8 products of at most 15 * 127: no overflow.
+            even = _mm512_add_epi16(even, _mm512_maddubs_epi16(lo, x));
+            odd = _mm512_add_epi16(odd, _mm512_maddubs_epi16(hi, x));
+        }
+        let widen = |v: __m512i| {
+            let s = _mm512_add_epi32(
+                _mm512_cvtepi16_epi32(_mm512_castsi512_si256(v)),
+                _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(v, 1)),
+            );
+            _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1))
+        };
+        let (even, odd) = (widen(even), widen(odd)); // row pairs p = 0..8
+        let a = _mm256_unpacklo_epi32(even, odd); // rows 0..4 | 8..12
+        let b = _mm256_unpackhi_epi32(even, odd); // rows 4..8 | 12..16
+        let first = _mm256_permute2x128_si256(a, b, 0x20);
+        let second = _mm256_permute2x128_si256(a, b, 0x31);
+        _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        for g in 0..GROUPS {
+            for h in 0..2 {
+                let nib = tile.as_ptr().add(NIBBLES + h * 2048 + g * 256);
+                let v = group_half(nib, xq.as_ptr().add(g * BLOCK));
+                _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), v);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
+            let mut acc = [_mm512_setzero_ps(); 2];
+            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+                let base = tile.as_ptr();
+                for (h, acc) in acc.iter_mut().enumerate() {
+                    for g in 0..GROUPS {
+                        let gi = ct * GROUPS + g;
+                        prefetch_ahead(base, h * GROUPS + g);
+                        let sx = _mm512_set1_ps(scales[gi]);
+                        let xs = _mm512_set1_ps(sums[gi]);
+                        let isum = group_half(
+                            base.add(NIBBLES + h * 2048 + g * 256),
+                            xq.as_ptr().add(gi * BLOCK),
+                        );
+                        let j = g * TILE_ROWS + h * 16;
+                        let d =
+                            _mm512_mul_ps(super::avx512vnni::bf16x16(base.add(SCALES + 2 * j)), sx);
+                        let m = super::avx512vnni::bf16x16(base.add(MINS + 2 * j));
+                        *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, *acc);
+                        *acc = _mm512_fmadd_ps(m, xs, *acc);
+                    }
+                }
+            }
+            _mm512_storeu_ps(y.as_mut_ptr(), acc[0]);
+            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[1]);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512vnni {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// `vpermt2b` indices taking (low nibbles, high nibbles) of 8 columns x 8 row pairs to
+    /// 16 rows x 4 columns (row r in dword r): byte `r * 4 + i` = column `i`, row `r`.
+    const fn row_major_index(first_column: usize) -> [u8; 64] {
+        let mut idx = [0u8; 64];
+        let mut r = 0;
+        while r < 16 {
+            let mut i = 0;
+            while i < 4 {
+                idx[r * 4 + i] = ((r & 1) * 64 + (first_column + i) * 8 + r / 2) as u8;
+                i += 1;
+            }
+            r += 1;
+        }
+        idx
+    }
+    const COLUMNS_0_4: [u8; 64] = row_major_index(0);
+    const COLUMNS_4_8: [u8; 64] = row_major_index(4);
+
+    /// 16 BF16 values at `p` as f32.
+    #[inline(always)]
+    pub(super) unsafe fn bf16x16(p: *const u8) -> __m512 {
+        let v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
+        _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
+    }
+
+    /// One group (32 columns) of one half (16 rows) as eight vectors of 16 rows x 4 columns
+    /// (columns 4j..4j+4 in vector j), ready for `vpdpbusd`.
+    #[inline(always)]
+    unsafe fn unpack_group_half(nib: *const u8) -> [__m512i; 8] {
+        let idx0 = _mm512_loadu_si512(COLUMNS_0_4.as_ptr().cast());
+        let idx1 = _mm512_loadu_si512(COLUMNS_4_8.as_ptr().cast());
+        let low = _mm512_set1_epi8(0x0F);
+        let mut w = [_mm512_setzero_si512(); 8];
+        for l in 0..4 {
+            // SAFETY (caller): `nib` has 256 readable bytes.
+            let v = _mm512_loadu_si512(nib.add(64 * l).cast());
+            let lo = _mm512_and_si512(v, low);
+            let hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            w[2 * l] = _mm512_permutex2var_epi8(lo, idx0, hi);
+            w[2 * l + 1] = _mm512_permutex2var_epi8(lo, idx1, hi);
+        }
+        w
+    }
+
+    /// Σ q * xq over the group for 16 rows; `xq` points at the group's 32 activations.
+    #[inline(always)]
+    unsafe fn dot(w: &[__m512i; 8], xq: *const i8) -> __m512i {
+        let x = |j: usize| _mm512_set1_epi32(xq.add(4 * j).cast::<i32>().read_unaligned());
+        let mut a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], x(0));
+        let mut b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], x(1));
+        for j in (2..8).step_by(2) {
+            a = _mm512_dpbusd_epi32(a, w[j], x(j));
+            b = _mm512_dpbusd_epi32(b, w[j + 1], x(j + 1));
+        }
+        _mm512_add_epi32(a, b)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        for g in 0..GROUPS {
+            for h in 0..2 {
+                let w = unpack_group_half(tile.as_ptr().add(NIBBLES + h * 2048 + g * 256));
+                let v = dot(&w, xq.as_ptr().add(g * BLOCK));
+                _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), v);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    #[allow(clippy::needless_range_loop)] // `h` and `t` index several parallel arrays
+    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        let tokens = out.len() / TILE_ROWS;
+        let mut acc = [[_mm512_setzero_ps(); 2]; MAX_TOKENS];
+        let mut xq = [std::ptr::null::<i8>(); MAX_TOKENS];
+        let mut scales = [std::ptr::null::<f32>(); MAX_TOKENS];
+        let mut sums = [std::ptr::null::<f32>(); MAX_TOKENS];
+        for t in 0..tokens {
+            xq[t] = acts.xq(t0 + t).as_ptr();
+            scales[t] = acts.scales(t0 + t).as_ptr();
+            sums[t] = acts.sums(t0 + t).as_ptr();
+        }
+        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+            let base = tile.as_ptr();
+            // Half-major order reads the tile front to back.
+            for h in 0..2 {
+                for g in 0..GROUPS {
+                    let gi = ct * GROUPS + g;
+                    prefetch_ahead(base, h * GROUPS + g);
+                    let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
+                    let j = g * TILE_ROWS + h * 16;
+                    let d = bf16x16(base.add(SCALES + 2 * j));
+                    let m = bf16x16(base.add(MINS + 2 * j));
+                    for t in 0..tokens {
+                        let isum = dot(&w, xq[t].add(gi * BLOCK));
+                        let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*scales[t].add(gi)));
+                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, acc[t][h]);
+                        acc[t][h] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
+                    }
+                }
+            }
+        }
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            _mm512_storeu_ps(y.as_mut_ptr(), acc[t][0]);
+            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[t][1]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic generator so the tests need no crate and no clock.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn unit(&mut self) -> f32 {
+            self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
+        }
+    }
+
+    /// Tiles with random nibbles and random small BF16 scales/mins.
+    fn random_tiles(count: usize, rng: &mut Lcg) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(count * TILE_BYTES);
+        for _ in 0..count {
+            for _ in 0..512 {
+                let v = half_bf16(rng.unit() * 0.05);
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            bytes.extend((0..4096).map(|_| rng.next() as u8));
+        }
+        bytes
+    }
+
+    fn half_bf16(v: f32) -> u16 {
+        (v.to_bits() >> 16) as u16
+    }
+
+    fn extreme_xq() -> Vec<i8> {
+        (0..256)
+            .map(|c| if c % 3 == 0 { -127 } else { 127 })
+            .collect()
+    }
+
+    #[test]
+    fn integer_sums_equal_the_scalar_twin_at_every_level() {
+        let mut rng = Lcg(7);
+        let tile = random_tiles(1, &mut rng);
+        let all_fifteen = {
+            let mut t = tile.clone();
+            t[NIBBLES..TILE_BYTES].fill(0xFF);
+            t
+        };
+        let random_xq: Vec<i8> = (0..256).map(|_| (rng.next() % 255) as i8).collect();
+        for (tile, xq) in [
+            (&tile, &random_xq),
+            (&all_fifteen, &extreme_xq()),
+            (&tile, &extreme_xq()),
+        ] {
+            let reference = tile_isums(KernelLevel::Scalar, tile, xq);
+            for level in KernelLevel::supported() {
+                assert_eq!(
+                    tile_isums(level, tile, xq).to_vec(),
+                    reference.to_vec(),
+                    "{level} integer sums differ from the scalar twin"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scalar_isums_follow_the_documented_nibble_layout() {
+        // Row 5, column 40: byte (5/16)*2048 + 40*8 + 5/2 = 322, high nibble (odd row).
+        let mut tile = vec![0u8; TILE_BYTES];
+        tile[NIBBLES + 322] = 0x90;
+        let mut xq = vec![0i8; 256];
+        xq[40] = -3;
+        let sums = tile_isums(KernelLevel::Scalar, &tile, &xq);
+        assert_eq!(sums[32 + 5], -27, "group 1, row 5");
+        assert_eq!(sums.iter().filter(|&&s| s != 0).count(), 1);
+    }
+
+    /// Dequantizes the tiles of one row block to `[32][cols]` f32, straight from the layout.
+    fn dequantize(tiles: &[u8]) -> Vec<Vec<f32>> {
+        let col_tiles = tiles.len() / TILE_BYTES;
+        let mut rows = vec![vec![0.0; col_tiles * 256]; 32];
+        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+            for (r, row) in rows.iter_mut().enumerate() {
+                for c in 0..256 {
+                    let j = (c / 32) * 32 + r;
+                    let byte = tile[NIBBLES + (r / 16) * 2048 + c * 8 + (r % 16) / 2];
+                    let q = if r % 2 == 0 { byte & 15 } else { byte >> 4 };
+                    row[ct * 256 + c] = f32::from(q) * bf16(tile, j) + bf16(&tile[MINS..], j);
+                }
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn row_block_matches_float_reference_at_every_level_and_token_count() {
+        let mut rng = Lcg(11);
+        let cols = 600; // padded to 768: three tiles
+        let tiles = random_tiles(3, &mut rng);
+        let rows = dequantize(&tiles);
+        for tokens in [1, 3, MAX_TOKENS] {
+            let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(&x, tokens, cols);
+            let mut reference = vec![0.0; tokens * 32];
+            row_block(KernelLevel::Scalar, &tiles, &acts, 0, &mut reference);
+            for t in 0..tokens {
+                for r in 0..32 {
+                    let exact: f32 = (0..cols).map(|k| rows[r][k] * x[t * cols + k]).sum();
+                    let got = reference[t * 32 + r];
+                    assert!(
+                        (got - exact).abs() < 0.05,
+                        "scalar row {r} token {t}: {got} vs {exact}"
+                    );
+                }
+            }
+            for level in KernelLevel::supported() {
+                let mut out = vec![f32::NAN; tokens * 32];
+                row_block(level, &tiles, &acts, 0, &mut out);
+                for (a, b) in out.iter().zip(&reference) {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                        "{level}: {a} vs scalar {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_block_reads_the_requested_tokens() {
+        let mut rng = Lcg(3);
+        let tiles = random_tiles(1, &mut rng);
+        let x: Vec<f32> = (0..4 * 256).map(|_| rng.unit()).collect();
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&x, 4, 256);
+        let mut all = vec![0.0; 4 * 32];
+        let mut last_two = vec![0.0; 2 * 32];
+        for level in KernelLevel::supported() {
+            row_block(level, &tiles, &acts, 0, &mut all);
+            row_block(level, &tiles, &acts, 2, &mut last_two);
+            assert_eq!(&all[64..], &last_two[..], "{level}");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Activation quantization: each token's activations become int8 blocks of 32 (one block per
+//! weight group) with one f32 scale per block, done once per matmul and shared by every row.
+
+/// Columns per quantization block: the Q4_1 group size.
+pub const BLOCK: usize = 32;
+/// Columns per weight tile: activations are zero-padded to a multiple of this.
+pub const TILE_COLS: usize = 256;
+
+/// The activations of `tokens` tokens, quantized to int8 blocks of [`BLOCK`].
+///
+/// For block `b` of token `t`: `x[k] ≈ xq[k] * scale[b]`, and `sum[b]` is the exact f32 sum of
+/// the block's original values (the Q4_1 min term `m * Σx` uses it, so mins add no rounding).
+/// Buffers grow on demand and are reused, so a matmul allocates nothing once warm.
+#[derive(Debug, Default, Clone)]
+pub struct QuantizedActivations {
+    tokens: usize,
+    cols_padded: usize,
+    xq: Vec<i8>,     // (tokens, cols_padded)
+    scale: Vec<f32>, // (tokens, cols_padded / BLOCK)
+    sum: Vec<f32>,   // (tokens, cols_padded / BLOCK)
+}
+
+impl QuantizedActivations {
+    /// An empty set; call [`QuantizedActivations::resize`] or [`QuantizedActivations::quantize`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Shapes the buffers for `tokens` tokens of `cols` columns (padded to [`TILE_COLS`]).
+    pub fn resize(&mut self, tokens: usize, cols: usize) {
+        self.tokens = tokens;
+        self.cols_padded = cols.div_ceil(TILE_COLS) * TILE_COLS;
+        let blocks = tokens * self.cols_padded / BLOCK;
+        self.xq.resize(tokens * self.cols_padded, 0);
+        self.scale.resize(blocks, 0.0);
+        self.sum.resize(blocks, 0.0);
+    }
+
+    /// Quantizes `x` (`[tokens, cols]` row-major) on the calling thread.
+    pub fn quantize(&mut self, x: &[f32], tokens: usize, cols: usize) {
+        assert_eq!(
+            x.len(),
+            tokens * cols,
+            "quantize: input is not [tokens, cols]"
+        );
+        self.resize(tokens, cols);
+        for t in 0..tokens {
+            let (xq, scale, sum) = self.token_mut(t);
+            quantize_row(&x[t * cols..(t + 1) * cols], xq, scale, sum);
+        }
+    }
+
+    /// Tokens held.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Columns per token after padding to [`TILE_COLS`].
+    pub fn cols_padded(&self) -> usize {
+        self.cols_padded
+    }
+
+    /// Quantized values of token `t` (`cols_padded` of them).
+    pub fn xq(&self, t: usize) -> &[i8] {
+        &self.xq[t * self.cols_padded..(t + 1) * self.cols_padded]
+    }
+
+    /// Block scales of token `t`.
+    pub fn scales(&self, t: usize) -> &[f32] {
+        let blocks = self.cols_padded / BLOCK;
+        &self.scale[t * blocks..(t + 1) * blocks]
+    }
+
+    /// Exact block sums of token `t`'s original values.
+    pub fn sums(&self, t: usize) -> &[f32] {
+        let blocks = self.cols_padded / BLOCK;
+        &self.sum[t * blocks..(t + 1) * blocks]
+    }
+
+    /// Mutable buffers of token `t`: (values, scales, sums).
+    pub fn token_mut(&mut self, t: usize) -> (&mut [i8], &mut [f32], &mut [f32]) {
+        let blocks = self.cols_padded / BLOCK;
+        (
+            &mut self.xq[t * self.cols_padded..(t + 1) * self.cols_padded],
+            &mut self.scale[t * blocks..(t + 1) * blocks],
+            &mut self.sum[t * blocks..(t + 1) * blocks],
+        )
+    }
+
+    /// Raw mutable parts for filling disjoint tokens from several threads:
+    /// (values, scales, sums) of every token.
+    pub fn parts_mut(&mut self) -> (&mut [i8], &mut [f32], &mut [f32]) {
+        (&mut self.xq, &mut self.scale, &mut self.sum)
+    }
+}
+
+/// Quantizes one token: `x` (its logical columns) into `xq` (padded length, a multiple of
+/// [`BLOCK`]) with symmetric per-block scales `max|x| / 127` and exact block sums.
+pub fn quantize_row(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
+    debug_assert!(xq.len().is_multiple_of(BLOCK) && x.len() <= xq.len());
+    debug_assert_eq!(scale.len(), xq.len() / BLOCK);
+    for (b, out) in xq.chunks_exact_mut(BLOCK).enumerate() {
+        let start = (b * BLOCK).min(x.len());
+        let values = &x[start..(start + BLOCK).min(x.len())];
+        let amax = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let inverse = if amax > 0.0 { 127.0 / amax } else { 0.0 };
+        for (k, q) in out.iter_mut().enumerate() {
+            // |v * inverse| <= 127 up to rounding, so the cast never saturates past 127.
+            *q = values
+                .get(k)
+                .map_or(0, |v| (v * inverse).round().clamp(-127.0, 127.0) as i8);
+        }
+        scale[b] = amax / 127.0;
+        sum[b] = values.iter().sum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_round_trip_within_half_a_step() {
+        let x: Vec<f32> = (0..300)
+            .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
+            .collect();
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&x, 1, 300);
+        assert_eq!(acts.cols_padded(), 512);
+        for (k, v) in x.iter().enumerate() {
+            let s = acts.scales(0)[k / BLOCK];
+            let back = f32::from(acts.xq(0)[k]) * s;
+            assert!(
+                (back - v).abs() <= s * 0.5 + 1e-6,
+                "column {k}: {v} came back as {back}"
+            );
+        }
+        assert!(acts.xq(0)[300..].iter().all(|&q| q == 0), "padding is zero");
+        let exact: f32 = x[..32].iter().sum();
+        assert_eq!(acts.sums(0)[0], exact);
+    }
+
+    #[test]
+    fn zero_blocks_have_zero_scale_and_values() {
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&[0.0; 64], 2, 32);
+        assert!(acts.xq(1).iter().all(|&q| q == 0));
+        assert_eq!(acts.scales(1)[0], 0.0);
+    }
+
+    #[test]
+    fn extreme_value_maps_to_127() {
+        let mut x = vec![0.5f32; 32];
+        x[3] = -4.0;
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&x, 1, 32);
+        assert_eq!(acts.xq(0)[3], -127);
+        assert_eq!(acts.xq(0)[0], 16);
+    }
+}
