@@ -1,0 +1,393 @@
+//! `config.json` of the Llama and Qwen3 families, reduced to what the forward pass needs.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+/// The architecture family, from `architectures[0]` or `model_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// `LlamaForCausalLM` (MiniCPM5 is one): GQA, no QK-norm.
+    Llama,
+    /// `Qwen3ForCausalLM`: Llama plus a per-head RMSNorm on q and k before RoPE.
+    Qwen3,
+}
+
+/// The hyperparameters of a model, as read from its `config.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelConfig {
+    /// Llama or Qwen3.
+    pub family: Family,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Number of transformer blocks.
+    pub num_hidden_layers: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key/value heads (defaults to `num_attention_heads`).
+    pub num_key_value_heads: usize,
+    /// Width of one head: explicit `head_dim`, or `hidden_size / num_attention_heads`.
+    pub head_dim: usize,
+    /// Width of the gated MLP.
+    pub intermediate_size: usize,
+    /// Rows of the embedding and of `lm_head`.
+    pub vocab_size: usize,
+    /// RoPE base: top-level `rope_theta` or `rope_parameters.rope_theta` (default 10000).
+    pub rope_theta: f64,
+    /// RMSNorm epsilon (default 1e-6).
+    pub rms_norm_eps: f64,
+    /// Whether `lm_head` shares the embedding's weights (default false).
+    pub tie_word_embeddings: bool,
+    /// Longest context the model was trained for (default 2048 for Llama, 32768 for Qwen3).
+    pub max_position_embeddings: usize,
+    /// Beginning-of-sequence id, if any.
+    pub bos_token_id: Option<u32>,
+    /// End-of-sequence ids (`eos_token_id` may be one integer or a list).
+    pub eos_token_ids: Vec<u32>,
+}
+
+impl ModelConfig {
+    /// Reads and parses a `config.json`.
+    pub fn from_path(path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of a `config.json`.
+    pub fn from_json(text: &str) -> Result<Self, Error> {
+        Self::parse(text, Path::new("config.json"))
+    }
+
+    /// Width of all query heads together (`num_attention_heads * head_dim`).
+    pub fn q_dim(&self) -> usize {
+        self.num_attention_heads * self.head_dim
+    }
+
+    /// Width of all key (or value) heads together (`num_key_value_heads * head_dim`).
+    pub fn kv_dim(&self) -> usize {
+        self.num_key_value_heads * self.head_dim
+    }
+
+    fn parse(text: &str, path: &Path) -> Result<Self, Error> {
+        let err = |detail: String| Error::Config {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let root: Value = serde_json::from_str(text)
+            .map_err(|e| err(format!("config.json is not valid JSON: {e}")))?;
+        let obj = root
+            .as_object()
+            .ok_or_else(|| err("config.json is not a JSON object".into()))?;
+        let fields = Fields {
+            obj,
+            path: path.to_path_buf(),
+        };
+        let family = family_of(obj).map_err(err)?;
+        let hidden_size = fields.usize_required("hidden_size")?;
+        let num_attention_heads = fields.usize_required("num_attention_heads")?;
+        let num_key_value_heads = fields
+            .usize_optional("num_key_value_heads")?
+            .unwrap_or(num_attention_heads);
+        let head_dim = match fields.usize_optional("head_dim")? {
+            Some(d) => d,
+            None => {
+                if num_attention_heads == 0 || hidden_size % num_attention_heads != 0 {
+                    return Err(err(format!(
+                        "head_dim is not given and hidden_size {hidden_size} is not a multiple \
+                         of num_attention_heads {num_attention_heads}"
+                    )));
+                }
+                hidden_size / num_attention_heads
+            }
+        };
+        let rope_theta = match fields.f64_optional("rope_theta")? {
+            Some(t) => t,
+            None => match obj.get("rope_parameters").and_then(|p| p.get("rope_theta")) {
+                Some(v) => v.as_f64().ok_or_else(|| {
+                    err(format!("rope_parameters.rope_theta is not a number: {v}"))
+                })?,
+                None => 10_000.0,
+            },
+        };
+        let default_ctx = match family {
+            Family::Llama => 2048,
+            Family::Qwen3 => 32768,
+        };
+        let config = ModelConfig {
+            family,
+            hidden_size,
+            num_hidden_layers: fields.usize_required("num_hidden_layers")?,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            intermediate_size: fields.usize_required("intermediate_size")?,
+            vocab_size: fields.usize_required("vocab_size")?,
+            rope_theta,
+            rms_norm_eps: fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
+            tie_word_embeddings: fields
+                .bool_optional("tie_word_embeddings")?
+                .unwrap_or(false),
+            max_position_embeddings: fields
+                .usize_optional("max_position_embeddings")?
+                .unwrap_or(default_ctx),
+            bos_token_id: fields.u32_optional("bos_token_id")?,
+            eos_token_ids: fields.eos_ids()?,
+        };
+        config.check().map_err(err)?;
+        if let Some(scaling) = obj.get("rope_scaling").filter(|v| !v.is_null()) {
+            tracing::warn!(
+                config = %path.display(),
+                %scaling,
+                "config.json asks for rope_scaling; Hearth applies plain RoPE"
+            );
+        }
+        Ok(config)
+    }
+
+    /// Checks the relations between fields that the forward pass relies on.
+    fn check(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("hidden_size", self.hidden_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_key_value_heads", self.num_key_value_heads),
+            ("head_dim", self.head_dim),
+            ("intermediate_size", self.intermediate_size),
+            ("vocab_size", self.vocab_size),
+        ] {
+            if value == 0 {
+                return Err(format!("{name} is 0"));
+            }
+        }
+        if self.num_attention_heads % self.num_key_value_heads != 0 {
+            return Err(format!(
+                "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                self.num_attention_heads, self.num_key_value_heads
+            ));
+        }
+        if self.head_dim % 2 != 0 {
+            return Err(format!(
+                "head_dim {} is odd; RoPE needs pairs",
+                self.head_dim
+            ));
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
+            return Err(format!(
+                "rope_theta {} is not a positive number",
+                self.rope_theta
+            ));
+        }
+        if !(self.rms_norm_eps.is_finite() && self.rms_norm_eps >= 0.0) {
+            return Err(format!(
+                "rms_norm_eps {} is not a number >= 0",
+                self.rms_norm_eps
+            ));
+        }
+        // Guard the products used for tensor sizes against overflow on hostile configs.
+        let big = 1usize << 40;
+        for (name, value) in [
+            (
+                "vocab_size * hidden_size",
+                self.vocab_size.checked_mul(self.hidden_size),
+            ),
+            (
+                "num_attention_heads * head_dim",
+                self.num_attention_heads.checked_mul(self.head_dim),
+            ),
+            (
+                "intermediate_size * hidden_size",
+                self.intermediate_size.checked_mul(self.hidden_size),
+            ),
+        ] {
+            if value.is_none_or(|v| v > big) {
+                return Err(format!("{name} is implausibly large"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maps `architectures[0]` (preferred) or `model_type` to a family.
+fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
+    let arch = obj
+        .get("architectures")
+        .and_then(|a| a.as_array())
+        .and_then(|a| a.first())
+        .and_then(|a| a.as_str());
+    let model_type = obj.get("model_type").and_then(|m| m.as_str());
+    match (arch, model_type) {
+        (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Ok(Family::Llama),
+        (Some("Qwen3ForCausalLM"), _) | (None, Some("qwen3")) => Ok(Family::Qwen3),
+        (None, None) => Err(
+            "config.json names no architecture (architectures or model_type); \
+                             Hearth runs LlamaForCausalLM and Qwen3ForCausalLM models"
+                .into(),
+        ),
+        (Some(other), _) | (None, Some(other)) => Err(format!(
+            "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM and \
+             Qwen3ForCausalLM models"
+        )),
+    }
+}
+
+/// Typed access to the fields of a config object with precise errors.
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    path: PathBuf,
+}
+
+impl Fields<'_> {
+    fn err(&self, detail: String) -> Error {
+        Error::Config {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    fn usize_optional(&self, key: &str) -> Result<Option<usize>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| self.err(format!("{key} is not a non-negative integer: {v}"))),
+        }
+    }
+
+    fn usize_required(&self, key: &str) -> Result<usize, Error> {
+        self.usize_optional(key)?
+            .ok_or_else(|| self.err(format!("config.json has no {key}")))
+    }
+
+    fn u32_optional(&self, key: &str) -> Result<Option<u32>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => to_u32(v)
+                .map(Some)
+                .ok_or_else(|| self.err(format!("{key} is not a token id: {v}"))),
+        }
+    }
+
+    fn f64_optional(&self, key: &str) -> Result<Option<f64>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| self.err(format!("{key} is not a number: {v}"))),
+        }
+    }
+
+    fn bool_optional(&self, key: &str) -> Result<Option<bool>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| self.err(format!("{key} is not true or false: {v}"))),
+        }
+    }
+
+    fn eos_ids(&self) -> Result<Vec<u32>, Error> {
+        match self.get("eos_token_id") {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    to_u32(v).ok_or_else(|| self.err(format!("eos_token_id has a bad id: {v}")))
+                })
+                .collect(),
+            Some(v) => to_u32(v)
+                .map(|id| vec![id])
+                .ok_or_else(|| self.err(format!("eos_token_id is not a token id: {v}"))),
+        }
+    }
+}
+
+fn to_u32(v: &Value) -> Option<u32> {
+    v.as_u64().and_then(|n| u32::try_from(n).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINICPM5: &str = r#"{
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 2048, "num_hidden_layers": 42, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 6144,
+        "vocab_size": 130560, "rope_theta": 5000000.0, "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": false, "max_position_embeddings": 32768,
+        "bos_token_id": 0, "eos_token_id": [1, 130073], "rope_scaling": null
+    }"#;
+
+    #[test]
+    fn minicpm5_parses() {
+        let c = ModelConfig::from_json(MINICPM5).unwrap();
+        assert_eq!(c.family, Family::Llama);
+        assert_eq!(
+            (c.num_attention_heads, c.num_key_value_heads, c.head_dim),
+            (16, 2, 128)
+        );
+        assert_eq!(c.rope_theta, 5e6);
+        assert_eq!(c.eos_token_ids, vec![1, 130073]);
+        assert_eq!(c.bos_token_id, Some(0));
+        assert_eq!((c.q_dim(), c.kv_dim()), (2048, 256));
+    }
+
+    #[test]
+    fn qwen3_rope_parameters_and_implicit_head_dim() {
+        let c = ModelConfig::from_json(
+            r#"{"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+                "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+                "tie_word_embeddings": true, "eos_token_id": 7}"#,
+        )
+        .unwrap();
+        assert_eq!(c.family, Family::Qwen3);
+        assert_eq!(c.head_dim, 16, "head_dim falls back to hidden / heads");
+        assert_eq!(c.num_key_value_heads, 4, "kv heads default to heads");
+        assert_eq!(c.rope_theta, 1e6);
+        assert!(c.tie_word_embeddings);
+        assert_eq!(c.eos_token_ids, vec![7]);
+        assert_eq!(c.max_position_embeddings, 32768);
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let e = ModelConfig::from_json(r#"{"model_type": "llama", "hidden_size": 64}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("num_attention_heads"), "{e}");
+    }
+
+    #[test]
+    fn unsupported_architecture_is_named() {
+        let e = ModelConfig::from_json(r#"{"architectures": ["GPT2LMHeadModel"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GPT2LMHeadModel"), "{e}");
+    }
+
+    #[test]
+    fn bad_relations_are_refused() {
+        let e = ModelConfig::from_json(
+            r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 128,
+                "vocab_size": 100}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("num_key_value_heads 3"), "{e}");
+        assert!(ModelConfig::from_json("[1,2]").is_err());
+        assert!(ModelConfig::from_json("{").is_err());
+    }
+}

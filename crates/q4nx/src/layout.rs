@@ -1,0 +1,167 @@
+//! Which tensors a Llama/Qwen3 model has, in which role and with which logical (Hugging Face)
+//! shape, as implied by its config.
+
+use crate::{Family, ModelConfig};
+
+/// How a tensor is stored in Q4NX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `model.embed_tokens.weight`: BF16 `[vocab, hidden]`.
+    Embedding,
+    /// An RMSNorm weight: BF16, 1-D.
+    Norm,
+    /// A linear weight `W[N, K]`: Q4_1 (or Q8) tiles.
+    Linear,
+}
+
+/// One tensor a model needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedTensor {
+    /// Hugging Face name.
+    pub name: String,
+    /// How Q4NX stores it.
+    pub role: Role,
+    /// Logical shape (`[N, K]` for linears, unpadded).
+    pub shape: Vec<usize>,
+}
+
+/// The linear weights of one layer, by suffix, with their `[N, K]`.
+fn layer_linears(c: &ModelConfig) -> [(&'static str, [usize; 2]); 7] {
+    let (h, q, kv, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
+    [
+        ("self_attn.q_proj.weight", [q, h]),
+        ("self_attn.k_proj.weight", [kv, h]),
+        ("self_attn.v_proj.weight", [kv, h]),
+        ("self_attn.o_proj.weight", [h, q]),
+        ("mlp.gate_proj.weight", [i, h]),
+        ("mlp.up_proj.weight", [i, h]),
+        ("mlp.down_proj.weight", [h, i]),
+    ]
+}
+
+/// The norm weights of one layer, by suffix, with their length.
+fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
+    let mut norms = vec![
+        ("input_layernorm.weight", c.hidden_size),
+        ("post_attention_layernorm.weight", c.hidden_size),
+    ];
+    if c.family == Family::Qwen3 {
+        norms.push(("self_attn.q_norm.weight", c.head_dim));
+        norms.push(("self_attn.k_norm.weight", c.head_dim));
+    }
+    norms
+}
+
+/// Every tensor of the model in file order: embedding, layers, final norm, `lm_head`.
+/// `lm_head.weight` is always listed (Q4NX stores it even for tied models).
+pub fn expected_tensors(c: &ModelConfig) -> Vec<ExpectedTensor> {
+    let mut out = vec![ExpectedTensor {
+        name: "model.embed_tokens.weight".into(),
+        role: Role::Embedding,
+        shape: vec![c.vocab_size, c.hidden_size],
+    }];
+    for layer in 0..c.num_hidden_layers {
+        for (suffix, len) in layer_norms(c) {
+            out.push(ExpectedTensor {
+                name: format!("model.layers.{layer}.{suffix}"),
+                role: Role::Norm,
+                shape: vec![len],
+            });
+        }
+        for (suffix, shape) in layer_linears(c) {
+            out.push(ExpectedTensor {
+                name: format!("model.layers.{layer}.{suffix}"),
+                role: Role::Linear,
+                shape: shape.to_vec(),
+            });
+        }
+    }
+    out.push(ExpectedTensor {
+        name: "model.norm.weight".into(),
+        role: Role::Norm,
+        shape: vec![c.hidden_size],
+    });
+    out.push(ExpectedTensor {
+        name: "lm_head.weight".into(),
+        role: Role::Linear,
+        shape: vec![c.vocab_size, c.hidden_size],
+    });
+    out
+}
+
+/// `[N, K]` of a linear weight, from its name alone (None for other tensors).
+pub fn linear_shape(c: &ModelConfig, name: &str) -> Option<[usize; 2]> {
+    if name == "lm_head.weight" {
+        return Some([c.vocab_size, c.hidden_size]);
+    }
+    let rest = name.strip_prefix("model.layers.")?;
+    let (layer, suffix) = rest.split_once('.')?;
+    let layer: usize = layer.parse().ok()?;
+    if layer >= c.num_hidden_layers {
+        return None;
+    }
+    layer_linears(c)
+        .into_iter()
+        .find(|(s, _)| *s == suffix)
+        .map(|(_, shape)| shape)
+}
+
+/// Rounds `k` up to a multiple of 256 (the tile width).
+pub fn padded_cols(k: usize) -> usize {
+    k.div_ceil(crate::tile::TILE_COLS) * crate::tile::TILE_COLS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny(family: &str) -> ModelConfig {
+        ModelConfig::from_json(&format!(
+            r#"{{"model_type": "{family}", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+                "vocab_size": 100}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn llama_tensor_list() {
+        let t = expected_tensors(&tiny("llama"));
+        assert_eq!(t.len(), 1 + 2 * 9 + 2);
+        assert_eq!(t[0].shape, vec![100, 64]);
+        assert!(
+            t.iter().all(|t| !t.name.contains("q_norm")),
+            "no QK-norm in Llama"
+        );
+        let k = t
+            .iter()
+            .find(|t| t.name == "model.layers.1.self_attn.k_proj.weight")
+            .unwrap();
+        assert_eq!(k.shape, vec![32, 64]);
+    }
+
+    #[test]
+    fn qwen3_has_qk_norms() {
+        let t = expected_tensors(&tiny("qwen3"));
+        assert_eq!(t.len(), 1 + 2 * 11 + 2);
+        assert!(t
+            .iter()
+            .any(|t| t.name == "model.layers.0.self_attn.q_norm.weight"));
+    }
+
+    #[test]
+    fn shapes_from_names() {
+        let c = tiny("llama");
+        assert_eq!(
+            linear_shape(&c, "model.layers.1.mlp.down_proj.weight"),
+            Some([64, 96])
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.2.mlp.down_proj.weight"),
+            None
+        );
+        assert_eq!(linear_shape(&c, "model.norm.weight"), None);
+        assert_eq!(padded_cols(96), 256);
+        assert_eq!(padded_cols(512), 512);
+    }
+}

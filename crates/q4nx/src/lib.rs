@@ -1,0 +1,28 @@
+//! The Q4NX model format, as FastFlowLM runs it on the NPU: read it by memory map (no copy of
+//! weight bytes), validate it with precise errors, and write it from Hugging Face safetensors.
+//!
+//! `model.q4nx` is a safetensors file. Linear weights are stored as FastFlowLM tiles of
+//! 32 rows x 256 columns (Q4_1: 5120 bytes, Q8: 8704 bytes), dtype `I8`, row-block major; the
+//! embedding and the norms are BF16. See [`tile`] for the byte layout.
+//!
+//! Reading: [`Weights::open`] a folder, [`Weights::get`] a [`Tensor`], [`validate`] against a
+//! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`].
+
+pub mod config;
+pub mod container;
+pub mod dtype;
+mod error;
+pub mod layout;
+pub mod quantize;
+pub mod tensor;
+pub mod tile;
+mod validate;
+pub mod weights;
+
+pub use config::{Family, ModelConfig};
+pub use dtype::Dtype;
+pub use error::Error;
+pub use quantize::quantize_q4_1_tiles;
+pub use tensor::{DenseTensor, Tensor, TileMatrix};
+pub use validate::{validate, validate_dir};
+pub use weights::{WeightFormat, Weights};

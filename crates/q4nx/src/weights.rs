@@ -1,0 +1,507 @@
+//! All weights of a model folder, memory-mapped: `model.q4nx`, `model.safetensors`, or the
+//! shards listed in `model.safetensors.index.json`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::container::{self, TensorInfo};
+use crate::layout::{linear_shape, padded_cols};
+use crate::tensor::{DenseTensor, Tensor, TileMatrix};
+use crate::tile::{Q4_1_TILE_BYTES, Q4_K_TILE_BYTES, Q8_TILE_BYTES, TILE_COLS, TILE_ROWS};
+use crate::{Dtype, Error, ModelConfig};
+
+/// File name of a Q4NX model.
+pub const Q4NX_FILE: &str = "model.q4nx";
+/// File name of single-file safetensors weights.
+pub const SAFETENSORS_FILE: &str = "model.safetensors";
+/// File name of the shard index of sharded safetensors weights.
+pub const SHARD_INDEX_FILE: &str = "model.safetensors.index.json";
+/// Metadata key prefix under which Hearth records the logical `N,K` of each tiled tensor.
+pub const SHAPE_KEY_PREFIX: &str = "hearth.shape.";
+
+/// Which container the weights came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightFormat {
+    /// `model.q4nx`: quantized tiles plus BF16 embedding and norms.
+    Q4nx,
+    /// Plain safetensors (BF16/F16/F32), one file or sharded.
+    Safetensors,
+}
+
+/// One memory-mapped file.
+#[derive(Debug)]
+struct MappedFile {
+    path: PathBuf,
+    map: Mmap,
+    metadata: BTreeMap<String, String>,
+}
+
+/// Where one tensor lives.
+#[derive(Debug)]
+struct Entry {
+    file: usize,
+    dtype: Dtype,
+    shape: Vec<usize>,
+    range: Range<usize>,
+}
+
+/// All weights of a model folder. Tensors are borrowed from the memory maps; nothing is copied.
+#[derive(Debug)]
+pub struct Weights {
+    path: PathBuf,
+    format: WeightFormat,
+    files: Vec<MappedFile>,
+    tensors: BTreeMap<String, Entry>,
+    config: Option<ModelConfig>,
+}
+
+impl Weights {
+    /// Opens the weights of a model folder, preferring `model.q4nx`, then `model.safetensors`,
+    /// then the shard index. Reads `config.json` beside them when present (needed to know the
+    /// rows and columns of tiles stored as `[tiles, 5120]`). Every header is checked here.
+    pub fn open(dir: &Path) -> Result<Self, Error> {
+        let config_path = dir.join("config.json");
+        let config = if config_path.is_file() {
+            Some(ModelConfig::from_path(&config_path)?)
+        } else {
+            None
+        };
+        let q4nx = dir.join(Q4NX_FILE);
+        let single = dir.join(SAFETENSORS_FILE);
+        let index = dir.join(SHARD_INDEX_FILE);
+        if q4nx.is_file() {
+            Self::from_files(q4nx.clone(), WeightFormat::Q4nx, &[q4nx], config)
+        } else if single.is_file() {
+            Self::from_files(single.clone(), WeightFormat::Safetensors, &[single], config)
+        } else if index.is_file() {
+            Self::open_sharded(dir, &index, config)
+        } else {
+            Err(Error::NoWeights {
+                dir: dir.to_path_buf(),
+            })
+        }
+    }
+
+    /// Opens one safetensors/Q4NX file, with an optional config to resolve tile shapes.
+    pub fn open_file(path: &Path, config: Option<ModelConfig>) -> Result<Self, Error> {
+        let format = if path.extension().is_some_and(|e| e == "q4nx") {
+            WeightFormat::Q4nx
+        } else {
+            WeightFormat::Safetensors
+        };
+        Self::from_files(path.to_path_buf(), format, &[path.to_path_buf()], config)
+    }
+
+    fn open_sharded(dir: &Path, index: &Path, config: Option<ModelConfig>) -> Result<Self, Error> {
+        let bad = |detail: String| Error::ShardIndex {
+            path: index.to_path_buf(),
+            detail,
+        };
+        let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+        let map = json
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| bad("has no weight_map object".into()))?;
+        let mut shard_names: Vec<&str> = Vec::new();
+        let mut wanted: Vec<(&str, &str)> = Vec::new();
+        for (tensor, file) in map {
+            let file = file
+                .as_str()
+                .ok_or_else(|| bad(format!("tensor {tensor} maps to {file}, not a file name")))?;
+            let plain = Path::new(file)
+                .file_name()
+                .is_some_and(|n| n == std::ffi::OsStr::new(file));
+            if !plain || file == ".." || file == "." {
+                return Err(bad(format!(
+                    "tensor {tensor} maps to {file:?}, which is not a file in this folder"
+                )));
+            }
+            if !shard_names.contains(&file) {
+                shard_names.push(file);
+            }
+            wanted.push((tensor, file));
+        }
+        let paths: Vec<PathBuf> = shard_names.iter().map(|f| dir.join(f)).collect();
+        for p in &paths {
+            if !p.is_file() {
+                return Err(bad(format!(
+                    "shard {} is missing; the download is incomplete",
+                    p.display()
+                )));
+            }
+        }
+        let weights = Self::from_files(
+            index.to_path_buf(),
+            WeightFormat::Safetensors,
+            &paths,
+            config,
+        )?;
+        for (tensor, file) in wanted {
+            let ok = weights
+                .tensors
+                .get(tensor)
+                .is_some_and(|e| weights.files[e.file].path == dir.join(file));
+            if !ok {
+                return Err(Error::MissingTensor {
+                    path: dir.join(file),
+                    tensor: tensor.to_string(),
+                });
+            }
+        }
+        Ok(weights)
+    }
+
+    fn from_files(
+        path: PathBuf,
+        format: WeightFormat,
+        paths: &[PathBuf],
+        config: Option<ModelConfig>,
+    ) -> Result<Self, Error> {
+        let mut files = Vec::new();
+        let mut tensors = BTreeMap::new();
+        for (index, p) in paths.iter().enumerate() {
+            let (map, header) = map_file(p)?;
+            for TensorInfo {
+                name,
+                dtype,
+                shape,
+                range,
+            } in header.tensors
+            {
+                let entry = Entry {
+                    file: index,
+                    dtype,
+                    shape,
+                    range,
+                };
+                if let Some(old) = tensors.insert(name.clone(), entry) {
+                    return Err(Error::MalformedHeader {
+                        path: p.clone(),
+                        detail: format!("tensor {name} is also in {}", paths[old.file].display()),
+                    });
+                }
+            }
+            files.push(MappedFile {
+                path: p.clone(),
+                map,
+                metadata: header.metadata,
+            });
+        }
+        tracing::debug!(path = %path.display(), tensors = tensors.len(), "opened weights");
+        Ok(Weights {
+            path,
+            format,
+            files,
+            tensors,
+            config,
+        })
+    }
+
+    /// One tensor as a typed view. A missing tensor is an error naming it and the file.
+    pub fn get(&self, name: &str) -> Result<Tensor<'_>, Error> {
+        let (key, entry) =
+            self.tensors
+                .get_key_value(name)
+                .ok_or_else(|| Error::MissingTensor {
+                    path: self.path.clone(),
+                    tensor: name.to_string(),
+                })?;
+        let file = &self.files[entry.file];
+        let bytes = &file.map[entry.range.clone()];
+        let tile_bytes = entry.shape.last().copied().unwrap_or(0);
+        let tiled = entry.dtype == Dtype::I8
+            && matches!(entry.shape.len(), 2 | 3)
+            && matches!(
+                tile_bytes,
+                Q4_1_TILE_BYTES | Q8_TILE_BYTES | Q4_K_TILE_BYTES
+            );
+        if !tiled {
+            return Ok(Tensor::Dense(DenseTensor {
+                name: key,
+                dtype: entry.dtype,
+                shape: entry.shape.clone(),
+                bytes,
+            }));
+        }
+        let wrong = |expected: String, found: String| Error::WrongTensor {
+            path: file.path.clone(),
+            tensor: name.to_string(),
+            expected,
+            found,
+        };
+        if tile_bytes == Q4_K_TILE_BYTES {
+            return Err(wrong(
+                "Q4_1 (5120-byte) or Q8 (8704-byte) tiles".into(),
+                "Q4_K tiles (4736 bytes), which Hearth does not support yet".into(),
+            ));
+        }
+        let (rows, cols) = self.tile_geometry(name, entry, &file.metadata, &file.path)?;
+        if rows % TILE_ROWS != 0 {
+            return Err(wrong(
+                "a row count N that is a multiple of 32".into(),
+                format!("N = {rows}"),
+            ));
+        }
+        let tiles = (rows / TILE_ROWS) * (cols / TILE_COLS);
+        let found_tiles = entry.shape[..entry.shape.len() - 1]
+            .iter()
+            .product::<usize>();
+        if tiles != found_tiles {
+            return Err(wrong(
+                format!("{tiles} tiles for [{rows} x {cols}] (K padded to 256)"),
+                format!("{found_tiles} tiles (shape {:?})", entry.shape),
+            ));
+        }
+        let matrix = TileMatrix {
+            name: key,
+            rows,
+            cols,
+            bytes,
+        };
+        Ok(if tile_bytes == Q8_TILE_BYTES {
+            Tensor::Q8(matrix)
+        } else {
+            Tensor::Q4_1(matrix)
+        })
+    }
+
+    /// `(N, K padded)` of a tiled tensor: from a 3-D shape, from Hearth's metadata, or from
+    /// the config.
+    fn tile_geometry(
+        &self,
+        name: &str,
+        entry: &Entry,
+        metadata: &BTreeMap<String, String>,
+        path: &Path,
+    ) -> Result<(usize, usize), Error> {
+        if let [row_blocks, col_tiles, _] = entry.shape[..] {
+            return Ok((row_blocks * TILE_ROWS, col_tiles * TILE_COLS));
+        }
+        if let Some(text) = metadata.get(&format!("{SHAPE_KEY_PREFIX}{name}")) {
+            let parsed = text
+                .split_once(',')
+                .and_then(|(n, k)| Some((n.trim().parse().ok()?, k.trim().parse().ok()?)));
+            return match parsed {
+                Some((n, k)) => Ok((n, padded_cols(k))),
+                None => Err(Error::MalformedHeader {
+                    path: path.to_path_buf(),
+                    detail: format!("metadata {SHAPE_KEY_PREFIX}{name} is {text:?}, not \"N,K\""),
+                }),
+            };
+        }
+        match self.config.as_ref().and_then(|c| linear_shape(c, name)) {
+            Some([n, k]) => Ok((n, padded_cols(k))),
+            None => Err(Error::WrongTensor {
+                path: path.to_path_buf(),
+                tensor: name.to_string(),
+                expected: "a linear weight that config.json describes (to know its N and K)".into(),
+                found: format!(
+                    "tiles of shape {:?} and {}",
+                    entry.shape,
+                    if self.config.is_some() {
+                        "a name config.json does not imply"
+                    } else {
+                        "no config.json"
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// Names of all tensors, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.tensors.keys().map(String::as_str).collect()
+    }
+
+    /// Whether a tensor of that name exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    /// Which container the weights came from.
+    pub fn format(&self) -> WeightFormat {
+        self.format
+    }
+
+    /// The weights file (or the shard index).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The config read beside the weights, if there was one.
+    pub fn config(&self) -> Option<&ModelConfig> {
+        self.config.as_ref()
+    }
+
+    /// Total bytes of tensor data.
+    pub fn data_bytes(&self) -> u64 {
+        self.tensors.values().map(|e| e.range.len() as u64).sum()
+    }
+
+    /// The file, byte range, dtype and stored shape of a tensor, for streaming reads that
+    /// should not grow the process's resident memory through the map.
+    #[allow(dead_code)] // used by the converter, which lands next
+    pub(crate) fn locate(&self, name: &str) -> Option<(&Path, Range<usize>, Dtype, &[usize])> {
+        let e = self.tensors.get(name)?;
+        Some((&self.files[e.file].path, e.range.clone(), e.dtype, &e.shape))
+    }
+}
+
+/// Maps a file read-only and parses its header.
+fn map_file(path: &Path) -> Result<(Mmap, container::Header), Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len < 8 {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            detail: format!(
+                "the file is {len} bytes, a safetensors file starts with an 8-byte header length"
+            ),
+        });
+    }
+    // SAFETY: the map is read-only and private, and every slice we hand out is checked against
+    // the length of the file as it was when mapped. Another process could still truncate or
+    // rewrite the file underneath us, which would show as changed bytes or a SIGBUS; Hearth
+    // itself never writes a model file in place (it writes a new file and renames it over the
+    // old one, so an existing map keeps the old inode), and the model store is ours alone.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let header = container::parse(&map, path)?;
+    Ok((map, header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{encode_header, EntryToWrite};
+
+    fn write(path: &Path, entries: &[EntryToWrite], meta: &BTreeMap<String, String>) {
+        let mut bytes = encode_header(entries, meta);
+        for e in entries {
+            bytes.extend((0..e.byte_len()).map(|i| (i % 251) as u8));
+        }
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn entry(name: &str, dtype: Dtype, shape: &[usize]) -> EntryToWrite {
+        EntryToWrite {
+            name: name.into(),
+            dtype,
+            shape: shape.to_vec(),
+        }
+    }
+
+    #[test]
+    fn single_file_with_metadata_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = BTreeMap::from([(format!("{SHAPE_KEY_PREFIX}w"), "64,300".to_string())]);
+        write(
+            &dir.path().join(Q4NX_FILE),
+            &[
+                entry("w", Dtype::I8, &[4, 5120]),
+                entry("n", Dtype::Bf16, &[8]),
+            ],
+            &meta,
+        );
+        let w = Weights::open(dir.path()).unwrap();
+        assert_eq!(w.format(), WeightFormat::Q4nx);
+        assert_eq!(w.names(), vec!["n", "w"]);
+        match w.get("w").unwrap() {
+            Tensor::Q4_1(m) => assert_eq!((m.rows, m.cols, m.tile_bytes()), (64, 512, 5120)),
+            other => panic!("expected Q4_1, got {}", other.describe()),
+        }
+        match w.get("n").unwrap() {
+            Tensor::Dense(d) => assert_eq!(d.len(), 8),
+            other => panic!("expected dense, got {}", other.describe()),
+        }
+        let e = w.get("nope").unwrap_err().to_string();
+        assert!(
+            e.contains("missing tensor nope") && e.contains("model.q4nx"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn three_d_tiles_and_q8() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.q4nx");
+        write(
+            &path,
+            &[entry("w", Dtype::I8, &[2, 1, 8704])],
+            &BTreeMap::new(),
+        );
+        let w = Weights::open_file(&path, None).unwrap();
+        match w.get("w").unwrap() {
+            Tensor::Q8(m) => assert_eq!((m.rows, m.cols), (64, 256)),
+            other => panic!("expected Q8, got {}", other.describe()),
+        }
+    }
+
+    #[test]
+    fn two_d_tiles_without_config_are_refused_with_a_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.q4nx");
+        write(
+            &path,
+            &[entry("w", Dtype::I8, &[2, 5120])],
+            &BTreeMap::new(),
+        );
+        let w = Weights::open_file(&path, None).unwrap();
+        let e = w.get("w").unwrap_err().to_string();
+        assert!(e.contains("no config.json"), "{e}");
+    }
+
+    #[test]
+    fn sharded_weights() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = BTreeMap::new();
+        write(
+            &dir.path().join("a.safetensors"),
+            &[entry("x", Dtype::F32, &[2])],
+            &none,
+        );
+        write(
+            &dir.path().join("b.safetensors"),
+            &[entry("y", Dtype::F16, &[3])],
+            &none,
+        );
+        std::fs::write(
+            dir.path().join(SHARD_INDEX_FILE),
+            r#"{"metadata": {}, "weight_map": {"x": "a.safetensors", "y": "b.safetensors"}}"#,
+        )
+        .unwrap();
+        let w = Weights::open(dir.path()).unwrap();
+        assert_eq!(w.format(), WeightFormat::Safetensors);
+        assert_eq!(w.names(), vec!["x", "y"]);
+        std::fs::write(
+            dir.path().join(SHARD_INDEX_FILE),
+            r#"{"weight_map": {"x": "b.safetensors"}}"#,
+        )
+        .unwrap();
+        let e = Weights::open(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("missing tensor x") && e.contains("b.safetensors"),
+            "{e}"
+        );
+        std::fs::write(
+            dir.path().join(SHARD_INDEX_FILE),
+            r#"{"weight_map": {"x": "../a.safetensors"}}"#,
+        )
+        .unwrap();
+        let e = Weights::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a file in this folder"), "{e}");
+    }
+
+    #[test]
+    fn empty_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Weights::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("no model weights found"), "{e}");
+    }
+}
