@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod container;
+pub mod convert;
 pub mod dtype;
 mod error;
 pub mod layout;
@@ -20,6 +21,7 @@ mod validate;
 pub mod weights;
 
 pub use config::{Family, ModelConfig};
+pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Variant};
 pub use dtype::Dtype;
 pub use error::Error;
 pub use quantize::quantize_q4_1_tiles;

@@ -347,7 +347,6 @@ impl Weights {
 
     /// The file, byte range, dtype and stored shape of a tensor, for streaming reads that
     /// should not grow the process's resident memory through the map.
-    #[allow(dead_code)] // used by the converter, which lands next
     pub(crate) fn locate(&self, name: &str) -> Option<(&Path, Range<usize>, Dtype, &[usize])> {
         let e = self.tensors.get(name)?;
         Some((&self.files[e.file].path, e.range.clone(), e.dtype, &e.shape))
