@@ -1,0 +1,559 @@
+//! The NPU doctor: every fact about the NPU path, each problem reported apart with its fix.
+//!
+//! [`diagnose`] reads the system under a root, opens the device node at most once, and returns
+//! a [`Diagnosis`]: a list of [`Check`]s in plain words, and `ready` when none is a problem.
+
+use crate::access::{self, Holder, NodeAccess, OpenOutcome};
+use crate::device::{self, Detection, Generation, Kernel, NpuDevice};
+use crate::fsroot::FsRoot;
+use crate::ioctl::{self, FirmwareVersion, Sensor};
+use crate::limits::{self, MemlockLimits};
+use crate::metric::Metric;
+use crate::software::{self, FlmInfo, XrtInfo, XRT_MIN_VERSION};
+use serde::Serialize;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// The oldest NPU firmware FastFlowLM works with.
+pub const MIN_FIRMWARE: FirmwareVersion = FirmwareVersion([1, 1, 0, 0]);
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Fine.
+    Ok,
+    /// Worth knowing; does not block the NPU path.
+    Info,
+    /// Might cause trouble; does not block the NPU path.
+    Warning,
+    /// Blocks the NPU path until fixed.
+    Problem,
+}
+
+/// What a check looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckId {
+    /// Is there an XDNA 2 NPU with its driver?
+    Device,
+    /// Does the kernel carry the driver?
+    Kernel,
+    /// Is the NPU firmware new enough?
+    Firmware,
+    /// Can this user open the device node, and is it free?
+    Access,
+    /// Is the locked-memory limit unlimited?
+    Memlock,
+    /// Is XRT with its NPU plugin installed and new enough?
+    Xrt,
+    /// Is FastFlowLM installed?
+    Fastflowlm,
+    /// Do the driver's power sensors answer?
+    Sensors,
+}
+
+/// One finding, in plain words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub id: CheckId,
+    /// How it came out.
+    pub status: Status,
+    /// One sentence: what is the case.
+    pub summary: String,
+    /// What to do about it, step by step, with exact commands; `None` when nothing is needed.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn new(id: CheckId, status: Status, summary: impl Into<String>) -> Check {
+        Check {
+            id,
+            status,
+            summary: summary.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// Everything the doctor found.
+#[derive(Debug, Serialize)]
+pub struct Diagnosis {
+    /// True when no check is a [`Status::Problem`]: the NPU path can run.
+    pub ready: bool,
+    /// One line for a status bar: "NPU ready: NPU Strix (XDNA 2)" or what blocks it.
+    pub summary: String,
+    /// What the system shows of the NPU.
+    pub detection: Detection,
+    /// The running kernel.
+    pub kernel: Option<Kernel>,
+    /// The memlock limits of this process.
+    pub memlock: Option<MemlockLimits>,
+    /// XRT as found.
+    pub xrt: XrtInfo,
+    /// FastFlowLM as found.
+    pub fastflowlm: FlmInfo,
+    /// Processes holding the device.
+    pub holders: Vec<Holder>,
+    /// The driver's sensors, read once through the ioctl when the device opened.
+    pub sensors: Metric<Vec<Sensor>>,
+    /// The findings, in order.
+    pub checks: Vec<Check>,
+}
+
+/// Diagnoses the NPU path on the system under `root` (`/` for this machine).
+pub fn diagnose(root: &Path) -> Diagnosis {
+    diagnose_with(root, access::open_node)
+}
+
+/// Like [`diagnose`], with the device open done by `open` (given the resolved node path): the
+/// kernel's answer to the open is the one thing a fixture tree cannot give, so tests pass it in.
+pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) -> Diagnosis {
+    let root = FsRoot::new(root);
+    let detection = device::detect(&root);
+    let kernel = device::Kernel::read(&root);
+    let mut checks = Vec::new();
+    let mut holders = Vec::new();
+    let mut sensors = Metric::unavailable("no NPU device: the sensors ioctl was not run");
+
+    checks.push(device_check(&detection, kernel.as_ref()));
+    checks.push(kernel_check(&root, kernel.as_ref(), &detection));
+    if let Detection::Found(dev) = &detection {
+        if dev.generation == Generation::Xdna2 {
+            checks.push(firmware_check(dev));
+            let node = root.path(&dev.node);
+            let outcome = OpenOutcome::from_result(open(&node));
+            holders = access::holders(&root, &dev.node);
+            let facts = access::node_access(&root, &dev.node);
+            sensors = read_sensors(&outcome, facts.as_ref());
+            checks.push(access_check(dev, &outcome, facts.as_ref(), &holders));
+        }
+    }
+    let memlock = MemlockLimits::read(&root);
+    checks.push(memlock_check(&root, &memlock));
+    let xrt = software::find_xrt(&root);
+    checks.push(xrt_check(&xrt));
+    let fastflowlm = software::find_flm(&root);
+    checks.push(flm_check(&fastflowlm));
+    checks.push(match &sensors {
+        Metric::Available { value, .. } => {
+            let power: Vec<String> = value
+                .iter()
+                .filter(|s| s.kind == ioctl::SensorKind::Power)
+                .map(|s| format!("{} {:.2} W", s.label, s.value))
+                .collect();
+            Check::new(
+                CheckId::Sensors,
+                Status::Info,
+                format!("NPU sensors answer: {}", power.join(", ")),
+            )
+        }
+        Metric::Unavailable { unavailable } => Check::new(
+            CheckId::Sensors,
+            Status::Info,
+            format!("NPU power sensors unavailable: {unavailable}. Hearth measures power from amdgpu and the battery instead."),
+        ),
+    });
+
+    let problems: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.status == Status::Problem)
+        .collect();
+    let ready = problems.is_empty();
+    let summary = match (&detection, problems.first()) {
+        (Detection::Found(d), None) => format!("NPU ready: {}", d.display_name()),
+        (_, Some(first)) if problems.len() == 1 => {
+            format!("NPU not ready: {}", first.summary)
+        }
+        (_, Some(first)) => format!(
+            "NPU not ready ({} problems): {}",
+            problems.len(),
+            first.summary
+        ),
+        (_, None) => "NPU not ready".into(),
+    };
+    Diagnosis {
+        ready,
+        summary,
+        detection,
+        kernel,
+        memlock: memlock.ok(),
+        xrt,
+        fastflowlm,
+        holders,
+        sensors,
+        checks,
+    }
+}
+
+const DRIVER_FIX: &str = "Use Linux 6.14 or later (it includes the amdxdna driver), or install \
+the driver for your kernel: on Ubuntu `sudo add-apt-repository ppa:amd-team/xrt && sudo apt \
+install amdxdna-dkms`. Then restart the computer.";
+
+fn device_check(detection: &Detection, kernel: Option<&Kernel>) -> Check {
+    match detection {
+        Detection::Found(d) if d.generation == Generation::Xdna2 => Check::new(
+            CheckId::Device,
+            Status::Ok,
+            format!(
+                "NPU found: {}{}, driver {}",
+                d.display_name(),
+                d.pci_address
+                    .as_deref()
+                    .map(|a| format!(" at PCI {a}"))
+                    .unwrap_or_default(),
+                d.driver.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        Detection::Found(d) => Check::new(
+            CheckId::Device,
+            Status::Problem,
+            format!(
+                "This NPU ({}) is the first generation, which FastFlowLM does not support",
+                d.display_name()
+            ),
+        )
+        .fix("Nothing to fix: the NPU path needs an XDNA 2 NPU (Ryzen AI 300 series or later). Hearth runs on the CPU."),
+        Detection::NoDriver {
+            pci_address,
+            generation,
+        } => {
+            let summary = format!(
+                "An {} NPU is in this computer (PCI {pci_address}), but no driver has taken it",
+                generation.label()
+            );
+            let fix = if kernel.is_some_and(Kernel::has_inbox_amdxdna) {
+                "Your kernel has the amdxdna driver but it did not start. Run `sudo modprobe \
+amdxdna`, and if that fails, `sudo dmesg | grep -i amdxdna` shows why (often missing NPU firmware: \
+update the linux-firmware package). Then restart."
+                    .to_string()
+            } else {
+                DRIVER_FIX.to_string()
+            };
+            Check::new(CheckId::Device, Status::Problem, summary).fix(fix)
+        }
+        Detection::NotFound => Check::new(CheckId::Device, Status::Problem, "No NPU was found")
+            .fix(format!(
+                "If this computer has a Ryzen AI processor, the NPU may be switched off: open the \
+BIOS/UEFI setup (usually F2 or Del at start) and enable the NPU or \"IPU\". {DRIVER_FIX} \
+Without an NPU, Hearth runs on the CPU."
+            )),
+    }
+}
+
+fn kernel_check(root: &FsRoot, kernel: Option<&Kernel>, detection: &Detection) -> Check {
+    let Some(k) = kernel else {
+        return Check::new(
+            CheckId::Kernel,
+            Status::Warning,
+            "The kernel version could not be read (/proc/sys/kernel/osrelease)",
+        );
+    };
+    let driver_present = root.exists("/sys/module/amdxdna")
+        || matches!(detection, Detection::Found(d) if d.driver.as_deref() == Some("amdxdna"));
+    if k.version.is_none() {
+        return Check::new(
+            CheckId::Kernel,
+            Status::Warning,
+            format!(
+                "The kernel version {:?} could not be understood",
+                crate::fsroot::shorten(&k.release)
+            ),
+        );
+    }
+    if k.has_inbox_amdxdna() {
+        Check::new(
+            CheckId::Kernel,
+            Status::Ok,
+            format!("Linux {} includes the amdxdna driver", k.release),
+        )
+    } else if driver_present {
+        Check::new(
+            CheckId::Kernel,
+            Status::Ok,
+            format!(
+                "Linux {} is older than 6.14, but the amdxdna driver is installed (DKMS)",
+                k.release
+            ),
+        )
+    } else {
+        Check::new(
+            CheckId::Kernel,
+            Status::Problem,
+            format!(
+                "Linux {} is older than 6.14 and the amdxdna driver is not installed",
+                k.release
+            ),
+        )
+        .fix(DRIVER_FIX)
+    }
+}
+
+fn firmware_check(dev: &NpuDevice) -> Check {
+    let fix = "Update the NPU firmware: install the newest linux-firmware package for your \
+distribution (Ubuntu: `sudo apt update && sudo apt install --only-upgrade linux-firmware`), then \
+restart the computer.";
+    match (&dev.firmware, &dev.firmware_text) {
+        (Some(fw), _) if *fw >= MIN_FIRMWARE => Check::new(
+            CheckId::Firmware,
+            Status::Ok,
+            format!("NPU firmware {fw} (needs {MIN_FIRMWARE} or newer)"),
+        ),
+        (Some(fw), _) => Check::new(
+            CheckId::Firmware,
+            Status::Problem,
+            format!("NPU firmware {fw} is older than {MIN_FIRMWARE}, which FastFlowLM needs"),
+        )
+        .fix(fix),
+        (None, Some(text)) => Check::new(
+            CheckId::Firmware,
+            Status::Warning,
+            format!("NPU firmware version {text:?} could not be understood"),
+        ),
+        (None, None) => Check::new(
+            CheckId::Firmware,
+            Status::Warning,
+            "The NPU firmware version is not shown by the driver (fw_version missing)",
+        )
+        .fix(fix),
+    }
+}
+
+fn describe_holders(holders: &[Holder]) -> String {
+    holders
+        .iter()
+        .map(|h| format!("{} (process {})", h.name, h.pid))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn access_check(
+    dev: &NpuDevice,
+    outcome: &OpenOutcome,
+    facts: Option<&NodeAccess>,
+    holders: &[Holder],
+) -> Check {
+    match outcome {
+        OpenOutcome::Opened(_) if holders.is_empty() => Check::new(
+            CheckId::Access,
+            Status::Ok,
+            format!("You can open {}", dev.node),
+        ),
+        OpenOutcome::Opened(_) => Check::new(
+            CheckId::Access,
+            Status::Info,
+            format!(
+                "You can open {}; it is also in use by {}",
+                dev.node,
+                describe_holders(holders)
+            ),
+        ),
+        OpenOutcome::Missing => Check::new(
+            CheckId::Access,
+            Status::Problem,
+            format!("The driver is loaded but {} does not exist", dev.node),
+        )
+        .fix("Restart the computer. If it is still missing, `ls -l /dev/accel` and `sudo dmesg | grep -i amdxdna` show what the driver did."),
+        OpenOutcome::Denied => {
+            let group = facts.map(|f| f.group.as_str()).unwrap_or("render");
+            let user = facts
+                .and_then(|f| f.user.clone())
+                .unwrap_or_else(|| "$USER".into());
+            let listed = facts.is_some_and(|f| f.user_listed_in_group);
+            let session = facts.is_some_and(|f| f.session_has_group);
+            if listed && !session {
+                Check::new(
+                    CheckId::Access,
+                    Status::Problem,
+                    format!("You were added to the {group} group, but this login started before that"),
+                )
+                .fix("Log out and log back in (or restart the computer) so the new group applies.")
+            } else {
+                Check::new(
+                    CheckId::Access,
+                    Status::Problem,
+                    format!("No permission to open {}: it belongs to the {group} group", dev.node),
+                )
+                .fix(format!(
+                    "Add yourself to the group: `sudo usermod -aG {group} {user}`. Then log out and log back in (a new login is needed before the group applies)."
+                ))
+            }
+        }
+        OpenOutcome::Busy if holders.is_empty() => Check::new(
+            CheckId::Access,
+            Status::Problem,
+            format!("{} is busy: another program has it open", dev.node),
+        )
+        .fix("Close other AI apps (FastFlowLM, Lemonade, another Hearth). `sudo fuser -v /dev/accel/*` shows which process holds it."),
+        OpenOutcome::Busy => Check::new(
+            CheckId::Access,
+            Status::Problem,
+            format!("{} is busy: {} has it open", dev.node, describe_holders(holders)),
+        )
+        .fix(format!(
+            "Close {} or wait until it finishes (to stop it now: `kill {}`).",
+            holders[0].name, holders[0].pid
+        )),
+        OpenOutcome::Failed(msg) => Check::new(
+            CheckId::Access,
+            Status::Problem,
+            format!("{} could not be opened: {msg}", dev.node),
+        )
+        .fix("Restart the computer; if it persists, `sudo dmesg | grep -i amdxdna` shows the driver's error."),
+    }
+}
+
+fn read_sensors(outcome: &OpenOutcome, facts: Option<&NodeAccess>) -> Metric<Vec<Sensor>> {
+    match outcome {
+        OpenOutcome::Opened(file) if facts.is_some_and(|f| f.is_char_device) => {
+            match ioctl::read_sensors(file) {
+                Ok(s) if s.is_empty() => Metric::unavailable("the driver returned no sensors"),
+                Ok(s) => Metric::available(s, "amdxdna GET_INFO sensors ioctl"),
+                Err(e) => Metric::unavailable(ioctl::describe_error(&e)),
+            }
+        }
+        OpenOutcome::Opened(_) => {
+            Metric::unavailable("the device node is not a character device: the ioctl was not run")
+        }
+        _ => Metric::unavailable("the device could not be opened"),
+    }
+}
+
+fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Check {
+    match memlock {
+        Ok(l) if l.is_unlimited() => Check::new(
+            CheckId::Memlock,
+            Status::Ok,
+            "Locked-memory limit is unlimited",
+        ),
+        Ok(l) => {
+            let written = limits::drop_ins_setting_unlimited(root);
+            let check = Check::new(
+                CheckId::Memlock,
+                Status::Problem,
+                format!(
+                    "Locked-memory limit is {}; the NPU runtime needs unlimited",
+                    l.soft
+                ),
+            );
+            if written.is_empty() {
+                check.fix(format!(
+                    "Allow unlimited locked memory:\n  printf '{}' | sudo tee {}\nThen log out and log back in.",
+                    limits::DROP_IN_CONTENT.replace('\n', "\\n"),
+                    limits::DROP_IN_PATH
+                ))
+            } else {
+                check.fix(format!(
+                    "{} already allows it, but this login started before: log out and log back in. If apps started from the desktop still get the old limit, also set DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf and /etc/systemd/user.conf and restart.",
+                    written.join(", ")
+                ))
+            }
+        }
+        Err(reason) => Check::new(
+            CheckId::Memlock,
+            Status::Warning,
+            format!("The locked-memory limit could not be read: {reason}"),
+        ),
+    }
+}
+
+const XRT_INSTALL: &str = "Install XRT with its NPU plugin. Ubuntu: `sudo add-apt-repository \
+ppa:amd-team/xrt && sudo apt install libxrt2 libxrt-npu2 libxrt-utils-npu amdxdna-dkms`. Arch: \
+`sudo pacman -S xrt xrt-plugin-amdxdna`.";
+
+fn xrt_check(xrt: &XrtInfo) -> Check {
+    let Some(lib) = &xrt.library else {
+        return Check::new(
+            CheckId::Xrt,
+            Status::Problem,
+            "XRT (AMD's NPU runtime library) is not installed",
+        )
+        .fix(XRT_INSTALL);
+    };
+    match &xrt.version {
+        Some(v) if !software::version_at_least(v, XRT_MIN_VERSION) => Check::new(
+            CheckId::Xrt,
+            Status::Problem,
+            format!("XRT {v} is too old for the NPU (needs {XRT_MIN_VERSION} or newer)"),
+        )
+        .fix(format!("Remove the old XRT packages (Debian 12's libxrt 2.13 cannot drive the NPU), then: {XRT_INSTALL}")),
+        _ if xrt.npu_plugin.is_none() => Check::new(
+            CheckId::Xrt,
+            Status::Problem,
+            format!(
+                "XRT {} is installed without its NPU plugin (libxrt_driver_xdna)",
+                xrt.version.as_deref().unwrap_or("(version unknown)")
+            ),
+        )
+        .fix("Install the plugin: Ubuntu `sudo apt install libxrt-npu2`, Arch `sudo pacman -S xrt-plugin-amdxdna`."),
+        Some(v) => Check::new(
+            CheckId::Xrt,
+            Status::Ok,
+            format!("XRT {v} with the NPU plugin"),
+        ),
+        None => Check::new(
+            CheckId::Xrt,
+            Status::Warning,
+            format!("XRT is installed ({lib}) but its version could not be told"),
+        ),
+    }
+}
+
+fn flm_check(flm: &FlmInfo) -> Check {
+    match (&flm.executable, &flm.version) {
+        (Some(exe), Some(v)) => Check::new(
+            CheckId::Fastflowlm,
+            Status::Ok,
+            format!("FastFlowLM {v} is installed ({exe})"),
+        ),
+        (Some(exe), None) => Check::new(
+            CheckId::Fastflowlm,
+            Status::Warning,
+            format!(
+                "FastFlowLM is installed ({exe}) but its version is unknown: {}",
+                flm.version_error.as_deref().unwrap_or("no answer")
+            ),
+        ),
+        (None, _) => Check::new(
+            CheckId::Fastflowlm,
+            Status::Problem,
+            "FastFlowLM is not installed: Hearth runs models on the NPU through it",
+        )
+        .fix("Install FastFlowLM for your distribution from the ROCm/FastFlowLM releases on GitHub (a .deb for Ubuntu, or the AUR package on Arch), then run `flm validate`. Until then Hearth runs on the CPU."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_root_reports_each_problem_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = diagnose(dir.path());
+        assert!(!d.ready);
+        let ids: Vec<CheckId> = d.checks.iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                CheckId::Device,
+                CheckId::Kernel,
+                CheckId::Memlock,
+                CheckId::Xrt,
+                CheckId::Fastflowlm,
+                CheckId::Sensors
+            ]
+        );
+        assert!(d.checks[0].fix.as_deref().unwrap().contains("BIOS"));
+        assert!(d
+            .summary
+            .starts_with("NPU not ready (3 problems): No NPU was found"));
+    }
+}

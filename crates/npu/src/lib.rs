@@ -1,0 +1,41 @@
+//! The XDNA 2 NPU on Linux: detection, plain-language diagnosis, and power telemetry.
+//!
+//! Everything here reads the system through a root directory (`/` on a real machine, a fixture
+//! tree in tests), so every parser runs on real file layouts without an NPU.
+//!
+//! - [`diagnose`] answers "can the NPU path run here, and if not, what exactly do I do?": the
+//!   device (XDNA 2, XDNA 1 or none), kernel, firmware, permission, a busy device and who holds
+//!   it, the memlock limit, XRT and FastFlowLM, each reported apart with its fix.
+//! - [`PowerSources`] reads power and utilization once, each value with its source or the reason
+//!   it is missing ([`Metric`]): safe to poll while idle (it never wakes the NPU).
+//! - [`Telemetry`] samples about once a second on its own thread during a generation and
+//!   [`TelemetryHandle::finish`] integrates joules over prefill and decode apart
+//!   ([`EnergyReport`]).
+//!
+//! Sources, best first: amdgpu `gpu_metrics` v3.0 (NPU power and column activity, package
+//! power, iGPU activity), the amdxdna hwmon, the amdxdna sensors ioctl (only while generating:
+//! it wakes the NPU), the amdgpu hwmon (PPT = package), the battery (`power_supply`), and
+//! `/proc/stat` for the CPU.
+
+pub mod access;
+pub mod battery;
+pub mod cpu;
+pub mod device;
+pub mod diagnosis;
+pub mod energy;
+pub mod fsroot;
+pub mod gpu_metrics;
+pub mod hwmon;
+pub mod ioctl;
+pub mod limits;
+pub mod metric;
+pub mod sample;
+pub mod software;
+pub mod telemetry;
+
+pub use device::{Detection, Generation, NpuDevice};
+pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};
+pub use energy::{BatteryUse, EnergyReport, Meter, MeterEnergy, Phase};
+pub use metric::Metric;
+pub use sample::{PowerSample, PowerSources};
+pub use telemetry::{Telemetry, TelemetryHandle, TelemetryOptions};

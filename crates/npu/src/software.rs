@@ -1,0 +1,361 @@
+//! The user-space software the NPU path needs: XRT (with its NPU plugin) and FastFlowLM.
+//!
+//! Found by their files, without loading them: XRT's `libxrt_coreutil.so.<version>` and
+//! `libxrt_driver_xdna.so*` in the usual library folders, `xrt-smi`, and the package database
+//! (`/var/lib/dpkg/status`) for a version when the library name has none. FastFlowLM is an `flm`
+//! (or `oflm`) executable; its version is what `flm --version` prints.
+
+use crate::fsroot::FsRoot;
+use serde::Serialize;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// XRT older than this cannot drive the NPU.
+pub const XRT_MIN_VERSION: &str = "2.20";
+
+const LIB_DIRS: &[&str] = &[
+    "/opt/xilinx/xrt/lib",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
+/// What was found of XRT.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct XrtInfo {
+    /// Path of `libxrt_coreutil.so*`, if found.
+    pub library: Option<String>,
+    /// XRT version ("2.20.0"), from the library name or the package database.
+    pub version: Option<String>,
+    /// Path of the NPU plugin `libxrt_driver_xdna.so*`, if found.
+    pub npu_plugin: Option<String>,
+    /// Path of `xrt-smi`, if found.
+    pub xrt_smi: Option<String>,
+}
+
+/// Compares dotted versions numerically ("2.9" < "2.20"); non-numeric parts count as 0.
+pub fn version_at_least(version: &str, minimum: &str) -> bool {
+    let parts = |s: &str| -> Vec<u64> {
+        s.split('.')
+            .map(|p| {
+                p.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+                    .parse()
+                    .unwrap_or(0)
+            })
+            .collect()
+    };
+    let (mut v, mut m) = (parts(version), parts(minimum));
+    let n = v.len().max(m.len());
+    v.resize(n, 0);
+    m.resize(n, 0);
+    v >= m
+}
+
+/// "202520.2.20.172" (Xilinx packages) or "2.20.0-1ubuntu1" -> "2.20.172" / "2.20.0".
+fn xrt_version_from_package(version: &str) -> Option<String> {
+    let v = version.split(':').next_back()?;
+    let v = v.split(['-', '~', '+']).next()?;
+    let mut parts: Vec<&str> = v.split('.').collect();
+    if parts.first().is_some_and(|p| p.len() == 6) {
+        parts.remove(0);
+    }
+    let numeric: Vec<&str> = parts
+        .into_iter()
+        .take_while(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        .take(3)
+        .collect();
+    (numeric.len() >= 2).then(|| numeric.join("."))
+}
+
+/// The version of an installed Debian package, from `/var/lib/dpkg/status`.
+pub fn dpkg_version(root: &FsRoot, package: &str) -> Option<String> {
+    let status = root.read_trimmed("/var/lib/dpkg/status").ok()?;
+    status.split("\n\n").find_map(|para| {
+        let field = |k: &str| para.lines().find_map(|l| l.strip_prefix(k)).map(str::trim);
+        (field("Package:")? == package && field("Status:")?.ends_with("installed"))
+            .then(|| field("Version:").map(str::to_string))
+            .flatten()
+    })
+}
+
+fn find_lib(root: &FsRoot, stem: &str) -> Option<(String, Option<String>)> {
+    for dir in LIB_DIRS {
+        let mut best: Option<(String, Option<String>)> = None;
+        for f in root.list_dir(dir) {
+            let Some(suffix) = f.strip_prefix(stem) else {
+                continue;
+            };
+            if !(suffix.is_empty() || suffix.starts_with('.')) {
+                continue;
+            }
+            let version = suffix.trim_start_matches('.');
+            let full = version.split('.').count() >= 3
+                && version.split('.').all(|p| p.parse::<u32>().is_ok());
+            let candidate = (format!("{dir}/{f}"), full.then(|| version.to_string()));
+            if best
+                .as_ref()
+                .is_none_or(|b| b.1.is_none() && candidate.1.is_some())
+            {
+                best = Some(candidate);
+            }
+        }
+        if best.is_some() {
+            return best;
+        }
+    }
+    None
+}
+
+/// Looks for XRT under `root`.
+pub fn find_xrt(root: &FsRoot) -> XrtInfo {
+    let lib = find_lib(root, "libxrt_coreutil.so");
+    let plugin = find_lib(root, "libxrt_driver_xdna.so").map(|(p, _)| p);
+    let xrt_smi = [
+        "/opt/xilinx/xrt/bin/xrt-smi",
+        "/usr/bin/xrt-smi",
+        "/usr/local/bin/xrt-smi",
+    ]
+    .into_iter()
+    .find(|p| root.exists(p))
+    .map(str::to_string);
+    let version = lib.as_ref().and_then(|(_, v)| v.clone()).or_else(|| {
+        ["libxrt2", "xrt", "xrt-base", "libxrt-coreutil2"]
+            .into_iter()
+            .find_map(|p| dpkg_version(root, p))
+            .and_then(|v| xrt_version_from_package(&v))
+    });
+    XrtInfo {
+        library: lib.map(|(p, _)| p),
+        version,
+        npu_plugin: plugin,
+        xrt_smi,
+    }
+}
+
+/// What was found of FastFlowLM.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlmInfo {
+    /// Path of the executable (`flm` or the open-kernel fork `oflm`), if found.
+    pub executable: Option<String>,
+    /// Its version ("0.9.43"), if it could be read.
+    pub version: Option<String>,
+    /// Why the version is unknown, when it is.
+    pub version_error: Option<String>,
+}
+
+fn search_dirs(root: &FsRoot) -> Vec<String> {
+    let mut dirs: Vec<String> = if root.is_live() {
+        std::env::var("PATH")
+            .unwrap_or_default()
+            .split(':')
+            .filter(|d| d.starts_with('/'))
+            .map(str::to_string)
+            .collect()
+    } else {
+        ["/usr/local/bin", "/usr/bin", "/bin"]
+            .map(String::from)
+            .to_vec()
+    };
+    dirs.push("/opt/fastflowlm/bin".into());
+    dirs
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Pulls "0.9.43" out of "FLM v0.9.43" (or any text with a dotted version).
+pub fn parse_flm_version(output: &str) -> Option<String> {
+    output.split_whitespace().find_map(|w| {
+        let w = w.trim_start_matches(['v', 'V']);
+        let parts: Vec<&str> = w.split('.').collect();
+        (parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())))
+        .then(|| w.to_string())
+    })
+}
+
+/// Runs `exe --version` with the update check off and a 5 s limit.
+fn run_version(exe: &Path) -> Result<String, String> {
+    let spawn = || {
+        Command::new(exe)
+            .arg("--version")
+            .env("FLM_DISABLE_UPDATE_CHECK", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    // ETXTBSY: the file was being written a moment ago (an update in progress); retry briefly.
+    let mut attempt = spawn();
+    for _ in 0..5 {
+        match &attempt {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(50));
+                attempt = spawn();
+            }
+            _ => break,
+        }
+    }
+    let mut child = attempt.map_err(|e| format!("could not run {}: {e}", exe.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{} --version did not answer within 5 s",
+                    exe.display()
+                ));
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    parse_flm_version(&out).ok_or_else(|| format!("{} --version printed no version", exe.display()))
+}
+
+/// Looks for FastFlowLM under `root` and asks it for its version.
+pub fn find_flm(root: &FsRoot) -> FlmInfo {
+    for dir in search_dirs(root) {
+        for name in ["flm", "oflm"] {
+            let shown = format!("{}/{name}", dir.trim_end_matches('/'));
+            let path = root.path(&shown);
+            if !is_executable(&path) {
+                continue;
+            }
+            let (version, version_error) = match run_version(&path) {
+                Ok(v) => (Some(v), None),
+                Err(e) => match dpkg_version(root, "fastflowlm") {
+                    Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
+                    None => (None, Some(e)),
+                },
+            };
+            return FlmInfo {
+                executable: Some(shown),
+                version,
+                version_error,
+            };
+        }
+    }
+    FlmInfo {
+        executable: None,
+        version: None,
+        version_error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(version_at_least("2.20.0", "2.20"));
+        assert!(version_at_least("2.21", "2.20"));
+        assert!(!version_at_least("2.13.0", "2.20"));
+        assert!(!version_at_least("2.9", "2.20"));
+    }
+
+    #[test]
+    fn package_versions() {
+        assert_eq!(
+            xrt_version_from_package("202520.2.20.172").as_deref(),
+            Some("2.20.172")
+        );
+        assert_eq!(
+            xrt_version_from_package("2.13.0-3").as_deref(),
+            Some("2.13.0")
+        );
+        assert_eq!(xrt_version_from_package("junk"), None);
+    }
+
+    #[test]
+    fn xrt_from_library_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("opt/xilinx/xrt/lib");
+        fs::create_dir_all(&lib).unwrap();
+        for f in [
+            "libxrt_coreutil.so",
+            "libxrt_coreutil.so.2",
+            "libxrt_coreutil.so.2.20.0",
+            "libxrt_driver_xdna.so.2",
+            "libxrt_coreutil_static.a",
+        ] {
+            fs::write(lib.join(f), "").unwrap();
+        }
+        let x = find_xrt(&FsRoot::new(dir.path()));
+        assert_eq!(x.version.as_deref(), Some("2.20.0"));
+        assert_eq!(
+            x.library.as_deref(),
+            Some("/opt/xilinx/xrt/lib/libxrt_coreutil.so.2.20.0")
+        );
+        assert_eq!(
+            x.npu_plugin.as_deref(),
+            Some("/opt/xilinx/xrt/lib/libxrt_driver_xdna.so.2")
+        );
+    }
+
+    #[test]
+    fn xrt_version_from_dpkg_when_the_name_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("usr/lib/x86_64-linux-gnu");
+        fs::create_dir_all(&lib).unwrap();
+        fs::write(lib.join("libxrt_coreutil.so.2"), "").unwrap();
+        fs::create_dir_all(dir.path().join("var/lib/dpkg")).unwrap();
+        fs::write(
+            dir.path().join("var/lib/dpkg/status"),
+            "Package: bash\nStatus: install ok installed\nVersion: 5.2\n\nPackage: libxrt2\nStatus: install ok installed\nVersion: 2.13.0-3\n",
+        )
+        .unwrap();
+        let x = find_xrt(&FsRoot::new(dir.path()));
+        assert_eq!(x.version.as_deref(), Some("2.13.0"));
+        assert_eq!(x.npu_plugin, None);
+    }
+
+    #[test]
+    fn flm_version_from_its_output() {
+        assert_eq!(
+            parse_flm_version("FLM v0.9.43\n").as_deref(),
+            Some("0.9.43")
+        );
+        assert_eq!(parse_flm_version("no version here"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("opt/fastflowlm/bin");
+        fs::create_dir_all(&bin).unwrap();
+        let flm = bin.join("flm");
+        fs::write(&flm, "#!/bin/sh\necho \"FLM v0.9.43\"\n").unwrap();
+        fs::set_permissions(&flm, fs::Permissions::from_mode(0o755)).unwrap();
+        let f = find_flm(&FsRoot::new(dir.path()));
+        assert_eq!(f.executable.as_deref(), Some("/opt/fastflowlm/bin/flm"));
+        assert_eq!(f.version.as_deref(), Some("0.9.43"));
+    }
+
+    #[test]
+    fn flm_absent_or_silent() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(find_flm(&FsRoot::new(dir.path())).executable, None);
+        let bin = dir.path().join("usr/bin");
+        fs::create_dir_all(&bin).unwrap();
+        fs::write(bin.join("flm"), "#!/bin/sh\necho hello\n").unwrap();
+        fs::set_permissions(bin.join("flm"), fs::Permissions::from_mode(0o755)).unwrap();
+        let f = find_flm(&FsRoot::new(dir.path()));
+        assert_eq!(f.version, None);
+        assert!(f.version_error.unwrap().contains("printed no version"));
+    }
+}

@@ -1,0 +1,358 @@
+//! The doctor, power sources and telemetry on fixture trees with real sysfs/procfs layouts
+//! (`tests/fixtures/npu/`, written by `make_fixtures.py` there).
+
+use npu::gpu_metrics::GpuMetrics;
+use npu::ioctl::{decode_sensors, FirmwareVersion, SensorKind};
+use npu::{diagnose, diagnose_with, CheckId, Detection, Meter, Metric, PowerSources, Status};
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+fn tree(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/npu")
+        .join(name)
+}
+
+fn check(d: &npu::Diagnosis, id: CheckId) -> &npu::Check {
+    d.checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no {id:?} check in {:#?}", d.checks))
+}
+
+fn refuse(errno: i32) -> impl FnOnce(&Path) -> io::Result<fs::File> {
+    move |_| Err(io::Error::from_raw_os_error(errno))
+}
+
+/// Copies a fixture tree (keeping symlinks) so a test can change it.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ty = e.file_type().unwrap();
+        if ty.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ty.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn strix_ready_is_ready() {
+    let d = diagnose(&tree("strix-ready"));
+    assert!(d.ready, "every check should pass: {:#?}", d.checks);
+    assert_eq!(d.summary, "NPU ready: NPU Strix (XDNA 2)");
+    let Detection::Found(dev) = &d.detection else {
+        panic!("device not found")
+    };
+    assert_eq!(dev.firmware, Some(FirmwareVersion([1, 1, 2, 64])));
+    assert_eq!(dev.driver.as_deref(), Some("amdxdna"));
+    assert_eq!(d.xrt.version.as_deref(), Some("2.20.0"));
+    assert_eq!(d.fastflowlm.version.as_deref(), Some("0.9.43"));
+    assert_eq!(check(&d, CheckId::Kernel).status, Status::Ok);
+    assert!(
+        check(&d, CheckId::Sensors)
+            .summary
+            .contains("not a character device"),
+        "the fixture node is a plain file, so the ioctl must not run"
+    );
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["ready"], true);
+    assert_eq!(json["detection"]["state"], "found");
+    assert_eq!(json["checks"][0]["id"], "device");
+    assert_eq!(json["checks"][0]["status"], "ok");
+}
+
+#[test]
+fn strix_ready_power_sources() {
+    let mut s = PowerSources::discover(&tree("strix-ready"));
+    let p = s.sample(0.0);
+    assert_eq!(p.npu_watts.value(), Some(&1.63));
+    assert_eq!(
+        p.npu_watts.source(),
+        Some("amdgpu gpu_metrics (card1) average_ipu_power")
+    );
+    assert_eq!(
+        p.npu_percent.value(),
+        Some(&((92.0 + 90.0 + 88.0 + 91.0) / 8.0))
+    );
+    assert_eq!(p.package_watts.value(), Some(&14.8));
+    assert_eq!(
+        p.package_watts.source(),
+        Some("amdgpu hwmon4 power1_input (PPT)")
+    );
+    assert_eq!(p.battery_watts.value(), Some(&18.4));
+    assert_eq!(p.igpu_percent.value(), Some(&3.0));
+    assert_eq!(
+        p.cpu_percent,
+        Metric::unavailable("no CPU time has passed since the previous reading"),
+        "a fixed /proc/stat gives no CPU figure, and says so"
+    );
+    assert_eq!(s.battery_capacity_wh(), Some(73.0));
+}
+
+#[test]
+fn strix_needs_fixes_reports_each_problem_with_its_fix() {
+    let d = diagnose(&tree("strix-needs-fixes"));
+    assert!(!d.ready);
+    assert_eq!(check(&d, CheckId::Device).status, Status::Ok);
+    assert!(check(&d, CheckId::Device)
+        .summary
+        .contains("NPU Strix Halo (XDNA 2)"));
+    let fw = check(&d, CheckId::Firmware);
+    assert_eq!(fw.status, Status::Problem);
+    assert!(fw.summary.contains("1.0.0.166 is older than 1.1.0.0"));
+    let mem = check(&d, CheckId::Memlock);
+    assert_eq!(mem.status, Status::Problem);
+    assert!(mem.summary.contains("8 MiB"), "{}", mem.summary);
+    let fix = mem.fix.as_deref().unwrap();
+    assert!(fix.contains("/etc/security/limits.d/99-hearth-memlock.conf"));
+    assert!(fix.contains("log out"));
+    let xrt = check(&d, CheckId::Xrt);
+    assert_eq!(xrt.status, Status::Problem);
+    assert!(xrt.summary.contains("XRT 2.13.0 is too old"));
+    assert_eq!(check(&d, CheckId::Fastflowlm).status, Status::Problem);
+    assert!(
+        d.summary.starts_with("NPU not ready (4 problems)"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn strix_needs_fixes_power_says_what_is_missing() {
+    let p = PowerSources::discover(&tree("strix-needs-fixes")).sample(0.0);
+    let npu = p.npu_watts.describe("W", 2);
+    assert!(
+        npu.contains("average_ipu_power is not filled in (0xFFFF)"),
+        "{npu}"
+    );
+    assert!(npu.contains("no amdxdna hwmon"), "{npu}");
+    assert_eq!(p.package_watts.value(), Some(&22.1));
+    assert_eq!(
+        p.package_watts.source(),
+        Some("amdgpu gpu_metrics (card0) average_socket_power")
+    );
+    assert_eq!(
+        p.battery_watts,
+        Metric::unavailable("on mains power (BAT1 is charging)")
+    );
+}
+
+#[test]
+fn busy_device_names_the_holder() {
+    let d = diagnose_with(&tree("strix-busy"), refuse(libc::EBUSY));
+    assert!(!d.ready);
+    let a = check(&d, CheckId::Access);
+    assert_eq!(a.status, Status::Problem);
+    assert_eq!(
+        a.summary,
+        "/dev/accel/accel0 is busy: flm (process 4242) has it open"
+    );
+    assert!(a.fix.as_deref().unwrap().contains("kill 4242"));
+    assert_eq!(
+        d.holders[0].command.as_deref(),
+        Some("flm serve qwen3:1.7b --port 52625")
+    );
+}
+
+#[test]
+fn open_device_that_others_use_is_info_not_a_problem() {
+    let d = diagnose(&tree("strix-busy"));
+    assert!(d.ready);
+    let a = check(&d, CheckId::Access);
+    assert_eq!(a.status, Status::Info);
+    assert!(a.summary.contains("also in use by flm (process 4242)"));
+}
+
+#[test]
+fn no_permission_tells_how_to_join_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&tree("strix-ready"), dir.path());
+    let gid = fs::metadata(dir.path().join("dev/accel/accel0"))
+        .unwrap()
+        .gid();
+    // The node's group is `render`, and ana is not in it.
+    fs::write(
+        dir.path().join("etc/group"),
+        format!("adm:x:4:ana\nrender:x:{gid}:\nana:x:1000:\n"),
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("proc/self/status"),
+        "Uid:\t1000\t1000\t1000\t1000\nGroups:\t4 1000\n",
+    )
+    .unwrap();
+    let d = diagnose_with(dir.path(), refuse(libc::EACCES));
+    let a = check(&d, CheckId::Access);
+    assert_eq!(a.status, Status::Problem);
+    assert_eq!(
+        a.summary,
+        "No permission to open /dev/accel/accel0: it belongs to the render group"
+    );
+    let fix = a.fix.as_deref().unwrap();
+    assert!(fix.contains("`sudo usermod -aG render ana`"), "{fix}");
+    assert!(fix.contains("log out and log back in"), "{fix}");
+
+    // Added to the group since this login began: only a new login is needed.
+    fs::write(
+        dir.path().join("etc/group"),
+        format!("render:x:{gid}:ana\n"),
+    )
+    .unwrap();
+    let d = diagnose_with(dir.path(), refuse(libc::EACCES));
+    let a = check(&d, CheckId::Access);
+    assert!(a.summary.contains("You were added to the render group"));
+    assert!(!a.fix.as_deref().unwrap().contains("usermod"));
+}
+
+#[test]
+fn pci_npu_without_driver_on_old_kernel() {
+    let d = diagnose(&tree("no-driver-old-kernel"));
+    let dev = check(&d, CheckId::Device);
+    assert_eq!(dev.status, Status::Problem);
+    assert_eq!(
+        dev.summary,
+        "An XDNA 2 NPU is in this computer (PCI 0000:c5:00.1), but no driver has taken it"
+    );
+    assert!(dev.fix.as_deref().unwrap().contains("amdxdna-dkms"));
+    let k = check(&d, CheckId::Kernel);
+    assert_eq!(k.status, Status::Problem);
+    assert!(k.summary.contains("6.8.0-51-generic is older than 6.14"));
+    assert!(
+        !d.checks.iter().any(|c| c.id == CheckId::Access),
+        "no device node to open"
+    );
+}
+
+#[test]
+fn phoenix_is_unsupported() {
+    let d = diagnose(&tree("phoenix"));
+    assert!(!d.ready);
+    let dev = check(&d, CheckId::Device);
+    assert_eq!(dev.status, Status::Problem);
+    assert!(dev.summary.contains("AMD XDNA 1 NPU"));
+    assert!(dev.summary.contains("first generation"));
+}
+
+#[test]
+fn garbage_everywhere_gives_reasons_not_values() {
+    let root = tree("garbage");
+    let d = diagnose(&root);
+    assert!(!d.ready);
+    assert_eq!(d.detection, Detection::NotFound);
+    assert_eq!(check(&d, CheckId::Kernel).status, Status::Warning);
+    assert_eq!(check(&d, CheckId::Memlock).status, Status::Warning);
+    let mut s = PowerSources::discover(&root);
+    let p = s.sample(1.0);
+    for (name, m) in [
+        ("npu", &p.npu_watts),
+        ("npu%", &p.npu_percent),
+        ("package", &p.package_watts),
+        ("battery", &p.battery_watts),
+        ("cpu", &p.cpu_percent),
+        ("igpu", &p.igpu_percent),
+    ] {
+        assert!(m.value().is_none(), "{name} must not have a value: {m:?}");
+    }
+    let why = p.igpu_percent.describe("%", 0);
+    assert!(why.contains("card0: gpu_metrics format"), "{why}");
+    assert!(
+        why.contains("/sys/class/drm/card1/device/gpu_metrics could not be read"),
+        "{why}"
+    );
+    assert!(
+        why.contains("card2: gpu_metrics says 264 bytes but the file has 100"),
+        "{why}"
+    );
+    let pkg = p.package_watts.describe("W", 1);
+    assert!(
+        pkg.contains("power1_average has unexpected content"),
+        "{pkg}"
+    );
+    assert!(p
+        .battery_watts
+        .describe("W", 1)
+        .contains("BAT0 reports no power"));
+}
+
+#[test]
+fn unreadable_file_is_reported_as_needing_permission() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&tree("strix-ready"), dir.path());
+    let hw = dir.path().join("sys/class/hwmon/hwmon4/power1_input");
+    fs::set_permissions(&hw, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let p = PowerSources::discover(dir.path()).sample(0.0);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // root reads anything: the value comes through
+        assert_eq!(p.package_watts.value(), Some(&14.8));
+    } else {
+        assert_eq!(
+            p.package_watts.describe("W", 1),
+            "unavailable: /sys/class/hwmon/hwmon4/power1_input needs permission to read; \
+             no amdgpu gpu_metrics file"
+        );
+    }
+}
+
+#[test]
+fn blobs_decode() {
+    let blob = |n: &str| fs::read(tree("blobs").join(n)).unwrap();
+    let m = GpuMetrics::parse(&blob("gpu_metrics_v3_264.bin")).unwrap();
+    assert_eq!(
+        (m.socket_power_mw, m.ipu_power_mw, m.ipuclk_mhz),
+        (Some(9000), Some(250), Some(400))
+    );
+    let e = GpuMetrics::parse(&blob("gpu_metrics_v3_256.bin")).unwrap();
+    assert_eq!(
+        (e.structure_size, e.ipuclk_mhz, e.ipu_reads_mb_s),
+        (256, Some(400), None)
+    );
+    let u = GpuMetrics::parse(&blob("gpu_metrics_v3_264_unfilled.bin")).unwrap();
+    assert_eq!((u.socket_power_mw, u.ipu_power_mw), (None, None));
+
+    let s = decode_sensors(&blob("sensors_strix.bin"));
+    assert_eq!(s.len(), 3);
+    assert_eq!(s[0].kind, SensorKind::Power);
+    assert!((s[0].value - 1.63).abs() < 1e-9);
+    assert_eq!(s[2].label, "Column 1 Utilization");
+    let w = decode_sensors(&blob("sensors_2026_units_w.bin"));
+    assert!(
+        (w[0].value - 2.48).abs() < 1e-9,
+        "unitm, not the units string, scales"
+    );
+    assert_eq!(
+        FirmwareVersion::decode(&blob("firmware_version.bin")),
+        Some(FirmwareVersion([1, 1, 2, 64]))
+    );
+}
+
+#[test]
+fn telemetry_on_a_fixture_laptop() {
+    let t = npu::Telemetry::start_with(
+        &tree("strix-ready"),
+        npu::TelemetryOptions {
+            interval: std::time::Duration::from_secs(3600),
+            ..Default::default()
+        },
+    );
+    t.mark_phase(npu::Phase::Decode);
+    assert!(t.latest().is_some() || t.samples().is_empty());
+    let r = t.finish(100, 50);
+    assert_eq!(r.meter, Some(Meter::Package));
+    assert_eq!(r.source, "package power: amdgpu hwmon4 power1_input (PPT)");
+    let bat = r.battery.expect("on battery with energy_full");
+    assert!((bat.percent_per_hour - 100.0 * 18.4 / 73.0).abs() < 1e-9);
+    let npu_meter = r.meters.iter().find(|m| m.meter == Meter::Npu).unwrap();
+    assert_eq!(
+        npu_meter.source,
+        "amdgpu gpu_metrics (card1) average_ipu_power"
+    );
+}
