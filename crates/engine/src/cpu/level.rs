@@ -1,6 +1,10 @@
 //! Which SIMD kernels this CPU can run, detected once at run time.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The level the matmuls use: 0 = not chosen yet, else `level as u8 + 1`.
+static SELECTED: AtomicU8 = AtomicU8::new(0);
 
 /// A family of kernels, fastest first. Every level computes the same integer sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,6 +48,41 @@ impl KernelLevel {
         levels
     }
 
+    /// The level the matmuls run at: chosen once, on first use, as the `HEARTH_KERNEL`
+    /// environment variable names it (when this CPU supports it) or else [`KernelLevel::detect`].
+    pub fn selected() -> KernelLevel {
+        match SELECTED.load(Ordering::Relaxed) {
+            0 => {
+                let level = std::env::var("HEARTH_KERNEL")
+                    .ok()
+                    .and_then(|name| KernelLevel::from_name(&name))
+                    .filter(|level| level.is_supported())
+                    .unwrap_or_else(KernelLevel::detect);
+                SELECTED.store(level as u8 + 1, Ordering::Relaxed);
+                level
+            }
+            n => Self::ALL[usize::from(n - 1)],
+        }
+    }
+
+    /// Makes the matmuls run at `self` from now on (for benchmarks and comparisons).
+    /// Returns false, changing nothing, when this CPU cannot run it.
+    pub fn select(self) -> bool {
+        let ok = self.is_supported();
+        if ok {
+            SELECTED.store(self as u8 + 1, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Every level, slowest first (the order of the discriminants).
+    pub const ALL: [KernelLevel; 4] = [
+        KernelLevel::Scalar,
+        KernelLevel::Avx2,
+        KernelLevel::Avx512Bw,
+        KernelLevel::Avx512Vnni,
+    ];
+
     /// Whether this CPU can run `self`.
     pub fn is_supported(self) -> bool {
         Self::supported().contains(&self)
@@ -61,14 +100,7 @@ impl KernelLevel {
 
     /// Parses a name given by [`KernelLevel::name`].
     pub fn from_name(name: &str) -> Option<KernelLevel> {
-        [
-            KernelLevel::Scalar,
-            KernelLevel::Avx2,
-            KernelLevel::Avx512Bw,
-            KernelLevel::Avx512Vnni,
-        ]
-        .into_iter()
-        .find(|level| level.name() == name)
+        Self::ALL.into_iter().find(|level| level.name() == name)
     }
 }
 
@@ -95,5 +127,12 @@ mod tests {
             assert_eq!(KernelLevel::from_name(level.name()), Some(level));
         }
         assert_eq!(KernelLevel::from_name("sse9"), None);
+    }
+
+    #[test]
+    fn all_is_in_discriminant_order() {
+        for (i, level) in KernelLevel::ALL.iter().enumerate() {
+            assert_eq!(*level as usize, i);
+        }
     }
 }
