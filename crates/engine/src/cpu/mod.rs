@@ -1,5 +1,6 @@
 //! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
-//! quantization, a persistent thread pool and a memory read-bandwidth probe.
+//! quantization, grouped-query attention, a persistent thread pool and a memory
+//! read-bandwidth probe.
 //!
 //! Decoding reads every weight once per token, so the kernels aim at the memory-bandwidth limit:
 //! each activation is quantized once per matmul to int8 blocks of 32 and the products with the
@@ -9,6 +10,8 @@
 //!
 //! The AVX-512 intrinsics are stable since Rust 1.89, so these modules need 1.89.
 
+#[clippy::msrv = "1.89"]
+pub mod attention;
 #[clippy::msrv = "1.89"]
 pub mod bandwidth;
 #[clippy::msrv = "1.89"]
