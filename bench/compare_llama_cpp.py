@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Hearth's CPU engine against llama.cpp on the same weights, same machine, same run.
+
+1. `hearth bench --shape minicpm5-2b --json` (generates and caches the random-weight Q4NX model
+   on first use, measures this machine's read bandwidth, prefills 512 and decodes 128 tokens,
+   warm-up + 5 repetitions, medians).
+2. The same random weights are written once as a Q4_1 GGUF beside the cached model (PyPI `gguf`):
+   every Q4NX tile becomes GGUF Q4_1 blocks with the identical 4-bit codes, scales and mins
+   (BF16 -> F16 is exact for these values); Q/K rows are permuted for llama.cpp's RoPE layout as
+   llama.cpp's own converter does.
+3. llama.cpp (PyPI `llama-cpp-python`, built from source on this machine) runs the same test:
+   one warm-up, then 5 repetitions of a 512-token prefill and 128 single-token decode steps.
+
+For each thread count, Hearth then llama.cpp run back to back, and both bandwidth fractions use
+the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON.
+
+    python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SHAPE = "minicpm5-2b"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hearth" / "bench" / SHAPE
+
+
+def read_q4nx(path: Path):
+    """The safetensors header and a memory map of the file."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    return header, data, 8 + n
+
+
+def bf16_to_f16(raw: np.ndarray) -> np.ndarray:
+    return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float16)
+
+
+def tiles_to_q4_1_blocks(tiles: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Q4NX Q4_1 tiles [rows/32 * cols/256, 5120] -> GGUF Q4_1 rows [rows, cols/32 * 20] bytes."""
+    rb, ct = rows // 32, cols // 256
+    t = tiles.reshape(rb, ct, 5120)
+    d = bf16_to_f16(t[:, :, :512].copy().view(np.uint16)).reshape(rb, ct, 8, 32)  # g, r
+    m = bf16_to_f16(t[:, :, 512:1024].copy().view(np.uint16)).reshape(rb, ct, 8, 32)
+    nib = t[:, :, 1024:].reshape(rb, ct, 2, 256, 8)  # half, column, row pair
+    q = np.empty((rb, ct, 2, 8, 2, 256), dtype=np.uint8)  # half, pair, parity, column
+    q[:, :, :, :, 0, :] = (nib & 0x0F).transpose(0, 1, 2, 4, 3)  # even rows: low nibble
+    q[:, :, :, :, 1, :] = (nib >> 4).transpose(0, 1, 2, 4, 3)
+    q = q.reshape(rb, ct, 32, 8, 32)  # row, group, column in group
+    qs = q[..., :16] | (q[..., 16:] << 4)  # GGUF: element j low, j + 16 high
+    out = np.empty((rb, 32, ct, 8, 20), dtype=np.uint8)
+    out[..., 0:2] = d.transpose(0, 3, 1, 2).copy().view(np.uint8).reshape(rb, 32, ct, 8, 2)
+    out[..., 2:4] = m.transpose(0, 3, 1, 2).copy().view(np.uint8).reshape(rb, 32, ct, 8, 2)
+    out[..., 4:20] = qs.transpose(0, 2, 1, 3, 4)
+    return out.reshape(rows, cols // 32 * 20)
+
+
+def permute_rope_rows(blocks: np.ndarray, heads: int) -> np.ndarray:
+    """HF rotate-half rows -> llama.cpp interleaved-pair rows (as convert_hf_to_gguf does)."""
+    rows = blocks.shape[0]
+    hd = rows // heads
+    return blocks.reshape(heads, 2, hd // 2, -1).swapaxes(1, 2).reshape(rows, -1)
+
+
+def write_gguf(q4nx_dir: Path, out: Path) -> None:
+    import gguf
+
+    cfg = json.loads((q4nx_dir / "config.json").read_text())
+    header, data, base = read_q4nx(q4nx_dir / "model.q4nx")
+
+    def raw(name):
+        start, end = header[name]["data_offsets"]
+        return data[base + start : base + end]
+
+    hidden, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    heads, kv_heads, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    vocab, layers = cfg["vocab_size"], cfg["num_hidden_layers"]
+    w = gguf.GGUFWriter(str(out) + ".partial", "llama")
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(hidden)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(inter)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(hd)
+    w.add_rope_freq_base(cfg["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_1)
+    # A placeholder SentencePiece vocabulary: the benchmark feeds token ids, never text.
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"t{i}" for i in range(len(tokens), vocab)]
+    types = [2, 3, 3] + [6] * 256 + [1] * (vocab - 259)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+    q4 = gguf.GGMLQuantizationType.Q4_1
+    emb = bf16_to_f16(raw("model.embed_tokens.weight").view(np.uint16)).reshape(vocab, hidden)
+    w.add_tensor("token_embd.weight", emb)
+    names = {
+        "self_attn.q_proj": ("attn_q", heads),
+        "self_attn.k_proj": ("attn_k", kv_heads),
+        "self_attn.v_proj": ("attn_v", None),
+        "self_attn.o_proj": ("attn_output", None),
+        "mlp.gate_proj": ("ffn_gate", None),
+        "mlp.up_proj": ("ffn_up", None),
+        "mlp.down_proj": ("ffn_down", None),
+    }
+    shapes = {
+        "self_attn.q_proj": (heads * hd, hidden),
+        "self_attn.k_proj": (kv_heads * hd, hidden),
+        "self_attn.v_proj": (kv_heads * hd, hidden),
+        "self_attn.o_proj": (hidden, heads * hd),
+        "mlp.gate_proj": (inter, hidden),
+        "mlp.up_proj": (inter, hidden),
+        "mlp.down_proj": (hidden, inter),
+    }
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm")):
+            norm = (raw(p + hf + ".weight").view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            w.add_tensor(f"blk.{i}.{gg}.weight", norm.copy())
+        for hf, (gg, rope_heads) in names.items():
+            rows, cols = shapes[hf]
+            blocks = tiles_to_q4_1_blocks(raw(p + hf + ".weight"), rows, cols)
+            if rope_heads:
+                blocks = permute_rope_rows(blocks, rope_heads)
+            w.add_tensor(f"blk.{i}.{gg}.weight", blocks, raw_dtype=q4)
+    norm = (raw("model.norm.weight").view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    w.add_tensor("output_norm.weight", norm.copy())
+    w.add_tensor("output.weight", tiles_to_q4_1_blocks(raw("lm_head.weight"), vocab, hidden), raw_dtype=q4)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(str(out) + ".partial", out)
+
+
+def run_hearth(hearth: str, threads: int, args) -> dict:
+    cmd = [hearth, "bench", "--shape", SHAPE, "--threads", str(threads), "--json",
+           "--prompt", str(args.prompt), "--generate", str(args.generate),
+           "--repetitions", str(args.repetitions)]
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def run_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
+    import llama_cpp as L
+
+    L.llama_backend_init()
+    mparams = L.llama_model_default_params()
+    load = getattr(L, "llama_model_load_from_file", None) or L.llama_load_model_from_file
+    model = load(str(gguf_path).encode(), mparams)
+    if not model:
+        raise RuntimeError(f"llama.cpp could not load {gguf_path}")
+    cparams = L.llama_context_default_params()
+    cparams.n_ctx = args.prompt + args.generate + 16
+    cparams.n_batch = args.prompt
+    cparams.n_ubatch = args.prompt
+    cparams.n_threads = threads
+    cparams.n_threads_batch = threads
+    new_ctx = getattr(L, "llama_init_from_model", None) or L.llama_new_context_with_model
+    ctx = new_ctx(model, cparams)
+    vocab = 130560
+
+    def clear():
+        if hasattr(L, "llama_get_memory") and hasattr(L, "llama_memory_clear"):
+            L.llama_memory_clear(L.llama_get_memory(ctx), True)
+        elif hasattr(L, "llama_kv_self_clear"):
+            L.llama_kv_self_clear(ctx)
+        else:
+            L.llama_kv_cache_clear(ctx)
+
+    def decode(tokens):
+        arr = (L.llama_token * len(tokens))(*tokens)
+        rc = L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens)))
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+
+    def one_run(seed, n_prompt, n_gen):
+        rng = np.random.default_rng(seed)
+        prompt = [int(t) for t in rng.integers(3, vocab - 1, n_prompt)]
+        clear()
+        t0 = time.perf_counter()
+        decode(prompt)
+        t1 = time.perf_counter()
+        for i in range(n_gen):
+            decode([int(prompt[i % n_prompt])])
+        t2 = time.perf_counter()
+        return n_prompt / (t1 - t0), n_gen / (t2 - t1)
+
+    one_run(1001, min(64, args.prompt), 4)  # warm-up
+    runs = [one_run(rep, args.prompt, args.generate) for rep in range(args.repetitions)]
+    L.llama_free(ctx)
+    (getattr(L, "llama_model_free", None) or L.llama_free_model)(model)
+    return {
+        "prefill_tokens_per_s": statistics.median(r[0] for r in runs),
+        "decode_tokens_per_s": statistics.median(r[1] for r in runs),
+        "prefill_samples": [r[0] for r in runs],
+        "decode_samples": [r[1] for r in runs],
+        "llama_cpp_python": L.__version__,
+        "system_info": L.llama_print_system_info().decode(errors="replace").strip(),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hearth", default="target/release/hearth", help="the hearth binary")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--generate", type=int, default=128)
+    ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
+    args = ap.parse_args()
+
+    results = []
+    for threads in args.threads:
+        hearth = run_hearth(args.hearth, threads, args)  # also generates the cached model
+        gguf_path = cache_dir() / "model-q4_1.gguf"
+        if not gguf_path.exists():
+            print(f"writing {gguf_path} (once)", file=sys.stderr, flush=True)
+            write_gguf(cache_dir(), gguf_path)
+        print(f"llama.cpp, {threads} thread(s)", file=sys.stderr, flush=True)
+        llama = run_llama_cpp(gguf_path, threads, args)
+        bw = hearth["measured_read_bandwidth_gbps"] * 1e9
+        llama["roofline_fraction"] = llama["decode_tokens_per_s"] * hearth["weight_bytes_per_token"] / bw
+        results.append({"threads": threads, "hearth": hearth, "llama_cpp": llama})
+
+    load = os.getloadavg()
+    Path(args.out).write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
+    print(f"| threads | engine | prefill {args.prompt} tok/s | decode {args.generate} tok/s "
+          "| decode GB/s | fraction of measured read bandwidth |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        h, l, bpt = r["hearth"], r["llama_cpp"], r["hearth"]["weight_bytes_per_token"]
+        bw = h["measured_read_bandwidth_gbps"]
+        for name, x in (("Hearth (" + h["kernel_level"] + ")", h), ("llama.cpp Q4_1", l)):
+            print(f"| {r['threads']} | {name} | {x['prefill_tokens_per_s']:.2f} | "
+                  f"{x['decode_tokens_per_s']:.2f} | {x['decode_tokens_per_s'] * bpt / 1e9:.2f} | "
+                  f"{x['decode_tokens_per_s'] * bpt / 1e9 / bw:.0%} of {bw:.1f} GB/s |")
+    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
