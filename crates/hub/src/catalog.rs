@@ -1,0 +1,166 @@
+//! The models Hearth knows by name (`catalog.json`, committed beside this crate).
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model_dir::WeightFormat;
+
+/// Where a model can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Hearth's own CPU engine.
+    Cpu,
+    /// The XDNA 2 NPU (through FastFlowLM today).
+    Npu,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Cpu => "cpu",
+            Backend::Npu => "npu",
+        })
+    }
+}
+
+/// One model of the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    /// Short id users type: `hearth pull minicpm5-2b`.
+    pub id: String,
+    /// Folder name once installed (and FastFlowLM's `name`).
+    pub name: String,
+    /// FastFlowLM tag `family:size`, the two keys of its registry.
+    pub tag: String,
+    /// Hugging Face repository `owner/name`.
+    pub repo: String,
+    /// Branch, tag or commit to download.
+    pub revision: String,
+    /// Weight format the repository holds.
+    pub format: WeightFormat,
+    /// Approximate download size in bytes (the exact size is read from the Hub).
+    pub download_bytes: u64,
+    /// Approximate memory needed to run it, in bytes.
+    pub memory_bytes: u64,
+    /// Parameter count as written by its authors ("2.5B").
+    pub parameters: String,
+    /// License of the weights.
+    pub license: String,
+    /// Where it runs.
+    pub backends: Vec<Backend>,
+    /// Context length FastFlowLM uses by default.
+    pub context_length: u64,
+    /// Whether the model can reason (`<think>`).
+    pub think: bool,
+    /// FastFlowLM's `details.family` (picks its engine).
+    pub flm_family: String,
+    /// Quantization as FastFlowLM names it.
+    pub quantization: String,
+    /// One sentence for the Models view.
+    pub description: String,
+    /// Caveats worth reading before downloading (may be empty).
+    pub note: String,
+}
+
+#[derive(Deserialize)]
+struct CatalogFile {
+    models: Vec<CatalogEntry>,
+}
+
+/// Parses a catalog file's text.
+pub fn parse(text: &str) -> Result<Vec<CatalogEntry>> {
+    let file: CatalogFile =
+        serde_json::from_str(text).map_err(|e| Error::Catalog(e.to_string()))?;
+    for entry in &file.models {
+        crate::store::check_name(&entry.name)
+            .map_err(|e| Error::Catalog(format!("entry {}: {e}", entry.id)))?;
+        crate::registry::split_tag(&entry.tag).ok_or_else(|| {
+            Error::Catalog(format!(
+                "entry {}: tag {:?} is not family:size",
+                entry.id, entry.tag
+            ))
+        })?;
+        if !crate::hub_api::is_repo_id(&entry.repo) {
+            return Err(Error::Catalog(format!(
+                "entry {}: repo {:?} is not owner/name",
+                entry.id, entry.repo
+            )));
+        }
+    }
+    Ok(file.models)
+}
+
+/// The committed catalog.
+pub fn entries() -> Result<&'static [CatalogEntry]> {
+    static CATALOG: OnceLock<std::result::Result<Vec<CatalogEntry>, String>> = OnceLock::new();
+    CATALOG
+        .get_or_init(|| parse(include_str!("../catalog.json")).map_err(|e| e.to_string()))
+        .as_deref()
+        .map_err(|e| Error::Catalog(e.clone()))
+}
+
+/// The catalog entry whose id, name, tag or repository is `query` (case-insensitive).
+pub fn find(query: &str) -> Result<Option<&'static CatalogEntry>> {
+    let query = query.trim();
+    Ok(entries()?.iter().find(|e| {
+        [&e.id, &e.name, &e.tag, &e.repo]
+            .iter()
+            .any(|field| field.eq_ignore_ascii_case(query))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_catalog_parses_and_holds_the_four_models_of_the_brief() {
+        let ids: Vec<&str> = entries().unwrap().iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "minicpm5-2b",
+                "minicpm5-2b-npu2",
+                "qwen3-1.7b-npu2",
+                "llama-3.2-1b-npu2"
+            ]
+        );
+    }
+
+    #[test]
+    fn find_matches_id_name_tag_and_repo_ignoring_case() {
+        for query in [
+            "qwen3-1.7b-npu2",
+            "Qwen3-1.7B-NPU2",
+            "qwen3:1.7b",
+            "fastflowlm/qwen3-1.7b-npu2",
+        ] {
+            assert_eq!(
+                find(query).unwrap().unwrap().id,
+                "qwen3-1.7b-npu2",
+                "query {query}"
+            );
+        }
+        assert!(find("nonesuch").unwrap().is_none());
+    }
+
+    #[test]
+    fn tags_and_names_are_unique() {
+        let all = entries().unwrap();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a.tag, b.tag);
+                assert_ne!(a.name, b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_catalog_is_an_error_not_a_panic() {
+        assert!(parse("{").is_err());
+        assert!(parse(r#"{"models":[{"id":"x"}]}"#).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! Hearth's models: the catalog of known models, Hugging Face downloads that resume and
+//! verify, and the local store whose registry (`model_list.json`) FastFlowLM can read too.
+//!
+//! ```no_run
+//! use hearth_hub::{pull, DownloadControl, DownloadOptions, HubClient, PullRequest, Store};
+//! let store = Store::open_default()?;
+//! let client = HubClient::from_env(false);
+//! let request = PullRequest { query: "minicpm5-2b".into(), ..Default::default() };
+//! let outcome = pull(&store, &client, &request, &DownloadOptions::default(),
+//!                    &DownloadControl::new(), &mut |p| eprintln!("{:?}", p))?;
+//! # Ok::<(), hearth_hub::Error>(())
+//! ```
+//!
+//! Why not the `hf-hub` crate: 0.4 resumes only within one process and keeps files in its own
+//! cache layout, has no stall detection or pause, does not verify sha256 and ignores
+//! `HF_ENDPOINT` with `Api::new()`; 1.0 drops resume and brings about 290 dependencies. The
+//! three Hub endpoints needed are small, so [`hub_api`] talks to them over `ureq` directly.
+
+pub mod catalog;
+pub mod download;
+mod error;
+pub mod fsutil;
+pub mod hub_api;
+pub mod machine;
+pub mod model_dir;
+pub mod progress;
+pub mod pull;
+pub mod registry;
+pub mod store;
+
+pub use catalog::{Backend, CatalogEntry};
+pub use download::DownloadOptions;
+pub use error::{Error, Result};
+pub use hub_api::HubClient;
+pub use machine::{catalog_view, CatalogItem, Fit, Machine};
+pub use model_dir::WeightFormat;
+pub use progress::{DownloadControl, Phase, Progress};
+pub use pull::{pull, PullOutcome, PullRequest};
+pub use store::{ImportOptions, InstalledModel, PartialDownload, Removed, Store};
+
+/// Bytes in the units people read: "1.7 GB", "512 KB" (powers of 1000, like disk sizes).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else if value < 10.0 {
+        format!("{value:.2} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_bytes_reads_like_a_disk_size() {
+        assert_eq!(super::human_bytes(999), "999 B");
+        assert_eq!(super::human_bytes(1_700_000_000), "1.70 GB");
+        assert_eq!(super::human_bytes(52_400_000), "52.4 MB");
+    }
+}

@@ -1,0 +1,484 @@
+//! `pull`: from a catalog id or an `owner/name` to a registered model, in steps that each
+//! either finish or leave a state the next run resumes from:
+//!
+//! 1. resolve the revision to a commit and list the files (recorded in
+//!    `downloads/<name>/download.json`, so a resumed download fetches the same commit even if
+//!    the branch moved meanwhile);
+//! 2. check the free disk space for what is still missing;
+//! 3. download each file with resume and checksum (see [`crate::download`]);
+//! 4. validate the folder with `q4nx`;
+//! 5. move it into `models/` and register it (see [`crate::store`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{self, Backend, CatalogEntry};
+use crate::download::{self, DownloadOptions, FileEvent, FileJob, FileOutcome};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, FileLock};
+use crate::hub_api::{is_repo_id, HubClient, RemoteFile};
+use crate::model_dir::{self, WeightFormat};
+use crate::progress::{DownloadControl, Phase, Progress, Request, SpeedMeter};
+use crate::registry::{FileRecord, FlmDetails, HearthFields};
+use crate::store::{check_name, details_for, now_secs, InstalledModel, NewModel, Store};
+
+/// What to pull.
+#[derive(Debug, Clone, Default)]
+pub struct PullRequest {
+    /// A catalog id, name or tag (`minicpm5-2b`, `qwen3:1.7b`), or a Hub repository
+    /// `owner/name`, optionally with `@revision`.
+    pub query: String,
+    /// Install under this name instead of the default.
+    pub name: Option<String>,
+    /// Branch, tag or commit; default the catalog's, else `main`.
+    pub revision: Option<String>,
+}
+
+/// How a pull ended, when it did not fail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PullOutcome {
+    /// Downloaded, verified, validated and registered.
+    Installed(InstalledModel),
+    /// A model of that name was already installed; nothing was fetched.
+    AlreadyInstalled(InstalledModel),
+    /// Paused on request; running the same pull again resumes it.
+    Paused {
+        /// Bytes on disk.
+        done_bytes: u64,
+        /// Bytes of the whole model.
+        total_bytes: u64,
+    },
+    /// Cancelled on request; the partial files were deleted.
+    Cancelled,
+}
+
+/// What a download in progress records about itself (`downloads/<name>/download.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub query: String,
+    pub repo: String,
+    pub requested_revision: String,
+    pub commit: String,
+    pub catalog_id: Option<String>,
+    pub format: WeightFormat,
+    pub files: Vec<RemoteFile>,
+}
+
+impl Manifest {
+    const FILE: &'static str = "download.json";
+
+    /// The manifest in `dir`, if there is a readable one.
+    pub fn read(dir: &Path) -> Option<Manifest> {
+        let bytes = std::fs::read(dir.join(Self::FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    fn write(&self, dir: &Path) -> Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| Error::Registry {
+            path: dir.join(Self::FILE),
+            detail: e.to_string(),
+        })?;
+        fsutil::write_atomic(&dir.join(Self::FILE), &text)
+    }
+}
+
+/// A resolved request.
+struct Spec {
+    query: String,
+    name: String,
+    repo: String,
+    revision: String,
+    catalog: Option<&'static CatalogEntry>,
+}
+
+fn resolve(request: &PullRequest) -> Result<Spec> {
+    let query = request.query.trim();
+    if let Some(entry) = catalog::find(query)? {
+        return Ok(Spec {
+            query: query.to_string(),
+            name: request.name.clone().unwrap_or_else(|| entry.name.clone()),
+            repo: entry.repo.clone(),
+            revision: request
+                .revision
+                .clone()
+                .unwrap_or_else(|| entry.revision.clone()),
+            catalog: Some(entry),
+        });
+    }
+    let (repo, revision) = match query.split_once('@') {
+        Some((repo, rev)) if !rev.is_empty() => (repo, Some(rev.to_string())),
+        _ => (query, None),
+    };
+    if !is_repo_id(repo) {
+        return Err(Error::UnknownModel {
+            query: query.to_string(),
+            known: catalog::entries()?.iter().map(|e| e.id.clone()).collect(),
+        });
+    }
+    let default_name = repo.split('/').nth(1).unwrap_or(repo).to_string();
+    Ok(Spec {
+        query: query.to_string(),
+        name: request.name.clone().unwrap_or(default_name),
+        repo: repo.to_string(),
+        revision: request
+            .revision
+            .clone()
+            .or(revision)
+            .unwrap_or_else(|| "main".to_string()),
+        catalog: None,
+    })
+}
+
+/// Downloads, verifies, validates and registers a model. `on_progress` gets a snapshot at
+/// each step and at most every 100 ms while bytes arrive; `control` pauses or cancels.
+pub fn pull(
+    store: &Store,
+    client: &HubClient,
+    request: &PullRequest,
+    options: &DownloadOptions,
+    control: &DownloadControl,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<PullOutcome> {
+    let spec = resolve(request)?;
+    check_name(&spec.name)?;
+    if store.registry().read()?.find(&spec.name).is_some() {
+        return Ok(PullOutcome::AlreadyInstalled(store.get(&spec.name)?));
+    }
+    if client.is_offline() {
+        return Err(Error::Offline {
+            what: format!("{} ({})", spec.name, spec.repo),
+        });
+    }
+    let root = store.downloads_dir().join(&spec.name);
+    fsutil::create_dir_all(&root)?;
+    let lock =
+        FileLock::try_exclusive(&root.join(".lock"))?.ok_or_else(|| Error::AlreadyDownloading {
+            name: spec.name.clone(),
+        })?;
+    let files_dir = root.join("files");
+    let mut reporter = Reporter::new(&spec.name, on_progress);
+    reporter.phase(Phase::Resolving, None);
+
+    let manifest = match Manifest::read(&root) {
+        Some(m) if m.repo == spec.repo && m.requested_revision == spec.revision => m,
+        stale => {
+            if stale.is_some() {
+                tracing::info!(name = %spec.name, "earlier partial download is of another revision; starting afresh");
+                fsutil::remove_dir_all(&files_dir)?;
+            }
+            let listed = client
+                .commit_of(&spec.repo, &spec.revision)
+                .and_then(|commit| {
+                    let remote = client.files(&spec.repo, &commit)?;
+                    let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
+                    let selected = model_dir::select(&names, &spec.repo)?;
+                    Ok((commit, remote, selected))
+                });
+            let (commit, remote, selected) = match listed {
+                Ok(listed) => listed,
+                Err(e) => {
+                    // Nothing was downloaded: leave no trace of this attempt.
+                    drop(lock);
+                    let _ = fsutil::remove_dir_all(&root);
+                    return Err(e);
+                }
+            };
+            let manifest = Manifest {
+                query: spec.query.clone(),
+                repo: spec.repo.clone(),
+                requested_revision: spec.revision.clone(),
+                commit,
+                catalog_id: spec.catalog.map(|c| c.id.clone()),
+                format: selected.format,
+                files: remote
+                    .into_iter()
+                    .filter(|f| selected.files.contains(&f.name))
+                    .collect(),
+            };
+            manifest.write(&root)?;
+            manifest
+        }
+    };
+    fsutil::create_dir_all(&files_dir)?;
+
+    let on_disk = |file: &RemoteFile| {
+        let done = files_dir.join(&file.name);
+        match std::fs::metadata(&done) {
+            Ok(m) if m.len() == file.size => file.size,
+            _ => std::fs::metadata(download::part_path(&done))
+                .map(|m| m.len().min(file.size))
+                .unwrap_or(0),
+        }
+    };
+    let total: u64 = manifest.files.iter().map(|f| f.size).sum();
+    let already: u64 = manifest.files.iter().map(on_disk).sum();
+    let needed = (total - already).saturating_add(options.disk_reserve);
+    let available = fsutil::free_space(&files_dir)?;
+    if available < needed {
+        return Err(Error::NotEnoughDisk {
+            path: store.root().to_path_buf(),
+            needed,
+            available,
+        });
+    }
+    reporter.start(manifest.files.len(), total, already);
+
+    let mut records = BTreeMap::new();
+    for remote in &manifest.files {
+        let path = files_dir.join(&remote.name);
+        if std::fs::metadata(&path)
+            .map(|m| m.len() == remote.size)
+            .unwrap_or(false)
+        {
+            // Verified and renamed by an earlier run.
+            let record = match &remote.sha256 {
+                Some(sha256) => FileRecord {
+                    size: remote.size,
+                    sha256: sha256.clone(),
+                },
+                None => download::sha256_file(&path)?,
+            };
+            records.insert(remote.name.clone(), record);
+            reporter.file_done(remote.size);
+            continue;
+        }
+        let job = FileJob {
+            client,
+            repo: &manifest.repo,
+            commit: &manifest.commit,
+            remote,
+            path,
+        };
+        reporter.phase(Phase::Downloading, Some(&remote.name));
+        let outcome = download::download_file(&job, options, control, &mut |event| match event {
+            FileEvent::Bytes(n) => reporter.bytes(n),
+            FileEvent::Retrying(message) => reporter.retrying(message),
+        })?;
+        match outcome {
+            FileOutcome::Done(record) => {
+                reporter.file_done(remote.size);
+                records.insert(remote.name.clone(), record);
+            }
+            FileOutcome::Stopped(Request::Cancel) => {
+                drop(lock);
+                fsutil::remove_dir_all(&root)?;
+                reporter.phase(Phase::Cancelled, None);
+                return Ok(PullOutcome::Cancelled);
+            }
+            FileOutcome::Stopped(_) => {
+                let done_bytes = manifest.files.iter().map(on_disk).sum();
+                reporter.phase(Phase::Paused, None);
+                return Ok(PullOutcome::Paused {
+                    done_bytes,
+                    total_bytes: total,
+                });
+            }
+        }
+    }
+
+    reporter.phase(Phase::Validating, None);
+    let validated = match model_dir::validate(&files_dir) {
+        Ok(v) => v,
+        Err(e) => {
+            // The files are exactly what the Hub holds, so fetching them again cannot help.
+            drop(lock);
+            let _ = fsutil::remove_dir_all(&root);
+            return Err(e);
+        }
+    };
+    reporter.phase(Phase::Registering, None);
+    let (details, backends, context_length, tag) = match spec.catalog {
+        Some(entry) => (
+            FlmDetails {
+                family: entry.flm_family.clone(),
+                think: entry.think,
+                think_toggleable: entry.think,
+                parameter_size: entry.parameters.clone(),
+                quantization_level: entry.quantization.clone(),
+                extra: Default::default(),
+            },
+            entry.backends.clone(),
+            entry.context_length,
+            Some(entry.tag.clone()),
+        ),
+        None => (
+            details_for(&validated, &spec.name),
+            vec![Backend::Cpu],
+            validated.max_context.min(32768),
+            None,
+        ),
+    };
+    let new = NewModel {
+        name: spec.name.clone(),
+        tag,
+        url: format!(
+            "{}/{}/resolve/{}",
+            client.endpoint(),
+            manifest.repo,
+            manifest.commit
+        ),
+        details,
+        context_length,
+        hearth: HearthFields {
+            source: "huggingface".into(),
+            repo: Some(manifest.repo.clone()),
+            revision: Some(manifest.commit.clone()),
+            imported_from: None,
+            catalog_id: manifest.catalog_id.clone(),
+            format: validated.format,
+            architecture: validated.family.clone(),
+            backends,
+            files: records,
+            installed_at: now_secs(),
+        },
+    };
+    let model = store.register(&files_dir, new)?;
+    drop(lock);
+    fsutil::remove_dir_all(&root)?;
+    reporter.phase(Phase::Done, None);
+    Ok(PullOutcome::Installed(model))
+}
+
+/// Turns file events into throttled [`Progress`] snapshots.
+struct Reporter<'a> {
+    progress: Progress,
+    sink: &'a mut dyn FnMut(&Progress),
+    finished_bytes: u64,
+    meter: SpeedMeter,
+    last_sent: Option<Instant>,
+}
+
+impl<'a> Reporter<'a> {
+    fn new(name: &str, sink: &'a mut dyn FnMut(&Progress)) -> Reporter<'a> {
+        Reporter {
+            progress: Progress {
+                name: name.to_string(),
+                phase: Phase::Resolving,
+                file: None,
+                files_done: 0,
+                file_count: 0,
+                done_bytes: 0,
+                total_bytes: 0,
+                bytes_per_sec: 0.0,
+                eta_secs: None,
+                message: None,
+            },
+            sink,
+            finished_bytes: 0,
+            meter: SpeedMeter::new(),
+            last_sent: None,
+        }
+    }
+
+    fn send(&mut self) {
+        self.last_sent = Some(Instant::now());
+        (self.sink)(&self.progress);
+    }
+
+    fn phase(&mut self, phase: Phase, file: Option<&str>) {
+        self.progress.phase = phase;
+        self.progress.file = file.map(str::to_string);
+        self.progress.message = None;
+        self.send();
+    }
+
+    fn start(&mut self, file_count: usize, total: u64, already: u64) {
+        self.progress.file_count = file_count;
+        self.progress.total_bytes = total;
+        self.progress.done_bytes = already;
+        if already > 0 {
+            self.progress.message = Some(format!(
+                "resuming: {} of {} already here",
+                crate::human_bytes(already),
+                crate::human_bytes(total)
+            ));
+        }
+        self.send();
+    }
+
+    /// The current file holds `n` bytes.
+    fn bytes(&mut self, n: u64) {
+        self.progress.done_bytes = self.finished_bytes + n;
+        self.meter.record(self.progress.done_bytes);
+        if self.progress.phase == Phase::Retrying {
+            self.progress.phase = Phase::Downloading;
+            self.progress.message = None;
+        }
+        let due = self
+            .last_sent
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
+        if due {
+            let speed = self.meter.bytes_per_sec();
+            self.progress.bytes_per_sec = speed;
+            let left = self
+                .progress
+                .total_bytes
+                .saturating_sub(self.progress.done_bytes);
+            self.progress.eta_secs = (speed > 0.0).then(|| left as f64 / speed);
+            self.send();
+        }
+    }
+
+    fn retrying(&mut self, message: String) {
+        tracing::warn!("{message}");
+        self.progress.phase = Phase::Retrying;
+        self.progress.message = Some(message);
+        self.send();
+    }
+
+    /// A file of `size` bytes is complete.
+    fn file_done(&mut self, size: u64) {
+        self.finished_bytes += size;
+        self.progress.files_done += 1;
+        self.progress.done_bytes = self.finished_bytes;
+        self.send();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_ids_resolve_to_their_repo_and_name() {
+        let spec = resolve(&PullRequest {
+            query: "qwen3:1.7b".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(spec.repo, "FastFlowLM/Qwen3-1.7B-NPU2");
+        assert_eq!(spec.name, "Qwen3-1.7B-NPU2");
+        assert_eq!(spec.revision, "main");
+    }
+
+    #[test]
+    fn any_repo_with_optional_revision_is_accepted() {
+        let spec = resolve(&PullRequest {
+            query: "someone/Tiny-Model@v2".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (
+                spec.repo.as_str(),
+                spec.revision.as_str(),
+                spec.name.as_str()
+            ),
+            ("someone/Tiny-Model", "v2", "Tiny-Model")
+        );
+    }
+
+    #[test]
+    fn unknown_query_lists_the_catalog() {
+        let err = resolve(&PullRequest {
+            query: "gpt-7".into(),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("minicpm5-2b"), "{err}");
+    }
+}

@@ -1,0 +1,633 @@
+//! The local model store: `$XDG_DATA_HOME/hearth/` with `models/<name>/` (installed models),
+//! `downloads/<name>/` (downloads in progress or paused) and `model_list.json` (the registry).
+//!
+//! A model becomes visible only by being registered, and it is registered only after its
+//! folder is complete and valid: the folder is moved into `models/` and the registry entry is
+//! written while the registry lock is held. A folder in `models/` without an entry (left by a
+//! crash between the two steps) is garbage and is replaced by the next install of that name.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::catalog::Backend;
+use crate::download::copy_hashed;
+use crate::error::{Error, Result};
+use crate::fsutil::{self, FileLock};
+use crate::model_dir::{self, ValidatedModel, WeightFormat};
+use crate::registry::{
+    FileRecord, FlmDetails, FlmEntry, HearthFields, Registry, RegistryFile, FILE_NAME,
+};
+
+/// A model as `hearth list` and the app show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstalledModel {
+    /// Folder name, what users type.
+    pub name: String,
+    /// FastFlowLM tag `family:size` (empty for the built-in model).
+    pub tag: String,
+    /// The model folder.
+    pub folder: PathBuf,
+    /// Bytes on disk.
+    pub size_bytes: u64,
+    /// Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `built-in`.
+    pub source: String,
+    /// `owner/name` on the Hub, for downloads.
+    pub repo: Option<String>,
+    /// Commit, for downloads.
+    pub revision: Option<String>,
+    /// Catalog id, when it came from the catalog.
+    pub catalog_id: Option<String>,
+    /// Weight format.
+    pub format: WeightFormat,
+    /// Where it runs.
+    pub backends: Vec<Backend>,
+    /// Whether it is the default model.
+    pub is_default: bool,
+    /// Whether it ships with Hearth (cannot be removed).
+    pub builtin: bool,
+    /// Size and sha256 of every file (empty for the built-in model and foreign entries).
+    pub files: BTreeMap<String, FileRecord>,
+}
+
+/// A download that was paused or interrupted and can be resumed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartialDownload {
+    /// Model name.
+    pub name: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// What the user asked for (catalog id or repo), to resume with.
+    pub query: String,
+    /// Bytes already on disk.
+    pub done_bytes: u64,
+    /// Bytes of the whole model.
+    pub total_bytes: u64,
+}
+
+/// What `remove` freed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    /// Model name.
+    pub name: String,
+    /// Bytes freed on disk.
+    pub freed_bytes: u64,
+}
+
+/// How `import` treats the source folder.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Name to register under; default: the folder's name.
+    pub name: Option<String>,
+    /// Move the files instead of copying them (same file system only; falls back to a copy).
+    pub move_files: bool,
+}
+
+/// Facts about a model that is about to be registered.
+#[derive(Debug, Clone)]
+pub(crate) struct NewModel {
+    pub name: String,
+    pub tag: Option<String>,
+    pub url: String,
+    pub hearth: HearthFields,
+    pub details: FlmDetails,
+    pub context_length: u64,
+}
+
+/// The store in one data folder.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    builtin: Option<(String, PathBuf)>,
+}
+
+impl Store {
+    /// The store at `$XDG_DATA_HOME/hearth`, or `$HOME/.local/share/hearth`.
+    pub fn open_default() -> Result<Store> {
+        Ok(Store::at(data_home()?.join("hearth")))
+    }
+
+    /// The store rooted at `root`.
+    pub fn at(root: PathBuf) -> Store {
+        Store {
+            root,
+            builtin: None,
+        }
+    }
+
+    /// Shows the model folder `dir` (shipped with Hearth) as a built-in model called `name`.
+    /// It is listed, can be the default, and is never copied, registered for FastFlowLM or removed.
+    pub fn with_builtin(mut self, name: &str, dir: PathBuf) -> Store {
+        self.builtin = Some((name.to_string(), dir));
+        self
+    }
+
+    /// The data folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where installed models live.
+    pub fn models_dir(&self) -> PathBuf {
+        self.root.join("models")
+    }
+
+    /// Where downloads in progress live.
+    pub fn downloads_dir(&self) -> PathBuf {
+        self.root.join("downloads")
+    }
+
+    /// The registry (`model_list.json`).
+    pub fn registry(&self) -> Registry {
+        Registry::new(self.root.join(FILE_NAME), self.models_dir())
+    }
+
+    /// Every installed model, the built-in one first.
+    pub fn list(&self) -> Result<Vec<InstalledModel>> {
+        let file = self.registry().read()?;
+        let default = file.hearth.default.clone();
+        let is_default = |name: &str| {
+            default
+                .as_deref()
+                .is_some_and(|d| d.eq_ignore_ascii_case(name))
+        };
+        let mut out = Vec::new();
+        if let Some((name, dir)) = &self.builtin {
+            if dir.is_dir() {
+                out.push(InstalledModel {
+                    name: name.clone(),
+                    tag: String::new(),
+                    folder: dir.clone(),
+                    size_bytes: fsutil::dir_size(dir),
+                    source: "built-in".into(),
+                    repo: None,
+                    revision: None,
+                    catalog_id: None,
+                    format: if dir.join("model.q4nx").is_file() {
+                        WeightFormat::Q4nx
+                    } else {
+                        WeightFormat::Safetensors
+                    },
+                    backends: vec![Backend::Cpu],
+                    is_default: is_default(name),
+                    builtin: true,
+                    files: BTreeMap::new(),
+                });
+            }
+        }
+        for (family, size, entry) in file.entries() {
+            out.push(self.describe(family, size, entry, is_default(&entry.name)));
+        }
+        Ok(out)
+    }
+
+    /// The installed model called `name` (or tagged `name`).
+    pub fn get(&self, name: &str) -> Result<InstalledModel> {
+        self.list()?
+            .into_iter()
+            .find(|m| m.name.eq_ignore_ascii_case(name) || (!m.tag.is_empty() && m.tag == name))
+            .ok_or_else(|| Error::NotInstalled {
+                name: name.to_string(),
+            })
+    }
+
+    /// The default model: the one set with [`Store::set_default`], else the first listed.
+    pub fn default_model(&self) -> Result<Option<InstalledModel>> {
+        let list = self.list()?;
+        Ok(list.iter().find(|m| m.is_default).or(list.first()).cloned())
+    }
+
+    /// Makes `name` the default model.
+    pub fn set_default(&self, name: &str) -> Result<()> {
+        let model = self.get(name)?;
+        self.registry().update(|file| {
+            file.hearth.default = Some(model.name.clone());
+            Ok(())
+        })
+    }
+
+    /// Unregisters `name` and deletes its folder (and any partial download of it); says how
+    /// many bytes that freed.
+    pub fn remove(&self, name: &str) -> Result<Removed> {
+        if let Some((builtin, _)) = &self.builtin {
+            if builtin.eq_ignore_ascii_case(name) {
+                return Err(Error::InvalidName {
+                    name: name.to_string(),
+                    reason: "it is the model built into Hearth and cannot be removed".into(),
+                });
+            }
+        }
+        let removed = self.registry().update(|file| Ok(file.remove(name)))?;
+        let (folder_name, mut freed) = match removed {
+            Some((_, _, entry)) => {
+                let folder = self.models_dir().join(&entry.name);
+                let bytes = fsutil::dir_size(&folder);
+                // The entry is gone first: a crash now leaves an unregistered folder, never a
+                // registered model without files.
+                fsutil::remove_dir_all(&folder)?;
+                (entry.name, bytes)
+            }
+            None => {
+                check_name(name)?;
+                if !self.downloads_dir().join(name).is_dir() {
+                    return Err(Error::NotInstalled {
+                        name: name.to_string(),
+                    });
+                }
+                (name.to_string(), 0)
+            }
+        };
+        freed += self.discard_download(&folder_name)?;
+        Ok(Removed {
+            name: folder_name,
+            freed_bytes: freed,
+        })
+    }
+
+    /// Downloads that were paused or interrupted.
+    pub fn partial_downloads(&self) -> Result<Vec<PartialDownload>> {
+        let Ok(entries) = std::fs::read_dir(self.downloads_dir()) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let Some(manifest) = crate::pull::Manifest::read(&dir) else {
+                continue;
+            };
+            out.push(PartialDownload {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                done_bytes: fsutil::dir_size(&dir.join("files")),
+                total_bytes: manifest.files.iter().map(|f| f.size).sum(),
+                repo: manifest.repo,
+                query: manifest.query,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Deletes the partial download of `name`, unless a process is downloading it right now.
+    /// Returns the bytes freed.
+    pub fn discard_download(&self, name: &str) -> Result<u64> {
+        check_name(name)?;
+        let dir = self.downloads_dir().join(name);
+        if !dir.is_dir() {
+            return Ok(0);
+        }
+        let _lock = FileLock::try_exclusive(&dir.join(".lock"))?.ok_or_else(|| {
+            Error::AlreadyDownloading {
+                name: name.to_string(),
+            }
+        })?;
+        let bytes = fsutil::dir_size(&dir);
+        fsutil::remove_dir_all(&dir)?;
+        Ok(bytes)
+    }
+
+    /// Validates a local Q4NX or safetensors model folder and registers a copy of it.
+    pub fn import(&self, dir: &Path, options: &ImportOptions) -> Result<InstalledModel> {
+        let name = match &options.name {
+            Some(name) => name.clone(),
+            None => dir
+                .canonicalize()
+                .map_err(|e| Error::io("open", dir, e))?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        check_name(&name)?;
+        let validated = model_dir::validate(dir)?;
+        if self.registry().read()?.find(&name).is_some() {
+            return Err(Error::NameTaken { name });
+        }
+        let names: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io("read folder", dir, e))?
+            .flatten()
+            .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let selected = model_dir::select(&names, &dir.display().to_string())?;
+
+        let staging_root = self.downloads_dir().join(&name);
+        fsutil::create_dir_all(&staging_root)?;
+        let _lock = FileLock::try_exclusive(&staging_root.join(".lock"))?
+            .ok_or_else(|| Error::AlreadyDownloading { name: name.clone() })?;
+        let staging = staging_root.join("files");
+        fsutil::remove_dir_all(&staging)?;
+        fsutil::create_dir_all(&staging)?;
+        let result = (|| {
+            if !options.move_files {
+                let needed: u64 = selected
+                    .files
+                    .iter()
+                    .map(|f| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0))
+                    .sum();
+                let available = fsutil::free_space(&staging)?;
+                if available < needed {
+                    return Err(Error::NotEnoughDisk {
+                        path: staging.clone(),
+                        needed,
+                        available,
+                    });
+                }
+            }
+            let mut files = BTreeMap::new();
+            for file in &selected.files {
+                let (from, to) = (dir.join(file), staging.join(file));
+                let record = if options.move_files && std::fs::rename(&from, &to).is_ok() {
+                    crate::download::sha256_file(&to)?
+                } else {
+                    let record = copy_hashed(&from, &to)?;
+                    if options.move_files {
+                        std::fs::remove_file(&from).map_err(|e| Error::io("remove", &from, e))?;
+                    }
+                    record
+                };
+                files.insert(file.clone(), record);
+            }
+            let source_dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+            let new = NewModel {
+                name: name.clone(),
+                tag: None,
+                url: String::new(),
+                details: details_for(&validated, &name),
+                context_length: validated.max_context.min(32768),
+                hearth: HearthFields {
+                    source: "import".into(),
+                    repo: None,
+                    revision: None,
+                    imported_from: Some(source_dir.display().to_string()),
+                    catalog_id: None,
+                    format: validated.format,
+                    architecture: validated.family.clone(),
+                    backends: vec![Backend::Cpu],
+                    files,
+                    installed_at: now_secs(),
+                },
+            };
+            self.register(&staging, new)
+        })();
+        let _ = fsutil::remove_dir_all(&staging_root);
+        result
+    }
+
+    /// Moves the complete, verified, validated folder `staged` to `models/<name>` and writes
+    /// its registry entry, both under the registry lock. On failure nothing is registered.
+    pub(crate) fn register(&self, staged: &Path, new: NewModel) -> Result<InstalledModel> {
+        let registry = self.registry();
+        let target = self.models_dir().join(&new.name);
+        fsutil::create_dir_all(&self.models_dir())?;
+        let result = registry.update(|file: &mut RegistryFile| {
+            if file.find(&new.name).is_some() {
+                return Err(Error::NameTaken {
+                    name: new.name.clone(),
+                });
+            }
+            let (family, size) = match new.tag.as_deref().and_then(crate::registry::split_tag) {
+                Some((f, s)) => file.free_tag(f, s),
+                None => {
+                    let (f, s) = derive_tag(&new.name);
+                    file.free_tag(&f, &s)
+                }
+            };
+            // A folder without an entry is what a crash between rename and write leaves.
+            fsutil::remove_dir_all(&target)?;
+            std::fs::rename(staged, &target)
+                .map_err(|e| Error::io(format!("move {} to", staged.display()), &target, e))?;
+            fsutil::sync_dir(&self.models_dir());
+            let entry = FlmEntry {
+                name: new.name.clone(),
+                url: new.url.clone(),
+                size: new.hearth.files.values().map(|f| f.size).sum(),
+                flm_min_version: None,
+                files: new.hearth.files.keys().cloned().collect(),
+                default_context_length: Some(new.context_length),
+                details: new.details.clone(),
+                hearth: Some(new.hearth.clone()),
+                extra: Default::default(),
+            };
+            let out = (family.clone(), size.clone(), entry.clone());
+            file.models.entry(family).or_default().insert(size, entry);
+            Ok(out)
+        });
+        match result {
+            Ok((family, size, entry)) => {
+                tracing::info!(name = %new.name, tag = %format!("{family}:{size}"), "model registered");
+                let default = registry.read()?.hearth.default;
+                let is_default = default.is_some_and(|d| d.eq_ignore_ascii_case(&entry.name));
+                Ok(self.describe(&family, &size, &entry, is_default))
+            }
+            Err(e) => {
+                // The registry write failed after the move: put the folder back, so that no
+                // unregistered model sits in models/ and the caller can clean up the staging.
+                if target.is_dir() && !staged.exists() {
+                    let _ = std::fs::rename(&target, staged);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn describe(
+        &self,
+        family: &str,
+        size: &str,
+        entry: &FlmEntry,
+        is_default: bool,
+    ) -> InstalledModel {
+        let folder = self.models_dir().join(&entry.name);
+        let hearth = entry.hearth.as_ref();
+        let source = match hearth {
+            Some(h) if h.source == "import" => {
+                format!("import:{}", h.imported_from.clone().unwrap_or_default())
+            }
+            Some(h) => format!(
+                "huggingface:{}@{}",
+                h.repo.clone().unwrap_or_default(),
+                h.revision.clone().unwrap_or_default()
+            ),
+            None => "fastflowlm".to_string(),
+        };
+        InstalledModel {
+            name: entry.name.clone(),
+            tag: format!("{family}:{size}"),
+            size_bytes: if entry.size > 0 {
+                entry.size
+            } else {
+                fsutil::dir_size(&folder)
+            },
+            folder,
+            source,
+            repo: hearth.and_then(|h| h.repo.clone()),
+            revision: hearth.and_then(|h| h.revision.clone()),
+            catalog_id: hearth.and_then(|h| h.catalog_id.clone()),
+            format: hearth.map(|h| h.format).unwrap_or(WeightFormat::Q4nx),
+            backends: hearth
+                .map(|h| h.backends.clone())
+                .unwrap_or_else(|| vec![Backend::Npu]),
+            is_default,
+            builtin: false,
+            files: hearth.map(|h| h.files.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// `$XDG_DATA_HOME`, or `$HOME/.local/share` (only absolute paths count, as the spec says).
+pub fn data_home() -> Result<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local").join("share")))
+        .ok_or(Error::NoDataDir)
+}
+
+/// Checks that `name` can be a model folder and a FastFlowLM `name`: 1 to 100 characters out
+/// of letters, digits, `.`, `-` and `_`, not starting with `.` or `-`.
+pub fn check_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > 100 {
+        Some("it is longer than 100 characters")
+    } else if name.starts_with(['.', '-']) {
+        Some("it starts with '.' or '-'")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        Some("use only letters, digits, '.', '-' and '_'")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::InvalidName {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A FastFlowLM tag for a model that has none, from its name: `Qwen3-1.7B-Instruct` gives
+/// `qwen3:1.7b-instruct`, `MiniCPM5-2B-NPU2` gives `minicpm5:2b`, `tiny` gives `tiny:latest`.
+pub fn derive_tag(name: &str) -> (String, String) {
+    let lower: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let lower = lower
+        .trim_end_matches("-npu2")
+        .trim_matches('-')
+        .to_string();
+    let parts: Vec<&str> = lower.split('-').filter(|p| !p.is_empty()).collect();
+    let is_size = |p: &str| {
+        let digits = p.trim_end_matches(['b', 'm']);
+        digits.len() < p.len()
+            && !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && digits.starts_with(|c: char| c.is_ascii_digit())
+    };
+    match parts.iter().position(|p| is_size(p)) {
+        Some(i) if i > 0 => (parts[..i].join("-"), parts[i..].join("-")),
+        _ if parts.is_empty() => ("model".into(), "latest".into()),
+        _ => (parts.join("-"), "latest".into()),
+    }
+}
+
+/// FastFlowLM details for a model outside the catalog. Qwen3 models keep family `qwen3` only
+/// with Qwen's own vocabulary: that engine hard-codes Qwen's token ids.
+pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
+    let family = match model.family.as_str() {
+        "qwen3" if model.vocab_size == 151_936 => "qwen3",
+        "qwen3" => "qwen3-it",
+        _ => "llama",
+    };
+    let (_, size) = derive_tag(name);
+    FlmDetails {
+        family: family.to_string(),
+        think: false,
+        think_toggleable: false,
+        parameter_size: size
+            .split('-')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase(),
+        quantization_level: match model.format {
+            WeightFormat::Q4nx => "Q4_1".into(),
+            WeightFormat::Safetensors => "bf16".into(),
+        },
+        extra: Default::default(),
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        for good in ["MiniCPM5-2B-NPU2", "demo", "a_b.c"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".x", "-x", "a/b", "a b", "ü"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tags_are_derived_from_names() {
+        assert_eq!(
+            derive_tag("Qwen3-1.7B-Instruct"),
+            ("qwen3".into(), "1.7b-instruct".into())
+        );
+        assert_eq!(
+            derive_tag("MiniCPM5-2B-NPU2"),
+            ("minicpm5".into(), "2b".into())
+        );
+        assert_eq!(
+            derive_tag("SmolLM2-135M"),
+            ("smollm2".into(), "135m".into())
+        );
+        assert_eq!(derive_tag("tiny"), ("tiny".into(), "latest".into()));
+        assert_eq!(derive_tag("3b"), ("3b".into(), "latest".into()));
+        assert_eq!(derive_tag("--"), ("model".into(), "latest".into()));
+        for name in ["Qwen3-1.7B-Instruct", "tiny", "x_y"] {
+            let (f, s) = derive_tag(name);
+            assert!(
+                crate::registry::split_tag(&format!("{f}:{s}")).is_some(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn data_home_prefers_absolute_xdg_data_home() {
+        // Only reads the variables; the value depends on the test environment.
+        if let Ok(home) = data_home() {
+            assert!(home.is_absolute());
+        }
+    }
+}

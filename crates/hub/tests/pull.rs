@@ -1,0 +1,459 @@
+//! Downloads against a local imitation of the Hub: clean, cut, resumed after a "restart",
+//! paused, corrupted, disk full, incomplete repository, 404, offline.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{repo_files, MockHub, TempDir};
+use hearth_hub::{
+    pull, DownloadControl, DownloadOptions, Error, HubClient, Phase, Progress, PullOutcome,
+    PullRequest, Store,
+};
+
+const REPO: &str = "hearth-test/Tiny-Q4NX";
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn options() -> DownloadOptions {
+    DownloadOptions {
+        attempt_window: Duration::from_secs(5),
+        stall_timeout: Duration::from_secs(20),
+        max_attempts: 4,
+        retry_delay: Duration::from_millis(10),
+        disk_reserve: 0,
+    }
+}
+
+fn hub_with_tiny() -> MockHub {
+    let hub = MockHub::start();
+    hub.add_repo(REPO, COMMIT, repo_files("tiny-q4nx"));
+    hub
+}
+
+fn request() -> PullRequest {
+    PullRequest {
+        query: REPO.into(),
+        ..Default::default()
+    }
+}
+
+fn run(
+    store: &Store,
+    hub: &MockHub,
+    control: &DownloadControl,
+    opts: &DownloadOptions,
+) -> (hearth_hub::Result<PullOutcome>, Vec<Progress>) {
+    let client = HubClient::new(&hub.endpoint, None, false);
+    let mut events = Vec::new();
+    let outcome = pull(store, &client, &request(), opts, control, &mut |p| {
+        events.push(p.clone())
+    });
+    (outcome, events)
+}
+
+fn model_q4nx_size() -> u64 {
+    std::fs::metadata(common::fixture("tiny-q4nx").join("model.q4nx"))
+        .unwrap()
+        .len()
+}
+
+fn registry_json(store: &Store) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(store.root().join("model_list.json")).unwrap()).unwrap()
+}
+
+fn assert_nothing_registered(store: &Store) {
+    assert!(
+        store.list().unwrap().is_empty(),
+        "no model may be registered"
+    );
+    assert!(
+        !store.models_dir().join("Tiny-Q4NX").exists(),
+        "no model folder may be left"
+    );
+}
+
+#[test]
+fn clean_download_is_verified_validated_and_registered_for_fastflowlm() {
+    let tmp = TempDir::new("clean");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    let (outcome, events) = run(&store, &hub, &DownloadControl::new(), &options());
+    let PullOutcome::Installed(model) = outcome.unwrap() else {
+        panic!("expected Installed")
+    };
+    assert_eq!(model.name, "Tiny-Q4NX");
+    assert_eq!(model.tag, "tiny-q4nx:latest");
+    assert!(model.folder.join("model.q4nx").is_file());
+    assert!(
+        !model.folder.join("README.md").exists(),
+        "docs are not downloaded"
+    );
+    assert!(
+        !store.downloads_dir().join("Tiny-Q4NX").exists(),
+        "staging is cleaned up"
+    );
+    assert_eq!(events.last().unwrap().phase, Phase::Done);
+    assert_eq!(
+        events.last().unwrap().done_bytes,
+        events.last().unwrap().total_bytes
+    );
+
+    let json = registry_json(&store);
+    let entry = &json["models"]["tiny-q4nx"]["latest"];
+    assert_eq!(entry["name"], "Tiny-Q4NX");
+    assert_eq!(json["model_path"], store.models_dir().display().to_string());
+    assert_eq!(
+        entry["files"],
+        serde_json::json!([
+            "config.json",
+            "model.q4nx",
+            "tokenizer.json",
+            "tokenizer_config.json"
+        ])
+    );
+    assert_eq!(entry["details"]["family"], "llama");
+    assert_eq!(
+        entry["url"],
+        format!("{}/{REPO}/resolve/{COMMIT}", hub.endpoint)
+    );
+    let sha = common::repo_files("tiny-q4nx")
+        .into_iter()
+        .find(|f| f.name == "model.q4nx")
+        .unwrap()
+        .sha256();
+    assert_eq!(entry["hearth"]["files"]["model.q4nx"]["sha256"], sha);
+    assert_eq!(entry["hearth"]["revision"], COMMIT);
+    assert_eq!(entry["hearth"]["backends"], serde_json::json!(["cpu"]));
+
+    // Pulling again touches no network and says it is there.
+    let offline = HubClient::new(&hub.endpoint, None, true);
+    let again = pull(
+        &store,
+        &offline,
+        &request(),
+        &options(),
+        &DownloadControl::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(matches!(again, PullOutcome::AlreadyInstalled(_)));
+}
+
+#[test]
+fn connection_cut_mid_file_resumes_at_the_byte_where_it_stopped() {
+    let tmp = TempDir::new("cut");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    hub.cut_after("model.q4nx", 40_000);
+    let (outcome, events) = run(&store, &hub, &DownloadControl::new(), &options());
+    assert!(matches!(outcome.unwrap(), PullOutcome::Installed(_)));
+    let ranges: Vec<_> = hub
+        .log()
+        .into_iter()
+        .filter(|l| l.path.starts_with("/cdn/"))
+        .map(|l| l.range)
+        .collect();
+    assert_eq!(ranges, [None, Some("bytes=40000-".to_string())]);
+    assert_eq!(
+        hub.served("model.q4nx"),
+        model_q4nx_size(),
+        "no byte is fetched twice"
+    );
+    assert!(
+        events.iter().any(|p| p.phase == Phase::Retrying),
+        "the retry is reported"
+    );
+}
+
+#[test]
+fn download_interrupted_by_a_crash_resumes_from_the_partial_file_in_a_new_run() {
+    let tmp = TempDir::new("restart");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    // First run: the connection goes silent after 30 000 bytes, the retry brings nothing and
+    // the run gives up, leaving what a killed process leaves: a .part file on disk.
+    hub.stall_after("model.q4nx", 30_000, Duration::from_secs(2));
+    hub.stall_after("model.q4nx", 0, Duration::from_secs(2));
+    let quick = DownloadOptions {
+        attempt_window: Duration::from_millis(300),
+        max_attempts: 1,
+        ..options()
+    };
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &quick);
+    let err = outcome.unwrap_err();
+    assert!(matches!(err, Error::Stalled { .. }), "{err}");
+    assert!(err.to_string().contains("resumes"), "{err}");
+    assert_nothing_registered(&store);
+    let partial = store.partial_downloads().unwrap();
+    assert_eq!(partial.len(), 1);
+    assert!(partial[0].done_bytes >= 30_000);
+
+    // Second run, from scratch in memory: only the rest is fetched.
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    assert!(matches!(outcome.unwrap(), PullOutcome::Installed(_)));
+    let last = hub
+        .log()
+        .into_iter()
+        .rfind(|l| l.path.starts_with("/cdn/"))
+        .unwrap();
+    assert_eq!(last.range.as_deref(), Some("bytes=30000-"));
+    assert_eq!(hub.served("model.q4nx"), model_q4nx_size());
+    assert!(store.partial_downloads().unwrap().is_empty());
+}
+
+#[test]
+fn pause_keeps_the_bytes_and_cancel_deletes_them() {
+    let tmp = TempDir::new("pause");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    let control = DownloadControl::new();
+    let pauser = control.clone();
+    hub.hook_after("model.q4nx", 20_000, move || pauser.pause());
+    let (outcome, events) = run(&store, &hub, &control, &options());
+    let PullOutcome::Paused {
+        done_bytes,
+        total_bytes,
+    } = outcome.unwrap()
+    else {
+        panic!("expected Paused")
+    };
+    assert!(done_bytes < total_bytes, "{done_bytes} of {total_bytes}");
+    assert_eq!(events.last().unwrap().phase, Phase::Paused);
+    assert_nothing_registered(&store);
+    assert_eq!(store.partial_downloads().unwrap().len(), 1);
+
+    // Cancel: a new run told to cancel at once deletes the partial files.
+    let control = DownloadControl::new();
+    control.cancel();
+    let (outcome, _) = run(&store, &hub, &control, &options());
+    assert_eq!(outcome.unwrap(), PullOutcome::Cancelled);
+    assert!(!store.downloads_dir().join("Tiny-Q4NX").exists());
+    assert_nothing_registered(&store);
+}
+
+#[test]
+fn corrupted_byte_is_refused_with_a_plain_message_and_nothing_is_registered() {
+    let tmp = TempDir::new("corrupt");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    hub.corrupt("model.q4nx", 5_000);
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    let err = outcome.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::ChecksumMismatch { .. }), "{text}");
+    assert!(text.contains("model.q4nx is corrupted"), "{text}");
+    assert!(text.contains("sha256"), "{text}");
+    assert!(text.contains("nothing was registered"), "{text}");
+    assert_nothing_registered(&store);
+    let part = store
+        .downloads_dir()
+        .join("Tiny-Q4NX/files/model.q4nx.part");
+    assert!(!part.exists(), "the broken bytes are not kept for a resume");
+}
+
+#[test]
+fn corrupted_small_file_is_caught_by_its_git_blob_id() {
+    let tmp = TempDir::new("corrupt-small");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    hub.corrupt("config.json", 3);
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    let err = outcome.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("config.json is corrupted: its git sha1"),
+        "{err}"
+    );
+    assert_nothing_registered(&store);
+}
+
+#[test]
+fn repository_without_model_files_says_what_is_missing() {
+    let tmp = TempDir::new("missing");
+    let store = Store::at(tmp.0.clone());
+    let hub = MockHub::start();
+    hub.add_repo(
+        "hearth-test/Only-GGUF",
+        COMMIT,
+        vec![
+            common::MockFile {
+                name: "README.md".into(),
+                bytes: b"hi".to_vec(),
+                lfs: false,
+            },
+            common::MockFile {
+                name: "model.gguf".into(),
+                bytes: vec![0; 64],
+                lfs: true,
+            },
+        ],
+    );
+    let client = HubClient::new(&hub.endpoint, None, false);
+    let request = PullRequest {
+        query: "hearth-test/Only-GGUF".into(),
+        ..Default::default()
+    };
+    let err = pull(
+        &store,
+        &client,
+        &request,
+        &options(),
+        &DownloadControl::new(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::MissingFiles { .. }), "{text}");
+    for needle in [
+        "config.json",
+        "tokenizer.json",
+        "model.q4nx or model.safetensors",
+        "model.gguf",
+    ] {
+        assert!(text.contains(needle), "{needle} in {text}");
+    }
+    assert!(
+        !store.downloads_dir().join("Only-GGUF").exists(),
+        "no trace is left"
+    );
+    assert!(store.list().unwrap().is_empty());
+}
+
+#[test]
+fn unknown_repository_is_a_404_with_a_plain_message() {
+    let tmp = TempDir::new("404");
+    let store = Store::at(tmp.0.clone());
+    let hub = MockHub::start();
+    let client = HubClient::new(&hub.endpoint, None, false);
+    let request = PullRequest {
+        query: "nobody/Nothing-Here".into(),
+        ..Default::default()
+    };
+    let err = pull(
+        &store,
+        &client,
+        &request,
+        &options(),
+        &DownloadControl::new(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::RepoNotFound { .. }), "{err}");
+    assert!(err.to_string().contains("nobody/Nothing-Here"), "{err}");
+    assert!(err.to_string().contains("not found"), "{err}");
+}
+
+#[test]
+fn offline_mode_never_touches_the_network() {
+    let tmp = TempDir::new("offline");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_tiny();
+    let client = HubClient::new(&hub.endpoint, None, true);
+    let err = pull(
+        &store,
+        &client,
+        &request(),
+        &options(),
+        &DownloadControl::new(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::Offline { .. }), "{err}");
+    assert!(
+        hub.log().is_empty(),
+        "no request may reach the server: {:?}",
+        hub.log()
+    );
+}
+
+/// Mounts a small tmpfs for the disk-full tests; `None` (with the reason printed) where this
+/// is not allowed (not root, no mount namespace rights).
+struct SmallDisk {
+    dir: TempDir,
+}
+
+impl SmallDisk {
+    fn mount(bytes: u64) -> Option<SmallDisk> {
+        let dir = TempDir::new("tmpfs");
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(&dir.0)
+            .stderr(std::process::Stdio::piped())
+            .output();
+        match status {
+            Ok(out) if out.status.success() => Some(SmallDisk { dir }),
+            Ok(out) => {
+                eprintln!(
+                    "SKIPPED: cannot mount a small tmpfs to fill up ({}); the disk-full path was not exercised",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: cannot run mount ({e}); the disk-full path was not exercised");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.dir.0)
+            .status();
+    }
+}
+
+#[test]
+fn full_disk_is_refused_before_any_byte_is_written() {
+    let Some(disk) = SmallDisk::mount(64 * 1024) else {
+        return;
+    };
+    let store = Store::at(disk.dir.0.join("hearth"));
+    let hub = hub_with_tiny();
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    let err = outcome.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::NotEnoughDisk { .. }), "{text}");
+    assert!(text.contains("not enough free disk space"), "{text}");
+    assert!(
+        !hub.log()
+            .iter()
+            .any(|l| l.path.contains("/resolve/") || l.path.starts_with("/cdn/")),
+        "no file was requested"
+    );
+    assert_nothing_registered(&store);
+}
+
+#[test]
+fn disk_filling_up_mid_download_stops_cleanly_and_resumes_after_space_is_freed() {
+    let Some(disk) = SmallDisk::mount(256 * 1024) else {
+        return;
+    };
+    let store = Store::at(disk.dir.0.join("hearth"));
+    let hub = hub_with_tiny();
+    let filler = disk.dir.0.join("filler");
+    let filler_in_hook = filler.clone();
+    hub.hook_after("model.q4nx", 20_000, move || {
+        // Something else fills the disk while the download runs.
+        let mut f = std::fs::File::create(&filler_in_hook).unwrap();
+        let chunk = vec![1u8; 4096];
+        while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    });
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    let err = outcome.unwrap_err();
+    assert!(matches!(err, Error::DiskFull { .. }), "{err}");
+    assert!(err.to_string().contains("disk is full"), "{err}");
+    assert_nothing_registered(&store);
+
+    std::fs::remove_file(&filler).unwrap();
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    assert!(matches!(outcome.unwrap(), PullOutcome::Installed(_)));
+    let last = hub
+        .log()
+        .into_iter()
+        .rfind(|l| l.path.starts_with("/cdn/"))
+        .unwrap();
+    assert!(last.range.is_some(), "resumed, not restarted: {last:?}");
+}
