@@ -292,7 +292,11 @@ fn kernel_check(root: &FsRoot, kernel: Option<&Kernel>, detection: &Detection) -
                 k.release
             ),
         )
-        .fix(DRIVER_FIX)
+        .fix(if matches!(detection, Detection::NoDriver { .. }) {
+            "The same fix as for the NPU above."
+        } else {
+            DRIVER_FIX
+        })
     }
 }
 
