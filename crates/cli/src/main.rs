@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod convert;
+
 #[derive(Parser)]
 #[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
 struct Cli {
@@ -11,7 +13,10 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Convert a Hugging Face model folder (safetensors) to a Q4NX model folder
+    Convert(convert::Args),
+}
 
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -31,5 +36,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
-    match cli.command {}
+    match cli.command {
+        Command::Convert(args) => convert::run(args),
+    }
 }
