@@ -1,0 +1,38 @@
+//! Hearth's model engine: it loads a model folder (Q4NX or plain safetensors weights, config,
+//! tokenizer, chat template) and runs MiniCPM5 (Llama family) and Qwen3 on the CPU exactly as
+//! Hugging Face transformers computes them. It is the reference every other backend is checked
+//! against.
+//!
+//! ```no_run
+//! use hearth_engine::{ChatMessage, ChatOptions, LoadOptions, Model, Role};
+//! # fn main() -> Result<(), hearth_engine::Error> {
+//! let mut model = Model::load("models/demo".as_ref(), &LoadOptions::default())?;
+//! let messages = [ChatMessage::new(Role::User, "Hello!")];
+//! let stats = model.chat(&messages, &ChatOptions::default(), &mut |piece| {
+//!     print!("{piece}");
+//!     std::ops::ControlFlow::Continue(())
+//! })?;
+//! eprintln!("{} tokens in {:.2} s", stats.generated_tokens, stats.decode_secs);
+//! # Ok(()) }
+//! ```
+//!
+//! Layout: [`model`] reads the folder; `transformer` holds the weights, the run state and the
+//! forward pass; [`linear`] is the one type every matrix product goes through; [`kv_cache`];
+//! [`sampler`]; [`tokenizer`] and [`chat_template`]; `runner` drives prefill and decode.
+
+pub mod chat_template;
+mod error;
+pub mod kv_cache;
+pub mod linear;
+pub mod model;
+mod runner;
+pub mod sampler;
+pub mod tokenizer;
+mod transformer;
+
+pub use chat_template::{ChatMessage, ChatTemplate, Role};
+pub use error::Error;
+pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
+pub use runner::{ChatOptions, GenerationStats, StopReason};
+pub use sampler::SamplingParams;
+pub use tokenizer::TextTokenizer;

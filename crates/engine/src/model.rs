@@ -1,0 +1,462 @@
+//! A loaded model: reads a model folder (config, weights, tokenizer, chat template, stop tokens)
+//! and offers chat, generation from token ids, and logits.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use q4nx::{Family, ModelConfig, WeightFormat, Weights};
+use serde::{Deserialize, Serialize};
+
+use crate::chat_template::{ChatMessage, ChatTemplate};
+use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
+use crate::tokenizer::TextTokenizer;
+use crate::transformer::TransformerWeights;
+use crate::Error;
+
+/// Context length used when [`LoadOptions::context_length`] is unset (capped by the model's
+/// `max_position_embeddings`).
+pub const DEFAULT_CONTEXT_LENGTH: usize = 4096;
+
+/// End-of-turn markers of common chat formats; a model stops on one when its chat template
+/// writes it and its vocabulary has it.
+const END_OF_TURN_MARKERS: [&str; 4] = ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"];
+
+/// How to load a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadOptions {
+    /// Positions the KV cache holds (prompt plus answer). By default,
+    /// min(4096, the model's `max_position_embeddings`).
+    pub context_length: Option<usize>,
+    /// Worker threads for the CPU kernels. By default, one per core.
+    pub threads: Option<usize>,
+}
+
+/// What a loaded model is, for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The model folder's name.
+    pub name: String,
+    /// Architecture family: `"llama"` or `"qwen3"`.
+    pub family: String,
+    /// Number of weights (a tied head counted once).
+    pub parameter_count: usize,
+    /// Positions the KV cache holds.
+    pub context_length: usize,
+    /// `"q4nx"` or `"safetensors"`.
+    pub weight_format: String,
+    /// Whether the folder has a tokenizer (text in and out), not only token ids.
+    pub has_tokenizer: bool,
+    /// Whether the folder has a chat template.
+    pub has_chat_template: bool,
+    /// Where it runs: `"cpu"`.
+    pub backend: String,
+    /// Which matrix kernels run (`"scalar"` for the reference implementation).
+    pub kernel: String,
+}
+
+/// A model loaded and ready to generate. Generation needs `&mut self`: one conversation at a
+/// time per loaded model.
+pub struct Model {
+    dir: PathBuf,
+    info: ModelInfo,
+    runner: Runner,
+    tokenizer: Option<TextTokenizer>,
+    template: Option<ChatTemplate>,
+    stop_ids: Vec<u32>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("dir", &self.dir)
+            .field("info", &self.info)
+            .field("stop_ids", &self.stop_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads the model in `dir`: `config.json`, `model.q4nx` or safetensors, and (optional)
+    /// `tokenizer.json`, `tokenizer_config.json`, `chat_template.jinja`, `generation_config.json`.
+    pub fn load(dir: &Path, options: &LoadOptions) -> Result<Model, Error> {
+        let started = Instant::now();
+        if !dir.is_dir() {
+            return Err(Error::invalid_model(
+                dir,
+                "the folder does not exist; check the path or download the model again",
+            ));
+        }
+        let load_error = |source| Error::Load {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let config = ModelConfig::from_path(&dir.join("config.json")).map_err(load_error)?;
+        check_config(dir, &config)?;
+        let weights = Weights::open(dir).map_err(load_error)?;
+        q4nx::validate(&weights, &config).map_err(load_error)?;
+        let weight_format = match weights.format() {
+            WeightFormat::Q4nx => "q4nx",
+            WeightFormat::Safetensors => "safetensors",
+        };
+        let weights =
+            LoadedWeights::try_new(weights, |w| TransformerWeights::load(w, &config, dir))?;
+        let parameter_count = weights
+            .borrow_dependent()
+            .parameter_count(config.tie_word_embeddings);
+
+        let context_length = context_length(dir, &config, options)?;
+        let tokenizer = read_tokenizer(dir, &config)?;
+        let tokenizer_config = read_json(&dir.join("tokenizer_config.json"))?;
+        let template = ChatTemplate::from_dir(dir, tokenizer_config.as_ref())?;
+        let generation_config = read_json(&dir.join("generation_config.json"))?;
+        let stop_ids = stop_ids(
+            &config,
+            tokenizer.as_ref(),
+            tokenizer_config.as_ref(),
+            generation_config.as_ref(),
+            template.as_ref(),
+        );
+
+        let info = ModelInfo {
+            name: dir.file_name().map_or_else(
+                || dir.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            family: match config.family {
+                Family::Llama => "llama",
+                Family::Qwen3 => "qwen3",
+            }
+            .to_owned(),
+            parameter_count,
+            context_length,
+            weight_format: weight_format.to_owned(),
+            has_tokenizer: tokenizer.is_some(),
+            has_chat_template: template.is_some(),
+            backend: "cpu".to_owned(),
+            kernel: "scalar".to_owned(),
+        };
+        tracing::info!(
+            model = %info.name, format = weight_format, context_length, ?stop_ids,
+            secs = started.elapsed().as_secs_f64(), "model loaded"
+        );
+        Ok(Model {
+            dir: dir.to_path_buf(),
+            info,
+            runner: Runner::new(config, weights, context_length),
+            tokenizer,
+            template,
+            stop_ids,
+        })
+    }
+
+    /// What this model is.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The model's configuration (`config.json`).
+    pub fn config(&self) -> &ModelConfig {
+        &self.runner.config
+    }
+
+    /// The ids that end generation: every eos id and end-of-turn token the model's files declare.
+    pub fn stop_ids(&self) -> &[u32] {
+        &self.stop_ids
+    }
+
+    /// The tokenizer, if the folder has one.
+    pub fn tokenizer(&self) -> Option<&TextTokenizer> {
+        self.tokenizer.as_ref()
+    }
+
+    /// Token ids of `text` as a plain completion prompt (the tokenizer's own special tokens, e.g.
+    /// a BOS, are added).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, Error> {
+        self.require_tokenizer()?.encode(text, true)
+    }
+
+    /// The chat template rendered for `messages`, with the assistant's turn opened.
+    pub fn render_chat(
+        &self,
+        messages: &[ChatMessage],
+        options: &ChatOptions,
+    ) -> Result<String, Error> {
+        let template = self
+            .template
+            .as_ref()
+            .ok_or_else(|| Error::NoChatTemplate {
+                dir: self.dir.clone(),
+            })?;
+        template.render(messages, true, options.enable_thinking)
+    }
+
+    /// Token ids of `messages` rendered through the chat template (as transformers'
+    /// `apply_chat_template(..., add_generation_prompt=True)` tokenizes them).
+    pub fn tokenize_chat(
+        &self,
+        messages: &[ChatMessage],
+        options: &ChatOptions,
+    ) -> Result<Vec<u32>, Error> {
+        let tokenizer = self.require_tokenizer()?;
+        let text = self.render_chat(messages, options)?;
+        tokenizer.encode(&text, false)
+    }
+
+    /// Renders the chat template, prefills, decodes; `on_text` gets each complete UTF-8 piece and
+    /// returns `ControlFlow::Break(())` to stop. Stops on every eos / end-of-turn id.
+    pub fn chat(
+        &mut self,
+        messages: &[ChatMessage],
+        options: &ChatOptions,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<GenerationStats, Error> {
+        let started = Instant::now();
+        let prompt = self.tokenize_chat(messages, options)?;
+        self.stream_text(&prompt, options, started, on_text)
+    }
+
+    /// Continues `text` as plain text (no chat template), streaming like [`Model::chat`].
+    pub fn complete(
+        &mut self,
+        text: &str,
+        options: &ChatOptions,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<GenerationStats, Error> {
+        let started = Instant::now();
+        let prompt = self.tokenize(text)?;
+        self.stream_text(&prompt, options, started, on_text)
+    }
+
+    /// Generates after `prompt` and streams the decoded text (stop tokens are not shown).
+    fn stream_text(
+        &mut self,
+        prompt: &[u32],
+        options: &ChatOptions,
+        started: Instant,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<GenerationStats, Error> {
+        // Field borrows, not `require_tokenizer`: the runner is borrowed mutably below.
+        let tokenizer = self.tokenizer.as_ref().ok_or_else(|| Error::NoTokenizer {
+            dir: self.dir.clone(),
+        })?;
+        let mut stream = tokenizer.stream();
+        let stop_ids = &self.stop_ids;
+        let mut failure = None;
+        let mut on_token = |token: u32| {
+            if stop_ids.contains(&token) {
+                return ControlFlow::Continue(());
+            }
+            match stream.step(token) {
+                Ok(Some(text)) => on_text(&text),
+                Ok(None) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        };
+        let (_, stats) = self
+            .runner
+            .generate(prompt, options, stop_ids, started, &mut on_token)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
+    }
+
+    /// Generates after the token ids `prompt`; `on_token` sees each generated id (a final stop
+    /// id included) and returns `ControlFlow::Break(())` to stop.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &ChatOptions,
+        on_token: &mut dyn FnMut(u32) -> ControlFlow<()>,
+    ) -> Result<(Vec<u32>, GenerationStats), Error> {
+        self.runner
+            .generate(prompt, options, &self.stop_ids, Instant::now(), on_token)
+    }
+
+    /// The logits of every position of `tokens` (one vocabulary-sized row each), computed from
+    /// an empty context.
+    pub fn logits(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>, Error> {
+        self.runner.logits(tokens)
+    }
+
+    fn require_tokenizer(&self) -> Result<&TextTokenizer, Error> {
+        self.tokenizer.as_ref().ok_or_else(|| Error::NoTokenizer {
+            dir: self.dir.clone(),
+        })
+    }
+}
+
+/// Shape facts the forward pass relies on, checked before any weight is touched.
+fn check_config(dir: &Path, c: &ModelConfig) -> Result<(), Error> {
+    let bad = |reason: String| Err(Error::invalid_model(dir, format!("config.json: {reason}")));
+    let sizes = [
+        ("hidden_size", c.hidden_size),
+        ("num_hidden_layers", c.num_hidden_layers),
+        ("num_attention_heads", c.num_attention_heads),
+        ("num_key_value_heads", c.num_key_value_heads),
+        ("head_dim", c.head_dim),
+        ("intermediate_size", c.intermediate_size),
+        ("vocab_size", c.vocab_size),
+    ];
+    if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+        return bad(format!("{name} is 0"));
+    }
+    if !c.num_attention_heads.is_multiple_of(c.num_key_value_heads) {
+        return bad(format!(
+            "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+            c.num_attention_heads, c.num_key_value_heads
+        ));
+    }
+    if !c.head_dim.is_multiple_of(2) {
+        return bad(format!("head_dim {} is odd; RoPE needs pairs", c.head_dim));
+    }
+    let theta_ok = c.rope_theta > 0.0 && c.rope_theta.is_finite();
+    if !theta_ok || c.rms_norm_eps.is_nan() || c.rms_norm_eps < 0.0 {
+        return bad(format!(
+            "rope_theta {} / rms_norm_eps {} out of range",
+            c.rope_theta, c.rms_norm_eps
+        ));
+    }
+    Ok(())
+}
+
+fn context_length(dir: &Path, c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error> {
+    let trained = if c.max_position_embeddings > 0 {
+        c.max_position_embeddings
+    } else {
+        DEFAULT_CONTEXT_LENGTH
+    };
+    let length = options
+        .context_length
+        .unwrap_or(DEFAULT_CONTEXT_LENGTH.min(trained));
+    if length == 0 {
+        return Err(Error::invalid_model(
+            dir,
+            "a context length of 0 cannot hold a prompt",
+        ));
+    }
+    if length > trained {
+        tracing::warn!(
+            length,
+            trained,
+            "context length is beyond the model's max_position_embeddings; answers may degrade"
+        );
+    }
+    Ok(length)
+}
+
+fn read_tokenizer(dir: &Path, c: &ModelConfig) -> Result<Option<TextTokenizer>, Error> {
+    let path = dir.join("tokenizer.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let tokenizer = TextTokenizer::from_file(&path)?;
+    if tokenizer.vocab_size() > c.vocab_size {
+        return Err(Error::invalid_model(
+            dir,
+            format!(
+                "tokenizer.json has {} tokens but config.json's vocab_size is {}: \
+                 the files belong to different models",
+                tokenizer.vocab_size(),
+                c.vocab_size
+            ),
+        ));
+    }
+    Ok(Some(tokenizer))
+}
+
+/// Parses an optional JSON file: `Ok(None)` when absent, an error naming the file when malformed.
+fn read_json(path: &Path) -> Result<Option<serde_json::Value>, Error> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let fail = |reason: String| Error::Tokenizer {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| fail(format!("not valid JSON: {e}")))
+}
+
+/// Every stop id the files declare: config.json's eos ids, generation_config.json's eos ids,
+/// tokenizer_config.json's eos token, and the end-of-turn marker the chat template writes.
+fn stop_ids(
+    config: &ModelConfig,
+    tokenizer: Option<&TextTokenizer>,
+    tokenizer_config: Option<&serde_json::Value>,
+    generation_config: Option<&serde_json::Value>,
+    template: Option<&ChatTemplate>,
+) -> Vec<u32> {
+    let mut ids = config.eos_token_ids.clone();
+    match generation_config.and_then(|g| g.get("eos_token_id")) {
+        Some(serde_json::Value::Number(n)) => ids.extend(n.as_u64().map(|v| v as u32)),
+        Some(serde_json::Value::Array(list)) => {
+            ids.extend(list.iter().filter_map(|v| v.as_u64()).map(|v| v as u32));
+        }
+        _ => {}
+    }
+    if let Some(tokenizer) = tokenizer {
+        let eos = tokenizer_config.and_then(|c| c.get("eos_token"));
+        let eos_text = match eos {
+            Some(serde_json::Value::String(s)) => Some(s.as_str()),
+            Some(serde_json::Value::Object(o)) => o.get("content").and_then(|c| c.as_str()),
+            _ => None,
+        };
+        ids.extend(eos_text.and_then(|t| tokenizer.token_to_id(t)));
+        if let Some(template) = template {
+            for marker in END_OF_TURN_MARKERS {
+                if template.source.contains(marker) {
+                    ids.extend(tokenizer.token_to_id(marker));
+                }
+            }
+        }
+    }
+    ids.retain(|&id| (id as usize) < config.vocab_size);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/engine")
+            .join(name)
+    }
+
+    /// Feeding one token at a time through the KV cache gives the logits of one full pass, across
+    /// a prefill chunk boundary.
+    #[test]
+    fn incremental_decoding_equals_full_recomputation() {
+        for name in ["tiny-llama", "tiny-qwen3", "tiny-qwen3-untied"] {
+            let mut model = Model::load(&fixture(name), &LoadOptions::default()).unwrap();
+            let vocab = model.config().vocab_size as u32;
+            let tokens: Vec<u32> = (0..100u32).map(|i| (i * 7919 + 13) % vocab).collect();
+            let full = model.logits(&tokens).unwrap();
+            model.runner.reset();
+            for (i, &token) in tokens.iter().enumerate() {
+                model.runner.feed(&[token], None).unwrap();
+                let step = model.runner.last_logits();
+                let scale = full[i].iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let diff = step
+                    .iter()
+                    .zip(&full[i])
+                    .fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    diff <= 1e-5 * scale,
+                    "{name} position {i}: incremental differs by {diff}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Running token ids through the model: prefill in chunks, reuse of the cached prefix, the decode
+//! loop with its stop conditions and timings.
+
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use q4nx::ModelConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::kv_cache::KvCache;
+use crate::sampler::{sample, Rng, SamplingParams};
+use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
+use crate::Error;
+
+self_cell::self_cell!(
+    /// The memory-mapped weight file and the model's view of it (borrowed tensors).
+    pub(crate) struct LoadedWeights {
+        owner: q4nx::Weights,
+        #[covariant]
+        dependent: TransformerWeights,
+    }
+);
+
+/// What to generate and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChatOptions {
+    /// How each token is chosen.
+    pub sampling: SamplingParams,
+    /// Stop after this many generated tokens. By default, 1024.
+    pub max_tokens: usize,
+    /// Passed to the chat template as `enable_thinking` when set (Qwen3-style reasoning switch).
+    /// By default, unset.
+    pub enable_thinking: Option<bool>,
+}
+
+impl Default for ChatOptions {
+    fn default() -> Self {
+        ChatOptions {
+            sampling: SamplingParams::default(),
+            max_tokens: 1024,
+            enable_thinking: None,
+        }
+    }
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model wrote an end-of-sequence or end-of-turn token.
+    EndOfTurn,
+    /// `max_tokens` were generated.
+    MaxTokens,
+    /// The caller's callback asked to stop.
+    Cancelled,
+    /// The context (KV cache) has no room for another token.
+    ContextFull,
+}
+
+/// Counts and timings of one generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationStats {
+    /// Tokens in the prompt.
+    pub prompt_tokens: usize,
+    /// Seconds spent running the prompt through the model (only the part not already cached).
+    pub prefill_secs: f64,
+    /// Seconds from the request (before templating and tokenizing, for chat) to the first
+    /// generated token.
+    pub ttft_secs: f64,
+    /// Tokens generated, including a final end-of-turn token.
+    pub generated_tokens: usize,
+    /// Seconds from the first generated token to the last; the decode rate is
+    /// `(generated_tokens - 1) / decode_secs`.
+    pub decode_secs: f64,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+}
+
+impl GenerationStats {
+    /// Decode speed in tokens per second (tokens after the first over the decode time), if any.
+    pub fn decode_tokens_per_sec(&self) -> Option<f64> {
+        (self.generated_tokens > 1 && self.decode_secs > 0.0)
+            .then(|| (self.generated_tokens - 1) as f64 / self.decode_secs)
+    }
+}
+
+/// The computing half of a model: weights, buffers, KV cache and what the cache holds.
+pub(crate) struct Runner {
+    pub(crate) config: ModelConfig,
+    pub(crate) weights: LoadedWeights,
+    state: RunState,
+    cache: KvCache,
+    /// The tokens whose keys and values are in the cache, position by position.
+    cached: Vec<u32>,
+}
+
+impl Runner {
+    pub(crate) fn new(config: ModelConfig, weights: LoadedWeights, context: usize) -> Self {
+        let kv_dim = config.num_key_value_heads * config.head_dim;
+        let cache = KvCache::new(config.num_hidden_layers, context, kv_dim);
+        tracing::debug!(
+            bytes = cache.size_bytes(),
+            context,
+            "allocated the KV cache"
+        );
+        Runner {
+            state: RunState::new(&config, context),
+            config,
+            weights,
+            cache,
+            cached: Vec::new(),
+        }
+    }
+
+    /// Forgets what the cache holds (the next feed starts at position 0).
+    pub(crate) fn reset(&mut self) {
+        self.cached.clear();
+    }
+
+    /// The last fed token's logits.
+    #[cfg(test)]
+    pub(crate) fn last_logits(&self) -> &[f32] {
+        let vocab = self.config.vocab_size;
+        &self.state.logits[self.state.logits.len() - vocab..]
+    }
+
+    /// Rejects an empty prompt and ids outside the vocabulary.
+    pub(crate) fn check_tokens(&self, tokens: &[u32]) -> Result<(), Error> {
+        if tokens.is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        let vocab_size = self.config.vocab_size;
+        match tokens.iter().position(|&t| t as usize >= vocab_size) {
+            Some(position) => Err(Error::TokenOutOfRange {
+                token: tokens[position],
+                position,
+                vocab_size,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `tokens` at positions `self.cached.len()..`, appending them to the cache. With
+    /// `all_rows`, every token's logits are appended to it; otherwise only the last token's
+    /// logits are left in the run state.
+    pub(crate) fn feed(
+        &mut self,
+        tokens: &[u32],
+        mut all_rows: Option<&mut Vec<Vec<f32>>>,
+    ) -> Result<(), Error> {
+        let start = self.cached.len();
+        let limit = self.cache.capacity();
+        if start + tokens.len() > limit {
+            return Err(Error::ContextFull {
+                needed: start + tokens.len(),
+                limit,
+            });
+        }
+        let vocab = self.config.vocab_size;
+        let chunks = tokens.chunks(MAX_CHUNK);
+        let last_chunk = chunks.len() - 1;
+        for (i, chunk) in chunks.enumerate() {
+            let mode = match (&all_rows, i == last_chunk) {
+                (Some(_), _) => Logits::All,
+                (None, true) => Logits::Last,
+                (None, false) => Logits::None,
+            };
+            let position = self.cached.len();
+            let weights = self.weights.borrow_dependent();
+            forward(
+                &self.config,
+                weights,
+                &mut self.state,
+                &mut self.cache,
+                chunk,
+                position,
+                mode,
+            );
+            self.cached.extend_from_slice(chunk);
+            if let Some(rows) = all_rows.as_deref_mut() {
+                rows.extend(self.state.logits.chunks_exact(vocab).map(<[f32]>::to_vec));
+            }
+        }
+        Ok(())
+    }
+
+    /// Logits of every position of `tokens`, computed from an empty context.
+    pub(crate) fn logits(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>, Error> {
+        self.check_tokens(tokens)?;
+        self.reset();
+        let mut rows = Vec::with_capacity(tokens.len());
+        let result = self.feed(tokens, Some(&mut rows));
+        result.map(|()| rows)
+    }
+
+    /// Generates after `prompt`, reusing the longest prefix already in the cache. `on_token`
+    /// sees every generated id (a final end-of-turn id included) and can stop generation.
+    /// `started` is when the caller received the request (for time to first token).
+    pub(crate) fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &ChatOptions,
+        stop_ids: &[u32],
+        started: Instant,
+        on_token: &mut dyn FnMut(u32) -> ControlFlow<()>,
+    ) -> Result<(Vec<u32>, GenerationStats), Error> {
+        self.check_tokens(prompt)?;
+        options.sampling.validate()?;
+        let limit = self.cache.capacity();
+        if prompt.len() > limit {
+            return Err(Error::ContextFull {
+                needed: prompt.len(),
+                limit,
+            });
+        }
+        let mut stats = GenerationStats {
+            prompt_tokens: prompt.len(),
+            prefill_secs: 0.0,
+            ttft_secs: 0.0,
+            generated_tokens: 0,
+            decode_secs: 0.0,
+            stop_reason: StopReason::MaxTokens,
+        };
+        if options.max_tokens == 0 {
+            return Ok((Vec::new(), stats));
+        }
+
+        // Prefill what the cache does not already hold; the last prompt token always runs, since
+        // its logits choose the first new token.
+        let reuse = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
+        self.cached.truncate(reuse);
+        let prefill_start = Instant::now();
+        self.feed(&prompt[reuse..], None)?;
+        stats.prefill_secs = prefill_start.elapsed().as_secs_f64();
+        tracing::debug!(
+            reused = reuse,
+            prefilled = prompt.len() - reuse,
+            "prefill done"
+        );
+
+        let mut rng = Rng::new(options.sampling.seed);
+        let mut history = prompt.to_vec(); // what the repetition penalty looks at
+        let mut generated = Vec::new();
+        let mut first_token_at = None;
+        loop {
+            let token = sample(
+                &mut self.state.logits,
+                &history,
+                &options.sampling,
+                &mut rng,
+            );
+            let now = Instant::now();
+            first_token_at.get_or_insert_with(|| {
+                stats.ttft_secs = now.duration_since(started).as_secs_f64();
+                now
+            });
+            generated.push(token);
+            history.push(token);
+            let stop = if on_token(token).is_break() {
+                Some(StopReason::Cancelled)
+            } else if stop_ids.contains(&token) {
+                Some(StopReason::EndOfTurn)
+            } else if generated.len() >= options.max_tokens {
+                Some(StopReason::MaxTokens)
+            } else if self.cached.len() >= limit {
+                Some(StopReason::ContextFull)
+            } else {
+                None
+            };
+            if let Some(reason) = stop {
+                stats.stop_reason = reason;
+                break;
+            }
+            self.feed(&[token], None)?;
+        }
+        stats.generated_tokens = generated.len();
+        stats.decode_secs = first_token_at.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        Ok((generated, stats))
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}

@@ -1,0 +1,292 @@
+//! Choosing the next token from logits: repetition penalty, then greedy (temperature 0) or
+//! temperature, top-k, top-p and min-p sampling. The random source is passed in, so a seed makes
+//! a run reproducible and tests are deterministic.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// How the next token is chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SamplingParams {
+    /// Softmax temperature; 0 picks the most likely token (greedy). By default, 0.7.
+    pub temperature: f32,
+    /// Keep only the `top_k` most likely tokens; 0 keeps all. By default, 40.
+    pub top_k: usize,
+    /// Keep the smallest set of tokens whose probability reaches `top_p`; 1 keeps all.
+    /// By default, 0.95.
+    pub top_p: f32,
+    /// Drop tokens less likely than `min_p` times the most likely one; 0 keeps all.
+    /// By default, 0.05.
+    pub min_p: f32,
+    /// Divide positive (multiply negative) logits of tokens already in the context by this;
+    /// 1 disables it. By default, 1.0.
+    pub repetition_penalty: f32,
+    /// Seed of the random source. By default, 0.
+    pub seed: u64,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams {
+            temperature: 0.7,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repetition_penalty: 1.0,
+            seed: 0,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Greedy decoding: always the most likely token.
+    pub fn greedy() -> Self {
+        SamplingParams {
+            temperature: 0.0,
+            ..SamplingParams::default()
+        }
+    }
+
+    /// Checks every value's range, so a bad setting fails before any work.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |reason: String| Err(Error::InvalidSampling { reason });
+        if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
+            return bad(format!(
+                "temperature {} must be 0 or more",
+                self.temperature
+            ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return bad(format!("top_p {} must be in (0, 1]", self.top_p));
+        }
+        if !(0.0..=1.0).contains(&self.min_p) {
+            return bad(format!("min_p {} must be in [0, 1]", self.min_p));
+        }
+        if !(self.repetition_penalty > 0.0 && self.repetition_penalty.is_finite()) {
+            return bad(format!(
+                "repetition_penalty {} must be more than 0",
+                self.repetition_penalty
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A small, fast, seedable random source (xoshiro256** seeded through SplitMix64), identical on
+/// every platform and version so seeded runs stay reproducible.
+#[derive(Debug, Clone)]
+pub struct Rng {
+    state: [u64; 4],
+}
+
+impl Rng {
+    /// A random source from `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Rng {
+            state: [next(), next(), next(), next()],
+        }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.state;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Picks the next token from `logits` (modified in place by the penalty). `context` holds the
+/// tokens the repetition penalty applies to.
+pub fn sample(logits: &mut [f32], context: &[u32], params: &SamplingParams, rng: &mut Rng) -> u32 {
+    if params.repetition_penalty != 1.0 {
+        apply_repetition_penalty(logits, context, params.repetition_penalty);
+    }
+    if params.temperature == 0.0 {
+        return argmax(logits);
+    }
+    // Candidates sorted by logit, most likely first (stable: ties keep the lower id first).
+    let mut candidates: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, l / params.temperature))
+        .collect();
+    candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if params.top_k > 0 {
+        candidates.truncate(params.top_k);
+    }
+    let max = candidates[0].1;
+    let mut probs: Vec<f32> = candidates.iter().map(|c| (c.1 - max).exp()).collect();
+    let sum: f32 = probs.iter().sum();
+    probs.iter_mut().for_each(|p| *p /= sum);
+    // min-p relative to the most likely token, then top-p over what remains.
+    let floor = params.min_p * probs[0];
+    let mut keep = probs.iter().take_while(|&&p| p >= floor).count().max(1);
+    let mut cumulative = 0.0;
+    for (i, p) in probs[..keep].iter().enumerate() {
+        cumulative += p;
+        if cumulative >= params.top_p {
+            keep = i + 1;
+            break;
+        }
+    }
+    let total: f32 = probs[..keep].iter().sum();
+    let mut r = rng.next_f32() * total;
+    for (candidate, p) in candidates[..keep].iter().zip(&probs) {
+        r -= p;
+        if r < 0.0 {
+            return candidate.0;
+        }
+    }
+    candidates[keep - 1].0
+}
+
+/// The index of the largest logit (the lowest index among equals, as `torch.argmax`).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &l) in logits.iter().enumerate() {
+        if l > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// The CTRL / transformers repetition penalty: each distinct token already seen has its logit
+/// divided by `penalty` when positive and multiplied when negative.
+fn apply_repetition_penalty(logits: &mut [f32], context: &[u32], penalty: f32) {
+    let mut seen = context.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    for &token in &seen {
+        if let Some(l) = logits.get_mut(token as usize) {
+            *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(temperature: f32, top_k: usize, top_p: f32, min_p: f32) -> SamplingParams {
+        SamplingParams {
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repetition_penalty: 1.0,
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn greedy_takes_the_first_of_equal_maxima() {
+        let mut logits = [0.0, 3.0, 3.0, -1.0];
+        assert_eq!(
+            sample(
+                &mut logits,
+                &[],
+                &SamplingParams::greedy(),
+                &mut Rng::new(1)
+            ),
+            1
+        );
+    }
+
+    #[test]
+    fn top_k_one_is_greedy_at_any_temperature() {
+        let mut rng = Rng::new(7);
+        for _ in 0..50 {
+            let mut logits = [0.5, 0.1, 0.4, 0.45];
+            assert_eq!(
+                sample(&mut logits, &[], &params(5.0, 1, 1.0, 0.0), &mut rng),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn top_p_keeps_only_the_nucleus() {
+        // Probabilities about 0.64, 0.24, 0.09, 0.03: top_p 0.8 keeps the first two.
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            let mut logits = [3.0, 2.0, 1.0, 0.0];
+            let t = sample(&mut logits, &[], &params(1.0, 0, 0.8, 0.0), &mut rng);
+            assert!(t <= 1, "token {t} is outside the 0.8 nucleus");
+        }
+    }
+
+    #[test]
+    fn min_p_drops_unlikely_tokens() {
+        let mut rng = Rng::new(4);
+        for _ in 0..200 {
+            let mut logits = [3.0, 2.9, -5.0, -6.0];
+            let t = sample(&mut logits, &[], &params(1.0, 0, 1.0, 0.1), &mut rng);
+            assert!(t <= 1, "token {t} is below min_p");
+        }
+    }
+
+    #[test]
+    fn sampling_follows_the_distribution() {
+        let mut rng = Rng::new(5);
+        let mut counts = [0usize; 2];
+        for _ in 0..4000 {
+            let mut logits = [0.0, (3.0f32).ln()]; // probabilities 0.25, 0.75
+            counts[sample(&mut logits, &[], &params(1.0, 0, 1.0, 0.0), &mut rng) as usize] += 1;
+        }
+        let share = counts[1] as f32 / 4000.0;
+        assert!((share - 0.75).abs() < 0.03, "share of token 1 is {share}");
+    }
+
+    #[test]
+    fn same_seed_same_choices() {
+        let run = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..20)
+                .map(|_| {
+                    let mut logits = [1.0, 1.1, 0.9, 1.05];
+                    sample(&mut logits, &[], &params(1.0, 0, 1.0, 0.0), &mut rng)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(42), run(42));
+        assert_ne!(run(42), run(43));
+    }
+
+    #[test]
+    fn repetition_penalty_divides_positive_and_multiplies_negative_once() {
+        let mut logits = [2.0, -2.0, 1.0];
+        apply_repetition_penalty(&mut logits, &[0, 1, 0], 2.0);
+        assert_eq!(logits, [1.0, -4.0, 1.0]);
+    }
+
+    #[test]
+    fn out_of_range_settings_are_rejected() {
+        assert!(params(-1.0, 0, 1.0, 0.0).validate().is_err());
+        assert!(params(1.0, 0, 0.0, 0.0).validate().is_err());
+        assert!(params(1.0, 0, 1.0, 1.5).validate().is_err());
+        assert!(SamplingParams::default().validate().is_ok());
+    }
+}

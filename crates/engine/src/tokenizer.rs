@@ -1,0 +1,132 @@
+//! Text to token ids and back, from the model's `tokenizer.json` (Hugging Face `tokenizers`, pure
+//! Rust), plus the streaming decoder that holds a multi-byte character split across tokens until
+//! it is complete.
+
+use std::path::Path;
+
+use crate::Error;
+
+/// The model's tokenizer.
+pub struct TextTokenizer {
+    inner: tokenizers::Tokenizer,
+}
+
+impl std::fmt::Debug for TextTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextTokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .finish()
+    }
+}
+
+impl TextTokenizer {
+    /// Reads `tokenizer.json`.
+    pub fn from_file(path: &Path) -> Result<Self, Error> {
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
+            path: path.to_path_buf(),
+            reason: format!("{e} (is it a Hugging Face tokenizer.json?)"),
+        })?;
+        Ok(TextTokenizer { inner })
+    }
+
+    /// Token ids of `text`. `add_special_tokens` adds what the tokenizer's post-processor adds
+    /// (e.g. a BOS); rendered chat templates already hold their special tokens as text and are
+    /// encoded without.
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, Error> {
+        let encoding =
+            self.inner
+                .encode(text, add_special_tokens)
+                .map_err(|e| Error::Tokenize {
+                    reason: format!("cannot encode the text: {e}"),
+                })?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// The text of `ids`.
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String, Error> {
+        self.inner
+            .decode(ids, skip_special_tokens)
+            .map_err(|e| Error::Tokenize {
+                reason: format!("cannot decode tokens: {e}"),
+            })
+    }
+
+    /// The id of a token written as text (e.g. `<|im_end|>`), if the vocabulary has it.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// Vocabulary size including added tokens.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// A streaming decoder: feed generated ids one by one, get each complete piece of text.
+    pub fn stream(&self) -> TextStream<'_> {
+        TextStream {
+            inner: self.inner.decode_stream(true),
+        }
+    }
+}
+
+/// Turns generated ids into text pieces, holding back bytes of an incomplete UTF-8 character.
+pub struct TextStream<'t> {
+    inner: tokenizers::DecodeStream<
+        't,
+        tokenizers::ModelWrapper,
+        tokenizers::NormalizerWrapper,
+        tokenizers::PreTokenizerWrapper,
+        tokenizers::PostProcessorWrapper,
+        tokenizers::DecoderWrapper,
+    >,
+}
+
+impl TextStream<'_> {
+    /// The new text that `id` completes, if any (special tokens produce none).
+    pub fn step(&mut self, id: u32) -> Result<Option<String>, Error> {
+        self.inner.step(id).map_err(|e| Error::Tokenize {
+            reason: format!("cannot decode token {id}: {e}"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> TextTokenizer {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/engine/tiny-llama/tokenizer.json");
+        TextTokenizer::from_file(&path).expect("fixture tokenizer loads")
+    }
+
+    #[test]
+    fn round_trips_text_with_multibyte_characters() {
+        let t = tiny();
+        let text = "Grüße 你好 🙂 done";
+        let ids = t.encode(text, false).unwrap();
+        assert_eq!(t.decode(&ids, true).unwrap(), text);
+    }
+
+    #[test]
+    fn stream_holds_a_split_character_until_complete() {
+        let t = tiny();
+        // The tiny byte-level vocabulary spells this emoji as several byte tokens.
+        let ids = t.encode("🙂!", false).unwrap();
+        assert!(ids.len() > 2, "emoji should span several tokens: {ids:?}");
+        let mut stream = t.stream();
+        let pieces: Vec<Option<String>> = ids.iter().map(|&id| stream.step(id).unwrap()).collect();
+        assert!(
+            pieces[0].is_none(),
+            "first byte of the emoji alone is not text"
+        );
+        let text: String = pieces.into_iter().flatten().collect();
+        assert_eq!(text, "🙂!");
+    }
+
+    #[test]
+    fn a_missing_file_names_its_path() {
+        let err = TextTokenizer::from_file(Path::new("no/such/tokenizer.json")).unwrap_err();
+        assert!(err.to_string().contains("no/such/tokenizer.json"), "{err}");
+    }
+}

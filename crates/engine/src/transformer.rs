@@ -1,0 +1,448 @@
+//! The decoder-only transformer of the Llama family (MiniCPM5) and of Qwen3, computed as Hugging
+//! Face transformers computes it (see the forward pass in the models notes).
+//!
+//! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
+//! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
+
+use std::path::Path;
+
+use q4nx::{Family, ModelConfig, Tensor, Weights};
+
+use crate::kv_cache::KvCache;
+use crate::linear::{convert, dense_dtype, Linear};
+use crate::Error;
+
+/// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
+/// chunks of this size (bounds the activation buffers).
+pub(crate) const MAX_CHUNK: usize = 64;
+
+/// One decoder layer's weights.
+#[derive(Debug)]
+pub(crate) struct LayerWeights<'w> {
+    attn_norm: Vec<f32>,      // (hidden)
+    wq: Linear<'w>,           // (n_heads * head_dim, hidden)
+    wk: Linear<'w>,           // (n_kv_heads * head_dim, hidden)
+    wv: Linear<'w>,           // (n_kv_heads * head_dim, hidden)
+    q_norm: Option<Vec<f32>>, // (head_dim), Qwen3 only
+    k_norm: Option<Vec<f32>>, // (head_dim), Qwen3 only
+    wo: Linear<'w>,           // (hidden, n_heads * head_dim)
+    ffn_norm: Vec<f32>,       // (hidden)
+    w_gate: Linear<'w>,       // (intermediate, hidden)
+    w_up: Linear<'w>,         // (intermediate, hidden)
+    w_down: Linear<'w>,       // (hidden, intermediate)
+}
+
+/// Every weight of the model, borrowed from the memory-mapped file (norms are copied to f32:
+/// they are tiny).
+#[derive(Debug)]
+pub(crate) struct TransformerWeights<'w> {
+    embed: Linear<'w>, // (vocab, hidden), read one row per token
+    layers: Vec<LayerWeights<'w>>,
+    norm: Vec<f32>,      // (hidden)
+    lm_head: Linear<'w>, // (vocab, hidden); the embedding itself when tied
+}
+
+impl<'w> TransformerWeights<'w> {
+    /// Resolves every tensor the config implies, checking shapes; errors name the tensor.
+    pub(crate) fn load(weights: &'w Weights, c: &ModelConfig, dir: &Path) -> Result<Self, Error> {
+        let (hidden, hd) = (c.hidden_size, c.head_dim);
+        let (q_dim, kv_dim) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
+        let linear = |name: &str, rows: usize, cols: usize| -> Result<Linear<'w>, Error> {
+            let tensor = get(weights, dir, name)?;
+            Linear::new(tensor, rows, cols).map_err(|e| {
+                Error::invalid_model(
+                    dir,
+                    format!("tensor {name} does not fit the config: {}", e.0),
+                )
+            })
+        };
+        let vector = |name: &str, len: usize| -> Result<Vec<f32>, Error> {
+            match get(weights, dir, name)? {
+                Tensor::Dense(t) if t.shape == [len] => {
+                    let dtype = dense_dtype(t.dtype).ok_or_else(|| {
+                        Error::invalid_model(dir, format!("tensor {name} has dtype {:?}", t.dtype))
+                    })?;
+                    if t.bytes.len() != len * dtype.size() {
+                        return Err(Error::invalid_model(
+                            dir,
+                            format!("tensor {name} is truncated"),
+                        ));
+                    }
+                    let mut out = vec![0.0; len];
+                    convert(dtype, t.bytes, &mut out);
+                    Ok(out)
+                }
+                _ => Err(Error::invalid_model(
+                    dir,
+                    format!("tensor {name} should be a dense vector of {len} values"),
+                )),
+            }
+        };
+        let qwen3 = matches!(c.family, Family::Qwen3);
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for i in 0..c.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            layers.push(LayerWeights {
+                attn_norm: vector(&format!("{p}.input_layernorm.weight"), hidden)?,
+                wq: linear(&format!("{p}.self_attn.q_proj.weight"), q_dim, hidden)?,
+                wk: linear(&format!("{p}.self_attn.k_proj.weight"), kv_dim, hidden)?,
+                wv: linear(&format!("{p}.self_attn.v_proj.weight"), kv_dim, hidden)?,
+                q_norm: qwen3
+                    .then(|| vector(&format!("{p}.self_attn.q_norm.weight"), hd))
+                    .transpose()?,
+                k_norm: qwen3
+                    .then(|| vector(&format!("{p}.self_attn.k_norm.weight"), hd))
+                    .transpose()?,
+                wo: linear(&format!("{p}.self_attn.o_proj.weight"), hidden, q_dim)?,
+                ffn_norm: vector(&format!("{p}.post_attention_layernorm.weight"), hidden)?,
+                w_gate: linear(
+                    &format!("{p}.mlp.gate_proj.weight"),
+                    c.intermediate_size,
+                    hidden,
+                )?,
+                w_up: linear(
+                    &format!("{p}.mlp.up_proj.weight"),
+                    c.intermediate_size,
+                    hidden,
+                )?,
+                w_down: linear(
+                    &format!("{p}.mlp.down_proj.weight"),
+                    hidden,
+                    c.intermediate_size,
+                )?,
+            });
+        }
+        // A tied model may still ship lm_head.weight (Q4NX files quantize it): prefer it if present.
+        let has_head = weights.names().contains(&"lm_head.weight");
+        let head_name = if has_head || !c.tie_word_embeddings {
+            "lm_head.weight"
+        } else {
+            "model.embed_tokens.weight"
+        };
+        Ok(TransformerWeights {
+            embed: linear("model.embed_tokens.weight", c.vocab_size, hidden)?,
+            layers,
+            norm: vector("model.norm.weight", hidden)?,
+            lm_head: linear(head_name, c.vocab_size, hidden)?,
+        })
+    }
+
+    /// Parameters counted the way model cards count them (a tied head counted once).
+    pub(crate) fn parameter_count(&self, tied: bool) -> usize {
+        let size = |l: &Linear<'_>| l.rows() * l.cols();
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                l.attn_norm.len()
+                    + l.ffn_norm.len()
+                    + l.q_norm.as_ref().map_or(0, Vec::len)
+                    + l.k_norm.as_ref().map_or(0, Vec::len)
+                    + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                        .into_iter()
+                        .map(size)
+                        .sum::<usize>()
+            })
+            .sum();
+        let head = if tied { 0 } else { size(&self.lm_head) };
+        size(&self.embed) + layers + self.norm.len() + head
+    }
+}
+
+fn get<'w>(weights: &'w Weights, dir: &Path, name: &str) -> Result<Tensor<'w>, Error> {
+    weights.get(name).map_err(|source| Error::Load {
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Which rows of logits [`forward`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Logits {
+    /// None (a prefill chunk that is not the last).
+    None,
+    /// Only the last token's (generation).
+    Last,
+    /// Every token's (verification).
+    All,
+}
+
+/// Activation buffers for up to [`MAX_CHUNK`] tokens, allocated once, plus the RoPE table.
+#[derive(Debug)]
+pub(crate) struct RunState {
+    x: Vec<f32>,                 // (chunk, hidden) residual stream
+    xb: Vec<f32>,                // (chunk, hidden) normed input of a block
+    xb2: Vec<f32>,               // (chunk, hidden) output of a block
+    q: Vec<f32>,                 // (chunk, n_heads * head_dim)
+    k: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
+    v: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
+    attn: Vec<f32>,              // (chunk, n_heads * head_dim) attention output
+    scores: Vec<f32>,            // (context) one head's attention weights
+    gate: Vec<f32>,              // (chunk, intermediate)
+    up: Vec<f32>,                // (chunk, intermediate)
+    rope_cos: Vec<f32>,          // (context, head_dim / 2)
+    rope_sin: Vec<f32>,          // (context, head_dim / 2)
+    pub(crate) logits: Vec<f32>, // (rows, vocab), rows = 1 or chunk
+}
+
+impl RunState {
+    /// Buffers for `config` with a context of `context` positions.
+    pub(crate) fn new(c: &ModelConfig, context: usize) -> Self {
+        let (q_dim, kv_dim) = (
+            c.num_attention_heads * c.head_dim,
+            c.num_key_value_heads * c.head_dim,
+        );
+        let (rope_cos, rope_sin) = rope_table(c.rope_theta, c.head_dim, context);
+        RunState {
+            x: vec![0.0; MAX_CHUNK * c.hidden_size],
+            xb: vec![0.0; MAX_CHUNK * c.hidden_size],
+            xb2: vec![0.0; MAX_CHUNK * c.hidden_size],
+            q: vec![0.0; MAX_CHUNK * q_dim],
+            k: vec![0.0; MAX_CHUNK * kv_dim],
+            v: vec![0.0; MAX_CHUNK * kv_dim],
+            attn: vec![0.0; MAX_CHUNK * q_dim],
+            scores: vec![0.0; context],
+            gate: vec![0.0; MAX_CHUNK * c.intermediate_size],
+            up: vec![0.0; MAX_CHUNK * c.intermediate_size],
+            rope_cos,
+            rope_sin,
+            logits: Vec::new(),
+        }
+    }
+}
+
+/// cos/sin of `position * inv_freq_i`, computed in f32 as transformers does
+/// (`inv_freq_i = 1 / theta^(2i / head_dim)`), so long positions round the same way.
+fn rope_table(theta: f64, head_dim: usize, context: usize) -> (Vec<f32>, Vec<f32>) {
+    let half = head_dim / 2;
+    let inv_freq: Vec<f32> = (0..half)
+        .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / head_dim as f32))
+        .collect();
+    let (mut cos, mut sin) = (
+        Vec::with_capacity(context * half),
+        Vec::with_capacity(context * half),
+    );
+    for position in 0..context {
+        for f in &inv_freq {
+            let angle = position as f32 * f;
+            cos.push(f64::from(angle).cos() as f32);
+            sin.push(f64::from(angle).sin() as f32);
+        }
+    }
+    (cos, sin)
+}
+
+/// Runs `tokens` (at most [`MAX_CHUNK`]) at positions `start..start + tokens.len()`, writing their
+/// keys and values into `cache` and the requested logits into `state.logits`. The caller checks
+/// that token ids are in range and the positions fit in the cache.
+pub(crate) fn forward(
+    c: &ModelConfig,
+    w: &TransformerWeights<'_>,
+    s: &mut RunState,
+    cache: &mut KvCache,
+    tokens: &[u32],
+    start: usize,
+    logits: Logits,
+) {
+    let n = tokens.len();
+    debug_assert!(n > 0 && n <= MAX_CHUNK && start + n <= cache.capacity());
+    let (dim, hd, eps) = (c.hidden_size, c.head_dim, c.rms_norm_eps);
+    let (n_heads, n_kv) = (c.num_attention_heads, c.num_key_value_heads);
+    let (q_dim, kv_dim, inter) = (n_heads * hd, n_kv * hd, c.intermediate_size);
+    let group = n_heads / n_kv; // query heads per KV head
+    let scale = 1.0 / (hd as f32).sqrt();
+    let (x, xb, xb2) = (
+        &mut s.x[..n * dim],
+        &mut s.xb[..n * dim],
+        &mut s.xb2[..n * dim],
+    );
+    let (q, k, v) = (
+        &mut s.q[..n * q_dim],
+        &mut s.k[..n * kv_dim],
+        &mut s.v[..n * kv_dim],
+    );
+    let attn = &mut s.attn[..n * q_dim];
+    let (gate, up) = (&mut s.gate[..n * inter], &mut s.up[..n * inter]);
+
+    // x = embed[token]                                             (n, dim)
+    for (t, &token) in tokens.iter().enumerate() {
+        w.embed
+            .row_f32(token as usize, &mut x[t * dim..(t + 1) * dim]);
+    }
+
+    for (l, layer) in w.layers.iter().enumerate() {
+        let _span = tracing::trace_span!("layer", l).entered();
+        // h = rmsnorm(x); q, k, v = h Wq^T, h Wk^T, h Wv^T        (n, q_dim), (n, kv_dim) x2
+        rmsnorm_rows(xb, x, &layer.attn_norm, eps);
+        layer.wq.matmul(xb, n, q);
+        layer.wk.matmul(xb, n, k);
+        layer.wv.matmul(xb, n, v);
+
+        // Qwen3: per-head RMSNorm of q and k, before RoPE.
+        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+            rmsnorm_rows_in_place(q, qn, eps);
+            rmsnorm_rows_in_place(k, kn, eps);
+        }
+
+        // RoPE on every head of q and k, then store k, v at their positions.
+        for t in 0..n {
+            let pos = start + t;
+            let (cos, sin) = (&s.rope_cos[pos * hd / 2..], &s.rope_sin[pos * hd / 2..]);
+            for head in q[t * q_dim..(t + 1) * q_dim].chunks_exact_mut(hd) {
+                rope(head, cos, sin);
+            }
+            for head in k[t * kv_dim..(t + 1) * kv_dim].chunks_exact_mut(hd) {
+                rope(head, cos, sin);
+            }
+            cache.store(
+                l,
+                pos,
+                &k[t * kv_dim..(t + 1) * kv_dim],
+                &v[t * kv_dim..(t + 1) * kv_dim],
+            );
+        }
+
+        // Causal attention: query head h reads KV head h / group (never replicated).
+        for t in 0..n {
+            let pos = start + t;
+            for h in 0..n_heads {
+                let kv_head = h / group;
+                let qh = &q[t * q_dim + h * hd..t * q_dim + (h + 1) * hd];
+                let scores = &mut s.scores[..=pos];
+                for (p, score) in scores.iter_mut().enumerate() {
+                    let kp = cache.key(l, p, kv_head, hd);
+                    *score = qh.iter().zip(kp).map(|(a, b)| a * b).sum::<f32>() * scale;
+                }
+                softmax(scores);
+                let out = &mut attn[t * q_dim + h * hd..t * q_dim + (h + 1) * hd];
+                out.fill(0.0);
+                for (p, &weight) in scores.iter().enumerate() {
+                    let vp = cache.value(l, p, kv_head, hd);
+                    for (o, vi) in out.iter_mut().zip(vp) {
+                        *o += weight * vi;
+                    }
+                }
+            }
+        }
+
+        // x = x + attn Wo^T                                        (n, dim)
+        layer.wo.matmul(attn, n, xb2);
+        add_in_place(x, xb2);
+
+        // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
+        rmsnorm_rows(xb, x, &layer.ffn_norm, eps);
+        layer.w_gate.matmul(xb, n, gate);
+        layer.w_up.matmul(xb, n, up);
+        for (g, u) in gate.iter_mut().zip(up.iter()) {
+            *g = *g / (1.0 + (-*g).exp()) * u;
+        }
+        layer.w_down.matmul(gate, n, xb2);
+        add_in_place(x, xb2);
+    }
+
+    // logits = rmsnorm(x, norm) lm_head^T                          (rows, vocab)
+    let first = match logits {
+        Logits::None => return,
+        Logits::Last => n - 1,
+        Logits::All => 0,
+    };
+    let rows = n - first;
+    rmsnorm_rows(&mut xb[..rows * dim], &x[first * dim..], &w.norm, eps);
+    s.logits.resize(rows * c.vocab_size, 0.0);
+    w.lm_head.matmul(&xb[..rows * dim], rows, &mut s.logits);
+}
+
+/// `out = weight * (x / sqrt(mean(x^2) + eps))` for each row of `x` (row length = weight length).
+fn rmsnorm_rows(out: &mut [f32], x: &[f32], weight: &[f32], eps: f64) {
+    for (o, row) in out
+        .chunks_exact_mut(weight.len())
+        .zip(x.chunks_exact(weight.len()))
+    {
+        let inv = inv_rms(row, eps);
+        for ((oi, xi), wi) in o.iter_mut().zip(row).zip(weight) {
+            *oi = wi * (xi * inv);
+        }
+    }
+}
+
+/// Per-head RMSNorm: each `weight.len()`-sized chunk of `x` normalized in place.
+fn rmsnorm_rows_in_place(x: &mut [f32], weight: &[f32], eps: f64) {
+    for row in x.chunks_exact_mut(weight.len()) {
+        let inv = inv_rms(row, eps);
+        for (xi, wi) in row.iter_mut().zip(weight) {
+            *xi = wi * (*xi * inv);
+        }
+    }
+}
+
+/// `1 / sqrt(mean(x^2) + eps)`; the sum is taken in f64 so its rounding is below f32's.
+fn inv_rms(x: &[f32], eps: f64) -> f32 {
+    let mean = x.iter().map(|v| f64::from(*v) * f64::from(*v)).sum::<f64>() / x.len() as f64;
+    let variance = mean as f32 + eps as f32;
+    1.0 / variance.sqrt()
+}
+
+/// "Rotate half" RoPE on one head: element i pairs with i + head_dim/2.
+fn rope(head: &mut [f32], cos: &[f32], sin: &[f32]) {
+    let half = head.len() / 2;
+    let (a, b) = head.split_at_mut(half);
+    for (((x0, x1), c), s) in a.iter_mut().zip(b.iter_mut()).zip(cos).zip(sin) {
+        (*x0, *x1) = (*x0 * c - *x1 * s, *x1 * c + *x0 * s);
+    }
+}
+
+/// Softmax in place, in f32, shifted by the maximum.
+pub(crate) fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f32;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    for v in x.iter_mut() {
+        *v /= sum;
+    }
+}
+
+fn add_in_place(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rope_at_position_zero_is_identity() {
+        let (cos, sin) = rope_table(5e6, 8, 2);
+        let mut head = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        rope(&mut head, &cos[..4], &sin[..4]);
+        assert_eq!(head, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    }
+
+    #[test]
+    fn rope_rotates_pairs_across_the_halves() {
+        // Frequency 0 is 1 rad per position: at position 1, (x0, x4) rotates by 1 rad.
+        let (cos, sin) = rope_table(10_000.0, 8, 2);
+        let mut head = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        rope(&mut head, &cos[4..], &sin[4..]);
+        assert!((head[0] - 1f32.cos()).abs() < 1e-6 && (head[4] - 1f32.sin()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rmsnorm_scales_to_unit_rms_times_weight() {
+        let mut out = [0.0; 2];
+        rmsnorm_rows(&mut out, &[3.0, 4.0], &[1.0, 2.0], 0.0);
+        let rms = (12.5f32).sqrt();
+        assert!((out[0] - 3.0 / rms).abs() < 1e-6 && (out[1] - 8.0 / rms).abs() < 1e-6);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_survives_large_values() {
+        let mut x = [1000.0, 1000.0, f32::NEG_INFINITY];
+        softmax(&mut x);
+        assert_eq!(x, [0.5, 0.5, 0.0]);
+    }
+}

@@ -1,0 +1,114 @@
+//! The engine on Q4NX weights (converted from the fixtures by the q4nx converter) against the
+//! engine on a safetensors folder holding exactly those weights dequantized to f32.
+//!
+//! Tolerance: 1e-4 relative to the largest logit of each row. Dequantization is exact in f32, so
+//! a correct Q4_1 path differs from the dense path only by float summation order; a larger error
+//! means the tiles are read wrongly. The distance to transformers on the original (unquantized)
+//! weights is the quantization error itself, printed for the record and only bounded loosely.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{fixture, max_relative_error, reference};
+use hearth_engine::{LoadOptions, Model};
+use q4nx::{ConvertOptions, Tensor, Weights};
+
+const TOLERANCE: f32 = 1e-4;
+
+/// Writes every tensor of `q4nx_dir` to `out/model.safetensors`, quantized ones dequantized to f32
+/// with the source's logical shape, and copies the config and tokenizer files.
+fn write_dequantized(q4nx_dir: &Path, source: &Path, out: &Path) {
+    std::fs::create_dir_all(out).unwrap();
+    for file in [
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    ] {
+        if q4nx_dir.join(file).exists() {
+            std::fs::copy(q4nx_dir.join(file), out.join(file)).unwrap();
+        }
+    }
+    let weights = Weights::open(q4nx_dir).unwrap();
+    let original = Weights::open(source).unwrap();
+    let mut header = BTreeMap::new();
+    let mut data = Vec::new();
+    let mut names = weights.names();
+    names.sort_unstable();
+    for name in names {
+        let (dtype, shape, bytes) = match weights.get(name).unwrap() {
+            Tensor::Dense(t) => (t.dtype.name().to_owned(), t.shape.clone(), t.bytes.to_vec()),
+            Tensor::Q4_1(m) | Tensor::Q8(m) => {
+                // The logical K comes from the source tensor (the tiles hold K padded to 256).
+                let source_cols = match original.get(name) {
+                    Ok(t) => t.shape()[1],
+                    Err(_) => original.get("model.embed_tokens.weight").unwrap().shape()[1],
+                };
+                let rows = m.dequantize();
+                let bytes: Vec<u8> = rows
+                    .chunks(m.cols)
+                    .flat_map(|row| row[..source_cols].iter().flat_map(|v| v.to_le_bytes()))
+                    .collect();
+                ("F32".to_owned(), vec![m.rows, source_cols], bytes)
+            }
+        };
+        let start = data.len();
+        data.extend_from_slice(&bytes);
+        header.insert(
+            name.to_owned(),
+            serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": [start, data.len()] }),
+        );
+    }
+    let mut json = serde_json::to_vec(&header).unwrap();
+    while json.len() % 8 != 0 {
+        json.push(b' ');
+    }
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(&json);
+    file.extend_from_slice(&data);
+    std::fs::write(out.join("model.safetensors"), file).unwrap();
+}
+
+fn check(name: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (q4, dense) = (tmp.path().join("q4nx"), tmp.path().join("dequantized"));
+    q4nx::convert(&fixture(name), &q4, &ConvertOptions::default(), &mut |_| {}).expect("converts");
+    write_dequantized(&q4, &fixture(name), &dense);
+
+    let reference = reference(name);
+    let mut quantized = Model::load(&q4, &LoadOptions::default()).expect("q4nx model loads");
+    assert_eq!(quantized.info().weight_format, "q4nx");
+    let q_logits = quantized.logits(&reference.tokens).unwrap();
+    let mut dequantized = Model::load(&dense, &LoadOptions::default()).expect("dequantized loads");
+    assert_eq!(dequantized.info().weight_format, "safetensors");
+    let d_logits = dequantized.logits(&reference.tokens).unwrap();
+
+    let error = max_relative_error(&q_logits, &d_logits);
+    let quantization = max_relative_error(&q_logits, &reference.logits);
+    eprintln!(
+        "{name}: q4nx vs its dequantized weights {error:.3e}; vs transformers on the original \
+         weights (quantization error) {quantization:.3e}"
+    );
+    assert!(error <= TOLERANCE, "{name}: q4nx path differs by {error}");
+    assert!(
+        quantization < 0.5,
+        "{name}: Q4_1 weights changed the logits by {quantization}"
+    );
+}
+
+#[test]
+fn llama_q4nx_matches_its_dequantized_weights() {
+    check("tiny-llama");
+}
+
+#[test]
+fn qwen3_tied_q4nx_matches_its_dequantized_weights() {
+    check("tiny-qwen3");
+}
+
+#[test]
+fn qwen3_untied_q4nx_matches_its_dequantized_weights() {
+    check("tiny-qwen3-untied");
+}

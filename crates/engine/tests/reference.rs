@@ -1,0 +1,90 @@
+//! The engine against Hugging Face transformers on tiny random models with perturbed norms:
+//! logits at every position, and greedy continuations.
+
+mod common;
+
+use std::ops::ControlFlow;
+
+use common::{fixture, max_relative_error, reference};
+use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams, StopReason};
+
+/// Relative logit error allowed against transformers on unquantized weights (the bar).
+const TOLERANCE: f32 = 1e-4;
+
+fn check_logits(name: &str) {
+    let reference = reference(name);
+    let mut model = Model::load(&fixture(name), &LoadOptions::default()).expect("model loads");
+    let logits = model.logits(&reference.tokens).expect("logits");
+    let error = max_relative_error(&logits, &reference.logits);
+    eprintln!("{name}: max relative logit error vs transformers = {error:.3e}");
+    assert!(
+        error < TOLERANCE,
+        "{name}: relative error {error} exceeds {TOLERANCE}"
+    );
+}
+
+fn check_greedy(name: &str) {
+    let reference = reference(name);
+    let mut model = Model::load(&fixture(name), &LoadOptions::default()).expect("model loads");
+    let options = ChatOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: reference.greedy_tokens.len(),
+        enable_thinking: None,
+    };
+    let (tokens, stats) = model
+        .generate(&reference.greedy_prompt, &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .expect("generate");
+    // The engine stops at a stop id; transformers' reference (repeated argmax) does not.
+    let stop = reference
+        .greedy_tokens
+        .iter()
+        .position(|t| model.stop_ids().contains(t));
+    let expected = match stop {
+        Some(i) => &reference.greedy_tokens[..=i],
+        None => &reference.greedy_tokens[..],
+    };
+    assert_eq!(
+        tokens, expected,
+        "{name}: greedy continuation differs from transformers"
+    );
+    let reason = if stop.is_some() {
+        StopReason::EndOfTurn
+    } else {
+        StopReason::MaxTokens
+    };
+    assert_eq!(stats.stop_reason, reason);
+    assert_eq!(stats.prompt_tokens, reference.greedy_prompt.len());
+    assert_eq!(stats.generated_tokens, tokens.len());
+}
+
+#[test]
+fn llama_8_to_1_gqa_bf16_logits_match_transformers() {
+    check_logits("tiny-llama");
+}
+
+#[test]
+fn qwen3_tied_f32_logits_match_transformers() {
+    check_logits("tiny-qwen3");
+}
+
+#[test]
+fn qwen3_untied_f16_logits_match_transformers() {
+    check_logits("tiny-qwen3-untied");
+}
+
+#[test]
+fn llama_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-llama");
+}
+
+#[test]
+fn qwen3_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-qwen3");
+}
+
+#[test]
+fn qwen3_untied_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-qwen3-untied");
+}
