@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod convert;
+mod doctor;
 
 #[derive(Parser)]
 #[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
@@ -16,6 +17,8 @@ struct Cli {
 enum Command {
     /// Convert a Hugging Face model folder (safetensors) to a Q4NX model folder
     Convert(convert::Args),
+    /// Check whether the NPU can run models here, and explain what to fix
+    Doctor(doctor::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,5 +41,6 @@ fn main() -> std::process::ExitCode {
 fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Convert(args) => convert::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
