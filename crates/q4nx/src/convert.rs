@@ -1,10 +1,11 @@
 //! Converting a Hugging Face model folder (safetensors, BF16/F16/F32) to a Q4NX folder.
 //!
 //! The converter streams: it plans the whole output header from the source headers, writes it,
-//! then reads each source tensor in chunks of row blocks with positioned reads (not through
-//! the memory map, so resident memory stays at a few chunk buffers), quantizes each chunk on
-//! every core with `std::thread::scope` (no pool is needed: one scope per chunk costs
-//! microseconds against milliseconds of work), and appends the tiles. Everything is written
+//! then reads each source tensor in chunks of row blocks with positioned reads on a read-ahead
+//! thread (not through the memory map, so resident memory stays at a few 16 MiB chunk buffers
+//! and disk reads overlap compute), quantizes each chunk on every core with
+//! `std::thread::scope` (no pool is needed: one scope per chunk costs microseconds against
+//! milliseconds of work), and appends the tiles. Everything is written
 //! into a hidden `.NAME.partial` folder beside the destination and renamed at the end, so an
 //! error or an interruption never leaves a half-written model under the destination name.
 
@@ -642,25 +643,60 @@ fn write_bf16(
             tensor: name.to_string(),
         })?;
     let per_chunk = (CHUNK_BYTES / dtype.size()).max(1);
-    let mut buf = Vec::new();
+    let pieces: Vec<(usize, usize)> = (0..len)
+        .step_by(per_chunk)
+        .map(|start| {
+            (
+                start * dtype.size(),
+                per_chunk.min(len - start) * dtype.size(),
+            )
+        })
+        .collect();
     let mut floats = Vec::new();
     let mut bytes = Vec::new();
-    let mut done = 0;
-    while done < len {
-        let n = per_chunk.min(len - done);
-        reader.read(name, done * dtype.size(), &mut buf, n * dtype.size())?;
-        to_f32_checked(dtype, &buf, &mut floats, name)?;
+    read_ahead(reader, name, &pieces, &mut |buf| {
+        to_f32_checked(dtype, buf, &mut floats, name)?;
         if dtype == Dtype::Bf16 {
-            out.write(&buf)?;
+            out.write(buf)?;
         } else {
             bytes.clear();
             bytes.extend(floats.iter().flat_map(|&v| bf16::from_f32(v).to_le_bytes()));
             out.write(&bytes)?;
         }
-        done += n;
         report(out.written);
-    }
-    Ok(())
+        Ok(())
+    })
+}
+
+/// Reads `pieces` (offset, length) of a tensor on a separate thread, one piece ahead of
+/// `consume`, so disk reads overlap the quantization of the previous piece.
+fn read_ahead(
+    reader: &mut Reader,
+    name: &str,
+    pieces: &[(usize, usize)],
+    consume: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<u8>, Error>>(1);
+        scope.spawn(move || {
+            for &(offset, len) in pieces {
+                let mut buf = Vec::new();
+                let piece = reader.read(name, offset, &mut buf, len).map(|_| buf);
+                let failed = piece.is_err();
+                // A closed channel means the consumer stopped on an error: stop reading too.
+                if tx.send(piece).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for _ in pieces {
+            let buf = rx
+                .recv()
+                .map_err(|_| convert_err(format!("reading {name} stopped unexpectedly")))??;
+            consume(&buf)?;
+        }
+        Ok(())
+    })
 }
 
 /// Streams a linear weight to Q4_1 tiles, chunk by chunk of row blocks, on `threads` threads.
@@ -685,12 +721,16 @@ fn write_quantized(
     let blocks_total = rows / TILE_ROWS;
     let blocks_per_chunk =
         (CHUNK_BYTES / block_src_bytes.max(1)).clamp(threads, blocks_total.max(threads));
-    let mut buf = Vec::new();
+    let pieces: Vec<(usize, usize)> = (0..blocks_total)
+        .step_by(blocks_per_chunk)
+        .map(|block| {
+            let n = blocks_per_chunk.min(blocks_total - block);
+            (block * block_src_bytes, n * block_src_bytes)
+        })
+        .collect();
     let mut tiles = Vec::new();
-    let mut block = 0;
-    while block < blocks_total {
-        let n = blocks_per_chunk.min(blocks_total - block);
-        reader.read(name, block * block_src_bytes, &mut buf, n * block_src_bytes)?;
+    read_ahead(reader, name, &pieces, &mut |buf| {
+        let n = buf.len() / block_src_bytes;
         tiles.clear();
         tiles.resize(n * block_out_bytes, 0);
         let per_thread = n.div_ceil(threads);
@@ -722,8 +762,7 @@ fn write_quantized(
         });
         results.into_iter().collect::<Result<(), Error>>()?;
         out.write(&tiles)?;
-        block += n;
         report(out.written);
-    }
-    Ok(())
+        Ok(())
+    })
 }
