@@ -5,6 +5,10 @@ use clap::{Parser, Subcommand};
 
 mod convert;
 mod doctor;
+mod import;
+mod list;
+mod pull;
+mod rm;
 
 #[derive(Parser)]
 #[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
@@ -19,6 +23,14 @@ enum Command {
     Convert(convert::Args),
     /// Check whether the NPU can run models here, and explain what to fix
     Doctor(doctor::Args),
+    /// Register a local Q4NX or safetensors model folder (copied into Hearth's store)
+    Import(import::Args),
+    /// List installed models (--json for scripts, --catalog for models to download)
+    List(list::Args),
+    /// Download a model from the catalog or Hugging Face (owner/name), verify and register it
+    Pull(pull::Args),
+    /// Remove an installed model and free its disk space
+    Rm(rm::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -42,5 +54,9 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Convert(args) => convert::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Import(args) => import::run(args),
+        Command::List(args) => list::run(args),
+        Command::Pull(args) => pull::run(args),
+        Command::Rm(args) => rm::run(args),
     }
 }

@@ -562,11 +562,10 @@ pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
         family: family.to_string(),
         think: false,
         think_toggleable: false,
-        parameter_size: size
-            .split('-')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_uppercase(),
+        parameter_size: match size.split('-').next() {
+            Some("latest") | None => String::new(),
+            Some(size) => size.to_ascii_uppercase(),
+        },
         quantization_level: match model.format {
             WeightFormat::Q4nx => "Q4_1".into(),
             WeightFormat::Safetensors => "bf16".into(),

@@ -1,0 +1,24 @@
+//! `hearth rm NAME`: unregister a model and delete its files (or a paused download).
+
+use std::process::ExitCode;
+
+use hearth_hub::human_bytes;
+
+/// Arguments of `hearth rm`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Name (or tag) of the installed model, as `hearth list` shows it.
+    pub name: String,
+}
+
+/// Removes the model and says how much disk that freed.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let store = crate::list::open_store()?;
+    let removed = store.remove(&args.name)?;
+    println!(
+        "removed {}: freed {}",
+        removed.name,
+        human_bytes(removed.freed_bytes)
+    );
+    Ok(ExitCode::SUCCESS)
+}
