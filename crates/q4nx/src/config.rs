@@ -186,7 +186,24 @@ impl ModelConfig {
                 self.rms_norm_eps
             ));
         }
-        // Guard the products used for tensor sizes against overflow on hostile configs.
+        // Guard the sizes and products used for tensor shapes against hostile configs.
+        if self.num_hidden_layers > 4096 {
+            return Err(format!(
+                "num_hidden_layers {} is implausibly large",
+                self.num_hidden_layers
+            ));
+        }
+        for (name, value) in [
+            ("hidden_size", self.hidden_size),
+            ("num_attention_heads", self.num_attention_heads),
+            ("head_dim", self.head_dim),
+            ("intermediate_size", self.intermediate_size),
+            ("vocab_size", self.vocab_size),
+        ] {
+            if value > 1 << 32 {
+                return Err(format!("{name} {value} is implausibly large"));
+            }
+        }
         let big = 1usize << 40;
         for (name, value) in [
             (
@@ -387,6 +404,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("num_key_value_heads 3"), "{e}");
+        let e = ModelConfig::from_json(
+            r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1000000000,
+                "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("num_hidden_layers 1000000000 is implausibly large"),
+            "{e}"
+        );
         assert!(ModelConfig::from_json("[1,2]").is_err());
         assert!(ModelConfig::from_json("{").is_err());
     }

@@ -22,6 +22,8 @@ pub const SAFETENSORS_FILE: &str = "model.safetensors";
 pub const SHARD_INDEX_FILE: &str = "model.safetensors.index.json";
 /// Metadata key prefix under which Hearth records the logical `N,K` of each tiled tensor.
 pub const SHAPE_KEY_PREFIX: &str = "hearth.shape.";
+/// Largest N or K accepted from metadata.
+const MAX_DIM: usize = 1 << 32;
 
 /// Which container the weights came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -249,11 +251,12 @@ impl Weights {
                 format!("N = {rows}"),
             ));
         }
-        let tiles = (rows / TILE_ROWS) * (cols / TILE_COLS);
+        let tiles = (rows / TILE_ROWS).checked_mul(cols / TILE_COLS);
         let found_tiles = entry.shape[..entry.shape.len() - 1]
             .iter()
             .product::<usize>();
-        if tiles != found_tiles {
+        if tiles != Some(found_tiles) {
+            let tiles = tiles.map_or_else(|| "more than 2^64".into(), |t| t.to_string());
             return Err(wrong(
                 format!("{tiles} tiles for [{rows} x {cols}] (K padded to 256)"),
                 format!("{found_tiles} tiles (shape {:?})", entry.shape),
@@ -285,9 +288,11 @@ impl Weights {
             return Ok((row_blocks * TILE_ROWS, col_tiles * TILE_COLS));
         }
         if let Some(text) = metadata.get(&format!("{SHAPE_KEY_PREFIX}{name}")) {
+            // Bounded so that padding and tile counts cannot overflow.
             let parsed = text
                 .split_once(',')
-                .and_then(|(n, k)| Some((n.trim().parse().ok()?, k.trim().parse().ok()?)));
+                .and_then(|(n, k)| Some((n.trim().parse().ok()?, k.trim().parse().ok()?)))
+                .filter(|&(n, k): &(usize, usize)| n <= MAX_DIM && k <= MAX_DIM);
             return match parsed {
                 Some((n, k)) => Ok((n, padded_cols(k))),
                 None => Err(Error::MalformedHeader {
@@ -424,6 +429,24 @@ mod tests {
             e.contains("missing tensor nope") && e.contains("model.q4nx"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn absurd_metadata_shapes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for shape in [
+            "18446744073709551615,64",
+            "64,18446744073709551615",
+            "64",
+            "a,b",
+        ] {
+            let meta = BTreeMap::from([(format!("{SHAPE_KEY_PREFIX}w"), shape.to_string())]);
+            let path = dir.path().join("x.q4nx");
+            write(&path, &[entry("w", Dtype::I8, &[1, 5120])], &meta);
+            let w = Weights::open_file(&path, None).unwrap();
+            let e = w.get("w").unwrap_err().to_string();
+            assert!(e.contains("not \"N,K\""), "{shape}: {e}");
+        }
     }
 
     #[test]

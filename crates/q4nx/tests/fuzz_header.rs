@@ -60,6 +60,15 @@ fn cases(default: u32, divisor: u32) -> u32 {
         .map_or(default, |n| (n / divisor).max(1))
 }
 
+/// Bounded cases; no failure-persistence file (integration tests have no lib.rs beside them).
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 const NAMES: &[&str] = &[
     "model.embed_tokens.weight",
     "lm_head.weight",
@@ -94,14 +103,27 @@ fn table() -> impl Strategy<Value = (String, usize)> {
             (name, "I8".to_string(), dims, offsets)
         });
     let entry = prop_oneof![generic, tiled];
-    (prop::collection::vec(entry, 0..6), 0usize..64, any::<bool>()).prop_map(
+    let metadata = prop::option::of((
+        prop::sample::select(NAMES),
+        prop::sample::select(vec![
+            "64,300",
+            "96,64",
+            "32,0",
+            "0,0",
+            "18446744073709551615,1",
+            "4294967296,4294967296",
+            "32,x",
+            "",
+        ]),
+    ));
+    (prop::collection::vec(entry, 0..6), 0usize..64, metadata).prop_map(
         |(entries, slack, metadata)| {
             let mut offset = 0u64;
             let mut parts = Vec::new();
-            if metadata {
-                parts.push(
-                    r#""__metadata__": {"hearth.shape.x": "64,300", "format": "q4nx"}"#.to_string(),
-                );
+            if let Some((name, shape)) = metadata {
+                parts.push(format!(
+                    r#""__metadata__": {{"hearth.shape.{name}": "{shape}", "format": "q4nx"}}"#
+                ));
             }
             for (name, dtype, shape, offsets) in entries {
                 let size = q4nx::Dtype::from_name(&dtype).map_or(1, |d| d.size() as u64);
@@ -126,7 +148,7 @@ fn table() -> impl Strategy<Value = (String, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(512, 1)))]
+    #![proptest_config(config(cases(512, 1)))]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
@@ -172,7 +194,7 @@ proptest! {
 
 proptest! {
     // Each case writes a file; fewer cases, same generator.
-    #![proptest_config(ProptestConfig::with_cases(cases(128, 8)))]
+    #![proptest_config(config(cases(128, 8)))]
 
     /// Accepted files must also give typed views (or errors) without panicking, and a tile view
     /// must be fully sliceable and dequantizable.
