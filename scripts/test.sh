@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# npm test: install what is missing, then run every test: Rust (whole workspace), UI unit tests
+# (Vitest), the UI in headless Chromium against a mocked backend, the real app end to end under
+# Xvfb, and the Debian package (install, start, chat, remove). Exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ "${CI:-}" = 1 ] && export CI=true   # the Tauri CLI rejects CI=1
+started=$(date +%s)
+
+section() { printf '\n\033[1m=== %s ===\033[0m\n' "$1"; }
+results=()
+failed=0
+record() { # name status closing-line
+  results+=("$(printf '%-26s %-5s %s' "$1" "$2" "$3")")
+  [ "$2" = ok ] || failed=1
+}
+
+section "Setup"
+bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
+
+# Tests never touch a real home: private data and config folders for the whole run.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache"
+unset HEARTH_DEMO_MODEL
+target="${CARGO_TARGET_DIR:-target}"
+
+section "UI build (vite)"
+if npm run --silent build:ui >"$scratch/ui-build.log" 2>&1; then
+  tail -n 4 "$scratch/ui-build.log"; record "UI build" ok "$(grep -E 'built in' "$scratch/ui-build.log" | tail -n1)"
+else
+  cat "$scratch/ui-build.log"; record "UI build" FAIL "vite build failed"
+fi
+
+section "Rust tests (cargo test --workspace)"
+cargo test --workspace 2>&1 | tee "$scratch/cargo.log"
+status=${PIPESTATUS[0]}
+summary=$(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d ignored", p, f, i }' "$scratch/cargo.log")
+echo "cargo test: $summary"
+[ "$status" -eq 0 ] && record "Rust tests" ok "$summary" || record "Rust tests" FAIL "$summary (exit $status)"
+
+section "UI unit tests (vitest)"
+npx vitest run --config ui/vite.config.ts 2>&1 | tee "$scratch/vitest.log"
+status=${PIPESTATUS[0]}
+line=$(sed 's/\x1b\[[0-9;]*m//g' "$scratch/vitest.log" | grep -E '^ +Tests ' | tail -n1 | xargs)
+[ "$status" -eq 0 ] && record "UI unit tests" ok "$line" || record "UI unit tests" FAIL "${line:-vitest failed} (exit $status)"
+
+section "Browser tests (headless Chromium, mocked backend)"
+node tests/browser/run.mjs 2>&1 | tee "$scratch/browser.log"
+status=${PIPESTATUS[0]}
+line=$(tail -n1 "$scratch/browser.log")
+[ "$status" -eq 0 ] && record "Browser tests" ok "$line" || record "Browser tests" FAIL "$line"
+
+section "Desktop app build (tauri build --debug --bundles deb)"
+built=0
+if [ ! -f models/demo/config.json ]; then
+  echo "test: models/demo is missing; the app bundles it, so the app cannot be built"
+  record "App build" FAIL "models/demo missing"
+elif npx tauri build --debug --bundles deb; then
+  built=1
+  deb=$(ls -t "$target/debug/bundle/deb/"*.deb | head -n1)
+  record "App build" ok "$(basename "$deb") $(du -h "$deb" | cut -f1)"
+else
+  record "App build" FAIL "tauri build failed"
+fi
+
+if [ "$built" = 1 ]; then
+  section "End-to-end tests (real app, tauri-driver, Xvfb)"
+  HEARTH_APP="$target/debug/hearth-desktop" xvfb-run -a -s "-screen 0 1280x800x24" node tests/e2e/run.mjs 2>&1 | tee "$scratch/e2e.log"
+  status=${PIPESTATUS[0]}
+  line=$(tail -n1 "$scratch/e2e.log")
+  [ "$status" -eq 0 ] && record "End-to-end tests" ok "$line" || record "End-to-end tests" FAIL "$line"
+
+  section "Debian package (install, start, chat, remove)"
+  bash tests/e2e/deb.sh "$deb" 2>&1 | tee "$scratch/deb.log"
+  status=${PIPESTATUS[0]}
+  line=$(tail -n1 "$scratch/deb.log")
+  [ "$status" -eq 0 ] && record "Debian package" ok "$line" || record "Debian package" FAIL "$line"
+else
+  record "End-to-end tests" FAIL "skipped: the app did not build"
+  record "Debian package" FAIL "skipped: the app did not build"
+fi
+
+section "Summary"
+printf '%s\n' "${results[@]}"
+elapsed=$(( $(date +%s) - started ))
+if [ "$failed" -eq 0 ]; then
+  echo "npm test: all passed in $((elapsed / 60)) min $((elapsed % 60)) s"
+else
+  echo "npm test: FAILED (see above) after $((elapsed / 60)) min $((elapsed % 60)) s"
+fi
+exit "$failed"

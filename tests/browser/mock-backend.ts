@@ -1,0 +1,209 @@
+// An in-memory stand-in for the Rust side, installed with mockIPC before the UI loads. It keeps
+// conversations, streams answers over the Channel token by token (with a delay, so Stop can be
+// tested), and can be steered from a test through window.__mock.
+import { mockIPC } from '@tauri-apps/api/mocks';
+
+type Json = Record<string, any>;
+
+interface MockControl {
+  answer: string;
+  tokenDelayMs: number;
+  failStart: { code: string; message: string } | null;
+  promptTokens: number;
+  contextLimit: number;
+  calls: { cmd: string; args: Json }[];
+}
+
+const control: MockControl = {
+  answer: 'Hello! I am a **mock** answer.',
+  tokenDelayMs: 15,
+  failStart: null,
+  promptTokens: 12,
+  contextLimit: 512,
+  calls: [],
+};
+(window as any).__mock = control;
+
+const sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 };
+let settings: Json = { theme: 'light', font_size: 15, default_model: null, sampling, max_tokens: 256, system_prompt: '' };
+const model = {
+  name: 'demo', path: '/models/demo', family: 'llama', parameter_count: 1_200_000, context_length: 512,
+  weight_format: 'q4nx', backend: 'cpu', device: 'Mock CPU', kernel: 'avx2', is_demo: true, sha256: null,
+};
+const conversations = new Map<string, Json>();
+let nextId = 1;
+let cancelled = false;
+let busy = false;
+const now = () => Math.floor(Date.now() / 1000);
+
+function summary(c: Json, query: string) {
+  return { id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at, message_count: c.messages.length, snippet: query ? c.title : null };
+}
+
+function fail(code: string, message: string): never {
+  throw { code, message };
+}
+
+function get(id: unknown): Json {
+  if (typeof id !== 'string') fail('invalid_input', 'id must be a string');
+  const c = conversations.get(id);
+  if (!c) fail('not_found', `conversations: there is no conversation with id ${id}`);
+  return c;
+}
+
+function tokensOf(text: string): string[] {
+  return text.match(/\s*\S+|\s+/g) ?? [];
+}
+
+async function startAnswer(args: Json) {
+  const c = get(args.conversationId);
+  const channel = args.onEvent as { id: number };
+  if (busy) fail('busy', 'An answer is already being written. Wait for it, or press Stop first.');
+  if (control.failStart) {
+    const f = control.failStart;
+    control.failStart = null;
+    fail(f.code, f.message);
+  }
+  const action = args.action as Json;
+  let user: Json | null = null;
+  if (action.kind === 'send' || action.kind === 'edit') {
+    if (typeof action.content !== 'string' || !action.content.trim()) fail('invalid_input', 'The message is empty. Type something first.');
+    if (action.kind === 'edit') {
+      const at = c.messages.findIndex((m: Json) => m.id === action.message_id);
+      c.messages = c.messages.slice(0, at);
+    }
+    user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now() };
+    c.messages.push(user);
+    if (c.title === 'New conversation') c.title = action.content.slice(0, 60);
+  } else if (action.kind === 'regenerate') {
+    while (c.messages.length && c.messages[c.messages.length - 1].role === 'assistant') c.messages.pop();
+  } else {
+    fail('invalid_input', `unknown action ${JSON.stringify(action)}`);
+  }
+  const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now() };
+  c.messages.push(answer);
+  busy = true;
+  cancelled = false;
+  let index = 0;
+  const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
+  send({ event: 'started', data: { user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model } });
+  const started = performance.now();
+  let first = 0;
+  let count = 0;
+  for (const piece of tokensOf(control.answer)) {
+    if (cancelled) break;
+    await new Promise((r) => setTimeout(r, control.tokenDelayMs));
+    if (cancelled) break;
+    if (!first) first = performance.now();
+    count++;
+    answer.content += piece;
+    send({ event: 'token', data: { text: piece } });
+    const secs = (performance.now() - first) / 1000;
+    send({ event: 'stats', data: { generated_tokens: count, ttft_secs: (first - started) / 1000, tokens_per_second: count > 1 && secs > 0 ? (count - 1) / secs : null, elapsed_secs: (performance.now() - started) / 1000 } });
+  }
+  const decode = Math.max(0.001, (performance.now() - (first || started)) / 1000);
+  answer.state = cancelled ? 'stopped' : 'complete';
+  answer.receipt = {
+    model_name: 'demo', model_sha256: 'ab12', backend: 'cpu (avx2)', device: 'Mock CPU', prompt_tokens: control.promptTokens,
+    generated_tokens: count, ttft_secs: ((first || started) - started) / 1000, decode_secs: decode,
+    tokens_per_second: count > 1 ? (count - 1) / decode : 0, stop_reason: cancelled ? 'stopped' : 'end of turn', trimmed_messages: 0, finished_at: now(),
+    energy: mockEnergy(count),
+  };
+  c.updated_at = now();
+  busy = false;
+  send({ event: 'done', data: { message: { ...answer } } });
+  return null;
+}
+
+// NPU area: the doctor's answer for the fixture laptop tests/fixtures/npu/strix-ready (a test may
+// put another diagnosis in window.__mockNpu), power readings that vary, and energy on receipts.
+const npuReady = {
+  ready: true, summary: 'NPU ready: NPU Strix (XDNA 2)', detection: { state: 'found' },
+  checks: [
+    { id: 'device', status: 'ok', summary: 'NPU found: NPU Strix (XDNA 2) at PCI 0000:c5:00.1, driver amdxdna', fix: null },
+    { id: 'memlock', status: 'ok', summary: 'Locked-memory limit is unlimited', fix: null },
+  ],
+};
+let powerTick = 0;
+function powerSample() {
+  powerTick++;
+  return {
+    t_secs: 0,
+    npu_watts: { value: 1.5 + (powerTick % 3) / 10, source: 'amdgpu gpu_metrics (card1) average_ipu_power' },
+    npu_percent: { value: 45, source: 'amdgpu gpu_metrics (card1) average_ipu_activity' },
+    package_watts: { value: 12 + (powerTick % 5), source: 'amdgpu hwmon4 power1_input (PPT)' },
+    battery_watts: { unavailable: 'on mains power (BAT0 is charging)' },
+    cpu_percent: { value: 20, source: '/proc/stat' },
+    igpu_percent: { value: 3, source: 'amdgpu gpu_metrics (card1) average_gfx_activity' },
+  };
+}
+function mockEnergy(tokens: number) {
+  return {
+    prefill_secs: 0.2, decode_secs: 1, prompt_tokens: control.promptTokens, generated_tokens: tokens, meter: 'package',
+    source: 'package power: amdgpu hwmon4 power1_input (PPT)', prefill_joules: 2.5, decode_joules: 14,
+    total_joules: 16.5, joules_per_1000_tokens: tokens ? (16.5 * 1000) / tokens : null,
+    meters: [
+      { meter: 'package', source: 'amdgpu hwmon4 power1_input (PPT)', prefill_joules: 2.5, decode_joules: 14, total_joules: 16.5, average_watts: 13.75, readings: 3 },
+      { meter: 'npu', source: 'amdgpu gpu_metrics (card1) average_ipu_power', prefill_joules: 0.3, decode_joules: 1.6, total_joules: 1.9, average_watts: 1.6, readings: 3 },
+    ],
+    battery: null, samples: 3,
+  };
+}
+
+mockIPC(async (cmd, raw) => {
+  const args = (raw ?? {}) as Json;
+  control.calls.push({ cmd, args: { ...args, onEvent: undefined } });
+  switch (cmd) {
+    case 'app_status':
+      return { model, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
+    case 'list_local_models':
+      return [{ name: 'demo', path: '/models/demo', is_demo: true }];
+    case 'select_model':
+      if (args.name !== 'demo') fail('not_found', `There is no model called "${args.name}" on this computer.`);
+      return model;
+    case 'get_settings':
+      return settings;
+    case 'save_settings':
+      settings = args.settings;
+      return settings;
+    case 'list_conversations': {
+      const q = String(args.query ?? '').toLowerCase();
+      return [...conversations.values()]
+        .filter((c) => !q || c.title.toLowerCase().includes(q) || c.messages.some((m: Json) => m.content.toLowerCase().includes(q)))
+        .sort((a, b) => b.updated_at - a.updated_at || b.seq - a.seq)
+        .map((c) => summary(c, q));
+    }
+    case 'create_conversation': {
+      const id = `c${nextId++}`;
+      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [] };
+      conversations.set(id, c);
+      return structuredClone(c);
+    }
+    case 'get_conversation':
+      return structuredClone(get(args.id));
+    case 'rename_conversation':
+      get(args.id).title = args.title;
+      return null;
+    case 'delete_conversation':
+      get(args.id);
+      conversations.delete(args.id);
+      return null;
+    case 'update_conversation_settings':
+      get(args.id).settings = args.settings;
+      return null;
+    case 'export_conversation':
+      get(args.id);
+      return `/home/user/Downloads/export.${args.format === 'json' ? 'json' : 'md'}`;
+    case 'start_answer':
+      return startAnswer(args);
+    case 'stop_answer':
+      cancelled = true;
+      return null;
+    case 'npu_status':
+      return (window as any).__mockNpu ?? npuReady;
+    case 'power_sample':
+      return powerSample();
+    default:
+      fail('unknown_command', `mock backend: unknown command ${cmd}`);
+  }
+});

@@ -1,0 +1,172 @@
+// End-to-end test of the real desktop app: the built `hearth-desktop` binary, driven through
+// tauri-driver (WebKitWebDriver) over plain WebDriver HTTP, chatting with the bundled demo model.
+// Run under a display, e.g.: xvfb-run -a node tests/e2e/run.mjs
+// Environment: HEARTH_APP (binary; default target/debug/hearth-desktop), TAURI_DRIVER (default
+// $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there).
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const targetDir = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
+const app = resolve(process.env.HEARTH_APP ?? join(targetDir, 'debug', 'hearth-desktop'));
+const driverBin = resolve(process.env.TAURI_DRIVER ?? join(targetDir, 'tools', 'bin', 'tauri-driver'));
+
+for (const [what, path] of [['app', app], ['tauri-driver', driverBin]]) {
+  if (!existsSync(path)) {
+    console.error(`e2e: the ${what} is missing at ${path}; run npm test (it builds both)`);
+    process.exit(2);
+  }
+}
+if (!process.env.DISPLAY) {
+  console.error('e2e: no display; run under xvfb-run -a');
+  process.exit(2);
+}
+
+// Private data and config folders: the test never touches a real home.
+const home = mkdtempSync(join(tmpdir(), 'hearth-e2e-'));
+const env = {
+  ...process.env,
+  HOME: home,
+  XDG_DATA_HOME: join(home, 'data'),
+  XDG_CONFIG_HOME: join(home, 'config'),
+  XDG_CACHE_HOME: join(home, 'cache'),
+  HEARTH_LOG: process.env.HEARTH_LOG ?? 'info',
+};
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const port = await freePort();
+const nativePort = await freePort();
+const driver = spawn(driverBin, ['--port', String(port), '--native-port', String(nativePort)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+const base = `http://127.0.0.1:${port}`;
+
+async function wd(method, path, body) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(`WebDriver ${method} ${path}: ${res.status} ${JSON.stringify(json.value ?? json).slice(0, 400)}`);
+  return json.value;
+}
+
+async function waitFor(what, fn, timeoutMs = 60_000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(200);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+const ELEMENT = 'element-6066-11e4-a52f-4a4b8f8e8e8e';
+let session;
+const find = async (testid) => (await wd('POST', `/session/${session}/element`, { using: 'css selector', value: `[data-testid="${testid}"]` }))[ELEMENT];
+const findAll = async (testid) => (await wd('POST', `/session/${session}/elements`, { using: 'css selector', value: `[data-testid="${testid}"]` })).map((e) => e[ELEMENT]);
+const text = async (id) => wd('GET', `/session/${session}/element/${id}/text`);
+const exec = async (script, args = []) => wd('POST', `/session/${session}/execute/sync`, { script, args });
+
+async function startApp() {
+  const value = await wd('POST', '/session', {
+    capabilities: { alwaysMatch: { 'tauri:options': { application: app } } },
+  });
+  session = value.sessionId;
+  await waitFor('the chat input', () => find('chat-input'));
+}
+
+async function stopApp() {
+  if (session) await wd('DELETE', `/session/${session}`).catch(() => {});
+  session = undefined;
+}
+
+let passed = 0;
+let failed = 0;
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`  ok    ${name}`);
+  } catch (error) {
+    failed++;
+    console.log(`  FAIL  ${name}\n        ${error.message}`);
+  }
+}
+
+try {
+  await waitFor('tauri-driver', async () => (await fetch(`${base}/status`)).ok, 30_000);
+  await step('the app starts on the demo model and says so', async () => {
+    await startApp();
+    const runsOn = await waitFor('the backend to show', async () => {
+      const t = await text(await find('stats-backend'));
+      return t.includes('cpu') ? t : null;
+    });
+    const body = await exec('return document.body.innerText');
+    if (!body.includes('tiny demo model')) throw new Error('the demo notice is missing');
+    console.log(`        runs on: ${runsOn}`);
+  });
+
+  await step('a typed message gets a streamed answer and a tokens/s figure', async () => {
+    const input = await find('chat-input');
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Hello! Tell me a story.' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    // The stop button shows while the answer streams; the send button returns when it ends.
+    await waitFor('the answer to finish', async () => (await findAll('send-button')).length === 1 && (await findAll('assistant-message')).length === 1, 120_000);
+    const answers = await findAll('assistant-message');
+    const answer = await text(answers[0]);
+    if (!answer.trim()) throw new Error('the answer is empty');
+    const rate = await text(await find('stats-tokens-per-second'));
+    if (!/^\d+(\.\d+)? tok\/s$/.test(rate)) throw new Error(`no tokens/s figure: "${rate}"`);
+    const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt summary\')?.textContent ?? ""');
+    if (!receipt.includes('tokens')) throw new Error('no receipt under the answer');
+    console.log(`        answer: ${JSON.stringify(answer.slice(0, 80))}… at ${rate}`);
+  });
+
+  if (process.env.SCREENSHOT) {
+    await step('screenshot', async () => {
+      await sleep(500);
+      execFileSync('import', ['-window', 'root', process.env.SCREENSHOT]);
+      console.log(`        saved ${process.env.SCREENSHOT}`);
+    });
+  }
+
+  await step('the conversation is still there after a restart', async () => {
+    await stopApp();
+    await startApp();
+    const list = await waitFor('the conversation list', async () => {
+      const t = await text(await find('conversation-list'));
+      return t.includes('Hello! Tell me a story.') ? t : null;
+    }, 30_000);
+    const answers = await waitFor('the saved answer', async () => ((await findAll('assistant-message')).length === 1 ? true : null), 30_000);
+    if (!list || !answers) throw new Error('conversation not restored');
+  });
+} catch (error) {
+  failed++;
+  console.log(`  FAIL  e2e setup\n        ${error.message}`);
+} finally {
+  await stopApp();
+  driver.kill('SIGTERM');
+  rmSync(home, { recursive: true, force: true });
+}
+console.log(`e2e tests: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { ChatStore, validateMessage } from './chat.svelte';
+import type { Api } from './api';
+import type { ChatAction, ChatEvent, Conversation, Message } from './types';
+
+const settings = {
+  system_prompt: '',
+  sampling: { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 },
+  max_tokens: 64,
+  enable_thinking: null,
+};
+
+function message(id: number, role: 'user' | 'assistant', content: string): Message {
+  return { id, role, content, state: 'complete', receipt: null, created_at: 0 };
+}
+
+/** A fake backend whose startAnswer replays the given events. */
+function fakeApi(events: (action: ChatAction) => ChatEvent[]): Api {
+  const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [] };
+  return {
+    createConversation: async () => structuredClone(conversation),
+    getConversation: async () => structuredClone(conversation),
+    listConversations: async () => [],
+    startAnswer: async (_id: string, action: ChatAction, onEvent: (e: ChatEvent) => void) => {
+      for (const e of events(action)) onEvent(e);
+    },
+  } as unknown as Api;
+}
+
+describe('validateMessage', () => {
+  it('refuses empty and over-long messages with a reason', () => {
+    expect(validateMessage('  ', 10)).toBe('Type a message first.');
+    expect(validateMessage('x'.repeat(11), 10)).toContain('at most 10');
+    expect(validateMessage('hello', 10)).toBeNull();
+  });
+});
+
+describe('ChatStore', () => {
+  it('streams tokens into the answer and keeps the receipt', async () => {
+    const receipt = {
+      model_name: 'demo', model_sha256: null, backend: 'cpu', device: 'cpu', prompt_tokens: 7, generated_tokens: 2,
+      ttft_secs: 0.1, decode_secs: 0.1, tokens_per_second: 10, stop_reason: 'end of turn', trimmed_messages: 0, finished_at: 0,
+    };
+    const store = new ChatStore(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'token', data: { text: 'Hel' } },
+        { event: 'token', data: { text: 'lo' } },
+        { event: 'stats', data: { generated_tokens: 2, ttft_secs: 0.1, tokens_per_second: 9, elapsed_secs: 0.3 } },
+        { event: 'done', data: { message: { ...message(2, 'assistant', 'Hello'), receipt } } },
+      ]),
+    );
+    expect(await store.send('hi')).toBe(true);
+    expect(store.current?.messages.map((m) => m.content)).toEqual(['hi', 'Hello']);
+    expect(store.live?.tokens_per_second).toBe(10);
+    expect(store.streaming).toBe(false);
+    expect(store.contextLimit).toBe(512);
+  });
+
+  it('shows a streamed error and stops streaming', async () => {
+    const store = new ChatStore(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'error', data: { code: 'model', message: 'The model stopped with an error.' } },
+      ]),
+    );
+    await store.send('hi');
+    expect(store.error).toBe('The model stopped with an error.');
+    expect(store.current?.messages[1].state).toBe('error');
+    expect(store.streaming).toBe(false);
+  });
+
+  it('does not send an empty message', async () => {
+    const store = new ChatStore(fakeApi(() => []));
+    expect(await store.send('   ')).toBe(false);
+    expect(store.error).toBe('Type a message first.');
+  });
+});

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { renderMarkdown, splitThinking } from './markdown';
+
+describe('renderMarkdown', () => {
+  it('renders code blocks and emphasis', () => {
+    const html = renderMarkdown('Some **bold** text\n\n```rust\nfn main() {}\n```');
+    expect(html).toContain('<strong>bold</strong>');
+    expect(html).toContain('<pre><code class="language-rust">fn main() {}');
+  });
+
+  it('never keeps script, event handlers or javascript: urls', () => {
+    const html = renderMarkdown(
+      '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a><div onclick="alert(4)">y</div>',
+    );
+    const dom = document.createElement('div');
+    dom.innerHTML = html;
+    expect(dom.querySelectorAll('script, img, div, [href], [onerror], [onclick]').length).toBe(0);
+    expect(html).toContain('&lt;script&gt;');
+  });
+
+  it('keeps raw HTML as visible text', () => {
+    expect(renderMarkdown('a <b>b</b>')).toContain('a &lt;b&gt;b&lt;/b&gt;');
+  });
+
+  it('loads no remote image: shows its description instead', () => {
+    const html = renderMarkdown('![a cat](https://example.invalid/cat.png)');
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('example.invalid');
+    expect(html).toContain('[image: a cat]');
+  });
+
+  it('turns links into inert text that shows the target', () => {
+    const html = renderMarkdown('[docs](https://example.invalid/docs)');
+    expect(html).not.toContain('href');
+    expect(html).toContain('title="https://example.invalid/docs"');
+  });
+
+  it('drops style, iframes and forms', () => {
+    const html = renderMarkdown('<style>body{}</style><iframe src="x"></iframe><form><input></form><p style="color:red">t</p>');
+    expect(html).not.toMatch(/<style|<iframe|<form|<input|<p style/i);
+  });
+});
+
+describe('splitThinking', () => {
+  it('folds a finished thinking section', () => {
+    expect(splitThinking('<think>\nplan\n</think>\n\nAnswer')).toEqual({ thinking: 'plan', thinkingOpen: false, answer: 'Answer' });
+  });
+
+  it('handles a thinking section still streaming', () => {
+    expect(splitThinking('<think>half a tho')).toEqual({ thinking: 'half a tho', thinkingOpen: true, answer: '' });
+  });
+
+  it('leaves plain answers alone', () => {
+    expect(splitThinking('just text')).toEqual({ thinking: null, thinkingOpen: false, answer: 'just text' });
+  });
+});

@@ -1,0 +1,162 @@
+// The Models area: types of what the backend's model commands return, and small helpers for
+// showing them. The calls themselves live in api.ts.
+
+export type Backend = 'cpu' | 'npu';
+export type WeightFormat = 'q4nx' | 'safetensors';
+
+/** One model Hearth knows by name (crates/hub/catalog.json). */
+export interface CatalogEntry {
+  id: string;
+  name: string;
+  tag: string;
+  repo: string;
+  revision: string;
+  format: WeightFormat;
+  download_bytes: number;
+  memory_bytes: number;
+  parameters: string;
+  license: string;
+  backends: Backend[];
+  context_length: number;
+  think: boolean;
+  flm_family: string;
+  quantization: string;
+  description: string;
+  note: string;
+}
+
+export interface Fit {
+  memory: boolean;
+  disk: boolean;
+  hint: string;
+}
+
+export interface PartialDownload {
+  name: string;
+  repo: string;
+  query: string;
+  doneBytes: number;
+  totalBytes: number;
+}
+
+export interface CatalogItem {
+  entry: CatalogEntry;
+  installed: boolean;
+  partial: PartialDownload | null;
+  fit: Fit;
+}
+
+export interface InstalledModel {
+  name: string;
+  tag: string;
+  folder: string;
+  sizeBytes: number;
+  source: string;
+  repo: string | null;
+  revision: string | null;
+  catalogId: string | null;
+  format: WeightFormat;
+  backends: Backend[];
+  isDefault: boolean;
+  builtin: boolean;
+  files: Record<string, { size: number; sha256: string }>;
+}
+
+export interface Machine {
+  totalMemory: number;
+  availableMemory: number;
+  freeDisk: number;
+}
+
+export interface ModelsOverview {
+  machine: Machine;
+  catalog: CatalogItem[];
+  installed: InstalledModel[];
+  partial: PartialDownload[];
+  downloading: string[];
+}
+
+export type PullPhase =
+  | 'resolving'
+  | 'downloading'
+  | 'retrying'
+  | 'validating'
+  | 'registering'
+  | 'done'
+  | 'paused'
+  | 'cancelled';
+
+/** A snapshot of a download, streamed while it runs. */
+export interface PullProgress {
+  name: string;
+  phase: PullPhase;
+  file: string | null;
+  filesDone: number;
+  fileCount: number;
+  doneBytes: number;
+  totalBytes: number;
+  bytesPerSec: number;
+  etaSecs: number | null;
+  message: string | null;
+}
+
+export interface PullResult {
+  outcome: 'installed' | 'already_installed' | 'paused' | 'cancelled';
+  model: InstalledModel | null;
+}
+
+export interface Removed {
+  name: string;
+  freedBytes: number;
+}
+
+/** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '—';
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  if (unit === 0) return `${bytes} B`;
+  return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** Time left as "45 s", "3 min 05 s", "1 h 12 min"; an em dash when unknown. */
+export function formatEta(secs: number | null | undefined): string {
+  if (secs == null || !Number.isFinite(secs)) return '—';
+  const s = Math.round(secs);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+/** Percent done, 0..100. */
+export function percentDone(done: number, total: number): number {
+  if (total <= 0) return 0;
+  return Math.min(100, Math.floor((done / total) * 100));
+}
+
+/** What a download is doing, in plain words. */
+export function phaseLabel(p: PullProgress): string {
+  switch (p.phase) {
+    case 'resolving':
+      return 'Asking Hugging Face for the files…';
+    case 'downloading':
+      return `${formatBytes(p.doneBytes)} of ${formatBytes(p.totalBytes)} · ${formatBytes(p.bytesPerSec)}/s · ${formatEta(p.etaSecs)} left`;
+    case 'retrying':
+      return p.message ?? 'Connection lost; trying again…';
+    case 'validating':
+      return 'Checking the model…';
+    case 'registering':
+      return 'Installing…';
+    case 'done':
+      return 'Installed';
+    case 'paused':
+      return `Paused at ${formatBytes(p.doneBytes)} of ${formatBytes(p.totalBytes)}`;
+    case 'cancelled':
+      return 'Cancelled';
+  }
+}

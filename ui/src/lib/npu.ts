@@ -1,0 +1,143 @@
+// The NPU area's shapes (they mirror the serde types of crates/npu) and small pure helpers for
+// the status area, the power chart and the receipt's energy rows.
+
+/** A reading with its source, or why there is none (never a silent zero). */
+export type Metric<T> = { value: T; source: string } | { unavailable: string };
+
+export type CheckStatus = 'ok' | 'info' | 'warning' | 'problem';
+
+export interface NpuCheck {
+  id: string;
+  status: CheckStatus;
+  summary: string;
+  /** What to do, with exact commands; null when nothing is needed. */
+  fix: string | null;
+}
+
+/** `npu::Diagnosis`: what `hearth doctor` reports. */
+export interface NpuDiagnosis {
+  ready: boolean;
+  summary: string;
+  detection: { state: 'found' | 'no_driver' | 'not_found'; [key: string]: unknown };
+  checks: NpuCheck[];
+}
+
+/** `npu::PowerSample`: one reading of every source. */
+export interface PowerSample {
+  t_secs: number;
+  npu_watts: Metric<number>;
+  npu_percent: Metric<number>;
+  package_watts: Metric<number>;
+  battery_watts: Metric<number>;
+  cpu_percent: Metric<number>;
+  igpu_percent: Metric<number>;
+}
+
+export type Meter = 'package' | 'battery' | 'npu';
+
+export interface MeterEnergy {
+  meter: Meter;
+  source: string;
+  prefill_joules: number;
+  decode_joules: number;
+  total_joules: number;
+  average_watts: number;
+  readings: number;
+}
+
+/** `npu::EnergyReport`: what one answer cost. */
+export interface EnergyReport {
+  prefill_secs: number;
+  decode_secs: number;
+  prompt_tokens: number;
+  generated_tokens: number;
+  meter: Meter | null;
+  source: string;
+  prefill_joules: number | null;
+  decode_joules: number | null;
+  total_joules: number | null;
+  joules_per_1000_tokens: number | null;
+  meters: MeterEnergy[];
+  battery: { average_watts: number; capacity_wh: number; percent_per_hour: number } | null;
+  samples: number;
+}
+
+/** The value of a metric, or null. */
+export function valueOf(m: Metric<number> | null | undefined): number | null {
+  return m && 'value' in m && Number.isFinite(m.value) ? m.value : null;
+}
+
+/** Where a value came from, or why it is missing: for tooltips and screen readers. */
+export function explain(m: Metric<number> | null | undefined): string {
+  if (!m) return 'not read yet';
+  return 'value' in m ? `from ${m.source}` : `unavailable: ${m.unavailable}`;
+}
+
+/** "14.8 W" (one decimal below 100), or an em dash. */
+export function formatWatts(watts: number | null | undefined): string {
+  if (watts == null || !Number.isFinite(watts)) return '—';
+  return `${watts >= 100 ? watts.toFixed(0) : watts.toFixed(1)} W`;
+}
+
+/** "850 mJ", "12.4 J", "1.3 kJ", or an em dash. */
+export function formatJoules(joules: number | null | undefined): string {
+  if (joules == null || !Number.isFinite(joules)) return '—';
+  if (joules < 1) return `${Math.round(joules * 1000)} mJ`;
+  if (joules >= 1000) return `${(joules / 1000).toFixed(1)} kJ`;
+  return `${joules >= 100 ? joules.toFixed(0) : joules.toFixed(1)} J`;
+}
+
+/** The power figure to show first: the whole package, else the battery draw, else the NPU. */
+export function headlinePower(sample: PowerSample | null): { label: string; metric: Metric<number> | null } {
+  if (!sample) return { label: 'Power', metric: null };
+  if (valueOf(sample.package_watts) != null) return { label: 'Power', metric: sample.package_watts };
+  if (valueOf(sample.battery_watts) != null) return { label: 'Battery draw', metric: sample.battery_watts };
+  if (valueOf(sample.npu_watts) != null) return { label: 'NPU power', metric: sample.npu_watts };
+  return { label: 'Power', metric: sample.package_watts };
+}
+
+export const METER_LABEL: Record<Meter, string> = {
+  package: 'processor package',
+  battery: 'battery',
+  npu: 'NPU',
+};
+
+/** One point of the live chart. */
+export interface HistoryPoint {
+  /** Milliseconds (any clock, increasing). */
+  at: number;
+  watts: number | null;
+  tokensPerSecond: number | null;
+}
+
+/** Keeps the points of the last `windowMs` (one minute by default), oldest first. */
+export function pushPoint(points: HistoryPoint[], point: HistoryPoint, windowMs = 60_000): HistoryPoint[] {
+  const next = [...points, point];
+  const from = point.at - windowMs;
+  return next.filter((p) => p.at >= from);
+}
+
+/** SVG polyline points for one series over the window, scaled to [0, max]; gaps break nothing
+ *  (missing values are skipped). `max` is the series' largest value (at least `floor`). */
+export function polyline(
+  points: HistoryPoint[],
+  pick: (p: HistoryPoint) => number | null,
+  width: number,
+  height: number,
+  windowMs = 60_000,
+  floor = 1,
+): { points: string; max: number } {
+  const values = points.map(pick).filter((v): v is number => v != null && Number.isFinite(v));
+  const max = Math.max(floor, ...values);
+  if (points.length === 0) return { points: '', max };
+  const end = points[points.length - 1].at;
+  const coords: string[] = [];
+  for (const p of points) {
+    const v = pick(p);
+    if (v == null || !Number.isFinite(v)) continue;
+    const x = width - ((end - p.at) / windowMs) * width;
+    const y = height - (Math.max(0, v) / max) * height;
+    coords.push(`${x.toFixed(1)},${y.toFixed(1)}`);
+  }
+  return { points: coords.join(' '), max };
+}

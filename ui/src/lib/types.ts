@@ -1,0 +1,146 @@
+// Shapes that cross the IPC boundary. They mirror the serde types in src-tauri/src (same field names).
+
+export type Role = 'system' | 'user' | 'assistant';
+
+/** Sampling settings (hearth-engine SamplingParams). */
+export interface Sampling {
+  temperature: number;
+  top_k: number;
+  top_p: number;
+  min_p: number;
+  repetition_penalty: number;
+  seed: number;
+}
+
+/** Per-conversation settings: system prompt and sampling. */
+export interface ConversationSettings {
+  system_prompt: string;
+  sampling: Sampling;
+  max_tokens: number;
+  /** null: the model's default. */
+  enable_thinking: boolean | null;
+}
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  created_at: number;
+  updated_at: number;
+  message_count: number;
+  /** A short piece of text around the search match, when listing with a query. */
+  snippet: string | null;
+}
+
+export type MessageState = 'complete' | 'streaming' | 'stopped' | 'interrupted' | 'error';
+
+/** What an answer cost and how fast it ran, stored with the message. */
+export interface Receipt {
+  model_name: string;
+  model_sha256: string | null;
+  backend: string;
+  device: string;
+  prompt_tokens: number;
+  generated_tokens: number;
+  ttft_secs: number;
+  decode_secs: number;
+  tokens_per_second: number;
+  stop_reason: string;
+  trimmed_messages: number;
+  finished_at: number;
+}
+
+export interface Message {
+  id: number;
+  role: Role;
+  content: string;
+  state: MessageState;
+  receipt: Receipt | null;
+  created_at: number;
+}
+
+export interface Conversation {
+  id: string;
+  title: string;
+  created_at: number;
+  updated_at: number;
+  settings: ConversationSettings;
+  messages: Message[];
+}
+
+/** The loaded model and where it runs. */
+export interface ModelStatus {
+  name: string;
+  path: string;
+  family: string;
+  parameter_count: number;
+  context_length: number;
+  weight_format: string;
+  backend: string;
+  device: string;
+  kernel: string;
+  is_demo: boolean;
+  sha256: string | null;
+}
+
+export interface LocalModel {
+  name: string;
+  path: string;
+  is_demo: boolean;
+}
+
+/** A message the app must show the user once (database recovered, demo model in use, ...). */
+export interface Notice {
+  level: 'info' | 'warning' | 'error';
+  message: string;
+}
+
+export interface AppStatus {
+  model: ModelStatus | null;
+  model_error: string | null;
+  notices: Notice[];
+  data_dir: string;
+  max_message_chars: number;
+}
+
+export type Theme = 'light' | 'dark' | 'system';
+
+export interface Settings {
+  theme: Theme;
+  font_size: number;
+  default_model: string | null;
+  sampling: Sampling;
+  max_tokens: number;
+  system_prompt: string;
+}
+
+export type ChatAction =
+  | { kind: 'send'; content: string }
+  | { kind: 'regenerate' }
+  | { kind: 'edit'; message_id: number; content: string };
+
+export interface LiveStats {
+  generated_tokens: number;
+  ttft_secs: number | null;
+  tokens_per_second: number | null;
+  elapsed_secs: number;
+}
+
+/** Events streamed over the Channel while an answer is generated. */
+export type ChatEvent =
+  | {
+      event: 'started';
+      data: {
+        user_message: Message | null;
+        assistant_message: Message;
+        prompt_tokens: number;
+        context_limit: number;
+        trimmed_messages: number;
+        model: ModelStatus;
+      };
+    }
+  | { event: 'token'; data: { text: string } }
+  | { event: 'stats'; data: LiveStats }
+  | { event: 'done'; data: { message: Message } }
+  | { event: 'error'; data: { code: string; message: string } };
+
+export type ExportFormat = 'markdown' | 'json';
