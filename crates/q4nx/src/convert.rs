@@ -213,8 +213,9 @@ pub fn convert(
             return Err(e);
         }
     };
+    // The warnings travel in the report for the caller to show; log them only for the record.
     for w in &warnings {
-        tracing::warn!("{w}");
+        tracing::info!("{w}");
     }
     Ok(ConvertReport {
         dir: dst.to_path_buf(),
