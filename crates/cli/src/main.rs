@@ -3,12 +3,18 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod chat;
 mod convert;
 mod doctor;
+mod generate;
 mod import;
 mod list;
+mod logits;
+mod model_args;
 mod pull;
 mod rm;
+mod run;
 
 #[derive(Parser)]
 #[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
@@ -19,18 +25,28 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Measure prefill and decode speed against this machine's memory bandwidth (--json)
+    Bench(bench::Args),
+    /// Chat with a model in the terminal, streaming each answer
+    Chat(chat::Args),
     /// Convert a Hugging Face model folder (safetensors) to a Q4NX model folder
     Convert(convert::Args),
     /// Check whether the NPU can run models here, and explain what to fix
     Doctor(doctor::Args),
+    /// Generate token ids after given ones (checks a port against this engine; --json)
+    Generate(generate::Args),
     /// Register a local Q4NX or safetensors model folder (copied into Hearth's store)
     Import(import::Args),
     /// List installed models (--json for scripts, --catalog for models to download)
     List(list::Args),
+    /// Print a model's logits at every position of a token sequence (--json)
+    Logits(logits::Args),
     /// Download a model from the catalog or Hugging Face (owner/name), verify and register it
     Pull(pull::Args),
     /// Remove an installed model and free its disk space
     Rm(rm::Args),
+    /// Answer one prompt with a model, streaming the answer
+    Run(run::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -52,11 +68,16 @@ fn main() -> std::process::ExitCode {
 
 fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
+        Command::Bench(args) => bench::run(args),
+        Command::Chat(args) => chat::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::Import(args) => import::run(args),
         Command::List(args) => list::run(args),
+        Command::Logits(args) => logits::run(args),
         Command::Pull(args) => pull::run(args),
         Command::Rm(args) => rm::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
