@@ -162,7 +162,10 @@ fn chat_answers_each_line_until_exit() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("> "), "prompts for a line: {stdout:?}");
-    assert!(stdout.lines().count() >= 2, "an answer line per question: {stdout:?}");
+    assert!(
+        stdout.lines().count() >= 2,
+        "an answer line per question: {stdout:?}"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("new conversation"));
 }
 
