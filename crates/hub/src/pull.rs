@@ -132,6 +132,13 @@ fn resolve(request: &PullRequest) -> Result<Spec> {
     })
 }
 
+/// The name a pull of `request` installs under (for keying downloads in progress).
+pub fn target_name(request: &PullRequest) -> Result<String> {
+    let spec = resolve(request)?;
+    check_name(&spec.name)?;
+    Ok(spec.name)
+}
+
 /// Downloads, verifies, validates and registers a model. `on_progress` gets a snapshot at
 /// each step and at most every 100 ms while bytes arrive; `control` pauses or cancels.
 pub fn pull(
@@ -469,6 +476,19 @@ mod tests {
             ),
             ("someone/Tiny-Model", "v2", "Tiny-Model")
         );
+    }
+
+    #[test]
+    fn target_name_is_the_catalog_name_or_the_repo_name() {
+        let name = |q: &str| {
+            target_name(&PullRequest {
+                query: q.into(),
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        assert_eq!(name("minicpm5-2b"), "MiniCPM5-2B");
+        assert_eq!(name("a/Some-Model@v1"), "Some-Model");
     }
 
     #[test]
