@@ -2,6 +2,7 @@
 // conversations, streams answers over the Channel token by token (with a delay, so Stop can be
 // tested), and can be steered from a test through window.__mock.
 import { mockIPC } from '@tauri-apps/api/mocks';
+import { modelsCommand } from './mock-models';
 
 type Json = Record<string, any>;
 
@@ -203,7 +204,10 @@ mockIPC(async (cmd, raw) => {
       return (window as any).__mockNpu ?? npuReady;
     case 'power_sample':
       return powerSample();
-    default:
+    default: {
+      const answer = modelsCommand(cmd, args);
+      if (answer !== undefined) return answer;
       fail('unknown_command', `mock backend: unknown command ${cmd}`);
+    }
   }
 });

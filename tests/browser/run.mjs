@@ -303,6 +303,66 @@ test('a not-ready NPU lists each problem with its fix', async ({ page }) => {
   assert(!text.includes('XRT 2.20.0'), 'checks that passed are not listed as things to fix');
 });
 
+// Models view (mock backend: tests/browser/mock-models.ts).
+async function openModels(page) {
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Models' }).click();
+  await page.getByTestId('models-view').waitFor();
+  await page.getByTestId('catalog-item-llama-3.2-1b-npu2').waitFor();
+}
+
+test('the Models view shows the catalog with fit hints and the built-in model', async ({ page }) => {
+  await openModels(page);
+  assert((await page.getByTestId('models-machine').textContent()).includes('32.0 GB of memory'), 'machine memory shown');
+  assert((await page.getByTestId('fit-llama-3.2-1b-npu2').textContent()).startsWith('Fits'), 'fit hint shown');
+  const installed = await page.getByTestId('installed-demo').textContent();
+  assert(installed.includes('Built in'), `demo listed as built in: ${installed}`);
+  assert((await page.getByTestId('delete-demo').count()) === 0, 'the built-in model cannot be deleted');
+});
+
+test('a download shows progress, pauses, resumes and installs', async ({ page }) => {
+  await page.evaluate(() => { window.__mockModels.stepMs = 60; });
+  await openModels(page);
+  await page.getByTestId('download-llama-3.2-1b-npu2').click();
+  await page.getByTestId('pause-llama-3.2-1b-npu2').waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="progress-llama-3.2-1b-npu2"]')?.getAttribute('value') ?? 0) > 0);
+  const status = await page.getByTestId('catalog-item-llama-3.2-1b-npu2').getByRole('status').textContent();
+  assert(/of 1\.30 GB · 25\.0 MB\/s · .* left/.test(status), `bytes, speed and time left: ${status}`);
+  await page.getByTestId('pause-llama-3.2-1b-npu2').click();
+  await page.getByTestId('resume-llama-3.2-1b-npu2').waitFor();
+  const paused = Number(await page.getByTestId('progress-llama-3.2-1b-npu2').getAttribute('value'));
+  assert(paused > 0 && paused < 100, `paused part-way: ${paused}%`);
+  await page.evaluate(() => { window.__mockModels.stepMs = 5; });
+  await page.getByTestId('resume-llama-3.2-1b-npu2').click();
+  await page.getByTestId('installed-badge-llama-3.2-1b-npu2').waitFor();
+  await page.getByTestId('installed-Llama-3.2-1B-NPU2').waitFor();
+  assert((await page.getByTestId('models-notice').textContent()).includes('is installed'), 'says it is installed');
+});
+
+test('cancel stops a download; delete asks first and says what it freed; set as default', async ({ page }) => {
+  await page.evaluate(() => { window.__mockModels.stepMs = 60; });
+  await openModels(page);
+  await page.getByTestId('download-minicpm5-2b-npu2').click();
+  await page.getByTestId('cancel-minicpm5-2b-npu2').click();
+  await page.getByTestId('download-minicpm5-2b-npu2').waitFor();
+  await page.evaluate(() => { window.__mockModels.stepMs = 1; });
+  await page.getByTestId('download-llama-3.2-1b-npu2').click();
+  await page.getByTestId('installed-Llama-3.2-1B-NPU2').waitFor();
+  await page.getByTestId('default-Llama-3.2-1B-NPU2').click();
+  await page.getByTestId('default-badge-Llama-3.2-1B-NPU2').waitFor();
+  await page.getByTestId('delete-Llama-3.2-1B-NPU2').click();
+  await page.getByTestId('confirm-delete-Llama-3.2-1B-NPU2').click();
+  await page.getByTestId('download-llama-3.2-1b-npu2').waitFor();
+  assert((await page.getByTestId('models-notice').textContent()).includes('1.30 GB freed'), 'says how much was freed');
+});
+
+test('a failed import is explained in plain words', async ({ page }) => {
+  await openModels(page);
+  await page.getByTestId('import-dir-input').fill('/home/ana/not-a-model');
+  await page.getByTestId('import-button').click();
+  await page.getByTestId('models-error').waitFor();
+  assert((await page.getByTestId('models-error').textContent()).includes('missing config.json'), 'error shown');
+});
+
 let passed = 0;
 let failed = 0;
 for (const t of tests) {

@@ -14,6 +14,7 @@ import type {
   Settings,
 } from './types';
 import type { NpuDiagnosis, PowerSample } from './npu';
+import type { InstalledModel, ModelsOverview, PullProgress, PullResult, Removed } from './models';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
 export class BackendError extends Error {
@@ -84,6 +85,19 @@ export const api = {
     return call<void>('start_answer', { conversationId, action, onEvent: channel });
   },
   stopAnswer: () => call<void>('stop_answer'),
+
+  modelsOverview: () => call<ModelsOverview>('models_overview'),
+  /** Download or resume `query` (catalog id or owner/name); progress arrives on `onProgress`. */
+  pullModel: (query: string, onProgress: (p: PullProgress) => void) => {
+    const channel = new Channel<PullProgress>();
+    channel.onmessage = onProgress;
+    return call<PullResult>('pull_model', { query, onProgress: channel });
+  },
+  pauseDownload: (name: string) => call<void>('pause_download', { name }),
+  cancelDownload: (name: string) => call<number>('cancel_download', { name }),
+  removeModel: (name: string) => call<Removed>('remove_model', { name }),
+  importModel: (dir: string, name: string | null) => call<InstalledModel>('import_model', { dir, name }),
+  setDefaultModel: (name: string) => call<void>('set_default_model', { name }),
 };
 
 export type Api = typeof api;

@@ -1,0 +1,148 @@
+// The Models area of the mocked backend: a two-model catalog, the bundled demo as installed,
+// downloads that stream progress over the Channel (slowly, so Pause and Cancel can be tested),
+// delete, import and default. A test can steer it through window.__mockModels.
+type Json = Record<string, any>;
+
+const GB = 1_000_000_000;
+const catalog = [
+  {
+    id: 'minicpm5-2b-npu2', name: 'MiniCPM5-2B-NPU2', tag: 'minicpm5-npu2:2b', repo: 'julianmb/MiniCPM5-2B-NPU2', revision: 'main',
+    format: 'q4nx', download_bytes: 2.03 * GB, memory_bytes: 3 * GB, parameters: '2.5B', license: 'Apache-2.0', backends: ['npu', 'cpu'],
+    context_length: 32768, think: true, flm_family: 'qwen3-it', quantization: 'Q4_1',
+    description: 'Community NPU port of MiniCPM5-2B.', note: '',
+  },
+  {
+    id: 'llama-3.2-1b-npu2', name: 'Llama-3.2-1B-NPU2', tag: 'llama3.2:1b', repo: 'FastFlowLM/Llama-3.2-1B-NPU2', revision: 'main',
+    format: 'q4nx', download_bytes: 1.3 * GB, memory_bytes: 1.7 * GB, parameters: '1.2B', license: 'Llama 3.2 Community License', backends: ['npu', 'cpu'],
+    context_length: 131072, think: false, flm_family: 'llama', quantization: 'AWQ-asym-uint4-g32',
+    description: 'Small and quick.', note: '',
+  },
+];
+
+export const modelsControl = {
+  /** Milliseconds between progress messages. */
+  stepMs: 40,
+  /** Steps in a whole download. */
+  steps: 25,
+  /** Free disk reported (bytes). */
+  freeDisk: 50 * GB,
+};
+(window as any).__mockModels = modelsControl;
+
+const demo = {
+  name: 'demo', tag: '', folder: '/models/demo', sizeBytes: 2_400_000, source: 'built-in', repo: null, revision: null, catalogId: null,
+  format: 'q4nx', backends: ['cpu'], isDefault: false, builtin: true, files: {},
+};
+const installed: Json[] = [demo];
+const partial = new Map<string, Json>();
+const running = new Map<string, { pause: boolean; cancel: boolean }>();
+let defaultName: string | null = null;
+
+function fail(code: string, message: string): never {
+  throw { code, message };
+}
+
+function machine() {
+  return { totalMemory: 32 * GB, availableMemory: 20 * GB, freeDisk: modelsControl.freeDisk };
+}
+
+function overview() {
+  const m = machine();
+  return {
+    machine: m,
+    catalog: catalog.map((entry) => {
+      const memory = entry.memory_bytes + 2 * GB <= m.totalMemory;
+      const disk = entry.download_bytes <= m.freeDisk;
+      return {
+        entry,
+        installed: installed.some((i) => i.name === entry.name),
+        partial: partial.get(entry.name) ?? null,
+        fit: { memory, disk, hint: disk ? `Fits: needs about ${entry.memory_bytes / GB} GB of memory` : 'Not enough free disk' },
+      };
+    }),
+    installed: installed.map((i) => ({ ...i, isDefault: i.name === defaultName })),
+    partial: [...partial.values()],
+    downloading: [...running.keys()],
+  };
+}
+
+async function pull(args: Json) {
+  const entry = catalog.find((c) => c.id === args.query || c.repo === args.query);
+  if (!entry) fail('not_found', `hub: ${args.query} (revision main) was not found on the mock Hub.`);
+  if (running.has(entry.name)) fail('busy', `hub: ${entry.name} is already being downloaded.`);
+  if (installed.some((i) => i.name === entry.name)) return { outcome: 'already_installed', model: installed.find((i) => i.name === entry.name) };
+  const channel = args.onProgress as { id: number };
+  let index = 0;
+  const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
+  const flags = { pause: false, cancel: false };
+  running.set(entry.name, flags);
+  const total = entry.download_bytes;
+  let done = partial.get(entry.name)?.doneBytes ?? 0;
+  partial.delete(entry.name);
+  const snapshot = (phase: string) => ({
+    name: entry.name, phase, file: 'model.q4nx', filesDone: 0, fileCount: 4, doneBytes: done, totalBytes: total,
+    bytesPerSec: 25_000_000, etaSecs: (total - done) / 25_000_000, message: null,
+  });
+  send(snapshot('resolving'));
+  try {
+    while (done < total) {
+      await new Promise((r) => setTimeout(r, modelsControl.stepMs));
+      if (flags.cancel) {
+        send(snapshot('cancelled'));
+        return { outcome: 'cancelled', model: null };
+      }
+      if (flags.pause) {
+        partial.set(entry.name, { name: entry.name, repo: entry.repo, query: entry.id, doneBytes: done, totalBytes: total });
+        send(snapshot('paused'));
+        return { outcome: 'paused', model: null };
+      }
+      done = Math.min(total, done + total / modelsControl.steps);
+      send(snapshot('downloading'));
+    }
+    send(snapshot('validating'));
+    const model = {
+      name: entry.name, tag: entry.tag, folder: `/data/hearth/models/${entry.name}`, sizeBytes: total, source: `huggingface:${entry.repo}@abc`,
+      repo: entry.repo, revision: 'abc', catalogId: entry.id, format: entry.format, backends: entry.backends, isDefault: false, builtin: false, files: {},
+    };
+    installed.push(model);
+    send(snapshot('done'));
+    return { outcome: 'installed', model };
+  } finally {
+    running.delete(entry.name);
+  }
+}
+
+/** Answers a Models command, or returns undefined for commands of other areas. */
+export function modelsCommand(cmd: string, args: Json): unknown {
+  switch (cmd) {
+    case 'models_overview':
+      return overview();
+    case 'pull_model':
+      return pull(args);
+    case 'pause_download': {
+      const flags = running.get(args.name) ?? fail('not_found', `"${args.name}" is not downloading now.`);
+      flags.pause = true;
+      return null;
+    }
+    case 'cancel_download': {
+      const flags = running.get(args.name);
+      if (flags) flags.cancel = true;
+      partial.delete(args.name);
+      return 0;
+    }
+    case 'remove_model': {
+      const at = installed.findIndex((i) => i.name === args.name && !i.builtin);
+      if (at < 0) fail('not_found', `hub: no installed model is called ${args.name}.`);
+      const [removed] = installed.splice(at, 1);
+      return { name: removed.name, freedBytes: removed.sizeBytes };
+    }
+    case 'import_model':
+      fail('invalid_model', `hub: ${args.dir} does not hold a model Hearth can use: missing config.json.`);
+    case 'set_default_model':
+      if (!installed.some((i) => i.name === args.name)) fail('not_found', `hub: no installed model is called ${args.name}.`);
+      defaultName = args.name;
+      return null;
+    default:
+      return undefined;
+  }
+}
