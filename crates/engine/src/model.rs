@@ -434,6 +434,12 @@ mod tests {
             .join(name)
     }
 
+    #[test]
+    fn a_model_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Model>();
+    }
+
     /// Feeding one token at a time through the KV cache gives the logits of one full pass, across
     /// a prefill chunk boundary.
     #[test]

@@ -1,10 +1,14 @@
 //! The engine on Q4NX weights (converted from the fixtures by the q4nx converter) against the
 //! engine on a safetensors folder holding exactly those weights dequantized to f32.
 //!
-//! Tolerance: 1e-4 relative to the largest logit of each row. Dequantization is exact in f32, so
-//! a correct Q4_1 path differs from the dense path only by float summation order; a larger error
-//! means the tiles are read wrongly. The distance to transformers on the original (unquantized)
-//! weights is the quantization error itself, printed for the record and only bounded loosely.
+//! Tolerance: 0.1 relative to the largest logit of each row. The Q4_1 kernels quantize each
+//! activation row to int8 in blocks of 32 before multiplying (as llama.cpp's Q4_1 x Q8_1 does), and
+//! these tiny random models amplify small perturbations about fourfold (Q4_1 rounding of about 8%
+//! per weight moves their logits by about 32%), so the activation rounding alone moves logits by
+//! about 5-7% here (measured). A tile read wrongly (swapped nibbles, scales or rows) moves them by
+//! far more than 0.1. With the plain f32 path (no activation rounding) the difference is exactly 0.
+//! The distance to transformers on the original (unquantized) weights is the quantization error
+//! itself, printed for the record and only bounded loosely.
 
 mod common;
 
@@ -15,7 +19,7 @@ use common::{fixture, max_relative_error, reference};
 use hearth_engine::{LoadOptions, Model};
 use q4nx::{ConvertOptions, Tensor, Weights};
 
-const TOLERANCE: f32 = 1e-4;
+const TOLERANCE: f32 = 0.1;
 
 /// Writes every tensor of `q4nx_dir` to `out/model.safetensors`, quantized ones dequantized to f32
 /// with the source's logical shape, and copies the config and tokenizer files.
