@@ -34,8 +34,9 @@ pub enum Error {
     },
     /// Text was given but the model folder has no `tokenizer.json`.
     #[error(
-        "engine: the model in {dir} has no tokenizer.json, so it cannot read text; \
-         pass token ids instead (for example `--tokens 1,2,3`) or add the model's tokenizer.json"
+        "engine: the model in {dir} has no tokenizer.json, so it cannot read or write text; \
+         give token ids instead (`hearth generate --tokens 1,2,3`, `hearth logits --tokens 1,2,3`) \
+         or add the model's tokenizer.json to the folder"
     )]
     NoTokenizer {
         /// The model folder.
