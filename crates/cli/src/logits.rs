@@ -6,29 +6,60 @@ use std::process::ExitCode;
 
 use crate::model_args::{finish_output, parse_tokens, ModelArgs};
 
-/// Print the logits of every prompt position.
+/// Print the logits of every prompt position (or the perplexity of the sequence).
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["tokens", "text"])))]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     /// Token ids, e.g. `1,2,3`.
     #[arg(long, value_name = "IDS")]
-    tokens: String,
-    /// Print `{"logits": [[...], ...]}`: one vocabulary-sized row per position.
+    tokens: Option<String>,
+    /// Text, tokenized with the model's tokenizer (as a plain prompt, no chat template).
+    #[arg(long)]
+    text: Option<String>,
+    /// Print `{"logits": [[...], ...], "tokens": [...]}`: one vocabulary-sized row per position.
     #[arg(long)]
     json: bool,
+    /// Print only how well the model predicts the sequence: mean negative log-likelihood of each
+    /// token after the first (nats) and its exponential, the perplexity.
+    #[arg(long)]
+    perplexity: bool,
 }
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let tokens = parse_tokens(&args.tokens)?;
     let mut model = args.model.load()?;
+    let tokens = match (&args.tokens, &args.text) {
+        (Some(ids), _) => parse_tokens(ids)?,
+        (None, Some(text)) => model.tokenize(text)?,
+        (None, None) => unreachable!("clap requires --tokens or --text"),
+    };
     let logits = model.logits(&tokens)?;
     let mut out = std::io::stdout().lock();
-    let written = if args.json {
-        serde_json::to_writer(&mut out, &serde_json::json!({ "logits": logits }))
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
+    let written = if args.perplexity {
+        let nll = mean_nll(&logits, &tokens)
+            .ok_or_else(|| anyhow::anyhow!("perplexity needs at least two tokens"))?;
+        let report = serde_json::json!({
+            "tokens": tokens.len(), "mean_nll": nll, "perplexity": nll.exp()
+        });
+        if args.json {
+            writeln!(out, "{report}")
+        } else {
+            writeln!(
+                out,
+                "{} tokens, mean NLL {nll:.4} nats, perplexity {:.3}",
+                tokens.len(),
+                nll.exp()
+            )
+        }
+    } else if args.json {
+        serde_json::to_writer(
+            &mut out,
+            &serde_json::json!({ "logits": logits, "tokens": tokens }),
+        )
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
     } else {
         logits.iter().enumerate().try_for_each(|(position, row)| {
             let mut order: Vec<usize> = (0..row.len()).collect();
@@ -47,4 +78,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
     };
     finish_output(written)
+}
+
+/// Mean over positions `i` of `-log softmax(logits[i])[tokens[i + 1]]`, in f64; `None` for fewer
+/// than two tokens.
+fn mean_nll(logits: &[Vec<f32>], tokens: &[u32]) -> Option<f64> {
+    let terms: Vec<f64> = logits
+        .iter()
+        .zip(&tokens[1.min(tokens.len())..])
+        .map(|(row, &next)| {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let sum: f64 = row.iter().map(|&l| (l as f64 - max).exp()).sum();
+            max + sum.ln() - row[next as usize] as f64
+        })
+        .collect();
+    (!terms.is_empty()).then(|| terms.iter().sum::<f64>() / terms.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_logits_have_the_vocabulary_as_perplexity() {
+        let logits = vec![vec![0.0f32; 4]; 3];
+        let nll = mean_nll(&logits, &[0, 1, 2]).unwrap();
+        assert!((nll.exp() - 4.0).abs() < 1e-9);
+        assert!(mean_nll(&logits[..1], &[0]).is_none());
+    }
 }

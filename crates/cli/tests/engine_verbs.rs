@@ -208,3 +208,33 @@ fn a_missing_model_folder_says_so() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
+
+#[test]
+fn logits_reports_perplexity_of_text() {
+    let model = fixture("tiny-qwen3");
+    let out = hearth(
+        &[
+            "logits",
+            "--model",
+            model.to_str().unwrap(),
+            "--text",
+            "The quick brown fox jumps over the lazy dog.",
+            "--perplexity",
+            "--json",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let perplexity = json["perplexity"].as_f64().unwrap();
+    assert!(json["tokens"].as_u64().unwrap() > 2);
+    // A random model over 512 ids: far from perfect, and near the vocabulary size at worst.
+    assert!(
+        perplexity > 1.0 && perplexity < 5000.0,
+        "perplexity {perplexity}"
+    );
+}

@@ -21,6 +21,7 @@
 //! [`sampler`]; [`tokenizer`] and [`chat_template`]; `runner` drives prefill and decode.
 
 pub mod chat_template;
+pub mod cpu;
 mod error;
 pub mod kv_cache;
 pub mod linear;
