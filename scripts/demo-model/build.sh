@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Rebuild Hearth's bundled demo model (models/demo) from The Rust Programming Language book
+# shipped in the Rust toolchain's docs. CPU only; at most 72 minutes of training (niced) on a shared 2-core machine.
+#
+#   scripts/demo-model/build.sh [WORK_DIR] [BOOK_HTML_DIR]
+#
+# WORK_DIR (default: a new temporary directory) holds the text, checkpoints and the f32 model;
+# a re-run with the same WORK_DIR resumes training from its checkpoint. BOOK_HTML_DIR defaults to
+# `rustc --print sysroot`/share/doc/rust/html/book. Needs: pip install -r requirements.txt
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+work="${1:-$(mktemp -d)}"
+book_args=()
+if [[ $# -ge 2 ]]; then book_args=(--book "$2"); fi
+minutes="${DEMO_TRAIN_MINUTES:-72}"
+
+python3 "$here/prepare_data.py" "$work/data" "${book_args[@]}"
+python3 "$here/train_tokenizer.py" "$work/data" "$work/tokenizer.json"
+nice python3 "$here/train.py" "$work/data" "$work/tokenizer.json" "$work/run" --steps 1000 --minutes "$minutes"
+python3 "$here/export.py" "$work/run" "$work/tokenizer.json" "$work/hf"
+
+# Quantize to Q4NX with Hearth's own converter, then put the folder in place.
+out="$repo/models/demo"
+(cd "$repo" && cargo run --release -q -p hearth-cli -- convert "$work/hf" "$work/q4nx")
+mkdir -p "$out"
+cp "$work/q4nx/model.q4nx" "$work/hf/config.json" "$work/hf/tokenizer.json" \
+   "$work/hf/tokenizer_config.json" "$work/hf/generation_config.json" "$out/"
+
+python3 "$here/eval_perplexity.py" "$work/data" "$work/tokenizer.json" \
+    --transformers "$work/hf" --hearth "$work/hf" --hearth "$out" \
+    --hearth-bin "${CARGO_TARGET_DIR:-$repo/target}/release/hearth"
+python3 "$here/chat_sample.py" "$work/hf" "What is ownership in Rust?" --greedy
+echo "work dir: $work"
