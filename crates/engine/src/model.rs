@@ -29,7 +29,8 @@ pub struct LoadOptions {
     /// Positions the KV cache holds (prompt plus answer). By default,
     /// min(4096, the model's `max_position_embeddings`).
     pub context_length: Option<usize>,
-    /// Worker threads for the CPU kernels. By default, one per core.
+    /// Threads for the CPU kernels (the process-wide pool is resized to this). By default, one
+    /// per physical core.
     pub threads: Option<usize>,
 }
 
@@ -52,7 +53,7 @@ pub struct ModelInfo {
     pub has_chat_template: bool,
     /// Where it runs: `"cpu"`.
     pub backend: String,
-    /// Which matrix kernels run (`"scalar"` for the reference implementation).
+    /// Which SIMD level the Q4_1 matrix kernels run at (e.g. `"avx2"`, `"scalar"`).
     pub kernel: String,
 }
 
@@ -107,6 +108,9 @@ impl Model {
             .parameter_count(config.tie_word_embeddings);
 
         let context_length = context_length(dir, &config, options)?;
+        if let Some(threads) = options.threads {
+            crate::cpu::pool::set_global_threads(threads);
+        }
         let tokenizer = read_tokenizer(dir, &config)?;
         let tokenizer_config = read_json(&dir.join("tokenizer_config.json"))?;
         let template = ChatTemplate::from_dir(dir, tokenizer_config.as_ref())?;
@@ -135,7 +139,7 @@ impl Model {
             has_tokenizer: tokenizer.is_some(),
             has_chat_template: template.is_some(),
             backend: "cpu".to_owned(),
-            kernel: "scalar".to_owned(),
+            kernel: crate::cpu::KernelLevel::selected().name().to_owned(),
         };
         tracing::info!(
             model = %info.name, format = weight_format, context_length, ?stop_ids,
