@@ -29,7 +29,7 @@ pub struct PhaseMark {
 }
 
 /// Which power the joules integrate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Meter {
     /// The whole processor package (CPU + iGPU + NPU + SoC): what an answer costs the chip.
@@ -59,7 +59,7 @@ impl Meter {
 }
 
 /// Energy by one meter.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeterEnergy {
     /// The meter.
     pub meter: Meter,
@@ -78,7 +78,7 @@ pub struct MeterEnergy {
 }
 
 /// Estimated battery use if generating went on for an hour.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatteryUse {
     /// Mean discharge power while generating, W.
     pub average_watts: f64,
@@ -89,8 +89,9 @@ pub struct BatteryUse {
 }
 
 /// What one answer cost. The headline fields come from the best meter available (package, then
-/// battery, then NPU); `meters` has each meter apart.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// battery, then NPU); `meters` has each meter apart. Deserializes too, so it can be stored with
+/// an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
     /// Seconds of prefill.
     pub prefill_secs: f64,
@@ -381,6 +382,17 @@ mod tests {
         let bat = r.battery.unwrap();
         assert!(close(bat.average_watts, 20.0), "battery: (90 + 30) J / 6 s");
         assert!(close(bat.percent_per_hour, 100.0 * 20.0 / 60.0));
+    }
+
+    #[test]
+    fn report_round_trips_through_json() {
+        let samples = [
+            sample(0.0, Some(10.0), None, Some(1.0)),
+            sample(2.0, Some(12.0), None, Some(1.5)),
+        ];
+        let r = report(&samples, &[], 2.0, 5, 7, None);
+        let back: EnergyReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]
