@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Err(e.into());
         }
     }
-    let _ = writeln!(std::io::stdout());
+    let _ = writeln!(stdout).and_then(|()| stdout.flush());
     if !args.quiet {
         eprintln!("{}", describe_stats(&stats));
     }
