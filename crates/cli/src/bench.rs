@@ -437,9 +437,8 @@ mod tests {
 
     #[test]
     fn tiny_random_model_loads_validates_and_generates() {
-        let home = tempfile::tempdir().unwrap();
+        let dir = std::env::temp_dir().join(format!("hearth-bench-test-{}", std::process::id()));
         let config = ModelConfig::from_json(&shape_config("tiny").unwrap().to_string()).unwrap();
-        let dir = home.path().join("tiny");
         fs::create_dir_all(&dir).unwrap();
         write_random_q4nx(&dir.join("model.q4nx"), &config).unwrap();
         fs::write(
@@ -462,5 +461,6 @@ mod tests {
             })
             .unwrap();
         assert_eq!(stats.prompt_tokens, 16);
+        fs::remove_dir_all(&dir).unwrap();
     }
 }
