@@ -1,0 +1,242 @@
+//! Errors: [`AppError`] is what a request can fail with, turned into a status and an
+//! OpenAI-style body `{"error": {"message", "type", "code"}}`; [`Error`] is what setting up a
+//! server can fail with.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// Why a server cannot be set up for a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model cannot chat: it lacks a tokenizer or a chat template.
+    #[error(
+        "server: the model {name} has no {missing}, so it cannot answer chat requests; \
+         use a chat model folder (with tokenizer.json and a chat template)"
+    )]
+    NotChatModel {
+        /// The model's name.
+        name: String,
+        /// What is missing.
+        missing: &'static str,
+    },
+    /// Binding or serving the socket failed.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Everything a request can fail with. Clients get a short, plain message; internals go to the
+/// log.
+#[derive(Debug)]
+pub enum AppError {
+    /// The request is malformed or asks for something invalid (400).
+    BadRequest {
+        /// What is wrong, in plain words.
+        message: String,
+        /// Which request field, if one.
+        param: Option<&'static str>,
+    },
+    /// The prompt does not fit in the model's context (400, `context_length_exceeded`).
+    ContextFull {
+        /// Tokens the prompt needs.
+        needed: usize,
+        /// The context the model was loaded with.
+        limit: usize,
+    },
+    /// The request names a model this server does not serve (404, `model_not_found`).
+    ModelNotFound {
+        /// The name asked for.
+        requested: String,
+        /// The model that is served.
+        served: String,
+    },
+    /// No such route (404).
+    RouteNotFound {
+        /// The method and path asked for.
+        what: String,
+    },
+    /// The route exists but not with this method (405).
+    MethodNotAllowed,
+    /// The request came through a foreign `Host` or `Origin` (403).
+    Forbidden {
+        /// Why, in plain words.
+        message: String,
+        /// `forbidden_host` or `forbidden_origin`.
+        code: &'static str,
+    },
+    /// The body is larger than the server accepts (413).
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Too many requests are already waiting for the model (503).
+    Busy {
+        /// How many requests may wait.
+        queue: usize,
+    },
+    /// Something failed inside the server (500); the details were logged.
+    Internal,
+}
+
+/// The `error` object of an OpenAI-style error body.
+#[derive(Debug, Serialize)]
+struct ErrorObject<'a> {
+    message: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    param: Option<&'static str>,
+    code: Option<&'static str>,
+}
+
+impl AppError {
+    /// A 400 about the field `param`.
+    pub fn bad_field(param: &'static str, message: impl Into<String>) -> Self {
+        AppError::BadRequest {
+            message: message.into(),
+            param: Some(param),
+        }
+    }
+
+    /// A 400 not tied to one field.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        AppError::BadRequest {
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::BadRequest { .. } | AppError::ContextFull { .. } => StatusCode::BAD_REQUEST,
+            AppError::ModelNotFound { .. } | AppError::RouteNotFound { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AppError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The message a client sees.
+    pub fn message(&self) -> String {
+        match self {
+            AppError::BadRequest { message, .. } | AppError::Forbidden { message, .. } => {
+                message.clone()
+            }
+            AppError::ContextFull { needed, limit } => format!(
+                "the conversation is too long for the model's context: it needs {needed} tokens \
+                 but the context holds {limit}; shorten or drop earlier messages, or restart \
+                 the server with a larger --context"
+            ),
+            AppError::ModelNotFound { requested, served } => format!(
+                "model '{requested}' is not served here; this server serves '{served}' \
+                 (see GET /v1/models)"
+            ),
+            AppError::RouteNotFound { what } => format!(
+                "no such endpoint: {what}; this server offers GET /v1/models, \
+                 POST /v1/chat/completions, GET /api/tags and GET /api/version"
+            ),
+            AppError::MethodNotAllowed => "this endpoint does not accept that method".to_owned(),
+            AppError::PayloadTooLarge { limit } => format!(
+                "the request body is larger than this server accepts ({} MB)",
+                limit / (1024 * 1024)
+            ),
+            AppError::Busy { queue } => format!(
+                "the server is busy: the model is answering and {queue} more requests are \
+                 waiting; try again in a moment"
+            ),
+            AppError::Internal => {
+                "the server failed to answer; the details are in its log".to_owned()
+            }
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            AppError::BadRequest { .. }
+            | AppError::ContextFull { .. }
+            | AppError::ModelNotFound { .. }
+            | AppError::RouteNotFound { .. }
+            | AppError::MethodNotAllowed
+            | AppError::PayloadTooLarge { .. } => "invalid_request_error",
+            AppError::Forbidden { .. } => "permission_error",
+            AppError::Busy { .. } | AppError::Internal => "server_error",
+        }
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        match self {
+            AppError::BadRequest { .. } => None,
+            AppError::ContextFull { .. } => Some("context_length_exceeded"),
+            AppError::ModelNotFound { .. } => Some("model_not_found"),
+            AppError::RouteNotFound { .. } => Some("not_found"),
+            AppError::MethodNotAllowed => Some("method_not_allowed"),
+            AppError::Forbidden { code, .. } => Some(code),
+            AppError::PayloadTooLarge { .. } => Some("payload_too_large"),
+            AppError::Busy { .. } => Some("server_busy"),
+            AppError::Internal => Some("internal_error"),
+        }
+    }
+
+    fn param(&self) -> Option<&'static str> {
+        match self {
+            AppError::BadRequest { param, .. } => *param,
+            AppError::ContextFull { .. } => Some("messages"),
+            AppError::ModelNotFound { .. } => Some("model"),
+            _ => None,
+        }
+    }
+}
+
+impl From<hearth_engine::Error> for AppError {
+    /// Engine errors a request can cause become 4xx; the rest are logged and become a 500.
+    fn from(err: hearth_engine::Error) -> Self {
+        use hearth_engine::Error as E;
+        match err {
+            E::ContextFull { needed, limit } => AppError::ContextFull { needed, limit },
+            E::EmptyPrompt => {
+                AppError::bad_field("messages", "the messages render to an empty prompt")
+            }
+            E::InvalidSampling { reason } => AppError::bad_request(reason),
+            E::ChatTemplate { reason } => AppError::bad_field(
+                "messages",
+                format!("the model's chat template rejected these messages: {reason}"),
+            ),
+            other => {
+                tracing::error!(error = %other, "generation failed");
+                AppError::Internal
+            }
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = self.message();
+        if status.is_server_error() {
+            tracing::warn!(%status, %message, "request failed");
+        } else {
+            tracing::debug!(%status, %message, "request refused");
+        }
+        let body = serde_json::json!({
+            "error": ErrorObject {
+                message: &message,
+                kind: self.kind(),
+                param: self.param(),
+                code: self.code(),
+            }
+        });
+        let mut response = (status, axum::Json(body)).into_response();
+        if let AppError::Busy { .. } = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        }
+        response
+    }
+}

@@ -1,0 +1,149 @@
+//! What every request shares: the model behind a mutex (one generation at a time), the queue
+//! bound, and the server's settings.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use hearth_engine::{GenerationStats, Model, ModelInfo};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::{AppError, Error};
+
+/// Default request body limit: 4 MiB, far more than any chat needs.
+pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Default number of requests that may wait while one generates.
+pub const DEFAULT_QUEUE: usize = 8;
+
+/// How the server behaves. `Default` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Requests that may wait for the model while one generates; past that, 503.
+    /// By default [`DEFAULT_QUEUE`].
+    pub queue: usize,
+    /// Largest request body accepted, in bytes; past that, 413. By default [`DEFAULT_BODY_LIMIT`].
+    pub body_limit: usize,
+    /// Host names or addresses accepted in `Host`/`Origin` besides loopback ones (for a server
+    /// deliberately exposed on a network). By default none.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            queue: DEFAULT_QUEUE,
+            body_limit: DEFAULT_BODY_LIMIT,
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// Shared server state; cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    model: Mutex<Model>,
+    info: ModelInfo,
+    options: ServerOptions,
+    /// One permit per request allowed in (the one generating plus the queue).
+    admission: Arc<Semaphore>,
+    last_stats: Mutex<Option<GenerationStats>>,
+    started_unix: u64,
+}
+
+impl AppState {
+    /// Serves `model`, which must have a tokenizer and a chat template.
+    pub fn new(model: Model, options: ServerOptions) -> Result<AppState, Error> {
+        let info = model.info().clone();
+        let missing = if !info.has_tokenizer {
+            Some("tokenizer.json")
+        } else if !info.has_chat_template {
+            Some("chat template")
+        } else {
+            None
+        };
+        if let Some(missing) = missing {
+            return Err(Error::NotChatModel {
+                name: info.name,
+                missing,
+            });
+        }
+        let admission = Arc::new(Semaphore::new(options.queue + 1));
+        Ok(AppState {
+            inner: Arc::new(Shared {
+                model: Mutex::new(model),
+                info,
+                options,
+                admission,
+                last_stats: Mutex::new(None),
+                started_unix: unix_now(),
+            }),
+        })
+    }
+
+    /// The served model's description.
+    pub fn info(&self) -> &ModelInfo {
+        &self.inner.info
+    }
+
+    /// The id clients use in `model` (the model folder's name).
+    pub fn model_id(&self) -> &str {
+        &self.inner.info.name
+    }
+
+    /// The server's settings.
+    pub fn options(&self) -> &ServerOptions {
+        &self.inner.options
+    }
+
+    /// The counts and timings of the last generation that ended (cancelled ones included).
+    pub fn last_stats(&self) -> Option<GenerationStats> {
+        lock(&self.inner.last_stats).clone()
+    }
+
+    pub(crate) fn allowed_hosts(&self) -> &[String] {
+        &self.inner.options.allowed_hosts
+    }
+
+    pub(crate) fn started_unix(&self) -> u64 {
+        self.inner.started_unix
+    }
+
+    /// A place in line for the model, or 503 when the queue is full.
+    pub(crate) fn admit(&self) -> Result<OwnedSemaphorePermit, AppError> {
+        Arc::clone(&self.inner.admission)
+            .try_acquire_owned()
+            .map_err(|_| AppError::Busy {
+                queue: self.inner.options.queue,
+            })
+    }
+
+    /// Runs `f` with the model on the calling (blocking) thread, waiting for the generation
+    /// before it to end.
+    pub(crate) fn with_model<T>(&self, f: impl FnOnce(&mut Model) -> T) -> Result<T, AppError> {
+        let mut model = self.inner.model.lock().map_err(|_| {
+            // A generation panicked: the KV cache may be half-written, so refuse rather than
+            // answer from a corrupt state.
+            tracing::error!("the model lock is poisoned by an earlier failure");
+            AppError::Internal
+        })?;
+        Ok(f(&mut model))
+    }
+
+    pub(crate) fn record_stats(&self, stats: &GenerationStats) {
+        *lock(&self.inner.last_stats) = Some(stats.clone());
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Seconds since 1970, for the `created` fields of responses.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
