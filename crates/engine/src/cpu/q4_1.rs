@@ -432,8 +432,55 @@ mod avx512vnni {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
-    #[allow(clippy::needless_range_loop)] // `h` and `t` index several parallel arrays
     pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        if out.len() == MAX_TOKENS * TILE_ROWS {
+            row_block_batch::<MAX_TOKENS>(tiles, acts, t0, out)
+        } else {
+            row_block_any(tiles, acts, t0, out)
+        }
+    }
+
+    /// Exactly `N` tokens: one half (16 rows) at a time over all tiles, so the `N` accumulators
+    /// stay in registers and each unpacked group serves all `N` tokens.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
+    unsafe fn row_block_batch<const N: usize>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
+        let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
+        let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
+        let sums: [*const f32; N] = std::array::from_fn(|t| acts.sums(t0 + t).as_ptr());
+        for h in 0..2 {
+            let mut acc = [_mm512_setzero_ps(); N];
+            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+                let base = tile.as_ptr();
+                for g in 0..GROUPS {
+                    let gi = ct * GROUPS + g;
+                    let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
+                    let j = g * TILE_ROWS + h * 16;
+                    let d = bf16x16(base.add(SCALES + 2 * j));
+                    let m = bf16x16(base.add(MINS + 2 * j));
+                    for t in 0..N {
+                        let isum = dot(&w, xq[t].add(gi * BLOCK));
+                        let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*scales[t].add(gi)));
+                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, acc[t]);
+                        acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
+                    }
+                }
+            }
+            for t in 0..N {
+                _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[t]);
+            }
+        }
+    }
+
+    /// Any token count up to [`MAX_TOKENS`], reading the tiles front to back once.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    #[allow(clippy::needless_range_loop)] // `h` and `t` index several parallel arrays
+    unsafe fn row_block_any(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
         let tokens = out.len() / TILE_ROWS;
         let mut acc = [[_mm512_setzero_ps(); 2]; MAX_TOKENS];
         let mut xq = [std::ptr::null::<i8>(); MAX_TOKENS];
