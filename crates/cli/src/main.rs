@@ -15,6 +15,7 @@ mod model_args;
 mod pull;
 mod rm;
 mod run;
+mod serve;
 
 #[derive(Parser)]
 #[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
@@ -47,6 +48,8 @@ enum Command {
     Rm(rm::Args),
     /// Answer one prompt with a model, streaming the answer
     Run(run::Args),
+    /// Serve a model over a local OpenAI-compatible HTTP API (127.0.0.1 only by default)
+    Serve(serve::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -79,5 +82,6 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Pull(args) => pull::run(args),
         Command::Rm(args) => rm::run(args),
         Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
