@@ -1,0 +1,22 @@
+//! The commands the UI calls, one module per area. Each parses its arguments, calls one function
+//! of the app or a crate, and maps the error to `CommandError`. A new area adds a module here,
+//! its commands to `generate_handler!` in lib.rs, to `COMMANDS` in build.rs and to
+//! capabilities/default.json.
+
+pub mod chat;
+pub mod conversations;
+pub mod models;
+pub mod npu;
+pub mod session;
+pub mod settings;
+
+use crate::error::CommandError;
+
+/// Run blocking work (disk, model) off the async runtime.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CommandError> + Send + 'static,
+) -> Result<T, CommandError> {
+    tauri::async_runtime::spawn_blocking(work)
+        .await
+        .map_err(|e| CommandError::new("internal", format!("Hearth hit an internal error ({e}). Try again; if it repeats, restart the app.")))?
+}

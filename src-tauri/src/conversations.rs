@@ -1,0 +1,801 @@
+//! Saved conversations: SQLite (WAL) in the data directory. Answers are written while they stream,
+//! so killing the app mid-answer loses at most the last fraction of a second; a database that
+//! cannot be read is moved aside (backed up) and a fresh one started, and the caller is told.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::ConversationSettings;
+
+/// Title of a conversation before its first message names it.
+pub const UNTITLED: &str = "New conversation";
+
+/// What went wrong with the conversation database.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed on the database file.
+    #[error("conversations: the database {path} failed: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The database could not be moved aside after it was found damaged.
+    #[error("conversations: the database {path} is damaged and could not be moved aside ({source}); move or delete it, then start Hearth again")]
+    Backup {
+        /// The damaged file.
+        path: PathBuf,
+        /// Why renaming failed.
+        source: std::io::Error,
+    },
+    /// The data directory could not be created.
+    #[error("conversations: cannot create the folder {path} ({source}); check that it is writable")]
+    Folder {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No conversation or message with that id.
+    #[error("conversations: there is no {what} with id {id} (it may have been deleted)")]
+    NotFound {
+        /// "conversation" or "message".
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// A stored value could not be read back.
+    #[error("conversations: stored {what} is unreadable: {detail}")]
+    Corrupt {
+        /// Which value.
+        what: &'static str,
+        /// Parser message.
+        detail: String,
+    },
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person.
+    User,
+    /// The model.
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            other => Err(StoreError::Corrupt {
+                what: "message role",
+                detail: format!("unknown role {other:?}"),
+            }),
+        }
+    }
+}
+
+/// Where a message is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageState {
+    /// Finished normally.
+    Complete,
+    /// Being written right now.
+    Streaming,
+    /// The user stopped it.
+    Stopped,
+    /// The app ended while it was being written (found so at the next start).
+    Interrupted,
+    /// Generation failed.
+    Error,
+}
+
+impl MessageState {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Streaming => "streaming",
+            Self::Stopped => "stopped",
+            Self::Interrupted => "interrupted",
+            Self::Error => "error",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "complete" => Self::Complete,
+            "streaming" => Self::Streaming,
+            "stopped" => Self::Stopped,
+            "error" => Self::Error,
+            _ => Self::Interrupted,
+        }
+    }
+}
+
+/// How an answer was made: stored with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Model folder name.
+    pub model_name: String,
+    /// sha256 of the weights file, when it has been computed.
+    pub model_sha256: Option<String>,
+    /// Backend that ran it ("cpu", ...), with its kernel level.
+    pub backend: String,
+    /// The device (CPU model name, NPU).
+    pub device: String,
+    /// Tokens the model read (after trimming).
+    pub prompt_tokens: usize,
+    /// Tokens it wrote.
+    pub generated_tokens: usize,
+    /// Seconds from the request to the first answer token.
+    pub ttft_secs: f64,
+    /// Seconds spent decoding.
+    pub decode_secs: f64,
+    /// Decode speed.
+    pub tokens_per_second: f64,
+    /// "end of turn", "length limit", "stopped".
+    pub stop_reason: String,
+    /// Oldest messages left out to fit the context.
+    pub trimmed_messages: usize,
+    /// Unix seconds.
+    pub finished_at: i64,
+    /// Energy of the answer: joules for reading the prompt and for writing, per 1000 tokens, and
+    /// where the power readings came from (`npu::Telemetry`). Absent in answers saved before.
+    #[serde(default)]
+    pub energy: Option<npu::EnergyReport>,
+}
+
+/// One message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Database id (increasing in conversation order).
+    pub id: i64,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+    /// Its state.
+    pub state: MessageState,
+    /// How it was made (answers only).
+    pub receipt: Option<Receipt>,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// A conversation with its messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Id (hex).
+    pub id: String,
+    /// Title shown in the list.
+    pub title: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds of the last change.
+    pub updated_at: i64,
+    /// System prompt and sampling.
+    pub settings: ConversationSettings,
+    /// Messages, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// A line of the conversation list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationSummary {
+    /// Id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds.
+    pub updated_at: i64,
+    /// Number of messages.
+    pub message_count: usize,
+    /// Text around the search match (when searching).
+    pub snippet: Option<String>,
+}
+
+/// The database was damaged and replaced by a fresh one; the old file is kept here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery {
+    /// Where the damaged database was moved.
+    pub backup: PathBuf,
+    /// What SQLite said.
+    pub reason: String,
+}
+
+/// The conversation database.
+pub struct ConversationStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    settings TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    state TEXT NOT NULL,
+    receipt TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+";
+
+impl ConversationStore {
+    /// Open (or create) the database at `path`. A damaged database is moved aside to
+    /// `<name>.damaged-<unix time>` and a fresh one started; the `Recovery` says so.
+    pub fn open(path: &Path) -> Result<(Self, Option<Recovery>), StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Folder {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        match Self::open_checked(path) {
+            Ok(store) => Ok((store, None)),
+            Err(StoreError::Sqlite { source, .. }) if path.exists() => {
+                let reason = source.to_string();
+                tracing::warn!("conversations: {} is damaged ({reason}); moving it aside", path.display());
+                let backup = Self::move_aside(path)?;
+                let store = Self::open_checked(path)?;
+                Ok((store, Some(Recovery { backup, reason })))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn open_checked(path: &Path) -> Result<Self, StoreError> {
+        let sqlite = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sqlite)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(sqlite)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sqlite)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite)?;
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(sqlite)?;
+        if check != "ok" {
+            return Err(sqlite(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some(format!("integrity check: {check}")),
+            )));
+        }
+        conn.execute_batch(SCHEMA).map_err(sqlite)?;
+        // Answers that were streaming when the app last ended.
+        conn.execute(
+            "UPDATE messages SET state = 'interrupted' WHERE state = 'streaming'",
+            [],
+        )
+        .map_err(sqlite)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "conversations.db".into());
+        let backup = path.with_file_name(format!("{name}.damaged-{}", now()));
+        std::fs::rename(path, &backup).map_err(|source| StoreError::Backup {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        for suffix in ["-wal", "-shm"] {
+            let side = path.with_file_name(format!("{name}{suffix}"));
+            if side.exists() {
+                let _ = std::fs::rename(&side, backup.with_file_name(format!("{}{suffix}", backup.file_name().unwrap_or_default().to_string_lossy())));
+            }
+        }
+        Ok(backup)
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Start a new, empty conversation.
+    pub fn create(&self, settings: &ConversationSettings) -> Result<Conversation, StoreError> {
+        let settings_json = serde_json::to_string(settings).unwrap_or_else(|_| "{}".into());
+        let t = now();
+        let id: String = self
+            .conn
+            .query_row("SELECT lower(hex(randomblob(8)))", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at, settings) VALUES (?1, ?2, ?3, ?3, ?4)",
+                params![id, UNTITLED, t, settings_json],
+            )
+            .map_err(|e| self.err(e))?;
+        self.get(&id)
+    }
+
+    /// Conversations, most recently changed first. A non-empty `query` keeps those whose title
+    /// or messages contain it (case-insensitive) and returns a snippet around the match.
+    pub fn list(&self, query: &str) -> Result<Vec<ConversationSummary>, StoreError> {
+        let query = query.trim();
+        let pattern = format!(
+            "%{}%",
+            query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+        );
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT c.id, c.title, c.created_at, c.updated_at,
+                        (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id),
+                        (SELECT m.content FROM messages m WHERE m.conversation_id = c.id
+                           AND m.content LIKE ?1 ESCAPE '\\' ORDER BY m.id LIMIT 1)
+                 FROM conversations c
+                 WHERE ?2 = '' OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
+                    SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
+                 ORDER BY c.updated_at DESC, c.rowid DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![pattern, query], |row| {
+                let matched: Option<String> = row.get(5)?;
+                Ok(ConversationSummary {
+                    id: row.get(0)?,
+                    title: row.get(1)?,
+                    created_at: row.get(2)?,
+                    updated_at: row.get(3)?,
+                    message_count: row.get::<_, i64>(4)? as usize,
+                    snippet: if query.is_empty() {
+                        None
+                    } else {
+                        matched.map(|text| snippet(&text, query))
+                    },
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// One conversation with all its messages.
+    pub fn get(&self, id: &str) -> Result<Conversation, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, title, created_at, updated_at, settings FROM conversations WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StoreError::NotFound {
+                what: "conversation",
+                id: id.to_string(),
+            })?;
+        let settings = serde_json::from_str::<ConversationSettings>(&row.4)
+            .map(ConversationSettings::clamped)
+            .unwrap_or_else(|error| {
+                tracing::warn!("conversations: settings of {id} unreadable ({error}); using defaults");
+                ConversationSettings::default()
+            });
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, role, content, state, receipt, created_at FROM messages
+                 WHERE conversation_id = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let raw = stmt
+            .query_map(params![id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut messages = Vec::with_capacity(raw.len());
+        for (mid, role, content, state, receipt, created_at) in raw {
+            messages.push(Message {
+                id: mid,
+                role: Role::parse(&role)?,
+                content,
+                state: MessageState::parse(&state),
+                receipt: receipt.and_then(|r| serde_json::from_str(&r).ok()),
+                created_at,
+            });
+        }
+        Ok(Conversation {
+            id: row.0,
+            title: row.1,
+            created_at: row.2,
+            updated_at: row.3,
+            settings,
+            messages,
+        })
+    }
+
+    fn touch(&self, id: &str) -> Result<usize, StoreError> {
+        self.conn
+            .execute(
+                "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+                params![id, now()],
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    fn require(&self, id: &str, changed: usize) -> Result<(), StoreError> {
+        if changed == 0 {
+            Err(StoreError::NotFound {
+                what: "conversation",
+                id: id.to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Rename a conversation.
+    pub fn rename(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE conversations SET title = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, title, now()],
+            )
+            .map_err(|e| self.err(e))?;
+        self.require(id, changed)
+    }
+
+    /// Delete a conversation and its messages.
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .execute("DELETE FROM conversations WHERE id = ?1", params![id])
+            .map_err(|e| self.err(e))?;
+        self.require(id, changed)
+    }
+
+    /// Replace a conversation's settings.
+    pub fn update_settings(&self, id: &str, settings: &ConversationSettings) -> Result<(), StoreError> {
+        let json = serde_json::to_string(settings).unwrap_or_else(|_| "{}".into());
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE conversations SET settings = ?2 WHERE id = ?1",
+                params![id, json],
+            )
+            .map_err(|e| self.err(e))?;
+        self.require(id, changed)
+    }
+
+    /// Append a message. The first user message also names an untitled conversation.
+    pub fn add_message(&self, conversation_id: &str, role: Role, content: &str, state: MessageState) -> Result<Message, StoreError> {
+        let changed = self.touch(conversation_id)?;
+        self.require(conversation_id, changed)?;
+        let t = now();
+        self.conn
+            .execute(
+                "INSERT INTO messages (conversation_id, role, content, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![conversation_id, role.as_str(), content, state.as_str(), t],
+            )
+            .map_err(|e| self.err(e))?;
+        let id = self.conn.last_insert_rowid();
+        if role == Role::User {
+            self.conn
+                .execute(
+                    "UPDATE conversations SET title = ?2 WHERE id = ?1 AND title = ?3",
+                    params![conversation_id, title_from(content), UNTITLED],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(Message {
+            id,
+            role,
+            content: content.to_string(),
+            state,
+            receipt: None,
+            created_at: t,
+        })
+    }
+
+    /// Save the text of an answer so far (called while it streams).
+    pub fn save_partial(&self, message_id: i64, content: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE messages SET content = ?2 WHERE id = ?1",
+                params![message_id, content],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Finish an answer: final text, state and receipt.
+    pub fn finish_message(&self, message_id: i64, content: &str, state: MessageState, receipt: Option<&Receipt>) -> Result<Message, StoreError> {
+        let receipt_json = receipt.and_then(|r| serde_json::to_string(r).ok());
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE messages SET content = ?2, state = ?3, receipt = ?4 WHERE id = ?1",
+                params![message_id, content, state.as_str(), receipt_json],
+            )
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(StoreError::NotFound {
+                what: "message",
+                id: message_id.to_string(),
+            });
+        }
+        let (conversation_id, role, created_at): (String, String, i64) = self
+            .conn
+            .query_row(
+                "SELECT conversation_id, role, created_at FROM messages WHERE id = ?1",
+                params![message_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        self.touch(&conversation_id)?;
+        Ok(Message {
+            id: message_id,
+            role: Role::parse(&role)?,
+            content: content.to_string(),
+            state,
+            receipt: receipt.cloned(),
+            created_at,
+        })
+    }
+
+    /// Delete the message `message_id` and everything after it (edit and resend).
+    pub fn truncate_from(&self, conversation_id: &str, message_id: i64) -> Result<(), StoreError> {
+        let exists: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM messages WHERE id = ?1 AND conversation_id = ?2",
+                params![message_id, conversation_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound {
+                what: "message",
+                id: message_id.to_string(),
+            });
+        }
+        self.conn
+            .execute(
+                "DELETE FROM messages WHERE conversation_id = ?1 AND id >= ?2",
+                params![conversation_id, message_id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Delete the answers after the last user message (regenerate).
+    pub fn drop_trailing_answers(&self, conversation_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "DELETE FROM messages WHERE conversation_id = ?1 AND role = 'assistant' AND id > COALESCE(
+                    (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)",
+                params![conversation_id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+/// A title from the first line of a message (at most 60 characters).
+pub fn title_from(content: &str) -> String {
+    let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    if title.is_empty() {
+        UNTITLED.to_string()
+    } else {
+        title
+    }
+}
+
+/// About 80 characters of `text` around the first case-insensitive match of `query`.
+fn snippet(text: &str, query: &str) -> String {
+    let lower = text.to_lowercase();
+    let at = lower.find(&query.to_lowercase()).unwrap_or(0);
+    // `at` indexes the lowercased text; map back by characters to stay on boundaries.
+    let at_chars = lower[..at].chars().count();
+    let start = at_chars.saturating_sub(30);
+    let piece: String = text.chars().skip(start).take(80).collect();
+    let piece = piece.split_whitespace().collect::<Vec<_>>().join(" ");
+    if start > 0 {
+        format!("…{piece}")
+    } else {
+        piece
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, ConversationStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, recovery) = ConversationStore::open(&dir.path().join("conversations.db")).unwrap();
+        assert!(recovery.is_none());
+        (dir, store)
+    }
+
+    #[test]
+    fn first_user_message_names_the_conversation() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        assert_eq!(c.title, UNTITLED);
+        s.add_message(&c.id, Role::User, "  \nHow do tides work?\nmore", MessageState::Complete).unwrap();
+        assert_eq!(s.get(&c.id).unwrap().title, "How do tides work?");
+    }
+
+    #[test]
+    fn partial_answer_survives_reopen_as_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let id;
+        {
+            let (s, _) = ConversationStore::open(&path).unwrap();
+            let c = s.create(&ConversationSettings::default()).unwrap();
+            id = c.id.clone();
+            s.add_message(&id, Role::User, "hi", MessageState::Complete).unwrap();
+            let a = s.add_message(&id, Role::Assistant, "", MessageState::Streaming).unwrap();
+            s.save_partial(a.id, "Hello, I was").unwrap();
+            // dropped without finishing: like a killed app
+        }
+        let (s, recovery) = ConversationStore::open(&path).unwrap();
+        assert!(recovery.is_none());
+        let c = s.get(&id).unwrap();
+        assert_eq!(c.messages[1].content, "Hello, I was", "the streamed part is kept");
+        assert_eq!(c.messages[1].state, MessageState::Interrupted);
+    }
+
+    #[test]
+    fn damaged_database_is_moved_aside_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let (s, recovery) = ConversationStore::open(&path).unwrap();
+        let recovery = recovery.expect("damage must be reported");
+        assert!(recovery.backup.exists(), "the damaged file is kept as a backup");
+        assert_eq!(std::fs::read(&recovery.backup).unwrap(), vec![0x5a; 8192], "backup is the original bytes");
+        assert!(s.list("").unwrap().is_empty(), "a fresh database is usable");
+        s.create(&ConversationSettings::default()).unwrap();
+    }
+
+    #[test]
+    fn search_matches_titles_and_messages_case_insensitively() {
+        let (_d, s) = store();
+        let a = s.create(&ConversationSettings::default()).unwrap();
+        s.add_message(&a.id, Role::User, "Tell me about Rust lifetimes", MessageState::Complete).unwrap();
+        let b = s.create(&ConversationSettings::default()).unwrap();
+        s.add_message(&b.id, Role::User, "Soup recipes", MessageState::Complete).unwrap();
+        s.add_message(&b.id, Role::Assistant, "Try a LENTIL soup with 100% cumin", MessageState::Complete).unwrap();
+        let hits = s.list("lentil").unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].id, b.id);
+        assert!(hits[0].snippet.as_deref().unwrap().contains("LENTIL"));
+        assert_eq!(s.list("100%").unwrap().len(), 1, "% is matched literally");
+        assert_eq!(s.list("").unwrap().len(), 2);
+        assert!(s.list("nothing like this").unwrap().is_empty());
+    }
+
+    #[test]
+    fn rename_delete_and_missing_ids() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        s.rename(&c.id, "Trip").unwrap();
+        assert_eq!(s.get(&c.id).unwrap().title, "Trip");
+        s.delete(&c.id).unwrap();
+        assert!(matches!(s.get(&c.id), Err(StoreError::NotFound { .. })));
+        assert!(matches!(s.rename("nope", "x"), Err(StoreError::NotFound { .. })));
+        assert!(matches!(s.add_message("nope", Role::User, "x", MessageState::Complete), Err(StoreError::NotFound { .. })));
+    }
+
+    #[test]
+    fn truncate_and_regenerate_drop_the_right_messages() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let u1 = s.add_message(&c.id, Role::User, "one", MessageState::Complete).unwrap();
+        s.add_message(&c.id, Role::Assistant, "a1", MessageState::Complete).unwrap();
+        let u2 = s.add_message(&c.id, Role::User, "two", MessageState::Complete).unwrap();
+        s.add_message(&c.id, Role::Assistant, "a2", MessageState::Complete).unwrap();
+        s.drop_trailing_answers(&c.id).unwrap();
+        let m = s.get(&c.id).unwrap().messages;
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[2].id, u2.id);
+        s.truncate_from(&c.id, u1.id).unwrap();
+        assert!(s.get(&c.id).unwrap().messages.is_empty());
+        assert!(s.truncate_from(&c.id, 999).is_err(), "unknown message id is an error");
+    }
+
+    #[test]
+    fn receipt_round_trips() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let a = s.add_message(&c.id, Role::Assistant, "", MessageState::Streaming).unwrap();
+        let receipt = Receipt {
+            model_name: "demo".into(),
+            model_sha256: Some("ab".into()),
+            backend: "cpu".into(),
+            device: "test cpu".into(),
+            prompt_tokens: 12,
+            generated_tokens: 5,
+            ttft_secs: 0.1,
+            decode_secs: 0.5,
+            tokens_per_second: 10.0,
+            stop_reason: "end of turn".into(),
+            trimmed_messages: 0,
+            finished_at: 1,
+            energy: None,
+        };
+        s.finish_message(a.id, "done", MessageState::Complete, Some(&receipt)).unwrap();
+        assert_eq!(s.get(&c.id).unwrap().messages[0].receipt.as_ref(), Some(&receipt));
+    }
+
+    #[test]
+    fn title_is_cut_on_character_boundaries() {
+        let long = "é".repeat(100);
+        let t = title_from(&long);
+        assert_eq!(t.chars().count(), 61);
+        assert_eq!(title_from("   "), UNTITLED);
+    }
+}

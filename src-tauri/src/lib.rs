@@ -1,0 +1,76 @@
+//! Hearth's desktop shell: Tauri commands over the engine, saved conversations, settings.
+//!
+//! Layout: `commands/` holds the thin `#[tauri::command]` adapters, one module per area;
+//! [`answer`] writes an answer (fit to context, stream, save, receipt); [`conversations`] is the
+//! SQLite store; [`context`] trims old turns; [`session`] is the loaded model; [`settings`],
+//! [`paths`], [`export`], [`state`] and [`error`] hold the rest.
+
+pub mod answer;
+pub mod commands;
+pub mod context;
+pub mod conversations;
+pub mod error;
+pub mod export;
+pub mod paths;
+pub mod session;
+pub mod settings;
+pub mod state;
+
+use tauri::{Builder, Manager, Runtime};
+
+use crate::paths::Paths;
+use crate::state::AppState;
+
+/// Add Hearth's plugins, state and commands to a Tauri builder. `paths` overrides where data
+/// lives (tests); None uses the user's XDG folders and finds the bundled demo model.
+pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Builder<R> {
+    builder
+        .plugin(tauri_plugin_store::Builder::new().build())
+        .manage(std::sync::Arc::new(commands::npu::PowerState::default()))
+        .manage(std::sync::Arc::new(commands::models::ModelsState::default()))
+        .setup(move |app| {
+            let paths = match paths.clone() {
+                Some(p) => p,
+                None => {
+                    let resources = app.path().resource_dir().ok();
+                    Paths::for_user(paths::find_demo_model(resources.as_deref()))?
+                }
+            };
+            tracing::info!("data folder: {}", paths.data_dir.display());
+            let state = AppState::open(paths)?;
+            app.manage(state);
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::session::app_status,
+            commands::session::list_local_models,
+            commands::session::select_model,
+            commands::settings::get_settings,
+            commands::settings::save_settings,
+            commands::conversations::list_conversations,
+            commands::conversations::create_conversation,
+            commands::conversations::get_conversation,
+            commands::conversations::rename_conversation,
+            commands::conversations::delete_conversation,
+            commands::conversations::update_conversation_settings,
+            commands::conversations::export_conversation,
+            commands::chat::start_answer,
+            commands::chat::stop_answer,
+            commands::npu::npu_status,
+            commands::npu::power_sample,
+            commands::models::models_overview,
+            commands::models::pull_model,
+            commands::models::pause_download,
+            commands::models::cancel_download,
+            commands::models::remove_model,
+            commands::models::import_model,
+            commands::models::set_default_model,
+        ])
+}
+
+/// Start the desktop app.
+pub fn run() -> anyhow::Result<()> {
+    configure(tauri::Builder::default(), None)
+        .run(tauri::generate_context!())
+        .map_err(|e| anyhow::anyhow!("the Hearth window could not start: {e}"))
+}

@@ -1,0 +1,26 @@
+// Hide the console window on Windows release builds (harmless elsewhere).
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // webkit2gtk's DMA-BUF renderer shows a blank window on some GPUs and Wayland setups;
+    // turn it off unless the user chose otherwise.
+    if std::env::var_os("WEBKIT_DISABLE_DMABUF_RENDERER").is_none() {
+        std::env::set_var("WEBKIT_DISABLE_DMABUF_RENDERER", "1");
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match hearth_desktop::run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("hearth-desktop: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
