@@ -1,0 +1,240 @@
+//! The Models area over `hearth-hub`: the catalog with "fits on this machine" hints, installed
+//! models, downloads (progress over a Channel, pause, resume, cancel), delete, import, default.
+//!
+//! A download runs in the command call that started it; pausing or cancelling flips its
+//! `DownloadControl`, found by model name in [`ModelsState`]. Resuming is a new `pull_model`
+//! call: the hub continues from the bytes on disk.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use hearth_hub::{
+    CatalogItem, DownloadControl, DownloadOptions, HubClient, InstalledModel, Machine, PartialDownload, Progress,
+    PullOutcome, PullRequest, Removed, Store,
+};
+use serde::Serialize;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, Runtime, State};
+
+use super::blocking;
+use crate::error::{CommandError, CommandResult};
+use crate::paths::DEMO_MODEL_NAME;
+use crate::state::{lock, AppState};
+
+/// Downloads running in this app, by model name.
+#[derive(Default)]
+pub struct ModelsState {
+    running: Mutex<HashMap<String, DownloadControl>>,
+}
+
+/// Everything the Models view shows.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsOverview {
+    /// Memory and free disk of this machine.
+    pub machine: Machine,
+    /// The catalog with install state and fit hints.
+    pub catalog: Vec<CatalogItem>,
+    /// Installed models (the bundled demo first).
+    pub installed: Vec<InstalledModel>,
+    /// Paused or interrupted downloads.
+    pub partial: Vec<PartialDownload>,
+    /// Names of the downloads running now.
+    pub downloading: Vec<String>,
+}
+
+/// How a `pull_model` call ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullResult {
+    /// "installed", "already_installed", "paused" or "cancelled".
+    pub outcome: &'static str,
+    /// The model, when installed.
+    pub model: Option<InstalledModel>,
+}
+
+/// The hub's store in the app's data folder, showing the bundled demo model as built in.
+fn store(state: &AppState) -> Store {
+    let store = Store::at(state.paths.data_dir.clone());
+    match &state.paths.demo_model {
+        Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir.clone()),
+        None => store,
+    }
+}
+
+/// The hub's error as the UI receives it.
+fn hub_error(error: hearth_hub::Error) -> CommandError {
+    use hearth_hub::Error as E;
+    let code = match &error {
+        E::NotInstalled { .. } | E::RepoNotFound { .. } => "not_found",
+        E::Offline { .. } => "offline",
+        E::Network { .. } | E::Stalled { .. } | E::HttpStatus { .. } | E::BadResponse { .. } => "network",
+        E::AccessDenied { .. } => "access_denied",
+        E::NotEnoughDisk { .. } | E::DiskFull { .. } => "disk_full",
+        E::ChecksumMismatch { .. } | E::MetadataMismatch { .. } => "corrupt",
+        E::AlreadyDownloading { .. } => "busy",
+        E::UnknownModel { .. } | E::InvalidName { .. } | E::NameTaken { .. } => "invalid_input",
+        E::MissingFiles { .. } | E::InvalidModel { .. } => "invalid_model",
+        _ => "storage",
+    };
+    CommandError::new(code, error.to_string())
+}
+
+/// The catalog, installed models, partial and running downloads, and this machine's resources.
+#[tauri::command]
+#[tracing::instrument(skip_all)]
+pub async fn models_overview(
+    state: State<'_, AppState>,
+    models: State<'_, Arc<ModelsState>>,
+) -> CommandResult<ModelsOverview> {
+    let store = store(state.inner());
+    let downloading: Vec<String> = lock(&models.running).keys().cloned().collect();
+    blocking(move || {
+        let machine = Machine::measure(&store).map_err(hub_error)?;
+        Ok(ModelsOverview {
+            catalog: hearth_hub::catalog_view(&store, &machine).map_err(hub_error)?,
+            installed: store.list().map_err(hub_error)?,
+            partial: store.partial_downloads().map_err(hub_error)?,
+            machine,
+            downloading,
+        })
+    })
+    .await
+}
+
+/// Download (or resume) `query`: a catalog id or a Hugging Face `owner/name`. Progress streams
+/// on `on_progress`; the call returns when the model is installed, paused or cancelled.
+#[tauri::command]
+#[tracing::instrument(skip(state, models, on_progress))]
+pub async fn pull_model(
+    state: State<'_, AppState>,
+    models: State<'_, Arc<ModelsState>>,
+    query: String,
+    on_progress: Channel<Progress>,
+) -> CommandResult<PullResult> {
+    let store = store(state.inner());
+    let request = PullRequest {
+        query,
+        ..Default::default()
+    };
+    let name = hearth_hub::target_name(&request).map_err(hub_error)?;
+    let control = DownloadControl::new();
+    {
+        let mut running = lock(&models.running);
+        if running.contains_key(&name) {
+            return Err(hub_error(hearth_hub::Error::AlreadyDownloading { name }));
+        }
+        running.insert(name.clone(), control.clone());
+    }
+    let registry = Arc::clone(models.inner());
+    let result = blocking(move || {
+        let client = HubClient::from_env(false);
+        hearth_hub::pull(&store, &client, &request, &DownloadOptions::default(), &control, &mut |p| {
+            if let Err(error) = on_progress.send(p.clone()) {
+                tracing::warn!("the window stopped listening to the download: {error}");
+            }
+        })
+        .map_err(hub_error)
+    })
+    .await;
+    lock(&registry.running).remove(&name);
+    Ok(match result? {
+        PullOutcome::Installed(model) => PullResult {
+            outcome: "installed",
+            model: Some(model),
+        },
+        PullOutcome::AlreadyInstalled(model) => PullResult {
+            outcome: "already_installed",
+            model: Some(model),
+        },
+        PullOutcome::Paused { .. } => PullResult {
+            outcome: "paused",
+            model: None,
+        },
+        PullOutcome::Cancelled => PullResult {
+            outcome: "cancelled",
+            model: None,
+        },
+    })
+}
+
+/// Pause the running download of `name` (its bytes are kept; `pull_model` resumes it).
+#[tauri::command]
+pub fn pause_download(models: State<'_, Arc<ModelsState>>, name: String) -> CommandResult<()> {
+    match lock(&models.running).get(&name) {
+        Some(control) => {
+            control.pause();
+            Ok(())
+        }
+        None => Err(CommandError::new("not_found", format!("\"{name}\" is not downloading now."))),
+    }
+}
+
+/// Cancel the download of `name`, running or paused, and delete its partial files.
+#[tauri::command]
+pub async fn cancel_download(
+    state: State<'_, AppState>,
+    models: State<'_, Arc<ModelsState>>,
+    name: String,
+) -> CommandResult<u64> {
+    if let Some(control) = lock(&models.running).get(&name) {
+        control.cancel();
+        return Ok(0);
+    }
+    let store = store(state.inner());
+    blocking(move || store.discard_download(&name).map_err(hub_error)).await
+}
+
+/// Delete an installed model; returns the bytes freed.
+#[tauri::command]
+pub async fn remove_model(state: State<'_, AppState>, name: String) -> CommandResult<Removed> {
+    let store = store(state.inner());
+    blocking(move || store.remove(&name).map_err(hub_error)).await
+}
+
+/// Validate and register a local model folder (copied into Hearth's store).
+#[tauri::command]
+pub async fn import_model(state: State<'_, AppState>, dir: String, name: Option<String>) -> CommandResult<InstalledModel> {
+    let store = store(state.inner());
+    let options = hearth_hub::ImportOptions {
+        name: name.filter(|n| !n.trim().is_empty()),
+        move_files: false,
+    };
+    blocking(move || store.import(&PathBuf::from(dir), &options).map_err(hub_error)).await
+}
+
+/// Make `name` the model Hearth opens at start (in the registry and in the app's settings).
+#[tauri::command]
+pub async fn set_default_model<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, name: String) -> CommandResult<()> {
+    let store = store(state.inner());
+    let chosen = name.clone();
+    blocking(move || store.set_default(&chosen).map_err(hub_error)).await?;
+    let mut settings = super::settings::load(&app);
+    settings.default_model = Some(name);
+    super::settings::save_settings(app, settings)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_errors_keep_their_message_and_get_a_stable_code() {
+        let error = hub_error(hearth_hub::Error::NotEnoughDisk {
+            path: PathBuf::from("/data"),
+            needed: 2_000_000_000,
+            available: 1_000,
+        });
+        assert_eq!(error.code, "disk_full");
+        assert!(error.message.contains("not enough free disk space"), "{}", error.message);
+        let error = hub_error(hearth_hub::Error::ChecksumMismatch {
+            file: "model.q4nx".into(),
+            algorithm: "sha256",
+            expected: "a".into(),
+            actual: "b".into(),
+        });
+        assert_eq!(error.code, "corrupt", "the UI shows corrupted downloads apart");
+    }
+}
