@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn prompts_avoid_bos_and_eos_and_differ_per_seed() {
         let a = prompt_tokens(512, 1000, 0);
-        assert!(a.iter().all(|&t| t >= 1 && t < 999));
+        assert!(a.iter().all(|t| (1..999).contains(t)));
         assert_ne!(a[0], prompt_tokens(512, 1000, 1)[0]);
     }
 
