@@ -80,7 +80,7 @@ async function waitFor(what, fn, timeoutMs = 60_000) {
   throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
 }
 
-const ELEMENT = 'element-6066-11e4-a52f-4a4b8f8e8e8e';
+const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf'; // the W3C WebDriver element key
 let session;
 const find = async (testid) => (await wd('POST', `/session/${session}/element`, { using: 'css selector', value: `[data-testid="${testid}"]` }))[ELEMENT];
 const findAll = async (testid) => (await wd('POST', `/session/${session}/elements`, { using: 'css selector', value: `[data-testid="${testid}"]` })).map((e) => e[ELEMENT]);
@@ -154,9 +154,11 @@ try {
     await stopApp();
     await startApp();
     const list = await waitFor('the conversation list', async () => {
-      const t = await text(await find('conversation-list'));
+      const t = await exec('return document.querySelector(\'[data-testid="conversation-list"]\')?.textContent ?? ""');
       return t.includes('Hello! Tell me a story.') ? t : null;
-    }, 30_000);
+    }, 30_000).catch(async (e) => {
+      throw new Error(`${e.message}; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 300))}`);
+    });
     const answers = await waitFor('the saved answer', async () => ((await findAll('assistant-message')).length === 1 ? true : null), 30_000);
     if (!list || !answers) throw new Error('conversation not restored');
   });
