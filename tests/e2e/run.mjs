@@ -136,7 +136,9 @@ try {
     const answer = await text(answers[0]);
     if (!answer.trim()) throw new Error('the answer is empty');
     const rate = await text(await find('stats-tokens-per-second'));
-    if (!/^\d+(\.\d+)? tok\/s$/.test(rate)) throw new Error(`no tokens/s figure: "${rate}"`);
+    if (!/^\d+(\.\d+)? tok\/s$/.test(rate)) {
+      throw new Error(`no tokens/s figure: "${rate}"; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 600))}`);
+    }
     const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt summary\')?.textContent ?? ""');
     if (!receipt.includes('tokens')) throw new Error('no receipt under the answer');
     console.log(`        answer: ${JSON.stringify(answer.slice(0, 80))}… at ${rate}`);

@@ -15,6 +15,7 @@ import type {
   Message,
   ModelStatus,
   Notice,
+  Receipt,
   Settings,
 } from './types';
 
@@ -74,6 +75,16 @@ export class ChatStore {
     return null;
   }
 
+  /** The numbers of a finished answer, shown like live ones. */
+  static liveFromReceipt(r: Receipt): LiveStats {
+    return {
+      generated_tokens: r.generated_tokens,
+      ttft_secs: r.ttft_secs,
+      tokens_per_second: r.tokens_per_second,
+      elapsed_secs: r.ttft_secs + r.decode_secs,
+    };
+  }
+
   private fail(error: unknown): void {
     this.error = error instanceof Error ? error.message : String(error);
   }
@@ -87,7 +98,10 @@ export class ChatStore {
       this.contextLimit = status.model?.context_length ?? 0;
       this.models = await this.api.listLocalModels();
       await this.refreshConversations();
-      if (this.conversations.length > 0) await this.openConversation(this.conversations[0].id);
+      // The user may already have started typing or sending while the model loaded.
+      if (!this.current && !this.streaming && this.conversations.length > 0) {
+        await this.openConversation(this.conversations[0].id);
+      }
     } catch (error) {
       this.fail(error);
     }
@@ -120,9 +134,10 @@ export class ChatStore {
     try {
       this.current = await this.api.getConversation(id);
       this.view = 'chat';
-      this.live = null;
+      // Show the numbers of the conversation's last answer until a new one starts.
       const receipt = this.lastReceipt;
-      this.promptTokens = receipt ? receipt.prompt_tokens + receipt.generated_tokens : 0;
+      this.live = receipt ? ChatStore.liveFromReceipt(receipt) : null;
+      this.promptTokens = receipt?.prompt_tokens ?? 0;
       this.trimmedMessages = receipt?.trimmed_messages ?? 0;
     } catch (error) {
       this.fail(error);
@@ -263,6 +278,9 @@ export class ChatStore {
       this.stopping = false;
       if (!finished) this.live = this.live && { ...this.live };
       await this.refreshConversations();
+      // The first message names the conversation: show the new title.
+      const listed = this.conversations.find((c) => c.id === conversation.id);
+      if (listed && this.current?.id === conversation.id) this.current.title = listed.title;
     }
   }
 
@@ -302,13 +320,8 @@ export class ChatStore {
         if (index >= 0) conversation.messages[index] = event.data.message;
         const r = event.data.message.receipt;
         if (r) {
-          this.live = {
-            generated_tokens: r.generated_tokens,
-            ttft_secs: r.ttft_secs,
-            tokens_per_second: r.tokens_per_second,
-            elapsed_secs: r.ttft_secs + r.decode_secs,
-          };
-          this.promptTokens = r.prompt_tokens + r.generated_tokens;
+          this.live = ChatStore.liveFromReceipt(r);
+          this.promptTokens = r.prompt_tokens;
         }
         return true;
       }
