@@ -24,18 +24,25 @@ use crate::state::AppState;
 /// Add Hearth's plugins, state and commands to a Tauri builder. `paths` overrides where data
 /// lives (tests); None uses the user's XDG folders and finds the bundled demo model.
 pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Builder<R> {
+    // With given paths (tests) the state is opened now: the setup hook only runs with an event
+    // loop, which the mock runtime does not start.
+    let (builder, open_in_setup) = match paths {
+        Some(given) => match AppState::open(given) {
+            Ok(state) => (builder.manage(state), false),
+            Err(error) => panic!("hearth-desktop: cannot open the app state: {error}"),
+        },
+        None => (builder, true),
+    };
     builder
         .plugin(tauri_plugin_store::Builder::new().build())
         .manage(std::sync::Arc::new(commands::npu::PowerState::default()))
         .manage(std::sync::Arc::new(commands::models::ModelsState::default()))
         .setup(move |app| {
-            let paths = match paths.clone() {
-                Some(p) => p,
-                None => {
-                    let resources = app.path().resource_dir().ok();
-                    Paths::for_user(paths::find_demo_model(resources.as_deref()))?
-                }
-            };
+            if !open_in_setup {
+                return Ok(()); // already managed above
+            }
+            let resources = app.path().resource_dir().ok();
+            let paths = Paths::for_user(paths::find_demo_model(resources.as_deref()))?;
             tracing::info!("data folder: {}", paths.data_dir.display());
             let state = AppState::open(paths)?;
             app.manage(state);
