@@ -121,14 +121,19 @@ fn options(settings: &ConversationSettings) -> ChatOptions {
 /// Claim the right to write an answer (one at a time).
 pub fn begin(state: &AppState) -> CommandResult<BusyGuard> {
     state.begin_answer().ok_or_else(|| {
-        CommandError::new("busy", "An answer is already being written. Wait for it, or press Stop first.")
+        CommandError::new(
+            "busy",
+            "An answer is already being written. Wait for it, or press Stop first.",
+        )
     })
 }
 
 /// Check a message's text.
 pub fn validate_text(content: &str) -> CommandResult<()> {
     if content.trim().is_empty() {
-        return Err(CommandError::invalid("The message is empty. Type something first."));
+        return Err(CommandError::invalid(
+            "The message is empty. Type something first.",
+        ));
     }
     let chars = content.chars().count();
     if chars > MAX_MESSAGE_CHARS {
@@ -141,10 +146,12 @@ pub fn validate_text(content: &str) -> CommandResult<()> {
 
 /// Load `entry` into the state (replacing the current model).
 pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelStatus> {
-    let mut slot = state
-        .model
-        .try_lock()
-        .map_err(|_| CommandError::new("busy", "The model is busy writing an answer. Stop it or wait, then try again."))?;
+    let mut slot = state.model.try_lock().map_err(|_| {
+        CommandError::new(
+            "busy",
+            "The model is busy writing an answer. Stop it or wait, then try again.",
+        )
+    })?;
     *slot = None; // free the old model's memory first
     match LoadedModel::load(entry, state.device.to_string()) {
         Ok(loaded) => {
@@ -155,7 +162,10 @@ pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelSt
             Ok(status)
         }
         Err(error) => {
-            let message = format!("Hearth could not open the model \"{}\": {error}", entry.name);
+            let message = format!(
+                "Hearth could not open the model \"{}\": {error}",
+                entry.name
+            );
             *lock(&state.model_error) = Some(message.clone());
             Err(CommandError::new("model", message))
         }
@@ -201,10 +211,15 @@ fn plan(conversation: &Conversation, action: &ChatAction) -> CommandResult<Plan>
                 .messages
                 .iter()
                 .rposition(|m| m.role == Role::User)
-                .ok_or_else(|| CommandError::invalid("There is no message to answer yet. Type one first."))?;
+                .ok_or_else(|| {
+                    CommandError::invalid("There is no message to answer yet. Type one first.")
+                })?;
             last_user + 1
         }
-        ChatAction::Edit { message_id, content } => {
+        ChatAction::Edit {
+            message_id,
+            content,
+        } => {
             validate_text(content)?;
             let at = conversation
                 .messages
@@ -236,7 +251,10 @@ fn plan(conversation: &Conversation, action: &ChatAction) -> CommandResult<Plan>
         }
         ChatAction::Regenerate => None,
     };
-    Ok(Plan { messages, new_user_text })
+    Ok(Plan {
+        messages,
+        new_user_text,
+    })
 }
 
 fn stop_words(reason: StopReason) -> &'static str {
@@ -271,9 +289,12 @@ pub fn run(
     ensure_model(state, preferred_model)?;
 
     let mut guard = lock(&state.model);
-    let loaded = guard
-        .as_mut()
-        .ok_or_else(|| CommandError::new("no_model", "No model is loaded. Pick one in the model list."))?;
+    let loaded = guard.as_mut().ok_or_else(|| {
+        CommandError::new(
+            "no_model",
+            "No model is loaded. Pick one in the model list.",
+        )
+    })?;
     let mut opts = options(&conversation.settings);
     let limit = loaded.model.info().context_length;
     let reserve = context::answer_reserve(opts.max_tokens, limit);
@@ -281,11 +302,17 @@ pub fn run(
         let model = &loaded.model;
         let opts_ref = &opts;
         context::fit(plan.messages, limit, reserve, &mut |m| {
-            model.tokenize_chat(m, opts_ref).map(|t| t.len()).map_err(|e| e.to_string())
+            model
+                .tokenize_chat(m, opts_ref)
+                .map(|t| t.len())
+                .map_err(|e| e.to_string())
         })
         .map_err(|e| CommandError::new("context", e.to_string()))?
     };
-    opts.max_tokens = opts.max_tokens.min(limit.saturating_sub(fitted.prompt_tokens)).max(1);
+    opts.max_tokens = opts
+        .max_tokens
+        .min(limit.saturating_sub(fitted.prompt_tokens))
+        .max(1);
 
     // Save the turn before generating, so a crash keeps the user's message.
     let (user_message, assistant_message) = {
@@ -293,13 +320,25 @@ pub fn run(
         match &action {
             ChatAction::Send { .. } => {}
             ChatAction::Regenerate => store.drop_trailing_answers(conversation_id)?,
-            ChatAction::Edit { message_id, .. } => store.truncate_from(conversation_id, *message_id)?,
+            ChatAction::Edit { message_id, .. } => {
+                store.truncate_from(conversation_id, *message_id)?
+            }
         }
         let user = match &plan.new_user_text {
-            Some(text) => Some(store.add_message(conversation_id, Role::User, text, MessageState::Complete)?),
+            Some(text) => Some(store.add_message(
+                conversation_id,
+                Role::User,
+                text,
+                MessageState::Complete,
+            )?),
             None => None,
         };
-        let answer = store.add_message(conversation_id, Role::Assistant, "", MessageState::Streaming)?;
+        let answer = store.add_message(
+            conversation_id,
+            Role::Assistant,
+            "",
+            MessageState::Streaming,
+        )?;
         (user, answer)
     };
     emit(ChatEvent::Started {
@@ -342,33 +381,37 @@ pub fn run(
             ..Default::default()
         },
     );
-    let result = loaded.model.chat(&fitted.messages, &opts, &mut |piece: &str| {
-        if cancel.load(Ordering::Acquire) {
-            return ControlFlow::Break(());
-        }
-        if first.is_none() {
-            telemetry.mark_phase(npu::Phase::Decode);
-        }
-        first.get_or_insert_with(Instant::now);
-        pieces += 1;
-        text.push_str(piece);
-        emit(ChatEvent::Token { text: piece.to_string() });
-        if last_stats.elapsed() >= STATS_EVERY {
-            last_stats = Instant::now();
-            emit(ChatEvent::Stats(live(pieces, first)));
-        }
-        if last_save.elapsed() >= SAVE_EVERY {
-            last_save = Instant::now();
-            if let Err(error) = lock(store).save_partial(answer_id, &text) {
-                tracing::warn!("saving the answer so far failed: {error}");
+    let result = loaded
+        .model
+        .chat(&fitted.messages, &opts, &mut |piece: &str| {
+            if cancel.load(Ordering::Acquire) {
+                return ControlFlow::Break(());
             }
-        }
-        if cancel.load(Ordering::Acquire) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    });
+            if first.is_none() {
+                telemetry.mark_phase(npu::Phase::Decode);
+            }
+            first.get_or_insert_with(Instant::now);
+            pieces += 1;
+            text.push_str(piece);
+            emit(ChatEvent::Token {
+                text: piece.to_string(),
+            });
+            if last_stats.elapsed() >= STATS_EVERY {
+                last_stats = Instant::now();
+                emit(ChatEvent::Stats(live(pieces, first)));
+            }
+            if last_save.elapsed() >= SAVE_EVERY {
+                last_save = Instant::now();
+                if let Err(error) = lock(store).save_partial(answer_id, &text) {
+                    tracing::warn!("saving the answer so far failed: {error}");
+                }
+            }
+            if cancel.load(Ordering::Acquire) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
 
     match result {
         Ok(stats) => {
@@ -393,7 +436,8 @@ pub fn run(
             } else {
                 MessageState::Complete
             };
-            let message = lock(&state.store).finish_message(answer_id, &text, final_state, Some(&receipt))?;
+            let message =
+                lock(&state.store).finish_message(answer_id, &text, final_state, Some(&receipt))?;
             emit(ChatEvent::Done { message });
             Ok(())
         }
@@ -402,7 +446,9 @@ pub fn run(
             let _ = lock(&state.store).finish_message(answer_id, &text, MessageState::Error, None);
             emit(ChatEvent::Error {
                 code: "model".into(),
-                message: format!("The model stopped with an error: {error}. What it wrote so far is saved."),
+                message: format!(
+                    "The model stopped with an error: {error}. What it wrote so far is saved."
+                ),
             });
             Ok(())
         }
@@ -424,14 +470,28 @@ mod tests {
 
     #[test]
     fn actions_parse_from_the_ui_shape() {
-        let a: ChatAction = serde_json::from_value(serde_json::json!({"kind": "edit", "message_id": 3, "content": "x"})).unwrap();
-        assert_eq!(a, ChatAction::Edit { message_id: 3, content: "x".into() });
-        assert!(serde_json::from_value::<ChatAction>(serde_json::json!({"kind": "explode"})).is_err());
+        let a: ChatAction = serde_json::from_value(
+            serde_json::json!({"kind": "edit", "message_id": 3, "content": "x"}),
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            ChatAction::Edit {
+                message_id: 3,
+                content: "x".into()
+            }
+        );
+        assert!(
+            serde_json::from_value::<ChatAction>(serde_json::json!({"kind": "explode"})).is_err()
+        );
     }
 
     #[test]
     fn events_have_the_ui_shape() {
         let e = serde_json::to_value(ChatEvent::Token { text: "hi".into() }).unwrap();
-        assert_eq!(e, serde_json::json!({"event": "token", "data": {"text": "hi"}}));
+        assert_eq!(
+            e,
+            serde_json::json!({"event": "token", "data": {"text": "hi"}})
+        );
     }
 }

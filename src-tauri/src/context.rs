@@ -47,15 +47,23 @@ pub fn fit(
         messages.into_iter().partition(|m| m.role == Role::System);
     let mut trimmed = 0;
     loop {
-        let candidate: Vec<ChatMessage> = system.iter().cloned().chain(rest.iter().cloned()).collect();
+        let candidate: Vec<ChatMessage> =
+            system.iter().cloned().chain(rest.iter().cloned()).collect();
         let tokens = count(&candidate).map_err(FitError::Count)?;
         if tokens + reserve <= limit {
-            return Ok(Fitted { messages: candidate, prompt_tokens: tokens, trimmed });
+            return Ok(Fitted {
+                messages: candidate,
+                prompt_tokens: tokens,
+                trimmed,
+            });
         }
         // Keep at least the newest user message.
         let last_user = rest.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
         if last_user == 0 {
-            return Err(FitError::TooLong { needed: tokens + reserve, limit });
+            return Err(FitError::TooLong {
+                needed: tokens + reserve,
+                limit,
+            });
         }
         // Drop the oldest message, then anything up to the next user message (a whole turn).
         rest.remove(0);
@@ -77,7 +85,10 @@ mod tests {
 
     /// One token per word, plus 2 per message (a stand-in for a chat template).
     fn words(messages: &[ChatMessage]) -> Result<usize, String> {
-        Ok(messages.iter().map(|m| m.content.split_whitespace().count() + 2).sum())
+        Ok(messages
+            .iter()
+            .map(|m| m.content.split_whitespace().count() + 2)
+            .sum())
     }
 
     #[test]
@@ -101,7 +112,10 @@ mod tests {
         ];
         // total = 3 + 6 + 6 + 4 + 4 + 3 = 26; limit 20 with reserve 5 forces dropping turn one.
         let f = fit(m, 20, 5, &mut words).unwrap();
-        assert_eq!(f.trimmed, 2, "the first user message and its answer go together");
+        assert_eq!(
+            f.trimmed, 2,
+            "the first user message and its answer go together"
+        );
         assert_eq!(f.messages[0].role, Role::System);
         assert_eq!(f.messages[1].content, "two two");
         assert_eq!(f.prompt_tokens, 14);
@@ -111,7 +125,13 @@ mod tests {
     fn a_message_too_long_alone_is_an_error() {
         let m = vec![msg(Role::User, &"word ".repeat(50))];
         let e = fit(m, 40, 10, &mut words).unwrap_err();
-        assert_eq!(e, FitError::TooLong { needed: 62, limit: 40 });
+        assert_eq!(
+            e,
+            FitError::TooLong {
+                needed: 62,
+                limit: 40
+            }
+        );
         assert!(e.to_string().contains("Shorten it"));
     }
 

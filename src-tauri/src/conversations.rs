@@ -34,7 +34,9 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The data directory could not be created.
-    #[error("conversations: cannot create the folder {path} ({source}); check that it is writable")]
+    #[error(
+        "conversations: cannot create the folder {path} ({source}); check that it is writable"
+    )]
     Folder {
         /// The folder.
         path: PathBuf,
@@ -267,7 +269,10 @@ impl ConversationStore {
             Ok(store) => Ok((store, None)),
             Err(StoreError::Sqlite { source, .. }) if path.exists() => {
                 let reason = source.to_string();
-                tracing::warn!("conversations: {} is damaged ({reason}); moving it aside", path.display());
+                tracing::warn!(
+                    "conversations: {} is damaged ({reason}); moving it aside",
+                    path.display()
+                );
                 let backup = Self::move_aside(path)?;
                 let store = Self::open_checked(path)?;
                 Ok((store, Some(Recovery { backup, reason })))
@@ -282,10 +287,14 @@ impl ConversationStore {
             source,
         };
         let conn = Connection::open(path).map_err(sqlite)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(sqlite)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sqlite)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(sqlite)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sqlite)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sqlite)?;
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |row| row.get(0))
             .map_err(sqlite)?;
@@ -321,7 +330,13 @@ impl ConversationStore {
         for suffix in ["-wal", "-shm"] {
             let side = path.with_file_name(format!("{name}{suffix}"));
             if side.exists() {
-                let _ = std::fs::rename(&side, backup.with_file_name(format!("{}{suffix}", backup.file_name().unwrap_or_default().to_string_lossy())));
+                let _ = std::fs::rename(
+                    &side,
+                    backup.with_file_name(format!(
+                        "{}{suffix}",
+                        backup.file_name().unwrap_or_default().to_string_lossy()
+                    )),
+                );
             }
         }
         Ok(backup)
@@ -362,7 +377,10 @@ impl ConversationStore {
         let query = query.trim();
         let pattern = format!(
             "%{}%",
-            query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            query
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
         );
         let mut stmt = self
             .conn
@@ -423,7 +441,9 @@ impl ConversationStore {
         let settings = serde_json::from_str::<ConversationSettings>(&row.4)
             .map(ConversationSettings::clamped)
             .unwrap_or_else(|error| {
-                tracing::warn!("conversations: settings of {id} unreadable ({error}); using defaults");
+                tracing::warn!(
+                    "conversations: settings of {id} unreadable ({error}); using defaults"
+                );
                 ConversationSettings::default()
             });
         let mut stmt = self
@@ -510,7 +530,11 @@ impl ConversationStore {
     }
 
     /// Replace a conversation's settings.
-    pub fn update_settings(&self, id: &str, settings: &ConversationSettings) -> Result<(), StoreError> {
+    pub fn update_settings(
+        &self,
+        id: &str,
+        settings: &ConversationSettings,
+    ) -> Result<(), StoreError> {
         let json = serde_json::to_string(settings).unwrap_or_else(|_| "{}".into());
         let changed = self
             .conn
@@ -523,7 +547,13 @@ impl ConversationStore {
     }
 
     /// Append a message. The first user message also names an untitled conversation.
-    pub fn add_message(&self, conversation_id: &str, role: Role, content: &str, state: MessageState) -> Result<Message, StoreError> {
+    pub fn add_message(
+        &self,
+        conversation_id: &str,
+        role: Role,
+        content: &str,
+        state: MessageState,
+    ) -> Result<Message, StoreError> {
         let changed = self.touch(conversation_id)?;
         self.require(conversation_id, changed)?;
         let t = now();
@@ -564,7 +594,13 @@ impl ConversationStore {
     }
 
     /// Finish an answer: final text, state and receipt.
-    pub fn finish_message(&self, message_id: i64, content: &str, state: MessageState, receipt: Option<&Receipt>) -> Result<Message, StoreError> {
+    pub fn finish_message(
+        &self,
+        message_id: i64,
+        content: &str,
+        state: MessageState,
+        receipt: Option<&Receipt>,
+    ) -> Result<Message, StoreError> {
         let receipt_json = receipt.and_then(|r| serde_json::to_string(r).ok());
         let changed = self
             .conn
@@ -639,7 +675,11 @@ impl ConversationStore {
 
 /// A title from the first line of a message (at most 60 characters).
 pub fn title_from(content: &str) -> String {
-    let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = content
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let mut title: String = line.chars().take(60).collect();
     if line.chars().count() > 60 {
         title.push('…');
@@ -673,7 +713,8 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, ConversationStore) {
         let dir = tempfile::tempdir().unwrap();
-        let (store, recovery) = ConversationStore::open(&dir.path().join("conversations.db")).unwrap();
+        let (store, recovery) =
+            ConversationStore::open(&dir.path().join("conversations.db")).unwrap();
         assert!(recovery.is_none());
         (dir, store)
     }
@@ -683,7 +724,13 @@ mod tests {
         let (_d, s) = store();
         let c = s.create(&ConversationSettings::default()).unwrap();
         assert_eq!(c.title, UNTITLED);
-        s.add_message(&c.id, Role::User, "  \nHow do tides work?\nmore", MessageState::Complete).unwrap();
+        s.add_message(
+            &c.id,
+            Role::User,
+            "  \nHow do tides work?\nmore",
+            MessageState::Complete,
+        )
+        .unwrap();
         assert_eq!(s.get(&c.id).unwrap().title, "How do tides work?");
     }
 
@@ -696,15 +743,21 @@ mod tests {
             let (s, _) = ConversationStore::open(&path).unwrap();
             let c = s.create(&ConversationSettings::default()).unwrap();
             id = c.id.clone();
-            s.add_message(&id, Role::User, "hi", MessageState::Complete).unwrap();
-            let a = s.add_message(&id, Role::Assistant, "", MessageState::Streaming).unwrap();
+            s.add_message(&id, Role::User, "hi", MessageState::Complete)
+                .unwrap();
+            let a = s
+                .add_message(&id, Role::Assistant, "", MessageState::Streaming)
+                .unwrap();
             s.save_partial(a.id, "Hello, I was").unwrap();
             // dropped without finishing: like a killed app
         }
         let (s, recovery) = ConversationStore::open(&path).unwrap();
         assert!(recovery.is_none());
         let c = s.get(&id).unwrap();
-        assert_eq!(c.messages[1].content, "Hello, I was", "the streamed part is kept");
+        assert_eq!(
+            c.messages[1].content, "Hello, I was",
+            "the streamed part is kept"
+        );
         assert_eq!(c.messages[1].state, MessageState::Interrupted);
     }
 
@@ -715,8 +768,15 @@ mod tests {
         std::fs::write(&path, vec![0x5a; 8192]).unwrap();
         let (s, recovery) = ConversationStore::open(&path).unwrap();
         let recovery = recovery.expect("damage must be reported");
-        assert!(recovery.backup.exists(), "the damaged file is kept as a backup");
-        assert_eq!(std::fs::read(&recovery.backup).unwrap(), vec![0x5a; 8192], "backup is the original bytes");
+        assert!(
+            recovery.backup.exists(),
+            "the damaged file is kept as a backup"
+        );
+        assert_eq!(
+            std::fs::read(&recovery.backup).unwrap(),
+            vec![0x5a; 8192],
+            "backup is the original bytes"
+        );
         assert!(s.list("").unwrap().is_empty(), "a fresh database is usable");
         s.create(&ConversationSettings::default()).unwrap();
     }
@@ -725,10 +785,23 @@ mod tests {
     fn search_matches_titles_and_messages_case_insensitively() {
         let (_d, s) = store();
         let a = s.create(&ConversationSettings::default()).unwrap();
-        s.add_message(&a.id, Role::User, "Tell me about Rust lifetimes", MessageState::Complete).unwrap();
+        s.add_message(
+            &a.id,
+            Role::User,
+            "Tell me about Rust lifetimes",
+            MessageState::Complete,
+        )
+        .unwrap();
         let b = s.create(&ConversationSettings::default()).unwrap();
-        s.add_message(&b.id, Role::User, "Soup recipes", MessageState::Complete).unwrap();
-        s.add_message(&b.id, Role::Assistant, "Try a LENTIL soup with 100% cumin", MessageState::Complete).unwrap();
+        s.add_message(&b.id, Role::User, "Soup recipes", MessageState::Complete)
+            .unwrap();
+        s.add_message(
+            &b.id,
+            Role::Assistant,
+            "Try a LENTIL soup with 100% cumin",
+            MessageState::Complete,
+        )
+        .unwrap();
         let hits = s.list("lentil").unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].id, b.id);
@@ -746,32 +819,49 @@ mod tests {
         assert_eq!(s.get(&c.id).unwrap().title, "Trip");
         s.delete(&c.id).unwrap();
         assert!(matches!(s.get(&c.id), Err(StoreError::NotFound { .. })));
-        assert!(matches!(s.rename("nope", "x"), Err(StoreError::NotFound { .. })));
-        assert!(matches!(s.add_message("nope", Role::User, "x", MessageState::Complete), Err(StoreError::NotFound { .. })));
+        assert!(matches!(
+            s.rename("nope", "x"),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            s.add_message("nope", Role::User, "x", MessageState::Complete),
+            Err(StoreError::NotFound { .. })
+        ));
     }
 
     #[test]
     fn truncate_and_regenerate_drop_the_right_messages() {
         let (_d, s) = store();
         let c = s.create(&ConversationSettings::default()).unwrap();
-        let u1 = s.add_message(&c.id, Role::User, "one", MessageState::Complete).unwrap();
-        s.add_message(&c.id, Role::Assistant, "a1", MessageState::Complete).unwrap();
-        let u2 = s.add_message(&c.id, Role::User, "two", MessageState::Complete).unwrap();
-        s.add_message(&c.id, Role::Assistant, "a2", MessageState::Complete).unwrap();
+        let u1 = s
+            .add_message(&c.id, Role::User, "one", MessageState::Complete)
+            .unwrap();
+        s.add_message(&c.id, Role::Assistant, "a1", MessageState::Complete)
+            .unwrap();
+        let u2 = s
+            .add_message(&c.id, Role::User, "two", MessageState::Complete)
+            .unwrap();
+        s.add_message(&c.id, Role::Assistant, "a2", MessageState::Complete)
+            .unwrap();
         s.drop_trailing_answers(&c.id).unwrap();
         let m = s.get(&c.id).unwrap().messages;
         assert_eq!(m.len(), 3);
         assert_eq!(m[2].id, u2.id);
         s.truncate_from(&c.id, u1.id).unwrap();
         assert!(s.get(&c.id).unwrap().messages.is_empty());
-        assert!(s.truncate_from(&c.id, 999).is_err(), "unknown message id is an error");
+        assert!(
+            s.truncate_from(&c.id, 999).is_err(),
+            "unknown message id is an error"
+        );
     }
 
     #[test]
     fn receipt_round_trips() {
         let (_d, s) = store();
         let c = s.create(&ConversationSettings::default()).unwrap();
-        let a = s.add_message(&c.id, Role::Assistant, "", MessageState::Streaming).unwrap();
+        let a = s
+            .add_message(&c.id, Role::Assistant, "", MessageState::Streaming)
+            .unwrap();
         let receipt = Receipt {
             model_name: "demo".into(),
             model_sha256: Some("ab".into()),
@@ -787,8 +877,12 @@ mod tests {
             finished_at: 1,
             energy: None,
         };
-        s.finish_message(a.id, "done", MessageState::Complete, Some(&receipt)).unwrap();
-        assert_eq!(s.get(&c.id).unwrap().messages[0].receipt.as_ref(), Some(&receipt));
+        s.finish_message(a.id, "done", MessageState::Complete, Some(&receipt))
+            .unwrap();
+        assert_eq!(
+            s.get(&c.id).unwrap().messages[0].receipt.as_ref(),
+            Some(&receipt)
+        );
     }
 
     #[test]

@@ -20,7 +20,10 @@ pub enum ExportFormat {
 pub fn to_markdown(c: &Conversation) -> String {
     let mut out = format!("# {}\n\n", c.title);
     if !c.settings.system_prompt.trim().is_empty() {
-        out.push_str(&format!("**System prompt:** {}\n\n", c.settings.system_prompt.trim()));
+        out.push_str(&format!(
+            "**System prompt:** {}\n\n",
+            c.settings.system_prompt.trim()
+        ));
     }
     for m in &c.messages {
         let who = match m.role {
@@ -31,7 +34,12 @@ pub fn to_markdown(c: &Conversation) -> String {
         if let Some(r) = &m.receipt {
             out.push_str(&format!(
                 "> {} · {} · {} prompt + {} answer tokens · first token {:.2} s · {:.1} tok/s\n\n",
-                r.model_name, r.backend, r.prompt_tokens, r.generated_tokens, r.ttft_secs, r.tokens_per_second
+                r.model_name,
+                r.backend,
+                r.prompt_tokens,
+                r.generated_tokens,
+                r.ttft_secs,
+                r.tokens_per_second
             ));
         }
     }
@@ -59,7 +67,13 @@ pub fn to_json(c: &Conversation) -> String {
 pub fn file_stem(title: &str) -> String {
     let stem: String = title
         .chars()
-        .map(|ch| if ch.is_alphanumeric() || ch == ' ' || ch == '-' { ch } else { ' ' })
+        .map(|ch| {
+            if ch.is_alphanumeric() || ch == ' ' || ch == '-' {
+                ch
+            } else {
+                ' '
+            }
+        })
         .collect::<String>()
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -107,10 +121,27 @@ mod tests {
             title: "Tides / moon?".into(),
             created_at: 1,
             updated_at: 2,
-            settings: ConversationSettings { system_prompt: "Be brief.".into(), ..Default::default() },
+            settings: ConversationSettings {
+                system_prompt: "Be brief.".into(),
+                ..Default::default()
+            },
             messages: vec![
-                Message { id: 1, role: Role::User, content: "Why tides?".into(), state: MessageState::Complete, receipt: None, created_at: 1 },
-                Message { id: 2, role: Role::Assistant, content: "The **moon**.".into(), state: MessageState::Complete, receipt: None, created_at: 2 },
+                Message {
+                    id: 1,
+                    role: Role::User,
+                    content: "Why tides?".into(),
+                    state: MessageState::Complete,
+                    receipt: None,
+                    created_at: 1,
+                },
+                Message {
+                    id: 2,
+                    role: Role::Assistant,
+                    content: "The **moon**.".into(),
+                    state: MessageState::Complete,
+                    receipt: None,
+                    created_at: 2,
+                },
             ],
         }
     }

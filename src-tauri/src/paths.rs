@@ -53,10 +53,11 @@ pub fn find_demo_model(resource_dir: Option<&Path>) -> Option<PathBuf> {
     let candidates = std::env::var_os("HEARTH_DEMO_MODEL")
         .map(PathBuf::from)
         .into_iter()
-        .chain(resource_dir
-        .map(|r| r.join("models").join(DEMO_MODEL_NAME)))
+        .chain(resource_dir.map(|r| r.join("models").join(DEMO_MODEL_NAME)))
         .chain(std::iter::once(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../models").join(DEMO_MODEL_NAME),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../models")
+                .join(DEMO_MODEL_NAME),
         ));
     for candidate in candidates {
         if candidate.join("config.json").is_file() {
@@ -91,7 +92,14 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::UNIX_EPOCH);
             let name = entry.file_name().to_string_lossy().into_owned();
-            found.push((modified, LocalModel { name, path, is_demo: false }));
+            found.push((
+                modified,
+                LocalModel {
+                    name,
+                    path,
+                    is_demo: false,
+                },
+            ));
         }
     }
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
@@ -139,17 +147,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let demo = dir.path().join("demo-src");
         std::fs::create_dir_all(&demo).unwrap();
-        let paths = Paths { data_dir: dir.path().join("data"), demo_model: Some(demo) };
-        assert_eq!(local_models(&paths).len(), 1, "only the demo when nothing is downloaded");
+        let paths = Paths {
+            data_dir: dir.path().join("data"),
+            demo_model: Some(demo),
+        };
+        assert_eq!(
+            local_models(&paths).len(),
+            1,
+            "only the demo when nothing is downloaded"
+        );
         assert!(local_models(&paths)[0].is_demo);
         let m = paths.models_dir().join("minicpm5-2b");
         std::fs::create_dir_all(&m).unwrap();
         std::fs::write(m.join("config.json"), "{}").unwrap();
         std::fs::create_dir_all(paths.models_dir().join("half-downloaded")).unwrap();
         let models = local_models(&paths);
-        assert_eq!(models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["minicpm5-2b", "demo"], "folders without config.json are skipped");
+        assert_eq!(
+            models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+            ["minicpm5-2b", "demo"],
+            "folders without config.json are skipped"
+        );
         assert_eq!(pick_start_model(&models, None).unwrap().name, "minicpm5-2b");
-        assert_eq!(pick_start_model(&models, Some("demo")).unwrap().name, "demo");
-        assert_eq!(pick_start_model(&models, Some("gone")).unwrap().name, "minicpm5-2b", "a missing preferred model falls back");
+        assert_eq!(
+            pick_start_model(&models, Some("demo")).unwrap().name,
+            "demo"
+        );
+        assert_eq!(
+            pick_start_model(&models, Some("gone")).unwrap().name,
+            "minicpm5-2b",
+            "a missing preferred model falls back"
+        );
     }
 }

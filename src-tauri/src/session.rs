@@ -59,7 +59,9 @@ impl LoadedModel {
                 .name("hearth-hash".into())
                 .spawn(move || match sha256_file(&file) {
                     Ok(hex) => *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(hex),
-                    Err(error) => tracing::warn!("receipt: cannot hash {}: {error}", file.display()),
+                    Err(error) => {
+                        tracing::warn!("receipt: cannot hash {}: {error}", file.display())
+                    }
                 })
                 .ok();
         }
@@ -73,7 +75,10 @@ impl LoadedModel {
 
     /// The weights' sha256 if computed by now.
     pub fn sha256(&self) -> Option<String> {
-        self.sha256.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.sha256
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Backend label with its kernel level, e.g. "cpu (avx2)".
@@ -112,10 +117,14 @@ impl LoadedModel {
 
 /// The weights file of a model folder (the one the receipt's hash is of).
 fn weights_file(dir: &Path) -> Option<PathBuf> {
-    ["model.q4nx", "model.safetensors", "model.safetensors.index.json"]
-        .iter()
-        .map(|f| dir.join(f))
-        .find(|p| p.is_file())
+    [
+        "model.q4nx",
+        "model.safetensors",
+        "model.safetensors.index.json",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .find(|p| p.is_file())
 }
 
 /// Lowercase hex sha256 of a file, streamed.

@@ -178,7 +178,11 @@ mod tests {
     #[test]
     fn garbage_falls_back_to_defaults() {
         let s = Settings::from_stored(Some(serde_json::json!({"theme": 42})));
-        assert_eq!(s, Settings::default(), "an unreadable file must not stop the app");
+        assert_eq!(
+            s,
+            Settings::default(),
+            "an unreadable file must not stop the app"
+        );
     }
 
     #[test]

@@ -37,14 +37,21 @@ struct TestApp {
 
 fn app_with(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
     private_home();
-    let paths = Paths { data_dir: data.path().to_path_buf(), demo_model: demo };
+    let paths = Paths {
+        data_dir: data.path().to_path_buf(),
+        demo_model: demo,
+    };
     let app = hearth_desktop::configure(mock_builder(), Some(paths))
         .build(tauri::generate_context!())
         .expect("the app builds");
     let webview = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .expect("the main window builds");
-    TestApp { _app: app, webview, _data: data }
+    TestApp {
+        _app: app,
+        webview,
+        _data: data,
+    }
 }
 
 fn app() -> TestApp {
@@ -71,10 +78,18 @@ fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
 fn wrong_arguments_get_an_error_not_a_crash() {
     let app = app();
     let e = invoke(&app, "get_conversation", json!({})).unwrap_err();
-    assert!(e.to_string().contains("id"), "names the missing argument: {e}");
+    assert!(
+        e.to_string().contains("id"),
+        "names the missing argument: {e}"
+    );
     let e = invoke(&app, "get_conversation", json!({"id": 42})).unwrap_err();
     assert!(e.to_string().contains("id"), "{e}");
-    let e = invoke(&app, "rename_conversation", json!({"id": "x", "title": "   "})).unwrap_err();
+    let e = invoke(
+        &app,
+        "rename_conversation",
+        json!({"id": "x", "title": "   "}),
+    )
+    .unwrap_err();
     assert_eq!(e["code"], "invalid_input");
     let e = invoke(&app, "get_conversation", json!({"id": "no-such-id"})).unwrap_err();
     assert_eq!(e["code"], "not_found");
@@ -85,7 +100,13 @@ fn wrong_arguments_get_an_error_not_a_crash() {
     assert_eq!(e["code"], "invalid_input", "empty message refused: {e}");
     let huge = "x".repeat(1 << 20);
     let e = invoke(&app, "start_answer", json!({"conversationId": c["id"], "action": {"kind": "send", "content": huge}, "onEvent": "__CHANNEL__:7"})).unwrap_err();
-    assert!(e["message"].as_str().unwrap().contains("1048576 characters"), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("1048576 characters"),
+        "{e}"
+    );
     assert!(invoke(&app, "no_such_command", json!({})).is_err());
 }
 
@@ -94,15 +115,35 @@ fn conversations_are_created_renamed_searched_exported_and_deleted() {
     let app = app();
     let c = invoke(&app, "create_conversation", json!({})).unwrap();
     let id = c["id"].as_str().unwrap().to_string();
-    invoke(&app, "rename_conversation", json!({"id": id, "title": "Garden plans"})).unwrap();
+    invoke(
+        &app,
+        "rename_conversation",
+        json!({"id": id, "title": "Garden plans"}),
+    )
+    .unwrap();
     let found = invoke(&app, "list_conversations", json!({"query": "garden"})).unwrap();
     assert_eq!(found.as_array().unwrap().len(), 1);
-    assert!(invoke(&app, "list_conversations", json!({"query": "kitchen"})).unwrap().as_array().unwrap().is_empty());
-    let path = invoke(&app, "export_conversation", json!({"id": id, "format": "markdown"})).unwrap();
+    assert!(
+        invoke(&app, "list_conversations", json!({"query": "kitchen"}))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let path = invoke(
+        &app,
+        "export_conversation",
+        json!({"id": id, "format": "markdown"}),
+    )
+    .unwrap();
     let text = std::fs::read_to_string(path.as_str().unwrap()).unwrap();
     assert!(text.starts_with("# Garden plans"));
     invoke(&app, "delete_conversation", json!({"id": id})).unwrap();
-    assert!(invoke(&app, "list_conversations", json!({})).unwrap().as_array().unwrap().is_empty());
+    assert!(invoke(&app, "list_conversations", json!({}))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -113,20 +154,36 @@ fn settings_round_trip_through_the_store_clamped() {
     s["font_size"] = json!(400);
     let saved = invoke(&app, "save_settings", json!({"settings": s})).unwrap();
     assert_eq!(saved["font_size"], 22, "out-of-range size is clamped");
-    assert_eq!(invoke(&app, "get_settings", json!({})).unwrap()["theme"], "dark");
-    assert!(invoke(&app, "save_settings", json!({"settings": {"theme": "purple"}})).is_err());
+    assert_eq!(
+        invoke(&app, "get_settings", json!({})).unwrap()["theme"],
+        "dark"
+    );
+    assert!(invoke(
+        &app,
+        "save_settings",
+        json!({"settings": {"theme": "purple"}})
+    )
+    .is_err());
 }
 
 #[test]
 fn an_answer_from_a_real_model_is_saved_with_its_receipt() {
     let app = app();
     let status = invoke(&app, "app_status", json!({})).unwrap();
-    assert_eq!(status["model"]["is_demo"], true, "opens on the demo model: {status}");
+    assert_eq!(
+        status["model"]["is_demo"], true,
+        "opens on the demo model: {status}"
+    );
     assert!(status["notices"].to_string().contains("tiny demo model"));
     let c = invoke(&app, "create_conversation", json!({})).unwrap();
     let mut settings = c["settings"].clone();
     settings["max_tokens"] = json!(8);
-    invoke(&app, "update_conversation_settings", json!({"id": c["id"], "settings": settings})).unwrap();
+    invoke(
+        &app,
+        "update_conversation_settings",
+        json!({"id": c["id"], "settings": settings}),
+    )
+    .unwrap();
     invoke(&app, "start_answer", json!({"conversationId": c["id"], "action": {"kind": "send", "content": "Hello"}, "onEvent": "__CHANNEL__:9"})).unwrap();
     let c = invoke(&app, "get_conversation", json!({"id": c["id"]})).unwrap();
     let messages = c["messages"].as_array().unwrap();
@@ -134,7 +191,10 @@ fn an_answer_from_a_real_model_is_saved_with_its_receipt() {
     assert_eq!(messages[0]["content"], "Hello");
     let receipt = &messages[1]["receipt"];
     assert_eq!(messages[1]["state"], "complete");
-    assert!(receipt["generated_tokens"].as_u64().unwrap() >= 1, "{receipt}");
+    assert!(
+        receipt["generated_tokens"].as_u64().unwrap() >= 1,
+        "{receipt}"
+    );
     assert!(receipt["prompt_tokens"].as_u64().unwrap() > 0);
     assert_eq!(receipt["model_name"], "demo");
     // regenerate replaces the answer
@@ -148,11 +208,18 @@ fn an_answer_from_a_real_model_is_saved_with_its_receipt() {
 #[test]
 fn a_damaged_database_is_replaced_and_the_user_told() {
     let data = tempfile::tempdir().unwrap();
-    std::fs::write(data.path().join("conversations.db"), b"this is not a database at all, just text that is long enough").unwrap();
+    std::fs::write(
+        data.path().join("conversations.db"),
+        b"this is not a database at all, just text that is long enough",
+    )
+    .unwrap();
     let app = app_with(data, None);
     let status = invoke(&app, "app_status", json!({})).unwrap();
     let notices = status["notices"].to_string();
     assert!(notices.contains("could not be read"), "{notices}");
-    assert!(status["model"].is_null() && status["model_error"].as_str().unwrap().contains("No model"), "{status}");
+    assert!(
+        status["model"].is_null() && status["model_error"].as_str().unwrap().contains("No model"),
+        "{status}"
+    );
     invoke(&app, "create_conversation", json!({})).unwrap();
 }

@@ -18,7 +18,11 @@ mod run;
 mod serve;
 
 #[derive(Parser)]
-#[command(name = "hearth", version, about = "Private, offline chat on your own machine")]
+#[command(
+    name = "hearth",
+    version,
+    about = "Private, offline chat on your own machine"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

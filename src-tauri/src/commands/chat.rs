@@ -22,11 +22,18 @@ pub async fn start_answer<R: Runtime>(
     let busy = answer::begin(&state)?;
     let preferred = super::settings::load(&app).default_model;
     blocking(move || {
-        answer::run(&state, busy, &conversation_id, action, preferred.as_deref(), &|event| {
-            if let Err(error) = on_event.send(event) {
-                tracing::warn!("the window stopped listening to the answer: {error}");
-            }
-        })
+        answer::run(
+            &state,
+            busy,
+            &conversation_id,
+            action,
+            preferred.as_deref(),
+            &|event| {
+                if let Err(error) = on_event.send(event) {
+                    tracing::warn!("the window stopped listening to the answer: {error}");
+                }
+            },
+        )
     })
     .await
 }

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hearth_hub::{
-    CatalogItem, DownloadControl, DownloadOptions, HubClient, InstalledModel, Machine, PartialDownload, Progress,
-    PullOutcome, PullRequest, Removed, Store,
+    CatalogItem, DownloadControl, DownloadOptions, HubClient, InstalledModel, Machine,
+    PartialDownload, Progress, PullOutcome, PullRequest, Removed, Store,
 };
 use serde::Serialize;
 use tauri::ipc::Channel;
@@ -69,7 +69,9 @@ fn hub_error(error: hearth_hub::Error) -> CommandError {
     let code = match &error {
         E::NotInstalled { .. } | E::RepoNotFound { .. } => "not_found",
         E::Offline { .. } => "offline",
-        E::Network { .. } | E::Stalled { .. } | E::HttpStatus { .. } | E::BadResponse { .. } => "network",
+        E::Network { .. } | E::Stalled { .. } | E::HttpStatus { .. } | E::BadResponse { .. } => {
+            "network"
+        }
         E::AccessDenied { .. } => "access_denied",
         E::NotEnoughDisk { .. } | E::DiskFull { .. } => "disk_full",
         E::ChecksumMismatch { .. } | E::MetadataMismatch { .. } => "corrupt",
@@ -130,11 +132,18 @@ pub async fn pull_model(
     let registry = Arc::clone(models.inner());
     let result = blocking(move || {
         let client = HubClient::from_env(false);
-        hearth_hub::pull(&store, &client, &request, &DownloadOptions::default(), &control, &mut |p| {
-            if let Err(error) = on_progress.send(p.clone()) {
-                tracing::warn!("the window stopped listening to the download: {error}");
-            }
-        })
+        hearth_hub::pull(
+            &store,
+            &client,
+            &request,
+            &DownloadOptions::default(),
+            &control,
+            &mut |p| {
+                if let Err(error) = on_progress.send(p.clone()) {
+                    tracing::warn!("the window stopped listening to the download: {error}");
+                }
+            },
+        )
         .map_err(hub_error)
     })
     .await;
@@ -167,7 +176,10 @@ pub fn pause_download(models: State<'_, Arc<ModelsState>>, name: String) -> Comm
             control.pause();
             Ok(())
         }
-        None => Err(CommandError::new("not_found", format!("\"{name}\" is not downloading now."))),
+        None => Err(CommandError::new(
+            "not_found",
+            format!("\"{name}\" is not downloading now."),
+        )),
     }
 }
 
@@ -195,18 +207,31 @@ pub async fn remove_model(state: State<'_, AppState>, name: String) -> CommandRe
 
 /// Validate and register a local model folder (copied into Hearth's store).
 #[tauri::command]
-pub async fn import_model(state: State<'_, AppState>, dir: String, name: Option<String>) -> CommandResult<InstalledModel> {
+pub async fn import_model(
+    state: State<'_, AppState>,
+    dir: String,
+    name: Option<String>,
+) -> CommandResult<InstalledModel> {
     let store = store(state.inner());
     let options = hearth_hub::ImportOptions {
         name: name.filter(|n| !n.trim().is_empty()),
         move_files: false,
     };
-    blocking(move || store.import(&PathBuf::from(dir), &options).map_err(hub_error)).await
+    blocking(move || {
+        store
+            .import(&PathBuf::from(dir), &options)
+            .map_err(hub_error)
+    })
+    .await
 }
 
 /// Make `name` the model Hearth opens at start (in the registry and in the app's settings).
 #[tauri::command]
-pub async fn set_default_model<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, name: String) -> CommandResult<()> {
+pub async fn set_default_model<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    name: String,
+) -> CommandResult<()> {
     let store = store(state.inner());
     let chosen = name.clone();
     blocking(move || store.set_default(&chosen).map_err(hub_error)).await?;
@@ -228,13 +253,20 @@ mod tests {
             available: 1_000,
         });
         assert_eq!(error.code, "disk_full");
-        assert!(error.message.contains("not enough free disk space"), "{}", error.message);
+        assert!(
+            error.message.contains("not enough free disk space"),
+            "{}",
+            error.message
+        );
         let error = hub_error(hearth_hub::Error::ChecksumMismatch {
             file: "model.q4nx".into(),
             algorithm: "sha256",
             expected: "a".into(),
             actual: "b".into(),
         });
-        assert_eq!(error.code, "corrupt", "the UI shows corrupted downloads apart");
+        assert_eq!(
+            error.code, "corrupt",
+            "the UI shows corrupted downloads apart"
+        );
     }
 }

@@ -38,7 +38,9 @@ pub async fn npu_status() -> CommandResult<npu::Diagnosis> {
 
 /// One reading of power and utilization. Reads sysfs only: it never wakes the NPU.
 #[tauri::command]
-pub async fn power_sample(state: State<'_, std::sync::Arc<PowerState>>) -> CommandResult<npu::PowerSample> {
+pub async fn power_sample(
+    state: State<'_, std::sync::Arc<PowerState>>,
+) -> CommandResult<npu::PowerSample> {
     let state = std::sync::Arc::clone(state.inner());
     blocking(move || {
         let mut guard = state.sources.lock().map_err(|_| {

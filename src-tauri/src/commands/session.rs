@@ -27,14 +27,21 @@ pub struct AppStatus {
 
 /// Load the start model if needed, then report the app's status. Notices are handed over once.
 #[tauri::command]
-pub async fn app_status<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>) -> CommandResult<AppStatus> {
+pub async fn app_status<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+) -> CommandResult<AppStatus> {
     let state = state.inner().clone();
     let preferred = super::settings::load(&app).default_model;
     blocking(move || {
         if let Err(error) = answer::ensure_model(&state, preferred.as_deref()) {
             tracing::warn!("no model at start: {}", error.message);
         }
-        let model = state.model.try_lock().ok().and_then(|m| m.as_ref().map(|l| l.status()));
+        let model = state
+            .model
+            .try_lock()
+            .ok()
+            .and_then(|m| m.as_ref().map(|l| l.status()));
         Ok(AppStatus {
             model,
             model_error: lock(&state.model_error).clone(),

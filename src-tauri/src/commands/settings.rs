@@ -34,8 +34,9 @@ pub fn save_settings<R: Runtime>(app: AppHandle<R>, settings: Settings) -> Comma
     let store = app
         .store(STORE_FILE)
         .map_err(|e| CommandError::new("storage", format!("Settings could not be saved: {e}")))?;
-    let value = serde_json::to_value(&settings)
-        .map_err(|e| CommandError::new("internal", format!("Settings could not be encoded: {e}")))?;
+    let value = serde_json::to_value(&settings).map_err(|e| {
+        CommandError::new("internal", format!("Settings could not be encoded: {e}"))
+    })?;
     store.set(KEY, value);
     store
         .save()
