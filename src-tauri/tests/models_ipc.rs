@@ -1,0 +1,166 @@
+//! The Models commands through Tauri's real IPC layer (mock runtime, the app's real
+//! capabilities): overview with the catalog and the demo model, import, set as default, delete,
+//! and the errors of pause/cancel/pull when there is nothing to act on. Downloads themselves
+//! are tested in crates/hub against a local imitation of the Hub.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use hearth_desktop::paths::Paths;
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+
+/// Settings live in the app's data folder: point XDG at a temporary one for the whole process.
+fn private_home() -> &'static Path {
+    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::env::set_var("XDG_DATA_HOME", dir.path().join("data"));
+        std::env::set_var("XDG_CONFIG_HOME", dir.path().join("config"));
+        std::env::set_var("HOME", dir.path());
+        std::env::set_var("HEARTH_OFFLINE", "1");
+        dir
+    })
+    .path()
+}
+
+fn hub_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/hub")
+        .join(name)
+}
+
+struct TestApp {
+    _app: App<MockRuntime>,
+    webview: WebviewWindow<MockRuntime>,
+    _data: tempfile::TempDir,
+}
+
+fn app() -> TestApp {
+    private_home();
+    let data = tempfile::tempdir().unwrap();
+    let paths = Paths {
+        data_dir: data.path().to_path_buf(),
+        demo_model: Some(hub_fixture("tiny-q4nx")),
+    };
+    let app = hearth_desktop::configure(mock_builder(), Some(paths))
+        .build(tauri::generate_context!())
+        .expect("the app builds");
+    let webview = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .expect("the main window builds");
+    TestApp {
+        _app: app,
+        webview,
+        _data: data,
+    }
+}
+
+fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
+    get_ipc_response(
+        &app.webview,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|body| body.deserialize::<Value>().expect("response is JSON"))
+}
+
+#[test]
+fn overview_lists_the_catalog_with_fit_hints_and_the_built_in_demo() {
+    let app = app();
+    let overview = invoke(&app, "models_overview", json!({})).expect("overview");
+    assert_eq!(overview["catalog"].as_array().unwrap().len(), 4);
+    assert!(
+        overview["catalog"][0]["fit"]["hint"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 10
+    );
+    assert!(overview["machine"]["totalMemory"].as_u64().unwrap() > 0);
+    let installed = overview["installed"].as_array().unwrap();
+    assert_eq!(installed.len(), 1);
+    assert_eq!(installed[0]["name"], "demo");
+    assert_eq!(installed[0]["builtin"], true);
+}
+
+#[test]
+fn import_then_default_then_delete() {
+    let app = app();
+    let model = invoke(
+        &app,
+        "import_model",
+        json!({"dir": hub_fixture("tiny-safetensors"), "name": "Tiny"}),
+    )
+    .expect("import");
+    assert_eq!(model["name"], "Tiny");
+    assert_eq!(model["format"], "safetensors");
+    invoke(&app, "set_default_model", json!({"name": "Tiny"})).expect("set default");
+    let settings = invoke(&app, "get_settings", json!({})).unwrap();
+    assert_eq!(
+        settings["default_model"], "Tiny",
+        "the app opens it at start"
+    );
+    let overview = invoke(&app, "models_overview", json!({})).unwrap();
+    let tiny = overview["installed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "Tiny")
+        .unwrap()
+        .clone();
+    assert_eq!(tiny["isDefault"], true);
+    let removed = invoke(&app, "remove_model", json!({"name": "Tiny"})).expect("remove");
+    assert_eq!(removed["freedBytes"], tiny["sizeBytes"]);
+    let e = invoke(&app, "remove_model", json!({"name": "Tiny"})).unwrap_err();
+    assert_eq!(e["code"], "not_found");
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    let app = app();
+    let e = invoke(
+        &app,
+        "import_model",
+        json!({"dir": "/no/such/folder", "name": null}),
+    )
+    .unwrap_err();
+    assert_eq!(e["code"], "storage", "{e}");
+    let e = invoke(&app, "pause_download", json!({"name": "Nothing"})).unwrap_err();
+    assert_eq!(e["code"], "not_found");
+    assert_eq!(
+        invoke(&app, "cancel_download", json!({"name": "Nothing"})).unwrap(),
+        0
+    );
+    let e = invoke(
+        &app,
+        "pull_model",
+        json!({"query": "gpt-9", "onProgress": "__CHANNEL__:7"}),
+    )
+    .unwrap_err();
+    assert_eq!(e["code"], "invalid_input");
+    assert!(
+        e["message"].as_str().unwrap().contains("minicpm5-2b"),
+        "{e}"
+    );
+    let e = invoke(
+        &app,
+        "pull_model",
+        json!({"query": "qwen3:1.7b", "onProgress": "__CHANNEL__:8"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e["code"], "offline",
+        "HEARTH_OFFLINE keeps tests off the network: {e}"
+    );
+}
