@@ -130,8 +130,11 @@ try {
     const input = await find('chat-input');
     await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Hello! Tell me a story.' });
     await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
-    // The stop button shows while the answer streams; the send button returns when it ends.
-    await waitFor('the answer to finish', async () => (await findAll('send-button')).length === 1 && (await findAll('assistant-message')).length === 1, 120_000);
+    // The stop button shows while the answer streams. Right after the click the send
+    // button can still be on screen for a moment, so "finished" is: no stop button and
+    // the receipt, which is only written when the answer ends, under the answer.
+    const receiptShown = () => exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt\') !== null');
+    await waitFor('the answer to finish', async () => (await findAll('stop-button')).length === 0 && (await findAll('assistant-message')).length === 1 && (await receiptShown()), 120_000);
     const answers = await findAll('assistant-message');
     const answer = await text(answers[0]);
     if (!answer.trim()) throw new Error('the answer is empty');
