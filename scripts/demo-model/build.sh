@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild Hearth's bundled demo model (models/demo) from The Rust Programming Language book
-# shipped in the Rust toolchain's docs. CPU only; at most 72 minutes of training (niced) on a shared 2-core machine.
+# shipped in the Rust toolchain's docs. CPU only: DEMO_TRAIN_MINUTES (default 72) of niced training,
+# or DEMO_TRAIN_STEPS optimizer steps (default 4000) if those come first.
 #
 #   scripts/demo-model/build.sh [WORK_DIR] [BOOK_HTML_DIR]
 #
@@ -14,10 +15,11 @@ work="${1:-$(mktemp -d)}"
 book_args=()
 if [[ $# -ge 2 ]]; then book_args=(--book "$2"); fi
 minutes="${DEMO_TRAIN_MINUTES:-72}"
+steps="${DEMO_TRAIN_STEPS:-4000}"
 
 python3 "$here/prepare_data.py" "$work/data" "${book_args[@]}"
 python3 "$here/train_tokenizer.py" "$work/data" "$work/tokenizer.json"
-nice python3 "$here/train.py" "$work/data" "$work/tokenizer.json" "$work/run" --steps 1000 --minutes "$minutes"
+nice python3 "$here/train.py" "$work/data" "$work/tokenizer.json" "$work/run" --steps "$steps" --minutes "$minutes"
 python3 "$here/export.py" "$work/run" "$work/tokenizer.json" "$work/hf"
 
 # Quantize to Q4NX with Hearth's own converter, then put the folder in place.

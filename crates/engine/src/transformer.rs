@@ -8,6 +8,8 @@ use std::path::Path;
 
 use q4nx::{Family, ModelConfig, Tensor, Weights};
 
+use crate::cpu::attention::{self, AttentionShape};
+use crate::cpu::pool;
 use crate::kv_cache::KvCache;
 use crate::linear::{convert, dense_dtype, Linear};
 use crate::Error;
@@ -177,7 +179,6 @@ pub(crate) struct RunState {
     k: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
     v: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
     attn: Vec<f32>,              // (chunk, n_heads * head_dim) attention output
-    scores: Vec<f32>,            // (context) one head's attention weights
     gate: Vec<f32>,              // (chunk, intermediate)
     up: Vec<f32>,                // (chunk, intermediate)
     rope_cos: Vec<f32>,          // (context, head_dim / 2)
@@ -201,7 +202,6 @@ impl RunState {
             k: vec![0.0; MAX_CHUNK * kv_dim],
             v: vec![0.0; MAX_CHUNK * kv_dim],
             attn: vec![0.0; MAX_CHUNK * q_dim],
-            scores: vec![0.0; context],
             gate: vec![0.0; MAX_CHUNK * c.intermediate_size],
             up: vec![0.0; MAX_CHUNK * c.intermediate_size],
             rope_cos,
@@ -249,7 +249,6 @@ pub(crate) fn forward(
     let (dim, hd, eps) = (c.hidden_size, c.head_dim, c.rms_norm_eps);
     let (n_heads, n_kv) = (c.num_attention_heads, c.num_key_value_heads);
     let (q_dim, kv_dim, inter) = (n_heads * hd, n_kv * hd, c.intermediate_size);
-    let group = n_heads / n_kv; // query heads per KV head
     let scale = 1.0 / (hd as f32).sqrt();
     let (x, xb, xb2) = (
         &mut s.x[..n * dim],
@@ -302,28 +301,25 @@ pub(crate) fn forward(
             );
         }
 
-        // Causal attention: query head h reads KV head h / group (never replicated).
-        for t in 0..n {
-            let pos = start + t;
-            for h in 0..n_heads {
-                let kv_head = h / group;
-                let qh = &q[t * q_dim + h * hd..t * q_dim + (h + 1) * hd];
-                let scores = &mut s.scores[..=pos];
-                for (p, score) in scores.iter_mut().enumerate() {
-                    let kp = cache.key(l, p, kv_head, hd);
-                    *score = qh.iter().zip(kp).map(|(a, b)| a * b).sum::<f32>() * scale;
-                }
-                softmax(scores);
-                let out = &mut attn[t * q_dim + h * hd..t * q_dim + (h + 1) * hd];
-                out.fill(0.0);
-                for (p, &weight) in scores.iter().enumerate() {
-                    let vp = cache.value(l, p, kv_head, hd);
-                    for (o, vi) in out.iter_mut().zip(vp) {
-                        *o += weight * vi;
-                    }
-                }
-            }
-        }
+        // Causal attention: query head h reads KV head h / (n_heads / n_kv), never replicated;
+        // one pool job per (token, KV head) streams that head's cache once for its group.
+        let shape = AttentionShape {
+            heads: n_heads,
+            kv_heads: n_kv,
+            head_dim: hd,
+            scale,
+        };
+        let cache = &*cache;
+        attention::causal_attention(
+            &pool::global(),
+            shape,
+            q,
+            n,
+            start,
+            |p| cache.key(l, p, 0, kv_dim),
+            |p| cache.value(l, p, 0, kv_dim),
+            attn,
+        );
 
         // x = x + attn Wo^T                                        (n, dim)
         layer.wo.matmul(attn, n, xb2);
@@ -391,19 +387,6 @@ fn rope(head: &mut [f32], cos: &[f32], sin: &[f32]) {
     }
 }
 
-/// Softmax in place, in f32, shifted by the maximum.
-pub(crate) fn softmax(x: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0f32;
-    for v in x.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    for v in x.iter_mut() {
-        *v /= sum;
-    }
-}
-
 fn add_in_place(x: &mut [f32], y: &[f32]) {
     for (a, b) in x.iter_mut().zip(y) {
         *a += b;
@@ -437,12 +420,5 @@ mod tests {
         rmsnorm_rows(&mut out, &[3.0, 4.0], &[1.0, 2.0], 0.0);
         let rms = (12.5f32).sqrt();
         assert!((out[0] - 3.0 / rms).abs() < 1e-6 && (out[1] - 8.0 / rms).abs() < 1e-6);
-    }
-
-    #[test]
-    fn softmax_sums_to_one_and_survives_large_values() {
-        let mut x = [1000.0, 1000.0, f32::NEG_INFINITY];
-        softmax(&mut x);
-        assert_eq!(x, [0.5, 0.5, 0.0]);
     }
 }

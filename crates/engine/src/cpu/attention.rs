@@ -170,6 +170,7 @@ fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// Softmax in place, in f32, shifted by the maximum.
 fn softmax(x: &mut [f32]) {
     let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     let mut sum = 0.0;
@@ -254,5 +255,12 @@ mod tests {
                 assert!((a - b).abs() < 1e-5, "{threads} threads: {a} vs {b}");
             }
         }
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_survives_large_values() {
+        let mut x = [1000.0, 1000.0, f32::NEG_INFINITY];
+        softmax(&mut x);
+        assert_eq!(x, [0.5, 0.5, 0.0]);
     }
 }
