@@ -192,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "decode_bandwidth_gbps": decode_tps * footprint.weight_bytes_per_token as f64 / 1e9,
         "roofline_fraction": roofline,
         "model_file_bytes": footprint.file_bytes,
-        "kv_cache_bytes": footprint.kv_bytes_per_position * context,
+        "kv_cache_bytes": model.kv_cache_bytes(),
         "peak_memory_bytes": peak,
         "peak_memory_is_exact": peak_reset,
         "load_secs": load_secs,
@@ -272,8 +272,6 @@ struct Footprint {
     /// Every linear weight's stored bytes plus one embedding row and the norms.
     weight_bytes_per_token: usize,
     file_bytes: u64,
-    /// f32 keys and values of one position, every layer.
-    kv_bytes_per_position: usize,
 }
 
 impl Footprint {
@@ -297,7 +295,6 @@ impl Footprint {
         Ok(Footprint {
             weight_bytes_per_token: bytes,
             file_bytes,
-            kv_bytes_per_position: 2 * config.num_hidden_layers * config.kv_dim() * 4,
         })
     }
 }

@@ -1,27 +1,58 @@
-//! The key/value cache: for every layer and every position of the context, the keys (after
-//! q/k-norm and RoPE) and values of each KV head. Allocated once, for the context length the model
-//! was loaded with. KV heads are stored once, never replicated per query head.
+//! The key/value cache: for every layer, KV head and position of the context, the key (after
+//! q/k-norm and RoPE) and the value. Allocated once, for the context length the model was loaded
+//! with. KV heads are stored once, never replicated per query head.
+//!
+//! Layout `[layer][kv_head][position][head_dim]`: attention for one KV head streams its
+//! positions from one contiguous run of memory.
+//!
+//! Precision follows the weights: a quantized (Q4NX) model keeps keys and values as f16, half
+//! the memory and half the bytes read per token (f16 rounds at 2^-11, far below what Q4_1 weights
+//! already change); a dense model keeps f32, so Hearth's reference path computes exactly what
+//! transformers computes.
 
-/// Keys and values as f32, laid out `[layer][position][kv_head * head_dim]`.
+use std::ops::Range;
+
+use half::f16;
+use half::slice::HalfFloatSliceExt;
+
+/// How keys and values are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvPrecision {
+    /// 4 bytes per value, exact.
+    F32,
+    /// 2 bytes per value, IEEE half.
+    F16,
+}
+
+/// Keys and values laid out `[layer][kv_head][position][head_dim]`.
 #[derive(Debug)]
 pub struct KvCache {
     layers: usize,
     capacity: usize,
-    kv_dim: usize,
-    keys: Vec<f32>,   // (layers, capacity, kv_dim)
-    values: Vec<f32>, // (layers, capacity, kv_dim)
+    kv_heads: usize,
+    head_dim: usize,
+    keys: Store,
+    values: Store,
 }
 
 impl KvCache {
-    /// A zeroed cache for `capacity` positions of `layers` layers, `kv_dim` floats each.
-    pub fn new(layers: usize, capacity: usize, kv_dim: usize) -> Self {
-        let len = layers * capacity * kv_dim;
+    /// A zeroed cache for `capacity` positions of `layers` layers with `kv_heads` heads of
+    /// `head_dim` values each.
+    pub fn new(
+        layers: usize,
+        capacity: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        precision: KvPrecision,
+    ) -> Self {
+        let len = layers * kv_heads * capacity * head_dim;
         KvCache {
             layers,
             capacity,
-            kv_dim,
-            keys: vec![0.0; len],
-            values: vec![0.0; len],
+            kv_heads,
+            head_dim,
+            keys: Store::new(precision, len),
+            values: Store::new(precision, len),
         }
     }
 
@@ -30,33 +61,87 @@ impl KvCache {
         self.capacity
     }
 
+    /// How keys and values are stored.
+    pub fn precision(&self) -> KvPrecision {
+        match self.keys {
+            Store::F32(_) => KvPrecision::F32,
+            Store::F16(_) => KvPrecision::F16,
+        }
+    }
+
     /// Bytes the cache occupies.
     pub fn size_bytes(&self) -> usize {
-        (self.keys.len() + self.values.len()) * std::mem::size_of::<f32>()
+        self.keys.size_bytes() + self.values.size_bytes()
     }
 
-    fn offset(&self, layer: usize, position: usize) -> usize {
-        debug_assert!(layer < self.layers && position < self.capacity);
-        (layer * self.capacity + position) * self.kv_dim
+    fn offset(&self, layer: usize, head: usize, position: usize) -> usize {
+        debug_assert!(layer < self.layers && head < self.kv_heads && position < self.capacity);
+        ((layer * self.kv_heads + head) * self.capacity + position) * self.head_dim
     }
 
-    /// Stores the key and value (`kv_dim` floats each) of `position` in `layer`.
+    /// Stores the key and value of `position` in `layer`: `kv_heads * head_dim` values each,
+    /// head after head, as the projections produce them.
     pub fn store(&mut self, layer: usize, position: usize, key: &[f32], value: &[f32]) {
-        let at = self.offset(layer, position);
-        self.keys[at..at + self.kv_dim].copy_from_slice(key);
-        self.values[at..at + self.kv_dim].copy_from_slice(value);
+        let hd = self.head_dim;
+        debug_assert!(key.len() == self.kv_heads * hd && value.len() == key.len());
+        for head in 0..self.kv_heads {
+            let at = self.offset(layer, head, position);
+            self.keys.write(at, &key[head * hd..(head + 1) * hd]);
+            self.values.write(at, &value[head * hd..(head + 1) * hd]);
+        }
     }
 
-    /// The key of `position` in `layer` for KV head `head` (`head_dim` floats).
-    pub fn key(&self, layer: usize, position: usize, head: usize, head_dim: usize) -> &[f32] {
-        let at = self.offset(layer, position) + head * head_dim;
-        &self.keys[at..at + head_dim]
+    /// Reads the keys of `positions` in `layer` for KV head `head` into `out`
+    /// (`positions.len() * head_dim` values, position after position) as f32.
+    pub fn read_keys(&self, layer: usize, head: usize, positions: Range<usize>, out: &mut [f32]) {
+        let at = self.offset(layer, head, positions.start);
+        self.keys
+            .read(at, &mut out[..positions.len() * self.head_dim]);
     }
 
-    /// The value of `position` in `layer` for KV head `head` (`head_dim` floats).
-    pub fn value(&self, layer: usize, position: usize, head: usize, head_dim: usize) -> &[f32] {
-        let at = self.offset(layer, position) + head * head_dim;
-        &self.values[at..at + head_dim]
+    /// Reads the values of `positions` in `layer` for KV head `head` into `out`, as
+    /// [`read_keys`](Self::read_keys) does.
+    pub fn read_values(&self, layer: usize, head: usize, positions: Range<usize>, out: &mut [f32]) {
+        let at = self.offset(layer, head, positions.start);
+        self.values
+            .read(at, &mut out[..positions.len() * self.head_dim]);
+    }
+}
+
+/// One of the two halves of the cache, in its precision.
+#[derive(Debug)]
+enum Store {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+}
+
+impl Store {
+    fn new(precision: KvPrecision, len: usize) -> Self {
+        match precision {
+            KvPrecision::F32 => Store::F32(vec![0.0; len]),
+            KvPrecision::F16 => Store::F16(vec![f16::ZERO; len]),
+        }
+    }
+
+    fn size_bytes(&self) -> usize {
+        match self {
+            Store::F32(v) => v.len() * 4,
+            Store::F16(v) => v.len() * 2,
+        }
+    }
+
+    fn write(&mut self, at: usize, src: &[f32]) {
+        match self {
+            Store::F32(v) => v[at..at + src.len()].copy_from_slice(src),
+            Store::F16(v) => v[at..at + src.len()].convert_from_f32_slice(src),
+        }
+    }
+
+    fn read(&self, at: usize, out: &mut [f32]) {
+        match self {
+            Store::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
+            Store::F16(v) => v[at..at + out.len()].convert_to_f32_slice(out),
+        }
     }
 }
 
@@ -65,12 +150,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stored_heads_read_back_per_layer_and_position() {
-        let mut cache = KvCache::new(2, 3, 4);
+    fn stored_heads_read_back_per_layer_head_and_position() {
+        let mut cache = KvCache::new(2, 3, 2, 2, KvPrecision::F32);
         cache.store(1, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
-        assert_eq!(cache.key(1, 2, 1, 2), &[3.0, 4.0]);
-        assert_eq!(cache.value(1, 2, 0, 2), &[5.0, 6.0]);
-        assert_eq!(cache.key(0, 2, 0, 4), &[0.0; 4], "other layers untouched");
-        assert_eq!(cache.size_bytes(), 2 * 2 * 3 * 4 * 4);
+        cache.store(1, 1, &[-1.0, -2.0, -3.0, -4.0], &[0.5; 4]);
+        let mut out = [0.0; 4];
+        cache.read_keys(1, 1, 1..3, &mut out);
+        assert_eq!(out, [-3.0, -4.0, 3.0, 4.0], "head 1, positions 1 and 2");
+        cache.read_values(1, 0, 2..3, &mut out[..2]);
+        assert_eq!(out[..2], [5.0, 6.0]);
+        cache.read_keys(0, 0, 0..2, &mut out);
+        assert_eq!(out, [0.0; 4], "other layers untouched");
+        assert_eq!(cache.size_bytes(), 2 * (2 * 2 * 3 * 2) * 4);
+    }
+
+    #[test]
+    fn f16_cache_rounds_to_half_and_takes_half_the_memory() {
+        let mut cache = KvCache::new(1, 4, 1, 4, KvPrecision::F16);
+        let key = [1.0, 1.0 / 3.0, -65504.0, 1e-3];
+        cache.store(0, 3, &key, &key);
+        let mut out = [0.0; 4];
+        cache.read_values(0, 0, 3..4, &mut out);
+        for (got, want) in out.iter().zip(key) {
+            assert_eq!(*got, f16::from_f32(want).to_f32());
+            assert!((got - want).abs() <= want.abs() * 1e-3);
+        }
+        assert_eq!(cache.precision(), KvPrecision::F16);
+        assert_eq!(cache.size_bytes(), 2 * 4 * 4 * 2);
     }
 }

@@ -9,6 +9,7 @@ use q4nx::{Family, ModelConfig, WeightFormat, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::chat_template::{ChatMessage, ChatTemplate};
+use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
 use crate::tokenizer::TextTokenizer;
 use crate::transformer::TransformerWeights;
@@ -97,9 +98,11 @@ impl Model {
         check_config(dir, &config)?;
         let weights = Weights::open(dir).map_err(load_error)?;
         q4nx::validate(&weights, &config).map_err(load_error)?;
-        let weight_format = match weights.format() {
-            WeightFormat::Q4nx => "q4nx",
-            WeightFormat::Safetensors => "safetensors",
+        // A quantized model keeps its KV cache as f16; a dense one keeps f32 and computes
+        // exactly as the reference (see `kv_cache`).
+        let (weight_format, kv_precision) = match weights.format() {
+            WeightFormat::Q4nx => ("q4nx", KvPrecision::F16),
+            WeightFormat::Safetensors => ("safetensors", KvPrecision::F32),
         };
         let weights =
             LoadedWeights::try_new(weights, |w| TransformerWeights::load(w, &config, dir))?;
@@ -148,7 +151,7 @@ impl Model {
         Ok(Model {
             dir: dir.to_path_buf(),
             info,
-            runner: Runner::new(config, weights, context_length),
+            runner: Runner::new(config, weights, context_length, kv_precision),
             tokenizer,
             template,
             stop_ids,
@@ -163,6 +166,11 @@ impl Model {
     /// The model's configuration (`config.json`).
     pub fn config(&self) -> &ModelConfig {
         &self.runner.config
+    }
+
+    /// Bytes the KV cache occupies (allocated once, for the whole context).
+    pub fn kv_cache_bytes(&self) -> usize {
+        self.runner.kv_cache_bytes()
     }
 
     /// The ids that end generation: every eos id and end-of-turn token the model's files declare.

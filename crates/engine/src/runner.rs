@@ -7,7 +7,7 @@ use std::time::Instant;
 use q4nx::ModelConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::kv_cache::KvCache;
+use crate::kv_cache::{KvCache, KvPrecision};
 use crate::sampler::{sample, Rng, SamplingParams};
 use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
 use crate::Error;
@@ -96,12 +96,23 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    pub(crate) fn new(config: ModelConfig, weights: LoadedWeights, context: usize) -> Self {
-        let kv_dim = config.num_key_value_heads * config.head_dim;
-        let cache = KvCache::new(config.num_hidden_layers, context, kv_dim);
+    pub(crate) fn new(
+        config: ModelConfig,
+        weights: LoadedWeights,
+        context: usize,
+        precision: KvPrecision,
+    ) -> Self {
+        let cache = KvCache::new(
+            config.num_hidden_layers,
+            context,
+            config.num_key_value_heads,
+            config.head_dim,
+            precision,
+        );
         tracing::debug!(
             bytes = cache.size_bytes(),
             context,
+            ?precision,
             "allocated the KV cache"
         );
         Runner {
@@ -111,6 +122,11 @@ impl Runner {
             cache,
             cached: Vec::new(),
         }
+    }
+
+    /// Bytes the KV cache occupies.
+    pub(crate) fn kv_cache_bytes(&self) -> usize {
+        self.cache.size_bytes()
     }
 
     /// Forgets what the cache holds (the next feed starts at position 0).

@@ -309,17 +309,7 @@ pub(crate) fn forward(
             head_dim: hd,
             scale,
         };
-        let cache = &*cache;
-        attention::causal_attention(
-            &pool::global(),
-            shape,
-            q,
-            n,
-            start,
-            |p| cache.key(l, p, 0, kv_dim),
-            |p| cache.value(l, p, 0, kv_dim),
-            attn,
-        );
+        attention::causal_attention(&pool::global(), shape, q, n, start, cache, l, attn);
 
         // x = x + attn Wo^T                                        (n, dim)
         layer.wo.matmul(attn, n, xb2);

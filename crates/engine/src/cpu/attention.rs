@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 
 use super::pool::ThreadPool;
+use crate::kv_cache::KvCache;
 
 /// Query heads that can share one KV head in a job (more are split into several passes).
 const MAX_GROUP: usize = 16;
@@ -26,24 +27,22 @@ pub struct AttentionShape {
 }
 
 /// For each of `tokens` query tokens at positions `start..start + tokens`, attends over
-/// positions `0..=position`: `out[t, h] = Σ_p softmax_p(q[t, h] · k[p, h / group] * scale) v[p, ..]`.
+/// positions `0..=position` of `layer` in `cache`:
+/// `out[t, h] = Σ_p softmax_p(q[t, h] · k[p, h / group] * scale) v[p, h / group]`.
 ///
-/// `q` and `out` are `[tokens, heads * head_dim]`; `key(p)` and `value(p)` return position `p`'s
-/// `kv_heads * head_dim` floats (every position up to the last token's must already be stored).
+/// `q` and `out` are `[tokens, heads * head_dim]`; every position up to the last token's must
+/// already be stored in the cache.
 #[allow(clippy::too_many_arguments)] // the shapes are grouped; the rest are the data
-pub fn causal_attention<'c, K, V>(
+pub fn causal_attention(
     pool: &ThreadPool,
     shape: AttentionShape,
     q: &[f32],
     tokens: usize,
     start: usize,
-    key: K,
-    value: V,
+    cache: &KvCache,
+    layer: usize,
     out: &mut [f32],
-) where
-    K: Fn(usize) -> &'c [f32] + Sync,
-    V: Fn(usize) -> &'c [f32] + Sync,
-{
+) {
     let AttentionShape {
         heads,
         kv_heads,
@@ -65,6 +64,10 @@ pub fn causal_attention<'c, K, V>(
         tokens * q_dim,
         "attention: out is not [tokens, heads * head_dim]"
     );
+    assert!(
+        start + tokens <= cache.capacity(),
+        "attention past the end of the cache"
+    );
     let out_ptr = OutPtr(out.as_mut_ptr());
     pool.run(tokens * kv_heads, &|job| {
         let (t, kv_head) = (job / kv_heads, job % kv_heads);
@@ -74,16 +77,12 @@ pub fn causal_attention<'c, K, V>(
         let out_row = unsafe { std::slice::from_raw_parts_mut(out_ptr.at(t * q_dim), q_dim) };
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
-            attend_group(
-                shape,
-                row,
-                out_row,
+            let head = KvHead {
+                cache,
+                layer,
                 kv_head,
-                start + t,
-                &key,
-                &value,
-                scratch,
-            );
+            };
+            attend_group(shape, row, out_row, head, start + t, scratch);
         });
     });
 }
@@ -97,48 +96,71 @@ impl OutPtr {
     }
 }
 
-thread_local! {
-    /// Per-thread scores, reused across calls (no allocation once warm).
-    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+/// Positions of keys or values read from the cache at a time, as f32.
+const POSITIONS: usize = 64;
+
+/// Per-thread buffers, reused across calls (no allocation once warm).
+#[derive(Default)]
+struct Scratch {
+    /// `[group][position]` scores, then weights.
+    scores: Vec<f32>,
+    /// `POSITIONS` keys or values converted to f32.
+    rows: Vec<f32>,
 }
 
-/// All query heads of KV head `kv_head` for one token at `position`.
-#[allow(clippy::too_many_arguments)]
-fn attend_group<'c>(
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// One KV head of one layer of the cache.
+struct KvHead<'c> {
+    cache: &'c KvCache,
+    layer: usize,
+    kv_head: usize,
+}
+
+/// All query heads of one KV head for one token at `position`.
+fn attend_group(
     shape: AttentionShape,
     q_row: &[f32],
     out_row: &mut [f32],
-    kv_head: usize,
+    kv: KvHead<'_>,
     position: usize,
-    key: &(dyn Fn(usize) -> &'c [f32] + Sync),
-    value: &(dyn Fn(usize) -> &'c [f32] + Sync),
-    scratch: &mut Vec<f32>,
+    scratch: &mut Scratch,
 ) {
     let hd = shape.head_dim;
     let group = shape.heads / shape.kv_heads;
     let len = position + 1;
+    let Scratch { scores, rows } = scratch;
+    rows.resize(POSITIONS * hd, 0.0);
     for first in (0..group).step_by(MAX_GROUP) {
         let count = (group - first).min(MAX_GROUP);
-        let heads = kv_head * group + first..kv_head * group + first + count;
-        scratch.clear();
-        scratch.resize(count * len, 0.0);
+        let heads = kv.kv_head * group + first..kv.kv_head * group + first + count;
+        scores.clear();
+        scores.resize(count * len, 0.0);
         // scores[g][p] = q_g · k_p * scale, each key read once for the whole group
-        for p in 0..len {
-            let k = &key(p)[kv_head * hd..(kv_head + 1) * hd];
-            for (g, h) in heads.clone().enumerate() {
-                scratch[g * len + p] = dot(&q_row[h * hd..(h + 1) * hd], k) * shape.scale;
+        for block in (0..len).step_by(POSITIONS) {
+            let end = (block + POSITIONS).min(len);
+            kv.cache.read_keys(kv.layer, kv.kv_head, block..end, rows);
+            for (p, k) in (block..end).zip(rows.chunks_exact(hd)) {
+                for (g, h) in heads.clone().enumerate() {
+                    scores[g * len + p] = dot(&q_row[h * hd..(h + 1) * hd], k) * shape.scale;
+                }
             }
         }
-        for scores in scratch.chunks_exact_mut(len) {
-            softmax(scores);
+        for head_scores in scores.chunks_exact_mut(len) {
+            softmax(head_scores);
         }
         for h in heads.clone() {
             out_row[h * hd..(h + 1) * hd].fill(0.0);
         }
-        for p in 0..len {
-            let v = &value(p)[kv_head * hd..(kv_head + 1) * hd];
-            for (g, h) in heads.clone().enumerate() {
-                axpy(scratch[g * len + p], v, &mut out_row[h * hd..(h + 1) * hd]);
+        for block in (0..len).step_by(POSITIONS) {
+            let end = (block + POSITIONS).min(len);
+            kv.cache.read_values(kv.layer, kv.kv_head, block..end, rows);
+            for (p, v) in (block..end).zip(rows.chunks_exact(hd)) {
+                for (g, h) in heads.clone().enumerate() {
+                    axpy(scores[g * len + p], v, &mut out_row[h * hd..(h + 1) * hd]);
+                }
             }
         }
     }
@@ -187,6 +209,7 @@ fn softmax(x: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kv_cache::KvPrecision;
 
     /// Per query head, straight from the definition.
     fn reference(
@@ -230,29 +253,39 @@ mod tests {
             head_dim: 24,
             scale: 1.0 / 24f32.sqrt(),
         };
-        let (tokens, start) = (5, 3);
+        // 70 positions: more than one block of cache reads.
+        let (tokens, start) = (5, 65);
         let kv_dim = shape.kv_heads * shape.head_dim;
         let positions = start + tokens;
         let wave = |i: usize, f: f32| (i as f32 * f).sin();
-        let k: Vec<f32> = (0..positions * kv_dim).map(|i| wave(i, 0.37)).collect();
-        let v: Vec<f32> = (0..positions * kv_dim).map(|i| wave(i, 0.11)).collect();
         let q: Vec<f32> = (0..tokens * 8 * 24).map(|i| wave(i, 0.23) * 2.0).collect();
-        let expected = reference(shape, &q, tokens, start, &k, &v);
-        for threads in [1, 3] {
-            let pool = ThreadPool::new(threads);
-            let mut out = vec![f32::NAN; q.len()];
-            causal_attention(
-                &pool,
-                shape,
-                &q,
-                tokens,
-                start,
-                |p| &k[p * kv_dim..(p + 1) * kv_dim],
-                |p| &v[p * kv_dim..(p + 1) * kv_dim],
-                &mut out,
-            );
-            for (a, b) in out.iter().zip(&expected) {
-                assert!((a - b).abs() < 1e-5, "{threads} threads: {a} vs {b}");
+        for precision in [KvPrecision::F32, KvPrecision::F16] {
+            // What the cache holds: the values as stored at its precision.
+            let stored = |f: f32| -> Vec<f32> {
+                (0..positions * kv_dim)
+                    .map(|i| match precision {
+                        KvPrecision::F32 => wave(i, f),
+                        KvPrecision::F16 => half::f16::from_f32(wave(i, f)).to_f32(),
+                    })
+                    .collect()
+            };
+            let (k, v) = (stored(0.37), stored(0.11));
+            let mut cache = KvCache::new(2, positions + 3, shape.kv_heads, 24, precision);
+            for p in 0..positions {
+                let row = p * kv_dim..(p + 1) * kv_dim;
+                cache.store(1, p, &k[row.clone()], &v[row]);
+            }
+            let expected = reference(shape, &q, tokens, start, &k, &v);
+            for threads in [1, 3] {
+                let pool = ThreadPool::new(threads);
+                let mut out = vec![f32::NAN; q.len()];
+                causal_attention(&pool, shape, &q, tokens, start, &cache, 1, &mut out);
+                for (a, b) in out.iter().zip(&expected) {
+                    assert!(
+                        (a - b).abs() < 1e-5,
+                        "{precision:?}, {threads} threads: {a} vs {b}"
+                    );
+                }
             }
         }
     }
