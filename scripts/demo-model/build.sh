@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Rebuild Hearth's bundled demo model (models/demo) from The Rust Programming Language book
+# Rebuild Hearth's bundled demo model (models/demo) from Rust's own books (The Rust Programming
+# Language, the Rustonomicon, the Reference, Rust by Example, the Edition Guide, the Cargo Book),
 # shipped in the Rust toolchain's docs. CPU only: DEMO_TRAIN_MINUTES (default 72) of niced training,
 # or DEMO_TRAIN_STEPS optimizer steps (default 4000) if those come first.
 #
-#   scripts/demo-model/build.sh [WORK_DIR] [BOOK_HTML_DIR]
+#   scripts/demo-model/build.sh [WORK_DIR] [RUST_HTML_DOCS_DIR]
 #
 # WORK_DIR (default: a new temporary directory) holds the text, checkpoints and the f32 model;
-# a re-run with the same WORK_DIR resumes training from its checkpoint. BOOK_HTML_DIR defaults to
-# `rustc --print sysroot`/share/doc/rust/html/book. Needs: pip install -r requirements.txt
+# a re-run with the same WORK_DIR resumes training from its checkpoint. RUST_HTML_DOCS_DIR defaults
+# to `rustc --print sysroot`/share/doc/rust/html. Needs: pip install -r requirements.txt
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 work="${1:-$(mktemp -d)}"
 book_args=()
-if [[ $# -ge 2 ]]; then book_args=(--book "$2"); fi
+if [[ $# -ge 2 ]]; then book_args=(--docs "$2"); fi
 minutes="${DEMO_TRAIN_MINUTES:-72}"
 steps="${DEMO_TRAIN_STEPS:-4000}"
 

@@ -1,16 +1,19 @@
-"""Turn The Rust Programming Language (HTML shipped with the Rust toolchain docs) into training text.
+"""Turn Rust's own books (HTML shipped with the Rust toolchain docs) into training text.
+
+The books, all MIT OR Apache-2.0: The Rust Programming Language, the Rustonomicon, the Rust
+Reference, Rust by Example, the Edition Guide and the Cargo Book.
 
 Writes, into OUT_DIR:
-  train.txt      plain prose of the training chapters, documents separated by a line "<|endoftext|>"
-  heldout.txt    plain prose of the held-out chapters (about 5 %), same format, never trained on
-  chat.jsonl     chat pairs built programmatically from the training chapters: {"messages": [...]}
-  chapters.json  which chapter went where
+  train.txt      plain prose of the training pages, documents separated by a line "<|endoftext|>"
+  heldout.txt    plain prose of the held-out pages (one in 20 of every book), never trained on
+  chat.jsonl     chat pairs built programmatically from the training pages: {"messages": [...]}
+  chapters.json  which page went where
 
-Nothing is written by hand: every answer is a sentence or paragraph of the book itself.
+Nothing is written by hand: every answer is a sentence or paragraph of the books themselves.
 Code blocks, listings and figure captions are dropped so the model learns English prose.
 
-Usage: python3 prepare_data.py OUT_DIR [--book BOOK_HTML_DIR]
-(default book dir: `rustc --print sysroot`/share/doc/rust/html/book)
+Usage: python3 prepare_data.py OUT_DIR [--docs RUST_HTML_DOCS_DIR]
+(default docs dir: `rustc --print sysroot`/share/doc/rust/html)
 """
 
 import argparse
@@ -22,6 +25,8 @@ import re
 import subprocess
 
 SEP = "<|endoftext|>"
+# The mdBooks under the docs dir that are used, in this order.
+BOOKS = ["book", "nomicon", "reference", "rust-by-example", "edition-guide", "cargo"]
 # One page in 20 (by table-of-contents position) is held out for perplexity.
 HELDOUT_EVERY = 20
 HELDOUT_OFFSET = 10
@@ -29,9 +34,9 @@ BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th",
 SKIP = {"pre", "script", "style", "nav", "figure", "svg", "iframe", "table"}
 
 
-def default_book_dir() -> pathlib.Path:
+def default_docs_dir() -> pathlib.Path:
     sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=True)
-    return pathlib.Path(sysroot.stdout.strip()) / "share" / "doc" / "rust" / "html" / "book"
+    return pathlib.Path(sysroot.stdout.strip()) / "share" / "doc" / "rust" / "html"
 
 
 def chapter_files(book: pathlib.Path) -> list[str]:
@@ -39,7 +44,7 @@ def chapter_files(book: pathlib.Path) -> list[str]:
     tocs = sorted(book.glob("toc*.js")) + sorted(book.glob("toc.html"))
     if not tocs:
         raise SystemExit(f"no table of contents (toc*.js / toc.html) in {book}: is this an mdBook HTML dir?")
-    names = re.findall(r'href="([a-z0-9-]+\.html)"', tocs[0].read_text(encoding="utf-8"))
+    names = re.findall(r'href="([A-Za-z0-9_/-]+\.html)"', tocs[0].read_text(encoding="utf-8"))
     seen, order = set(), []
     for name in names:
         if name not in seen and (book / name).is_file() and name not in ("title-page.html", "print.html"):
@@ -252,25 +257,25 @@ def chat_pairs(pages, rng: random.Random) -> list[dict]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir", type=pathlib.Path)
-    ap.add_argument("--book", type=pathlib.Path, default=None, help="the book's HTML directory")
+    ap.add_argument("--docs", type=pathlib.Path, default=None, help="the Rust HTML docs directory")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    book = args.book or default_book_dir()
+    docs = args.docs or default_docs_dir()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
 
-    files = chapter_files(book)
     train_pages, heldout_pages, split = [], [], {"train": [], "heldout": []}
-    for i, name in enumerate(files):
-        blocks = extract(book / name)
-        if not blocks:
-            continue
-        if i % HELDOUT_EVERY == HELDOUT_OFFSET:
-            heldout_pages.append(blocks)
-            split["heldout"].append(name)
-        else:
-            train_pages.append(blocks)
-            split["train"].append(name)
+    for book in BOOKS:
+        for i, name in enumerate(chapter_files(docs / book)):
+            blocks = extract(docs / book / name)
+            if not blocks:
+                continue
+            if i % HELDOUT_EVERY == HELDOUT_OFFSET:
+                heldout_pages.append(blocks)
+                split["heldout"].append(f"{book}/{name}")
+            else:
+                train_pages.append(blocks)
+                split["train"].append(f"{book}/{name}")
 
     (args.out_dir / "train.txt").write_text(f"\n{SEP}\n".join(page_text(b) for b in train_pages) + "\n", encoding="utf-8")
     (args.out_dir / "heldout.txt").write_text(f"\n{SEP}\n".join(page_text(b) for b in heldout_pages) + "\n", encoding="utf-8")
