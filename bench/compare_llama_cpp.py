@@ -14,7 +14,7 @@
 For each thread count, Hearth then llama.cpp run back to back, and both bandwidth fractions use
 the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON.
 
-    python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2
+    python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2 [--no-extra-buffers]
 """
 
 import argparse
@@ -168,6 +168,8 @@ def run_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
 
     L.llama_backend_init()
     mparams = L.llama_model_default_params()
+    if args.no_extra_buffers:
+        mparams.use_extra_bufts = False
     load = getattr(L, "llama_model_load_from_file", None) or L.llama_load_model_from_file
     model = load(str(gguf_path).encode(), mparams)
     if not model:
@@ -218,6 +220,7 @@ def run_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
         "prefill_samples": [r[0] for r in runs],
         "decode_samples": [r[1] for r in runs],
         "llama_cpp_python": L.__version__,
+        "extra_buffer_types": not args.no_extra_buffers,
         "system_info": L.llama_print_system_info().decode(errors="replace").strip(),
     }
 
@@ -230,6 +233,10 @@ def main() -> None:
     ap.add_argument("--generate", type=int, default=128)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
+    ap.add_argument("--no-extra-buffers", action="store_true",
+                    help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
+                         "VM whose CPU advertises AMX that the kernel does not enable, where llama.cpp's "
+                         "AMX kernels die with SIGILL")
     args = ap.parse_args()
 
     results = []

@@ -188,7 +188,7 @@ pub fn ensure_model(state: &AppState, preferred: Option<&str>) -> CommandResult<
     if entry.is_demo {
         state.notify(
             NoticeLevel::Info,
-            "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: its answers will be nonsense. Open Models to download a real one.",
+            "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.",
         );
     }
     Ok(())

@@ -2,76 +2,24 @@
 //! argument checking, conversations, settings, a streamed answer from a tiny real model, and a
 //! damaged database at start.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+mod common;
 
-use hearth_desktop::paths::Paths;
-use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
-use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+use std::path::PathBuf;
 
-/// Settings live in the app's data folder: point XDG at a temporary one for the whole process.
-fn private_home() -> &'static Path {
-    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::env::set_var("XDG_DATA_HOME", dir.path().join("data"));
-        std::env::set_var("XDG_CONFIG_HOME", dir.path().join("config"));
-        std::env::set_var("HOME", dir.path());
-        dir
-    })
-    .path()
-}
+use common::{build_app, fixture, invoke, private_home, TestApp};
+use serde_json::json;
 
 fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/engine/tiny-llama")
-}
-
-struct TestApp {
-    _app: App<MockRuntime>,
-    webview: WebviewWindow<MockRuntime>,
-    _data: tempfile::TempDir,
+    fixture("engine/tiny-llama")
 }
 
 fn app_with(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
-    private_home();
-    let paths = Paths {
-        data_dir: data.path().to_path_buf(),
-        demo_model: demo,
-    };
-    let app = hearth_desktop::configure(mock_builder(), Some(paths))
-        .build(tauri::generate_context!())
-        .expect("the app builds");
-    let webview = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .expect("the main window builds");
-    TestApp {
-        _app: app,
-        webview,
-        _data: data,
-    }
+    private_home(&[]);
+    build_app(data, demo)
 }
 
 fn app() -> TestApp {
     app_with(tempfile::tempdir().unwrap(), Some(tiny_model()))
-}
-
-fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
-    get_ipc_response(
-        &app.webview,
-        InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(args),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
-    )
-    .map(|body| body.deserialize::<Value>().expect("response is JSON"))
 }
 
 #[test]

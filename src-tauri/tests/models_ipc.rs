@@ -3,76 +3,21 @@
 //! and the errors of pause/cancel/pull when there is nothing to act on. Downloads themselves
 //! are tested in crates/hub against a local imitation of the Hub.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+mod common;
 
-use hearth_desktop::paths::Paths;
-use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
-use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+use std::path::PathBuf;
 
-/// Settings live in the app's data folder: point XDG at a temporary one for the whole process.
-fn private_home() -> &'static Path {
-    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::env::set_var("XDG_DATA_HOME", dir.path().join("data"));
-        std::env::set_var("XDG_CONFIG_HOME", dir.path().join("config"));
-        std::env::set_var("HOME", dir.path());
-        std::env::set_var("HEARTH_OFFLINE", "1");
-        dir
-    })
-    .path()
-}
+use common::{build_app, fixture, invoke, private_home, TestApp};
+use serde_json::json;
 
 fn hub_fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/hub")
-        .join(name)
+    fixture(&format!("hub/{name}"))
 }
 
-struct TestApp {
-    _app: App<MockRuntime>,
-    webview: WebviewWindow<MockRuntime>,
-    _data: tempfile::TempDir,
-}
-
+/// The app offline (no catalog fetch), with a tiny Q4NX model as its demo.
 fn app() -> TestApp {
-    private_home();
-    let data = tempfile::tempdir().unwrap();
-    let paths = Paths {
-        data_dir: data.path().to_path_buf(),
-        demo_model: Some(hub_fixture("tiny-q4nx")),
-    };
-    let app = hearth_desktop::configure(mock_builder(), Some(paths))
-        .build(tauri::generate_context!())
-        .expect("the app builds");
-    let webview = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .expect("the main window builds");
-    TestApp {
-        _app: app,
-        webview,
-        _data: data,
-    }
-}
-
-fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
-    get_ipc_response(
-        &app.webview,
-        InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(args),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
-    )
-    .map(|body| body.deserialize::<Value>().expect("response is JSON"))
+    private_home(&[("HEARTH_OFFLINE", "1".into())]);
+    build_app(tempfile::tempdir().unwrap(), Some(hub_fixture("tiny-q4nx")))
 }
 
 #[test]

@@ -2,74 +2,18 @@
 //! (`tests/fixtures/npu/strix-ready`, through `HEARTH_NPU_ROOT`), and the energy an answer from
 //! the tiny real model carries on its receipt.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+mod common;
 
-use hearth_desktop::paths::Paths;
-use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
-use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+use common::{build_app, fixture, invoke, private_home, TestApp};
+use serde_json::json;
 
-/// One temporary home for the process, and the fixture laptop as the system root.
-fn setup() -> &'static Path {
-    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::env::set_var("XDG_DATA_HOME", dir.path().join("data"));
-        std::env::set_var("XDG_CONFIG_HOME", dir.path().join("config"));
-        std::env::set_var("HOME", dir.path());
-        let laptop =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/npu/strix-ready");
-        std::env::set_var("HEARTH_NPU_ROOT", laptop);
-        dir
-    })
-    .path()
-}
-
-struct TestApp {
-    _app: App<MockRuntime>,
-    webview: WebviewWindow<MockRuntime>,
-    _data: tempfile::TempDir,
-}
-
+/// The app on the fixture laptop as the system root, with the tiny real model as its demo.
 fn app() -> TestApp {
-    setup();
-    let data = tempfile::tempdir().unwrap();
-    let demo: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/engine/tiny-llama");
-    let paths = Paths {
-        data_dir: data.path().to_path_buf(),
-        demo_model: Some(demo),
-    };
-    let app = hearth_desktop::configure(mock_builder(), Some(paths))
-        .build(tauri::generate_context!())
-        .expect("the app builds");
-    let webview = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .expect("the main window builds");
-    TestApp {
-        _app: app,
-        webview,
-        _data: data,
-    }
-}
-
-fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
-    get_ipc_response(
-        &app.webview,
-        InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(args),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
+    private_home(&[("HEARTH_NPU_ROOT", fixture("npu/strix-ready").into())]);
+    build_app(
+        tempfile::tempdir().unwrap(),
+        Some(fixture("engine/tiny-llama")),
     )
-    .map(|body| body.deserialize::<Value>().expect("response is JSON"))
 }
 
 #[test]

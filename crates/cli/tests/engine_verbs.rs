@@ -28,6 +28,17 @@ fn hearth(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("hearth runs")
 }
 
+/// Runs `hearth` and checks it succeeded, showing its stderr if not.
+fn hearth_ok(args: &[&str], stdin: &str) -> Output {
+    let out = hearth(args, stdin);
+    assert!(
+        out.status.success(),
+        "hearth {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn reference(name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(fixture(name).join("reference.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -48,7 +59,7 @@ fn logits_json_matches_transformers() {
     let reference = reference("tiny-qwen3");
     let model = fixture("tiny-qwen3");
     let tokens = ids(&reference["tokens"]);
-    let out = hearth(
+    let out = hearth_ok(
         &[
             "logits",
             "--model",
@@ -58,11 +69,6 @@ fn logits_json_matches_transformers() {
             "--json",
         ],
         "",
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = json["logits"].as_array().unwrap();
@@ -87,7 +93,7 @@ fn generate_json_gives_the_greedy_continuation_and_timings() {
     let reference = reference("tiny-qwen3-untied");
     let model = fixture("tiny-qwen3-untied");
     let prompt = ids(&reference["greedy_prompt"]);
-    let out = hearth(
+    let out = hearth_ok(
         &[
             "generate",
             "--model",
@@ -102,11 +108,6 @@ fn generate_json_gives_the_greedy_continuation_and_timings() {
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["tokens"], reference["greedy_tokens"]);
     assert_eq!(json["prompt_tokens"], 7);
@@ -120,7 +121,7 @@ fn generate_json_gives_the_greedy_continuation_and_timings() {
 #[test]
 fn run_streams_an_answer_and_reports_timings_on_stderr() {
     let model = fixture("tiny-llama");
-    let out = hearth(
+    let out = hearth_ok(
         &[
             "run",
             "--model",
@@ -133,11 +134,6 @@ fn run_streams_an_answer_and_reports_timings_on_stderr() {
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(!out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("prompt tokens"));
 }
@@ -145,7 +141,7 @@ fn run_streams_an_answer_and_reports_timings_on_stderr() {
 #[test]
 fn chat_answers_each_line_until_exit() {
     let model = fixture("tiny-qwen3");
-    let out = hearth(
+    let out = hearth_ok(
         &[
             "chat",
             "--model",
@@ -154,11 +150,6 @@ fn chat_answers_each_line_until_exit() {
             "4",
         ],
         "Hi!\n/reset\nAgain\n/exit\n",
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("> "), "prompts for a line: {stdout:?}");
@@ -212,7 +203,7 @@ fn a_missing_model_folder_says_so() {
 #[test]
 fn logits_reports_perplexity_of_text() {
     let model = fixture("tiny-qwen3");
-    let out = hearth(
+    let out = hearth_ok(
         &[
             "logits",
             "--model",
@@ -223,11 +214,6 @@ fn logits_reports_perplexity_of_text() {
             "--json",
         ],
         "",
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let perplexity = json["perplexity"].as_f64().unwrap();

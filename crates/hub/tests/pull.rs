@@ -51,6 +51,23 @@ fn run(
     (outcome, events)
 }
 
+/// Pulls `query` with the default options and no progress handler.
+fn pull_query(store: &Store, hub: &MockHub, query: &str) -> hearth_hub::Result<PullOutcome> {
+    let client = HubClient::new(&hub.endpoint, None, false);
+    let request = PullRequest {
+        query: query.into(),
+        ..Default::default()
+    };
+    pull(
+        store,
+        &client,
+        &request,
+        &options(),
+        &DownloadControl::new(),
+        &mut |_| {},
+    )
+}
+
 fn model_q4nx_size() -> u64 {
     std::fs::metadata(common::fixture("tiny-q4nx").join("model.q4nx"))
         .unwrap()
@@ -288,20 +305,7 @@ fn repository_without_model_files_says_what_is_missing() {
             },
         ],
     );
-    let client = HubClient::new(&hub.endpoint, None, false);
-    let request = PullRequest {
-        query: "hearth-test/Only-GGUF".into(),
-        ..Default::default()
-    };
-    let err = pull(
-        &store,
-        &client,
-        &request,
-        &options(),
-        &DownloadControl::new(),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = pull_query(&store, &hub, "hearth-test/Only-GGUF").unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::MissingFiles { .. }), "{text}");
     for needle in [
@@ -324,20 +328,7 @@ fn unknown_repository_is_a_404_with_a_plain_message() {
     let tmp = TempDir::new("404");
     let store = Store::at(tmp.0.clone());
     let hub = MockHub::start();
-    let client = HubClient::new(&hub.endpoint, None, false);
-    let request = PullRequest {
-        query: "nobody/Nothing-Here".into(),
-        ..Default::default()
-    };
-    let err = pull(
-        &store,
-        &client,
-        &request,
-        &options(),
-        &DownloadControl::new(),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = pull_query(&store, &hub, "nobody/Nothing-Here").unwrap_err();
     assert!(matches!(err, Error::RepoNotFound { .. }), "{err}");
     assert!(err.to_string().contains("nobody/Nothing-Here"), "{err}");
     assert!(err.to_string().contains("not found"), "{err}");

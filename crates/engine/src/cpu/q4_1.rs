@@ -77,33 +77,25 @@ pub fn row_block(
         acts.cols_padded() / TILE_COLS * TILE_BYTES,
         "row_block: tiles do not match the activation width"
     );
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported"
+    );
     match level {
         KernelLevel::Scalar => scalar::row_block(tiles, acts, t0, out),
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx2 => {
-            assert!(
-                level.is_supported(),
-                "kernel level {level} is not supported"
-            );
-            // SAFETY: AVX2 and FMA are present (checked above); sizes were checked above.
+            // SAFETY: AVX2 and FMA are present and sizes were checked above.
             unsafe { avx2::row_block(tiles, acts, t0, out) }
         }
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx512Bw => {
-            assert!(
-                level.is_supported(),
-                "kernel level {level} is not supported"
-            );
-            // SAFETY: AVX-512F/BW are present (checked above); sizes were checked above.
+            // SAFETY: AVX-512F/BW are present and sizes were checked above.
             unsafe { avx512bw::row_block(tiles, acts, t0, out) }
         }
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx512Vnni => {
-            assert!(
-                level.is_supported(),
-                "kernel level {level} is not supported"
-            );
-            // SAFETY: AVX-512F/BW/VNNI/VBMI are present (checked above); sizes were checked.
+            // SAFETY: AVX-512F/BW/VNNI/VBMI are present and sizes were checked above.
             unsafe { avx512vnni::row_block(tiles, acts, t0, out) }
         }
         #[cfg(not(target_arch = "x86_64"))]
