@@ -58,6 +58,9 @@ pub struct LiveStats {
 }
 
 /// Events on the answer's Channel.
+// Each event is built, serialized to the UI once and dropped; `Started` is large only once
+// per answer, so boxing its fields would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "lowercase")]
 pub enum ChatEvent {

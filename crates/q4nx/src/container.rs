@@ -351,7 +351,7 @@ pub fn encode_header(entries: &[EntryToWrite], metadata: &BTreeMap<String, Strin
         offset = end;
     }
     let mut json = Value::Object(map).to_string().into_bytes();
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let mut out = Vec::with_capacity(8 + json.len());

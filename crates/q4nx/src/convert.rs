@@ -302,9 +302,9 @@ fn flm_qwen3_config(
     let kv = config.num_key_value_heads;
     let heads = config.num_attention_heads;
     if kv > FLM_QWEN3_KV_HEADS
-        || FLM_QWEN3_KV_HEADS % kv != 0
-        || heads % FLM_QWEN3_KV_HEADS != 0
-        || config.head_dim % TILE_ROWS != 0
+        || !FLM_QWEN3_KV_HEADS.is_multiple_of(kv)
+        || !heads.is_multiple_of(FLM_QWEN3_KV_HEADS)
+        || !config.head_dim.is_multiple_of(TILE_ROWS)
     {
         return Err(convert_err(format!(
             "cannot make a FastFlowLM Qwen3 variant: {heads} query heads, {kv} KV heads and \
