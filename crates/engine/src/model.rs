@@ -98,6 +98,7 @@ impl Model {
         check_config(dir, &config)?;
         let weights = Weights::open(dir).map_err(load_error)?;
         q4nx::validate(&weights, &config).map_err(load_error)?;
+        weights.advise_streaming();
         // A quantized model keeps its KV cache as f16; a dense one keeps f32 and computes
         // exactly as the reference (see `kv_cache`).
         let (weight_format, kv_precision) = match weights.format() {

@@ -330,6 +330,18 @@ impl Weights {
         self.tensors.contains_key(name)
     }
 
+    /// Tells the kernel these maps are about to be streamed for inference: read them ahead (the
+    /// first token waits on every page) and back them with huge pages where the file system
+    /// supports it (fewer TLB misses per token). Advice only, so failures are ignored; readers
+    /// that only look at headers should not call it.
+    pub fn advise_streaming(&self) {
+        #[cfg(target_os = "linux")]
+        for file in &self.files {
+            let _ = file.map.advise(memmap2::Advice::WillNeed);
+            let _ = file.map.advise(memmap2::Advice::HugePage);
+        }
+    }
+
     /// Which container the weights came from.
     pub fn format(&self) -> WeightFormat {
         self.format
@@ -376,22 +388,8 @@ fn map_file(path: &Path) -> Result<(Mmap, container::Header), Error> {
     // itself never writes a model file in place (it writes a new file and renames it over the
     // old one, so an existing map keeps the old inode), and the model store is ours alone.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    advise(&map);
     let header = container::parse(&map, path)?;
     Ok((map, header))
-}
-
-/// Advice only, so failures are ignored: start reading the file ahead (the first token waits
-/// on every page of the weights) and let the kernel back the map with huge pages where the file
-/// system supports it (fewer TLB misses while decoding streams the whole map).
-fn advise(map: &Mmap) {
-    #[cfg(target_os = "linux")]
-    {
-        let _ = map.advise(memmap2::Advice::WillNeed);
-        let _ = map.advise(memmap2::Advice::HugePage);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = map;
 }
 
 #[cfg(test)]
