@@ -31,21 +31,10 @@ impl KernelLevel {
 
     /// Every level this CPU can run (always includes [`KernelLevel::Scalar`]).
     pub fn supported() -> Vec<KernelLevel> {
-        let mut levels = vec![KernelLevel::Scalar];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                levels.push(KernelLevel::Avx2);
-            }
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
-                levels.push(KernelLevel::Avx512Bw);
-                if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vbmi")
-                {
-                    levels.push(KernelLevel::Avx512Vnni);
-                }
-            }
-        }
-        levels
+        Self::ALL
+            .into_iter()
+            .filter(|level| level.is_supported())
+            .collect()
     }
 
     /// The level the matmuls run at: chosen once, on first use, as the `HEARTH_KERNEL`
@@ -83,9 +72,28 @@ impl KernelLevel {
         KernelLevel::Avx512Vnni,
     ];
 
-    /// Whether this CPU can run `self`.
+    /// Whether this CPU can run `self` (cheap: the kernels assert it on every call).
     pub fn is_supported(self) -> bool {
-        Self::supported().contains(&self)
+        #[cfg(target_arch = "x86_64")]
+        let avx512bw =
+            || is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw");
+        match self {
+            KernelLevel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx2 => {
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx512Bw => avx512bw(),
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx512Vnni => {
+                avx512bw()
+                    && is_x86_feature_detected!("avx512vnni")
+                    && is_x86_feature_detected!("avx512vbmi")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
     }
 
     /// Short lowercase name, as shown by `hearth bench` and the model info.
