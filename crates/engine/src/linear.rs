@@ -144,8 +144,42 @@ impl<'w> Linear<'w> {
         );
         let pool = pool::global();
         match self {
-            Linear::Q4_1 { matrix, .. } => matmul_q4_1(matrix, x, tokens, cols, out, &pool),
+            Linear::Q4_1 { matrix, .. } => matmul_q4_1(
+                &[(*matrix, SharedOut(out.as_mut_ptr()))],
+                x,
+                tokens,
+                cols,
+                &pool,
+            ),
             _ => self.matmul_rows(x, tokens, out, &pool),
+        }
+    }
+
+    /// `outs[i] = x W_i^T` for matrices that read the same input `x` (q, k and v; gate and
+    /// up), each as [`Linear::matmul`] computes it. When all are Q4_1, `x` is quantized once
+    /// and their row blocks share one run of the thread pool: a decode step then waits for the
+    /// pool half as often.
+    pub fn matmul_shared_input(pairs: &mut [(&Linear<'_>, &mut [f32])], x: &[f32], tokens: usize) {
+        let cols = pairs.first().map_or(0, |(linear, _)| linear.cols());
+        let mut jobs = [const { (EMPTY_TILES, SharedOut(std::ptr::null_mut())) }; MAX_SHARED];
+        let mut all_q4_1 = pairs.len() <= MAX_SHARED && x.len() == tokens * cols;
+        for ((linear, out), job) in pairs.iter_mut().zip(&mut jobs) {
+            match linear {
+                Linear::Q4_1 { matrix, cols: c }
+                    if *c == cols && out.len() == tokens * matrix.rows =>
+                {
+                    *job = (*matrix, SharedOut(out.as_mut_ptr()));
+                }
+                _ => all_q4_1 = false,
+            }
+        }
+        if all_q4_1 {
+            matmul_q4_1(&jobs[..pairs.len()], x, tokens, cols, &pool::global());
+        } else {
+            // Other kinds (reference models), or sizes matmul's checks will report: one by one.
+            for (linear, out) in pairs.iter_mut() {
+                linear.matmul(x, tokens, out);
+            }
         }
     }
 
@@ -204,36 +238,57 @@ thread_local! {
     static ACTIVATIONS: RefCell<QuantizedActivations> = RefCell::new(QuantizedActivations::new());
 }
 
-/// Q4_1 with the SIMD kernels: quantize `x` once, then row blocks in chunks over the pool.
+/// The most matrices [`Linear::matmul_shared_input`] takes at once (q, k and v).
+const MAX_SHARED: usize = 3;
+
+/// A matrix with no rows: the unused places of a shared-input job (it has no chunks).
+const EMPTY_TILES: TileMatrix<'static> = TileMatrix {
+    name: "",
+    rows: 0,
+    cols: 0,
+    bytes: &[],
+};
+
+/// Q4_1 with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
+/// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one pool run.
 fn matmul_q4_1(
-    matrix: &TileMatrix<'_>,
+    jobs: &[(TileMatrix<'_>, SharedOut)],
     x: &[f32],
     tokens: usize,
     cols: usize,
-    out: &mut [f32],
     pool: &ThreadPool,
 ) {
+    assert!(jobs.len() <= MAX_SHARED);
     let level = KernelLevel::selected();
-    let rows = matrix.rows;
-    let row_blocks = rows / TILE_ROWS;
-    let block_bytes = matrix.cols / 256 * TILE_BYTES;
+    let row_blocks: usize = jobs.iter().map(|(m, _)| m.rows / TILE_ROWS).sum();
+    // About 8 chunks per thread, so early finishers take over the rest.
+    let per_chunk = (row_blocks / (8 * pool.threads())).clamp(1, 16);
+    // Chunk c belongs to job i where first_chunk[i] <= c < first_chunk[i + 1].
+    let mut first_chunk = [0; MAX_SHARED + 1];
+    for (i, (matrix, _)) in jobs.iter().enumerate() {
+        first_chunk[i + 1] = first_chunk[i] + (matrix.rows / TILE_ROWS).div_ceil(per_chunk);
+    }
+    let first_chunk = &first_chunk[..=jobs.len()];
     ACTIVATIONS.with(|cell| {
         let mut acts = cell.borrow_mut();
         quantize(&mut acts, x, tokens, cols, pool);
         let acts = &*acts;
-        // About 8 chunks per thread, so early finishers take over the rest.
-        let per_chunk = (row_blocks / (8 * pool.threads())).clamp(1, 16);
-        let out = SharedOut(out.as_mut_ptr());
-        pool.run(row_blocks.div_ceil(per_chunk), &|chunk| {
+        pool.run(first_chunk[jobs.len()], &|chunk| {
+            let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
+            let (matrix, out) = &jobs[i];
+            let (rows, block_bytes) = (matrix.rows, matrix.cols / 256 * TILE_BYTES);
+            let first = (chunk - first_chunk[i]) * per_chunk;
+            let end = (rows / TILE_ROWS).min(first + per_chunk);
+            q4_1::prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
             let mut block = [0.0f32; TILE_ROWS * MAX_TOKENS];
-            for rb in chunk * per_chunk..row_blocks.min((chunk + 1) * per_chunk) {
+            for rb in first..end {
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
                 for t0 in (0..tokens).step_by(MAX_TOKENS) {
                     let n = (tokens - t0).min(MAX_TOKENS);
                     q4_1::row_block(level, tiles, acts, t0, &mut block[..n * TILE_ROWS]);
                     for t in 0..n {
                         let src = &block[t * TILE_ROWS..(t + 1) * TILE_ROWS];
-                        // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside `out`
+                        // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside this output
                         // (tokens * rows elements) and belong to this chunk alone.
                         unsafe {
                             let dst = out.at((t0 + t) * rows + rb * TILE_ROWS);
@@ -487,5 +542,76 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn shared_input_matmuls_equal_separate_ones() {
+        // q, k and v of different heights; 3 tokens; then a dense matrix among them.
+        let cols = 300;
+        let w = |rows: usize, seed: usize| -> Vec<u8> {
+            let values: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 7919 + seed) % 211) as f32 / 70.0 - 1.5)
+                .collect();
+            q4nx::quantize_q4_1_tiles(&values, rows, cols)
+        };
+        let tiles = [w(96, 1), w(32, 2), w(64, 3)];
+        let linears: Vec<Linear> = tiles
+            .iter()
+            .map(|bytes| {
+                let rows = bytes.len() / (2 * TILE_BYTES) * TILE_ROWS;
+                let matrix = TileMatrix {
+                    name: "w",
+                    rows,
+                    cols: 512,
+                    bytes,
+                };
+                Linear::Q4_1 { matrix, cols }
+            })
+            .collect();
+        let tokens = 3;
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
+        let separate: Vec<Vec<f32>> = linears
+            .iter()
+            .map(|l| {
+                let mut out = vec![0.0; tokens * l.rows()];
+                l.matmul(&x, tokens, &mut out);
+                out
+            })
+            .collect();
+        let mut outs: Vec<Vec<f32>> = separate.iter().map(|o| vec![f32::NAN; o.len()]).collect();
+        let [a, b, c] = &mut outs[..] else {
+            unreachable!()
+        };
+        Linear::matmul_shared_input(
+            &mut [
+                (&linears[0], &mut a[..]),
+                (&linears[1], &mut b[..]),
+                (&linears[2], &mut c[..]),
+            ],
+            &x,
+            tokens,
+        );
+        assert_eq!(outs, separate);
+
+        let dense_values = vec![0.25f32; 32 * cols];
+        let dense_bytes = f32_bytes(&dense_values);
+        let dense = Linear::Dense(DenseMatrix {
+            rows: 32,
+            cols,
+            dtype: DenseDtype::F32,
+            bytes: &dense_bytes,
+        });
+        let (mut d, mut q) = (vec![f32::NAN; tokens * 32], vec![f32::NAN; tokens * 96]);
+        Linear::matmul_shared_input(
+            &mut [(&dense, &mut d[..]), (&linears[0], &mut q[..])],
+            &x,
+            tokens,
+        );
+        assert_eq!(q, separate[0]);
+        let mut expected = vec![0.0; tokens * 32];
+        dense.matmul(&x, tokens, &mut expected);
+        assert_eq!(d, expected);
     }
 }

@@ -273,9 +273,15 @@ pub(crate) fn forward(
         let _span = tracing::trace_span!("layer", l).entered();
         // h = rmsnorm(x); q, k, v = h Wq^T, h Wk^T, h Wv^T        (n, q_dim), (n, kv_dim) x2
         rmsnorm_rows(xb, x, &layer.attn_norm, eps);
-        layer.wq.matmul(xb, n, q);
-        layer.wk.matmul(xb, n, k);
-        layer.wv.matmul(xb, n, v);
+        Linear::matmul_shared_input(
+            &mut [
+                (&layer.wq, &mut *q),
+                (&layer.wk, &mut *k),
+                (&layer.wv, &mut *v),
+            ],
+            xb,
+            n,
+        );
 
         // Qwen3: per-head RMSNorm of q and k, before RoPE.
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
@@ -317,8 +323,11 @@ pub(crate) fn forward(
 
         // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
         rmsnorm_rows(xb, x, &layer.ffn_norm, eps);
-        layer.w_gate.matmul(xb, n, gate);
-        layer.w_up.matmul(xb, n, up);
+        Linear::matmul_shared_input(
+            &mut [(&layer.w_gate, &mut *gate), (&layer.w_up, &mut *up)],
+            xb,
+            n,
+        );
         for (g, u) in gate.iter_mut().zip(up.iter()) {
             *g = *g / (1.0 + (-*g).exp()) * u;
         }

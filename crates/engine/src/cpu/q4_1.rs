@@ -22,9 +22,15 @@ const GROUPS: usize = TILE_COLS / BLOCK;
 const SCALES: usize = 0;
 const MINS: usize = 512;
 const NIBBLES: usize = 1024;
-/// How far ahead of the tile being computed the SIMD kernels prefetch.
+/// How far ahead of the tile being computed the SIMD kernels prefetch into L2: far enough that
+/// many requests are in flight at once, which is what keeps memory busy (measured on the
+/// 2-thread decode: 88% of the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with
+/// this pair).
 #[cfg(target_arch = "x86_64")]
-const PREFETCH_DISTANCE: usize = 4 * TILE_BYTES;
+const PREFETCH_L2_DISTANCE: usize = 8 * TILE_BYTES;
+/// ... and into L1, from L2, shortly before use.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_L1_DISTANCE: usize = 2 * TILE_BYTES;
 
 /// The integer sums of one tile against 256 quantized activations:
 /// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
@@ -103,16 +109,42 @@ pub fn row_block(
     }
 }
 
-/// Requests the 5 cache lines of step `step` (0..16) of the tile [`PREFETCH_DISTANCE`] bytes
-/// ahead of `tile`: one sixteenth of a tile per group step, so the whole tile arrives in time.
+/// Requests the first tiles of `tiles` (up to the L2 prefetch distance): called where a thread
+/// starts on a new run of row blocks, which the kernels' own look-ahead has not covered.
+pub fn prefetch_start(tiles: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+        for offset in (0..tiles.len().min(PREFETCH_L2_DISTANCE)).step_by(64) {
+            let line = tiles[offset..].as_ptr().cast();
+            // SAFETY: prefetching is a hint, and the address is inside `tiles`.
+            unsafe {
+                if offset < PREFETCH_L1_DISTANCE {
+                    _mm_prefetch::<_MM_HINT_T0>(line)
+                } else {
+                    _mm_prefetch::<_MM_HINT_T1>(line)
+                }
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = tiles;
+}
+
+/// Requests the 5 cache lines of step `step` (0..16) of the tiles at both prefetch distances
+/// ahead of `tile`: one sixteenth of a tile per group step, so whole tiles arrive in time.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_ahead(tile: *const u8, step: usize) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    let ahead = tile.wrapping_add(PREFETCH_DISTANCE + step * 320);
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+    let far = tile.wrapping_add(PREFETCH_L2_DISTANCE + step * 320);
+    let near = tile.wrapping_add(PREFETCH_L1_DISTANCE + step * 320);
     for line in 0..5 {
         // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line * 64).cast()) };
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T1>(far.wrapping_add(line * 64).cast());
+            _mm_prefetch::<_MM_HINT_T0>(near.wrapping_add(line * 64).cast());
+        }
     }
 }
 
