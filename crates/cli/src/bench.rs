@@ -3,7 +3,8 @@
 //! so bandwidth is its ceiling).
 //!
 //! In the manner of llama-bench: a warm-up, then `--repetitions` runs of a `--prompt`-token
-//! prefill followed by `--generate` decoded tokens; medians are reported. `--shape` benchmarks a
+//! prefill followed by `--generate` decoded tokens; medians are reported. The read bandwidth is
+//! measured 5 times before and 5 times after the runs. `--shape` benchmarks a
 //! random-weight Q4NX model of a known shape, generated once and cached under
 //! `$XDG_CACHE_HOME/hearth/bench/` (by default `~/.cache/hearth/bench/`).
 
@@ -111,8 +112,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("give --model DIR or --shape NAME"),
     };
 
-    // Bandwidth first, then forget its buffer in the peak-memory figure.
-    let probe = bandwidth::measure_read_bandwidth(&pool::global(), args.probe_mib << 20, 5);
+    // Bandwidth before and after the runs (the median of both, so a machine whose speed drifts
+    // is compared with itself), each time outside the peak-memory figure.
+    let probe = || bandwidth::measure_read_bandwidth(&pool::global(), args.probe_mib << 20, 5);
+    let mut bandwidth_samples = probe().samples_gbps;
     let peak_reset = reset_peak_rss();
 
     let footprint = Footprint::of(&dir)?;
@@ -169,10 +172,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         tracing::info!(rep, ?stats, "bench repetition");
     }
+    let peak = peak_rss_bytes();
+    let kv_cache_bytes = model.kv_cache_bytes();
+    drop(model);
+    bandwidth_samples.extend(probe().samples_gbps);
+    let bandwidth_gbps = bandwidth::median(&bandwidth_samples);
+
     let decode_tps = bandwidth::median(&decode);
     let prefill_tps = bandwidth::median(&prefill);
-    let roofline = decode_tps * footprint.weight_bytes_per_token as f64 / (probe.gbps * 1e9);
-    let peak = peak_rss_bytes();
+    let roofline = decode_tps * footprint.weight_bytes_per_token as f64 / (bandwidth_gbps * 1e9);
 
     let report = serde_json::json!({
         "model": dir.display().to_string(),
@@ -187,12 +195,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "prefill_samples": prefill,
         "decode_samples": decode,
         "weight_bytes_per_token": footprint.weight_bytes_per_token,
-        "measured_read_bandwidth_gbps": probe.gbps,
-        "bandwidth_samples_gbps": probe.samples_gbps,
+        "measured_read_bandwidth_gbps": bandwidth_gbps,
+        "bandwidth_samples_gbps": bandwidth_samples,
         "decode_bandwidth_gbps": decode_tps * footprint.weight_bytes_per_token as f64 / 1e9,
         "roofline_fraction": roofline,
         "model_file_bytes": footprint.file_bytes,
-        "kv_cache_bytes": model.kv_cache_bytes(),
+        "kv_cache_bytes": kv_cache_bytes,
         "peak_memory_bytes": peak,
         "peak_memory_is_exact": peak_reset,
         "load_secs": load_secs,
@@ -218,8 +226,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
         writeln!(
             out,
-            "read bandwidth   {:.2} GB/s (median of 5, {} MiB buffer)",
-            probe.gbps, args.probe_mib
+            "read bandwidth   {bandwidth_gbps:.2} GB/s (median of {} before and after, {} MiB buffer)",
+            bandwidth_samples.len(),
+            args.probe_mib
         )?;
         writeln!(
             out,
