@@ -134,6 +134,41 @@ impl ThreadPool {
     }
 }
 
+impl ThreadPool {
+    /// Runs `job(i, piece)` for every `piece_len`-element piece of `data` (the last may be
+    /// shorter) across the pool, as [`ThreadPool::run`] runs chunks.
+    pub fn for_each_piece_mut<T: Send>(
+        &self,
+        data: &mut [T],
+        piece_len: usize,
+        job: &(dyn Fn(usize, &mut [T]) + Sync),
+    ) {
+        assert!(piece_len > 0, "pieces must not be empty");
+        let len = data.len();
+        let base = SharedSlice(data.as_mut_ptr());
+        self.run(len.div_ceil(piece_len), &|i| {
+            let start = i * piece_len;
+            let end = len.min(start + piece_len);
+            // SAFETY: pieces are disjoint, inside `data`, and each runs exactly once while
+            // `run` holds this function (and so the `&mut data` borrow) open.
+            let piece = unsafe { std::slice::from_raw_parts_mut(base.at(start), end - start) };
+            job(i, piece);
+        });
+    }
+}
+
+/// A slice's pointer shared by the pieces of [`ThreadPool::for_each_piece_mut`].
+struct SharedSlice<T>(*mut T);
+// SAFETY: only used to hand disjoint pieces of a `&mut [T]` to threads, so `T: Send` suffices.
+unsafe impl<T: Send> Sync for SharedSlice<T> {}
+
+impl<T> SharedSlice<T> {
+    /// The pointer at `offset` (a method, so closures capture the whole `Sync` wrapper).
+    fn at(&self, offset: usize) -> *mut T {
+        self.0.wrapping_add(offset)
+    }
+}
+
 fn claim_chunks(s: &Shared, job: &(dyn Fn(usize) + Sync + '_)) {
     let chunks = s.chunks.load(Ordering::Relaxed);
     loop {
@@ -277,6 +312,19 @@ mod tests {
             }
         }
         assert_eq!(total.load(Ordering::Relaxed), 2000 * 10);
+    }
+
+    #[test]
+    fn every_piece_is_visited_once_with_its_index() {
+        let pool = ThreadPool::new(3);
+        let mut data: Vec<usize> = vec![0; 1001];
+        pool.for_each_piece_mut(&mut data, 100, &|i, piece| {
+            assert!(piece.len() == 100 || (i == 10 && piece.len() == 1));
+            for (k, v) in piece.iter_mut().enumerate() {
+                *v += i * 100 + k + 1;
+            }
+        });
+        assert!(data.iter().enumerate().all(|(k, &v)| v == k + 1));
     }
 
     #[test]
