@@ -120,7 +120,61 @@ struct KvHead<'c> {
 }
 
 /// All query heads of one KV head for one token at `position`.
+///
+/// Runs a copy of [`attend_group_portable`] compiled for AVX-512 or AVX2 when the CPU has them:
+/// the same operations in the same order (so the same results), with the dot products and
+/// sums on 16 or 8 lanes instead of the baseline's 4. At long contexts this is a visible share
+/// of a decode step.
 fn attend_group(
+    shape: AttentionShape,
+    q_row: &[f32],
+    out_row: &mut [f32],
+    kv: KvHead<'_>,
+    position: usize,
+    scratch: &mut Scratch,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F was detected just above.
+            return unsafe { attend_group_avx512(shape, q_row, out_row, kv, position, scratch) };
+        }
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected just above.
+            return unsafe { attend_group_avx2(shape, q_row, out_row, kv, position, scratch) };
+        }
+    }
+    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn attend_group_avx512(
+    shape: AttentionShape,
+    q_row: &[f32],
+    out_row: &mut [f32],
+    kv: KvHead<'_>,
+    position: usize,
+    scratch: &mut Scratch,
+) {
+    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn attend_group_avx2(
+    shape: AttentionShape,
+    q_row: &[f32],
+    out_row: &mut [f32],
+    kv: KvHead<'_>,
+    position: usize,
+    scratch: &mut Scratch,
+) {
+    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+}
+
+#[inline(always)]
+fn attend_group_portable(
     shape: AttentionShape,
     q_row: &[f32],
     out_row: &mut [f32],
@@ -167,7 +221,7 @@ fn attend_group(
 }
 
 /// Sixteen independent partial sums, so the compiler vectorizes it.
-#[inline]
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 16];
     let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
@@ -182,10 +236,18 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
             acc[i] += x[i] * y[i];
         }
     }
-    acc.iter().sum::<f32>() + tail
+    // Pairwise, halving the lanes each step: a few vector adds, not 15 dependent scalar ones.
+    let mut width = 16;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0] + tail
 }
 
-#[inline]
+#[inline(always)]
 fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     for (yi, xi) in y.iter_mut().zip(x) {
         *yi += a * xi;
@@ -193,6 +255,7 @@ fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
 }
 
 /// Softmax in place, in f32, shifted by the maximum.
+#[inline(always)]
 fn softmax(x: &mut [f32]) {
     let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     let mut sum = 0.0;
@@ -243,6 +306,56 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn wide_copies_compute_exactly_what_the_portable_one_does() {
+        let shape = AttentionShape {
+            heads: 4,
+            kv_heads: 1,
+            head_dim: 40, // two chunks of 16 and a tail of 8
+            scale: 0.3,
+        };
+        let positions = 70;
+        let mut cache = KvCache::new(1, positions, 1, 40, KvPrecision::F32);
+        for p in 0..positions {
+            let row: Vec<f32> = (0..40)
+                .map(|i| ((p * 40 + i) as f32 * 0.37).sin())
+                .collect();
+            cache.store(0, p, &row, &row.iter().map(|x| x * 0.5).collect::<Vec<_>>());
+        }
+        let q: Vec<f32> = (0..4 * 40).map(|i| (i as f32 * 0.23).cos()).collect();
+        let run = |attend: &dyn Fn(&mut [f32], &mut Scratch)| {
+            let mut out = vec![f32::NAN; q.len()];
+            attend(&mut out, &mut Scratch::default());
+            out
+        };
+        let head = || KvHead {
+            cache: &cache,
+            layer: 0,
+            kv_head: 0,
+        };
+        let portable = run(&|out, scratch| {
+            attend_group_portable(shape, &q, out, head(), positions - 1, scratch)
+        });
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f") {
+                // SAFETY: AVX-512F was detected just above.
+                let wide = run(&|out, scratch| unsafe {
+                    attend_group_avx512(shape, &q, out, head(), positions - 1, scratch)
+                });
+                assert_eq!(wide, portable, "AVX-512 copy");
+            }
+            if is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected just above.
+                let wide = run(&|out, scratch| unsafe {
+                    attend_group_avx2(shape, &q, out, head(), positions - 1, scratch)
+                });
+                assert_eq!(wide, portable, "AVX2 copy");
+            }
+        }
+        assert!(portable.iter().all(|x| x.is_finite()));
     }
 
     #[test]
