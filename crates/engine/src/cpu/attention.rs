@@ -121,10 +121,10 @@ struct KvHead<'c> {
 
 /// All query heads of one KV head for one token at `position`.
 ///
-/// Runs a copy of [`attend_group_portable`] compiled for AVX-512 or AVX2 when the CPU has them:
-/// the same operations in the same order (so the same results), with the dot products and
-/// sums on 16 or 8 lanes instead of the baseline's 4. At long contexts this is a visible share
-/// of a decode step.
+/// Runs a copy compiled for AVX-512 or AVX2 when the CPU has them: the same operations in the
+/// same order (so the same results), with dot products in explicit SIMD and the rest on 16 or
+/// 8 lanes instead of the baseline's 4. At long contexts this is a visible share of a decode
+/// step.
 fn attend_group(
     shape: AttentionShape,
     q_row: &[f32],
@@ -157,7 +157,9 @@ unsafe fn attend_group_avx512(
     position: usize,
     scratch: &mut Scratch,
 ) {
-    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+    // SAFETY: this function runs only where AVX-512F is present.
+    let dot = |a: &[f32], b: &[f32]| unsafe { wide::dot_avx512(a, b) };
+    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -170,10 +172,11 @@ unsafe fn attend_group_avx2(
     position: usize,
     scratch: &mut Scratch,
 ) {
-    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+    // SAFETY: this function runs only where AVX2 is present.
+    let dot = |a: &[f32], b: &[f32]| unsafe { wide::dot_avx2(a, b) };
+    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
 }
 
-#[inline(always)]
 fn attend_group_portable(
     shape: AttentionShape,
     q_row: &[f32],
@@ -181,6 +184,20 @@ fn attend_group_portable(
     kv: KvHead<'_>,
     position: usize,
     scratch: &mut Scratch,
+) {
+    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
+}
+
+/// The body of every copy; `dot` is [`dot`] or its SIMD twin (which sums in the same order).
+#[inline(always)]
+fn attend_group_with(
+    shape: AttentionShape,
+    q_row: &[f32],
+    out_row: &mut [f32],
+    kv: KvHead<'_>,
+    position: usize,
+    scratch: &mut Scratch,
+    dot: impl Fn(&[f32], &[f32]) -> f32,
 ) {
     let hd = shape.head_dim;
     let group = shape.heads / shape.kv_heads;
@@ -220,31 +237,87 @@ fn attend_group_portable(
     }
 }
 
-/// Sixteen independent partial sums, so the compiler vectorizes it.
+/// `Σ a[i] b[i]` in 16 lanes (lane `i` sums the products at `i mod 16`, in order), the lanes
+/// then added pairwise (`i + 8`, `i + 4`, `i + 2`, `i + 1`), then the tail: the order the SIMD
+/// twins in [`wide`] follow exactly.
 #[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 16];
     let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
+    let tail = tail_dot(ac.remainder(), bc.remainder());
     for (x, y) in ac.zip(bc) {
         for i in 0..16 {
             acc[i] += x[i] * y[i];
         }
     }
-    // Pairwise, halving the lanes each step: a few vector adds, not 15 dependent scalar ones.
-    let mut width = 16;
-    while width > 1 {
-        width /= 2;
+    for width in [8, 4, 2, 1] {
         for i in 0..width {
             acc[i] += acc[i + width];
         }
     }
     acc[0] + tail
+}
+
+#[inline(always)]
+fn tail_dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The SIMD twins of [`dot`]: multiplies and adds kept separate (no fused multiply-add), as
+/// the portable code computes them.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    use super::tail_dot;
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len()) / 16 * 16;
+        let mut acc = _mm512_setzero_ps();
+        for i in (0..n).step_by(16) {
+            // SAFETY: i + 16 <= n <= both lengths.
+            let (x, y) = (
+                _mm512_loadu_ps(a.as_ptr().add(i)),
+                _mm512_loadu_ps(b.as_ptr().add(i)),
+            );
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(x, y));
+        }
+        let half = _mm256_add_ps(
+            _mm512_castps512_ps256(acc),
+            _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))),
+        );
+        reduce8(half) + tail_dot(&a[n..], &b[n..])
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len()) / 16 * 16;
+        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for i in (0..n).step_by(16) {
+            // SAFETY: i + 16 <= n <= both lengths.
+            let (x0, y0) = (
+                _mm256_loadu_ps(a.as_ptr().add(i)),
+                _mm256_loadu_ps(b.as_ptr().add(i)),
+            );
+            let (x1, y1) = (
+                _mm256_loadu_ps(a.as_ptr().add(i + 8)),
+                _mm256_loadu_ps(b.as_ptr().add(i + 8)),
+            );
+            lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, y0));
+            hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, y1));
+        }
+        reduce8(_mm256_add_ps(lo, hi)) + tail_dot(&a[n..], &b[n..])
+    }
+
+    /// Lanes 0..8 of an accumulator already folded as `i + 8`: then `i + 4`, `i + 2`, `i + 1`.
+    #[target_feature(enable = "avx")]
+    unsafe fn reduce8(v: __m256) -> f32 {
+        let four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+        let one = _mm_add_ss(two, _mm_movehdup_ps(two));
+        _mm_cvtss_f32(one)
+    }
 }
 
 #[inline(always)]
