@@ -11,9 +11,10 @@ use std::cell::RefCell;
 
 use q4nx::{DenseTensor, Dtype, Tensor, TileMatrix};
 
+use crate::cpu::pool::{self, SharedMut, ThreadPool};
 use crate::cpu::q4_1::{self, MAX_TOKENS, TILE_BYTES, TILE_ROWS};
 use crate::cpu::quant::{quantize_row, QuantizedActivations, BLOCK};
-use crate::cpu::{pool, KernelLevel, ThreadPool};
+use crate::cpu::KernelLevel;
 
 /// A dense weight matrix `W[rows, cols]` borrowed from the weight file, row-major, in its stored
 /// dtype (bf16, f16 or f32, little-endian).
@@ -145,7 +146,7 @@ impl<'w> Linear<'w> {
         let pool = pool::global();
         match self {
             Linear::Q4_1 { matrix, .. } => matmul_q4_1(
-                &[(*matrix, SharedOut(out.as_mut_ptr()))],
+                &[(*matrix, SharedMut(out.as_mut_ptr()))],
                 x,
                 tokens,
                 cols,
@@ -161,14 +162,14 @@ impl<'w> Linear<'w> {
     /// pool half as often.
     pub fn matmul_shared_input(pairs: &mut [(&Linear<'_>, &mut [f32])], x: &[f32], tokens: usize) {
         let cols = pairs.first().map_or(0, |(linear, _)| linear.cols());
-        let mut jobs = [const { (EMPTY_TILES, SharedOut(std::ptr::null_mut())) }; MAX_SHARED];
+        let mut jobs = [const { (EMPTY_TILES, SharedMut(std::ptr::null_mut())) }; MAX_SHARED];
         let mut all_q4_1 = pairs.len() <= MAX_SHARED && x.len() == tokens * cols;
         for ((linear, out), job) in pairs.iter_mut().zip(&mut jobs) {
             match linear {
                 Linear::Q4_1 { matrix, cols: c }
                     if *c == cols && out.len() == tokens * matrix.rows =>
                 {
-                    *job = (*matrix, SharedOut(out.as_mut_ptr()));
+                    *job = (*matrix, SharedMut(out.as_mut_ptr()));
                 }
                 _ => all_q4_1 = false,
             }
@@ -188,7 +189,7 @@ impl<'w> Linear<'w> {
     fn matmul_rows(&self, x: &[f32], tokens: usize, out: &mut [f32], pool: &ThreadPool) {
         const CHUNK: usize = 64;
         let (rows, cols) = (self.rows(), self.cols());
-        let out = SharedOut(out.as_mut_ptr());
+        let out = SharedMut(out.as_mut_ptr());
         pool.run(rows.div_ceil(CHUNK), &|chunk| {
             let mut w = vec![0.0f32; self.row_buffer_len()];
             for n in chunk * CHUNK..rows.min((chunk + 1) * CHUNK) {
@@ -220,19 +221,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// The output buffer, written at disjoint positions from several pool threads.
-struct SharedOut(*mut f32);
-// SAFETY: every user writes only positions no other chunk writes, and the pool's `run` returns
-// only after all chunks are done, while the caller still holds `&mut` to the buffer.
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
-    fn at(&self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
-    }
-}
-
 thread_local! {
     /// Quantized activations, reused by every matmul on this thread (no allocation once warm).
     static ACTIVATIONS: RefCell<QuantizedActivations> = RefCell::new(QuantizedActivations::new());
@@ -252,7 +240,7 @@ const EMPTY_TILES: TileMatrix<'static> = TileMatrix {
 /// Q4_1 with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
 /// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one pool run.
 fn matmul_q4_1(
-    jobs: &[(TileMatrix<'_>, SharedOut)],
+    jobs: &[(TileMatrix<'_>, SharedMut<f32>)],
     x: &[f32],
     tokens: usize,
     cols: usize,
@@ -318,16 +306,16 @@ fn quantize(
     let blocks = padded / BLOCK;
     let (xq, scale, sum) = acts.parts_mut();
     let (xq, scale, sum) = (
-        SharedOut(xq.as_mut_ptr().cast()),
-        SharedOut(scale.as_mut_ptr()),
-        SharedOut(sum.as_mut_ptr()),
+        SharedMut(xq.as_mut_ptr()),
+        SharedMut(scale.as_mut_ptr()),
+        SharedMut(sum.as_mut_ptr()),
     );
     pool.run(tokens, &|t| {
         // SAFETY: token t's slices are disjoint from every other token's and inside the
         // buffers, which `resize` made tokens * padded (values) and tokens * blocks long.
         let (xq, scale, sum) = unsafe {
             (
-                std::slice::from_raw_parts_mut(xq.at(0).cast::<i8>().add(t * padded), padded),
+                std::slice::from_raw_parts_mut(xq.at(t * padded), padded),
                 std::slice::from_raw_parts_mut(scale.at(t * blocks), blocks),
                 std::slice::from_raw_parts_mut(sum.at(t * blocks), blocks),
             )

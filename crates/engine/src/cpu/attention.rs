@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use super::pool::ThreadPool;
+use super::pool::{SharedMut, ThreadPool};
 use crate::kv_cache::KvCache;
 
 /// Query heads that can share one KV head in a job (more are split into several passes).
@@ -68,7 +68,7 @@ pub fn causal_attention(
         start + tokens <= cache.capacity(),
         "attention past the end of the cache"
     );
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = SharedMut(out.as_mut_ptr());
     pool.run(tokens * kv_heads, &|job| {
         let (t, kv_head) = (job / kv_heads, job % kv_heads);
         let row = &q[t * q_dim..(t + 1) * q_dim];
@@ -85,15 +85,6 @@ pub fn causal_attention(
             attend_group(shape, row, out_row, head, start + t, scratch);
         });
     });
-}
-
-struct OutPtr(*mut f32);
-// SAFETY: jobs write disjoint ranges (see `causal_attention`).
-unsafe impl Sync for OutPtr {}
-impl OutPtr {
-    fn at(&self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
-    }
 }
 
 /// Positions of keys or values read from the cache at a time, as f32.

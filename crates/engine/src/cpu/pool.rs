@@ -145,7 +145,7 @@ impl ThreadPool {
     ) {
         assert!(piece_len > 0, "pieces must not be empty");
         let len = data.len();
-        let base = SharedSlice(data.as_mut_ptr());
+        let base = SharedMut(data.as_mut_ptr());
         self.run(len.div_ceil(piece_len), &|i| {
             let start = i * piece_len;
             let end = len.min(start + piece_len);
@@ -157,14 +157,16 @@ impl ThreadPool {
     }
 }
 
-/// A slice's pointer shared by the pieces of [`ThreadPool::for_each_piece_mut`].
-struct SharedSlice<T>(*mut T);
-// SAFETY: only used to hand disjoint pieces of a `&mut [T]` to threads, so `T: Send` suffices.
-unsafe impl<T: Send> Sync for SharedSlice<T> {}
+/// A pointer into a buffer that the chunks of one [`ThreadPool::run`] write at disjoint
+/// positions (outputs of matmuls and attention, pieces of [`ThreadPool::for_each_piece_mut`]).
+pub(crate) struct SharedMut<T>(pub(crate) *mut T);
+// SAFETY: every user writes only positions no other chunk writes, and `run` returns only after
+// all chunks are done, while the caller still holds `&mut` to the buffer; `T: Send` suffices.
+unsafe impl<T: Send> Sync for SharedMut<T> {}
 
-impl<T> SharedSlice<T> {
+impl<T> SharedMut<T> {
     /// The pointer at `offset` (a method, so closures capture the whole `Sync` wrapper).
-    fn at(&self, offset: usize) -> *mut T {
+    pub(crate) fn at(&self, offset: usize) -> *mut T {
         self.0.wrapping_add(offset)
     }
 }
