@@ -9,6 +9,7 @@ use std::path::Path;
 use q4nx::{Family, ModelConfig, Tensor, Weights};
 
 use crate::cpu::attention::{self, AttentionShape};
+use crate::cpu::exp::exp;
 use crate::cpu::pool;
 use crate::kv_cache::KvCache;
 use crate::linear::{convert, dense_dtype, Linear};
@@ -332,7 +333,7 @@ pub(crate) fn forward(
         const PIECE: usize = 1024;
         pool::global().for_each_piece_mut(gate, PIECE, &|i, gate| {
             for (g, u) in gate.iter_mut().zip(&up[i * PIECE..]) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
+                *g = *g / (1.0 + exp(-*g)) * u;
             }
         });
         layer.w_down.matmul(gate, n, xb2);

@@ -1,6 +1,6 @@
 //! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
-//! quantization, grouped-query attention, a persistent thread pool and a memory
-//! read-bandwidth probe.
+//! quantization, grouped-query attention (with a vectorizable `exp` and f16 conversion of the
+//! cache), a persistent thread pool and a memory read-bandwidth probe.
 //!
 //! Decoding reads every weight once per token, so the kernels aim at the memory-bandwidth limit:
 //! each activation is quantized once per matmul to int8 blocks of 32 and the products with the
@@ -14,6 +14,9 @@
 pub mod attention;
 #[clippy::msrv = "1.89"]
 pub mod bandwidth;
+pub mod exp;
+#[clippy::msrv = "1.89"]
+pub mod f16;
 #[clippy::msrv = "1.89"]
 pub mod level;
 #[clippy::msrv = "1.89"]
