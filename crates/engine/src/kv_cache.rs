@@ -2,8 +2,10 @@
 //! q/k-norm and RoPE) and the value. Allocated once, for the context length the model was loaded
 //! with. KV heads are stored once, never replicated per query head.
 //!
-//! Layout `[layer][kv_head][position][head_dim]`: attention for one KV head streams its
-//! positions from one contiguous run of memory.
+//! Values are laid out `[layer][kv_head][position][head_dim]`; keys `[layer][kv_head][position /
+//! 16][head_dim][position % 16]`, 16 positions side by side, so attention computes the scores of
+//! 16 positions per vector with no horizontal sums (see `cpu::attention`). Either way attention
+//! for one KV head streams one contiguous run of memory.
 //!
 //! Precision follows the weights: a quantized (Q4NX) model keeps keys and values as f16, half
 //! the memory and half the bytes read per token (f16 rounds at 2^-11, far below what Q4_1 weights
@@ -15,6 +17,8 @@ use std::ops::Range;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
+use crate::cpu::f16::widen;
+
 /// How keys and values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvPrecision {
@@ -24,11 +28,16 @@ pub enum KvPrecision {
     F16,
 }
 
-/// Keys and values laid out `[layer][kv_head][position][head_dim]`.
+/// Positions side by side in a block of the key layout.
+pub const KEY_BLOCK: usize = 16;
+
+/// Keys and values, laid out as the module documentation describes.
 #[derive(Debug)]
 pub struct KvCache {
     layers: usize,
     capacity: usize,
+    /// `capacity` rounded up to whole key blocks: the positions stored per (layer, KV head).
+    slots: usize,
     kv_heads: usize,
     head_dim: usize,
     keys: Store,
@@ -45,10 +54,12 @@ impl KvCache {
         head_dim: usize,
         precision: KvPrecision,
     ) -> Self {
-        let len = layers * kv_heads * capacity * head_dim;
+        let slots = capacity.next_multiple_of(KEY_BLOCK);
+        let len = layers * kv_heads * slots * head_dim;
         KvCache {
             layers,
             capacity,
+            slots,
             kv_heads,
             head_dim,
             keys: Store::new(precision, len),
@@ -74,9 +85,11 @@ impl KvCache {
         self.keys.size_bytes() + self.values.size_bytes()
     }
 
+    /// Where the value of `position` starts; also where the key block holding `position` starts
+    /// when `position` is a multiple of [`KEY_BLOCK`].
     fn offset(&self, layer: usize, head: usize, position: usize) -> usize {
-        debug_assert!(layer < self.layers && head < self.kv_heads && position < self.capacity);
-        ((layer * self.kv_heads + head) * self.capacity + position) * self.head_dim
+        debug_assert!(layer < self.layers && head < self.kv_heads && position < self.slots);
+        ((layer * self.kv_heads + head) * self.slots + position) * self.head_dim
     }
 
     /// Stores the key and value of `position` in `layer`: `kv_heads * head_dim` values each,
@@ -84,19 +97,33 @@ impl KvCache {
     pub fn store(&mut self, layer: usize, position: usize, key: &[f32], value: &[f32]) {
         let hd = self.head_dim;
         debug_assert!(key.len() == self.kv_heads * hd && value.len() == key.len());
+        assert!(
+            position < self.capacity,
+            "KV cache: position past the context"
+        );
+        let (block, lane) = (position / KEY_BLOCK * KEY_BLOCK, position % KEY_BLOCK);
         for head in 0..self.kv_heads {
+            let key_block = self.offset(layer, head, block);
+            for (d, &k) in key[head * hd..(head + 1) * hd].iter().enumerate() {
+                self.keys.set(key_block + d * KEY_BLOCK + lane, k);
+            }
             let at = self.offset(layer, head, position);
-            self.keys.write(at, &key[head * hd..(head + 1) * hd]);
             self.values.write(at, &value[head * hd..(head + 1) * hd]);
         }
     }
 
-    /// Reads the keys of `positions` in `layer` for KV head `head` into `out`
-    /// (`positions.len() * head_dim` values, position after position) as f32.
+    /// Reads the key blocks covering `positions` (which must start on a block) in `layer` for
+    /// KV head `head` into `out` as f32: `positions.len().div_ceil(KEY_BLOCK)` blocks of
+    /// `[head_dim][KEY_BLOCK]`. Lanes past the last stored position hold zeros or keys of an
+    /// earlier conversation; callers ignore them.
     pub fn read_keys(&self, layer: usize, head: usize, positions: Range<usize>, out: &mut [f32]) {
+        assert!(
+            positions.start.is_multiple_of(KEY_BLOCK),
+            "key reads start on a block"
+        );
         let at = self.offset(layer, head, positions.start);
-        self.keys
-            .read(at, &mut out[..positions.len() * self.head_dim]);
+        let len = positions.len().div_ceil(KEY_BLOCK) * KEY_BLOCK * self.head_dim;
+        self.keys.read(at, &mut out[..len]);
     }
 
     /// Reads the values of `positions` in `layer` for KV head `head` into `out`, as
@@ -137,10 +164,17 @@ impl Store {
         }
     }
 
+    fn set(&mut self, at: usize, value: f32) {
+        match self {
+            Store::F32(v) => v[at] = value,
+            Store::F16(v) => v[at] = f16::from_f32(value),
+        }
+    }
+
     fn read(&self, at: usize, out: &mut [f32]) {
         match self {
             Store::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
-            Store::F16(v) => v[at..at + out.len()].convert_to_f32_slice(out),
+            Store::F16(v) => widen(&v[at..at + out.len()], out),
         }
     }
 }
@@ -155,18 +189,48 @@ mod tests {
         cache.store(1, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
         cache.store(1, 1, &[-1.0, -2.0, -3.0, -4.0], &[0.5; 4]);
         let mut out = [0.0; 4];
-        cache.read_keys(1, 1, 1..3, &mut out);
-        assert_eq!(out, [-3.0, -4.0, 3.0, 4.0], "head 1, positions 1 and 2");
+        cache.read_values(1, 1, 1..3, &mut out);
+        assert_eq!(out, [0.5, 0.5, 7.0, 8.0], "head 1, positions 1 and 2");
         cache.read_values(1, 0, 2..3, &mut out[..2]);
         assert_eq!(out[..2], [5.0, 6.0]);
-        cache.read_keys(0, 0, 0..2, &mut out);
+        cache.read_values(0, 0, 0..2, &mut out);
         assert_eq!(out, [0.0; 4], "other layers untouched");
-        assert_eq!(cache.size_bytes(), 2 * (2 * 2 * 3 * 2) * 4);
+        // Three positions take one block of 16 per (layer, head), keys and values alike.
+        assert_eq!(cache.size_bytes(), 2 * (2 * 2 * 16 * 2) * 4);
+    }
+
+    #[test]
+    fn keys_read_back_as_blocks_of_sixteen_positions_side_by_side() {
+        let (positions, head_dim) = (20, 3);
+        let mut cache = KvCache::new(1, positions, 2, head_dim, KvPrecision::F32);
+        let key = |p: usize, head: usize, d: usize| (p * 100 + head * 10 + d) as f32;
+        for p in 0..positions {
+            let k: Vec<f32> = (0..2 * head_dim).map(|i| key(p, i / 3, i % 3)).collect();
+            cache.store(0, p, &k, &[0.0; 6]);
+        }
+        let mut out = vec![f32::NAN; 2 * KEY_BLOCK * head_dim];
+        cache.read_keys(0, 1, 0..positions, &mut out);
+        for p in 0..positions {
+            for d in 0..head_dim {
+                let (block, lane) = (p / KEY_BLOCK, p % KEY_BLOCK);
+                let got = out[(block * head_dim + d) * KEY_BLOCK + lane];
+                assert_eq!(got, key(p, 1, d), "position {p}, dim {d}");
+            }
+        }
+        // Past the last stored position: zeros, never another head's keys.
+        assert_eq!(out[head_dim * KEY_BLOCK + positions % KEY_BLOCK], 0.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "start on a block")]
+    fn key_reads_must_start_on_a_block() {
+        let cache = KvCache::new(1, 40, 1, 2, KvPrecision::F32);
+        cache.read_keys(0, 0, 3..20, &mut [0.0; 64]);
     }
 
     #[test]
     fn f16_cache_rounds_to_half_and_takes_half_the_memory() {
-        let mut cache = KvCache::new(1, 4, 1, 4, KvPrecision::F16);
+        let mut cache = KvCache::new(1, 16, 1, 4, KvPrecision::F16);
         let key = [1.0, 1.0 / 3.0, -65504.0, 1e-3];
         cache.store(0, 3, &key, &key);
         let mut out = [0.0; 4];
@@ -175,7 +239,12 @@ mod tests {
             assert_eq!(*got, f16::from_f32(want).to_f32());
             assert!((got - want).abs() <= want.abs() * 1e-3);
         }
+        let mut keys = [0.0; 4 * KEY_BLOCK];
+        cache.read_keys(0, 0, 0..4, &mut keys);
+        for (d, want) in key.iter().enumerate() {
+            assert_eq!(keys[d * KEY_BLOCK + 3], f16::from_f32(*want).to_f32());
+        }
         assert_eq!(cache.precision(), KvPrecision::F16);
-        assert_eq!(cache.size_bytes(), 2 * 4 * 4 * 2);
+        assert_eq!(cache.size_bytes(), 2 * 16 * 4 * 2);
     }
 }

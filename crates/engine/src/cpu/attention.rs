@@ -4,14 +4,21 @@
 //! key and value once for all of them (8 query heads per KV head in MiniCPM5), so the cache is
 //! streamed once per token instead of once per query head. Scores and softmax are in f32, as
 //! the reference computes them.
+//!
+//! Both products are small matrix products, register-blocked over the heads of a pass:
+//! - scores: the cache keeps keys of 16 positions side by side (`[head_dim][16]` blocks, see
+//!   `kv_cache`), so `scores[g][p..p + 16] += q[g][d] · keys[d][p..p + 16]` over `d` fills 16
+//!   scores per vector, with no horizontal sums;
+//! - output: `out[g][d..d + D] += weight[g][p] · values[p][d..d + D]` over `p`.
+//!
+//! Every sum runs in the same order (over `d`, then over `p`, from the first), whatever the
+//! vector width, so the AVX-512, AVX2 and portable copies give identical results.
 
 use std::cell::RefCell;
 
+use super::exp::exp;
 use super::pool::{SharedMut, ThreadPool};
-use crate::kv_cache::KvCache;
-
-/// Query heads that can share one KV head in a job (more are split into several passes).
-const MAX_GROUP: usize = 16;
+use crate::kv_cache::{KvCache, KEY_BLOCK};
 
 /// Shapes of one attention call.
 #[derive(Debug, Clone, Copy)]
@@ -87,13 +94,14 @@ pub fn causal_attention(
     });
 }
 
-/// Positions of keys or values read from the cache at a time, as f32.
-const POSITIONS: usize = 64;
+/// Positions of keys or values read from the cache at a time, as f32 (a whole number of key
+/// blocks; 16 KiB at 128 floats per head, so they stay in L1 while the heads use them).
+const POSITIONS: usize = 2 * KEY_BLOCK;
 
 /// Per-thread buffers, reused across calls (no allocation once warm).
 #[derive(Default)]
 struct Scratch {
-    /// `[group][position]` scores, then weights.
+    /// `[head][position]` scores, then weights; rows padded to whole key blocks.
     scores: Vec<f32>,
     /// `POSITIONS` keys or values converted to f32.
     rows: Vec<f32>,
@@ -110,12 +118,8 @@ struct KvHead<'c> {
     kv_head: usize,
 }
 
-/// All query heads of one KV head for one token at `position`.
-///
-/// Runs a copy compiled for AVX-512 or AVX2 when the CPU has them: the same operations in the
-/// same order (so the same results), with dot products in explicit SIMD and the rest on 16 or
-/// 8 lanes instead of the baseline's 4. At long contexts this is a visible share of a decode
-/// step.
+/// All query heads of one KV head for one token at `position`, with the widest kernels the
+/// CPU has.
 fn attend_group(
     shape: AttentionShape,
     q_row: &[f32],
@@ -126,210 +130,466 @@ fn attend_group(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: AVX-512F was detected just above.
-            return unsafe { attend_group_avx512(shape, q_row, out_row, kv, position, scratch) };
+        if let Some(avx512) = wide::Avx512::detect() {
+            return attend_group_with(avx512, shape, q_row, out_row, kv, position, scratch);
         }
-        if is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 was detected just above.
-            return unsafe { attend_group_avx2(shape, q_row, out_row, kv, position, scratch) };
+        if let Some(avx2) = wide::Avx2::detect() {
+            return attend_group_with(avx2, shape, q_row, out_row, kv, position, scratch);
         }
     }
-    attend_group_portable(shape, q_row, out_row, kv, position, scratch)
+    attend_group_with(Portable, shape, q_row, out_row, kv, position, scratch)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn attend_group_avx512(
-    shape: AttentionShape,
-    q_row: &[f32],
-    out_row: &mut [f32],
-    kv: KvHead<'_>,
-    position: usize,
-    scratch: &mut Scratch,
-) {
-    // SAFETY: this function runs only where AVX-512F is present.
-    let dot = |a: &[f32], b: &[f32]| unsafe { wide::dot_avx512(a, b) };
-    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn attend_group_avx2(
-    shape: AttentionShape,
-    q_row: &[f32],
-    out_row: &mut [f32],
-    kv: KvHead<'_>,
-    position: usize,
-    scratch: &mut Scratch,
-) {
-    // SAFETY: this function runs only where AVX2 is present.
-    let dot = |a: &[f32], b: &[f32]| unsafe { wide::dot_avx2(a, b) };
-    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
-}
-
-fn attend_group_portable(
-    shape: AttentionShape,
-    q_row: &[f32],
-    out_row: &mut [f32],
-    kv: KvHead<'_>,
-    position: usize,
-    scratch: &mut Scratch,
-) {
-    attend_group_with(shape, q_row, out_row, kv, position, scratch, dot)
-}
-
-/// The body of every copy; `dot` is [`dot`] or its SIMD twin (which sums in the same order).
-#[inline(always)]
+/// The group's query heads in passes of 8, 4, 2 or 1 heads (the largest that divides the
+/// group), each pass a compile-time size so the wide kernels keep its sums in registers.
 fn attend_group_with(
+    kernels: impl Kernels,
     shape: AttentionShape,
     q_row: &[f32],
     out_row: &mut [f32],
     kv: KvHead<'_>,
     position: usize,
     scratch: &mut Scratch,
-    dot: impl Fn(&[f32], &[f32]) -> f32,
+) {
+    let (hd, group) = (shape.head_dim, shape.heads / shape.kv_heads);
+    let heads = kv.kv_head * group * hd..(kv.kv_head + 1) * group * hd;
+    let (q, out) = (&q_row[heads.clone()], &mut out_row[heads]);
+    let args = (shape, &kv, position, scratch);
+    match group {
+        g if g % 8 == 0 => attend_heads::<8>(kernels, q, out, args),
+        g if g % 4 == 0 => attend_heads::<4>(kernels, q, out, args),
+        g if g % 2 == 0 => attend_heads::<2>(kernels, q, out, args),
+        _ => attend_heads::<1>(kernels, q, out, args),
+    }
+}
+
+/// `q` and `out` hold the group's heads; attends `G` of them at a time.
+fn attend_heads<const G: usize>(
+    kernels: impl Kernels,
+    q: &[f32],
+    out: &mut [f32],
+    (shape, kv, position, scratch): (AttentionShape, &KvHead<'_>, usize, &mut Scratch),
 ) {
     let hd = shape.head_dim;
-    let group = shape.heads / shape.kv_heads;
     let len = position + 1;
+    let stride = len.next_multiple_of(KEY_BLOCK);
     let Scratch { scores, rows } = scratch;
     rows.resize(POSITIONS * hd, 0.0);
-    for first in (0..group).step_by(MAX_GROUP) {
-        let count = (group - first).min(MAX_GROUP);
-        let heads = kv.kv_head * group + first..kv.kv_head * group + first + count;
+    for (q, out) in q.chunks_exact(G * hd).zip(out.chunks_exact_mut(G * hd)) {
         scores.clear();
-        scores.resize(count * len, 0.0);
-        // scores[g][p] = q_g · k_p * scale, each key read once for the whole group
+        scores.resize(G * stride, 0.0);
         for block in (0..len).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(len);
             kv.cache.read_keys(kv.layer, kv.kv_head, block..end, rows);
-            for (p, k) in (block..end).zip(rows.chunks_exact(hd)) {
-                for (g, h) in heads.clone().enumerate() {
-                    scores[g * len + p] = dot(&q_row[h * hd..(h + 1) * hd], k) * shape.scale;
-                }
+            let blocks = (end - block).div_ceil(KEY_BLOCK);
+            for (b, keys) in rows.chunks_exact(KEY_BLOCK * hd).take(blocks).enumerate() {
+                let first = block + b * KEY_BLOCK;
+                kernels.scores::<G>(q, keys, shape.scale, scores, stride, first);
             }
         }
-        for head_scores in scores.chunks_exact_mut(len) {
-            softmax(head_scores);
+        for head_scores in scores.chunks_exact_mut(stride) {
+            kernels.softmax(&mut head_scores[..len]);
         }
-        for h in heads.clone() {
-            out_row[h * hd..(h + 1) * hd].fill(0.0);
-        }
+        out.fill(0.0);
         for block in (0..len).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(len);
             kv.cache.read_values(kv.layer, kv.kv_head, block..end, rows);
-            for (p, v) in (block..end).zip(rows.chunks_exact(hd)) {
-                for (g, h) in heads.clone().enumerate() {
-                    axpy(scores[g * len + p], v, &mut out_row[h * hd..(h + 1) * hd]);
+            let values = &rows[..(end - block) * hd];
+            kernels.weighted_values::<G>(scores, stride, block, values, out);
+        }
+    }
+}
+
+/// The inner loops of a pass of `G` query heads, at one vector width. Every implementation
+/// sums in the same order, so all give the same results.
+trait Kernels: Copy {
+    /// `scores[g * stride + first + j] = (Σ_d q[g][d] · keys[d][j]) · scale` for the 16
+    /// positions `j` of one key block (`keys` is `[head_dim][KEY_BLOCK]`, `q` is `[G][head_dim]`),
+    /// summed over `d` in order.
+    fn scores<const G: usize>(
+        self,
+        q: &[f32],
+        keys: &[f32],
+        scale: f32,
+        scores: &mut [f32],
+        stride: usize,
+        first: usize,
+    );
+
+    /// `out[g][c] += weights[g * stride + first + p] · values[p][c]` for each position `p` of
+    /// `values` (`[positions][head_dim]`) in order; `out` is `[G][head_dim]`.
+    fn weighted_values<const G: usize>(
+        self,
+        weights: &[f32],
+        stride: usize,
+        first: usize,
+        values: &[f32],
+        out: &mut [f32],
+    );
+
+    /// [`softmax`], compiled for this width.
+    fn softmax(self, x: &mut [f32]);
+}
+
+/// Plain Rust, the twin the wide kernels are tested against.
+#[derive(Clone, Copy)]
+struct Portable;
+
+impl Kernels for Portable {
+    fn scores<const G: usize>(
+        self,
+        q: &[f32],
+        keys: &[f32],
+        scale: f32,
+        scores: &mut [f32],
+        stride: usize,
+        first: usize,
+    ) {
+        let hd = q.len() / G;
+        for (g, q) in q.chunks_exact(hd).enumerate() {
+            for j in 0..KEY_BLOCK {
+                let mut acc = 0.0;
+                for (d, q) in q.iter().enumerate() {
+                    acc += q * keys[d * KEY_BLOCK + j];
                 }
+                scores[g * stride + first + j] = acc * scale;
             }
         }
     }
-}
 
-/// `Σ a[i] b[i]` in 16 lanes (lane `i` sums the products at `i mod 16`, in order), the lanes
-/// then added pairwise (`i + 8`, `i + 4`, `i + 2`, `i + 1`), then the tail: the order the SIMD
-/// twins in [`wide`] follow exactly.
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 16];
-    let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail = tail_dot(ac.remainder(), bc.remainder());
-    for (x, y) in ac.zip(bc) {
-        for i in 0..16 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    for width in [8, 4, 2, 1] {
-        for i in 0..width {
-            acc[i] += acc[i + width];
-        }
-    }
-    acc[0] + tail
-}
-
-#[inline(always)]
-fn tail_dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// The SIMD twins of [`dot`]: multiplies and adds kept separate (no fused multiply-add), as
-/// the portable code computes them.
-#[cfg(target_arch = "x86_64")]
-mod wide {
-    use std::arch::x86_64::*;
-
-    use super::tail_dot;
-
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
-        let n = a.len().min(b.len()) / 16 * 16;
-        let mut acc = _mm512_setzero_ps();
-        for i in (0..n).step_by(16) {
-            // SAFETY: i + 16 <= n <= both lengths.
-            let (x, y) = (
-                _mm512_loadu_ps(a.as_ptr().add(i)),
-                _mm512_loadu_ps(b.as_ptr().add(i)),
-            );
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(x, y));
-        }
-        let half = _mm256_add_ps(
-            _mm512_castps512_ps256(acc),
-            _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))),
-        );
-        reduce8(half) + tail_dot(&a[n..], &b[n..])
+    fn weighted_values<const G: usize>(
+        self,
+        weights: &[f32],
+        stride: usize,
+        first: usize,
+        values: &[f32],
+        out: &mut [f32],
+    ) {
+        weighted_columns(G, weights, stride, first, values, out, 0);
     }
 
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
-        let n = a.len().min(b.len()) / 16 * 16;
-        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        for i in (0..n).step_by(16) {
-            // SAFETY: i + 16 <= n <= both lengths.
-            let (x0, y0) = (
-                _mm256_loadu_ps(a.as_ptr().add(i)),
-                _mm256_loadu_ps(b.as_ptr().add(i)),
-            );
-            let (x1, y1) = (
-                _mm256_loadu_ps(a.as_ptr().add(i + 8)),
-                _mm256_loadu_ps(b.as_ptr().add(i + 8)),
-            );
-            lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, y0));
-            hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, y1));
-        }
-        reduce8(_mm256_add_ps(lo, hi)) + tail_dot(&a[n..], &b[n..])
-    }
-
-    /// Lanes 0..8 of an accumulator already folded as `i + 8`: then `i + 4`, `i + 2`, `i + 1`.
-    #[target_feature(enable = "avx")]
-    unsafe fn reduce8(v: __m256) -> f32 {
-        let four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-        let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-        let one = _mm_add_ss(two, _mm_movehdup_ps(two));
-        _mm_cvtss_f32(one)
+    fn softmax(self, x: &mut [f32]) {
+        softmax(x)
     }
 }
 
-#[inline(always)]
-fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
+/// [`Kernels::weighted_values`] for the columns `from..head_dim`, one at a time (the portable
+/// kernel, and the wide kernels' last columns).
+fn weighted_columns(
+    heads: usize,
+    weights: &[f32],
+    stride: usize,
+    first: usize,
+    values: &[f32],
+    out: &mut [f32],
+    from: usize,
+) {
+    let hd = out.len() / heads;
+    let positions = values.len() / hd;
+    for (g, out) in out.chunks_exact_mut(hd).enumerate() {
+        let w = &weights[g * stride + first..][..positions];
+        for (c, out) in out.iter_mut().enumerate().skip(from) {
+            for (w, row) in w.iter().zip(values.chunks_exact(hd)) {
+                *out += w * row[c];
+            }
+        }
     }
 }
 
 /// Softmax in place, in f32, shifted by the maximum.
 #[inline(always)]
 fn softmax(x: &mut [f32]) {
-    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let mut sum = 0.0;
+    // A plain comparison, not `f32::max`, whose NaN rule stops the vectorizer (scores are
+    // never NaN).
+    let max = fold16(x, f32::NEG_INFINITY, |a, b| if b > a { b } else { a });
     for v in x.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
+        *v = exp(*v - max);
     }
-    let inverse = 1.0 / sum;
+    let inverse = 1.0 / fold16(x, 0.0, |a, b| a + b);
     for v in x.iter_mut() {
         *v *= inverse;
+    }
+}
+
+/// `op` over `x` in 16 lanes (lane `i` takes the values at `i mod 16`, in order), the lanes
+/// then combined pairwise (`i + 8`, `i + 4`, `i + 2`, `i + 1`), then the tail in order: a fixed
+/// order that vectorizes.
+#[inline(always)]
+fn fold16(x: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut acc = [init; 16];
+    let chunks = x.chunks_exact(16);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for i in 0..16 {
+            acc[i] = op(acc[i], chunk[i]);
+        }
+    }
+    for width in [8, 4, 2, 1] {
+        for i in 0..width {
+            acc[i] = op(acc[i], acc[i + width]);
+        }
+    }
+    tail.iter().fold(acc[0], |a, &b| op(a, b))
+}
+
+/// The AVX-512 and AVX2 kernels. Multiplies and adds stay separate (no fused multiply-add), as
+/// the portable code computes them.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    use super::{softmax, weighted_columns, Kernels, KEY_BLOCK};
+
+    /// Proof that the CPU has AVX-512F: only [`Avx512::detect`] makes one.
+    #[derive(Clone, Copy)]
+    pub struct Avx512(());
+
+    impl Avx512 {
+        pub fn detect() -> Option<Self> {
+            is_x86_feature_detected!("avx512f").then_some(Avx512(()))
+        }
+    }
+
+    impl Kernels for Avx512 {
+        fn scores<const G: usize>(
+            self,
+            q: &[f32],
+            keys: &[f32],
+            scale: f32,
+            scores: &mut [f32],
+            stride: usize,
+            first: usize,
+        ) {
+            check_scores::<G>(q, keys, scores, stride, first);
+            // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
+            unsafe { scores_avx512::<G>(q, keys, scale, scores, stride, first) }
+        }
+
+        fn weighted_values<const G: usize>(
+            self,
+            weights: &[f32],
+            stride: usize,
+            first: usize,
+            values: &[f32],
+            out: &mut [f32],
+        ) {
+            let whole = check_values::<G>(weights, stride, first, values, out, 32);
+            // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
+            unsafe { values_avx512::<G>(weights, stride, first, values, out, whole) };
+            weighted_columns(G, weights, stride, first, values, out, whole);
+        }
+
+        fn softmax(self, x: &mut [f32]) {
+            // SAFETY: AVX-512F is present (self exists).
+            unsafe { softmax_avx512(x) }
+        }
+    }
+
+    /// Proof that the CPU has AVX2: only [`Avx2::detect`] makes one.
+    #[derive(Clone, Copy)]
+    pub struct Avx2(());
+
+    impl Avx2 {
+        pub fn detect() -> Option<Self> {
+            is_x86_feature_detected!("avx2").then_some(Avx2(()))
+        }
+    }
+
+    impl Kernels for Avx2 {
+        fn scores<const G: usize>(
+            self,
+            q: &[f32],
+            keys: &[f32],
+            scale: f32,
+            scores: &mut [f32],
+            stride: usize,
+            first: usize,
+        ) {
+            check_scores::<G>(q, keys, scores, stride, first);
+            // SAFETY: AVX2 is present (self exists); the bounds were checked just above.
+            unsafe { scores_avx2::<G>(q, keys, scale, scores, stride, first) }
+        }
+
+        fn weighted_values<const G: usize>(
+            self,
+            weights: &[f32],
+            stride: usize,
+            first: usize,
+            values: &[f32],
+            out: &mut [f32],
+        ) {
+            let whole = check_values::<G>(weights, stride, first, values, out, 8);
+            // SAFETY: AVX2 is present (self exists); the bounds were checked just above.
+            unsafe { values_avx2::<G>(weights, stride, first, values, out, whole) };
+            weighted_columns(G, weights, stride, first, values, out, whole);
+        }
+
+        fn softmax(self, x: &mut [f32]) {
+            // SAFETY: AVX2 is present (self exists).
+            unsafe { softmax_avx2(x) }
+        }
+    }
+
+    /// Checks what the unchecked loads and stores of a scores kernel rely on.
+    fn check_scores<const G: usize>(
+        q: &[f32],
+        keys: &[f32],
+        scores: &[f32],
+        stride: usize,
+        first: usize,
+    ) {
+        let hd = q.len() / G;
+        assert!(q.len() == G * hd && keys.len() == hd * KEY_BLOCK);
+        assert!(first + KEY_BLOCK <= stride && scores.len() >= G * stride);
+    }
+
+    /// Checks what the unchecked loads and stores of a weighted-values kernel rely on; returns
+    /// the columns it covers (whole multiples of `width`).
+    fn check_values<const G: usize>(
+        weights: &[f32],
+        stride: usize,
+        first: usize,
+        values: &[f32],
+        out: &[f32],
+        width: usize,
+    ) -> usize {
+        let hd = out.len() / G;
+        assert!(hd > 0 && out.len() == G * hd && values.len().is_multiple_of(hd));
+        assert!(first + values.len() / hd <= stride && weights.len() >= G * stride);
+        hd / width * width
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn scores_avx512<const G: usize>(
+        q: &[f32],
+        keys: &[f32],
+        scale: f32,
+        scores: &mut [f32],
+        stride: usize,
+        first: usize,
+    ) {
+        let hd = q.len() / G;
+        let (q, keys) = (q.as_ptr(), keys.as_ptr());
+        let mut acc = [_mm512_setzero_ps(); G];
+        for d in 0..hd {
+            // SAFETY (all loads and stores): the bounds checked by `check_scores`.
+            let k = _mm512_loadu_ps(keys.add(d * KEY_BLOCK));
+            for (g, acc) in acc.iter_mut().enumerate() {
+                let qd = _mm512_set1_ps(*q.add(g * hd + d));
+                *acc = _mm512_add_ps(*acc, _mm512_mul_ps(qd, k));
+            }
+        }
+        let scale = _mm512_set1_ps(scale);
+        for (g, acc) in acc.iter().enumerate() {
+            let at = scores.as_mut_ptr().add(g * stride + first);
+            _mm512_storeu_ps(at, _mm512_mul_ps(*acc, scale));
+        }
+    }
+
+    /// Columns `0..whole` in pieces of 32: two vectors per head stay in registers across all
+    /// positions.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn values_avx512<const G: usize>(
+        weights: &[f32],
+        stride: usize,
+        first: usize,
+        values: &[f32],
+        out: &mut [f32],
+        whole: usize,
+    ) {
+        let hd = out.len() / G;
+        let positions = values.len() / hd;
+        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        for column in (0..whole).step_by(32) {
+            // SAFETY (all loads and stores): the bounds checked by `check_values`.
+            let mut lo: [__m512; G] =
+                std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column)));
+            let mut hi: [__m512; G] =
+                std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column + 16)));
+            for p in 0..positions {
+                let v0 = _mm512_loadu_ps(v.add(p * hd + column));
+                let v1 = _mm512_loadu_ps(v.add(p * hd + column + 16));
+                for g in 0..G {
+                    let wg = _mm512_set1_ps(*w.add(g * stride + first + p));
+                    lo[g] = _mm512_add_ps(lo[g], _mm512_mul_ps(wg, v0));
+                    hi[g] = _mm512_add_ps(hi[g], _mm512_mul_ps(wg, v1));
+                }
+            }
+            for g in 0..G {
+                _mm512_storeu_ps(o.add(g * hd + column), lo[g]);
+                _mm512_storeu_ps(o.add(g * hd + column + 16), hi[g]);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn softmax_avx512(x: &mut [f32]) {
+        softmax(x)
+    }
+
+    /// The key block in two halves of 8 positions.
+    #[target_feature(enable = "avx2")]
+    unsafe fn scores_avx2<const G: usize>(
+        q: &[f32],
+        keys: &[f32],
+        scale: f32,
+        scores: &mut [f32],
+        stride: usize,
+        first: usize,
+    ) {
+        let hd = q.len() / G;
+        let (q, keys) = (q.as_ptr(), keys.as_ptr());
+        for lane in [0, 8] {
+            let mut acc = [_mm256_setzero_ps(); G];
+            for d in 0..hd {
+                // SAFETY (all loads and stores): the bounds checked by `check_scores`.
+                let k = _mm256_loadu_ps(keys.add(d * KEY_BLOCK + lane));
+                for (g, acc) in acc.iter_mut().enumerate() {
+                    let qd = _mm256_set1_ps(*q.add(g * hd + d));
+                    *acc = _mm256_add_ps(*acc, _mm256_mul_ps(qd, k));
+                }
+            }
+            let scale = _mm256_set1_ps(scale);
+            for (g, acc) in acc.iter().enumerate() {
+                let at = scores.as_mut_ptr().add(g * stride + first + lane);
+                _mm256_storeu_ps(at, _mm256_mul_ps(*acc, scale));
+            }
+        }
+    }
+
+    /// Columns `0..whole` in pieces of 8: one vector per head in registers across positions.
+    #[target_feature(enable = "avx2")]
+    unsafe fn values_avx2<const G: usize>(
+        weights: &[f32],
+        stride: usize,
+        first: usize,
+        values: &[f32],
+        out: &mut [f32],
+        whole: usize,
+    ) {
+        let hd = out.len() / G;
+        let positions = values.len() / hd;
+        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        for column in (0..whole).step_by(8) {
+            // SAFETY (all loads and stores): the bounds checked by `check_values`.
+            let mut acc: [__m256; G] =
+                std::array::from_fn(|g| _mm256_loadu_ps(o.add(g * hd + column)));
+            for p in 0..positions {
+                let vp = _mm256_loadu_ps(v.add(p * hd + column));
+                for (g, acc) in acc.iter_mut().enumerate() {
+                    let wg = _mm256_set1_ps(*w.add(g * stride + first + p));
+                    *acc = _mm256_add_ps(*acc, _mm256_mul_ps(wg, vp));
+                }
+            }
+            for (g, acc) in acc.iter().enumerate() {
+                _mm256_storeu_ps(o.add(g * hd + column), *acc);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn softmax_avx2(x: &mut [f32]) {
+        softmax(x)
     }
 }
 
@@ -373,69 +633,81 @@ mod tests {
     }
 
     #[test]
-    fn wide_copies_compute_exactly_what_the_portable_one_does() {
-        let shape = AttentionShape {
-            heads: 4,
-            kv_heads: 1,
-            head_dim: 40, // two chunks of 16 and a tail of 8
-            scale: 0.3,
-        };
-        let positions = 70;
-        let mut cache = KvCache::new(1, positions, 1, 40, KvPrecision::F32);
-        for p in 0..positions {
-            let row: Vec<f32> = (0..40)
-                .map(|i| ((p * 40 + i) as f32 * 0.37).sin())
-                .collect();
-            cache.store(0, p, &row, &row.iter().map(|x| x * 0.5).collect::<Vec<_>>());
-        }
-        let q: Vec<f32> = (0..4 * 40).map(|i| (i as f32 * 0.23).cos()).collect();
-        let run = |attend: &dyn Fn(&mut [f32], &mut Scratch)| {
-            let mut out = vec![f32::NAN; q.len()];
-            attend(&mut out, &mut Scratch::default());
-            out
-        };
-        let head = || KvHead {
-            cache: &cache,
-            layer: 0,
-            kv_head: 0,
-        };
-        let portable = run(&|out, scratch| {
-            attend_group_portable(shape, &q, out, head(), positions - 1, scratch)
-        });
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") {
-                // SAFETY: AVX-512F was detected just above.
-                let wide = run(&|out, scratch| unsafe {
-                    attend_group_avx512(shape, &q, out, head(), positions - 1, scratch)
-                });
-                assert_eq!(wide, portable, "AVX-512 copy");
+    fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
+        // head_dim 40: one piece of 32 columns (AVX-512) or five of 8 (AVX2), then a tail of 8.
+        for (heads, kv_heads, positions) in [(8, 1, 70), (4, 1, 16), (6, 2, 33), (3, 1, 1)] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim: 40,
+                scale: 0.3,
+            };
+            let mut cache = KvCache::new(1, positions, kv_heads, 40, KvPrecision::F32);
+            for p in 0..positions {
+                let row: Vec<f32> = (0..kv_heads * 40)
+                    .map(|i| ((p * 40 + i) as f32 * 0.37).sin())
+                    .collect();
+                let half: Vec<f32> = row.iter().map(|x| x * 0.5).collect();
+                cache.store(0, p, &row, &half);
             }
-            if is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 was detected just above.
-                let wide = run(&|out, scratch| unsafe {
-                    attend_group_avx2(shape, &q, out, head(), positions - 1, scratch)
-                });
-                assert_eq!(wide, portable, "AVX2 copy");
+            let q: Vec<f32> = (0..heads * 40).map(|i| (i as f32 * 0.23).cos()).collect();
+            let run = |kernels: &dyn Fn(&mut [f32], KvHead<'_>, &mut Scratch)| {
+                let mut out = vec![f32::NAN; q.len()];
+                for kv_head in 0..kv_heads {
+                    let head = KvHead {
+                        cache: &cache,
+                        layer: 0,
+                        kv_head,
+                    };
+                    kernels(&mut out, head, &mut Scratch::default());
+                }
+                out
+            };
+            let last = positions - 1;
+            let portable = run(&|out, head, scratch| {
+                attend_group_with(Portable, shape, &q, out, head, last, scratch)
+            });
+            assert!(portable.iter().all(|x| x.is_finite()));
+            #[cfg(target_arch = "x86_64")]
+            {
+                if let Some(avx512) = wide::Avx512::detect() {
+                    let wide = run(&|out, head, scratch| {
+                        attend_group_with(avx512, shape, &q, out, head, last, scratch)
+                    });
+                    assert_eq!(wide, portable, "AVX-512, {shape:?}, {positions} positions");
+                }
+                if let Some(avx2) = wide::Avx2::detect() {
+                    let wide = run(&|out, head, scratch| {
+                        attend_group_with(avx2, shape, &q, out, head, last, scratch)
+                    });
+                    assert_eq!(wide, portable, "AVX2, {shape:?}, {positions} positions");
+                }
             }
         }
-        assert!(portable.iter().all(|x| x.is_finite()));
     }
 
     #[test]
     fn grouped_heads_match_per_head_reference() {
-        let shape = AttentionShape {
-            heads: 8,
-            kv_heads: 2,
-            head_dim: 24,
-            scale: 1.0 / 24f32.sqrt(),
-        };
-        // 70 positions: more than one block of cache reads.
+        // Groups of 8, 4, 2 and 1 query heads per KV head, and 12 and 3 (passes of 4 and 1).
+        for (heads, kv_heads) in [(16, 2), (8, 2), (4, 2), (2, 2), (12, 1), (6, 2)] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim: 24,
+                scale: 1.0 / 24f32.sqrt(),
+            };
+            grouped_heads_match_per_head_reference_for(shape);
+        }
+    }
+
+    fn grouped_heads_match_per_head_reference_for(shape: AttentionShape) {
+        // 70 positions: several key blocks and value reads, the last one partial.
         let (tokens, start) = (5, 65);
         let kv_dim = shape.kv_heads * shape.head_dim;
+        let q_dim = shape.heads * shape.head_dim;
         let positions = start + tokens;
         let wave = |i: usize, f: f32| (i as f32 * f).sin();
-        let q: Vec<f32> = (0..tokens * 8 * 24).map(|i| wave(i, 0.23) * 2.0).collect();
+        let q: Vec<f32> = (0..tokens * q_dim).map(|i| wave(i, 0.23) * 2.0).collect();
         for precision in [KvPrecision::F32, KvPrecision::F16] {
             // What the cache holds: the values as stored at its precision.
             let stored = |f: f32| -> Vec<f32> {
@@ -460,7 +732,7 @@ mod tests {
                 for (a, b) in out.iter().zip(&expected) {
                     assert!(
                         (a - b).abs() < 1e-5,
-                        "{precision:?}, {threads} threads: {a} vs {b}"
+                        "{shape:?} {precision:?}, {threads} threads: {a} vs {b}"
                     );
                 }
             }
@@ -472,5 +744,20 @@ mod tests {
         let mut x = [1000.0, 1000.0, f32::NEG_INFINITY];
         softmax(&mut x);
         assert_eq!(x, [0.5, 0.5, 0.0]);
+        // Longer than one 16-lane chunk, with a tail.
+        let mut x: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 30.0).collect();
+        let want: Vec<f64> = {
+            let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+            let e: Vec<f64> = x.iter().map(|&v| (v as f64 - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            e.iter().map(|v| v / sum).collect()
+        };
+        softmax(&mut x);
+        for (got, want) in x.iter().zip(want) {
+            assert!(
+                (*got as f64 - want).abs() <= want * 1e-6 + 1e-12,
+                "{got} vs {want}"
+            );
+        }
     }
 }
