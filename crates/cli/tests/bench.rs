@@ -1,0 +1,48 @@
+//! `hearth bench` end to end on the tiny random shape: the figures its JSON promises (the
+//! comparison script and README read them). Speed itself is never asserted.
+
+use std::process::Command;
+
+#[test]
+fn bench_json_reports_speed_bandwidth_and_memory() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["bench", "--shape", "tiny", "--threads", "1", "--json"])
+        .args(["--prompt", "8", "--generate", "4", "--repetitions", "1"])
+        .args(["--probe-mib", "8"])
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .output()
+        .expect("hearth runs");
+    assert!(
+        out.status.success(),
+        "hearth bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "decode_tokens_per_s",
+        "prefill_tokens_per_s",
+        "weight_bytes_per_token",
+        "measured_read_bandwidth_gbps",
+        "roofline_fraction",
+        "peak_memory_bytes",
+        "first_token_secs",
+        "page_cache_read_secs",
+    ] {
+        let value = json[key].as_f64();
+        assert!(
+            value.is_some_and(|v| v > 0.0),
+            "{key} is a positive number: {json}"
+        );
+    }
+    assert_eq!(json["threads"], 1);
+    assert_eq!(json["prompt_tokens"], 8);
+    assert_eq!(json["bandwidth_samples_gbps"].as_array().unwrap().len(), 10);
+    assert!(json["kernel_level"].is_string());
+    assert!(
+        home.path().join("cache/hearth/bench/tiny").is_dir(),
+        "the random model is cached under XDG_CACHE_HOME"
+    );
+}
