@@ -12,7 +12,7 @@
 //! - output: `out[g][d..d + D] += weight[g][p] · values[p][d..d + D]` over `p`.
 //!
 //! Every sum runs in the same order (over `d`, then over `p`, from the first), whatever the
-//! vector width, so the AVX-512, AVX2 and portable copies give identical results.
+//! vector width, so the AVX-512, AVX2 and portable kernels give identical results.
 
 use std::cell::RefCell;
 
