@@ -8,14 +8,13 @@
 //! built from its bits. Within 2 units in the last place of libm's result over the normal range;
 //! results below `e^-86.6` (about 2.5e-38) are flushed to zero.
 
+use super::quant::round_to_int;
+
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// `ln 2` split in two so `x - n ln 2` loses no bits: `C1` has few mantissa bits, so `n * C1` is
 /// exact.
 const LN2_C1: f32 = 0.693_359_4;
 const LN2_C2: f32 = -2.121_944_4e-4;
-/// Adding and subtracting `1.5 · 2^23` rounds a float of magnitude below `2^22` to an integer
-/// (to even), the way the FPU rounds, without a libm call.
-const ROUND: f32 = 12_582_912.0;
 /// Below this the result would be tiny or subnormal: returned as 0.
 const LOWEST: f32 = -86.6;
 /// `ln(f32::MAX)`: above this the result overflows to infinity.
@@ -26,20 +25,17 @@ const HIGHEST: f32 = 88.722_84;
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     let clamped = x.clamp(LOWEST, HIGHEST);
-    // n = round(x / ln 2); `shifted` holds n in its low mantissa bits.
-    let shifted = clamped * LOG2_E + ROUND;
-    let n = shifted - ROUND;
-    let r = clamped - n * LN2_C1 - n * LN2_C2;
+    // n = round(x / ln 2), by the same vectorizable rounding as activation quantization.
+    let n = round_to_int(clamped * LOG2_E);
+    let r = clamped - n as f32 * LN2_C1 - n as f32 * LN2_C2;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
         + 0.5;
     let e_r = p * (r * r) + r + 1.0;
     // 2^n as 2^(n - 1) · 2, so n = 128 (just below HIGHEST) still fits the exponent field;
-    // n >= -125 here, so 2^(n - 1) is a normal float. n is read from `shifted`'s bits (a
-    // float-to-int cast would check every lane for NaN and stop the vectorizer).
-    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
-    let half_scale = f32::from_bits(n_bits.wrapping_add(126) << 23);
+    // n >= -125 here, so 2^(n - 1) is a normal float.
+    let half_scale = f32::from_bits(((n + 126) as u32) << 23);
     let e = e_r * half_scale * 2.0;
     if x < LOWEST {
         0.0

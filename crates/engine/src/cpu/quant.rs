@@ -134,7 +134,8 @@ fn abs_max_and_sum(block: &[f32; BLOCK]) -> (f32, f32) {
 /// Rounds to the nearest integer (ties to even) for `|v| < 2^22`: adding `1.5 * 2^23` leaves
 /// no fraction bits, and the integer sits in the low bits of the sum. Integer arithmetic the
 /// compiler vectorizes, where `f32::round` is a libm call and `as` a saturating conversion.
-fn round_to_int(v: f32) -> i32 {
+/// Also `exp`'s split into a power of two.
+pub(super) fn round_to_int(v: f32) -> i32 {
     const MAGIC: f32 = 12_582_912.0;
     (v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
 }
