@@ -230,6 +230,18 @@ impl Model {
         self.stream_text(&prompt, options, started, on_text)
     }
 
+    /// Generates after the token ids `prompt` (already rendered and tokenized, e.g. by
+    /// [`Model::tokenize_chat`]) and streams the decoded text like [`Model::chat`]; the time to
+    /// first token counts from this call.
+    pub fn generate_text(
+        &mut self,
+        prompt: &[u32],
+        options: &ChatOptions,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<GenerationStats, Error> {
+        self.stream_text(prompt, options, Instant::now(), on_text)
+    }
+
     /// Continues `text` as plain text (no chat template), streaming like [`Model::chat`].
     pub fn complete(
         &mut self,

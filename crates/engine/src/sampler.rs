@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 
 /// How the next token is chosen.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SamplingParams {
     /// Softmax temperature; 0 picks the most likely token (greedy). By default, 0.7.

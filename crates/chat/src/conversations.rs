@@ -3,12 +3,13 @@
 //! cannot be read is moved aside (backed up) and a fresh one started, and the caller is told.
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::answer::Receipt;
 use crate::settings::ConversationSettings;
+use crate::unix_now as now;
 
 /// Title of a conversation before its first message names it.
 pub const UNTITLED: &str = "New conversation";
@@ -129,39 +130,6 @@ impl MessageState {
     }
 }
 
-/// How an answer was made: stored with it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Receipt {
-    /// Model folder name.
-    pub model_name: String,
-    /// sha256 of the weights file, when it has been computed.
-    pub model_sha256: Option<String>,
-    /// Backend that ran it ("cpu", ...), with its kernel level.
-    pub backend: String,
-    /// The device (CPU model name, NPU).
-    pub device: String,
-    /// Tokens the model read (after trimming).
-    pub prompt_tokens: usize,
-    /// Tokens it wrote.
-    pub generated_tokens: usize,
-    /// Seconds from the request to the first answer token.
-    pub ttft_secs: f64,
-    /// Seconds spent decoding.
-    pub decode_secs: f64,
-    /// Decode speed.
-    pub tokens_per_second: f64,
-    /// "end of turn", "length limit", "stopped".
-    pub stop_reason: String,
-    /// Oldest messages left out to fit the context.
-    pub trimmed_messages: usize,
-    /// Unix seconds.
-    pub finished_at: i64,
-    /// Energy of the answer: joules for reading the prompt and for writing, per 1000 tokens, and
-    /// where the power readings came from (`npu::Telemetry`). Absent in answers saved before.
-    #[serde(default)]
-    pub energy: Option<npu::EnergyReport>,
-}
-
 /// One message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -226,13 +194,6 @@ pub struct Recovery {
 pub struct ConversationStore {
     conn: Connection,
     path: PathBuf,
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 const SCHEMA: &str = "
@@ -865,13 +826,17 @@ mod tests {
         let receipt = Receipt {
             model_name: "demo".into(),
             model_sha256: Some("ab".into()),
-            backend: "cpu".into(),
-            device: "test cpu".into(),
+            backend_kind: crate::BackendKind::Remote,
+            backend: "remote (http://127.0.0.1:8080)".into(),
+            device: "127.0.0.1:8080".into(),
+            runtime_version: None,
             prompt_tokens: 12,
             generated_tokens: 5,
+            counts_exact: false,
             ttft_secs: 0.1,
             decode_secs: 0.5,
             tokens_per_second: 10.0,
+            backend_timings: None,
             stop_reason: "end of turn".into(),
             trimmed_messages: 0,
             finished_at: 1,
@@ -883,6 +848,20 @@ mod tests {
             s.get(&c.id).unwrap().messages[0].receipt.as_ref(),
             Some(&receipt)
         );
+    }
+
+    #[test]
+    fn receipts_saved_before_backends_read_as_cpu() {
+        let old = serde_json::json!({
+            "model_name": "demo", "model_sha256": null, "backend": "cpu (avx2)",
+            "device": "cpu", "prompt_tokens": 3, "generated_tokens": 4, "ttft_secs": 0.1,
+            "decode_secs": 0.2, "tokens_per_second": 15.0, "stop_reason": "end of turn",
+            "trimmed_messages": 0, "finished_at": 1
+        });
+        let receipt: Receipt = serde_json::from_value(old).unwrap();
+        assert_eq!(receipt.backend_kind, crate::BackendKind::Cpu);
+        assert!(receipt.counts_exact);
+        assert_eq!(receipt.energy, None);
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! The `cpu` backend: Hearth's own engine ([`hearth_engine::Model`]) on this computer's
+//! processor. Always available for a model folder the engine can load; the reference every other
+//! backend is checked against.
+
+use std::path::Path;
+
+use hearth_engine::{ChatOptions, LoadOptions, Model};
+
+use crate::backend::{
+    Backend, BackendError, BackendInfo, BackendKind, BackendTimings, Generation, Input, Prompt,
+    TextSink, TokenCount,
+};
+
+/// The engine with one loaded model.
+pub struct CpuBackend {
+    model: Model,
+    info: BackendInfo,
+}
+
+impl CpuBackend {
+    /// Loads the model folder `dir`. `name` is how the user knows it (registry name);
+    /// `sha256` is the weights' hash when the registry has it.
+    pub fn open(
+        dir: &Path,
+        name: &str,
+        options: &LoadOptions,
+        sha256: Option<String>,
+    ) -> Result<Self, BackendError> {
+        let model = Model::load(dir, options)?;
+        Ok(Self::from_model(model, name, sha256))
+    }
+
+    /// Wraps an already loaded model.
+    pub fn from_model(model: Model, name: &str, sha256: Option<String>) -> Self {
+        let engine = model.info();
+        let label = if engine.kernel.is_empty() {
+            BackendKind::Cpu.to_string()
+        } else {
+            format!("cpu ({})", engine.kernel)
+        };
+        let info = BackendInfo {
+            kind: BackendKind::Cpu,
+            label,
+            device: cpu_name(),
+            model: name.to_owned(),
+            context_length: Some(engine.context_length),
+            model_sha256: sha256,
+            runtime_version: None,
+        };
+        CpuBackend { model, info }
+    }
+
+    /// The engine's model (its facts: family, parameters, kernel level).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+}
+
+impl Backend for CpuBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, input: Input, options: &ChatOptions) -> Result<Prompt, BackendError> {
+        let tokens = match &input {
+            Input::Chat(messages) => self.model.tokenize_chat(messages, options)?,
+            Input::Raw(text) => self.model.tokenize(text)?,
+        };
+        Ok(Prompt {
+            input,
+            count: TokenCount {
+                tokens: tokens.len(),
+                exact: true,
+            },
+            tokens: Some(tokens),
+        })
+    }
+
+    fn count_text(&self, text: &str) -> TokenCount {
+        match self.model.tokenizer().map(|t| t.encode(text, false)) {
+            Some(Ok(ids)) => TokenCount {
+                tokens: ids.len(),
+                exact: true,
+            },
+            _ => crate::backend::estimate_tokens(text),
+        }
+    }
+
+    fn generate(
+        &mut self,
+        prompt: Prompt,
+        options: &ChatOptions,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, BackendError> {
+        let tokens = match prompt.tokens {
+            Some(tokens) => tokens,
+            None => self
+                .prepare(prompt.input, options)?
+                .tokens
+                .unwrap_or_default(),
+        };
+        let stats = self.model.generate_text(&tokens, options, on_text)?;
+        let prefill_rate =
+            (stats.prefill_secs > 0.0).then(|| stats.prompt_tokens as f64 / stats.prefill_secs);
+        Ok(Generation {
+            prompt_tokens: TokenCount {
+                tokens: stats.prompt_tokens,
+                exact: true,
+            },
+            generated_tokens: TokenCount {
+                tokens: stats.generated_tokens,
+                exact: true,
+            },
+            stop_reason: stats.stop_reason,
+            timings: BackendTimings {
+                load_secs: None,
+                prefill_secs: Some(stats.prefill_secs),
+                prefill_tokens_per_s: prefill_rate,
+                decode_secs: Some(stats.decode_secs),
+                decode_tokens_per_s: stats.decode_tokens_per_sec(),
+            },
+        })
+    }
+}
+
+/// The CPU's model name, for showing where a model runs.
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
+}

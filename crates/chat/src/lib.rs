@@ -1,0 +1,39 @@
+//! Chatting with a model, the same way in the desktop app, `hearth run`/`chat` and
+//! `hearth serve`.
+//!
+//! - [`backend`]: the [`Backend`] interface every place that runs a model implements, and its
+//!   kinds ([`BackendKind`]: cpu, npu, remote);
+//! - [`cpu`]: Hearth's own engine on this computer's processor;
+//! - [`answer`]: the answer loop (fit to context, generate, stop strings, live numbers, power,
+//!   receipt) over any backend;
+//! - [`context`]: which old turns to leave out when a conversation is too long;
+//! - [`stop`]: stop strings applied to streamed text;
+//! - [`conversations`] and [`settings`]: the saved conversations (SQLite) and their settings.
+//!
+//! No Tauri, HTTP serving or UI here: the front ends are thin layers over these.
+
+pub mod answer;
+pub mod backend;
+pub mod context;
+pub mod conversations;
+pub mod cpu;
+pub mod settings;
+pub mod stop;
+
+pub use answer::{
+    answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStart, AnswerStop, LiveStats,
+    Receipt,
+};
+pub use backend::{
+    Availability, Backend, BackendError, BackendInfo, BackendKind, BackendTimings, FailureKind,
+    Generation, Input, Prompt, TokenCount,
+};
+pub use cpu::CpuBackend;
+pub use settings::ConversationSettings;
+
+/// Seconds since 1970 (0 if the clock is before it).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
