@@ -1,29 +1,25 @@
-//! Writing an answer: check the request, make sure a model is loaded, fit the conversation into
-//! its context, save the user's message, stream the answer (saving it as it grows), and store a
-//! receipt with it.
+//! Writing an answer in a conversation: check the request, make sure a model is loaded, save
+//! the user's message, run the shared answer loop (`hearth_chat::answer`: fit, stream, stop
+//! strings, power, receipt) while saving the answer as it grows, and store its receipt.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use hearth_engine::{ChatMessage, ChatOptions, SamplingParams, StopReason};
+use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
+use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input, LiveStats};
+use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
 
-use crate::context;
-use crate::conversations::{Conversation, Message, MessageState, Receipt, Role};
 use crate::error::{CommandError, CommandResult};
 use crate::paths::{self, LocalModel};
 use crate::session::{LoadedModel, ModelStatus};
-use crate::settings::{ConversationSettings, Sampling};
 use crate::state::{lock, AppState, BusyGuard, NoticeLevel};
 
 /// The longest message one can send, in characters (a 1 MB paste is refused with this number).
 pub const MAX_MESSAGE_CHARS: usize = 100_000;
 /// How often the streamed text is saved to disk.
 const SAVE_EVERY: Duration = Duration::from_millis(250);
-/// How often live numbers are sent to the UI.
-const STATS_EVERY: Duration = Duration::from_millis(100);
-
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -42,19 +38,6 @@ pub enum ChatAction {
         /// Its new text.
         content: String,
     },
-}
-
-/// Live numbers while decoding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LiveStats {
-    /// Answer pieces so far (about one per token).
-    pub generated_tokens: usize,
-    /// Seconds to the first piece, once it came.
-    pub ttft_secs: Option<f64>,
-    /// Speed since the first piece.
-    pub tokens_per_second: Option<f64>,
-    /// Seconds since the request.
-    pub elapsed_secs: f64,
 }
 
 /// Events on the answer's Channel.
@@ -100,27 +83,6 @@ pub enum ChatEvent {
     },
 }
 
-impl From<Sampling> for SamplingParams {
-    fn from(s: Sampling) -> Self {
-        SamplingParams {
-            temperature: s.temperature,
-            top_k: s.top_k,
-            top_p: s.top_p,
-            min_p: s.min_p,
-            repetition_penalty: s.repetition_penalty,
-            seed: s.seed,
-        }
-    }
-}
-
-fn options(settings: &ConversationSettings) -> ChatOptions {
-    ChatOptions {
-        sampling: settings.sampling.clamped().into(),
-        max_tokens: settings.max_tokens,
-        enable_thinking: settings.enable_thinking,
-    }
-}
-
 /// Claim the right to write an answer (one at a time).
 pub fn begin(state: &AppState) -> CommandResult<BusyGuard> {
     state.begin_answer().ok_or_else(|| {
@@ -156,7 +118,7 @@ pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelSt
         )
     })?;
     *slot = None; // free the old model's memory first
-    match LoadedModel::load(entry, state.device.to_string()) {
+    match LoadedModel::load(entry, None) {
         Ok(loaded) => {
             let status = loaded.status();
             tracing::info!("loaded model {} from {}", entry.name, entry.path.display());
@@ -175,20 +137,20 @@ pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelSt
     }
 }
 
-/// Load the start model if none is loaded yet: the preferred one, else the newest download,
-/// else the demo (and say so).
-pub fn ensure_model(state: &AppState, preferred: Option<&str>) -> CommandResult<()> {
+/// Load the start model if none is loaded yet: the registry's default, else the first
+/// registered model, else the demo (and say so).
+pub fn ensure_model(state: &AppState) -> CommandResult<()> {
     if lock(&state.model).is_some() {
         return Ok(());
     }
     let models = paths::local_models(&state.paths);
-    let Some(entry) = paths::pick_start_model(&models, preferred) else {
+    let Some(entry) = paths::pick_start_model(&models) else {
         let message = "No model is available: nothing is downloaded and the bundled demo model is missing. Open Models to download one.";
         *lock(&state.model_error) = Some(message.into());
         return Err(CommandError::new("no_model", message));
     };
     load_model(state, &entry)?;
-    if entry.is_demo {
+    if entry.is_demo && models.len() == 1 {
         state.notify(
             NoticeLevel::Info,
             "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.",
@@ -260,22 +222,6 @@ fn plan(conversation: &Conversation, action: &ChatAction) -> CommandResult<Plan>
     })
 }
 
-fn stop_words(reason: StopReason) -> &'static str {
-    match reason {
-        StopReason::EndOfTurn => "end of turn",
-        StopReason::MaxTokens => "length limit",
-        StopReason::Cancelled => "stopped",
-        StopReason::ContextFull => "context full",
-    }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// Run `action` on a conversation, sending events to `emit`. Errors before the answer starts
 /// are returned (nothing is saved); errors after are sent as an `Error` event, with the text
 /// written so far saved.
@@ -284,12 +230,11 @@ pub fn run(
     _busy: BusyGuard,
     conversation_id: &str,
     action: ChatAction,
-    preferred_model: Option<&str>,
     emit: &dyn Fn(ChatEvent),
 ) -> CommandResult<()> {
     let conversation = lock(&state.store).get(conversation_id)?;
     let plan = plan(&conversation, &action)?;
-    ensure_model(state, preferred_model)?;
+    ensure_model(state)?;
 
     let mut guard = lock(&state.model);
     let loaded = guard.as_mut().ok_or_else(|| {
@@ -298,164 +243,146 @@ pub fn run(
             "No model is loaded. Pick one in the model list.",
         )
     })?;
-    let mut opts = options(&conversation.settings);
-    let limit = loaded.model.info().context_length;
-    let reserve = context::answer_reserve(opts.max_tokens, limit);
-    let fitted = {
-        let model = &loaded.model;
-        let opts_ref = &opts;
-        context::fit(plan.messages, limit, reserve, &mut |m| {
-            model
-                .tokenize_chat(m, opts_ref)
-                .map(|t| t.len())
-                .map_err(|e| e.to_string())
-        })
-        .map_err(|e| CommandError::new("context", e.to_string()))?
+    let status = loaded.status();
+    let request = AnswerRequest {
+        input: Input::Chat(plan.messages),
+        options: conversation.settings.chat_options(),
+        stops: Vec::new(),
+        telemetry_root: Some(&state.paths.system_root),
+        trim_to_fit: true,
     };
-    opts.max_tokens = opts
-        .max_tokens
-        .min(limit.saturating_sub(fitted.prompt_tokens))
-        .max(1);
 
-    // Save the turn before generating, so a crash keeps the user's message.
-    let (user_message, assistant_message) = {
-        let store = lock(&state.store);
-        match &action {
-            ChatAction::Send { .. } => {}
-            ChatAction::Regenerate => store.drop_trailing_answers(conversation_id)?,
-            ChatAction::Edit { message_id, .. } => {
-                store.truncate_from(conversation_id, *message_id)?
-            }
-        }
-        let user = match &plan.new_user_text {
-            Some(text) => Some(store.add_message(
-                conversation_id,
-                Role::User,
-                text,
-                MessageState::Complete,
-            )?),
-            None => None,
-        };
-        let answer = store.add_message(
-            conversation_id,
-            Role::Assistant,
-            "",
-            MessageState::Streaming,
-        )?;
-        (user, answer)
-    };
-    emit(ChatEvent::Started {
-        user_message,
-        assistant_message: assistant_message.clone(),
-        prompt_tokens: fitted.prompt_tokens,
-        context_limit: limit,
-        trimmed_messages: fitted.trimmed,
-        model: loaded.status(),
-    });
-
-    let started = Instant::now();
+    // The user's message and the (empty) answer are saved when the answer starts, so a prompt
+    // that cannot fit changes nothing and a crash keeps the user's message.
+    let mut answer_id = None;
     let mut text = String::new();
-    let mut pieces = 0usize;
-    let mut first: Option<Instant> = None;
     let mut last_save = Instant::now();
-    let mut last_stats = Instant::now() - STATS_EVERY;
-    let cancel = &state.cancel;
+    let mut save_failed = false;
+    let mut start_error = None;
     let store = &state.store;
-    let answer_id = assistant_message.id;
-    let live = |pieces: usize, first: Option<Instant>| {
-        let now = Instant::now();
-        LiveStats {
-            generated_tokens: pieces,
-            ttft_secs: first.map(|f| (f - started).as_secs_f64()),
-            tokens_per_second: first.and_then(|f| {
-                let secs = (now - f).as_secs_f64();
-                (pieces > 1 && secs > 0.0).then(|| (pieces - 1) as f64 / secs)
-            }),
-            elapsed_secs: (now - started).as_secs_f64(),
-        }
-    };
-    // Power readings about once a second while the answer is written, integrated into joules for
-    // prefill and decode apart. The sensors ioctl wakes the NPU, so it is used only when the NPU
-    // writes the answer.
-    let telemetry = npu::Telemetry::start_with(
-        &crate::commands::npu::system_root(),
-        npu::TelemetryOptions {
-            sensors_ioctl: loaded.backend_label().starts_with("npu"),
-            ..Default::default()
-        },
-    );
-    let result = loaded
-        .model
-        .chat(&fitted.messages, &opts, &mut |piece: &str| {
-            if cancel.load(Ordering::Acquire) {
-                return ControlFlow::Break(());
-            }
-            if first.is_none() {
-                telemetry.mark_phase(npu::Phase::Decode);
-            }
-            first.get_or_insert_with(Instant::now);
-            pieces += 1;
-            text.push_str(piece);
-            emit(ChatEvent::Token {
-                text: piece.to_string(),
-            });
-            if last_stats.elapsed() >= STATS_EVERY {
-                last_stats = Instant::now();
-                emit(ChatEvent::Stats(live(pieces, first)));
-            }
-            if last_save.elapsed() >= SAVE_EVERY {
-                last_save = Instant::now();
-                if let Err(error) = lock(store).save_partial(answer_id, &text) {
-                    tracing::warn!("saving the answer so far failed: {error}");
+    let cancel = &state.cancel;
+    let result = hearth_chat::answer(loaded.backend.as_mut(), request, &mut |event| {
+        match event {
+            AnswerEvent::Started(start) => {
+                match save_turn(
+                    state,
+                    conversation_id,
+                    &action,
+                    plan.new_user_text.as_deref(),
+                ) {
+                    Ok((user_message, assistant_message)) => {
+                        answer_id = Some(assistant_message.id);
+                        emit(ChatEvent::Started {
+                            user_message,
+                            assistant_message,
+                            prompt_tokens: start.prompt_tokens.tokens,
+                            context_limit: start.context_limit.unwrap_or(status.context_length),
+                            trimmed_messages: start.trimmed_messages,
+                            model: status.clone(),
+                        });
+                    }
+                    Err(error) => {
+                        start_error = Some(error);
+                        return ControlFlow::Break(());
+                    }
                 }
             }
-            if cancel.load(Ordering::Acquire) {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
+            AnswerEvent::Text(piece) => {
+                text.push_str(&piece);
+                emit(ChatEvent::Token { text: piece });
+                if last_save.elapsed() >= SAVE_EVERY {
+                    last_save = Instant::now();
+                    let saved = answer_id.map(|id| lock(store).save_partial(id, &text));
+                    if let Some(Err(error)) = saved {
+                        // Keep answering: the text is on screen and the final save may work.
+                        if !save_failed {
+                            tracing::warn!("saving the answer so far failed: {error}");
+                        }
+                        save_failed = true;
+                    }
+                }
             }
-        });
-
+            AnswerEvent::Stats(live) => emit(ChatEvent::Stats(live)),
+        }
+        if cancel.load(Ordering::Acquire) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if let Some(error) = start_error {
+        return Err(error);
+    }
+    let answer_id = match (&result, answer_id) {
+        (_, Some(id)) => id,
+        (Err(AnswerError::NotStarted(error)), None) => {
+            return Err(CommandError::new("context", error.to_string()))
+        }
+        (_, None) => {
+            return Err(CommandError::new(
+                "model",
+                "The model did not start answering. Try again.",
+            ))
+        }
+    };
     match result {
-        Ok(stats) => {
-            let energy = telemetry.finish(stats.prompt_tokens, stats.generated_tokens);
-            let receipt = Receipt {
-                model_name: loaded.entry.name.clone(),
-                model_sha256: loaded.sha256(),
-                backend: loaded.backend_label(),
-                device: loaded.device().to_string(),
-                prompt_tokens: stats.prompt_tokens,
-                generated_tokens: stats.generated_tokens,
-                ttft_secs: stats.ttft_secs,
-                decode_secs: stats.decode_secs,
-                tokens_per_second: stats.decode_tokens_per_sec().unwrap_or(0.0),
-                stop_reason: stop_words(stats.stop_reason).to_string(),
-                trimmed_messages: fitted.trimmed,
-                finished_at: unix_now(),
-                energy: Some(energy),
-            };
-            let final_state = if stats.stop_reason == StopReason::Cancelled {
+        Ok(answer) => {
+            let final_state = if answer.stop == hearth_chat::AnswerStop::Cancelled {
                 MessageState::Stopped
             } else {
                 MessageState::Complete
             };
-            let message =
-                lock(&state.store).finish_message(answer_id, &text, final_state, Some(&receipt))?;
+            let message = lock(&state.store).finish_message(
+                answer_id,
+                &answer.text,
+                final_state,
+                Some(&answer.receipt),
+            )?;
             emit(ChatEvent::Done { message });
             Ok(())
         }
-        Err(error) => {
+        Err(AnswerError::Failed { text, error }) => {
             tracing::warn!("answer failed: {error}");
             let _ = lock(&state.store).finish_message(answer_id, &text, MessageState::Error, None);
             emit(ChatEvent::Error {
-                code: "model".into(),
+                code: error.code().into(),
                 message: format!(
-                    "The model stopped with an error: {error}. What it wrote so far is saved."
+                    "The answer stopped with an error: {error}. What was written so far is saved."
                 ),
             });
             Ok(())
         }
+        Err(AnswerError::NotStarted(error)) => Err(CommandError::new("context", error.to_string())),
     }
+}
+
+/// Saves the turn an answer begins: the user's new message (unless regenerating) and an empty
+/// answer being written; a regenerate or edit first drops what it replaces.
+fn save_turn(
+    state: &AppState,
+    conversation_id: &str,
+    action: &ChatAction,
+    new_user_text: Option<&str>,
+) -> CommandResult<(Option<Message>, Message)> {
+    let store = lock(&state.store);
+    match action {
+        ChatAction::Send { .. } => {}
+        ChatAction::Regenerate => store.drop_trailing_answers(conversation_id)?,
+        ChatAction::Edit { message_id, .. } => store.truncate_from(conversation_id, *message_id)?,
+    }
+    let user = match new_user_text {
+        Some(text) => {
+            Some(store.add_message(conversation_id, Role::User, text, MessageState::Complete)?)
+        }
+        None => None,
+    };
+    let answer = store.add_message(
+        conversation_id,
+        Role::Assistant,
+        "",
+        MessageState::Streaming,
+    )?;
+    Ok((user, answer))
 }
 
 #[cfg(test)]

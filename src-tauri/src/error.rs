@@ -27,9 +27,9 @@ impl CommandError {
     }
 }
 
-impl From<crate::conversations::StoreError> for CommandError {
-    fn from(error: crate::conversations::StoreError) -> Self {
-        use crate::conversations::StoreError;
+impl From<hearth_chat::conversations::StoreError> for CommandError {
+    fn from(error: hearth_chat::conversations::StoreError) -> Self {
+        use hearth_chat::conversations::StoreError;
         match error {
             StoreError::NotFound { .. } => Self::new("not_found", error.to_string()),
             other => Self::new("storage", other.to_string()),

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::conversations::{Conversation, Role};
+use hearth_chat::conversations::{Conversation, Role};
 
 /// Export file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,8 +112,8 @@ pub fn write(dir: &Path, c: &Conversation, format: ExportFormat) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversations::{Message, MessageState};
-    use crate::settings::ConversationSettings;
+    use hearth_chat::conversations::{Message, MessageState};
+    use hearth_chat::ConversationSettings;
 
     fn sample() -> Conversation {
         Conversation {

@@ -1,14 +1,13 @@
 //! Hearth's desktop shell: Tauri commands over the engine, saved conversations, settings.
 //!
 //! Layout: `commands/` holds the thin `#[tauri::command]` adapters, one module per area;
-//! [`answer`] writes an answer (fit to context, stream, save, receipt); [`conversations`] is the
-//! SQLite store; [`context`] trims old turns; [`session`] is the loaded model; [`settings`],
-//! [`paths`], [`export`], [`state`] and [`error`] hold the rest.
+//! [`answer`] saves an answer as the shared loop (`hearth_chat::answer`) writes it;
+//! [`session`] is the loaded model; [`settings`], [`paths`], [`export`], [`state`] and [`error`]
+//! hold the rest. The conversation store, context fitting and the backends live in
+//! `hearth_chat`.
 
 pub mod answer;
 pub mod commands;
-pub mod context;
-pub mod conversations;
 pub mod error;
 pub mod export;
 pub mod paths;

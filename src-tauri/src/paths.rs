@@ -1,19 +1,23 @@
-//! Where Hearth keeps things on this machine, and which models it can open.
+//! Where Hearth keeps things on this machine, and which models it can open: the registry's
+//! (`hearth_hub::Store`), the same list the Models view and the CLI use.
 
 use std::path::{Path, PathBuf};
 
+use hearth_hub::{Store, DEMO_MODEL_NAME};
 use serde::Serialize;
-
-/// Folder name of the bundled demo model.
-pub const DEMO_MODEL_NAME: &str = "demo";
 
 /// The places the desktop app reads and writes.
 #[derive(Debug, Clone)]
 pub struct Paths {
-    /// `$XDG_DATA_HOME/hearth`: models, conversations, exports.
+    /// `$XDG_DATA_HOME/hearth`: models, registry, conversations, exports.
     pub data_dir: PathBuf,
+    /// `$XDG_CONFIG_HOME/hearth`: the remote server's settings.
+    pub config_dir: PathBuf,
     /// The bundled demo model folder, if found.
     pub demo_model: Option<PathBuf>,
+    /// Where the NPU and power sensors are read: `/`, or a fixture tree from
+    /// `tests/fixtures/npu/` (`HEARTH_NPU_ROOT`) to see the app as on a Ryzen AI laptop.
+    pub system_root: PathBuf,
 }
 
 impl Paths {
@@ -24,18 +28,24 @@ impl Paths {
         })?;
         Ok(Self {
             data_dir: base.data_dir().join("hearth"),
+            config_dir: base.config_dir().join("hearth"),
             demo_model,
+            system_root: system_root_from_env(),
         })
-    }
-
-    /// Downloaded models: `<data>/models/<name>/`.
-    pub fn models_dir(&self) -> PathBuf {
-        self.data_dir.join("models")
     }
 
     /// The conversation database.
     pub fn conversations_db(&self) -> PathBuf {
         self.data_dir.join("conversations.db")
+    }
+
+    /// The model store (registry and models folder), showing the demo model as built in.
+    pub fn store(&self) -> Store {
+        let store = Store::at(self.data_dir.clone());
+        match &self.demo_model {
+            Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir.clone()),
+            None => store,
+        }
     }
 
     /// Where exports go: the user's Downloads folder, else `<data>/exports`.
@@ -50,92 +60,83 @@ impl Paths {
 /// The demo model folder: `HEARTH_DEMO_MODEL` if set (for developers), else bundled as a
 /// resource in an installed app, else the repository's `models/demo` in a source tree.
 pub fn find_demo_model(resource_dir: Option<&Path>) -> Option<PathBuf> {
-    let candidates = std::env::var_os("HEARTH_DEMO_MODEL")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(resource_dir.map(|r| r.join("models").join(DEMO_MODEL_NAME)))
-        .chain(std::iter::once(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../models")
-                .join(DEMO_MODEL_NAME),
-        ));
-    for candidate in candidates {
-        if candidate.join("config.json").is_file() {
-            return Some(candidate.canonicalize().unwrap_or(candidate));
-        }
-    }
-    None
+    hearth_hub::find_demo_model(
+        std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
+        resource_dir,
+    )
 }
 
-/// A model folder Hearth can open.
+/// Where the system is read: `HEARTH_NPU_ROOT`, else `/`.
+pub fn system_root_from_env() -> PathBuf {
+    std::env::var_os("HEARTH_NPU_ROOT")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// A model Hearth can open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LocalModel {
-    /// Folder name, used as the model's name.
+    /// Its name in the registry.
     pub name: String,
-    /// The folder.
+    /// Its folder.
     pub path: PathBuf,
     /// The bundled demo model.
     pub is_demo: bool,
+    /// The model Hearth opens at start.
+    pub is_default: bool,
+    /// sha256 of its weights from the registry (None for the demo, whose files are not
+    /// recorded).
+    #[serde(skip)]
+    pub sha256: Option<String>,
 }
 
-/// Downloaded models (newest first), then the demo model.
+/// Registered models (the default first, then as the registry lists them), then the demo. A
+/// registry that cannot be read lists only the demo, and the reason is logged.
 pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
-    let mut found: Vec<(std::time::SystemTime, LocalModel)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(paths.models_dir()) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if !path.join("config.json").is_file() {
-                continue;
-            }
-            let modified = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
-            let name = entry.file_name().to_string_lossy().into_owned();
-            found.push((
-                modified,
-                LocalModel {
-                    name,
-                    path,
-                    is_demo: false,
-                },
-            ));
+    let installed = match paths.store().list() {
+        Ok(list) => list,
+        Err(error) => {
+            tracing::warn!("models: the registry cannot be read: {error}");
+            return paths
+                .demo_model
+                .iter()
+                .map(|dir| LocalModel {
+                    name: DEMO_MODEL_NAME.into(),
+                    path: dir.clone(),
+                    is_demo: true,
+                    is_default: false,
+                    sha256: None,
+                })
+                .collect();
         }
-    }
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
-    let mut models: Vec<LocalModel> = found.into_iter().map(|(_, m)| m).collect();
-    if let Some(demo) = &paths.demo_model {
-        if !models.iter().any(|m| m.name == DEMO_MODEL_NAME) {
-            models.push(LocalModel {
-                name: DEMO_MODEL_NAME.to_string(),
-                path: demo.clone(),
-                is_demo: true,
-            });
-        }
-    }
+    };
+    let mut models: Vec<LocalModel> = installed
+        .into_iter()
+        .map(|m| LocalModel {
+            sha256: ["model.q4nx", "model.safetensors"]
+                .iter()
+                .find_map(|f| m.files.get(*f))
+                .map(|r| r.sha256.clone()),
+            name: m.name,
+            path: m.folder,
+            is_demo: m.builtin,
+            is_default: m.is_default,
+        })
+        .collect();
+    // The demo last: a downloaded model is the better start.
+    models.sort_by_key(|m| (!m.is_default, m.is_demo));
     models
 }
 
-/// The model to open at start: the preferred one if present, else the newest download, else the demo.
-pub fn pick_start_model(models: &[LocalModel], preferred: Option<&str>) -> Option<LocalModel> {
-    preferred
-        .and_then(|p| models.iter().find(|m| m.name == p))
+/// The model to open at start: the registry's default, else the first registered one, else the
+/// demo.
+pub fn pick_start_model(models: &[LocalModel]) -> Option<LocalModel> {
+    models
+        .iter()
+        .find(|m| m.is_default)
         .or_else(|| models.first())
         .cloned()
-}
-
-/// The CPU's model name, for showing where a model runs.
-pub fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
 }
 
 #[cfg(test)]
@@ -143,39 +144,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn downloaded_models_come_before_the_demo() {
+    fn registered_models_come_before_the_demo_and_unregistered_folders_are_not_models() {
         let dir = tempfile::tempdir().unwrap();
         let demo = dir.path().join("demo-src");
         std::fs::create_dir_all(&demo).unwrap();
+        std::fs::write(demo.join("config.json"), "{}").unwrap();
         let paths = Paths {
             data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
             demo_model: Some(demo),
+            system_root: PathBuf::from("/"),
         };
-        assert_eq!(
-            local_models(&paths).len(),
-            1,
-            "only the demo when nothing is downloaded"
-        );
-        assert!(local_models(&paths)[0].is_demo);
-        let m = paths.models_dir().join("minicpm5-2b");
-        std::fs::create_dir_all(&m).unwrap();
-        std::fs::write(m.join("config.json"), "{}").unwrap();
-        std::fs::create_dir_all(paths.models_dir().join("half-downloaded")).unwrap();
+        let models = local_models(&paths);
+        assert_eq!(models.len(), 1, "only the demo when nothing is installed");
+        assert!(models[0].is_demo);
+        // A folder under models/ that the registry does not name is not a model (the store's
+        // rule: it is a leftover), even with a config.json.
+        let stray = paths.data_dir.join("models/half-copied");
+        std::fs::create_dir_all(&stray).unwrap();
+        std::fs::write(stray.join("config.json"), "{}").unwrap();
         let models = local_models(&paths);
         assert_eq!(
             models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
-            ["minicpm5-2b", "demo"],
-            "folders without config.json are skipped"
+            ["demo"]
         );
-        assert_eq!(pick_start_model(&models, None).unwrap().name, "minicpm5-2b");
-        assert_eq!(
-            pick_start_model(&models, Some("demo")).unwrap().name,
-            "demo"
-        );
-        assert_eq!(
-            pick_start_model(&models, Some("gone")).unwrap().name,
-            "minicpm5-2b",
-            "a missing preferred model falls back"
-        );
+        assert_eq!(pick_start_model(&models).unwrap().name, "demo");
     }
 }

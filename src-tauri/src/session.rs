@@ -1,20 +1,16 @@
-//! The loaded model: which one, where it runs, and its weights' hash (computed in the background
-//! for answer receipts).
+//! The loaded model: which one, where it runs, and what the UI shows about it.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
 
-use hearth_engine::{LoadOptions, Model};
+use hearth_chat::{Backend, BackendKind, CpuBackend};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::paths::LocalModel;
 
 /// What the UI shows about the loaded model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelStatus {
-    /// Folder name.
+    /// Its name in the registry.
     pub name: String,
     /// Folder.
     pub path: PathBuf,
@@ -26,7 +22,9 @@ pub struct ModelStatus {
     pub context_length: usize,
     /// "q4nx" or "safetensors".
     pub weight_format: String,
-    /// Backend ("cpu").
+    /// Where it runs.
+    pub backend_kind: BackendKind,
+    /// The backend with detail, e.g. "cpu (avx2)".
     pub backend: String,
     /// The device it runs on.
     pub device: String,
@@ -34,130 +32,63 @@ pub struct ModelStatus {
     pub kernel: String,
     /// The bundled demo model.
     pub is_demo: bool,
-    /// sha256 of the weights file, once computed.
+    /// sha256 of the weights file, when known.
     pub sha256: Option<String>,
 }
 
 /// A model ready to answer.
 pub struct LoadedModel {
-    /// The engine's model.
-    pub model: Model,
+    /// The backend running it.
+    pub backend: Box<dyn Backend>,
     /// What it is.
     pub entry: LocalModel,
-    device: String,
-    sha256: Arc<Mutex<Option<String>>>,
+    status: ModelStatus,
 }
 
 impl LoadedModel {
-    /// Load `entry` and start hashing its weights file in the background.
-    pub fn load(entry: &LocalModel, device: String) -> Result<Self, hearth_engine::Error> {
-        let model = Model::load(&entry.path, &LoadOptions::default())?;
-        let sha256 = Arc::new(Mutex::new(None));
-        if let Some(file) = weights_file(&entry.path) {
-            let slot = Arc::clone(&sha256);
-            std::thread::Builder::new()
-                .name("hearth-hash".into())
-                .spawn(move || match sha256_file(&file) {
-                    Ok(hex) => *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(hex),
-                    Err(error) => {
-                        tracing::warn!("receipt: cannot hash {}: {error}", file.display())
-                    }
-                })
-                .ok();
-        }
+    /// Loads `entry` into Hearth's engine. The weights' sha256 comes from the registry; the
+    /// demo's (a few MB, not recorded in the registry) is computed here.
+    pub fn load(
+        entry: &LocalModel,
+        threads: Option<usize>,
+    ) -> Result<Self, hearth_chat::BackendError> {
+        let sha256 = entry.sha256.clone().or_else(|| {
+            entry
+                .is_demo
+                .then(|| hearth_hub::sha256_file(&entry.path.join("model.q4nx")).ok())
+                .flatten()
+                .map(|record| record.sha256)
+        });
+        let options = hearth_engine::LoadOptions {
+            threads,
+            ..Default::default()
+        };
+        let cpu = CpuBackend::open(&entry.path, &entry.name, &options, sha256)?;
+        let engine = cpu.model().info();
+        let info = cpu.info();
+        let status = ModelStatus {
+            name: entry.name.clone(),
+            path: entry.path.clone(),
+            family: engine.family.clone(),
+            parameter_count: engine.parameter_count,
+            context_length: engine.context_length,
+            weight_format: engine.weight_format.clone(),
+            backend_kind: info.kind,
+            backend: info.label.clone(),
+            device: info.device.clone(),
+            kernel: engine.kernel.clone(),
+            is_demo: entry.is_demo,
+            sha256: info.model_sha256.clone(),
+        };
         Ok(Self {
-            model,
+            backend: Box::new(cpu),
             entry: entry.clone(),
-            device,
-            sha256,
+            status,
         })
-    }
-
-    /// The weights' sha256 if computed by now.
-    pub fn sha256(&self) -> Option<String> {
-        self.sha256
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Backend label with its kernel level, e.g. "cpu (avx2)".
-    pub fn backend_label(&self) -> String {
-        let info = self.model.info();
-        if info.kernel.is_empty() {
-            info.backend.clone()
-        } else {
-            format!("{} ({})", info.backend, info.kernel)
-        }
-    }
-
-    /// Device name.
-    pub fn device(&self) -> &str {
-        &self.device
     }
 
     /// Status for the UI.
     pub fn status(&self) -> ModelStatus {
-        let info = self.model.info();
-        ModelStatus {
-            name: self.entry.name.clone(),
-            path: self.entry.path.clone(),
-            family: info.family.clone(),
-            parameter_count: info.parameter_count,
-            context_length: info.context_length,
-            weight_format: info.weight_format.clone(),
-            backend: info.backend.clone(),
-            device: self.device.clone(),
-            kernel: info.kernel.clone(),
-            is_demo: self.entry.is_demo,
-            sha256: self.sha256(),
-        }
-    }
-}
-
-/// The weights file of a model folder (the one the receipt's hash is of).
-fn weights_file(dir: &Path) -> Option<PathBuf> {
-    [
-        "model.q4nx",
-        "model.safetensors",
-        "model.safetensors.index.json",
-    ]
-    .iter()
-    .map(|f| dir.join(f))
-    .find(|p| p.is_file())
-}
-
-/// Lowercase hex sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sha256_of_known_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("x");
-        std::fs::write(&f, b"abc").unwrap();
-        assert_eq!(
-            sha256_file(&f).unwrap(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        self.status.clone()
     }
 }

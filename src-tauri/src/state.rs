@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 
-use crate::conversations::{ConversationStore, StoreError};
+use hearth_chat::conversations::{ConversationStore, StoreError};
+
 use crate::paths::Paths;
 use crate::session::LoadedModel;
 
@@ -48,8 +49,6 @@ pub struct AppState {
     pub cancel: Arc<AtomicBool>,
     /// Notices collected at start (database recovered, demo model in use).
     pub notices: Arc<Mutex<Vec<Notice>>>,
-    /// Device name shown with the backend.
-    pub device: Arc<String>,
 }
 
 /// Lock a mutex, recovering from a panic in another holder (the data stays usable).
@@ -80,7 +79,6 @@ impl AppState {
             busy: Arc::new(AtomicBool::new(false)),
             cancel: Arc::new(AtomicBool::new(false)),
             notices: Arc::new(Mutex::new(notices)),
-            device: Arc::new(crate::paths::cpu_name()),
         })
     }
 

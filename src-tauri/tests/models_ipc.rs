@@ -51,10 +51,16 @@ fn import_then_default_then_delete() {
     assert_eq!(model["name"], "Tiny");
     assert_eq!(model["format"], "safetensors");
     invoke(&app, "set_default_model", json!({"name": "Tiny"})).expect("set default");
-    let settings = invoke(&app, "get_settings", json!({})).unwrap();
+    let models = invoke(&app, "list_local_models", json!({})).unwrap();
     assert_eq!(
-        settings["default_model"], "Tiny",
-        "the app opens it at start"
+        models[0]["name"], "Tiny",
+        "the registry's default is the first model and the one the app opens at start"
+    );
+    assert_eq!(models[0]["is_default"], true);
+    let settings = invoke(&app, "get_settings", json!({})).unwrap();
+    assert!(
+        settings.get("default_model").is_none(),
+        "the default model has one home, the registry: {settings}"
     );
     let overview = invoke(&app, "models_overview", json!({})).unwrap();
     let tiny = overview["installed"]

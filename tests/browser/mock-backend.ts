@@ -26,10 +26,10 @@ const control: MockControl = {
 (window as any).__mock = control;
 
 const sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 };
-let settings: Json = { theme: 'light', font_size: 15, default_model: null, sampling, max_tokens: 256, system_prompt: '' };
+let settings: Json = { theme: 'light', font_size: 15, sampling, max_tokens: 256, system_prompt: '' };
 const model = {
   name: 'demo', path: '/models/demo', family: 'llama', parameter_count: 1_200_000, context_length: 512,
-  weight_format: 'q4nx', backend: 'cpu', device: 'Mock CPU', kernel: 'avx2', is_demo: true, sha256: null,
+  weight_format: 'q4nx', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', kernel: 'avx2', is_demo: true, sha256: null,
 };
 const conversations = new Map<string, Json>();
 let nextId = 1;
@@ -105,7 +105,7 @@ async function startAnswer(args: Json) {
   const decode = Math.max(0.001, (performance.now() - (first || started)) / 1000);
   answer.state = cancelled ? 'stopped' : 'complete';
   answer.receipt = {
-    model_name: 'demo', model_sha256: 'ab12', backend: 'cpu (avx2)', device: 'Mock CPU', prompt_tokens: control.promptTokens,
+    model_name: 'demo', model_sha256: 'ab12', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', runtime_version: null, counts_exact: true, backend_timings: null, prompt_tokens: control.promptTokens,
     generated_tokens: count, ttft_secs: ((first || started) - started) / 1000, decode_secs: decode,
     tokens_per_second: count > 1 ? (count - 1) / decode : 0, stop_reason: cancelled ? 'stopped' : 'end of turn', trimmed_messages: 0, finished_at: now(),
     energy: mockEnergy(count),
@@ -158,7 +158,7 @@ mockIPC(async (cmd, raw) => {
     case 'app_status':
       return { model, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
     case 'list_local_models':
-      return [{ name: 'demo', path: '/models/demo', is_demo: true }];
+      return [{ name: 'demo', path: '/models/demo', is_demo: true, is_default: true }];
     case 'select_model':
       if (args.name !== 'demo') fail('not_found', `There is no model called "${args.name}" on this computer.`);
       return model;

@@ -32,6 +32,10 @@ pub struct AnswerRequest<'a> {
     /// Where to read power from (`/` on a real machine, a fixture tree in tests); None to take
     /// no readings.
     pub telemetry_root: Option<&'a Path>,
+    /// Leave out the oldest turns when the conversation does not fit (the app and `hearth
+    /// chat`); when false a conversation longer than the context is refused (the API, whose
+    /// clients manage their own history).
+    pub trim_to_fit: bool,
 }
 
 /// Live numbers while an answer is written.
@@ -223,10 +227,11 @@ pub fn answer(
         mut options,
         stops,
         telemetry_root,
+        trim_to_fit,
     } = request;
     let info = backend.info().clone();
     let limit = info.context_length;
-    let (prompt, trimmed) = prepare(backend, input, &options, limit)?;
+    let (prompt, trimmed) = prepare(backend, input, &options, limit, trim_to_fit)?;
     if let Some(limit) = limit {
         // Never ask for more than the context has room for.
         options.max_tokens = options
@@ -369,22 +374,23 @@ pub fn answer(
     })
 }
 
-/// Prepares the input, leaving out old turns of a conversation that does not fit.
+/// Prepares the input, leaving out old turns of a conversation that does not fit (with `trim`),
+/// or refusing a prompt that leaves no room for an answer.
 fn prepare(
     backend: &mut dyn Backend,
     input: Input,
     options: &ChatOptions,
     limit: Option<usize>,
+    trim: bool,
 ) -> Result<(Prompt, usize), FitError> {
     let (messages, limit) = match (input, limit) {
-        (Input::Chat(messages), Some(limit)) => (messages, limit),
+        (Input::Chat(messages), Some(limit)) if trim => (messages, limit),
         (input, limit) => {
             let prompt = backend.prepare(input, options)?;
             if let Some(limit) = limit {
-                let reserve = context::answer_reserve(options.max_tokens, limit);
-                if prompt.count.tokens + reserve > limit {
+                if prompt.count.tokens >= limit {
                     return Err(FitError::TooLong {
-                        needed: prompt.count.tokens + reserve,
+                        needed: prompt.count.tokens + 1,
                         limit,
                     });
                 }
@@ -394,17 +400,13 @@ fn prepare(
     };
     let reserve = context::answer_reserve(options.max_tokens, limit);
     // Both closures need the backend (one reads it, one writes it); fit never runs them at once.
-    let backend_cell = std::cell::RefCell::new(backend);
+    let backend = std::cell::RefCell::new(backend);
     let fitted = context::fit(
         messages,
         limit,
         reserve,
-        &mut |m| backend_cell.borrow().count_text(&m.content).tokens,
-        &mut |kept| {
-            backend_cell
-                .borrow_mut()
-                .prepare(Input::Chat(kept), options)
-        },
+        &mut |m| backend.borrow().count_text(&m.content).tokens,
+        &mut |kept| backend.borrow_mut().prepare(Input::Chat(kept), options),
     )?;
     Ok((fitted.prompt, fitted.trimmed))
 }

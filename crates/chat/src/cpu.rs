@@ -54,6 +54,24 @@ impl CpuBackend {
     pub fn model(&self) -> &Model {
         &self.model
     }
+
+    /// Refuses a model that cannot chat: one without a tokenizer or a chat template.
+    pub fn require_chat(&self) -> Result<(), BackendError> {
+        let engine = self.model.info();
+        let missing = if !engine.has_tokenizer {
+            "tokenizer.json"
+        } else if !engine.has_chat_template {
+            "chat template"
+        } else {
+            return Ok(());
+        };
+        Err(BackendError::Unsupported(format!(
+            "the model {} has no {missing}, so it cannot answer chat messages; use a chat \
+             model folder (with tokenizer.json and a chat template), or `hearth run --raw` to \
+             continue plain text",
+            self.info.model
+        )))
+    }
 }
 
 impl Backend for CpuBackend {

@@ -1,18 +1,22 @@
-//! `hearth chat`: an interactive conversation in the terminal, streaming each answer.
+//! `hearth chat`: an interactive conversation in the terminal, streaming each answer. When the
+//! conversation outgrows the context, the oldest turns are left out (and it says so).
 
 use std::io::{BufRead, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use hearth_engine::{ChatMessage, Error, Role, StopReason};
+use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input};
+use hearth_engine::{ChatMessage, Role};
 
-use crate::model_args::{describe_stats, ModelArgs, SamplingArgs};
+use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
 
 /// Chat with a model in the terminal (type /reset to start over, /exit or Ctrl-D to leave).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    backend: BackendArgs,
     #[command(flatten)]
     sampling: SamplingArgs,
     /// A system message that starts the conversation.
@@ -24,20 +28,14 @@ pub struct Args {
     /// Ask the model to answer without reasoning first.
     #[arg(long)]
     no_think: bool,
-    /// Print timings after each answer.
+    /// Print where each answer ran and its timings.
     #[arg(long)]
     stats: bool,
 }
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut model = args.model.load()?;
-    if !model.info().has_chat_template {
-        anyhow::bail!(
-            "the model in {} has no chat template, so it cannot chat; try `hearth run --raw`",
-            args.model.model.display()
-        );
-    }
+    let mut backend = args.backend.open(&args.model)?;
     let thinking = match (args.think, args.no_think) {
         (true, _) => Some(true),
         (_, true) => Some(false),
@@ -50,11 +48,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|s| ChatMessage::new(Role::System, s.clone()))
         .collect();
     let mut messages = start.clone();
+    let info = backend.info().clone();
+    let context = info
+        .context_length
+        .map_or_else(String::new, |n| format!(", {n} context tokens"));
     eprintln!(
-        "hearth: chatting with {} ({} context tokens). /reset starts over, /exit or Ctrl-D leaves.",
-        model.info().name,
-        model.info().context_length
+        "hearth: chatting with {} on {}{context}. /reset starts over, /exit or Ctrl-D leaves.",
+        info.model,
+        info.kind.place()
     );
+    if info.kind.leaves_this_computer() {
+        eprintln!(
+            "hearth: your messages are sent to {}; they leave this computer.",
+            info.device
+        );
+    }
     let stdin = std::io::stdin();
     let mut line = String::new();
     loop {
@@ -79,34 +87,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Role::User,
             line.trim_end_matches(['\r', '\n']),
         ));
-        let mut answer = String::new();
+        let request = AnswerRequest {
+            input: Input::Chat(messages.clone()),
+            options: options.clone(),
+            stops: Vec::new(),
+            telemetry_root: None,
+            trim_to_fit: true,
+        };
         let mut stdout = std::io::stdout().lock();
-        let result = model.chat(&messages, &options, &mut |piece| {
-            answer.push_str(piece);
-            let _ = stdout
-                .write_all(piece.as_bytes())
-                .and_then(|()| stdout.flush());
+        let result = hearth_chat::answer(backend.as_mut(), request, &mut |event| {
+            match event {
+                AnswerEvent::Started(start) if start.trimmed_messages > 0 => eprintln!(
+                    "hearth: the conversation is longer than the model can read; its {} oldest \
+                     messages are left out of this answer.",
+                    start.trimmed_messages
+                ),
+                AnswerEvent::Text(piece) => {
+                    let _ = stdout
+                        .write_all(piece.as_bytes())
+                        .and_then(|()| stdout.flush());
+                }
+                _ => {}
+            }
             ControlFlow::Continue(())
         });
         writeln!(stdout)?;
         drop(stdout);
         match result {
-            Ok(stats) => {
-                messages.push(ChatMessage::new(Role::Assistant, answer));
-                if stats.stop_reason == StopReason::ContextFull {
-                    eprintln!(
-                        "hearth: the context is full. Type /reset to start a new conversation."
-                    );
-                }
+            Ok(answer) => {
+                messages.push(ChatMessage::new(Role::Assistant, answer.text));
                 if args.stats {
-                    eprintln!("{}", describe_stats(&stats));
+                    eprintln!("{}", describe_receipt(&answer.receipt));
                 }
             }
-            Err(err @ Error::ContextFull { .. }) => {
-                messages.pop();
-                eprintln!("hearth: {err}. Type /reset to start a new conversation.");
+            Err(AnswerError::Failed { text, error }) => {
+                eprintln!("hearth: the answer stopped early: {error}");
+                if !text.is_empty() {
+                    // Keep what was written, so the conversation stays as the user saw it.
+                    messages.push(ChatMessage::new(Role::Assistant, text));
+                }
             }
-            Err(err) => return Err(err.into()),
+            Err(error) => {
+                messages.pop();
+                eprintln!("hearth: {error}");
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hearth_hub::{human_bytes, Machine, Store};
+use hearth_hub::{find_demo_model, human_bytes, Machine, Store, DEMO_MODEL_NAME};
 
 /// Arguments of `hearth list`.
 #[derive(clap::Args)]
@@ -19,26 +19,14 @@ pub struct Args {
 /// The model store of this user, showing the bundled demo model as built in.
 pub fn open_store() -> anyhow::Result<Store> {
     let store = Store::open_default()?;
-    Ok(match demo_dir() {
-        Some(dir) => store.with_builtin("demo", dir),
+    let demo = find_demo_model(
+        std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
+        None,
+    );
+    Ok(match demo {
+        Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir),
         None => store,
     })
-}
-
-/// Where the bundled demo model is: `HEARTH_DEMO_MODEL`, next to an installed binary
-/// (`../share/hearth/models/demo`), or in the source tree for a development build.
-fn demo_dir() -> Option<PathBuf> {
-    let is_model = |dir: &PathBuf| dir.join("config.json").is_file();
-    if let Some(dir) = std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from) {
-        return is_model(&dir).then_some(dir);
-    }
-    let installed = std::env::current_exe().ok().and_then(|exe| {
-        exe.parent()?
-            .parent()
-            .map(|p| p.join("share/hearth/models/demo"))
-    });
-    let source_tree = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/demo"));
-    installed.into_iter().chain([source_tree]).find(is_model)
 }
 
 /// Prints the list.

@@ -1,17 +1,21 @@
-//! Options shared by the verbs that run a model (`chat`, `run`, `logits`, `generate`): which
-//! model folder, how to load it, how to sample, and how token ids are written on the command line.
+//! Options shared by the verbs that run a model (`run`, `chat`, `serve`, `logits`, `generate`):
+//! which model (an installed name or tag, or a folder), where it runs (`--backend`), how to load
+//! it, how to sample, and how token ids are written on the command line.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use hearth_chat::{Backend, BackendKind, CpuBackend};
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
 
 /// Which model to load and how.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// Model folder: config.json, model.q4nx or *.safetensors, and usually tokenizer.json.
-    #[arg(long, value_name = "DIR")]
-    pub model: PathBuf,
+    /// The model: an installed model's name or tag (as `hearth list` shows it), or a model
+    /// folder (config.json, model.q4nx or *.safetensors, and usually tokenizer.json). With
+    /// `--backend remote`, the server's model id.
+    #[arg(long, value_name = "NAME|DIR")]
+    pub model: String,
     /// Context length in tokens (prompt plus answer) [default: min(4096, the model's maximum)].
     #[arg(long, value_name = "TOKENS")]
     pub context: Option<usize>,
@@ -20,15 +24,109 @@ pub struct ModelArgs {
     pub threads: Option<usize>,
 }
 
+/// A local model found from `--model`.
+#[derive(Debug, Clone)]
+pub struct LocalModel {
+    /// How the user knows it: its registry name, or the folder's name.
+    pub name: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// sha256 of its weights, when the registry has it.
+    pub sha256: Option<String>,
+}
+
 impl ModelArgs {
-    /// Loads the model, with the folder named in the error.
-    pub fn load(&self) -> anyhow::Result<Model> {
-        let options = LoadOptions {
+    /// Finds the model: a folder that exists, else an installed model by name or tag.
+    pub fn resolve(&self) -> anyhow::Result<LocalModel> {
+        let as_path = PathBuf::from(&self.model);
+        if as_path.is_dir() {
+            let name = as_path
+                .file_name()
+                .map_or_else(|| self.model.clone(), |n| n.to_string_lossy().into_owned());
+            return Ok(LocalModel {
+                name,
+                dir: as_path,
+                sha256: None,
+            });
+        }
+        let store = crate::list::open_store()?;
+        let installed = store.get(&self.model).with_context(|| {
+            format!(
+                "--model {:?} is neither a model folder nor an installed model; `hearth list` \
+                 shows the installed ones, `hearth pull` downloads one",
+                self.model
+            )
+        })?;
+        let sha256 = ["model.q4nx", "model.safetensors"]
+            .iter()
+            .find_map(|f| installed.files.get(*f))
+            .map(|record| record.sha256.clone());
+        Ok(LocalModel {
+            name: installed.name,
+            dir: installed.folder,
+            sha256,
+        })
+    }
+
+    /// How the engine loads it.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
             context_length: self.context,
             threads: self.threads,
-        };
-        Model::load(&self.model, &options)
-            .with_context(|| format!("could not load the model in {}", self.model.display()))
+        }
+    }
+
+    /// Loads the model into Hearth's engine, with the folder named in the error.
+    pub fn load(&self) -> anyhow::Result<Model> {
+        let local = self.resolve()?;
+        Model::load(&local.dir, &self.load_options())
+            .with_context(|| format!("could not load the model in {}", local.dir.display()))
+    }
+}
+
+/// Where the model runs.
+#[derive(clap::Args, Debug)]
+pub struct BackendArgs {
+    /// Where to run the model: cpu (Hearth's engine), npu (FastFlowLM) or remote (an
+    /// OpenAI-compatible server, with --url) [default: the best available for the model].
+    #[arg(long, value_name = "cpu|npu|remote")]
+    pub backend: Option<BackendKind>,
+    /// The remote server's address, e.g. http://gpu-box:8000 (vLLM, llama-server, Ollama,
+    /// another `hearth serve`). Implies --backend remote.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The environment variable holding the remote server's API key (the key itself is never
+    /// written on the command line, where other users could see it).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+}
+
+impl BackendArgs {
+    /// The backend chosen on the command line, or the best one for the model.
+    pub fn kind(&self) -> BackendKind {
+        match (self.backend, &self.url) {
+            (Some(kind), _) => kind,
+            (None, Some(_)) => BackendKind::Remote,
+            (None, None) => BackendKind::Cpu,
+        }
+    }
+
+    /// Opens the backend for `model`.
+    pub fn open(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
+        match self.kind() {
+            BackendKind::Cpu => {
+                let local = model.resolve()?;
+                let backend =
+                    CpuBackend::open(&local.dir, &local.name, &model.load_options(), local.sha256)
+                        .with_context(|| {
+                            format!("could not load the model in {}", local.dir.display())
+                        })?;
+                Ok(Box::new(backend))
+            }
+            other => {
+                anyhow::bail!("the {other} backend is not available in this build of hearth yet")
+            }
+        }
     }
 }
 
@@ -94,6 +192,28 @@ pub fn finish_output(result: std::io::Result<()>) -> anyhow::Result<std::process
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(std::process::ExitCode::SUCCESS),
     }
+}
+
+/// One line about an answer for people, on stderr: where it ran, tokens and timings.
+pub fn describe_receipt(r: &hearth_chat::Receipt) -> String {
+    let approx = if r.counts_exact { "" } else { "about " };
+    let rate = if r.tokens_per_second > 0.0 {
+        format!(", {:.1} tok/s", r.tokens_per_second)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} on {} ({}): {approx}{} prompt tokens, first text after {:.2} s, {approx}{} tokens in \
+         {:.2} s{rate} ({})",
+        r.model_name,
+        r.device,
+        r.backend,
+        r.prompt_tokens,
+        r.ttft_secs,
+        r.generated_tokens,
+        r.decode_secs,
+        r.stop_reason
+    )
 }
 
 /// One line of timings for people, on stderr.

@@ -1,18 +1,23 @@
-//! `hearth run`: answer one prompt and exit, streaming the answer to stdout.
+//! `hearth run`: answer one prompt and exit, streaming the answer to stdout (or, with `--json`,
+//! printing one object at the end).
 
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
+use hearth_chat::{AnswerEvent, AnswerRequest, Input};
 use hearth_engine::{ChatMessage, Role};
+use serde::Serialize;
 
-use crate::model_args::{describe_stats, ModelArgs, SamplingArgs};
+use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
 
 /// Answer one prompt, streaming the answer.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    backend: BackendArgs,
     #[command(flatten)]
     sampling: SamplingArgs,
     /// What to ask.
@@ -29,54 +34,124 @@ pub struct Args {
     /// Ask the model to answer without reasoning first.
     #[arg(long)]
     no_think: bool,
+    /// Stop the answer before this text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    stop: Vec<String>,
+    /// Print one JSON object at the end instead of streaming the text.
+    #[arg(long)]
+    json: bool,
     /// Do not print timings on stderr.
     #[arg(long, short)]
     quiet: bool,
 }
 
+/// What `hearth run --json` prints.
+#[derive(Serialize)]
+struct RunReport<'a> {
+    text: &'a str,
+    backend: hearth_chat::BackendKind,
+    device: &'a str,
+    model: &'a str,
+    prompt_tokens: usize,
+    generated_tokens: usize,
+    counts_exact: bool,
+    ttft_secs: f64,
+    decode_tokens_per_s: f64,
+    stop_reason: hearth_chat::AnswerStop,
+    receipt: &'a hearth_chat::Receipt,
+}
+
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut model = args.model.load()?;
+    let mut backend = args.backend.open(&args.model)?;
     let thinking = match (args.think, args.no_think) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
     };
-    let options = args.sampling.options(thinking);
-    let mut stdout = std::io::stdout().lock();
-    let mut write_failed = None;
-    let mut on_text = |piece: &str| match stdout
-        .write_all(piece.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ControlFlow::Continue(()),
-        Err(e) => {
-            write_failed = Some(e);
-            ControlFlow::Break(())
-        }
-    };
-    let use_template = !args.raw && model.info().has_chat_template;
-    if !args.raw && !use_template {
-        eprintln!("hearth: this model has no chat template; continuing the prompt as plain text");
-    }
-    let stats = if use_template {
+    let input = if args.raw {
+        Input::Raw(args.prompt)
+    } else {
         let mut messages = Vec::new();
         if let Some(system) = args.system {
             messages.push(ChatMessage::new(Role::System, system));
         }
         messages.push(ChatMessage::new(Role::User, args.prompt));
-        model.chat(&messages, &options, &mut on_text)?
-    } else {
-        model.complete(&args.prompt, &options, &mut on_text)?
+        Input::Chat(messages)
+    };
+    let request = AnswerRequest {
+        input,
+        options: args.sampling.options(thinking),
+        stops: args.stop,
+        telemetry_root: None,
+        trim_to_fit: false,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let mut write_failed = None;
+    let streaming = !args.json;
+    let result = hearth_chat::answer(backend.as_mut(), request, &mut |event| match event {
+        AnswerEvent::Started(start) if streaming && start.backend.kind.leaves_this_computer() => {
+            eprintln!(
+                "hearth: this question is sent to {} ({}); it leaves this computer.",
+                start.backend.device, start.backend.label
+            );
+            ControlFlow::Continue(())
+        }
+        AnswerEvent::Text(piece) if streaming => {
+            match stdout
+                .write_all(piece.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    write_failed = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    let answer = match result {
+        Ok(answer) => answer,
+        Err(hearth_chat::AnswerError::Failed { text, error }) => {
+            if streaming {
+                let _ = writeln!(stdout);
+            } else if !text.is_empty() {
+                println!("{text}");
+            }
+            anyhow::bail!(
+                "the answer stopped early: {error} (the text above is what was written before)"
+            );
+        }
+        Err(error) => return Err(error.into()),
     };
     if let Some(e) = write_failed {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e.into());
         }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let receipt = &answer.receipt;
+    if args.json {
+        let report = RunReport {
+            text: &answer.text,
+            backend: receipt.backend_kind,
+            device: &receipt.device,
+            model: &receipt.model_name,
+            prompt_tokens: receipt.prompt_tokens,
+            generated_tokens: receipt.generated_tokens,
+            counts_exact: receipt.counts_exact,
+            ttft_secs: receipt.ttft_secs,
+            decode_tokens_per_s: receipt.tokens_per_second,
+            stop_reason: answer.stop,
+            receipt,
+        };
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let _ = writeln!(stdout).and_then(|()| stdout.flush());
     if !args.quiet {
-        eprintln!("{}", describe_stats(&stats));
+        eprintln!("{}", describe_receipt(receipt));
     }
     Ok(ExitCode::SUCCESS)
 }

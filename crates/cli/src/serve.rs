@@ -1,19 +1,22 @@
 //! `hearth serve`: a local OpenAI-compatible HTTP API over one model, for other programs on this
-//! machine.
+//! machine. It can front any backend: Hearth's engine, the NPU, or a remote server.
 
 use std::net::{IpAddr, TcpListener};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use hearth_chat::BackendKind;
 use hearth_server::{AppState, ServerOptions, DEFAULT_QUEUE};
 
-use crate::model_args::ModelArgs;
+use crate::model_args::{BackendArgs, ModelArgs};
 
 /// Serve a model over a local OpenAI-compatible API.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    backend: BackendArgs,
     /// Address to listen on. Anything but a loopback address exposes the model to the network.
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
@@ -31,7 +34,21 @@ pub struct Args {
 
 /// Runs the verb: loads the model, binds, prints how to call it, serves until interrupted.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let model = args.model.load()?;
+    let backend = match args.backend.kind() {
+        BackendKind::Cpu => {
+            let local = args.model.resolve()?;
+            let cpu = hearth_chat::CpuBackend::open(
+                &local.dir,
+                &local.name,
+                &args.model.load_options(),
+                local.sha256,
+            )
+            .with_context(|| format!("could not load the model in {}", local.dir.display()))?;
+            cpu.require_chat()?;
+            Box::new(cpu) as Box<dyn hearth_chat::Backend>
+        }
+        _ => args.backend.open(&args.model)?,
+    };
     let mut allowed_hosts = args.allow_host;
     if !args.host.is_loopback() {
         eprintln!(
@@ -49,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         allowed_hosts,
         ..ServerOptions::default()
     };
-    let state = AppState::new(model, options)?;
+    let state = AppState::new(backend, options);
     let listener = TcpListener::bind((args.host, args.port)).with_context(|| {
         format!(
             "could not listen on {}:{}; is another server using the port? Try --port with \

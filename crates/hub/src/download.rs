@@ -390,7 +390,7 @@ fn hash_prefix(file: &mut File, path: &Path, len: u64, hashers: &mut Hashers) ->
 }
 
 /// sha256 of a whole file, as lowercase hex, with its size.
-pub(crate) fn sha256_file(path: &Path) -> Result<FileRecord> {
+pub fn sha256_file(path: &Path) -> Result<FileRecord> {
     let mut file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];

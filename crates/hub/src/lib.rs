@@ -17,6 +17,7 @@
 //! three Hub endpoints needed are small, so [`hub_api`] talks to them over `ureq` directly.
 
 pub mod catalog;
+mod demo;
 pub mod download;
 mod error;
 pub mod fsutil;
@@ -29,7 +30,8 @@ pub mod registry;
 pub mod store;
 
 pub use catalog::{Backend, CatalogEntry};
-pub use download::DownloadOptions;
+pub use demo::{find_demo_model, DEMO_MODEL_NAME};
+pub use download::{sha256_file, DownloadOptions};
 pub use error::{Error, Result};
 pub use hub_api::HubClient;
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};

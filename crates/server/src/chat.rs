@@ -1,6 +1,6 @@
-//! `POST /v1/chat/completions`: checks the request, waits its turn for the model, generates on a
-//! blocking thread, and answers as one JSON body or as server-sent events. A client that goes
-//! away stops its generation at the next token.
+//! `POST /v1/chat/completions`: checks the request, waits its turn for the backend, answers on a
+//! blocking thread through the answer loop every front end shares, and replies as one JSON body
+//! or as server-sent events. A client that goes away stops its generation at the next token.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -15,16 +15,16 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream;
-use hearth_engine::{ChatMessage, ChatOptions, GenerationStats};
+use hearth_chat::{Answer, AnswerEvent, AnswerRequest, Input};
+use hearth_engine::{ChatMessage, ChatOptions};
 use tokio::sync::mpsc;
 
 use crate::error::AppError;
 use crate::openai::{
-    finish_reason, AssistantMessage, ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice,
-    Delta, Generation, Usage,
+    AssistantMessage, ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta,
+    Generation, Usage,
 };
 use crate::state::{unix_now, AppState};
-use crate::stop::StopFilter;
 
 /// Pieces buffered between the generating thread and a slow client.
 const CHANNEL_CAPACITY: usize = 64;
@@ -33,13 +33,8 @@ const CHANNEL_CAPACITY: usize = 64;
 enum Progress {
     /// Answer text, stop strings already applied.
     Text(String),
-    /// The end: stats and whether a stop string ended it, or the failure.
-    Done(Result<Finished, AppError>),
-}
-
-struct Finished {
-    stats: GenerationStats,
-    hit_stop_string: bool,
+    /// The end: the finished answer (its text was already sent), or the failure.
+    Done(Result<Answer, AppError>),
 }
 
 /// `POST /v1/chat/completions`.
@@ -70,7 +65,7 @@ pub async fn chat_completions(
     } = generation;
     tokio::task::spawn_blocking(move || {
         let _permit = permit; // the place in line is held until generation ends
-        generate(&worker_state, &messages, &options, stops, &tx);
+        generate(&worker_state, messages, options, stops, &tx);
     });
 
     let meta = ResponseMeta {
@@ -92,8 +87,8 @@ pub async fn chat_completions(
             match progress {
                 Progress::Text(piece) => text.push_str(&piece),
                 Progress::Done(result) => {
-                    let finished = result?;
-                    return Ok(completion_response(&meta, &text, &finished));
+                    let answer = result?;
+                    return Ok(completion_response(&meta, &text, &answer));
                 }
             }
         }
@@ -102,11 +97,11 @@ pub async fn chat_completions(
     }
 }
 
-/// Runs one generation with the model (waiting for any before it) and reports to `tx`.
+/// Runs one answer with the backend (waiting for any before it) and reports to `tx`.
 fn generate(
     state: &AppState,
-    messages: &[ChatMessage],
-    options: &ChatOptions,
+    messages: Vec<ChatMessage>,
+    options: ChatOptions,
     stops: Vec<String>,
     tx: &mpsc::Sender<Progress>,
 ) {
@@ -114,44 +109,39 @@ fn generate(
         tracing::debug!("client left while waiting; not generating");
         return;
     }
-    let mut filter = StopFilter::new(stops);
-    let outcome = state.with_model(|model| {
-        model.chat(messages, options, &mut |piece| {
-            if tx.is_closed() {
+    let request = AnswerRequest {
+        input: Input::Chat(messages),
+        options,
+        stops,
+        telemetry_root: None,
+        trim_to_fit: false,
+    };
+    let outcome = state.with_backend(|backend| {
+        hearth_chat::answer(backend, request, &mut |event| match event {
+            _ if tx.is_closed() => {
                 tracing::debug!("client disconnected; cancelling generation");
-                return ControlFlow::Break(());
-            }
-            let text = filter.push(piece);
-            if !text.is_empty() && tx.blocking_send(Progress::Text(text)).is_err() {
-                return ControlFlow::Break(());
-            }
-            if filter.stopped() {
                 ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
             }
+            AnswerEvent::Text(text) => match tx.blocking_send(Progress::Text(text)) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            },
+            AnswerEvent::Started(_) | AnswerEvent::Stats(_) => ControlFlow::Continue(()),
         })
     });
     let result = match outcome {
-        Ok(Ok(stats)) => {
-            state.record_stats(&stats);
+        Ok(Ok(answer)) => {
+            state.record_receipt(&answer.receipt);
             tracing::info!(
-                prompt_tokens = stats.prompt_tokens,
-                generated_tokens = stats.generated_tokens,
-                stop = ?stats.stop_reason,
-                ttft_secs = stats.ttft_secs,
+                prompt_tokens = answer.receipt.prompt_tokens,
+                generated_tokens = answer.receipt.generated_tokens,
+                stop = ?answer.stop,
+                ttft_secs = answer.receipt.ttft_secs,
                 "chat completion done"
             );
-            let rest = filter.finish();
-            if !rest.is_empty() {
-                let _ = tx.blocking_send(Progress::Text(rest));
-            }
-            Ok(Finished {
-                stats,
-                hit_stop_string: filter.stopped(),
-            })
+            Ok(answer)
         }
-        Ok(Err(engine_error)) => Err(AppError::from(engine_error)),
+        Ok(Err(answer_error)) => Err(AppError::from(answer_error)),
         Err(app_error) => Err(app_error),
     };
     // The client may be gone; then nobody needs the result.
@@ -164,7 +154,7 @@ struct ResponseMeta {
     created: u64,
 }
 
-fn completion_response(meta: &ResponseMeta, text: &str, finished: &Finished) -> Response {
+fn completion_response(meta: &ResponseMeta, text: &str, answer: &Answer) -> Response {
     Json(ChatCompletion {
         id: &meta.id,
         object: "chat.completion",
@@ -176,9 +166,9 @@ fn completion_response(meta: &ResponseMeta, text: &str, finished: &Finished) -> 
                 role: "assistant",
                 content: text,
             },
-            finish_reason: finish_reason(finished.stats.stop_reason, finished.hit_stop_string),
+            finish_reason: answer.stop.finish_reason(),
         }],
-        usage: Usage::from(&finished.stats),
+        usage: Usage::from(&answer.receipt),
     })
     .into_response()
 }
@@ -267,14 +257,14 @@ fn progress_events(meta: &ResponseMeta, progress: Progress, ended: &mut bool) ->
             };
             vec![meta.chunk(delta, None, None)]
         }
-        Progress::Done(Ok(finished)) => {
+        Progress::Done(Ok(answer)) => {
             *ended = true;
             let delta = Delta {
                 role: None,
                 content: None,
             };
-            let reason = finish_reason(finished.stats.stop_reason, finished.hit_stop_string);
-            let usage = Usage::from(&finished.stats);
+            let reason = answer.stop.finish_reason();
+            let usage = Usage::from(&answer.receipt);
             vec![
                 meta.chunk(delta, Some(reason), Some(usage)),
                 SseEvent::default().data("[DONE]"),

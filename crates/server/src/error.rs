@@ -6,21 +6,10 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-/// Why a server cannot be set up for a model.
+/// Why serving failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The model cannot chat: it lacks a tokenizer or a chat template.
-    #[error(
-        "server: the model {name} has no {missing}, so it cannot answer chat requests; \
-         use a chat model folder (with tokenizer.json and a chat template)"
-    )]
-    NotChatModel {
-        /// The model's name.
-        name: String,
-        /// What is missing.
-        missing: &'static str,
-    },
     /// Binding or serving the socket failed.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
@@ -75,6 +64,11 @@ pub enum AppError {
         /// How many requests may wait.
         queue: usize,
     },
+    /// The backend behind the server (the NPU's FastFlowLM, a remote server) failed (502).
+    Backend {
+        /// What happened, in plain words.
+        message: String,
+    },
     /// Something failed inside the server (500); the details were logged.
     Internal,
 }
@@ -117,6 +111,7 @@ impl AppError {
             AppError::Forbidden { .. } => StatusCode::FORBIDDEN,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Backend { .. } => StatusCode::BAD_GATEWAY,
             AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -124,9 +119,9 @@ impl AppError {
     /// The message a client sees.
     pub fn message(&self) -> String {
         match self {
-            AppError::BadRequest { message, .. } | AppError::Forbidden { message, .. } => {
-                message.clone()
-            }
+            AppError::BadRequest { message, .. }
+            | AppError::Forbidden { message, .. }
+            | AppError::Backend { message } => message.clone(),
             AppError::ContextFull { needed, limit } => format!(
                 "the conversation is too long for the model's context: it needs {needed} tokens \
                  but the context holds {limit}; shorten or drop earlier messages, or restart \
@@ -164,7 +159,7 @@ impl AppError {
             | AppError::MethodNotAllowed
             | AppError::PayloadTooLarge { .. } => "invalid_request_error",
             AppError::Forbidden { .. } => "permission_error",
-            AppError::Busy { .. } | AppError::Internal => "server_error",
+            AppError::Busy { .. } | AppError::Backend { .. } | AppError::Internal => "server_error",
         }
     }
 
@@ -178,6 +173,7 @@ impl AppError {
             AppError::Forbidden { code, .. } => Some(code),
             AppError::PayloadTooLarge { .. } => Some("payload_too_large"),
             AppError::Busy { .. } => Some("server_busy"),
+            AppError::Backend { .. } => Some("backend_failed"),
             AppError::Internal => Some("internal_error"),
         }
     }
@@ -210,6 +206,34 @@ impl From<hearth_engine::Error> for AppError {
                 tracing::error!(error = %other, "generation failed");
                 AppError::Internal
             }
+        }
+    }
+}
+
+impl From<hearth_chat::BackendError> for AppError {
+    /// The engine's errors as above; a backend that cannot do what was asked is the request's
+    /// fault (400); a server or child process that failed is a bad gateway (502).
+    fn from(err: hearth_chat::BackendError) -> Self {
+        use hearth_chat::BackendError as E;
+        match err {
+            E::Engine(e) => AppError::from(e),
+            E::Unsupported(message) => AppError::bad_request(message),
+            other => AppError::Backend {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<hearth_chat::AnswerError> for AppError {
+    fn from(err: hearth_chat::AnswerError) -> Self {
+        use hearth_chat::context::FitError;
+        use hearth_chat::AnswerError as E;
+        match err {
+            E::NotStarted(FitError::TooLong { needed, limit }) => {
+                AppError::ContextFull { needed, limit }
+            }
+            E::NotStarted(FitError::Backend(e)) | E::Failed { error: e, .. } => AppError::from(e),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Hearth's local HTTP API: OpenAI-compatible chat completions (plain and streamed) and
-//! Ollama-style readiness routes over one loaded [`hearth_engine::Model`].
+//! Ollama-style readiness routes over one [`hearth_chat::Backend`] (Hearth's CPU engine, the NPU
+//! through FastFlowLM, or a remote server), answering through the same loop as the app.
 //!
 //! Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`,
 //! `GET /api/tags`, `GET /api/version`. Every request must be addressed to this machine
@@ -8,10 +9,11 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use hearth_engine::{LoadOptions, Model};
+//! use hearth_chat::CpuBackend;
 //! use hearth_server::{AppState, ServerOptions};
-//! let model = Model::load("models/demo".as_ref(), &LoadOptions::default())?;
-//! let state = AppState::new(model, ServerOptions::default())?;
+//! let backend = CpuBackend::open("models/demo".as_ref(), "demo", &Default::default(), None)?;
+//! backend.require_chat()?;
+//! let state = AppState::new(Box::new(backend), ServerOptions::default());
 //! let listener = std::net::TcpListener::bind("127.0.0.1:11435")?;
 //! hearth_server::serve_blocking(listener, state)?;
 //! # Ok(()) }
@@ -23,7 +25,6 @@ mod guard;
 mod models;
 pub mod openai;
 mod state;
-pub mod stop;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, Uri};

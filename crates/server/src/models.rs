@@ -30,15 +30,13 @@ pub async fn get_model(
 fn model_object(state: &AppState) -> Value {
     let info = state.info();
     json!({
-        "id": info.name,
+        "id": info.model,
         "object": "model",
         "created": state.started_unix(),
         "owned_by": "hearth",
         "context_length": info.context_length,
-        "family": info.family,
-        "parameter_count": info.parameter_count,
-        "weight_format": info.weight_format,
-        "backend": info.backend,
+        "backend": info.kind,
+        "device": info.device,
     })
 }
 
@@ -47,13 +45,9 @@ pub async fn tags(State(state): State<AppState>) -> Json<Value> {
     let info = state.info();
     Json(json!({
         "models": [{
-            "name": info.name,
-            "model": info.name,
-            "details": {
-                "format": info.weight_format,
-                "family": info.family,
-                "parameter_size": info.parameter_count.to_string(),
-            },
+            "name": info.model,
+            "model": info.model,
+            "details": { "backend": info.label },
         }]
     }))
 }

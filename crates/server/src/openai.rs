@@ -1,7 +1,8 @@
 //! The OpenAI chat-completions wire format: the request as clients send it (unknown fields
 //! ignored), its translation into engine options, and the response and chunk bodies.
 
-use hearth_engine::{ChatMessage, ChatOptions, GenerationStats, Role, SamplingParams, StopReason};
+use hearth_chat::Receipt;
+use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
@@ -210,17 +211,6 @@ impl RequestMessage {
     }
 }
 
-/// `finish_reason` for how generation ended.
-pub fn finish_reason(stop: StopReason, hit_stop_string: bool) -> &'static str {
-    if hit_stop_string {
-        return "stop";
-    }
-    match stop {
-        StopReason::MaxTokens | StopReason::ContextFull => "length",
-        _ => "stop",
-    }
-}
-
 /// `usage`: OpenAI's token counts plus FastFlowLM-style timing fields (seconds, tokens/s).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Usage {
@@ -230,7 +220,7 @@ pub struct Usage {
     pub completion_tokens: usize,
     /// The sum of both.
     pub total_tokens: usize,
-    /// Seconds from the request to the first generated token.
+    /// Seconds from the request to the first answer text.
     pub prefill_duration_ttft: f64,
     /// Prompt tokens per second of prefill.
     pub prefill_speed_tps: f64,
@@ -242,18 +232,18 @@ pub struct Usage {
     pub load_duration: f64,
 }
 
-impl From<&GenerationStats> for Usage {
-    fn from(s: &GenerationStats) -> Self {
-        let per_sec = |n: usize, secs: f64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+impl From<&Receipt> for Usage {
+    fn from(r: &Receipt) -> Self {
+        let timings = r.backend_timings.clone().unwrap_or_default();
         Usage {
-            prompt_tokens: s.prompt_tokens,
-            completion_tokens: s.generated_tokens,
-            total_tokens: s.prompt_tokens + s.generated_tokens,
-            prefill_duration_ttft: s.ttft_secs,
-            prefill_speed_tps: per_sec(s.prompt_tokens, s.prefill_secs),
-            decoding_duration: s.decode_secs,
-            decoding_speed_tps: s.decode_tokens_per_sec().unwrap_or(0.0),
-            load_duration: 0.0,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.generated_tokens,
+            total_tokens: r.prompt_tokens + r.generated_tokens,
+            prefill_duration_ttft: r.ttft_secs,
+            prefill_speed_tps: timings.prefill_tokens_per_s.unwrap_or(0.0),
+            decoding_duration: r.decode_secs,
+            decoding_speed_tps: r.tokens_per_second,
+            load_duration: timings.load_secs.unwrap_or(0.0),
         }
     }
 }
@@ -395,15 +385,14 @@ mod tests {
 
     #[test]
     fn usage_reports_rates() {
-        let stats = GenerationStats {
-            prompt_tokens: 10,
-            prefill_secs: 0.5,
-            ttft_secs: 0.6,
-            generated_tokens: 5,
-            decode_secs: 2.0,
-            stop_reason: StopReason::EndOfTurn,
-        };
-        let u = Usage::from(&stats);
+        let receipt: Receipt = serde_json::from_value(serde_json::json!({
+            "model_name": "m", "model_sha256": null, "backend": "cpu", "device": "cpu",
+            "prompt_tokens": 10, "generated_tokens": 5, "ttft_secs": 0.6, "decode_secs": 2.0,
+            "tokens_per_second": 2.0, "stop_reason": "end of turn", "trimmed_messages": 0,
+            "finished_at": 0, "backend_timings": {"prefill_secs": 0.5, "prefill_tokens_per_s": 20.0}
+        }))
+        .unwrap();
+        let u = Usage::from(&receipt);
         assert_eq!(u.total_tokens, 15);
         assert_eq!(u.prefill_speed_tps, 20.0);
         assert_eq!(u.decoding_speed_tps, 2.0);

@@ -1,12 +1,12 @@
-//! What every request shares: the model behind a mutex (one generation at a time), the queue
+//! What every request shares: the backend behind a mutex (one generation at a time), the queue
 //! bound, and the server's settings.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hearth_engine::{GenerationStats, Model, ModelInfo};
+use hearth_chat::{Backend, BackendInfo, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::{AppError, Error};
+use crate::error::AppError;
 
 /// Default request body limit: 4 MiB, far more than any chat needs.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -44,53 +44,41 @@ pub struct AppState {
 }
 
 struct Shared {
-    model: Mutex<Model>,
-    info: ModelInfo,
+    backend: Mutex<Box<dyn Backend>>,
+    info: BackendInfo,
     options: ServerOptions,
     /// One permit per request allowed in (the one generating plus the queue).
     admission: Arc<Semaphore>,
-    last_stats: Mutex<Option<GenerationStats>>,
+    last_receipt: Mutex<Option<Receipt>>,
     started_unix: u64,
 }
 
 impl AppState {
-    /// Serves `model`, which must have a tokenizer and a chat template.
-    pub fn new(model: Model, options: ServerOptions) -> Result<AppState, Error> {
-        let info = model.info().clone();
-        let missing = if !info.has_tokenizer {
-            Some("tokenizer.json")
-        } else if !info.has_chat_template {
-            Some("chat template")
-        } else {
-            None
-        };
-        if let Some(missing) = missing {
-            return Err(Error::NotChatModel {
-                name: info.name,
-                missing,
-            });
-        }
+    /// Serves the model `backend` runs (Hearth's engine, the NPU, or a remote server: a
+    /// local model must be able to chat, see `CpuBackend::require_chat`).
+    pub fn new(backend: Box<dyn Backend>, options: ServerOptions) -> AppState {
+        let info = backend.info().clone();
         let admission = Arc::new(Semaphore::new(options.queue + 1));
-        Ok(AppState {
+        AppState {
             inner: Arc::new(Shared {
-                model: Mutex::new(model),
+                backend: Mutex::new(backend),
                 info,
                 options,
                 admission,
-                last_stats: Mutex::new(None),
+                last_receipt: Mutex::new(None),
                 started_unix: unix_now(),
             }),
-        })
+        }
     }
 
     /// The served model's description.
-    pub fn info(&self) -> &ModelInfo {
+    pub fn info(&self) -> &BackendInfo {
         &self.inner.info
     }
 
-    /// The id clients use in `model` (the model folder's name).
+    /// The id clients use in `model` (the model's name).
     pub fn model_id(&self) -> &str {
-        &self.inner.info.name
+        &self.inner.info.model
     }
 
     /// The server's settings.
@@ -98,9 +86,9 @@ impl AppState {
         &self.inner.options
     }
 
-    /// The counts and timings of the last generation that ended (cancelled ones included).
-    pub fn last_stats(&self) -> Option<GenerationStats> {
-        lock(&self.inner.last_stats).clone()
+    /// The receipt of the last answer that ended (cancelled ones included).
+    pub fn last_receipt(&self) -> Option<Receipt> {
+        lock(&self.inner.last_receipt).clone()
     }
 
     pub(crate) fn allowed_hosts(&self) -> &[String] {
@@ -120,20 +108,23 @@ impl AppState {
             })
     }
 
-    /// Runs `f` with the model on the calling (blocking) thread, waiting for the generation
+    /// Runs `f` with the backend on the calling (blocking) thread, waiting for the generation
     /// before it to end.
-    pub(crate) fn with_model<T>(&self, f: impl FnOnce(&mut Model) -> T) -> Result<T, AppError> {
-        let mut model = self.inner.model.lock().map_err(|_| {
+    pub(crate) fn with_backend<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Backend) -> T,
+    ) -> Result<T, AppError> {
+        let mut backend = self.inner.backend.lock().map_err(|_| {
             // A generation panicked: the KV cache may be half-written, so refuse rather than
             // answer from a corrupt state.
             tracing::error!("the model lock is poisoned by an earlier failure");
             AppError::Internal
         })?;
-        Ok(f(&mut model))
+        Ok(f(backend.as_mut()))
     }
 
-    pub(crate) fn record_stats(&self, stats: &GenerationStats) {
-        *lock(&self.inner.last_stats) = Some(stats.clone());
+    pub(crate) fn record_receipt(&self, receipt: &Receipt) {
+        *lock(&self.inner.last_receipt) = Some(receipt.clone());
     }
 }
 

@@ -1,7 +1,7 @@
 //! Answers: start one (streamed over a Channel) and stop it.
 
 use tauri::ipc::Channel;
-use tauri::{AppHandle, Runtime, State};
+use tauri::State;
 
 use super::blocking;
 use crate::answer::{self, ChatAction, ChatEvent};
@@ -11,8 +11,7 @@ use crate::state::AppState;
 /// Answer in a conversation: send a message, regenerate, or edit and resend. Events stream on
 /// `on_event`; the call returns when the answer is finished (or failed to start).
 #[tauri::command]
-pub async fn start_answer<R: Runtime>(
-    app: AppHandle<R>,
+pub async fn start_answer(
     state: State<'_, AppState>,
     conversation_id: String,
     action: ChatAction,
@@ -20,20 +19,12 @@ pub async fn start_answer<R: Runtime>(
 ) -> CommandResult<()> {
     let state = state.inner().clone();
     let busy = answer::begin(&state)?;
-    let preferred = super::settings::load(&app).default_model;
     blocking(move || {
-        answer::run(
-            &state,
-            busy,
-            &conversation_id,
-            action,
-            preferred.as_deref(),
-            &|event| {
-                if let Err(error) = on_event.send(event) {
-                    tracing::warn!("the window stopped listening to the answer: {error}");
-                }
-            },
-        )
+        answer::run(&state, busy, &conversation_id, action, &|event| {
+            if let Err(error) = on_event.send(event) {
+                tracing::warn!("the window stopped listening to the answer: {error}");
+            }
+        })
     })
     .await
 }

@@ -2,11 +2,11 @@
 
 use tauri::{AppHandle, Runtime, State};
 
-use crate::conversations::{Conversation, ConversationSummary};
 use crate::error::{CommandError, CommandResult};
 use crate::export::{self, ExportFormat};
-use crate::settings::ConversationSettings;
 use crate::state::{lock, AppState};
+use hearth_chat::conversations::{Conversation, ConversationSummary};
+use hearth_chat::ConversationSettings;
 
 /// The longest conversation title, in characters.
 const MAX_TITLE_CHARS: usize = 200;

@@ -15,11 +15,10 @@ use hearth_hub::{
 };
 use serde::Serialize;
 use tauri::ipc::Channel;
-use tauri::{AppHandle, Runtime, State};
+use tauri::State;
 
 use super::blocking;
 use crate::error::{CommandError, CommandResult};
-use crate::paths::DEMO_MODEL_NAME;
 use crate::state::{lock, AppState};
 
 /// Downloads running in this app, by model name.
@@ -56,11 +55,7 @@ pub struct PullResult {
 
 /// The hub's store in the app's data folder, showing the bundled demo model as built in.
 fn store(state: &AppState) -> Store {
-    let store = Store::at(state.paths.data_dir.clone());
-    match &state.paths.demo_model {
-        Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir.clone()),
-        None => store,
-    }
+    state.paths.store()
 }
 
 /// The hub's error as the UI receives it.
@@ -225,20 +220,11 @@ pub async fn import_model(
     .await
 }
 
-/// Make `name` the model Hearth opens at start (in the registry and in the app's settings).
+/// Make `name` the model Hearth opens at start (recorded in the registry, its one home).
 #[tauri::command]
-pub async fn set_default_model<R: Runtime>(
-    app: AppHandle<R>,
-    state: State<'_, AppState>,
-    name: String,
-) -> CommandResult<()> {
+pub async fn set_default_model(state: State<'_, AppState>, name: String) -> CommandResult<()> {
     let store = store(state.inner());
-    let chosen = name.clone();
-    blocking(move || store.set_default(&chosen).map_err(hub_error)).await?;
-    let mut settings = super::settings::load(&app);
-    settings.default_model = Some(name);
-    super::settings::save_settings(app, settings)?;
-    Ok(())
+    blocking(move || store.set_default(&name).map_err(hub_error)).await
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The app's status and the loaded model.
 
 use serde::Serialize;
-use tauri::{AppHandle, Runtime, State};
+use tauri::State;
 
 use super::blocking;
 use crate::answer::{self, MAX_MESSAGE_CHARS};
@@ -27,14 +27,10 @@ pub struct AppStatus {
 
 /// Load the start model if needed, then report the app's status. Notices are handed over once.
 #[tauri::command]
-pub async fn app_status<R: Runtime>(
-    app: AppHandle<R>,
-    state: State<'_, AppState>,
-) -> CommandResult<AppStatus> {
+pub async fn app_status(state: State<'_, AppState>) -> CommandResult<AppStatus> {
     let state = state.inner().clone();
-    let preferred = super::settings::load(&app).default_model;
     blocking(move || {
-        if let Err(error) = answer::ensure_model(&state, preferred.as_deref()) {
+        if let Err(error) = answer::ensure_model(&state) {
             tracing::warn!("no model at start: {}", error.message);
         }
         let model = state
@@ -53,7 +49,7 @@ pub async fn app_status<R: Runtime>(
     .await
 }
 
-/// Models on this computer (downloaded ones, then the demo).
+/// Models Hearth can open (the registry's, the default first, then the demo).
 #[tauri::command(async)]
 pub fn list_local_models(state: State<'_, AppState>) -> Vec<LocalModel> {
     paths::local_models(&state.paths)

@@ -49,7 +49,9 @@ pub struct TestApp {
 pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
     let paths = Paths {
         data_dir: data.path().to_path_buf(),
+        config_dir: data.path().join("config"),
         demo_model: demo,
+        system_root: hearth_desktop::paths::system_root_from_env(),
     };
     let app = hearth_desktop::configure(mock_builder(), Some(paths))
         .build(tauri::generate_context!())

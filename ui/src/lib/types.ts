@@ -1,4 +1,7 @@
-// Shapes that cross the IPC boundary. They mirror the serde types in src-tauri/src (same field names).
+// Shapes that cross the IPC boundary. They mirror the serde types in src-tauri/src and
+// crates/chat (same field names).
+
+import type { EnergyReport } from './npu';
 
 export type Role = 'system' | 'user' | 'assistant';
 
@@ -33,20 +36,38 @@ export interface ConversationSummary {
 
 export type MessageState = 'complete' | 'streaming' | 'stopped' | 'interrupted' | 'error';
 
-/** What an answer cost and how fast it ran, stored with the message. */
+/** Where answers are computed (hearth_chat::BackendKind). */
+export type BackendKind = 'cpu' | 'npu' | 'remote';
+
+/** Timing fields a backend reports itself (FastFlowLM's, a server's usage). */
+export interface BackendTimings {
+  load_secs: number | null;
+  prefill_secs: number | null;
+  prefill_tokens_per_s: number | null;
+  decode_secs: number | null;
+  decode_tokens_per_s: number | null;
+}
+
+/** What an answer cost, how fast it ran and where, stored with the message (hearth_chat::Receipt). */
 export interface Receipt {
   model_name: string;
   model_sha256: string | null;
+  backend_kind: BackendKind;
   backend: string;
   device: string;
+  runtime_version: string | null;
   prompt_tokens: number;
   generated_tokens: number;
+  /** false: the counts are estimates (a server that reported none). */
+  counts_exact: boolean;
   ttft_secs: number;
   decode_secs: number;
   tokens_per_second: number;
+  backend_timings: BackendTimings | null;
   stop_reason: string;
   trimmed_messages: number;
   finished_at: number;
+  energy?: EnergyReport | null;
 }
 
 export interface Message {
@@ -75,6 +96,7 @@ export interface ModelStatus {
   parameter_count: number;
   context_length: number;
   weight_format: string;
+  backend_kind: BackendKind;
   backend: string;
   device: string;
   kernel: string;
@@ -86,6 +108,8 @@ export interface LocalModel {
   name: string;
   path: string;
   is_demo: boolean;
+  /** The model Hearth opens at start (kept in the registry). */
+  is_default: boolean;
 }
 
 /** A message the app must show the user once (database recovered, demo model in use, ...). */
@@ -107,7 +131,6 @@ export type Theme = 'light' | 'dark' | 'system';
 export interface Settings {
   theme: Theme;
   font_size: number;
-  default_model: string | null;
   sampling: Sampling;
   max_tokens: number;
   system_prompt: string;
