@@ -8,7 +8,8 @@
 //! Counting: the server's `usage` is exact and used whenever it is sent. Before the answer (to
 //! fit the conversation) and when a server sends no `usage`, Hearth counts with the model's
 //! `tokenizer.json` if the settings name one, and otherwise estimates (marked not exact, so the
-//! receipt says "approximate").
+//! receipt says "approximate"). An answer sent without `usage` is counted by the server's own
+//! tokenizer endpoint where it has one (llama-cpp-python never sends `usage` in a stream).
 
 pub mod config;
 pub mod openai;
@@ -35,6 +36,20 @@ pub struct RemoteBackend {
     client: OpenAiClient,
     info: BackendInfo,
     tokenizer: Option<TextTokenizer>,
+    /// Whether the server counts tokens itself (see [`OpenAiClient::server_token_count`]),
+    /// with what it adds to every count: unknown until a stream comes without usage.
+    server_counter: ServerCounter,
+}
+
+/// What is known of a server's own token counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerCounter {
+    /// Not asked yet.
+    Unknown,
+    /// It counts, adding this many tokens (a BOS) to every text.
+    Counts { overhead: usize },
+    /// It cannot.
+    Absent,
 }
 
 impl std::fmt::Debug for RemoteBackend {
@@ -116,6 +131,7 @@ impl RemoteBackend {
             client,
             info,
             tokenizer,
+            server_counter: ServerCounter::Unknown,
         })
     }
 
@@ -135,6 +151,31 @@ impl RemoteBackend {
         }
     }
 
+    /// Tokens of an answer the server sent no usage for: with the local tokenizer, else with
+    /// the server's own (llama-cpp-python sends no usage in streams), else estimated.
+    fn count_answer(&mut self, answer: &str) -> TokenCount {
+        if self.tokenizer.is_some() {
+            return self.count(answer);
+        }
+        let model = self.info.model.clone();
+        if self.server_counter == ServerCounter::Unknown {
+            self.server_counter = match self.client.server_token_count(&model, "") {
+                Some(overhead) => ServerCounter::Counts { overhead },
+                None => ServerCounter::Absent,
+            };
+            tracing::debug!(counter = ?self.server_counter, "asked whether the server counts tokens");
+        }
+        if let ServerCounter::Counts { overhead } = self.server_counter {
+            if let Some(n) = self.client.server_token_count(&model, answer) {
+                return TokenCount {
+                    tokens: n.saturating_sub(overhead),
+                    exact: true,
+                };
+            }
+        }
+        estimate_tokens(answer)
+    }
+
     /// The request for `messages` with `options`. Only sampling fields servers accept are
     /// sent; stop strings are not (the answer loop applies them on every backend).
     fn request(&self, messages: Vec<ChatMessage>, options: &ChatOptions) -> ChatRequest {
@@ -152,10 +193,13 @@ impl RemoteBackend {
             messages,
             max_tokens: Some(options.max_tokens),
             temperature: Some(s.temperature),
-            top_p: (s.top_p < 1.0).then_some(s.top_p),
+            top_p: Some(s.top_p),
+            // 0 (keep all) is an error on some vLLM versions: leave it to the server's default.
             top_k: (s.top_k > 0).then_some(s.top_k),
-            min_p: (s.min_p > 0.0).then_some(s.min_p),
-            repetition_penalty: (s.repetition_penalty != 1.0).then_some(s.repetition_penalty),
+            // Sent even when off: servers' defaults differ (llama-cpp-python's min_p is 0.05
+            // and its repeat penalty 1.1), and Hearth's settings must hold on every backend.
+            min_p: Some(s.min_p),
+            repetition_penalty: Some(s.repetition_penalty),
             seed: Some(s.seed),
             extra,
             require_model: false,
@@ -228,7 +272,7 @@ impl Backend for RemoteBackend {
                 tokens,
                 exact: true,
             },
-            None => self.count(&answer),
+            None => self.count_answer(&answer),
         };
         let stop_reason = if outcome.cancelled {
             StopReason::Cancelled

@@ -151,6 +151,12 @@ fn streams_an_answer_with_usage_in_the_last_chunk() {
     assert_eq!(sent["stream"], true);
     assert_eq!(sent["temperature"], 0.0);
     assert_eq!(sent["max_tokens"], 64);
+    assert_eq!(
+        sent["repeat_penalty"], 1.0,
+        "sent even when off: defaults differ"
+    );
+    assert_eq!(sent["min_p"], 0.05);
+    assert_eq!(sent["top_k"], 40);
     assert_eq!(sent["messages"][0]["role"], "system");
     assert_eq!(sent["messages"][1]["content"], "Say hello.");
     assert!(sent.get("stop").is_none(), "stops are applied by Hearth");
@@ -180,6 +186,43 @@ fn no_usage_is_estimated_and_marked_approximate() {
     );
     assert_eq!(answer.receipt.generated_tokens, 5, "20 characters / 4");
     assert!(answer.receipt.prompt_tokens > 0);
+}
+
+#[test]
+fn no_usage_is_counted_by_the_servers_tokenizer_when_it_has_one() {
+    let server = ScriptedServer::start(Script::new(MODEL, &[]));
+    server.edit(|s| s.counts_tokens = true);
+    server.set_chat(
+        ChatReply::pieces(&["Hello ", "there, ", "friend."]).with_usage(UsageMode::Never),
+    );
+    let mut backend = connect(&server.url());
+    let answer = ask(&mut backend).unwrap();
+    assert_eq!(
+        answer.receipt.generated_tokens, 3,
+        "3 words; the BOS taken off"
+    );
+    assert!(
+        !answer.receipt.counts_exact,
+        "the prompt is still estimated"
+    );
+    let counts: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/extras/tokenize/count")
+        .map(|r| r.json()["input"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        counts,
+        ["", "Hello there, friend."],
+        "the BOS is measured once"
+    );
+    ask(&mut backend).unwrap();
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/extras/tokenize/count")
+        .count();
+    assert_eq!(asked, 3);
 }
 
 #[test]

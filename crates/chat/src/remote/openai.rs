@@ -430,6 +430,57 @@ impl OpenAiClient {
         (n > 0).then_some(n as usize)
     }
 
+    /// Tokens of `text` by the server's own tokenizer, for servers that send no `usage` with a
+    /// stream: llama-cpp-python's `/extras/tokenize/count`, or the `/tokenize` of llama.cpp's
+    /// server (`tokens`) and vLLM (`count`). None when the server has neither or fails.
+    /// llama-cpp-python adds the model's BOS token to the count; pass the count of `""` as
+    /// `overhead` to take it off.
+    pub fn server_token_count(&self, model: &str, text: &str) -> Option<usize> {
+        let attempts = [
+            (
+                "/extras/tokenize/count",
+                serde_json::json!({ "input": text, "model": model }),
+            ),
+            (
+                "/tokenize",
+                serde_json::json!({
+                    "content": text, "add_special": false,
+                    "model": model, "prompt": text, "add_special_tokens": false,
+                }),
+            ),
+        ];
+        for (path, body) in attempts {
+            let url = format!("{}{path}", self.base_url);
+            let mut request = self
+                .agent
+                .post(&url)
+                .config()
+                .timeout_per_read(Some(self.options.read_timeout.min(Duration::from_secs(10))))
+                .build()
+                .header("Content-Type", "application/json");
+            if let Some(key) = &self.key {
+                request = request.header("Authorization", format!("Bearer {}", key.expose()));
+            }
+            let Ok(response) = request.send(body.to_string()) else {
+                return None;
+            };
+            if response.status().as_u16() != 200 {
+                continue;
+            }
+            let value: Value =
+                serde_json::from_str(&read_json_text(response.into_body()).ok()?).ok()?;
+            let count = value
+                .get("count")
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .or_else(|| value.get("tokens")?.as_array().map(Vec::len));
+            if count.is_some() {
+                return count;
+            }
+        }
+        None
+    }
+
     /// Streams the answer to `request` (`POST /v1/chat/completions`, `stream: true`), passing
     /// its text to `on_text` as it arrives; `ControlFlow::Break(())` from `on_text` drops the
     /// connection at once and ends with [`StreamOutcome::cancelled`] set.

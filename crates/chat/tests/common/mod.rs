@@ -140,6 +140,8 @@ pub struct Script {
     pub chat: ChatReply,
     /// The `model` named in chunks (the requested one when None).
     pub answered_model: Option<String>,
+    /// Answers llama-cpp-python's `/extras/tokenize/count`: one token per word, plus a BOS.
+    pub counts_tokens: bool,
 }
 
 impl Script {
@@ -150,6 +152,7 @@ impl Script {
             models_reply: None,
             chat: ChatReply::pieces(pieces),
             answered_model: None,
+            counts_tokens: false,
         }
     }
 }
@@ -343,6 +346,14 @@ fn serve(
             ChatReply::status(200, json!({ "object": "list", "data": data }))
         }),
         ("POST", "/v1/chat/completions") => script.chat.clone(),
+        ("POST", "/extras/tokenize/count") if script.counts_tokens => {
+            let words = request.json()["input"]
+                .as_str()
+                .unwrap_or_default()
+                .split_whitespace()
+                .count();
+            ChatReply::status(200, json!({ "count": words + 1 }))
+        }
         _ => ChatReply::status(404, json!({ "error": "Not Found" })),
     };
     let model = script
