@@ -56,6 +56,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
     }
 }
 
+#[allow(clippy::result_large_err)] // the answer loop's own result, passed through
 fn ask(backend: &mut RemoteBackend) -> Result<Answer, AnswerError> {
     answer(backend, request(chat("Say hello.")), &mut |_| {
         ControlFlow::Continue(())
