@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::{refused_address, ChatReply, Ending, Fault, FaultProxy, Script, ScriptedServer};
-use common::{Recorded, UsageMode};
+use common::{Connection, Recorded, UsageMode};
 use hearth_chat::answer::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendError, BackendKind, FailureKind, Input};
@@ -708,18 +708,38 @@ fn an_error_body_with_status_200_is_the_servers_error() {
 }
 
 #[test]
-fn without_connection_reuse_every_request_opens_a_connection() {
+fn connections_are_reused_only_when_allowed() {
     let server = ScriptedServer::start(Script::new(MODEL, &["a"]));
+    server.edit(|s| s.connection = Connection::KeepAlive);
+    // Reused: /v1/models and /props share one connection.
+    RemoteBackend::connect(&config(&server.url()), MODEL, quick()).unwrap();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.connections(), 1);
+    // Not reused: one connection each.
+    let options = ClientOptions {
+        reuse_connections: false,
+        ..quick()
+    };
+    RemoteBackend::connect(&config(&server.url()), MODEL, options).unwrap();
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(server.connections(), 3);
+}
+
+#[test]
+fn a_server_that_closes_after_every_reply_works_without_reuse() {
+    // FastFlowLM closes its socket after every response without saying so.
+    let server = ScriptedServer::start(Script::new(MODEL, &["a"]));
+    server.edit(|s| s.connection = Connection::SilentClose);
     let options = ClientOptions {
         reuse_connections: false,
         ..quick()
     };
     let mut backend = RemoteBackend::connect(&config(&server.url()), MODEL, options).unwrap();
-    ask(&mut backend).unwrap();
-    ask(&mut backend).unwrap();
-    // /v1/models, /props and two chats, each on its own connection.
-    assert_eq!(server.requests().len(), 4);
-    assert_eq!(server.connections(), 4);
+    for _ in 0..3 {
+        assert_eq!(ask(&mut backend).unwrap().text, "a");
+    }
+    assert_eq!(server.requests().len(), 5);
+    assert_eq!(server.connections(), 5);
 }
 
 // ---- the settings file ----

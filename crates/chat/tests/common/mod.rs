@@ -142,6 +142,19 @@ pub struct Script {
     pub answered_model: Option<String>,
     /// Answers llama-cpp-python's `/extras/tokenize/count`: one token per word, plus a BOS.
     pub counts_tokens: bool,
+    /// What happens to the connection after a fixed (non-streamed) reply.
+    pub connection: Connection,
+}
+
+/// What the server does with a connection after a fixed reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connection {
+    /// Says `Connection: close` and closes it.
+    Close,
+    /// Keeps it open for the next request.
+    KeepAlive,
+    /// Closes it without saying so first (FastFlowLM).
+    SilentClose,
 }
 
 impl Script {
@@ -153,6 +166,7 @@ impl Script {
             chat: ChatReply::pieces(pieces),
             answered_model: None,
             counts_tokens: false,
+            connection: Connection::Close,
         }
     }
 }
@@ -325,9 +339,28 @@ fn serve(
         let _ = conn.shutdown(Shutdown::Both);
         return;
     }
-    let Some(request) = read_request(&conn) else {
-        return;
-    };
+    loop {
+        let Some(request) = read_request(&conn) else {
+            return;
+        };
+        let keep_open = answer_one(&mut conn, request, script, requests, written, stop);
+        if !keep_open {
+            break;
+        }
+    }
+    let _ = conn.flush();
+    let _ = conn.shutdown(Shutdown::Both);
+}
+
+/// Answers one request; true when the connection stays open for another.
+fn answer_one(
+    conn: &mut TcpStream,
+    request: Recorded,
+    script: &Mutex<Script>,
+    requests: &Mutex<Vec<Recorded>>,
+    written: &AtomicUsize,
+    stop: &AtomicBool,
+) -> bool {
     requests.lock().unwrap().push(request.clone());
     let script = script.lock().unwrap().clone();
     let reply = match (request.method.as_str(), request.path.as_str()) {
@@ -369,16 +402,21 @@ fn serve(
             body,
         } => {
             let mut head = format!(
-                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
                 reason(status),
                 body.len()
             );
+            if script.connection == Connection::Close {
+                head.push_str("Connection: close\r\n");
+            }
             for (n, v) in headers {
                 head.push_str(&format!("{n}: {v}\r\n"));
             }
             head.push_str("\r\n");
             let _ = conn.write_all(head.as_bytes());
             let _ = conn.write_all(body.as_bytes());
+            let _ = conn.flush();
+            return script.connection == Connection::KeepAlive;
         }
         ChatReply::Silent => hold(stop),
         ChatReply::Stream {
@@ -398,7 +436,7 @@ fn serve(
             }
             head.push_str("\r\n");
             if conn.write_all(head.as_bytes()).is_err() {
-                return;
+                return false;
             }
             let send = |conn: &mut TcpStream, data: &str| -> bool {
                 let event = format!("data: {data}\n\n");
@@ -431,8 +469,8 @@ fn serve(
                 } else {
                     chunk["usage"] = Value::Null;
                 }
-                if !send(&mut conn, &chunk.to_string()) {
-                    return;
+                if !send(conn, &chunk.to_string()) {
+                    return false;
                 }
                 written.fetch_add(1, Ordering::SeqCst);
             }
@@ -450,8 +488,8 @@ fn serve(
                             "decoding_duration": 0.5, "decoding_speed_tps": 12.5, "load_duration": 0.0
                         });
                     }
-                    send(&mut conn, &last.to_string());
-                    send(&mut conn, "[DONE]");
+                    send(conn, &last.to_string());
+                    send(conn, "[DONE]");
                     let _ = conn.write_all(b"0\r\n\r\n");
                 }
                 Ending::CutChunked | Ending::EndsEarly => {}
@@ -459,8 +497,7 @@ fn serve(
             }
         }
     }
-    let _ = conn.flush();
-    let _ = conn.shutdown(Shutdown::Both);
+    false
 }
 
 /// Waits until the helper limit or the stop flag.
