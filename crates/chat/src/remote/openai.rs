@@ -1012,15 +1012,21 @@ impl<R: Read> Stream<'_, '_, R> {
             // Some servers end with a finish_reason and close without [DONE].
             return Ok(());
         }
-        Err(self.client.failed(
-            FailureKind::Cut,
+        let message = if self.texts == 0 {
+            format!(
+                "The server at {} ended its reply before any of the answer arrived. Check the \
+                 server's log: it may have failed to load the model, or crashed.",
+                self.client.base_url
+            )
+        } else {
             format!(
                 "The answer from {} stopped before its end: the connection closed in the middle \
                  of the answer. The part that arrived is kept. The server may have crashed or \
                  restarted; check it and try again.",
                 self.client.base_url
-            ),
-        ))
+            )
+        };
+        Err(self.client.failed(FailureKind::Cut, message))
     }
 
     fn handle_event(&mut self, name: &str, data: &str) -> Result<ControlFlow<()>, BackendError> {
@@ -1378,6 +1384,14 @@ mod tests {
             "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n";
         let (out, _) = read(body, "", &request());
         assert_eq!(out.unwrap().finish_reason.as_deref(), Some("stop"));
+        // Nothing at all: cut too, and said so.
+        let (out, _) = read("", "text/event-stream", &request());
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::Cut);
+        assert!(
+            e.to_string().contains("before any of the answer arrived"),
+            "{e}"
+        );
     }
 
     #[test]
