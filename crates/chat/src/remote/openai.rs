@@ -909,6 +909,17 @@ impl<R: Read> Stream<'_, '_, R> {
         } else {
             self.read_events()?;
         }
+        // FastFlowLM ends a failed generation with finish_reason "error" and no other word.
+        if !self.outcome.cancelled && self.outcome.finish_reason.as_deref() == Some("error") {
+            return Err(self.client.failed(
+                FailureKind::Server,
+                format!(
+                    "The server at {} stopped the answer with an error. The part that arrived is \
+                     kept. Check the server's log.",
+                    self.client.base_url
+                ),
+            ));
+        }
         Ok(std::mem::take(&mut self.outcome))
     }
 
@@ -1549,6 +1560,19 @@ mod tests {
         ));
         let e = c.status_error(404, &headers, "", None);
         assert!(e.to_string().contains("has no /v1/models"), "{e}");
+    }
+
+    #[test]
+    fn finish_reason_error_is_a_server_error() {
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"error\"}]}\n\ndata: [DONE]\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::Server);
+        assert!(
+            e.to_string().contains("stopped the answer with an error"),
+            "{e}"
+        );
+        assert_eq!(pieces, ["a"]);
     }
 
     #[test]
