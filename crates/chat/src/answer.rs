@@ -216,6 +216,9 @@ impl AnswerError {
 const STATS_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Answers `request` on `backend`, sending events to `on_event` (which may stop the answer).
+// The error is made once per answer and carries the partial text by value; boxing it would only
+// move the allocation.
+#[allow(clippy::result_large_err)]
 pub fn answer(
     backend: &mut dyn Backend,
     request: AnswerRequest<'_>,
@@ -376,6 +379,7 @@ pub fn answer(
 
 /// Prepares the input, leaving out old turns of a conversation that does not fit (with `trim`),
 /// or refusing a prompt that leaves no room for an answer.
+#[allow(clippy::result_large_err)] // as `answer`
 fn prepare(
     backend: &mut dyn Backend,
     input: Input,

@@ -44,6 +44,7 @@ pub fn answer_reserve(max_tokens: usize, limit: usize) -> usize {
 /// Leaves out the oldest non-system messages (whole turns: up to the next user message) until the
 /// prompt plus `reserve` fits in `limit`. `prepare` renders and counts a message list;
 /// `cost` counts one message's text alone.
+#[allow(clippy::result_large_err)] // see `answer::answer`
 pub fn fit(
     messages: Vec<ChatMessage>,
     limit: usize,
@@ -72,10 +73,7 @@ pub fn fit(
     let mut last_needed = full.count.tokens + reserve;
     loop {
         // Leave out whole turns until the estimate fits (or only the newest turn is left).
-        loop {
-            let Some(next) = next_turn(&rest, dropped) else {
-                break;
-            };
+        while let Some(next) = next_turn(&rest, dropped) {
             if system_cost + estimate(&rest_costs[dropped..]) + reserve <= limit {
                 break;
             }

@@ -154,6 +154,7 @@ fn answers_through_llama_cpp_server() {
         },
         stops: Vec::new(),
         telemetry_root: None,
+        trim_to_fit: true,
     };
     let mut pieces = 0;
     let answer = answer(&mut backend, request, &mut |e| {

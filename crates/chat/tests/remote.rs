@@ -53,6 +53,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
         },
         stops: Vec::new(),
         telemetry_root: None,
+        trim_to_fit: true,
     }
 }
 
