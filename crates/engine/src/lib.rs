@@ -18,7 +18,8 @@
 //!
 //! Layout: [`model`] reads the folder; `transformer` holds the weights, the run state and the
 //! forward pass; [`linear`] is the one type every matrix product goes through; [`kv_cache`];
-//! [`sampler`]; [`tokenizer`] and [`chat_template`]; `runner` drives prefill and decode.
+//! [`sampler`]; [`tokenizer`] and [`chat_template`]; `runner` drives prefill and decode; [`cpu`]
+//! has the kernels and the [`cpu::CpuContext`] (threads and kernel level) each model owns.
 
 pub mod chat_template;
 pub mod cpu;

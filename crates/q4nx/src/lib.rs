@@ -6,7 +6,9 @@
 //! embedding and the norms are BF16. See [`tile`] for the byte layout.
 //!
 //! Reading: [`Weights::open`] a folder, [`Weights::get`] a [`Tensor`], [`validate`] against a
-//! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`].
+//! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`]; random models of any shape:
+//! [`synthetic::write_random_model`]. The format's facts (tile layout in [`tile`], float
+//! decoding in [`dtype`], config checks in [`config`]) live here and nowhere else.
 
 pub mod config;
 pub mod container;
@@ -15,6 +17,7 @@ pub mod dtype;
 mod error;
 pub mod layout;
 pub mod quantize;
+pub mod synthetic;
 pub mod tensor;
 pub mod tile;
 mod validate;

@@ -8,20 +8,17 @@
 //! `d * sx * Σ q * xq + m * Σ x`; the integer part `Σ q * xq` is what each SIMD level computes,
 //! and it is exactly equal at every level.
 
-use super::level::KernelLevel;
-use super::quant::{QuantizedActivations, BLOCK, TILE_COLS};
+use q4nx::dtype::bf16_to_f32;
+use q4nx::tile::{
+    GROUPS_PER_TILE as GROUPS, Q4_1_MINS_AT as MINS, Q4_1_NIBBLES_AT as NIBBLES,
+    Q4_1_TILE_BYTES as TILE_BYTES, SCALES_AT as SCALES, TILE_COLS, TILE_ROWS,
+};
 
-/// Bytes per Q4_1 tile.
-pub const TILE_BYTES: usize = 5120;
-/// Rows per tile (one row block).
-pub const TILE_ROWS: usize = 32;
+use super::level::KernelLevel;
+use super::quant::{QuantizedActivations, BLOCK};
+
 /// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
 pub const MAX_TOKENS: usize = 8;
-
-const GROUPS: usize = TILE_COLS / BLOCK;
-const SCALES: usize = 0;
-const MINS: usize = 512;
-const NIBBLES: usize = 1024;
 /// How far ahead of the tile being computed the SIMD kernels prefetch into L2: far enough that
 /// many requests are in flight at once, which is what keeps memory busy (measured on the
 /// 2-thread decode: 88% of the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with
@@ -149,7 +146,7 @@ fn prefetch_ahead(tile: *const u8, step: usize) {
 }
 
 fn bf16(bytes: &[u8], index: usize) -> f32 {
-    f32::from_bits(u32::from(u16::from_le_bytes([bytes[2 * index], bytes[2 * index + 1]])) << 16)
+    bf16_to_f32(u16::from_le_bytes([bytes[2 * index], bytes[2 * index + 1]]))
 }
 
 /// The reference twin: plain loops in the order the format describes.
