@@ -23,6 +23,7 @@ pub mod fsutil;
 pub mod hub_api;
 pub mod machine;
 pub mod model_dir;
+pub mod names;
 pub mod progress;
 pub mod pull;
 pub mod registry;
