@@ -74,6 +74,7 @@ impl KvCache {
     }
 
     /// How keys and values are stored.
+    #[cfg(test)]
     pub fn precision(&self) -> KvPrecision {
         match self.keys {
             Store::F32(_) => KvPrecision::F32,

@@ -8,20 +8,20 @@
 //! Reading: [`Weights::open`] a folder, [`Weights::get`] a [`Tensor`], [`validate`] against a
 //! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`]; random models of any shape:
 //! [`synthetic::write_random_model`]. The format's facts (tile layout in [`tile`], float
-//! decoding in [`dtype`], config checks in [`config`]) live here and nowhere else.
+//! decoding in [`dtype`], config checks in [`ModelConfig::from_path`]) live here and nowhere else.
 
-pub mod config;
+mod config;
 pub mod container;
-pub mod convert;
+mod convert;
 pub mod dtype;
 mod error;
 pub mod layout;
 pub mod quantize;
 pub mod synthetic;
-pub mod tensor;
+mod tensor;
 pub mod tile;
 mod validate;
-pub mod weights;
+mod weights;
 
 pub use config::{Family, ModelConfig};
 pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Variant};

@@ -12,23 +12,22 @@
 //! The AVX-512 intrinsics are stable since Rust 1.89, so these modules need 1.89.
 
 #[clippy::msrv = "1.89"]
-pub mod attention;
+pub(crate) mod attention;
 #[clippy::msrv = "1.89"]
 pub mod bandwidth;
 pub mod context;
-pub mod exp;
+pub(crate) mod exp;
 #[clippy::msrv = "1.89"]
-pub mod f16;
+pub(crate) mod f16;
 #[clippy::msrv = "1.89"]
 pub mod level;
 #[clippy::msrv = "1.89"]
 pub mod pool;
 #[clippy::msrv = "1.89"]
-pub mod q4_1;
+pub(crate) mod q4_1;
 #[clippy::msrv = "1.89"]
-pub mod quant;
+pub(crate) mod quant;
 
 pub use context::CpuContext;
 pub use level::{KernelLevel, UnknownKernelLevel};
-pub use quant::QuantizedActivations;
 pub use pool::ThreadPool;

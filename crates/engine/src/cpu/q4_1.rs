@@ -32,7 +32,9 @@ const PREFETCH_L1_DISTANCE: usize = 2 * TILE_BYTES;
 /// The integer sums of one tile against 256 quantized activations:
 /// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
 ///
-/// Panics if `level` is not supported by this CPU.
+/// Panics if `level` is not supported by this CPU. Only the tests call it (to compare the
+/// levels' integer sums exactly); [`row_block`] is what the matmuls run.
+#[cfg(test)]
 pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS * GROUPS] {
     assert!(tile.len() >= TILE_BYTES && xq.len() >= TILE_COLS);
     assert!(
@@ -242,6 +244,7 @@ mod avx2 {
         _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
@@ -336,6 +339,7 @@ mod avx512bw {
         _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1)
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
@@ -441,6 +445,7 @@ mod avx512vnni {
         _mm512_add_epi32(a, b)
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
