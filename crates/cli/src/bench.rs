@@ -9,18 +9,16 @@
 //! `$XDG_CACHE_HOME/hearth/bench/` (by default `~/.cache/hearth/bench/`).
 
 use std::fs;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use hearth_engine::cpu::{bandwidth, pool, KernelLevel};
+use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
-use q4nx::container::{encode_header, EntryToWrite};
-use q4nx::layout::{expected_tensors, Role};
-use q4nx::{Dtype, ModelConfig, Tensor, Weights};
+use q4nx::{ModelConfig, Tensor, Weights};
 
 /// Measure prefill and decode speed against the machine's memory bandwidth.
 #[derive(clap::Args, Debug)]
@@ -90,22 +88,11 @@ fn shape_config(name: &str) -> anyhow::Result<serde_json::Value> {
     }))
 }
 
-/// Runs the verb.
+/// Runs the verb: bandwidth before, the model's runs, bandwidth after, then the report.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    if let Some(name) = &args.kernel {
-        let level = KernelLevel::from_name(name).with_context(|| {
-            format!("unknown --kernel {name:?}: use scalar, avx2, avx512bw or avx512vnni")
-        })?;
-        if !level.select() {
-            bail!(
-                "this CPU cannot run the {level} kernels; supported: {:?}",
-                KernelLevel::supported()
-            );
-        }
-    }
+    let level = kernel_level(args.kernel.as_deref())?;
     let threads = args.threads.unwrap_or_else(pool::physical_cores).max(1);
-    pool::set_global_threads(threads);
     let dir = match (&args.model, &args.shape) {
         (Some(dir), _) => dir.clone(),
         (None, Some(shape)) => cached_random_model(shape)?,
@@ -113,8 +100,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     // Bandwidth before and after the runs (the median of both, so a machine whose speed drifts
-    // is compared with itself), each time outside the peak-memory figure.
-    let probe = || bandwidth::measure_read_bandwidth(&pool::global(), args.probe_mib << 20, 5);
+    // is compared with itself), each time outside the peak-memory figure. The probe has a pool
+    // of the model's size; it sleeps while the model runs.
+    let probe_pool = ThreadPool::new(threads);
+    let probe = || bandwidth::measure_read_bandwidth(&probe_pool, args.probe_mib << 20, 5);
     let mut bandwidth_samples = probe().samples_gbps;
     let peak_reset = reset_peak_rss();
 
@@ -122,13 +111,68 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The first-token figure is for a cached model, as a user who opens Hearth again has; a
     // cold start adds reading the file from disk (reported separately).
     let page_cache_secs = read_into_page_cache(&footprint.file)?;
+    let runs = time_model(&dir, &args, threads, level)?;
+    bandwidth_samples.extend(probe().samples_gbps);
+
+    let summary = Summary {
+        dir,
+        threads,
+        level,
+        bandwidth_gbps: bandwidth::median(&bandwidth_samples),
+        bandwidth_samples,
+        peak_reset,
+        footprint,
+        page_cache_secs,
+        runs,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = summary.json(&args, started.elapsed().as_secs_f64());
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        summary.write_table(&args, &mut out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `--kernel` level, or the best this CPU has; an error names what it can run instead.
+fn kernel_level(name: Option<&str>) -> anyhow::Result<KernelLevel> {
+    let level = match name {
+        Some(name) => KernelLevel::parse(name).context("--kernel")?,
+        None => KernelLevel::detect(),
+    };
+    if !level.is_supported() {
+        bail!(
+            "this CPU cannot run the {level} kernels; supported: {:?}",
+            KernelLevel::supported()
+        );
+    }
+    Ok(level)
+}
+
+/// What the model's runs measured.
+struct Runs {
+    load_secs: f64,
+    /// Load plus the first token of a short prompt.
+    first_token_secs: f64,
+    /// Tokens per second of each timed repetition.
+    prefill: Vec<f64>,
+    decode: Vec<f64>,
+    kv_cache_bytes: usize,
+    peak_memory: Option<u64>,
+}
+
+/// Loads the model, times its first token, warms up, then runs the timed repetitions.
+fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> anyhow::Result<Runs> {
     let load_start = Instant::now();
     let context = args.prompt + args.generate + 8;
     let mut model = Model::load(
-        &dir,
+        dir,
         &LoadOptions {
             context_length: Some(context),
             threads: Some(threads),
+            kernel: Some(level),
         },
     )
     .with_context(|| format!("could not load the model in {}", dir.display()))?;
@@ -175,97 +219,136 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         tracing::info!(rep, ?stats, "bench repetition");
     }
-    let peak = peak_rss_bytes();
-    let kv_cache_bytes = model.kv_cache_bytes();
-    drop(model);
-    bandwidth_samples.extend(probe().samples_gbps);
-    let bandwidth_gbps = bandwidth::median(&bandwidth_samples);
+    Ok(Runs {
+        load_secs,
+        first_token_secs,
+        prefill,
+        decode,
+        kv_cache_bytes: model.kv_cache_bytes(),
+        peak_memory: peak_rss_bytes(),
+    })
+}
 
-    let decode_tps = bandwidth::median(&decode);
-    let prefill_tps = bandwidth::median(&prefill);
-    let roofline = decode_tps * footprint.weight_bytes_per_token as f64 / (bandwidth_gbps * 1e9);
+/// Everything one bench run found, for the JSON report or the table.
+struct Summary {
+    dir: PathBuf,
+    threads: usize,
+    level: KernelLevel,
+    bandwidth_gbps: f64,
+    bandwidth_samples: Vec<f64>,
+    /// Whether the peak-memory counter could be reset after the first probe.
+    peak_reset: bool,
+    footprint: Footprint,
+    page_cache_secs: f64,
+    runs: Runs,
+}
 
-    let report = serde_json::json!({
-        "model": dir.display().to_string(),
-        "shape": args.shape,
-        "threads": threads,
-        "kernel_level": KernelLevel::selected().name(),
-        "prompt_tokens": args.prompt,
-        "generated_tokens": args.generate,
-        "repetitions": args.repetitions.max(1),
-        "prefill_tokens_per_s": prefill_tps,
-        "decode_tokens_per_s": decode_tps,
-        "prefill_samples": prefill,
-        "decode_samples": decode,
-        "weight_bytes_per_token": footprint.weight_bytes_per_token,
-        "measured_read_bandwidth_gbps": bandwidth_gbps,
-        "bandwidth_samples_gbps": bandwidth_samples,
-        "decode_bandwidth_gbps": decode_tps * footprint.weight_bytes_per_token as f64 / 1e9,
-        "roofline_fraction": roofline,
-        "model_file_bytes": footprint.file_bytes,
-        "kv_cache_bytes": kv_cache_bytes,
-        "peak_memory_bytes": peak,
-        "peak_memory_is_exact": peak_reset,
-        "load_secs": load_secs,
-        "first_token_secs": first_token_secs,
-        "page_cache_read_secs": page_cache_secs,
-        "total_secs": started.elapsed().as_secs_f64(),
-    });
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
+impl Summary {
+    fn decode_tps(&self) -> f64 {
+        bandwidth::median(&self.runs.decode)
+    }
+
+    fn prefill_tps(&self) -> f64 {
+        bandwidth::median(&self.runs.prefill)
+    }
+
+    /// Bytes a decode step reads per second, in GB/s.
+    fn decode_bandwidth_gbps(&self) -> f64 {
+        self.decode_tps() * self.footprint.weight_bytes_per_token as f64 / 1e9
+    }
+
+    /// The decode's share of the measured read bandwidth.
+    fn roofline(&self) -> f64 {
+        self.decode_bandwidth_gbps() / self.bandwidth_gbps
+    }
+
+    /// The JSON object `--json` prints (the comparison script and the README read it).
+    fn json(&self, args: &Args, total_secs: f64) -> serde_json::Value {
+        let runs = &self.runs;
+        serde_json::json!({
+            "model": self.dir.display().to_string(),
+            "shape": args.shape,
+            "threads": self.threads,
+            "kernel_level": self.level.name(),
+            "prompt_tokens": args.prompt,
+            "generated_tokens": args.generate,
+            "repetitions": args.repetitions.max(1),
+            "prefill_tokens_per_s": self.prefill_tps(),
+            "decode_tokens_per_s": self.decode_tps(),
+            "prefill_samples": runs.prefill,
+            "decode_samples": runs.decode,
+            "weight_bytes_per_token": self.footprint.weight_bytes_per_token,
+            "measured_read_bandwidth_gbps": self.bandwidth_gbps,
+            "bandwidth_samples_gbps": self.bandwidth_samples,
+            "decode_bandwidth_gbps": self.decode_bandwidth_gbps(),
+            "roofline_fraction": self.roofline(),
+            "model_file_bytes": self.footprint.file_bytes,
+            "kv_cache_bytes": runs.kv_cache_bytes,
+            "peak_memory_bytes": runs.peak_memory,
+            "peak_memory_is_exact": self.peak_reset,
+            "load_secs": runs.load_secs,
+            "first_token_secs": runs.first_token_secs,
+            "page_cache_read_secs": self.page_cache_secs,
+            "total_secs": total_secs,
+        })
+    }
+
+    /// The table for people.
+    fn write_table(&self, args: &Args, out: &mut impl Write) -> std::io::Result<()> {
         let mib = |b: Option<u64>| {
             b.map_or_else(
                 || "unknown".to_owned(),
                 |b| format!("{:.0} MiB", b as f64 / 1048576.0),
             )
         };
-        writeln!(out, "model            {}", dir.display())?;
+        let (runs, footprint) = (&self.runs, &self.footprint);
+        writeln!(out, "model            {}", self.dir.display())?;
         writeln!(
             out,
-            "threads          {threads}   kernels {}",
-            KernelLevel::selected()
+            "threads          {}   kernels {}",
+            self.threads, self.level
         )?;
         writeln!(
             out,
-            "read bandwidth   {bandwidth_gbps:.2} GB/s (median of {} before and after, {} MiB buffer)",
-            bandwidth_samples.len(),
+            "read bandwidth   {:.2} GB/s (median of {} before and after, {} MiB buffer)",
+            self.bandwidth_gbps,
+            self.bandwidth_samples.len(),
             args.probe_mib
         )?;
         writeln!(
             out,
-            "prefill          {prefill_tps:.2} tok/s ({} tokens, median of {})",
+            "prefill          {:.2} tok/s ({} tokens, median of {})",
+            self.prefill_tps(),
             args.prompt,
-            prefill.len()
+            runs.prefill.len()
         )?;
         writeln!(
             out,
-            "decode           {decode_tps:.2} tok/s ({} tokens, median of {})",
+            "decode           {:.2} tok/s ({} tokens, median of {})",
+            self.decode_tps(),
             args.generate,
-            decode.len()
+            runs.decode.len()
         )?;
         writeln!(
             out,
             "weights/token    {:.3} GB -> {:.2} GB/s = {:.0}% of measured bandwidth",
             footprint.weight_bytes_per_token as f64 / 1e9,
-            decode_tps * footprint.weight_bytes_per_token as f64 / 1e9,
-            roofline * 100.0
+            self.decode_bandwidth_gbps(),
+            self.roofline() * 100.0
         )?;
         writeln!(
             out,
             "peak memory      {} (model file {:.0} MiB)",
-            mib(peak),
+            mib(runs.peak_memory),
             footprint.file_bytes as f64 / 1048576.0
         )?;
         writeln!(
             out,
-            "load {load_secs:.2} s, first token {first_token_secs:.2} s after start of load \
-             (file read into the page cache first, in {page_cache_secs:.2} s)"
-        )?;
+            "load {:.2} s, first token {:.2} s after start of load \
+             (file read into the page cache first, in {:.2} s)",
+            runs.load_secs, runs.first_token_secs, self.page_cache_secs
+        )
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `len` token ids, deterministic per `seed`, avoiding 0 (bos) and the last id (eos).
@@ -340,6 +423,9 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The seed of every random model the bench writes (the same shape gives the same model).
+const RANDOM_MODEL_SEED: u64 = 0x2545_F491_4F6C_DD1D;
+
 /// The folder of the cached random model of `shape`, generating it first if needed.
 fn cached_random_model(shape: &str) -> anyhow::Result<PathBuf> {
     let config_json = shape_config(shape)?;
@@ -359,94 +445,10 @@ fn cached_random_model(shape: &str) -> anyhow::Result<PathBuf> {
             "generating a random {shape} model in {} (once)",
             dir.display()
         );
-        let partial = dir.join("model.q4nx.partial");
-        write_random_q4nx(&partial, &config)
-            .with_context(|| format!("cannot write {}", partial.display()))?;
-        fs::rename(&partial, dir.join("model.q4nx"))?;
+        q4nx::synthetic::write_random_model(&dir, &config, RANDOM_MODEL_SEED)?;
         fs::write(dir.join("config.json"), &config_text)?;
     }
     Ok(dir)
-}
-
-/// Writes a Q4NX file with every tensor `config` implies: random Q4_1 tiles whose weights
-/// `q * d + m` are centred with a spread of about `1 / sqrt(K)` (so activations stay finite
-/// through all layers), a random BF16 embedding and all-ones norms.
-fn write_random_q4nx(path: &Path, config: &ModelConfig) -> anyhow::Result<()> {
-    let tensors = expected_tensors(config);
-    let entries: Vec<EntryToWrite> = tensors
-        .iter()
-        .map(|t| match t.role {
-            Role::Linear => {
-                let (n, k) = (t.shape[0], q4nx::layout::padded_cols(t.shape[1]));
-                EntryToWrite {
-                    name: t.name.clone(),
-                    dtype: Dtype::I8,
-                    shape: vec![n / 32 * (k / 256), 5120],
-                }
-            }
-            Role::Embedding | Role::Norm => EntryToWrite {
-                name: t.name.clone(),
-                dtype: Dtype::Bf16,
-                shape: t.shape.clone(),
-            },
-        })
-        .collect();
-    let mut file = BufWriter::with_capacity(1 << 22, fs::File::create(path)?);
-    file.write_all(&encode_header(&entries, &Default::default()))?;
-    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
-    let bf16 = |v: f32| ((v.to_bits() + 0x8000) >> 16) as u16;
-    for t in &tensors {
-        match t.role {
-            Role::Norm => {
-                for _ in 0..t.shape[0] {
-                    file.write_all(&bf16(1.0).to_le_bytes())?;
-                }
-            }
-            Role::Embedding => {
-                let mut row = vec![0u8; t.shape[1] * 2];
-                for _ in 0..t.shape[0] {
-                    for pair in row.chunks_exact_mut(2) {
-                        let v = (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-                        pair.copy_from_slice(&bf16(v * 0.1).to_le_bytes());
-                    }
-                    file.write_all(&row)?;
-                }
-            }
-            Role::Linear => {
-                let (n, k) = (t.shape[0], q4nx::layout::padded_cols(t.shape[1]));
-                // Uniform codes 0..15 have a standard deviation of 4.6.
-                let step = 1.0 / (4.6 * (t.shape[1] as f32).sqrt());
-                let mut tile = vec![0u8; 5120];
-                for _ in 0..n / 32 * (k / 256) {
-                    for j in 0..256 {
-                        let d =
-                            step * (0.75 + 0.5 * (rng.next() >> 40) as f32 / (1u64 << 24) as f32);
-                        let d = f32::from_bits(u32::from(bf16(d)) << 16);
-                        tile[2 * j..2 * j + 2].copy_from_slice(&bf16(d).to_le_bytes());
-                        tile[512 + 2 * j..514 + 2 * j]
-                            .copy_from_slice(&bf16(-7.5 * d).to_le_bytes());
-                    }
-                    for chunk in tile[1024..].chunks_exact_mut(8) {
-                        chunk.copy_from_slice(&rng.next().to_le_bytes());
-                    }
-                    file.write_all(&tile)?;
-                }
-            }
-        }
-    }
-    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    Ok(())
-}
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 #[cfg(test)]
@@ -465,7 +467,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-bench-test-{}", std::process::id()));
         let config = ModelConfig::from_json(&shape_config("tiny").unwrap().to_string()).unwrap();
         fs::create_dir_all(&dir).unwrap();
-        write_random_q4nx(&dir.join("model.q4nx"), &config).unwrap();
+        q4nx::synthetic::write_random_model(&dir, &config, RANDOM_MODEL_SEED).unwrap();
         fs::write(
             dir.join("config.json"),
             shape_config("tiny").unwrap().to_string(),

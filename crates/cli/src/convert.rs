@@ -1,11 +1,12 @@
 //! `hearth convert SRC_DIR OUT_DIR`: a Hugging Face model folder to a Q4NX model folder.
 
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
+
+use crate::progress::StatusLine;
 
 /// Arguments of `hearth convert`.
 #[derive(clap::Args)]
@@ -76,17 +77,15 @@ fn variant_dir(out: &Path) -> anyhow::Result<PathBuf> {
 
 /// Progress on stderr: a live line on a terminal, a line every 10% otherwise.
 struct Progress {
-    live: bool,
+    status: StatusLine,
     last_tenth: u64,
-    shown: bool,
 }
 
 impl Progress {
     fn new() -> Self {
         Progress {
-            live: std::io::stderr().is_terminal(),
+            status: StatusLine::new(),
             last_tenth: 0,
-            shown: false,
         }
     }
 
@@ -97,31 +96,25 @@ impl Progress {
         if total < 100_000_000 {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        if self.live {
-            let _ = write!(
-                err,
-                "\r\x1b[2Kconverting: {percent:3}%  tensor {}/{}  {}",
+        if self.status.is_live() {
+            self.status.redraw(&format!(
+                "converting: {percent:3}%  tensor {}/{}  {}",
                 p.tensors_done + 1,
                 p.tensors_total,
                 p.tensor
-            );
-            self.shown = true;
+            ));
         } else if percent / 10 > self.last_tenth {
             self.last_tenth = percent / 10;
-            let _ = writeln!(
-                err,
+            self.status.line(&format!(
                 "converting: {percent}% (tensor {}/{})",
                 p.tensors_done + 1,
                 p.tensors_total
-            );
+            ));
         }
     }
 
     fn finish(&mut self) {
-        if self.shown {
-            let _ = writeln!(std::io::stderr());
-        }
+        self.status.finish();
     }
 }
 

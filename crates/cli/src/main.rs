@@ -12,6 +12,7 @@ mod import;
 mod list;
 mod logits;
 mod model_args;
+mod progress;
 mod pull;
 mod rm;
 mod run;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use hearth_chat::{Backend, BackendKind, CpuBackend};
+use hearth_engine::cpu::KernelLevel;
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
 
 /// Which model to load and how.
@@ -20,8 +21,12 @@ pub struct ModelArgs {
     #[arg(long, value_name = "TOKENS")]
     pub context: Option<usize>,
     /// CPU threads for the matrix kernels [default: one per core].
-    #[arg(long)]
+    #[arg(long, env = "HEARTH_THREADS")]
     pub threads: Option<usize>,
+    /// SIMD level of the CPU kernels (avx512vnni, avx512bw, avx2, scalar) [default: the best this
+    /// CPU has].
+    #[arg(long, env = "HEARTH_KERNEL", value_name = "LEVEL")]
+    pub kernel: Option<KernelLevel>,
 }
 
 /// A local model found from `--model`.
@@ -73,6 +78,7 @@ impl ModelArgs {
         LoadOptions {
             context_length: self.context,
             threads: self.threads,
+            kernel: self.kernel,
         }
     }
 

@@ -1,13 +1,14 @@
 //! `hearth pull MODEL`: download a catalog model or any Hugging Face `owner/name` holding a
 //! Q4NX or safetensors model, verify it, and register it.
 
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use hearth_hub::{
     human_bytes, DownloadControl, DownloadOptions, HubClient, Phase, Progress, PullOutcome,
     PullRequest,
 };
+
+use crate::progress::{duration, StatusLine};
 
 /// Arguments of `hearth pull`.
 #[derive(clap::Args)]
@@ -83,66 +84,52 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One redrawn status line on a terminal; plain lines on phase changes otherwise.
+/// Pull progress: a redrawn byte count on a terminal; lines on phase changes and messages.
 struct ProgressLine {
-    terminal: bool,
+    status: StatusLine,
     last_phase: Option<Phase>,
-    drawn: bool,
     hinted: bool,
 }
 
 impl ProgressLine {
     fn new() -> ProgressLine {
         ProgressLine {
-            terminal: std::io::stderr().is_terminal(),
+            status: StatusLine::new(),
             last_phase: None,
-            drawn: false,
             hinted: false,
         }
     }
 
     fn show(&mut self, p: &Progress) {
-        let mut err = std::io::stderr().lock();
         let changed = self.last_phase != Some(p.phase);
         self.last_phase = Some(p.phase);
         if let Some(message) = &p.message {
-            if self.drawn {
-                let _ = writeln!(err);
-                self.drawn = false;
-            }
-            let _ = writeln!(err, "{}: {message}", p.name);
+            self.status.line(&format!("{}: {message}", p.name));
         }
-        if p.phase == Phase::Downloading && self.terminal {
+        if p.phase == Phase::Downloading && self.status.is_live() {
             if !self.hinted {
                 self.hinted = true;
-                let _ = writeln!(
-                    err,
+                self.status.line(&format!(
                     "{}: downloading {} (Ctrl-C stops; the same command resumes)",
                     p.name,
                     human_bytes(p.total_bytes)
-                );
+                ));
             }
             let percent = (p.done_bytes * 100).checked_div(p.total_bytes).unwrap_or(0);
             let eta = p
                 .eta_secs
                 .map(|s| format!(", {} left", duration(s)))
                 .unwrap_or_default();
-            let _ = write!(
-                err,
-                "\r\x1b[2K{} {}/{}  {} of {} ({percent}%)  {}/s{eta}",
+            self.status.redraw(&format!(
+                "{} {}/{}  {} of {} ({percent}%)  {}/s{eta}",
                 p.file.as_deref().unwrap_or(""),
                 p.files_done + 1,
                 p.file_count,
                 human_bytes(p.done_bytes),
                 human_bytes(p.total_bytes),
                 human_bytes(p.bytes_per_sec as u64),
-            );
-            self.drawn = true;
+            ));
         } else if changed {
-            if self.drawn {
-                let _ = writeln!(err);
-                self.drawn = false;
-            }
             let what = match p.phase {
                 Phase::Resolving => "asking the Hub for the files".to_string(),
                 Phase::Downloading => format!(
@@ -156,22 +143,11 @@ impl ProgressLine {
                 Phase::Paused => "paused".to_string(),
                 Phase::Cancelled => "cancelled".to_string(),
             };
-            let _ = writeln!(err, "{}: {what}", p.name);
+            self.status.line(&format!("{}: {what}", p.name));
         }
     }
 
     fn finish(&mut self) {
-        if self.drawn {
-            eprintln!();
-        }
-    }
-}
-
-fn duration(secs: f64) -> String {
-    let secs = secs.round() as u64;
-    match secs {
-        0..=59 => format!("{secs}s"),
-        60..=3599 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+        self.status.finish();
     }
 }

@@ -18,6 +18,7 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 
 use crate::cpu::f16::widen;
+use crate::cpu::KernelLevel;
 
 /// How keys and values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,7 @@ impl KvCache {
     }
 
     /// How keys and values are stored.
+    #[cfg(test)]
     pub fn precision(&self) -> KvPrecision {
         match self.keys {
             Store::F32(_) => KvPrecision::F32,
@@ -115,23 +117,38 @@ impl KvCache {
     /// Reads the key blocks covering `positions` (which must start on a block) in `layer` for
     /// KV head `head` into `out` as f32: `positions.len().div_ceil(KEY_BLOCK)` blocks of
     /// `[head_dim][KEY_BLOCK]`. Lanes past the last stored position hold zeros or keys of an
-    /// earlier conversation; callers ignore them.
-    pub fn read_keys(&self, layer: usize, head: usize, positions: Range<usize>, out: &mut [f32]) {
+    /// earlier conversation; callers ignore them. An f16 cache is widened with the `level`
+    /// kernels.
+    pub fn read_keys(
+        &self,
+        level: KernelLevel,
+        layer: usize,
+        head: usize,
+        positions: Range<usize>,
+        out: &mut [f32],
+    ) {
         assert!(
             positions.start.is_multiple_of(KEY_BLOCK),
             "key reads start on a block"
         );
         let at = self.offset(layer, head, positions.start);
         let len = positions.len().div_ceil(KEY_BLOCK) * KEY_BLOCK * self.head_dim;
-        self.keys.read(at, &mut out[..len]);
+        self.keys.read(level, at, &mut out[..len]);
     }
 
     /// Reads the values of `positions` in `layer` for KV head `head` into `out`, as
     /// [`read_keys`](Self::read_keys) does.
-    pub fn read_values(&self, layer: usize, head: usize, positions: Range<usize>, out: &mut [f32]) {
+    pub fn read_values(
+        &self,
+        level: KernelLevel,
+        layer: usize,
+        head: usize,
+        positions: Range<usize>,
+        out: &mut [f32],
+    ) {
         let at = self.offset(layer, head, positions.start);
         self.values
-            .read(at, &mut out[..positions.len() * self.head_dim]);
+            .read(level, at, &mut out[..positions.len() * self.head_dim]);
     }
 }
 
@@ -171,10 +188,10 @@ impl Store {
         }
     }
 
-    fn read(&self, at: usize, out: &mut [f32]) {
+    fn read(&self, level: KernelLevel, at: usize, out: &mut [f32]) {
         match self {
             Store::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
-            Store::F16(v) => widen(&v[at..at + out.len()], out),
+            Store::F16(v) => widen(level, &v[at..at + out.len()], out),
         }
     }
 }
@@ -189,11 +206,11 @@ mod tests {
         cache.store(1, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
         cache.store(1, 1, &[-1.0, -2.0, -3.0, -4.0], &[0.5; 4]);
         let mut out = [0.0; 4];
-        cache.read_values(1, 1, 1..3, &mut out);
+        cache.read_values(KernelLevel::Scalar, 1, 1, 1..3, &mut out);
         assert_eq!(out, [0.5, 0.5, 7.0, 8.0], "head 1, positions 1 and 2");
-        cache.read_values(1, 0, 2..3, &mut out[..2]);
+        cache.read_values(KernelLevel::Scalar, 1, 0, 2..3, &mut out[..2]);
         assert_eq!(out[..2], [5.0, 6.0]);
-        cache.read_values(0, 0, 0..2, &mut out);
+        cache.read_values(KernelLevel::Scalar, 0, 0, 0..2, &mut out);
         assert_eq!(out, [0.0; 4], "other layers untouched");
         // Three positions take one block of 16 per (layer, head), keys and values alike.
         assert_eq!(cache.size_bytes(), 2 * (2 * 2 * 16 * 2) * 4);
@@ -209,7 +226,7 @@ mod tests {
             cache.store(0, p, &k, &[0.0; 6]);
         }
         let mut out = vec![f32::NAN; 2 * KEY_BLOCK * head_dim];
-        cache.read_keys(0, 1, 0..positions, &mut out);
+        cache.read_keys(KernelLevel::Scalar, 0, 1, 0..positions, &mut out);
         for p in 0..positions {
             for d in 0..head_dim {
                 let (block, lane) = (p / KEY_BLOCK, p % KEY_BLOCK);
@@ -225,7 +242,7 @@ mod tests {
     #[should_panic(expected = "start on a block")]
     fn key_reads_must_start_on_a_block() {
         let cache = KvCache::new(1, 40, 1, 2, KvPrecision::F32);
-        cache.read_keys(0, 0, 3..20, &mut [0.0; 64]);
+        cache.read_keys(KernelLevel::Scalar, 0, 0, 3..20, &mut [0.0; 64]);
     }
 
     #[test]
@@ -234,13 +251,13 @@ mod tests {
         let key = [1.0, 1.0 / 3.0, -65504.0, 1e-3];
         cache.store(0, 3, &key, &key);
         let mut out = [0.0; 4];
-        cache.read_values(0, 0, 3..4, &mut out);
+        cache.read_values(KernelLevel::Scalar, 0, 0, 3..4, &mut out);
         for (got, want) in out.iter().zip(key) {
             assert_eq!(*got, f16::from_f32(want).to_f32());
             assert!((got - want).abs() <= want.abs() * 1e-3);
         }
         let mut keys = [0.0; 4 * KEY_BLOCK];
-        cache.read_keys(0, 0, 0..4, &mut keys);
+        cache.read_keys(KernelLevel::Scalar, 0, 0, 0..4, &mut keys);
         for (d, want) in key.iter().enumerate() {
             assert_eq!(keys[d * KEY_BLOCK + 3], f16::from_f32(*want).to_f32());
         }

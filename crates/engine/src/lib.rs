@@ -16,19 +16,20 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: [`model`] reads the folder; `transformer` holds the weights, the run state and the
-//! forward pass; [`linear`] is the one type every matrix product goes through; [`kv_cache`];
-//! [`sampler`]; [`tokenizer`] and [`chat_template`]; `runner` drives prefill and decode.
+//! Layout: `model` reads the folder; `transformer` holds the weights, the run state and the
+//! forward pass; `linear` is the one type every matrix product goes through; `kv_cache`;
+//! `sampler`; `tokenizer` and `chat_template`; `runner` drives prefill and decode; [`cpu`] has
+//! the kernels and the [`cpu::CpuContext`] (threads and kernel level) each model owns.
 
-pub mod chat_template;
+mod chat_template;
 pub mod cpu;
 mod error;
-pub mod kv_cache;
-pub mod linear;
-pub mod model;
+mod kv_cache;
+mod linear;
+mod model;
 mod runner;
-pub mod sampler;
-pub mod tokenizer;
+mod sampler;
+mod tokenizer;
 mod transformer;
 
 pub use chat_template::{ChatMessage, ChatTemplate, Role};

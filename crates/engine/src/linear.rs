@@ -9,46 +9,28 @@
 
 use std::cell::RefCell;
 
+use q4nx::dtype::decode_f32;
+use q4nx::layout::padded_cols;
+use q4nx::tile::{Q4_1_TILE_BYTES as TILE_BYTES, TILE_COLS, TILE_ROWS};
 use q4nx::{DenseTensor, Dtype, Tensor, TileMatrix};
 
-use crate::cpu::pool::{self, SharedMut, ThreadPool};
-use crate::cpu::q4_1::{self, MAX_TOKENS, TILE_BYTES, TILE_ROWS};
+use crate::cpu::pool::{SharedMut, ThreadPool};
+use crate::cpu::q4_1::{self, MAX_TOKENS};
 use crate::cpu::quant::{quantize_row, QuantizedActivations, BLOCK};
-use crate::cpu::KernelLevel;
+use crate::cpu::CpuContext;
 
 /// A dense weight matrix `W[rows, cols]` borrowed from the weight file, row-major, in its stored
-/// dtype (bf16, f16 or f32, little-endian).
+/// dtype (BF16, F16 or F32, little-endian; [`Dtype::is_float`]).
 #[derive(Debug, Clone, Copy)]
 pub struct DenseMatrix<'w> {
     /// Output features (N).
     pub rows: usize,
     /// Input features (K).
     pub cols: usize,
-    /// Element type of `bytes`.
-    pub dtype: DenseDtype,
+    /// Element type of `bytes`: a float type.
+    pub dtype: Dtype,
     /// `rows * cols` elements.
     pub bytes: &'w [u8],
-}
-
-/// The dense element types the engine computes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DenseDtype {
-    /// bfloat16.
-    Bf16,
-    /// IEEE half.
-    F16,
-    /// IEEE single.
-    F32,
-}
-
-impl DenseDtype {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            DenseDtype::Bf16 | DenseDtype::F16 => 2,
-            DenseDtype::F32 => 4,
-        }
-    }
 }
 
 /// A weight matrix `W[rows, cols]` in HF orientation (rows = output features).
@@ -115,7 +97,7 @@ impl<'w> Linear<'w> {
             Linear::Dense(d) => {
                 let size = d.dtype.size();
                 let start = row * d.cols * size;
-                convert(
+                decode_f32(
                     d.dtype,
                     &d.bytes[start..start + d.cols * size],
                     &mut out[..d.cols],
@@ -130,8 +112,8 @@ impl<'w> Linear<'w> {
     }
 
     /// `out[t, n] = sum_k x[t, k] * W[n, k]` for `t` in `0..tokens`; `x` is `[tokens, cols]`
-    /// row-major and `out` is `[tokens, rows]` row-major.
-    pub fn matmul(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
+    /// row-major and `out` is `[tokens, rows]` row-major. Runs on `cpu`'s pool at its level.
+    pub fn matmul(&self, cpu: &CpuContext, x: &[f32], tokens: usize, out: &mut [f32]) {
         let (rows, cols) = (self.rows(), self.cols());
         assert_eq!(
             x.len(),
@@ -143,16 +125,15 @@ impl<'w> Linear<'w> {
             tokens * rows,
             "linear: output is not [tokens, rows]"
         );
-        let pool = pool::global();
         match self {
             Linear::Q4_1 { matrix, .. } => matmul_q4_1(
+                cpu,
                 &[(*matrix, SharedMut(out.as_mut_ptr()))],
                 x,
                 tokens,
                 cols,
-                &pool,
             ),
-            _ => self.matmul_rows(x, tokens, out, &pool),
+            _ => self.matmul_rows(x, tokens, out, cpu.pool()),
         }
     }
 
@@ -160,7 +141,12 @@ impl<'w> Linear<'w> {
     /// up), each as [`Linear::matmul`] computes it. When all are Q4_1, `x` is quantized once
     /// and their row blocks share one run of the thread pool: a decode step then waits for the
     /// pool half as often.
-    pub fn matmul_shared_input(pairs: &mut [(&Linear<'_>, &mut [f32])], x: &[f32], tokens: usize) {
+    pub fn matmul_shared_input(
+        cpu: &CpuContext,
+        pairs: &mut [(&Linear<'_>, &mut [f32])],
+        x: &[f32],
+        tokens: usize,
+    ) {
         let cols = pairs.first().map_or(0, |(linear, _)| linear.cols());
         let mut jobs = [const { (EMPTY_TILES, SharedMut(std::ptr::null_mut())) }; MAX_SHARED];
         let mut all_q4_1 = pairs.len() <= MAX_SHARED && x.len() == tokens * cols;
@@ -175,11 +161,11 @@ impl<'w> Linear<'w> {
             }
         }
         if all_q4_1 {
-            matmul_q4_1(&jobs[..pairs.len()], x, tokens, cols, &pool::global());
+            matmul_q4_1(cpu, &jobs[..pairs.len()], x, tokens, cols);
         } else {
             // Other kinds (reference models), or sizes matmul's checks will report: one by one.
             for (linear, out) in pairs.iter_mut() {
-                linear.matmul(x, tokens, out);
+                linear.matmul(cpu, x, tokens, out);
             }
         }
     }
@@ -238,16 +224,17 @@ const EMPTY_TILES: TileMatrix<'static> = TileMatrix {
 };
 
 /// Q4_1 with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
-/// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one pool run.
+/// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one run of
+/// `cpu`'s pool, at its level.
 fn matmul_q4_1(
+    cpu: &CpuContext,
     jobs: &[(TileMatrix<'_>, SharedMut<f32>)],
     x: &[f32],
     tokens: usize,
     cols: usize,
-    pool: &ThreadPool,
 ) {
     assert!(jobs.len() <= MAX_SHARED);
-    let level = KernelLevel::selected();
+    let (pool, level) = (cpu.pool(), cpu.level());
     let row_blocks: usize = jobs.iter().map(|(m, _)| m.rows / TILE_ROWS).sum();
     // About 8 chunks per thread, so early finishers take over the rest.
     let per_chunk = (row_blocks / (8 * pool.threads())).clamp(1, 16);
@@ -264,7 +251,7 @@ fn matmul_q4_1(
         pool.run(first_chunk[jobs.len()], &|chunk| {
             let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
             let (matrix, out) = &jobs[i];
-            let (rows, block_bytes) = (matrix.rows, matrix.cols / 256 * TILE_BYTES);
+            let (rows, block_bytes) = (matrix.rows, matrix.cols / TILE_COLS * TILE_BYTES);
             let first = (chunk - first_chunk[i]) * per_chunk;
             let end = (rows / TILE_ROWS).min(first + per_chunk);
             q4_1::prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
@@ -329,8 +316,10 @@ fn dense_matrix<'w>(
     rows: usize,
     cols: usize,
 ) -> Result<DenseMatrix<'w>, ShapeError> {
-    let dtype = dense_dtype(dense.dtype)
-        .ok_or_else(|| ShapeError(format!("dtype {:?} is not bf16, f16 or f32", dense.dtype)))?;
+    let dtype = dense.dtype;
+    if !dtype.is_float() {
+        return Err(ShapeError(format!("dtype {dtype} is not BF16, F16 or F32")));
+    }
     if dense.shape != [rows, cols] {
         return Err(ShapeError(format!(
             "shape is {:?}, expected [{rows}, {cols}]",
@@ -353,7 +342,7 @@ fn dense_matrix<'w>(
 }
 
 fn check_tiles(matrix: &TileMatrix<'_>, rows: usize, cols: usize) -> Result<(), ShapeError> {
-    let padded = cols.div_ceil(256) * 256;
+    let padded = padded_cols(cols);
     if matrix.rows != rows || matrix.cols != padded {
         return Err(ShapeError(format!(
             "quantized shape is [{}, {}], expected [{rows}, {padded}] (K={cols} padded to 256)",
@@ -363,40 +352,13 @@ fn check_tiles(matrix: &TileMatrix<'_>, rows: usize, cols: usize) -> Result<(), 
     Ok(())
 }
 
-/// The engine's dense dtype for a stored dtype, if it computes with it.
-pub(crate) fn dense_dtype(dtype: Dtype) -> Option<DenseDtype> {
-    match dtype {
-        Dtype::Bf16 => Some(DenseDtype::Bf16),
-        Dtype::F16 => Some(DenseDtype::F16),
-        Dtype::F32 => Some(DenseDtype::F32),
-        _ => None,
-    }
-}
-
-/// Converts little-endian `bytes` of `dtype` into `out` (`out.len()` elements).
-pub(crate) fn convert(dtype: DenseDtype, bytes: &[u8], out: &mut [f32]) {
-    match dtype {
-        DenseDtype::Bf16 => {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-                *o = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
-            }
-        }
-        DenseDtype::F16 => {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-                *o = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
-            }
-        }
-        DenseDtype::F32 => {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cpu() -> CpuContext {
+        CpuContext::best(3)
+    }
 
     fn f32_bytes(values: &[f32]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -404,16 +366,17 @@ mod tests {
 
     #[test]
     fn dense_matmul_matches_hand_computation() {
+        let cpu = cpu();
         // W = [[1, 2, 3], [4, 5, 6]], x = [[1, 0, -1], [2, 1, 0]]
         let bytes = f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let linear = Linear::Dense(DenseMatrix {
             rows: 2,
             cols: 3,
-            dtype: DenseDtype::F32,
+            dtype: Dtype::F32,
             bytes: &bytes,
         });
         let mut out = [0.0; 4];
-        linear.matmul(&[1.0, 0.0, -1.0, 2.0, 1.0, 0.0], 2, &mut out);
+        linear.matmul(&cpu, &[1.0, 0.0, -1.0, 2.0, 1.0, 0.0], 2, &mut out);
         assert_eq!(out, [-2.0, -2.0, 4.0, 13.0]);
     }
 
@@ -428,15 +391,24 @@ mod tests {
             .iter()
             .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
             .collect();
-        let mut out = [0.0; 4];
-        convert(DenseDtype::F16, &f16, &mut out);
-        assert_eq!(out, values);
-        convert(DenseDtype::Bf16, &bf16, &mut out[..3]);
-        assert_eq!(out[..3], values[..3]);
+        let rows = |dtype, bytes: &[u8]| {
+            let linear = Linear::Dense(DenseMatrix {
+                rows: 1,
+                cols: 4,
+                dtype,
+                bytes,
+            });
+            let mut out = [0.0; 4];
+            linear.row_f32(0, &mut out);
+            out
+        };
+        assert_eq!(rows(Dtype::F16, &f16), values);
+        assert_eq!(rows(Dtype::Bf16, &bf16)[..3], values[..3]);
     }
 
     #[test]
     fn q4_1_matmul_equals_dense_matmul_on_dequantized_weights() {
+        let cpu = cpu();
         let (rows, cols) = (32, 40);
         let w: Vec<f32> = (0..rows * cols)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
@@ -457,14 +429,14 @@ mod tests {
         let dense = Linear::Dense(DenseMatrix {
             rows,
             cols,
-            dtype: DenseDtype::F32,
+            dtype: Dtype::F32,
             bytes: &dense_bytes,
         });
         let quantized = Linear::Q4_1 { matrix, cols };
         let x: Vec<f32> = (0..2 * cols).map(|i| (i as f32 * 0.37).sin()).collect();
         let (mut a, mut b) = (vec![0.0; 2 * rows], vec![0.0; 2 * rows]);
-        dense.matmul(&x, 2, &mut a);
-        quantized.matmul(&x, 2, &mut b);
+        dense.matmul(&cpu, &x, 2, &mut a);
+        quantized.matmul(&cpu, &x, 2, &mut b);
         for t in 0..2 {
             for n in 0..rows {
                 let bound = quantization_bound(
@@ -493,6 +465,7 @@ mod tests {
 
     #[test]
     fn q4_1_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
+        let cpu = cpu();
         let (rows, cols, tokens) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
         let w: Vec<f32> = (0..rows * cols)
             .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 70.0)
@@ -514,7 +487,7 @@ mod tests {
             .collect();
         let linear = Linear::Q4_1 { matrix, cols };
         let mut out = vec![f32::NAN; tokens * rows];
-        linear.matmul(&x, tokens, &mut out);
+        linear.matmul(&cpu, &x, tokens, &mut out);
         for t in 0..tokens {
             for n in 0..rows {
                 let (wr, xr) = (
@@ -534,6 +507,7 @@ mod tests {
 
     #[test]
     fn shared_input_matmuls_equal_separate_ones() {
+        let cpu = cpu();
         // q, k and v of different heights; 3 tokens; then a dense matrix among them.
         let cols = 300;
         let w = |rows: usize, seed: usize| -> Vec<u8> {
@@ -564,7 +538,7 @@ mod tests {
             .iter()
             .map(|l| {
                 let mut out = vec![0.0; tokens * l.rows()];
-                l.matmul(&x, tokens, &mut out);
+                l.matmul(&cpu, &x, tokens, &mut out);
                 out
             })
             .collect();
@@ -573,6 +547,7 @@ mod tests {
             unreachable!()
         };
         Linear::matmul_shared_input(
+            &cpu,
             &mut [
                 (&linears[0], &mut a[..]),
                 (&linears[1], &mut b[..]),
@@ -588,18 +563,19 @@ mod tests {
         let dense = Linear::Dense(DenseMatrix {
             rows: 32,
             cols,
-            dtype: DenseDtype::F32,
+            dtype: Dtype::F32,
             bytes: &dense_bytes,
         });
         let (mut d, mut q) = (vec![f32::NAN; tokens * 32], vec![f32::NAN; tokens * 96]);
         Linear::matmul_shared_input(
+            &cpu,
             &mut [(&dense, &mut d[..]), (&linears[0], &mut q[..])],
             &x,
             tokens,
         );
         assert_eq!(q, separate[0]);
         let mut expected = vec![0.0; tokens * 32];
-        dense.matmul(&x, tokens, &mut expected);
+        dense.matmul(&cpu, &x, tokens, &mut expected);
         assert_eq!(d, expected);
     }
 }

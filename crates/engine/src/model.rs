@@ -9,6 +9,7 @@ use q4nx::{Family, ModelConfig, WeightFormat, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::chat_template::{ChatMessage, ChatTemplate};
+use crate::cpu::{pool, CpuContext, KernelLevel};
 use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
 use crate::tokenizer::TextTokenizer;
@@ -30,9 +31,13 @@ pub struct LoadOptions {
     /// Positions the KV cache holds (prompt plus answer). By default,
     /// min(4096, the model's `max_position_embeddings`).
     pub context_length: Option<usize>,
-    /// Threads for the CPU kernels (the process-wide pool is resized to this). By default, one
-    /// per physical core.
+    /// Threads for the CPU kernels, in a pool this model owns. By default, one per physical
+    /// core.
     pub threads: Option<usize>,
+    /// SIMD level of every CPU kernel of this model (matmuls, attention, f16 widening); the
+    /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
+    /// the best level this CPU supports.
+    pub kernel: Option<KernelLevel>,
 }
 
 /// What a loaded model is, for display.
@@ -54,7 +59,7 @@ pub struct ModelInfo {
     pub has_chat_template: bool,
     /// Where it runs: `"cpu"`.
     pub backend: String,
-    /// Which SIMD level the Q4_1 matrix kernels run at (e.g. `"avx2"`, `"scalar"`).
+    /// Which SIMD level the model's kernels run at (e.g. `"avx2"`, `"scalar"`).
     pub kernel: String,
 }
 
@@ -94,8 +99,8 @@ impl Model {
             dir: dir.to_path_buf(),
             source,
         };
+        // q4nx checks the shape facts the forward pass relies on (sizes, head groups, RoPE).
         let config = ModelConfig::from_path(&dir.join("config.json")).map_err(load_error)?;
-        check_config(dir, &config)?;
         let weights = Weights::open(dir).map_err(load_error)?;
         q4nx::validate(&weights, &config).map_err(load_error)?;
         weights.advise_streaming();
@@ -112,9 +117,7 @@ impl Model {
             .parameter_count(config.tie_word_embeddings);
 
         let context_length = context_length(dir, &config, options)?;
-        if let Some(threads) = options.threads {
-            crate::cpu::pool::set_global_threads(threads);
-        }
+        let cpu = cpu_context(dir, options)?;
         let tokenizer = read_tokenizer(dir, &config)?;
         let tokenizer_config = read_json(&dir.join("tokenizer_config.json"))?;
         let template = ChatTemplate::from_dir(dir, tokenizer_config.as_ref())?;
@@ -143,16 +146,16 @@ impl Model {
             has_tokenizer: tokenizer.is_some(),
             has_chat_template: template.is_some(),
             backend: "cpu".to_owned(),
-            kernel: crate::cpu::KernelLevel::selected().name().to_owned(),
+            kernel: cpu.level().name().to_owned(),
         };
         tracing::info!(
             model = %info.name, format = weight_format, context_length, ?stop_ids,
-            secs = started.elapsed().as_secs_f64(), "model loaded"
+            threads = cpu.threads(), kernel = %cpu.level(), secs = started.elapsed().as_secs_f64(), "model loaded"
         );
         Ok(Model {
             dir: dir.to_path_buf(),
             info,
-            runner: Runner::new(config, weights, context_length, kv_precision),
+            runner: Runner::new(config, weights, cpu, context_length, kv_precision),
             tokenizer,
             template,
             stop_ids,
@@ -167,6 +170,11 @@ impl Model {
     /// The model's configuration (`config.json`).
     pub fn config(&self) -> &ModelConfig {
         &self.runner.config
+    }
+
+    /// Threads this model's kernels run on (its own pool).
+    pub fn threads(&self) -> usize {
+        self.runner.cpu.threads()
     }
 
     /// Bytes the KV cache occupies (allocated once, for the whole context).
@@ -316,38 +324,27 @@ impl Model {
     }
 }
 
-/// Shape facts the forward pass relies on, checked before any weight is touched.
-fn check_config(dir: &Path, c: &ModelConfig) -> Result<(), Error> {
-    let bad = |reason: String| Err(Error::invalid_model(dir, format!("config.json: {reason}")));
-    let sizes = [
-        ("hidden_size", c.hidden_size),
-        ("num_hidden_layers", c.num_hidden_layers),
-        ("num_attention_heads", c.num_attention_heads),
-        ("num_key_value_heads", c.num_key_value_heads),
-        ("head_dim", c.head_dim),
-        ("intermediate_size", c.intermediate_size),
-        ("vocab_size", c.vocab_size),
-    ];
-    if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
-        return bad(format!("{name} is 0"));
-    }
-    if !c.num_attention_heads.is_multiple_of(c.num_key_value_heads) {
-        return bad(format!(
-            "num_attention_heads {} is not a multiple of num_key_value_heads {}",
-            c.num_attention_heads, c.num_key_value_heads
-        ));
-    }
-    if !c.head_dim.is_multiple_of(2) {
-        return bad(format!("head_dim {} is odd; RoPE needs pairs", c.head_dim));
-    }
-    let theta_ok = c.rope_theta > 0.0 && c.rope_theta.is_finite();
-    if !theta_ok || c.rms_norm_eps.is_nan() || c.rms_norm_eps < 0.0 {
-        return bad(format!(
-            "rope_theta {} / rms_norm_eps {} out of range",
-            c.rope_theta, c.rms_norm_eps
-        ));
-    }
-    Ok(())
+/// The model's own pool and kernel level, as `options` ask (an unsupported level is an error).
+fn cpu_context(dir: &Path, options: &LoadOptions) -> Result<CpuContext, Error> {
+    let threads = options.threads.unwrap_or_else(pool::physical_cores).max(1);
+    let level = match options.kernel {
+        Some(level) if !level.is_supported() => {
+            let supported: Vec<&str> = KernelLevel::supported()
+                .into_iter()
+                .map(KernelLevel::name)
+                .collect();
+            return Err(Error::invalid_model(
+                dir,
+                format!(
+                    "this CPU cannot run the {level} kernels; choose one of: {}",
+                    supported.join(", ")
+                ),
+            ));
+        }
+        Some(level) => level,
+        None => KernelLevel::detect(),
+    };
+    Ok(CpuContext::new(threads, level))
 }
 
 fn context_length(dir: &Path, c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error> {
@@ -457,6 +454,66 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/engine")
             .join(name)
+    }
+
+    /// Each model owns its pool: loading a second one with other threads leaves the first as
+    /// it was, and both compute the same logits (a row block or a KV head is never split).
+    #[test]
+    fn two_models_keep_their_own_thread_counts() {
+        let load = |threads| {
+            let options = LoadOptions {
+                threads: Some(threads),
+                ..LoadOptions::default()
+            };
+            Model::load(&fixture("tiny-qwen3"), &options).unwrap()
+        };
+        let mut one = load(1);
+        let mut three = load(3);
+        assert_eq!((one.threads(), three.threads()), (1, 3));
+        let tokens = [1, 5, 9, 200, 7];
+        assert_eq!(one.logits(&tokens).unwrap(), three.logits(&tokens).unwrap());
+        drop(three);
+        assert_eq!(
+            one.threads(),
+            1,
+            "dropping the other model leaves this pool alone"
+        );
+    }
+
+    /// The level asked for is the level the model reports; on the dense fixtures (f32 cache,
+    /// plain-row matmuls) only attention depends on it, and every level gives the scalar
+    /// level's logits bit for bit.
+    #[test]
+    fn the_kernel_level_asked_for_reaches_the_model() {
+        let tokens = [3, 1, 4, 1, 5, 9, 2, 6];
+        let load = |level| {
+            let options = LoadOptions {
+                kernel: Some(level),
+                ..LoadOptions::default()
+            };
+            Model::load(&fixture("tiny-llama"), &options).unwrap()
+        };
+        let mut scalar = load(KernelLevel::Scalar);
+        assert_eq!(scalar.info().kernel, "scalar");
+        let expected = scalar.logits(&tokens).unwrap();
+        for level in KernelLevel::supported() {
+            let mut model = load(level);
+            assert_eq!(model.info().kernel, level.name());
+            assert_eq!(model.logits(&tokens).unwrap(), expected, "{level}");
+        }
+    }
+
+    #[test]
+    fn an_unsupported_kernel_level_is_refused_by_name() {
+        let Some(level) = KernelLevel::ALL.into_iter().find(|l| !l.is_supported()) else {
+            return; // this CPU runs every level
+        };
+        let options = LoadOptions {
+            kernel: Some(level),
+            ..LoadOptions::default()
+        };
+        let err = Model::load(&fixture("tiny-llama"), &options).unwrap_err();
+        assert!(err.to_string().contains(level.name()), "{err}");
     }
 
     #[test]

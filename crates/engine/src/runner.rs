@@ -7,6 +7,7 @@ use std::time::Instant;
 use q4nx::ModelConfig;
 use serde::{Deserialize, Serialize};
 
+use crate::cpu::CpuContext;
 use crate::kv_cache::{KvCache, KvPrecision};
 use crate::sampler::{sample, Rng, SamplingParams};
 use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
@@ -85,10 +86,12 @@ impl GenerationStats {
     }
 }
 
-/// The computing half of a model: weights, buffers, KV cache and what the cache holds.
+/// The computing half of a model: weights, buffers, KV cache and what the cache holds, and the
+/// threads and kernel level it computes with.
 pub(crate) struct Runner {
     pub(crate) config: ModelConfig,
     pub(crate) weights: LoadedWeights,
+    pub(crate) cpu: CpuContext,
     state: RunState,
     cache: KvCache,
     /// The tokens whose keys and values are in the cache, position by position.
@@ -99,6 +102,7 @@ impl Runner {
     pub(crate) fn new(
         config: ModelConfig,
         weights: LoadedWeights,
+        cpu: CpuContext,
         context: usize,
         precision: KvPrecision,
     ) -> Self {
@@ -119,6 +123,7 @@ impl Runner {
             state: RunState::new(&config, context),
             config,
             weights,
+            cpu,
             cache,
             cached: Vec::new(),
         }
@@ -189,6 +194,7 @@ impl Runner {
                 weights,
                 &mut self.state,
                 &mut self.cache,
+                &self.cpu,
                 chunk,
                 position,
                 mode,

@@ -10,9 +10,9 @@ use q4nx::{Family, ModelConfig, Tensor, Weights};
 
 use crate::cpu::attention::{self, AttentionShape};
 use crate::cpu::exp::exp;
-use crate::cpu::pool;
+use crate::cpu::CpuContext;
 use crate::kv_cache::KvCache;
-use crate::linear::{convert, dense_dtype, Linear};
+use crate::linear::Linear;
 use crate::Error;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
@@ -62,9 +62,13 @@ impl<'w> TransformerWeights<'w> {
         let vector = |name: &str, len: usize| -> Result<Vec<f32>, Error> {
             match get(weights, dir, name)? {
                 Tensor::Dense(t) if t.shape == [len] => {
-                    let dtype = dense_dtype(t.dtype).ok_or_else(|| {
-                        Error::invalid_model(dir, format!("tensor {name} has dtype {:?}", t.dtype))
-                    })?;
+                    let dtype = t.dtype;
+                    if !dtype.is_float() {
+                        return Err(Error::invalid_model(
+                            dir,
+                            format!("tensor {name} has dtype {dtype:?}"),
+                        ));
+                    }
                     if t.bytes.len() != len * dtype.size() {
                         return Err(Error::invalid_model(
                             dir,
@@ -72,7 +76,7 @@ impl<'w> TransformerWeights<'w> {
                         ));
                     }
                     let mut out = vec![0.0; len];
-                    convert(dtype, t.bytes, &mut out);
+                    q4nx::dtype::decode_f32(dtype, t.bytes, &mut out);
                     Ok(out)
                 }
                 _ => Err(Error::invalid_model(
@@ -234,13 +238,16 @@ fn rope_table(theta: f64, head_dim: usize, context: usize) -> (Vec<f32>, Vec<f32
 }
 
 /// Runs `tokens` (at most [`MAX_CHUNK`]) at positions `start..start + tokens.len()`, writing their
-/// keys and values into `cache` and the requested logits into `state.logits`. The caller checks
-/// that token ids are in range and the positions fit in the cache.
+/// keys and values into `cache` and the requested logits into `state.logits`, with `cpu`'s
+/// threads and kernels. The caller checks that token ids are in range and the positions fit in
+/// the cache.
+#[allow(clippy::too_many_arguments)] // the model, its state and the CPU; then the tokens
 pub(crate) fn forward(
     c: &ModelConfig,
     w: &TransformerWeights<'_>,
     s: &mut RunState,
     cache: &mut KvCache,
+    cpu: &CpuContext,
     tokens: &[u32],
     start: usize,
     logits: Logits,
@@ -275,6 +282,7 @@ pub(crate) fn forward(
         // h = rmsnorm(x); q, k, v = h Wq^T, h Wk^T, h Wv^T        (n, q_dim), (n, kv_dim) x2
         rmsnorm_rows(xb, x, &layer.attn_norm, eps);
         Linear::matmul_shared_input(
+            cpu,
             &mut [
                 (&layer.wq, &mut *q),
                 (&layer.wk, &mut *k),
@@ -316,27 +324,28 @@ pub(crate) fn forward(
             head_dim: hd,
             scale,
         };
-        attention::causal_attention(&pool::global(), shape, q, n, start, cache, l, attn);
+        attention::causal_attention(cpu, shape, q, n, start, cache, l, attn);
 
         // x = x + attn Wo^T                                        (n, dim)
-        layer.wo.matmul(attn, n, xb2);
+        layer.wo.matmul(cpu, attn, n, xb2);
         add_in_place(x, xb2);
 
         // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
         rmsnorm_rows(xb, x, &layer.ffn_norm, eps);
         Linear::matmul_shared_input(
+            cpu,
             &mut [(&layer.w_gate, &mut *gate), (&layer.w_up, &mut *up)],
             xb,
             n,
         );
         // In pieces over the pool: the exponentials are a visible share of a decode step.
         const PIECE: usize = 1024;
-        pool::global().for_each_piece_mut(gate, PIECE, &|i, gate| {
+        cpu.pool().for_each_piece_mut(gate, PIECE, &|i, gate| {
             for (g, u) in gate.iter_mut().zip(&up[i * PIECE..]) {
                 *g = *g / (1.0 + exp(-*g)) * u;
             }
         });
-        layer.w_down.matmul(gate, n, xb2);
+        layer.w_down.matmul(cpu, gate, n, xb2);
         add_in_place(x, xb2);
     }
 
@@ -349,7 +358,8 @@ pub(crate) fn forward(
     let rows = n - first;
     rmsnorm_rows(&mut xb[..rows * dim], &x[first * dim..], &w.norm, eps);
     s.logits.resize(rows * c.vocab_size, 0.0);
-    w.lm_head.matmul(&xb[..rows * dim], rows, &mut s.logits);
+    w.lm_head
+        .matmul(cpu, &xb[..rows * dim], rows, &mut s.logits);
 }
 
 /// `out = weight * (x / sqrt(mean(x^2) + eps))` for each row of `x` (row length = weight length).

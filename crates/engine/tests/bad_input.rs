@@ -153,7 +153,7 @@ fn an_empty_prompt_is_rejected() {
 fn a_prompt_longer_than_the_context_is_rejected() {
     let options = LoadOptions {
         context_length: Some(8),
-        threads: None,
+        ..LoadOptions::default()
     };
     let mut model = Model::load(&fixture("tiny-qwen3"), &options).unwrap();
     let err = model.logits(&[1; 9]).unwrap_err();

@@ -134,7 +134,7 @@ fn a_full_context_stops_generation_with_its_reason() {
     let reference = reference("tiny-llama");
     let options = LoadOptions {
         context_length: Some(12),
-        threads: None,
+        ..LoadOptions::default()
     };
     let mut model = Model::load(&fixture("tiny-llama"), &options).expect("loads");
     let prompt = &reference.greedy_prompt; // 7 tokens; its greedy path has no stop id

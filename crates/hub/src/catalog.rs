@@ -75,9 +75,9 @@ pub fn parse(text: &str) -> Result<Vec<CatalogEntry>> {
     let file: CatalogFile =
         serde_json::from_str(text).map_err(|e| Error::Catalog(e.to_string()))?;
     for entry in &file.models {
-        crate::store::check_name(&entry.name)
+        crate::names::check_name(&entry.name)
             .map_err(|e| Error::Catalog(format!("entry {}: {e}", entry.id)))?;
-        crate::registry::split_tag(&entry.tag).ok_or_else(|| {
+        crate::names::split_tag(&entry.tag).ok_or_else(|| {
             Error::Catalog(format!(
                 "entry {}: tag {:?} is not family:size",
                 entry.id, entry.tag

@@ -14,20 +14,21 @@
 //! Why not the `hf-hub` crate: 0.4 resumes only within one process and keeps files in its own
 //! cache layout, has no stall detection or pause, does not verify sha256 and ignores
 //! `HF_ENDPOINT` with `Api::new()`; 1.0 drops resume and brings about 290 dependencies. The
-//! three Hub endpoints needed are small, so [`hub_api`] talks to them over `ureq` directly.
+//! three Hub endpoints needed are small, so `hub_api` talks to them over `ureq` directly.
 
 pub mod catalog;
 mod demo;
-pub mod download;
+mod download;
 mod error;
-pub mod fsutil;
-pub mod hub_api;
-pub mod machine;
-pub mod model_dir;
-pub mod progress;
-pub mod pull;
+mod fsutil;
+mod hub_api;
+mod machine;
+mod model_dir;
+mod names;
+mod progress;
+mod pull;
 pub mod registry;
-pub mod store;
+mod store;
 
 pub use catalog::{Backend, CatalogEntry};
 pub use demo::{find_demo_model, DEMO_MODEL_NAME};

@@ -13,17 +13,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::catalog::{self, Backend, CatalogEntry};
 use crate::download::{self, DownloadOptions, FileEvent, FileJob, FileOutcome};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
 use crate::hub_api::{is_repo_id, HubClient, RemoteFile};
-use crate::model_dir::{self, WeightFormat};
+use crate::model_dir::{self, ValidatedModel};
+use crate::names::check_name;
 use crate::progress::{DownloadControl, Phase, Progress, Request, SpeedMeter};
 use crate::registry::{FileRecord, FlmDetails, HearthFields};
-use crate::store::{check_name, details_for, now_secs, InstalledModel, NewModel, Store};
+use crate::store::{details_for, now_secs, InstalledModel, Manifest, NewModel, Store};
 
 /// What to pull.
 #[derive(Debug, Clone, Default)]
@@ -53,36 +52,6 @@ pub enum PullOutcome {
     },
     /// Cancelled on request; the partial files were deleted.
     Cancelled,
-}
-
-/// What a download in progress records about itself (`downloads/<name>/download.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Manifest {
-    pub query: String,
-    pub repo: String,
-    pub requested_revision: String,
-    pub commit: String,
-    pub catalog_id: Option<String>,
-    pub format: WeightFormat,
-    pub files: Vec<RemoteFile>,
-}
-
-impl Manifest {
-    const FILE: &'static str = "download.json";
-
-    /// The manifest in `dir`, if there is a readable one.
-    pub fn read(dir: &Path) -> Option<Manifest> {
-        let bytes = std::fs::read(dir.join(Self::FILE)).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
-
-    fn write(&self, dir: &Path) -> Result<()> {
-        let text = serde_json::to_vec_pretty(self).map_err(|e| Error::Registry {
-            path: dir.join(Self::FILE),
-            detail: e.to_string(),
-        })?;
-        fsutil::write_atomic(&dir.join(Self::FILE), &text)
-    }
 }
 
 /// A resolved request.
@@ -169,6 +138,7 @@ pub fn pull(
     let mut reporter = Reporter::new(&spec.name, on_progress);
     reporter.phase(Phase::Resolving, None);
 
+    // 1. The manifest: an earlier run's, or a new one from the Hub.
     let manifest = match Manifest::read(&root) {
         Some(m) if m.repo == spec.repo && m.requested_revision == spec.revision => m,
         stale => {
@@ -176,54 +146,126 @@ pub fn pull(
                 tracing::info!(name = %spec.name, "earlier partial download is of another revision; starting afresh");
                 fsutil::remove_dir_all(&files_dir)?;
             }
-            let listed = client
-                .commit_of(&spec.repo, &spec.revision)
-                .and_then(|commit| {
-                    let remote = client.files(&spec.repo, &commit)?;
-                    let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
-                    let selected = model_dir::select(&names, &spec.repo)?;
-                    Ok((commit, remote, selected))
-                });
-            let (commit, remote, selected) = match listed {
-                Ok(listed) => listed,
+            match list_files(client, &spec) {
+                Ok(manifest) => {
+                    manifest.write(&root)?;
+                    manifest
+                }
                 Err(e) => {
                     // Nothing was downloaded: leave no trace of this attempt.
                     drop(lock);
                     let _ = fsutil::remove_dir_all(&root);
                     return Err(e);
                 }
-            };
-            let manifest = Manifest {
-                query: spec.query.clone(),
-                repo: spec.repo.clone(),
-                requested_revision: spec.revision.clone(),
-                commit,
-                catalog_id: spec.catalog.map(|c| c.id.clone()),
-                format: selected.format,
-                files: remote
-                    .into_iter()
-                    .filter(|f| selected.files.contains(&f.name))
-                    .collect(),
-            };
-            manifest.write(&root)?;
-            manifest
+            }
         }
     };
     fsutil::create_dir_all(&files_dir)?;
 
-    let on_disk = |file: &RemoteFile| {
-        let done = files_dir.join(&file.name);
-        match std::fs::metadata(&done) {
-            Ok(m) if m.len() == file.size => file.size,
-            _ => std::fs::metadata(download::part_path(&done))
-                .map(|m| m.len().min(file.size))
-                .unwrap_or(0),
+    // 2. Room for what is still missing.
+    let (total, already) = check_free_space(store, &manifest, &files_dir, options)?;
+    reporter.start(manifest.files.len(), total, already);
+
+    // 3. Every file, resumed and verified.
+    let records = match download_files(
+        client,
+        &manifest,
+        &files_dir,
+        options,
+        control,
+        &mut reporter,
+    )? {
+        Downloaded::All(records) => records,
+        Downloaded::Stopped(Request::Cancel) => {
+            drop(lock);
+            fsutil::remove_dir_all(&root)?;
+            reporter.phase(Phase::Cancelled, None);
+            return Ok(PullOutcome::Cancelled);
+        }
+        Downloaded::Stopped(_) => {
+            let done_bytes = manifest
+                .files
+                .iter()
+                .map(|f| bytes_on_disk(&files_dir, f))
+                .sum();
+            reporter.phase(Phase::Paused, None);
+            return Ok(PullOutcome::Paused {
+                done_bytes,
+                total_bytes: total,
+            });
         }
     };
+
+    // 4. The folder as a whole, with q4nx.
+    reporter.phase(Phase::Validating, None);
+    let validated = match model_dir::validate(&files_dir) {
+        Ok(v) => v,
+        Err(e) => {
+            // The files are exactly what the Hub holds, so fetching them again cannot help.
+            drop(lock);
+            let _ = fsutil::remove_dir_all(&root);
+            return Err(e);
+        }
+    };
+
+    // 5. Into models/ and the registry.
+    reporter.phase(Phase::Registering, None);
+    let new = new_model(&spec, client, &manifest, &validated, records);
+    let model = store.register(&files_dir, new)?;
+    drop(lock);
+    fsutil::remove_dir_all(&root)?;
+    reporter.phase(Phase::Done, None);
+    Ok(PullOutcome::Installed(model))
+}
+
+/// Resolves the spec's revision to a commit and lists the files a model folder needs there.
+fn list_files(client: &HubClient, spec: &Spec) -> Result<Manifest> {
+    let commit = client.commit_of(&spec.repo, &spec.revision)?;
+    let remote = client.files(&spec.repo, &commit)?;
+    let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
+    let selected = model_dir::select(&names, &spec.repo)?;
+    Ok(Manifest {
+        query: spec.query.clone(),
+        repo: spec.repo.clone(),
+        requested_revision: spec.revision.clone(),
+        commit,
+        catalog_id: spec.catalog.map(|c| c.id.clone()),
+        format: selected.format,
+        files: remote
+            .into_iter()
+            .filter(|f| selected.files.contains(&f.name))
+            .collect(),
+    })
+}
+
+/// Bytes of `file` already in `files_dir`: all of it once verified and renamed, else what its
+/// `.part` holds.
+fn bytes_on_disk(files_dir: &Path, file: &RemoteFile) -> u64 {
+    let done = files_dir.join(&file.name);
+    match std::fs::metadata(&done) {
+        Ok(m) if m.len() == file.size => file.size,
+        _ => std::fs::metadata(download::part_path(&done))
+            .map(|m| m.len().min(file.size))
+            .unwrap_or(0),
+    }
+}
+
+/// Checks the disk holds what is still missing plus the reserve; returns the bytes of the
+/// whole model and those already on disk.
+fn check_free_space(
+    store: &Store,
+    manifest: &Manifest,
+    files_dir: &Path,
+    options: &DownloadOptions,
+) -> Result<(u64, u64)> {
     let total: u64 = manifest.files.iter().map(|f| f.size).sum();
-    let already: u64 = manifest.files.iter().map(on_disk).sum();
+    let already: u64 = manifest
+        .files
+        .iter()
+        .map(|f| bytes_on_disk(files_dir, f))
+        .sum();
     let needed = (total - already).saturating_add(options.disk_reserve);
-    let available = fsutil::free_space(&files_dir)?;
+    let available = fsutil::free_space(files_dir)?;
     if available < needed {
         return Err(Error::NotEnoughDisk {
             path: store.root().to_path_buf(),
@@ -231,8 +273,26 @@ pub fn pull(
             available,
         });
     }
-    reporter.start(manifest.files.len(), total, already);
+    Ok((total, already))
+}
 
+/// How the downloads of a pull ended.
+enum Downloaded {
+    /// Every file is on disk and verified.
+    All(BTreeMap<String, FileRecord>),
+    /// Paused or cancelled on request.
+    Stopped(Request),
+}
+
+/// Downloads every file of the manifest that is not already complete, in order.
+fn download_files(
+    client: &HubClient,
+    manifest: &Manifest,
+    files_dir: &Path,
+    options: &DownloadOptions,
+    control: &DownloadControl,
+    reporter: &mut Reporter<'_>,
+) -> Result<Downloaded> {
     let mut records = BTreeMap::new();
     for remote in &manifest.files {
         let path = files_dir.join(&remote.name);
@@ -269,34 +329,21 @@ pub fn pull(
                 reporter.file_done(remote.size);
                 records.insert(remote.name.clone(), record);
             }
-            FileOutcome::Stopped(Request::Cancel) => {
-                drop(lock);
-                fsutil::remove_dir_all(&root)?;
-                reporter.phase(Phase::Cancelled, None);
-                return Ok(PullOutcome::Cancelled);
-            }
-            FileOutcome::Stopped(_) => {
-                let done_bytes = manifest.files.iter().map(on_disk).sum();
-                reporter.phase(Phase::Paused, None);
-                return Ok(PullOutcome::Paused {
-                    done_bytes,
-                    total_bytes: total,
-                });
-            }
+            FileOutcome::Stopped(request) => return Ok(Downloaded::Stopped(request)),
         }
     }
+    Ok(Downloaded::All(records))
+}
 
-    reporter.phase(Phase::Validating, None);
-    let validated = match model_dir::validate(&files_dir) {
-        Ok(v) => v,
-        Err(e) => {
-            // The files are exactly what the Hub holds, so fetching them again cannot help.
-            drop(lock);
-            let _ = fsutil::remove_dir_all(&root);
-            return Err(e);
-        }
-    };
-    reporter.phase(Phase::Registering, None);
+/// What the registry records about a pulled model: the catalog's facts when it came from the
+/// catalog, else what the files say.
+fn new_model(
+    spec: &Spec,
+    client: &HubClient,
+    manifest: &Manifest,
+    validated: &ValidatedModel,
+    records: BTreeMap<String, FileRecord>,
+) -> NewModel {
     let (details, backends, context_length, tag) = match spec.catalog {
         Some(entry) => (
             FlmDetails {
@@ -312,13 +359,13 @@ pub fn pull(
             Some(entry.tag.clone()),
         ),
         None => (
-            details_for(&validated, &spec.name),
+            details_for(validated, &spec.name),
             vec![Backend::Cpu],
             validated.max_context.min(32768),
             None,
         ),
     };
-    let new = NewModel {
+    NewModel {
         name: spec.name.clone(),
         tag,
         url: format!(
@@ -341,12 +388,7 @@ pub fn pull(
             files: records,
             installed_at: now_secs(),
         },
-    };
-    let model = store.register(&files_dir, new)?;
-    drop(lock);
-    fsutil::remove_dir_all(&root)?;
-    reporter.phase(Phase::Done, None);
-    Ok(PullOutcome::Installed(model))
+    }
 }
 
 /// Turns file events into throttled [`Progress`] snapshots.

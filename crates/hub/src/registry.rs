@@ -17,6 +17,7 @@ use crate::catalog::Backend;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
 use crate::model_dir::WeightFormat;
+use crate::names::split_tag;
 
 /// File name of the registry inside Hearth's data folder.
 pub const FILE_NAME: &str = "model_list.json";
@@ -195,18 +196,6 @@ impl RegistryFile {
     }
 }
 
-/// Splits a FastFlowLM tag `family:size`; `None` if it is not one.
-pub fn split_tag(tag: &str) -> Option<(&str, &str)> {
-    let (family, size) = tag.split_once(':')?;
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.chars().all(|c| {
-                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_')
-            })
-    };
-    (ok(family) && ok(size)).then_some((family, size))
-}
-
 /// The registry file of one data folder.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -323,14 +312,6 @@ mod tests {
             parsed.free_tag("qwen3", "1.7b"),
             ("qwen3".into(), "1.7b-2".into())
         );
-    }
-
-    #[test]
-    fn split_tag_accepts_family_size_only() {
-        assert_eq!(split_tag("llama3.2:1b"), Some(("llama3.2", "1b")));
-        for bad in ["llama", ":1b", "x:", "Llama:1b", "a:b:c", "a b:1"] {
-            assert_eq!(split_tag(bad), None, "{bad}");
-        }
     }
 
     #[test]

@@ -10,16 +10,55 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::Backend;
 use crate::download::copy_hashed;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
+use crate::hub_api::RemoteFile;
 use crate::model_dir::{self, ValidatedModel, WeightFormat};
+use crate::names::{check_name, derive_tag, split_tag};
 use crate::registry::{
     FileRecord, FlmDetails, FlmEntry, HearthFields, Registry, RegistryFile, FILE_NAME,
 };
+
+/// What a download in progress records about itself (`downloads/<name>/download.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    /// What the user asked for.
+    pub query: String,
+    /// The Hub repository.
+    pub repo: String,
+    /// The branch, tag or commit asked for.
+    pub requested_revision: String,
+    /// The commit it pointed to when the download started.
+    pub commit: String,
+    /// The catalog entry, when the query named one.
+    pub catalog_id: Option<String>,
+    /// What the folder holds.
+    pub format: WeightFormat,
+    /// The files to fetch.
+    pub files: Vec<RemoteFile>,
+}
+
+impl Manifest {
+    const FILE: &'static str = "download.json";
+
+    /// The manifest in `dir`, if there is a readable one.
+    pub(crate) fn read(dir: &Path) -> Option<Manifest> {
+        let bytes = std::fs::read(dir.join(Self::FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| Error::Registry {
+            path: dir.join(Self::FILE),
+            detail: e.to_string(),
+        })?;
+        fsutil::write_atomic(&dir.join(Self::FILE), &text)
+    }
+}
 
 /// A model as `hearth list` and the app show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -257,7 +296,7 @@ impl Store {
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let dir = entry.path();
-            let Some(manifest) = crate::pull::Manifest::read(&dir) else {
+            let Some(manifest) = Manifest::read(&dir) else {
                 continue;
             };
             out.push(PartialDownload {
@@ -389,7 +428,7 @@ impl Store {
                     name: new.name.clone(),
                 });
             }
-            let (family, size) = match new.tag.as_deref().and_then(crate::registry::split_tag) {
+            let (family, size) = match new.tag.as_deref().and_then(split_tag) {
                 Some((f, s)) => file.free_tag(f, s),
                 None => {
                     let (f, s) = derive_tag(&new.name);
@@ -490,65 +529,6 @@ pub fn data_home() -> Result<PathBuf> {
         .ok_or(Error::NoDataDir)
 }
 
-/// Checks that `name` can be a model folder and a FastFlowLM `name`: 1 to 100 characters out
-/// of letters, digits, `.`, `-` and `_`, not starting with `.` or `-`.
-pub fn check_name(name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
-        Some("it is empty")
-    } else if name.len() > 100 {
-        Some("it is longer than 100 characters")
-    } else if name.starts_with(['.', '-']) {
-        Some("it starts with '.' or '-'")
-    } else if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-    {
-        Some("use only letters, digits, '.', '-' and '_'")
-    } else {
-        None
-    };
-    match reason {
-        Some(reason) => Err(Error::InvalidName {
-            name: name.to_string(),
-            reason: reason.to_string(),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// A FastFlowLM tag for a model that has none, from its name: `Qwen3-1.7B-Instruct` gives
-/// `qwen3:1.7b-instruct`, `MiniCPM5-2B-NPU2` gives `minicpm5:2b`, `tiny` gives `tiny:latest`.
-pub fn derive_tag(name: &str) -> (String, String) {
-    let lower: String = name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let lower = lower
-        .trim_end_matches("-npu2")
-        .trim_matches('-')
-        .to_string();
-    let parts: Vec<&str> = lower.split('-').filter(|p| !p.is_empty()).collect();
-    let is_size = |p: &str| {
-        let digits = p.trim_end_matches(['b', 'm']);
-        digits.len() < p.len()
-            && !digits.is_empty()
-            && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
-            && digits.starts_with(|c: char| c.is_ascii_digit())
-    };
-    match parts.iter().position(|p| is_size(p)) {
-        Some(i) if i > 0 => (parts[..i].join("-"), parts[i..].join("-")),
-        _ if parts.is_empty() => ("model".into(), "latest".into()),
-        _ => (parts.join("-"), "latest".into()),
-    }
-}
-
 /// FastFlowLM details for a model outside the catalog. Qwen3 models keep family `qwen3` only
 /// with Qwen's own vocabulary: that engine hard-codes Qwen's token ids.
 pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
@@ -585,42 +565,6 @@ pub(crate) fn now_secs() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_checked() {
-        for good in ["MiniCPM5-2B-NPU2", "demo", "a_b.c"] {
-            assert!(check_name(good).is_ok(), "{good}");
-        }
-        for bad in ["", ".x", "-x", "a/b", "a b", "ü"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn tags_are_derived_from_names() {
-        assert_eq!(
-            derive_tag("Qwen3-1.7B-Instruct"),
-            ("qwen3".into(), "1.7b-instruct".into())
-        );
-        assert_eq!(
-            derive_tag("MiniCPM5-2B-NPU2"),
-            ("minicpm5".into(), "2b".into())
-        );
-        assert_eq!(
-            derive_tag("SmolLM2-135M"),
-            ("smollm2".into(), "135m".into())
-        );
-        assert_eq!(derive_tag("tiny"), ("tiny".into(), "latest".into()));
-        assert_eq!(derive_tag("3b"), ("3b".into(), "latest".into()));
-        assert_eq!(derive_tag("--"), ("model".into(), "latest".into()));
-        for name in ["Qwen3-1.7B-Instruct", "tiny", "x_y"] {
-            let (f, s) = derive_tag(name);
-            assert!(
-                crate::registry::split_tag(&format!("{f}:{s}")).is_some(),
-                "{name}"
-            );
-        }
-    }
 
     #[test]
     fn data_home_prefers_absolute_xdg_data_home() {

@@ -17,21 +17,21 @@
 //! it wakes the NPU), the amdgpu hwmon (PPT = package), the battery (`power_supply`), and
 //! `/proc/stat` for the CPU.
 
-pub mod access;
-pub mod battery;
-pub mod cpu;
-pub mod device;
-pub mod diagnosis;
-pub mod energy;
-pub mod fsroot;
+mod access;
+mod battery;
+mod cpu;
+mod device;
+mod diagnosis;
+mod energy;
+mod fsroot;
 pub mod gpu_metrics;
-pub mod hwmon;
+mod hwmon;
 pub mod ioctl;
-pub mod limits;
-pub mod metric;
-pub mod sample;
+mod limits;
+mod metric;
+mod sample;
 pub mod software;
-pub mod telemetry;
+mod telemetry;
 
 pub use device::{Detection, Generation, NpuDevice};
 pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};

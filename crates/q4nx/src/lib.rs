@@ -6,19 +6,22 @@
 //! embedding and the norms are BF16. See [`tile`] for the byte layout.
 //!
 //! Reading: [`Weights::open`] a folder, [`Weights::get`] a [`Tensor`], [`validate`] against a
-//! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`].
+//! [`ModelConfig`]. Writing: [`quantize_q4_1_tiles`] and [`convert`]; random models of any shape:
+//! [`synthetic::write_random_model`]. The format's facts (tile layout in [`tile`], float
+//! decoding in [`dtype`], config checks in [`ModelConfig::from_path`]) live here and nowhere else.
 
-pub mod config;
+mod config;
 pub mod container;
-pub mod convert;
+mod convert;
 pub mod dtype;
 mod error;
 pub mod layout;
 pub mod quantize;
-pub mod tensor;
+pub mod synthetic;
+mod tensor;
 pub mod tile;
 mod validate;
-pub mod weights;
+mod weights;
 
 pub use config::{Family, ModelConfig};
 pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Variant};

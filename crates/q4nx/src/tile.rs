@@ -10,6 +10,8 @@
 
 use half::bf16;
 
+use crate::dtype::bf16_to_f32;
+
 /// Rows of a tile.
 pub const TILE_ROWS: usize = 32;
 /// Columns of a tile.
@@ -25,10 +27,14 @@ pub const Q8_TILE_BYTES: usize = 8704;
 /// Bytes of one Q4_K tile (newer MoE models; recognised, not supported).
 pub const Q4_K_TILE_BYTES: usize = 4736;
 
-const SCALES: usize = 0;
-const Q4_MINS: usize = 512;
-const Q4_NIBBLES: usize = 1024;
-const Q8_VALUES: usize = 512;
+/// Where the 256 BF16 scales start in a Q4_1 or Q8 tile.
+pub const SCALES_AT: usize = 0;
+/// Where the 256 BF16 mins start in a Q4_1 tile.
+pub const Q4_1_MINS_AT: usize = 512;
+/// Where the 4096 bytes of nibbles start in a Q4_1 tile.
+pub const Q4_1_NIBBLES_AT: usize = 1024;
+/// Where the 8192 signed bytes start in a Q8 tile.
+pub const Q8_VALUES_AT: usize = 512;
 
 /// Index of the scale/min of (row, group) inside a tile.
 #[inline]
@@ -40,7 +46,7 @@ pub fn scale_index(row: usize, group: usize) -> usize {
 #[inline]
 pub fn q4_1_nibble_at(row: usize, col: usize) -> (usize, bool) {
     (
-        Q4_NIBBLES + (row / 16) * 2048 + col * 8 + (row % 16) / 2,
+        Q4_1_NIBBLES_AT + (row / 16) * 2048 + col * 8 + (row % 16) / 2,
         row % 2 == 1,
     )
 }
@@ -48,24 +54,24 @@ pub fn q4_1_nibble_at(row: usize, col: usize) -> (usize, bool) {
 /// Byte offset (inside a Q8 tile) of the value of (row, col).
 #[inline]
 pub fn q8_value_at(row: usize, col: usize) -> usize {
-    Q8_VALUES + (row / 16) * 4096 + col * 16 + row % 16
+    Q8_VALUES_AT + (row / 16) * 4096 + col * 16 + row % 16
 }
 
 #[inline]
 fn bf16_at(tile: &[u8], offset: usize) -> f32 {
-    bf16::from_le_bytes([tile[offset], tile[offset + 1]]).to_f32()
+    bf16_to_f32(u16::from_le_bytes([tile[offset], tile[offset + 1]]))
 }
 
 /// Scale `d` of (row, group) of a Q4_1 or Q8 tile.
 #[inline]
 pub fn scale(tile: &[u8], row: usize, group: usize) -> f32 {
-    bf16_at(tile, SCALES + 2 * scale_index(row, group))
+    bf16_at(tile, SCALES_AT + 2 * scale_index(row, group))
 }
 
 /// Min `m` of (row, group) of a Q4_1 tile.
 #[inline]
 pub fn min(tile: &[u8], row: usize, group: usize) -> f32 {
-    bf16_at(tile, Q4_MINS + 2 * scale_index(row, group))
+    bf16_at(tile, Q4_1_MINS_AT + 2 * scale_index(row, group))
 }
 
 /// The 4-bit code of (row, col) of a Q4_1 tile.
@@ -113,8 +119,9 @@ pub fn pack_q4_1_tile(
     for r in 0..TILE_ROWS {
         for g in 0..GROUPS_PER_TILE {
             let j = scale_index(r, g);
-            tile[SCALES + 2 * j..SCALES + 2 * j + 2].copy_from_slice(&d[r][g].to_le_bytes());
-            tile[Q4_MINS + 2 * j..Q4_MINS + 2 * j + 2].copy_from_slice(&m[r][g].to_le_bytes());
+            tile[SCALES_AT + 2 * j..SCALES_AT + 2 * j + 2].copy_from_slice(&d[r][g].to_le_bytes());
+            tile[Q4_1_MINS_AT + 2 * j..Q4_1_MINS_AT + 2 * j + 2]
+                .copy_from_slice(&m[r][g].to_le_bytes());
         }
     }
     // Two rows (r even, r + 1) share each byte.
@@ -136,7 +143,7 @@ pub fn pack_q8_tile(
     for r in 0..TILE_ROWS {
         for (g, scale) in d[r].iter().enumerate() {
             let j = scale_index(r, g);
-            tile[SCALES + 2 * j..SCALES + 2 * j + 2].copy_from_slice(&scale.to_le_bytes());
+            tile[SCALES_AT + 2 * j..SCALES_AT + 2 * j + 2].copy_from_slice(&scale.to_le_bytes());
         }
         for (c, &v) in values[r].iter().enumerate() {
             tile[q8_value_at(r, c)] = v as u8;

@@ -12,12 +12,15 @@
 //! - output: `out[g][d..d + D] += weight[g][p] · values[p][d..d + D]` over `p`.
 //!
 //! Every sum runs in the same order (over `d`, then over `p`, from the first), whatever the
-//! vector width, so the AVX-512, AVX2 and portable kernels give identical results.
+//! vector width, so the AVX-512, AVX2 and portable kernels give identical results. Which of
+//! them runs follows the model's [`KernelLevel`].
 
 use std::cell::RefCell;
 
+use super::context::CpuContext;
 use super::exp::exp;
-use super::pool::{SharedMut, ThreadPool};
+use super::level::KernelLevel;
+use super::pool::SharedMut;
 use crate::kv_cache::{KvCache, KEY_BLOCK};
 
 /// Shapes of one attention call.
@@ -38,10 +41,10 @@ pub struct AttentionShape {
 /// `out[t, h] = Σ_p softmax_p(q[t, h] · k[p, h / group] * scale) v[p, h / group]`.
 ///
 /// `q` and `out` are `[tokens, heads * head_dim]`; every position up to the last token's must
-/// already be stored in the cache.
+/// already be stored in the cache. Runs on `cpu`'s pool with the kernels of its level.
 #[allow(clippy::too_many_arguments)] // the shapes are grouped; the rest are the data
 pub fn causal_attention(
-    pool: &ThreadPool,
+    cpu: &CpuContext,
     shape: AttentionShape,
     q: &[f32],
     tokens: usize,
@@ -76,7 +79,8 @@ pub fn causal_attention(
         "attention past the end of the cache"
     );
     let out_ptr = SharedMut(out.as_mut_ptr());
-    pool.run(tokens * kv_heads, &|job| {
+    let level = cpu.level();
+    cpu.pool().run(tokens * kv_heads, &|job| {
         let (t, kv_head) = (job / kv_heads, job % kv_heads);
         let row = &q[t * q_dim..(t + 1) * q_dim];
         // SAFETY: job (t, kv_head) alone writes the heads of KV head `kv_head` of token t,
@@ -86,6 +90,7 @@ pub fn causal_attention(
             let scratch = &mut *scratch.borrow_mut();
             let head = KvHead {
                 cache,
+                level,
                 layer,
                 kv_head,
             };
@@ -111,15 +116,45 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// One KV head of one layer of the cache.
+/// One KV head of one layer of the cache, read (widened from f16) at `level`.
 struct KvHead<'c> {
     cache: &'c KvCache,
+    level: KernelLevel,
     layer: usize,
     kv_head: usize,
 }
 
+/// The attention kernels of one width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Width {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Width {
+    /// The widest attention kernels `level` allows (AVX-512F at both AVX-512 levels).
+    fn for_level(level: KernelLevel) -> Width {
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni if wide::Avx512::detect().is_some() => {
+                Width::Avx512
+            }
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx2 | KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni
+                if wide::Avx2::detect().is_some() =>
+            {
+                Width::Avx2
+            }
+            _ => Width::Portable,
+        }
+    }
+}
+
 /// All query heads of one KV head for one token at `position`, with the widest kernels the
-/// CPU has.
+/// cache reader's level allows.
 fn attend_group(
     shape: AttentionShape,
     q_row: &[f32],
@@ -128,14 +163,20 @@ fn attend_group(
     position: usize,
     scratch: &mut Scratch,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(avx512) = wide::Avx512::detect() {
-            return attend_group_with(avx512, shape, q_row, out_row, kv, position, scratch);
+    match Width::for_level(kv.level) {
+        #[cfg(target_arch = "x86_64")]
+        Width::Avx512 => {
+            if let Some(avx512) = wide::Avx512::detect() {
+                return attend_group_with(avx512, shape, q_row, out_row, kv, position, scratch);
+            }
         }
-        if let Some(avx2) = wide::Avx2::detect() {
-            return attend_group_with(avx2, shape, q_row, out_row, kv, position, scratch);
+        #[cfg(target_arch = "x86_64")]
+        Width::Avx2 => {
+            if let Some(avx2) = wide::Avx2::detect() {
+                return attend_group_with(avx2, shape, q_row, out_row, kv, position, scratch);
+            }
         }
+        Width::Portable => {}
     }
     attend_group_with(Portable, shape, q_row, out_row, kv, position, scratch)
 }
@@ -180,7 +221,8 @@ fn attend_heads<const G: usize>(
         scores.resize(G * stride, 0.0);
         for block in (0..len).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(len);
-            kv.cache.read_keys(kv.layer, kv.kv_head, block..end, rows);
+            kv.cache
+                .read_keys(kv.level, kv.layer, kv.kv_head, block..end, rows);
             let blocks = (end - block).div_ceil(KEY_BLOCK);
             for (b, keys) in rows.chunks_exact(KEY_BLOCK * hd).take(blocks).enumerate() {
                 let first = block + b * KEY_BLOCK;
@@ -193,7 +235,8 @@ fn attend_heads<const G: usize>(
         out.fill(0.0);
         for block in (0..len).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(len);
-            kv.cache.read_values(kv.layer, kv.kv_head, block..end, rows);
+            kv.cache
+                .read_values(kv.level, kv.layer, kv.kv_head, block..end, rows);
             let values = &rows[..(end - block) * hd];
             kernels.weighted_values::<G>(scores, stride, block, values, out);
         }
@@ -656,6 +699,7 @@ mod tests {
                 for kv_head in 0..kv_heads {
                     let head = KvHead {
                         cache: &cache,
+                        level: KernelLevel::Scalar,
                         layer: 0,
                         kv_head,
                     };
@@ -726,15 +770,62 @@ mod tests {
             }
             let expected = reference(shape, &q, tokens, start, &k, &v);
             for threads in [1, 3] {
-                let pool = ThreadPool::new(threads);
+                let cpu = CpuContext::best(threads);
                 let mut out = vec![f32::NAN; q.len()];
-                causal_attention(&pool, shape, &q, tokens, start, &cache, 1, &mut out);
+                causal_attention(&cpu, shape, &q, tokens, start, &cache, 1, &mut out);
                 for (a, b) in out.iter().zip(&expected) {
                     assert!(
                         (a - b).abs() < 1e-5,
                         "{shape:?} {precision:?}, {threads} threads: {a} vs {b}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_scalar_level_runs_the_portable_kernels() {
+        assert_eq!(Width::for_level(KernelLevel::Scalar), Width::Portable);
+        #[cfg(target_arch = "x86_64")]
+        if KernelLevel::Avx2.is_supported() {
+            assert_eq!(Width::for_level(KernelLevel::Avx2), Width::Avx2);
+        }
+    }
+
+    /// The level a context is made with reaches the kernels (and the f16 widening of the cache),
+    /// and every level gives the portable kernels' result bit for bit.
+    #[test]
+    fn every_level_gives_the_scalar_levels_result_exactly() {
+        let shape = AttentionShape {
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 40,
+            scale: 0.3,
+        };
+        let (tokens, start) = (3, 30);
+        let positions = start + tokens;
+        let kv_dim = shape.kv_heads * shape.head_dim;
+        let q: Vec<f32> = (0..tokens * 8 * 40)
+            .map(|i| (i as f32 * 0.23).cos())
+            .collect();
+        for precision in [KvPrecision::F32, KvPrecision::F16] {
+            let mut cache = KvCache::new(1, positions, shape.kv_heads, 40, precision);
+            for p in 0..positions {
+                let row: Vec<f32> = (0..kv_dim)
+                    .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin())
+                    .collect();
+                cache.store(0, p, &row, &row);
+            }
+            let run = |level| {
+                let mut out = vec![f32::NAN; q.len()];
+                let cpu = CpuContext::new(2, level);
+                causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut out);
+                out
+            };
+            let scalar = run(KernelLevel::Scalar);
+            assert!(scalar.iter().all(|x| x.is_finite()));
+            for level in KernelLevel::supported() {
+                assert_eq!(run(level), scalar, "{level}, {precision:?}");
             }
         }
     }

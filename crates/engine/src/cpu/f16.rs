@@ -5,20 +5,29 @@
 
 use half::f16;
 
-/// Writes `src` as f32 into `dst` (same length).
-pub fn widen(src: &[f16], dst: &mut [f32]) {
+use super::level::KernelLevel;
+
+/// Writes `src` as f32 into `dst` (same length), with the widest conversion `level` allows:
+/// AVX-512F at the AVX-512 levels, F16C at the AVX2 level, plain Rust at the scalar level.
+pub fn widen(level: KernelLevel, src: &[f16], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "widen: lengths differ");
     #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
+    match level {
+        KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni if is_x86_feature_detected!("avx512f") => {
             // SAFETY: AVX-512F was detected just above.
             return unsafe { wide::widen_avx512(src, dst) };
         }
-        if is_x86_feature_detected!("f16c") && is_x86_feature_detected!("avx") {
+        // F16C is not part of the AVX2 level's check (every AVX2 CPU has it, but ask anyway).
+        KernelLevel::Avx2 | KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni
+            if is_x86_feature_detected!("f16c") && is_x86_feature_detected!("avx") =>
+        {
             // SAFETY: F16C and AVX were detected just above.
             return unsafe { wide::widen_f16c(src, dst) };
         }
+        _ => {}
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = level;
     widen_scalar(src, dst);
 }
 
@@ -67,15 +76,17 @@ mod tests {
         let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
         for len in [all.len(), all.len() - 1, 15, 7, 0] {
             let src = &all[all.len() - len..];
-            let mut fast = vec![0.0; len];
             let mut slow = vec![0.0; len];
-            widen(src, &mut fast);
             widen_scalar(src, &mut slow);
-            for ((a, b), h) in fast.iter().zip(&slow).zip(src) {
-                assert!(
-                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-                    "{h:?}: {a} vs {b}"
-                );
+            for level in KernelLevel::supported() {
+                let mut fast = vec![0.0; len];
+                widen(level, src, &mut fast);
+                for ((a, b), h) in fast.iter().zip(&slow).zip(src) {
+                    assert!(
+                        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                        "{level}, {h:?}: {a} vs {b}"
+                    );
+                }
             }
         }
     }

@@ -1,13 +1,15 @@
-//! Which SIMD kernels this CPU can run, detected once at run time.
+//! Which SIMD kernels this CPU can run, detected at run time. The level a model runs at is
+//! chosen when it is loaded ([`crate::LoadOptions::kernel`]) and passed to every kernel; nothing
+//! here is process-wide.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::str::FromStr;
 
-/// The level the matmuls use: 0 = not chosen yet, else `level as u8 + 1`.
-static SELECTED: AtomicU8 = AtomicU8::new(0);
+use serde::{Deserialize, Serialize};
 
-/// A family of kernels, fastest first. Every level computes the same integer sums.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A family of kernels, slowest first. Every level computes the same integer sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum KernelLevel {
     /// Plain Rust, any CPU. The reference twin of every SIMD kernel.
     Scalar,
@@ -35,33 +37,6 @@ impl KernelLevel {
             .into_iter()
             .filter(|level| level.is_supported())
             .collect()
-    }
-
-    /// The level the matmuls run at: chosen once, on first use, as the `HEARTH_KERNEL`
-    /// environment variable names it (when this CPU supports it) or else [`KernelLevel::detect`].
-    pub fn selected() -> KernelLevel {
-        match SELECTED.load(Ordering::Relaxed) {
-            0 => {
-                let level = std::env::var("HEARTH_KERNEL")
-                    .ok()
-                    .and_then(|name| KernelLevel::from_name(&name))
-                    .filter(|level| level.is_supported())
-                    .unwrap_or_else(KernelLevel::detect);
-                SELECTED.store(level as u8 + 1, Ordering::Relaxed);
-                level
-            }
-            n => Self::ALL[usize::from(n - 1)],
-        }
-    }
-
-    /// Makes the matmuls run at `self` from now on (for benchmarks and comparisons).
-    /// Returns false, changing nothing, when this CPU cannot run it.
-    pub fn select(self) -> bool {
-        let ok = self.is_supported();
-        if ok {
-            SELECTED.store(self as u8 + 1, Ordering::Relaxed);
-        }
-        ok
     }
 
     /// Every level, slowest first (the order of the discriminants).
@@ -106,11 +81,29 @@ impl KernelLevel {
         }
     }
 
-    /// Parses a name given by [`KernelLevel::name`].
-    pub fn from_name(name: &str) -> Option<KernelLevel> {
-        Self::ALL.into_iter().find(|level| level.name() == name)
+    /// Parses a name given by [`KernelLevel::name`] (as `--kernel` or `HEARTH_KERNEL` spell
+    /// it). Whether this CPU can run the level is a separate question:
+    /// [`KernelLevel::is_supported`].
+    pub fn parse(name: &str) -> Result<KernelLevel, UnknownKernelLevel> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.name() == name)
+            .ok_or_else(|| UnknownKernelLevel(name.to_owned()))
     }
 }
+
+impl FromStr for KernelLevel {
+    type Err = UnknownKernelLevel;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        KernelLevel::parse(name)
+    }
+}
+
+/// A kernel level name that [`KernelLevel::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("engine: unknown kernel level {0:?}: use scalar, avx2, avx512bw or avx512vnni")]
+pub struct UnknownKernelLevel(pub String);
 
 impl fmt::Display for KernelLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -132,9 +125,19 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for level in KernelLevel::supported() {
-            assert_eq!(KernelLevel::from_name(level.name()), Some(level));
+            assert_eq!(KernelLevel::parse(level.name()), Ok(level));
+            assert_eq!(level.name().parse(), Ok(level));
         }
-        assert_eq!(KernelLevel::from_name("sse9"), None);
+        let err = KernelLevel::parse("sse9").unwrap_err();
+        assert!(err.to_string().contains("\"sse9\""), "{err}");
+    }
+
+    #[test]
+    fn serde_names_are_the_display_names() {
+        for level in KernelLevel::ALL {
+            let json = serde_json::to_string(&level).unwrap();
+            assert_eq!(json, format!("\"{level}\""));
+        }
     }
 
     #[test]

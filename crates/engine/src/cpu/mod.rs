@@ -1,6 +1,7 @@
 //! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
 //! quantization, grouped-query attention (with a vectorizable `exp` and f16 conversion of the
-//! cache), a persistent thread pool and a memory read-bandwidth probe.
+//! cache), a persistent thread pool and a memory read-bandwidth probe. A loaded model owns a
+//! [`CpuContext`] (its pool and kernel level) and passes it to every kernel.
 //!
 //! Decoding reads every weight once per token, so the kernels aim at the memory-bandwidth limit:
 //! each activation is quantized once per matmul to int8 blocks of 32 and the products with the
@@ -11,21 +12,22 @@
 //! The AVX-512 intrinsics are stable since Rust 1.89, so these modules need 1.89.
 
 #[clippy::msrv = "1.89"]
-pub mod attention;
+pub(crate) mod attention;
 #[clippy::msrv = "1.89"]
 pub mod bandwidth;
-pub mod exp;
+pub mod context;
+pub(crate) mod exp;
 #[clippy::msrv = "1.89"]
-pub mod f16;
+pub(crate) mod f16;
 #[clippy::msrv = "1.89"]
 pub mod level;
 #[clippy::msrv = "1.89"]
 pub mod pool;
 #[clippy::msrv = "1.89"]
-pub mod q4_1;
+pub(crate) mod q4_1;
 #[clippy::msrv = "1.89"]
-pub mod quant;
+pub(crate) mod quant;
 
-pub use level::KernelLevel;
+pub use context::CpuContext;
+pub use level::{KernelLevel, UnknownKernelLevel};
 pub use pool::ThreadPool;
-pub use quant::QuantizedActivations;

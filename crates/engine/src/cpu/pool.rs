@@ -7,7 +7,7 @@
 //! then sleep on a condition variable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -253,33 +253,6 @@ pub fn physical_cores() -> usize {
     } else {
         cores.len().min(logical)
     }
-}
-
-static GLOBAL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
-
-/// The process-wide pool the matmuls use; created on first use with [`physical_cores`] threads
-/// (or `HEARTH_THREADS` when set to a positive number).
-pub fn global() -> Arc<ThreadPool> {
-    let cell = GLOBAL.get_or_init(|| RwLock::new(Arc::new(ThreadPool::new(default_threads()))));
-    Arc::clone(&cell.read().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// Resizes the process-wide pool to `threads` threads (no-op when it already has that many).
-pub fn set_global_threads(threads: usize) {
-    let threads = threads.max(1);
-    let cell = GLOBAL.get_or_init(|| RwLock::new(Arc::new(ThreadPool::new(threads))));
-    let mut pool = cell.write().unwrap_or_else(|e| e.into_inner());
-    if pool.threads() != threads {
-        *pool = Arc::new(ThreadPool::new(threads));
-    }
-}
-
-fn default_threads() -> usize {
-    std::env::var("HEARTH_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(physical_cores)
 }
 
 #[cfg(test)]

@@ -8,20 +8,17 @@
 //! `d * sx * Σ q * xq + m * Σ x`; the integer part `Σ q * xq` is what each SIMD level computes,
 //! and it is exactly equal at every level.
 
-use super::level::KernelLevel;
-use super::quant::{QuantizedActivations, BLOCK, TILE_COLS};
+use q4nx::dtype::bf16_to_f32;
+use q4nx::tile::{
+    GROUPS_PER_TILE as GROUPS, Q4_1_MINS_AT as MINS, Q4_1_NIBBLES_AT as NIBBLES,
+    Q4_1_TILE_BYTES as TILE_BYTES, SCALES_AT as SCALES, TILE_COLS, TILE_ROWS,
+};
 
-/// Bytes per Q4_1 tile.
-pub const TILE_BYTES: usize = 5120;
-/// Rows per tile (one row block).
-pub const TILE_ROWS: usize = 32;
+use super::level::KernelLevel;
+use super::quant::{QuantizedActivations, BLOCK};
+
 /// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
 pub const MAX_TOKENS: usize = 8;
-
-const GROUPS: usize = TILE_COLS / BLOCK;
-const SCALES: usize = 0;
-const MINS: usize = 512;
-const NIBBLES: usize = 1024;
 /// How far ahead of the tile being computed the SIMD kernels prefetch into L2: far enough that
 /// many requests are in flight at once, which is what keeps memory busy (measured on the
 /// 2-thread decode: 88% of the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with
@@ -35,7 +32,9 @@ const PREFETCH_L1_DISTANCE: usize = 2 * TILE_BYTES;
 /// The integer sums of one tile against 256 quantized activations:
 /// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
 ///
-/// Panics if `level` is not supported by this CPU.
+/// Panics if `level` is not supported by this CPU. Only the tests call it (to compare the
+/// levels' integer sums exactly); [`row_block`] is what the matmuls run.
+#[cfg(test)]
 pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS * GROUPS] {
     assert!(tile.len() >= TILE_BYTES && xq.len() >= TILE_COLS);
     assert!(
@@ -149,7 +148,7 @@ fn prefetch_ahead(tile: *const u8, step: usize) {
 }
 
 fn bf16(bytes: &[u8], index: usize) -> f32 {
-    f32::from_bits(u32::from(u16::from_le_bytes([bytes[2 * index], bytes[2 * index + 1]])) << 16)
+    bf16_to_f32(u16::from_le_bytes([bytes[2 * index], bytes[2 * index + 1]]))
 }
 
 /// The reference twin: plain loops in the order the format describes.
@@ -245,6 +244,7 @@ mod avx2 {
         _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
@@ -339,6 +339,7 @@ mod avx512bw {
         _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1)
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
@@ -444,6 +445,7 @@ mod avx512vnni {
         _mm512_add_epi32(a, b)
     }
 
+    #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {

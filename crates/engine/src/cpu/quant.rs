@@ -1,10 +1,8 @@
 //! Activation quantization: each token's activations become int8 blocks of 32 (one block per
 //! weight group) with one f32 scale per block, done once per matmul and shared by every row.
 
-/// Columns per quantization block: the Q4_1 group size.
-pub const BLOCK: usize = 32;
-/// Columns per weight tile: activations are zero-padded to a multiple of this.
-pub const TILE_COLS: usize = 256;
+/// Columns per quantization block: one Q4_1 group, so a block meets one scale and min.
+pub const BLOCK: usize = q4nx::tile::GROUP;
 
 /// The activations of `tokens` tokens, quantized to int8 blocks of [`BLOCK`].
 ///
@@ -26,10 +24,10 @@ impl QuantizedActivations {
         Self::default()
     }
 
-    /// Shapes the buffers for `tokens` tokens of `cols` columns (padded to [`TILE_COLS`]).
+    /// Shapes the buffers for `tokens` tokens of `cols` columns (padded to [`q4nx::tile::TILE_COLS`]).
     pub fn resize(&mut self, tokens: usize, cols: usize) {
         self.tokens = tokens;
-        self.cols_padded = cols.div_ceil(TILE_COLS) * TILE_COLS;
+        self.cols_padded = q4nx::layout::padded_cols(cols);
         let blocks = tokens * self.cols_padded / BLOCK;
         self.xq.resize(tokens * self.cols_padded, 0);
         self.scale.resize(blocks, 0.0);
@@ -55,7 +53,7 @@ impl QuantizedActivations {
         self.tokens
     }
 
-    /// Columns per token after padding to [`TILE_COLS`].
+    /// Columns per token after padding to [`q4nx::tile::TILE_COLS`].
     pub fn cols_padded(&self) -> usize {
         self.cols_padded
     }
