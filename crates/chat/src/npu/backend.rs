@@ -1,0 +1,790 @@
+//! [`NpuBackend`]: a model from Hearth's registry answered by FastFlowLM on the NPU.
+//!
+//! At most one `flm serve` per backend, started on the first answer (or [`NpuBackend::start`])
+//! with the context length the conversation needs, restarted with a larger one when a longer
+//! conversation comes, stopped after some idle minutes and when the backend is dropped. The
+//! caller sees loading through [`NpuEvent`]s. Answers stream over FastFlowLM's OpenAI API;
+//! the model named in every chunk must be the one asked for ([`FailureKind::WrongModel`]).
+//! When FastFlowLM dies in the middle of an answer, the text so far is kept by the answer loop,
+//! the error says what happened ([`FailureKind::Cut`], with FastFlowLM's last log lines), and
+//! FastFlowLM is restarted once; after a second crash in a row it is left stopped so the caller
+//! can fall back to the CPU.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
+use hearth_hub::registry::RegistryFile;
+use serde_json::{json, Value};
+
+use crate::backend::{
+    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, BackendTimings, FailureKind,
+    Generation, Input, Prompt, TextSink, TokenCount,
+};
+use crate::npu::discover::{self, FlmProgram};
+use crate::npu::http::{self, Reply};
+use crate::npu::process::{FlmServer, ServeConfig};
+
+/// The smallest `--ctx-len` FastFlowLM accepts.
+pub const MIN_CTX_LEN: usize = 512;
+
+/// After this many answers stopped early, FastFlowLM is restarted before the next one: it
+/// never frees the connection slot of a stream whose client left, and refuses every
+/// connection once its 10 slots are gone.
+const ABORTED_STREAMS_BEFORE_RESTART: u32 = 8;
+
+/// How the backend runs FastFlowLM.
+#[derive(Debug, Clone)]
+pub struct NpuOptions {
+    /// Where FastFlowLM's log goes (`fastflowlm.log`, private, rotated at 5 MB). Hearth's
+    /// state folder.
+    pub state_dir: PathBuf,
+    /// How long loading the model may take. By default, 180 s.
+    pub start_timeout: Duration,
+    /// Stop FastFlowLM after this long without an answer; `None` keeps it running. By default,
+    /// 10 minutes.
+    pub idle_stop: Option<Duration>,
+    /// How long to wait for each piece of an answer (the first one includes reading the
+    /// prompt). By default, 300 s.
+    pub read_timeout: Duration,
+}
+
+impl NpuOptions {
+    /// The defaults, with the log in `state_dir`.
+    pub fn new(state_dir: impl Into<PathBuf>) -> NpuOptions {
+        NpuOptions {
+            state_dir: state_dir.into(),
+            start_timeout: Duration::from_secs(180),
+            idle_stop: Some(Duration::from_secs(600)),
+            read_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What happens to FastFlowLM, for a visible loading state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NpuEvent {
+    /// Loading the model onto the NPU (FastFlowLM is starting).
+    Loading {
+        /// The model's tag.
+        model: String,
+        /// The context length reserved.
+        ctx_len: usize,
+    },
+    /// The model is on the NPU and FastFlowLM answers.
+    Ready {
+        /// The model's tag.
+        model: String,
+        /// Seconds loading took.
+        secs: f64,
+        /// FastFlowLM's process id.
+        pid: u32,
+    },
+    /// FastFlowLM is being restarted.
+    Restarting {
+        /// Why, in plain words.
+        reason: String,
+    },
+    /// FastFlowLM was stopped (idle, or replaced).
+    Stopped {
+        /// Why, in plain words.
+        reason: String,
+    },
+}
+
+/// Receives [`NpuEvent`]s, from the answering thread or the idle timer's.
+pub type NpuEventSink = Box<dyn FnMut(&NpuEvent) + Send>;
+
+/// The server slot shared with the idle timer.
+struct Slot {
+    server: Option<FlmServer>,
+    last_used: Instant,
+    busy: bool,
+    closed: bool,
+    aborted_streams: u32,
+}
+
+struct Shared {
+    slot: Mutex<Slot>,
+    wake: Condvar,
+    sink: Mutex<Option<NpuEventSink>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn emit(&self, event: NpuEvent) {
+        tracing::info!(?event, "npu");
+        if let Some(sink) = self.sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            sink(&event);
+        }
+    }
+}
+
+/// A registry model answered by FastFlowLM on the NPU.
+pub struct NpuBackend {
+    info: BackendInfo,
+    program: FlmProgram,
+    tag: String,
+    registry: PathBuf,
+    models_root: PathBuf,
+    options: NpuOptions,
+    tokenizer: Option<TextTokenizer>,
+    template: Option<ChatTemplate>,
+    shared: Arc<Shared>,
+    idle_timer: Option<JoinHandle<()>>,
+    crashes_in_a_row: u32,
+}
+
+impl std::fmt::Debug for NpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NpuBackend")
+            .field("info", &self.info)
+            .field("tag", &self.tag)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NpuBackend {
+    /// Opens `model` (a registry name or `family:size` tag) of the registry `registry`
+    /// (Hearth's `model_list.json`) on FastFlowLM `program`. Nothing starts yet.
+    pub fn open(
+        program: FlmProgram,
+        registry: &Path,
+        model: &str,
+        options: NpuOptions,
+    ) -> Result<NpuBackend, BackendError> {
+        let file: RegistryFile = std::fs::read(registry)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                BackendError::failed(
+                    FailureKind::NotReady,
+                    format!(
+                        "could not read the model registry {}: {e}",
+                        registry.display()
+                    ),
+                )
+            })?;
+        let (family, size, entry) = file.find(model).ok_or_else(|| {
+            BackendError::failed(
+                FailureKind::ModelNotFound,
+                format!(
+                    "{model} is not in the model registry {}: `hearth list` shows the models",
+                    registry.display()
+                ),
+            )
+        })?;
+        let availability = discover::npu_support(&program, entry);
+        if let Some(reason) = availability.reason {
+            return Err(BackendError::failed(FailureKind::NotReady, reason));
+        }
+        // FastFlowLM joins FLM_MODEL_PATH, the registry's model_path and the entry's name as
+        // paths: an absolute model_path (what Hearth writes) stands alone, and a relative one
+        // is taken from the registry's folder, which is where Hearth keeps `models/`.
+        let models_root = registry
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let folder = models_root.join(&file.model_path).join(&entry.name);
+        let config: Option<Value> = std::fs::read(folder.join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let positions = config
+            .as_ref()
+            .and_then(|c| c.get("max_position_embeddings"))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize);
+        let context_length = match (entry.default_context_length.map(|n| n as usize), positions) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tokenizer = TextTokenizer::from_file(&folder.join("tokenizer.json")).ok();
+        let tokenizer_config: Option<Value> = std::fs::read(folder.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let template = ChatTemplate::from_dir(&folder, tokenizer_config.as_ref())
+            .ok()
+            .flatten();
+        let sha256 = entry
+            .hearth
+            .as_ref()
+            .and_then(|h| h.files.get("model.q4nx"))
+            .map(|f| f.sha256.clone());
+        let info = BackendInfo {
+            kind: BackendKind::Npu,
+            label: format!("npu ({})", program.label()),
+            device: "AMD XDNA 2 NPU".into(),
+            model: entry.name.clone(),
+            context_length,
+            model_sha256: sha256,
+            runtime_version: Some(program.version.clone()),
+        };
+        let shared = Arc::new(Shared {
+            slot: Mutex::new(Slot {
+                server: None,
+                last_used: Instant::now(),
+                busy: false,
+                closed: false,
+                aborted_streams: 0,
+            }),
+            wake: Condvar::new(),
+            sink: Mutex::new(None),
+        });
+        let idle_timer = options.idle_stop.map(|idle| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("hearth-flm-idle".into())
+                .spawn(move || idle_timer(&shared, idle))
+                .expect("the idle timer thread starts")
+        });
+        Ok(NpuBackend {
+            info,
+            program,
+            tag: format!("{family}:{size}"),
+            registry: registry.to_path_buf(),
+            models_root,
+            options,
+            tokenizer,
+            template,
+            shared,
+            idle_timer,
+            crashes_in_a_row: 0,
+        })
+    }
+
+    /// Where loading and stopping are reported ("loading the model onto the NPU").
+    pub fn set_event_sink(&mut self, sink: NpuEventSink) {
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// The model's FastFlowLM tag (`family:size`).
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// FastFlowLM as found.
+    pub fn program(&self) -> &FlmProgram {
+        &self.program
+    }
+
+    /// FastFlowLM's process id, while it runs.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.shared.lock().server.as_ref().map(FlmServer::pid)
+    }
+
+    /// FastFlowLM's log file (in the state folder).
+    pub fn log_path(&self) -> PathBuf {
+        self.options
+            .state_dir
+            .join(crate::npu::process::LOG_FILE_NAME)
+    }
+
+    /// Loads the model onto the NPU now (with the smallest context), so the first answer does
+    /// not wait for it.
+    pub fn start(&mut self) -> Result<(), BackendError> {
+        self.ensure_server(MIN_CTX_LEN)
+    }
+
+    /// Stops FastFlowLM now (it starts again on the next answer).
+    pub fn stop_server(&mut self) {
+        let server = self.shared.lock().server.take();
+        if let Some(server) = server {
+            server.stop();
+        }
+    }
+
+    /// The `--ctx-len` for `needed` positions: a power of two of at least 512 (FastFlowLM
+    /// reserves the whole KV cache up front, so no more than needed), at most the model's
+    /// context length.
+    pub fn ctx_len_for(&self, needed: usize) -> usize {
+        let want = needed.max(MIN_CTX_LEN).next_power_of_two();
+        match self.info.context_length {
+            Some(limit) => want.min(limit.max(MIN_CTX_LEN)),
+            None => want,
+        }
+    }
+
+    fn serve_config(&self, ctx_len: usize) -> ServeConfig {
+        ServeConfig {
+            program: self.program.path.clone(),
+            tag: self.tag.clone(),
+            ctx_len,
+            registry: self.registry.clone(),
+            models_root: self.models_root.clone(),
+            state_dir: self.options.state_dir.clone(),
+            start_timeout: self.options.start_timeout,
+        }
+    }
+
+    /// A running server with at least `ctx_len` positions.
+    fn ensure_server(&mut self, ctx_len: usize) -> Result<(), BackendError> {
+        let mut slot = self.shared.lock();
+        let aborted = slot.aborted_streams;
+        let reason = match slot.server.as_mut() {
+            None => None,
+            Some(s) => match s.exit_status() {
+                Some(status) => Some(format!("FastFlowLM had stopped ({status})")),
+                None if s.ctx_len() < ctx_len => Some(format!(
+                    "the conversation needs {ctx_len} positions, FastFlowLM was started with {}",
+                    s.ctx_len()
+                )),
+                None if aborted >= ABORTED_STREAMS_BEFORE_RESTART => {
+                    Some("answers stopped early use up FastFlowLM's connections".to_string())
+                }
+                None => return Ok(()),
+            },
+        };
+        if let Some(old) = slot.server.take() {
+            old.stop();
+            self.shared.emit(NpuEvent::Stopped {
+                reason: reason.unwrap_or_default(),
+            });
+        }
+        slot.aborted_streams = 0;
+        self.shared.emit(NpuEvent::Loading {
+            model: self.tag.clone(),
+            ctx_len,
+        });
+        let started = Instant::now();
+        let server = FlmServer::start(&self.serve_config(ctx_len))?;
+        self.shared.emit(NpuEvent::Ready {
+            model: self.tag.clone(),
+            secs: started.elapsed().as_secs_f64(),
+            pid: server.pid(),
+        });
+        slot.server = Some(server);
+        slot.last_used = Instant::now();
+        Ok(())
+    }
+
+    /// After a cut answer: whether FastFlowLM died, and if so the words for it (and a restart,
+    /// once).
+    fn after_cut(&mut self, cause: String) -> BackendError {
+        let mut slot = self.shared.lock();
+        let ended = slot
+            .server
+            .as_mut()
+            .and_then(|s| s.wait_exit(Duration::from_secs(1)));
+        let Some((status, tail)) = ended else {
+            return BackendError::failed(
+                FailureKind::Cut,
+                format!("the answer from FastFlowLM stopped before its end: {cause}; the text so far is kept"),
+            );
+        };
+        let dead = slot.server.take().expect("a server was running");
+        let log = dead.log_path();
+        drop(dead);
+        let ctx_len = self.ctx_len_for(0);
+        drop(slot);
+        self.crashes_in_a_row += 1;
+        let mut message = format!(
+            "FastFlowLM stopped in the middle of the answer ({status}); the text so far is kept. Its last lines:\n  {}\n(full log: {}).",
+            tail.join("\n  "),
+            log.display()
+        );
+        if self.crashes_in_a_row == 1 {
+            self.shared.emit(NpuEvent::Restarting {
+                reason: format!("FastFlowLM stopped ({status})"),
+            });
+            match self.ensure_server(ctx_len) {
+                Ok(()) => {
+                    message.push_str(" Hearth restarted it: try again, or answer on the CPU.")
+                }
+                Err(e) => message.push_str(&format!(" Restarting it failed too: {e}")),
+            }
+        } else {
+            message.push_str(
+                " It stopped again after a restart, so Hearth left it stopped: answer on the CPU.",
+            );
+        }
+        BackendError::failed(FailureKind::Cut, message)
+    }
+
+    fn request_body(&self, messages: &[ChatMessage], options: &ChatOptions) -> Value {
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
+        let s = &options.sampling;
+        // Absent fields, never null: FastFlowLM fails on a null number.
+        let mut body = json!({
+            "model": self.tag,
+            "messages": messages,
+            "stream": true,
+            "max_tokens": options.max_tokens.max(1),
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "top_k": if s.temperature <= 0.0 { 1 } else { s.top_k },
+            "repetition_penalty": s.repetition_penalty,
+        });
+        if let Some(think) = options.enable_thinking {
+            body["think"] = json!(think);
+        }
+        body
+    }
+
+    /// Streams one answer from the server on `port`.
+    fn stream(
+        &mut self,
+        port: u16,
+        body: &Value,
+        prompt_count: TokenCount,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, Failure> {
+        let reply = http::post_json(
+            port,
+            "/v1/chat/completions",
+            &body.to_string(),
+            Duration::from_secs(5),
+            self.options.read_timeout,
+        )
+        .map_err(Failure::from_io)?;
+        let mut events = match reply {
+            Reply::Body(r) => return Err(Failure::Done(body_error(r.status, &r.body))),
+            Reply::Events(events) => events,
+        };
+        let mut pieces = 0usize;
+        let mut thinking = false;
+        let mut finish: Option<String> = None;
+        let mut usage: Option<Value> = None;
+        loop {
+            let data = match events.next_data() {
+                Ok(Some(d)) => d,
+                Ok(None) => return Err(Failure::Cut("the stream ended without [DONE]".into())),
+                Err(e) => return Err(Failure::from_io(e)),
+            };
+            if data.trim() == "[DONE]" {
+                break;
+            }
+            let chunk: Value = serde_json::from_str(&data).map_err(|e| {
+                Failure::Done(BackendError::failed(
+                    FailureKind::BadReply,
+                    format!(
+                        "FastFlowLM sent a piece of answer that is not JSON ({e}): {data:.200}"
+                    ),
+                ))
+            })?;
+            if let Some(e) = chunk.get("error") {
+                return Err(Failure::Done(BackendError::failed(
+                    FailureKind::Server,
+                    format!("FastFlowLM reported an error: {}", error_text(e)),
+                )));
+            }
+            if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+                if model != self.tag {
+                    return Err(Failure::Done(BackendError::failed(
+                        FailureKind::WrongModel,
+                        format!(
+                            "FastFlowLM answered with {model}, not {}: it did not find the model Hearth asked for, so the answer was refused. Check that {} is in FastFlowLM's model list (FLM_CONFIG_PATH) and its folder is complete.",
+                            self.tag, self.info.model
+                        ),
+                    )));
+                }
+            }
+            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+                usage = Some(u.clone());
+            }
+            let choice = &chunk["choices"][0];
+            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+                finish = Some(f.to_string());
+            }
+            let delta = &choice["delta"];
+            let mut text = String::new();
+            if let Some(r) = delta
+                .get("reasoning_content")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
+                if !thinking {
+                    text.push_str("<think>\n");
+                    thinking = true;
+                }
+                text.push_str(r);
+            }
+            if let Some(c) = delta
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+            {
+                if thinking {
+                    text.push_str("\n</think>\n\n");
+                    thinking = false;
+                }
+                text.push_str(c);
+            }
+            if !text.is_empty() {
+                pieces += 1;
+                if on_text(&text).is_break() {
+                    // Dropping the stream closes the connection: FastFlowLM cancels.
+                    drop(events);
+                    self.shared.lock().aborted_streams += 1;
+                    return Ok(Generation {
+                        prompt_tokens: prompt_count,
+                        generated_tokens: TokenCount {
+                            tokens: pieces,
+                            exact: false,
+                        },
+                        stop_reason: StopReason::Cancelled,
+                        timings: BackendTimings::default(),
+                    });
+                }
+            }
+        }
+        let usage = usage.unwrap_or(Value::Null);
+        let count = |k: &str| usage.get(k).and_then(Value::as_u64).map(|n| n as usize);
+        let secs = |k: &str| usage.get(k).and_then(Value::as_f64);
+        let stop_reason = match finish.as_deref() {
+            Some("length") => StopReason::MaxTokens,
+            Some("cancel") => StopReason::Cancelled,
+            _ => StopReason::EndOfTurn,
+        };
+        Ok(Generation {
+            // FastFlowLM counts only the prompt tokens it had not cached: Hearth's own exact
+            // count of the whole prompt is the one that means something.
+            prompt_tokens: if prompt_count.exact {
+                prompt_count
+            } else {
+                count("prompt_tokens").map_or(prompt_count, |n| TokenCount {
+                    tokens: n,
+                    exact: true,
+                })
+            },
+            generated_tokens: count("completion_tokens").map_or(
+                TokenCount {
+                    tokens: pieces,
+                    exact: false,
+                },
+                |n| TokenCount {
+                    tokens: n,
+                    exact: true,
+                },
+            ),
+            stop_reason,
+            timings: BackendTimings {
+                load_secs: secs("load_duration"),
+                prefill_secs: secs("prefill_duration_ttft"),
+                prefill_tokens_per_s: secs("prefill_speed_tps"),
+                decode_secs: secs("decoding_duration"),
+                decode_tokens_per_s: secs("decoding_speed_tps"),
+            },
+        })
+    }
+}
+
+/// How a streamed answer failed.
+enum Failure {
+    /// Final: report as it is.
+    Done(BackendError),
+    /// The connection broke: FastFlowLM may have died.
+    Cut(String),
+}
+
+impl Failure {
+    fn from_io(e: std::io::Error) -> Failure {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                Failure::Done(BackendError::failed(
+                    FailureKind::Timeout,
+                    format!("FastFlowLM did not answer in time ({e}); it may be stuck on the NPU"),
+                ))
+            }
+            _ => Failure::Cut(e.to_string()),
+        }
+    }
+}
+
+fn error_text(e: &Value) -> String {
+    match e {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| e.to_string(), str::to_string),
+        other => other.to_string(),
+    }
+}
+
+/// A non-stream reply to a streamed request: always an error of some kind.
+fn body_error(status: u16, body: &str) -> BackendError {
+    let json: Option<Value> = serde_json::from_str(body.trim()).ok();
+    let error = json.as_ref().and_then(|j| j.get("error")).map(error_text);
+    match (status, error) {
+        (503, e) => BackendError::Failed {
+            kind: FailureKind::Busy,
+            message: format!(
+                "FastFlowLM is busy: {}",
+                e.unwrap_or_else(|| "its queue is full".into())
+            ),
+            retry_after_secs: Some(1),
+        },
+        (_, Some(e)) if e.contains("Max length reached") => BackendError::failed(
+            FailureKind::Server,
+            "the conversation is longer than the context FastFlowLM has room for: start a new conversation or shorten it",
+        ),
+        (_, Some(e)) if e.starts_with("Failed to load") => BackendError::failed(
+            FailureKind::NotReady,
+            format!("FastFlowLM could not load the model: {e}"),
+        ),
+        (_, Some(e)) => BackendError::failed(
+            FailureKind::Server,
+            format!("FastFlowLM reported an error: {e}"),
+        ),
+        (s, None) => BackendError::failed(
+            FailureKind::BadReply,
+            format!("FastFlowLM answered HTTP {s} with {:.200}", body.trim()),
+        ),
+    }
+}
+
+fn idle_timer(shared: &Shared, idle: Duration) {
+    let mut slot = shared.lock();
+    loop {
+        if slot.closed {
+            return;
+        }
+        let idle_for = slot.last_used.elapsed();
+        if slot.server.is_some() && !slot.busy && idle_for >= idle {
+            let server = slot.server.take().expect("checked above");
+            drop(slot);
+            server.stop();
+            shared.emit(NpuEvent::Stopped {
+                reason: format!("no answer for {} s", idle.as_secs()),
+            });
+            slot = shared.lock();
+            continue;
+        }
+        let wait = if slot.server.is_some() && !slot.busy {
+            idle.saturating_sub(idle_for).max(Duration::from_millis(50))
+        } else {
+            Duration::from_secs(1)
+        };
+        slot = shared
+            .wake
+            .wait_timeout(slot, wait)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+impl Drop for NpuBackend {
+    fn drop(&mut self) {
+        let server = {
+            let mut slot = self.shared.lock();
+            slot.closed = true;
+            slot.server.take()
+        };
+        self.shared.wake.notify_all();
+        if let Some(server) = server {
+            server.stop();
+        }
+        if let Some(t) = self.idle_timer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Backend for NpuBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, input: Input, options: &ChatOptions) -> Result<Prompt, BackendError> {
+        let Input::Chat(messages) = &input else {
+            return Err(BackendError::Unsupported(
+                "FastFlowLM only answers conversations, not raw text: use the cpu backend for --raw"
+                    .into(),
+            ));
+        };
+        let count = match (&self.template, &self.tokenizer) {
+            (Some(template), Some(tokenizer)) => {
+                let text = template.render(messages, true, options.enable_thinking)?;
+                TokenCount {
+                    tokens: tokenizer.encode(&text, false)?.len(),
+                    exact: true,
+                }
+            }
+            _ => {
+                let text: String = messages.iter().map(|m| m.content.as_str()).collect();
+                let mut c = estimate_tokens(&text);
+                c.tokens += 8 * messages.len();
+                c
+            }
+        };
+        Ok(Prompt {
+            input,
+            count,
+            tokens: None,
+        })
+    }
+
+    fn count_text(&self, text: &str) -> TokenCount {
+        match self.tokenizer.as_ref().map(|t| t.encode(text, false)) {
+            Some(Ok(ids)) => TokenCount {
+                tokens: ids.len(),
+                exact: true,
+            },
+            _ => estimate_tokens(text),
+        }
+    }
+
+    fn generate(
+        &mut self,
+        prompt: Prompt,
+        options: &ChatOptions,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, BackendError> {
+        let Input::Chat(messages) = &prompt.input else {
+            return Err(BackendError::Unsupported(
+                "FastFlowLM only answers conversations, not raw text".into(),
+            ));
+        };
+        if self.crashes_in_a_row >= 2 {
+            return Err(BackendError::failed(
+                FailureKind::NotReady,
+                "FastFlowLM stopped twice in the middle of an answer, so Hearth does not start it again: answer on the CPU, or reopen the model to try the NPU again",
+            ));
+        }
+        let ctx_len = self.ctx_len_for(prompt.count.tokens + options.max_tokens);
+        self.ensure_server(ctx_len)?;
+        let port = {
+            let mut slot = self.shared.lock();
+            slot.busy = true;
+            slot.server.as_ref().map(FlmServer::port)
+        };
+        let body = self.request_body(messages, options);
+        let result = match port {
+            Some(port) => self.stream(port, &body, prompt.count, on_text),
+            None => Err(Failure::Cut("FastFlowLM was stopped".into())),
+        };
+        {
+            let mut slot = self.shared.lock();
+            slot.busy = false;
+            slot.last_used = Instant::now();
+        }
+        self.shared.wake.notify_all();
+        match result {
+            Ok(generation) => {
+                self.crashes_in_a_row = 0;
+                Ok(generation)
+            }
+            Err(Failure::Done(e)) => {
+                if matches!(
+                    &e,
+                    BackendError::Failed {
+                        kind: FailureKind::WrongModel,
+                        ..
+                    }
+                ) {
+                    self.shared.lock().aborted_streams += 1;
+                }
+                Err(e)
+            }
+            Err(Failure::Cut(cause)) => Err(self.after_cut(cause)),
+        }
+    }
+}
