@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::npu::discover::{self, FlmProgram, Lookup};
 use hearth_chat::npu::{http, NpuBackend, NpuEvent, NpuOptions};
-use hearth_chat::{selftest, Backend, BackendError, CpuBackend, FailureKind, Input};
+use hearth_chat::{selftest, BackendError, CpuBackend, FailureKind, Input};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 
 const TAG: &str = "demo:5m";
@@ -64,7 +64,20 @@ fn fixture_with(fault: &str, env: &[(&str, &str)]) -> Fixture {
     let bin = dir.path().join("flm-install");
     std::fs::create_dir_all(bin.join("xclbins").join(NAME)).unwrap();
     let flm = bin.join("flm");
-    let mut script = format!("#!/bin/sh\nexport FLM_IMITATION_FAULT='{fault}'\n");
+    // The install's own catalog (FastFlowLM ships one): only what Hearth passes in
+    // FLM_CONFIG_PATH has the demo model.
+    let stock = bin.join("model_list.json");
+    std::fs::write(
+        &stock,
+        registry_json(&models, "llama3")
+            .replace("\"demo\"", "\"llama3.2\"")
+            .replace("\"5m\"", "\"1b\""),
+    )
+    .unwrap();
+    let mut script = format!(
+        "#!/bin/sh\nexport FLM_IMITATION_FAULT='{fault}'\n: \"${{FLM_CONFIG_PATH:={}}}\"\nexport FLM_CONFIG_PATH\n",
+        stock.display()
+    );
     for (k, v) in env {
         script.push_str(&format!("export {k}='{v}'\n"));
     }
@@ -599,11 +612,18 @@ fn idle_and_drop_stop_the_server() {
     let pid = backend.server_pid().unwrap();
     assert!(wait_gone(pid, Duration::from_secs(10)), "stopped when idle");
     assert_eq!(backend.server_pid(), None);
-    assert!(events
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|e| matches!(e, NpuEvent::Stopped { .. })));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let stopped = || {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, NpuEvent::Stopped { .. }))
+    };
+    while !stopped() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(stopped(), "the idle stop is reported");
     backend.start().unwrap();
     let pid = backend.server_pid().unwrap();
     drop(backend);
@@ -652,14 +672,14 @@ fn no_orphan_when_hearth_is_killed() {
         ])
         .env("HEARTH_TEST_HOLD_FLM", f.dir.path())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(f.dir.path().join("helper.err")).unwrap())
         .spawn()
         .unwrap();
     let stdout = helper.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(pid) = line.strip_prefix("FLM-PID ") {
+            if let Some(pid) = line.split("FLM-PID ").nth(1) {
                 let _ = tx.send(pid.trim().parse::<u32>().unwrap());
             }
         }
@@ -669,7 +689,8 @@ fn no_orphan_when_hearth_is_killed() {
         Err(_) => {
             let _ = helper.kill();
             let _ = helper.wait();
-            panic!("the helper did not start a server");
+            let err = std::fs::read_to_string(f.dir.path().join("helper.err")).unwrap_or_default();
+            panic!("the helper did not start a server: {err}");
         }
     };
     assert!(!gone(pid));

@@ -208,9 +208,15 @@ pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<(bool, String), Npu
 
 /// The version `version --json` prints (`{ "version": "1.0.6" }`), or failing that the one in
 /// `FLM v1.0.6`.
+/// `--version` is the fallback: it works even when FastFlowLM finds no model_list.json of its
+/// own, which every other verb needs (it exits 1, so only its output counts).
 pub fn read_version(exe: &Path) -> Result<String, NpuError> {
     let (_, out) = run_quick(exe, &["version", "--json"])?;
-    parse_version_output(&out).ok_or_else(|| NpuError::VersionUnknown {
+    if let Some(v) = parse_version_output(&out) {
+        return Ok(v);
+    }
+    let (_, text) = run_quick(exe, &["--version"])?;
+    parse_version_output(&text).ok_or_else(|| NpuError::VersionUnknown {
         path: exe.to_path_buf(),
         output: out.trim().chars().take(200).collect(),
     })
