@@ -478,6 +478,20 @@ fn a_failed_model_load_is_seen_in_the_log() {
 }
 
 #[test]
+fn a_failing_validate_stops_the_start_with_its_fix() {
+    let f = fixture("validate-memlock");
+    let mut backend = f.backend();
+    let e = backend.start().unwrap_err();
+    assert_eq!(failure_kind(&e), Some(FailureKind::NotReady));
+    let text = e.to_string();
+    assert!(
+        text.contains("8388608") && text.contains("To fix:"),
+        "{text}"
+    );
+    assert_eq!(backend.server_pid(), None);
+}
+
+#[test]
 fn an_exit_at_start_shows_its_last_lines() {
     let f = fixture("exit-at-start");
     let e = f.backend().start().unwrap_err();

@@ -138,6 +138,8 @@ pub struct NpuBackend {
     shared: Arc<Shared>,
     idle_timer: Option<JoinHandle<()>>,
     crashes_in_a_row: u32,
+    /// FastFlowLM's own check passed (run once, before the first start).
+    validated: bool,
 }
 
 impl std::fmt::Debug for NpuBackend {
@@ -254,6 +256,7 @@ impl NpuBackend {
             shared,
             idle_timer,
             crashes_in_a_row: 0,
+            validated: false,
         })
     }
 
@@ -346,6 +349,30 @@ impl NpuBackend {
             });
         }
         slot.aborted_streams = 0;
+        if !self.validated {
+            // As Lemonade does: FastFlowLM's own check first, whose failures say what to fix,
+            // rather than a failed start with its engine's words.
+            let report = discover::validate(&self.program.path)?;
+            if !report.ready {
+                let problems: Vec<String> = report
+                    .checks
+                    .iter()
+                    .filter(|c| c.status == npu::Status::Problem)
+                    .map(|c| match &c.fix {
+                        Some(fix) => format!("{} To fix: {fix}", c.summary),
+                        None => c.summary.clone(),
+                    })
+                    .collect();
+                return Err(BackendError::failed(
+                    FailureKind::NotReady,
+                    format!(
+                        "the NPU is not ready for FastFlowLM: {}",
+                        problems.join(" Also: ")
+                    ),
+                ));
+            }
+            self.validated = true;
+        }
         self.shared.emit(NpuEvent::Loading {
             model: self.tag.clone(),
             ctx_len,

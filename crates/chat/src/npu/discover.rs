@@ -446,6 +446,15 @@ pub fn npu_support(program: &FlmProgram, entry: &FlmEntry) -> Availability {
     npu_support_with(program, entry, xclbin_env.as_deref())
 }
 
+/// [`npu_support`] for the FastFlowLM this process finds ([`Lookup::from_env`]); when none is
+/// found, or it is too old, the reason says so.
+pub fn npu_availability(entry: &FlmEntry) -> Availability {
+    match find(&Lookup::from_env()) {
+        Ok(program) => npu_support(&program, entry),
+        Err(e) => Availability::unusable(BackendKind::Npu, e.to_string()),
+    }
+}
+
 /// [`npu_support`] with `FLM_XCLBIN_PATH` given.
 pub fn npu_support_with(
     program: &FlmProgram,
