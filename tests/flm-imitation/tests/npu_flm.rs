@@ -140,6 +140,13 @@ impl Fixture {
     }
 }
 
+/// Tests that start FastFlowLM run one at a time: Hearth runs at most one per process, so a
+/// second test's server would stop the first's.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static NPU: Mutex<()> = Mutex::new(());
+    NPU.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn chat(text: &str) -> Input {
     Input::Chat(vec![ChatMessage::new(Role::User, text)])
 }
@@ -247,6 +254,7 @@ fn a_taken_port_fails_like_flm() {
 
 #[test]
 fn the_imitation_serves_exact_paths_and_falls_back_silently() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend();
     backend.start().unwrap();
@@ -389,6 +397,7 @@ fn npu_support_needs_an_engine_and_kernels() {
 
 #[test]
 fn answers_stream_with_receipts_and_match_the_cpu() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend();
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -434,6 +443,7 @@ fn answers_stream_with_receipts_and_match_the_cpu() {
 
 #[test]
 fn stop_drops_the_stream_and_the_server_keeps_serving() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend();
     let pieces = std::cell::Cell::new(0);
@@ -463,6 +473,7 @@ fn stop_drops_the_stream_and_the_server_keeps_serving() {
 
 #[test]
 fn a_failed_model_load_is_seen_in_the_log() {
+    let _npu = serial();
     let f = fixture("load-fails");
     let mut backend = f.backend();
     let e = backend.start().unwrap_err();
@@ -479,6 +490,7 @@ fn a_failed_model_load_is_seen_in_the_log() {
 
 #[test]
 fn a_failing_validate_stops_the_start_with_its_fix() {
+    let _npu = serial();
     let f = fixture("validate-memlock");
     let mut backend = f.backend();
     let e = backend.start().unwrap_err();
@@ -493,6 +505,7 @@ fn a_failing_validate_stops_the_start_with_its_fix() {
 
 #[test]
 fn an_exit_at_start_shows_its_last_lines() {
+    let _npu = serial();
     let f = fixture("exit-at-start");
     let e = f.backend().start().unwrap_err();
     let text = e.to_string();
@@ -502,6 +515,7 @@ fn an_exit_at_start_shows_its_last_lines() {
 
 #[test]
 fn readiness_has_a_time_limit() {
+    let _npu = serial();
     let f = fixture_with("slow-start", &[("FLM_IMITATION_DELAY_SECS", "30")]);
     let started = Instant::now();
     let e = f
@@ -522,6 +536,7 @@ fn readiness_has_a_time_limit() {
 
 #[test]
 fn a_crash_mid_answer_keeps_the_text_and_restarts_once() {
+    let _npu = serial();
     let f = fixture("crash-mid-stream");
     let mut backend = f.backend();
     let e = answer(
@@ -566,6 +581,7 @@ fn a_crash_mid_answer_keeps_the_text_and_restarts_once() {
 
 #[test]
 fn an_answer_from_another_model_is_refused() {
+    let _npu = serial();
     let f = fixture("wrong-model");
     let mut backend = f.backend();
     let e = answer(&mut backend, request("Hi", 8), &mut |_| {
@@ -578,6 +594,7 @@ fn an_answer_from_another_model_is_refused() {
 
 #[test]
 fn an_error_body_is_reported() {
+    let _npu = serial();
     let f = fixture("engine-error");
     let mut backend = f.backend();
     let e = answer(&mut backend, request("Hi", 8), &mut |_| {
@@ -590,6 +607,7 @@ fn an_error_body_is_reported() {
 
 #[test]
 fn a_longer_conversation_restarts_with_a_larger_context() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend();
     backend.start().unwrap();
@@ -614,6 +632,7 @@ fn a_longer_conversation_restarts_with_a_larger_context() {
 
 #[test]
 fn idle_and_drop_stop_the_server() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend_with(NpuOptions {
         idle_stop: Some(Duration::from_millis(500)),
@@ -642,6 +661,25 @@ fn idle_and_drop_stop_the_server() {
     let pid = backend.server_pid().unwrap();
     drop(backend);
     assert!(gone(pid), "stopped when the backend is dropped");
+}
+
+#[test]
+fn one_fastflowlm_at_a_time() {
+    let _npu = serial();
+    let f = fixture("");
+    let mut first = f.backend();
+    let mut second = f.backend();
+    first.start().unwrap();
+    let pid = first.server_pid().unwrap();
+    second.start().unwrap();
+    assert_eq!(first.server_pid(), None, "the first gave the NPU up");
+    assert!(wait_gone(pid, Duration::from_secs(7)));
+    let again = answer(&mut first, request("Hi", 4), &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(!again.text.is_empty() || again.receipt.generated_tokens > 0);
+    assert_eq!(second.server_pid(), None, "and took it back");
 }
 
 /// Not a test on its own: the helper process of `no_orphan_when_hearth_is_killed`, which runs
@@ -719,6 +757,7 @@ fn no_orphan_when_hearth_is_killed() {
 
 #[test]
 fn the_log_is_drained_and_rotated_by_the_backend() {
+    let _npu = serial();
     let f = fixture("");
     let mut backend = f.backend();
     backend.start().unwrap();

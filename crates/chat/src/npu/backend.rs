@@ -1,6 +1,7 @@
 //! [`NpuBackend`]: a model from Hearth's registry answered by FastFlowLM on the NPU.
 //!
-//! At most one `flm serve` per backend, started on the first answer (or [`NpuBackend::start`])
+//! At most one `flm serve` in the process (a backend that needs the NPU stops another
+//! backend's idle server), started on the first answer (or [`NpuBackend::start`])
 //! with the context length the conversation needs, restarted with a larger one when a longer
 //! conversation comes, stopped after some idle minutes and when the backend is dropped. The
 //! caller sees loading through [`NpuEvent`]s. Answers stream over FastFlowLM's OpenAI API;
@@ -11,7 +12,7 @@
 //! can fall back to the CPU.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,9 @@ pub const MIN_CTX_LEN: usize = 512;
 /// never frees the connection slot of a stream whose client left, and refuses every
 /// connection once its 10 slots are gone.
 const ABORTED_STREAMS_BEFORE_RESTART: u32 = 8;
+
+/// The backend whose FastFlowLM holds the NPU (at most one runs in this process).
+static NPU_OWNER: Mutex<Option<Weak<Shared>>> = Mutex::new(None);
 
 /// How the backend runs FastFlowLM.
 #[derive(Debug, Clone)]
@@ -326,6 +330,8 @@ impl NpuBackend {
 
     /// A running server with at least `ctx_len` positions.
     fn ensure_server(&mut self, ctx_len: usize) -> Result<(), BackendError> {
+        // Lock order: the NPU's owner, then a slot (never the other way round).
+        let mut owner = NPU_OWNER.lock().unwrap_or_else(|e| e.into_inner());
         let mut slot = self.shared.lock();
         let aborted = slot.aborted_streams;
         let reason = match slot.server.as_mut() {
@@ -349,6 +355,31 @@ impl NpuBackend {
             });
         }
         slot.aborted_streams = 0;
+        // One FastFlowLM at a time: another backend's server gives the NPU up (it starts again
+        // on that backend's next answer), unless it is answering right now.
+        let other = owner
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .filter(|o| !Arc::ptr_eq(o, &self.shared));
+        if let Some(other) = other {
+            let mut theirs = other.lock();
+            if theirs.busy {
+                return Err(BackendError::Failed {
+                    kind: FailureKind::Busy,
+                    message:
+                        "the NPU is answering with another model: try again when it has finished"
+                            .into(),
+                    retry_after_secs: Some(1),
+                });
+            }
+            if let Some(server) = theirs.server.take() {
+                drop(theirs);
+                server.stop();
+                other.emit(NpuEvent::Stopped {
+                    reason: format!("{} needed the NPU", self.tag),
+                });
+            }
+        }
         if !self.validated {
             // As Lemonade does: FastFlowLM's own check first, whose failures say what to fix,
             // rather than a failed start with its engine's words.
@@ -386,6 +417,7 @@ impl NpuBackend {
         });
         slot.server = Some(server);
         slot.last_used = Instant::now();
+        *owner = Some(Arc::downgrade(&self.shared));
         Ok(())
     }
 
