@@ -732,6 +732,16 @@ fn handle_connection(server: &Server, stream: TcpStream) {
                 .collect();
             respond(&stream, 200, &json!({"object": "list", "data": data}))
         }
+        "GET /api/ps" => {
+            let npu = server.npu.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = server.catalog.entry(&npu.tag).unwrap_or(Value::Null);
+            respond(
+                &stream,
+                200,
+                &json!({"models": [{"name": npu.tag, "model": npu.tag, "size": entry["size"],
+                    "details": entry["details"], "expires_at": "2099-01-01T00:00:00.000000000+00:00"}]}),
+            )
+        }
         "GET /api/npu/status" => {
             let busy = server.waiting.load(Ordering::SeqCst) > 0;
             respond(
@@ -761,6 +771,17 @@ struct QueuePlace<'a>(&'a AtomicUsize);
 impl Drop for QueuePlace<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Holds the NPU for 333 ms after a job when others wait, as FastFlowLM's queue does.
+struct Cooldown<'a>(&'a AtomicUsize);
+
+impl Drop for Cooldown<'_> {
+    fn drop(&mut self) {
+        if self.0.load(Ordering::SeqCst) > 1 {
+            std::thread::sleep(Duration::from_millis(333));
+        }
     }
 }
 
@@ -862,6 +883,8 @@ fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
         );
     }
     let mut npu = server.npu.lock().unwrap_or_else(|e| e.into_inner());
+    // Declared after the lock: dropped before it, so the lock is held through the cooldown.
+    let _cooldown = Cooldown(&server.waiting);
     let started = Instant::now();
     // Which model: the request's tag if known, else FastFlowLM's silent fallback.
     let asked = body["model"].as_str().map(str::to_string);

@@ -264,6 +264,18 @@ impl NpuBackend {
         })
     }
 
+    /// Like [`NpuBackend::open`], with the FastFlowLM this process finds
+    /// ([`discover::Lookup::from_env`]: `HEARTH_FLM`, `flm` on `PATH`, the standard install,
+    /// `oflm`), refused when older than [`discover::MIN_VERSION`].
+    pub fn open_found(
+        registry: &Path,
+        model: &str,
+        options: NpuOptions,
+    ) -> Result<NpuBackend, BackendError> {
+        let program = discover::find(&discover::Lookup::from_env())?;
+        NpuBackend::open(program, registry, model, options)
+    }
+
     /// Where loading and stopping are reported ("loading the model onto the NPU").
     pub fn set_event_sink(&mut self, sink: NpuEventSink) {
         *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);

@@ -415,6 +415,34 @@ pub fn fold_validate(diagnosis: &mut npu::Diagnosis, report: &ValidateReport) {
     diagnosis.add_checks(report.checks.iter().cloned());
 }
 
+/// The doctor's NPU status with FastFlowLM's own check folded in: [`npu::diagnose`] of `root`,
+/// then, for the FastFlowLM this process finds ([`Lookup::from_env`]), `validate --json`.
+/// FastFlowLM is only asked on the live system (`root` = `/`): a fixture tree has none.
+pub fn npu_status(root: &Path) -> npu::Diagnosis {
+    let mut diagnosis = npu::diagnose(root);
+    if root != Path::new("/") {
+        return diagnosis;
+    }
+    match find(&Lookup::from_env()) {
+        // The doctor's own FastFlowLM check already says how to install it.
+        Err(NpuError::NotInstalled { .. }) => {}
+        Err(e) => diagnosis.add_checks([problem(
+            e.to_string(),
+            "Install or update FastFlowLM, then run `hearth doctor` again.",
+        )]),
+        Ok(program) => match validate(&program.path) {
+            Ok(report) => fold_validate(&mut diagnosis, &report),
+            Err(e) => diagnosis.add_checks([npu::Check {
+                id: npu::CheckId::FlmValidate,
+                status: npu::Status::Warning,
+                summary: format!("FastFlowLM's own check could not run: {e}"),
+                fix: Some("Run `flm validate` in a terminal to see what it reports.".into()),
+            }]),
+        },
+    }
+    diagnosis
+}
+
 // ---------------------------------------------------------------- kernels and models
 
 /// The folder holding FastFlowLM's `xclbins/`, found as FastFlowLM finds it: `FLM_XCLBIN_PATH`
