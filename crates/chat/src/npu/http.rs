@@ -66,12 +66,12 @@ pub fn post_json(
     let mut stream = connect(port, connect_timeout)?;
     stream.set_read_timeout(Some(read_timeout))?;
     stream.set_write_timeout(Some(read_timeout))?;
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: text/event-stream, application/json\r\nContent-Length: {}\r\n\r\n",
+    // One write: headers and body go out together.
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: text/event-stream, application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
-    )?;
-    stream.write_all(body.as_bytes())?;
+    );
+    stream.write_all(request.as_bytes())?;
     stream.flush()?;
     let mut reader = BufReader::new(stream);
     let head = read_head(&mut reader)?;
@@ -276,8 +276,15 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
+            // The whole request (it ends with the body `{}`), so closing sends no reset.
+            let mut got = Vec::new();
             let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
+            while !got.ends_with(b"{}") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
             s.write_all(reply).unwrap();
         });
         port
