@@ -449,8 +449,8 @@ impl NpuBackend {
         };
         let dead = slot.server.take().expect("a server was running");
         let log = dead.log_path();
+        let ctx_len = dead.ctx_len();
         drop(dead);
-        let ctx_len = self.ctx_len_for(0);
         drop(slot);
         self.crashes_in_a_row += 1;
         let mut message = format!(
