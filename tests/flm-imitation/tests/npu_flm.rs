@@ -430,6 +430,7 @@ fn answers_stream_with_receipts_and_match_the_cpu() {
         ),
         "{events:?}"
     );
+    assert_eq!(events[0].words(), "Loading demo:5m onto the NPU...");
     let log = backend.log_path();
     let mode = std::fs::metadata(&log).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);

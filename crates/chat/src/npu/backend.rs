@@ -98,6 +98,20 @@ pub enum NpuEvent {
     },
 }
 
+impl NpuEvent {
+    /// The event in plain words, for a status line ("Loading qwen3:1.7b onto the NPU...").
+    pub fn words(&self) -> String {
+        match self {
+            NpuEvent::Loading { model, .. } => format!("Loading {model} onto the NPU..."),
+            NpuEvent::Ready { model, secs, .. } => {
+                format!("{model} is on the NPU (loaded in {secs:.1} s)")
+            }
+            NpuEvent::Restarting { reason } => format!("Restarting FastFlowLM: {reason}"),
+            NpuEvent::Stopped { reason } => format!("FastFlowLM stopped: {reason}"),
+        }
+    }
+}
+
 /// Receives [`NpuEvent`]s, from the answering thread or the idle timer's.
 pub type NpuEventSink = Box<dyn FnMut(&NpuEvent) + Send>;
 
