@@ -873,3 +873,45 @@ impl Backend for NpuBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(e: &BackendError) -> FailureKind {
+        match e {
+            BackendError::Failed { kind, .. } => *kind,
+            other => panic!("not a failure: {other}"),
+        }
+    }
+
+    #[test]
+    fn error_bodies_by_kind() {
+        assert_eq!(
+            kind(&body_error(
+                503,
+                r#"{"error":"NPU is in use and request queue is full (limit: 10). Please try again later."}"#
+            )),
+            FailureKind::Busy
+        );
+        let long = body_error(
+            400,
+            r#"{"error":{"message":"Max length reached!","type":"model_error","code":400}}"#,
+        );
+        assert!(
+            long.to_string().contains("longer than the context"),
+            "{long}"
+        );
+        assert_eq!(
+            kind(&body_error(
+                200,
+                r#"{"error":"Failed to load qwen3:1.7b model!"}"#
+            )),
+            FailureKind::NotReady
+        );
+        let server = body_error(200, r#"{"error":"runlist failed execution"}"#);
+        assert_eq!(kind(&server), FailureKind::Server);
+        assert!(server.to_string().contains("runlist failed execution"));
+        assert_eq!(kind(&body_error(404, "Not Found")), FailureKind::BadReply);
+    }
+}
