@@ -4,6 +4,7 @@
 //! - [`backend`]: the [`Backend`] interface every place that runs a model implements, and its
 //!   kinds ([`BackendKind`]: cpu, npu, remote);
 //! - [`cpu`]: Hearth's own engine on this computer's processor;
+//! - [`remote`]: a model on an OpenAI-compatible server elsewhere;
 //! - [`answer`]: the answer loop (fit to context, generate, stop strings, live numbers, power,
 //!   receipt) over any backend;
 //! - [`context`]: which old turns to leave out when a conversation is too long;
@@ -18,6 +19,7 @@ pub mod context;
 pub mod conversations;
 pub mod cpu;
 pub mod npu;
+pub mod remote;
 pub mod selftest;
 pub mod settings;
 pub mod stop;
@@ -32,6 +34,7 @@ pub use backend::{
     Generation, Input, Prompt, TokenCount,
 };
 pub use cpu::CpuBackend;
+pub use remote::{RemoteBackend, RemoteConfig};
 pub use settings::ConversationSettings;
 
 /// Seconds since 1970 (0 if the clock is before it).

@@ -1,0 +1,299 @@
+//! The `remote` backend: a model on an OpenAI-compatible server somewhere else (llama.cpp's
+//! server, vLLM, Ollama, Lemonade, another Hearth), reached over HTTP or HTTPS.
+//!
+//! - [`openai`]: the blocking client (`/v1/models`, streamed `/v1/chat/completions`), its errors
+//!   in plain words, and the API key that is never shown;
+//! - [`config`]: the server's address, key and model, saved privately (0600) as `remote.json`.
+//!
+//! Counting: the server's `usage` is exact and used whenever it is sent. Before the answer (to
+//! fit the conversation) and when a server sends no `usage`, Hearth counts with the model's
+//! `tokenizer.json` if the settings name one, and otherwise estimates (marked not exact, so the
+//! receipt says "approximate"). An answer sent without `usage` is counted by the server's own
+//! tokenizer endpoint where it has one (llama-cpp-python never sends `usage` in a stream).
+
+pub mod config;
+pub mod openai;
+
+use hearth_engine::{ChatMessage, ChatOptions, StopReason, TextTokenizer};
+
+use crate::backend::{
+    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind, Generation,
+    Input, Prompt, TextSink, TokenCount,
+};
+pub use config::{RemoteConfig, RemoteConfigError};
+pub use openai::{ApiKey, ChatRequest, ClientOptions, OpenAiClient, ServerModel, StreamOutcome};
+
+/// Tokens a chat template adds around each message (role markers, separators): an estimate,
+/// since the server's template is not known here.
+const TEMPLATE_TOKENS_PER_MESSAGE: usize = 4;
+/// Tokens that open the assistant's turn.
+const TEMPLATE_TOKENS_AT_END: usize = 3;
+/// Most model names listed in the error for a model the server does not have.
+const MODELS_LISTED: usize = 20;
+
+/// One model on one remote server.
+pub struct RemoteBackend {
+    client: OpenAiClient,
+    info: BackendInfo,
+    tokenizer: Option<TextTokenizer>,
+    /// Whether the server counts tokens itself (see [`OpenAiClient::server_token_count`]),
+    /// with what it adds to every count: unknown until a stream comes without usage.
+    server_counter: ServerCounter,
+}
+
+/// What is known of a server's own token counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerCounter {
+    /// Not asked yet.
+    Unknown,
+    /// It counts, adding this many tokens (a BOS) to every text.
+    Counts { overhead: usize },
+    /// It cannot.
+    Absent,
+}
+
+impl std::fmt::Debug for RemoteBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteBackend")
+            .field("client", &self.client)
+            .field("info", &self.info)
+            .field("tokenizer", &self.tokenizer.is_some())
+            .finish()
+    }
+}
+
+impl RemoteBackend {
+    /// The models the server in `config` offers, for the user to choose from.
+    pub fn list_models(
+        config: &RemoteConfig,
+        options: ClientOptions,
+    ) -> Result<Vec<ServerModel>, BackendError> {
+        OpenAiClient::new(&config.base_url, config.api_key.clone(), options)?.models()
+    }
+
+    /// Opens `model` on the server in `config`: checks that the server lists it (the error
+    /// names the ones it has otherwise), learns its context length where the server tells it
+    /// (vLLM's `max_model_len`, llama.cpp's `/props`), and loads the tokenizer the settings
+    /// name, if any.
+    pub fn connect(
+        config: &RemoteConfig,
+        model: &str,
+        options: ClientOptions,
+    ) -> Result<RemoteBackend, BackendError> {
+        let client = OpenAiClient::new(&config.base_url, config.api_key.clone(), options)?;
+        let models = client.models()?;
+        let Some(found) = models.iter().find(|m| m.id == model) else {
+            let has = if models.is_empty() {
+                "It lists no models: load one on the server first.".to_owned()
+            } else {
+                let mut names: Vec<&str> = models
+                    .iter()
+                    .take(MODELS_LISTED)
+                    .map(|m| m.id.as_str())
+                    .collect();
+                if models.len() > MODELS_LISTED {
+                    names.push("…");
+                }
+                format!("It has: {}.", names.join(", "))
+            };
+            return Err(BackendError::failed(
+                FailureKind::ModelNotFound,
+                format!(
+                    "The server at {} has no model named {model:?}. {has} Choose one of these.",
+                    client.base_url()
+                ),
+            ));
+        };
+        let context_length = found
+            .context_length
+            .or_else(|| client.props_context_length());
+        let tokenizer = match &config.tokenizer {
+            Some(path) => Some(TextTokenizer::from_file(path)?),
+            None => None,
+        };
+        let info = BackendInfo {
+            kind: BackendKind::Remote,
+            label: format!("remote ({})", client.base_url()),
+            device: client.host_port().to_owned(),
+            model: model.to_owned(),
+            context_length,
+            model_sha256: None,
+            runtime_version: None,
+        };
+        tracing::info!(
+            server = %client.base_url(),
+            model,
+            context_length = ?context_length,
+            tokenizer = tokenizer.is_some(),
+            "opened a remote model"
+        );
+        Ok(RemoteBackend {
+            client,
+            info,
+            tokenizer,
+            server_counter: ServerCounter::Unknown,
+        })
+    }
+
+    /// The client used (for its address and options).
+    pub fn client(&self) -> &OpenAiClient {
+        &self.client
+    }
+
+    /// Tokens of `text` with the local tokenizer (exact), or an estimate.
+    fn count(&self, text: &str) -> TokenCount {
+        match self.tokenizer.as_ref().map(|t| t.encode(text, false)) {
+            Some(Ok(ids)) => TokenCount {
+                tokens: ids.len(),
+                exact: true,
+            },
+            _ => estimate_tokens(text),
+        }
+    }
+
+    /// Tokens of an answer the server sent no usage for: with the local tokenizer, else with
+    /// the server's own (llama-cpp-python sends no usage in streams), else estimated.
+    fn count_answer(&mut self, answer: &str) -> TokenCount {
+        if self.tokenizer.is_some() {
+            return self.count(answer);
+        }
+        let model = self.info.model.clone();
+        if self.server_counter == ServerCounter::Unknown {
+            self.server_counter = match self.client.server_token_count(&model, "") {
+                Some(overhead) => ServerCounter::Counts { overhead },
+                None => ServerCounter::Absent,
+            };
+            tracing::debug!(counter = ?self.server_counter, "asked whether the server counts tokens");
+        }
+        if let ServerCounter::Counts { overhead } = self.server_counter {
+            if let Some(n) = self.client.server_token_count(&model, answer) {
+                return TokenCount {
+                    tokens: n.saturating_sub(overhead),
+                    exact: true,
+                };
+            }
+        }
+        estimate_tokens(answer)
+    }
+
+    /// The request for `messages` with `options`. Only sampling fields servers accept are
+    /// sent; stop strings are not (the answer loop applies them on every backend).
+    fn request(&self, messages: Vec<ChatMessage>, options: &ChatOptions) -> ChatRequest {
+        let s = &options.sampling;
+        let mut extra = serde_json::Map::new();
+        if let Some(thinking) = options.enable_thinking {
+            // vLLM and llama.cpp pass these to the chat template.
+            extra.insert(
+                "chat_template_kwargs".into(),
+                serde_json::json!({ "enable_thinking": thinking }),
+            );
+        }
+        ChatRequest {
+            model: self.info.model.clone(),
+            messages,
+            max_tokens: Some(options.max_tokens),
+            temperature: Some(s.temperature),
+            top_p: Some(s.top_p),
+            // 0 (keep all) is an error on some vLLM versions: leave it to the server's default.
+            top_k: (s.top_k > 0).then_some(s.top_k),
+            // Sent even when off: servers' defaults differ (llama-cpp-python's min_p is 0.05
+            // and its repeat penalty 1.1), and Hearth's settings must hold on every backend.
+            min_p: Some(s.min_p),
+            repetition_penalty: Some(s.repetition_penalty),
+            seed: Some(s.seed),
+            extra,
+            require_model: false,
+        }
+    }
+}
+
+impl Backend for RemoteBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, input: Input, _options: &ChatOptions) -> Result<Prompt, BackendError> {
+        let Input::Chat(messages) = &input else {
+            return Err(raw_unsupported());
+        };
+        // The server renders its own template: only the messages' text can be counted here,
+        // so the total is an estimate even with the tokenizer. The server's usage is exact.
+        let tokens = messages
+            .iter()
+            .map(|m| self.count(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
+            .sum::<usize>()
+            + TEMPLATE_TOKENS_AT_END;
+        Ok(Prompt {
+            input,
+            count: TokenCount {
+                tokens,
+                exact: false,
+            },
+            tokens: None,
+        })
+    }
+
+    fn count_text(&self, text: &str) -> TokenCount {
+        self.count(text)
+    }
+
+    fn generate(
+        &mut self,
+        prompt: Prompt,
+        options: &ChatOptions,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, BackendError> {
+        let Input::Chat(messages) = prompt.input else {
+            return Err(raw_unsupported());
+        };
+        let request = self.request(messages, options);
+        let mut answer = String::new();
+        let outcome = self.client.stream_chat(&request, &mut |piece: &str| {
+            answer.push_str(piece);
+            on_text(piece)
+        })?;
+        if let Some(answered) = outcome.model.as_deref().filter(|m| *m != request.model) {
+            // Servers report aliases or file paths here; worth a note, not a failure.
+            tracing::debug!(asked = %request.model, answered, "the server names the model differently");
+        }
+        let usage = outcome.usage.unwrap_or(openai::ServerUsage {
+            prompt_tokens: None,
+            completion_tokens: None,
+        });
+        let prompt_tokens = match usage.prompt_tokens {
+            Some(tokens) => TokenCount {
+                tokens,
+                exact: true,
+            },
+            None => prompt.count,
+        };
+        let generated_tokens = match usage.completion_tokens {
+            Some(tokens) => TokenCount {
+                tokens,
+                exact: true,
+            },
+            None => self.count_answer(&answer),
+        };
+        let stop_reason = if outcome.cancelled {
+            StopReason::Cancelled
+        } else if outcome.finish_reason.as_deref() == Some("length") {
+            StopReason::MaxTokens
+        } else {
+            StopReason::EndOfTurn
+        };
+        Ok(Generation {
+            prompt_tokens,
+            generated_tokens,
+            stop_reason,
+            timings: outcome.timings,
+        })
+    }
+}
+
+fn raw_unsupported() -> BackendError {
+    BackendError::Unsupported(
+        "a remote server answers conversations only, not raw text: leave out --raw, or use the \
+         cpu backend for raw text"
+            .into(),
+    )
+}
