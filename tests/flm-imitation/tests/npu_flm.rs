@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::npu::discover::{self, FlmProgram, Lookup};
-use hearth_chat::npu::{http, NpuBackend, NpuEvent, NpuOptions};
+use hearth_chat::npu::{NpuBackend, NpuEvent, NpuOptions};
 use hearth_chat::{selftest, BackendError, CpuBackend, FailureKind, Input};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 
@@ -275,44 +275,58 @@ fn the_imitation_serves_exact_paths_and_falls_back_silently() {
             .parse::<u16>()
             .unwrap()
     };
-    let t = Duration::from_secs(10);
-    let tags = http::get(port, "/api/tags", t).unwrap();
-    assert_eq!(tags.status, 200);
-    assert!(tags.body.contains(TAG));
-    assert_eq!(http::get(port, "/api/tags?x=1", t).unwrap().status, 404);
-    assert_eq!(http::get(port, "/v1/models/", t).unwrap().status, 404);
+    let tags = raw(port, "GET /api/tags HTTP/1.1\r\n\r\n");
+    assert!(tags.starts_with("HTTP/1.1 200"), "{tags}");
+    assert!(tags.contains(TAG));
+    assert!(raw(port, "GET /api/tags?x=1 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+    assert!(raw(port, "GET /v1/models/ HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
     let body = serde_json::json!({"model": "no-such-model", "stream": true, "max_tokens": 4,
         "temperature": 0.0, "messages": [{"role": "user", "content": "Hi"}]});
-    let http::Reply::Events(mut events) =
-        http::post_json(port, "/v1/chat/completions", &body.to_string(), t, t).unwrap()
-    else {
-        panic!("expected a stream");
-    };
-    let first: serde_json::Value =
-        serde_json::from_str(&events.next_data().unwrap().unwrap()).unwrap();
+    let reply = post(port, &body);
+    assert!(reply.contains("Transfer-Encoding: chunked"), "{reply}");
+    let events: Vec<&str> = reply
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    let first: serde_json::Value = serde_json::from_str(events[0]).unwrap();
     assert_eq!(
         first["model"], "llama3.2:1b",
         "unknown names get llama3.2:1b"
     );
-    let mut last = None;
-    while let Some(d) = events.next_data().unwrap() {
-        last = Some(d);
-    }
-    assert_eq!(last.as_deref(), Some("[DONE]"));
+    let usage: serde_json::Value = serde_json::from_str(events[events.len() - 2]).unwrap();
+    assert!(usage["usage"]["decoding_duration"].is_number(), "{usage}");
+    assert_eq!(events.last(), Some(&"[DONE]"));
+    assert!(reply.ends_with("0\r\n\r\n"), "the last chunk: {reply:?}");
     let null_temperature = serde_json::json!({"model": TAG, "stream": true, "temperature": null,
         "messages": [{"role": "user", "content": "Hi"}]});
-    let http::Reply::Body(r) = http::post_json(
+    let reply = post(port, &null_temperature);
+    assert!(
+        reply.starts_with("HTTP/1.1 200"),
+        "errors come as HTTP 200: {reply}"
+    );
+    assert!(reply.contains("\"error\""), "{reply}");
+}
+
+/// Sends `request` as it is and reads the reply to its end (the server closes the connection).
+fn raw(port: u16, request: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+fn post(port: u16, body: &serde_json::Value) -> String {
+    let body = body.to_string();
+    raw(
         port,
-        "/v1/chat/completions",
-        &null_temperature.to_string(),
-        t,
-        t,
+        &format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
     )
-    .unwrap() else {
-        panic!("expected an error body");
-    };
-    assert_eq!(r.status, 200, "errors come as HTTP 200");
-    assert!(r.body.contains("\"error\""), "{}", r.body);
 }
 
 // ---------------------------------------------------------------- discovery

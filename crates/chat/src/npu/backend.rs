@@ -21,12 +21,12 @@ use hearth_hub::registry::RegistryFile;
 use serde_json::{json, Value};
 
 use crate::backend::{
-    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, BackendTimings, FailureKind,
-    Generation, Input, Prompt, TextSink, TokenCount,
+    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind, Generation,
+    Input, Prompt, TextSink, TokenCount,
 };
 use crate::npu::discover::{self, FlmProgram};
-use crate::npu::http::{self, Reply};
 use crate::npu::process::{FlmServer, ServeConfig};
+use crate::remote::openai::{ChatRequest, ClientOptions, OpenAiClient, ServerUsage};
 
 /// The smallest `--ctx-len` FastFlowLM accepts.
 pub const MIN_CTX_LEN: usize = 512;
@@ -490,175 +490,140 @@ impl NpuBackend {
         BackendError::failed(FailureKind::Cut, message)
     }
 
-    fn request_body(&self, messages: &[ChatMessage], options: &ChatOptions) -> Value {
-        let messages: Vec<Value> = messages
-            .iter()
-            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-            .collect();
+    fn chat_request(&self, messages: &[ChatMessage], options: &ChatOptions) -> ChatRequest {
         let s = &options.sampling;
-        // Absent fields, never null: FastFlowLM fails on a null number.
-        let mut body = json!({
-            "model": self.tag,
-            "messages": messages,
-            "stream": true,
-            "max_tokens": options.max_tokens.max(1),
-            "temperature": s.temperature,
-            "top_p": s.top_p,
-            "top_k": if s.temperature <= 0.0 { 1 } else { s.top_k },
-            "repetition_penalty": s.repetition_penalty,
-        });
+        let mut extra = serde_json::Map::new();
         if let Some(think) = options.enable_thinking {
-            body["think"] = json!(think);
+            extra.insert("think".into(), json!(think));
         }
-        body
+        ChatRequest {
+            model: self.tag.clone(),
+            messages: messages.to_vec(),
+            max_tokens: Some(options.max_tokens.max(1)),
+            temperature: Some(s.temperature),
+            top_p: Some(s.top_p),
+            top_k: Some(if s.temperature <= 0.0 { 1 } else { s.top_k }),
+            // FastFlowLM reads min_p into an integer (anything below 1 becomes 0): left out.
+            min_p: None,
+            repetition_penalty: Some(s.repetition_penalty),
+            // FastFlowLM ignores it.
+            seed: None,
+            extra,
+            // FastFlowLM answers with llama3.2:1b when it does not know the model asked for.
+            require_model: true,
+        }
     }
 
-    /// Streams one answer from the server on `port`.
+    /// Streams one answer from the server on `port` through the OpenAI client, with no
+    /// connection reuse (FastFlowLM closes every connection after its response).
     fn stream(
         &mut self,
         port: u16,
-        body: &Value,
+        request: &ChatRequest,
         prompt_count: TokenCount,
         on_text: TextSink<'_>,
     ) -> Result<Generation, Failure> {
-        let reply = http::post_json(
-            port,
-            "/v1/chat/completions",
-            &body.to_string(),
-            Duration::from_secs(5),
-            self.options.read_timeout,
+        let base = format!("http://127.0.0.1:{port}");
+        let client = OpenAiClient::new(
+            &base,
+            None,
+            ClientOptions {
+                connect_timeout: Duration::from_secs(5),
+                read_timeout: self.options.read_timeout,
+                reuse_connections: false,
+            },
         )
-        .map_err(Failure::from_io)?;
-        let mut events = match reply {
-            Reply::Body(r) => return Err(Failure::Done(body_error(r.status, &r.body))),
-            Reply::Events(events) => events,
-        };
+        .map_err(Failure::Done)?;
         let mut pieces = 0usize;
-        let mut thinking = false;
-        let mut finish: Option<String> = None;
-        let mut usage: Option<Value> = None;
-        loop {
-            let data = match events.next_data() {
-                Ok(Some(d)) => d,
-                Ok(None) => return Err(Failure::Cut("the stream ended without [DONE]".into())),
-                Err(e) => return Err(Failure::from_io(e)),
-            };
-            if data.trim() == "[DONE]" {
-                break;
-            }
-            let chunk: Value = serde_json::from_str(&data).map_err(|e| {
-                Failure::Done(BackendError::failed(
-                    FailureKind::BadReply,
-                    format!(
-                        "FastFlowLM sent a piece of answer that is not JSON ({e}): {data:.200}"
-                    ),
-                ))
-            })?;
-            if let Some(e) = chunk.get("error") {
+        let result = client.stream_chat(request, &mut |text: &str| {
+            pieces += 1;
+            on_text(text)
+        });
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(BackendError::Failed {
+                kind: FailureKind::Cut | FailureKind::Refused,
+                message,
+                ..
+            }) => return Err(Failure::Cut(flm_words(&message, &base))),
+            Err(BackendError::Failed {
+                kind: FailureKind::WrongModel,
+                message,
+                ..
+            }) => {
+                self.shared.lock().aborted_streams += 1;
                 return Err(Failure::Done(BackendError::failed(
-                    FailureKind::Server,
-                    format!("FastFlowLM reported an error: {}", error_text(e)),
+                    FailureKind::WrongModel,
+                    format!(
+                        "{} The answer was refused: FastFlowLM answers with llama3.2:1b when it does not find the model asked for. Check that {} is in Hearth's model list and its folder is complete.",
+                        flm_words(&message, &base),
+                        self.info.model
+                    ),
                 )));
             }
-            if let Some(model) = chunk.get("model").and_then(Value::as_str) {
-                if model != self.tag {
-                    return Err(Failure::Done(BackendError::failed(
-                        FailureKind::WrongModel,
-                        format!(
-                            "FastFlowLM answered with {model}, not {}: it did not find the model Hearth asked for, so the answer was refused. Check that {} is in FastFlowLM's model list (FLM_CONFIG_PATH) and its folder is complete.",
-                            self.tag, self.info.model
-                        ),
-                    )));
-                }
+            Err(BackendError::Failed {
+                kind,
+                message,
+                retry_after_secs,
+            }) => {
+                return Err(Failure::Done(BackendError::Failed {
+                    kind,
+                    message: flm_words(&message, &base),
+                    retry_after_secs,
+                }))
             }
-            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-                usage = Some(u.clone());
-            }
-            let choice = &chunk["choices"][0];
-            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-                finish = Some(f.to_string());
-            }
-            let delta = &choice["delta"];
-            let mut text = String::new();
-            if let Some(r) = delta
-                .get("reasoning_content")
-                .and_then(Value::as_str)
-                .filter(|r| !r.is_empty())
-            {
-                if !thinking {
-                    text.push_str("<think>\n");
-                    thinking = true;
-                }
-                text.push_str(r);
-            }
-            if let Some(c) = delta
-                .get("content")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-            {
-                if thinking {
-                    text.push_str("\n</think>\n\n");
-                    thinking = false;
-                }
-                text.push_str(c);
-            }
-            if !text.is_empty() {
-                pieces += 1;
-                if on_text(&text).is_break() {
-                    // Dropping the stream closes the connection: FastFlowLM cancels.
-                    drop(events);
-                    self.shared.lock().aborted_streams += 1;
-                    return Ok(Generation {
-                        prompt_tokens: prompt_count,
-                        generated_tokens: TokenCount {
-                            tokens: pieces,
-                            exact: false,
-                        },
-                        stop_reason: StopReason::Cancelled,
-                        timings: BackendTimings::default(),
-                    });
-                }
-            }
+            Err(other) => return Err(Failure::Done(other)),
+        };
+        if outcome.cancelled {
+            // The client dropped the connection: FastFlowLM cancels, but keeps the slot.
+            self.shared.lock().aborted_streams += 1;
         }
-        let usage = usage.unwrap_or(Value::Null);
-        let count = |k: &str| usage.get(k).and_then(Value::as_u64).map(|n| n as usize);
-        let secs = |k: &str| usage.get(k).and_then(Value::as_f64);
-        let stop_reason = match finish.as_deref() {
-            Some("length") => StopReason::MaxTokens,
-            Some("cancel") => StopReason::Cancelled,
-            _ => StopReason::EndOfTurn,
+        let usage = outcome.usage.unwrap_or(ServerUsage {
+            prompt_tokens: None,
+            completion_tokens: None,
+        });
+        let stop_reason = if outcome.cancelled {
+            StopReason::Cancelled
+        } else {
+            match outcome.finish_reason.as_deref() {
+                Some("length") => StopReason::MaxTokens,
+                Some("cancel") => StopReason::Cancelled,
+                _ => StopReason::EndOfTurn,
+            }
         };
         Ok(Generation {
             // FastFlowLM counts only the prompt tokens it had not cached: Hearth's own exact
             // count of the whole prompt is the one that means something.
-            prompt_tokens: if prompt_count.exact {
-                prompt_count
-            } else {
-                count("prompt_tokens").map_or(prompt_count, |n| TokenCount {
+            prompt_tokens: match (prompt_count.exact, usage.prompt_tokens) {
+                (false, Some(n)) => TokenCount {
                     tokens: n,
                     exact: true,
-                })
+                },
+                _ => prompt_count,
             },
-            generated_tokens: count("completion_tokens").map_or(
-                TokenCount {
+            generated_tokens: match usage.completion_tokens {
+                Some(n) if !outcome.cancelled => TokenCount {
+                    tokens: n,
+                    exact: true,
+                },
+                _ => TokenCount {
                     tokens: pieces,
                     exact: false,
                 },
-                |n| TokenCount {
-                    tokens: n,
-                    exact: true,
-                },
-            ),
-            stop_reason,
-            timings: BackendTimings {
-                load_secs: secs("load_duration"),
-                prefill_secs: secs("prefill_duration_ttft"),
-                prefill_tokens_per_s: secs("prefill_speed_tps"),
-                decode_secs: secs("decoding_duration"),
-                decode_tokens_per_s: secs("decoding_speed_tps"),
             },
+            stop_reason,
+            timings: outcome.timings,
         })
     }
+}
+
+/// The client's words about "the server at http://127.0.0.1:port", about FastFlowLM.
+fn flm_words(message: &str, base: &str) -> String {
+    message
+        .replace(&format!("The server at {base}"), "FastFlowLM")
+        .replace(&format!("the server at {base}"), "FastFlowLM")
+        .replace(&format!("from {base}"), "from FastFlowLM")
+        .replace(base, "FastFlowLM")
 }
 
 /// How a streamed answer failed.
@@ -667,63 +632,6 @@ enum Failure {
     Done(BackendError),
     /// The connection broke: FastFlowLM may have died.
     Cut(String),
-}
-
-impl Failure {
-    fn from_io(e: std::io::Error) -> Failure {
-        match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                Failure::Done(BackendError::failed(
-                    FailureKind::Timeout,
-                    format!("FastFlowLM did not answer in time ({e}); it may be stuck on the NPU"),
-                ))
-            }
-            _ => Failure::Cut(e.to_string()),
-        }
-    }
-}
-
-fn error_text(e: &Value) -> String {
-    match e {
-        Value::String(s) => s.clone(),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| e.to_string(), str::to_string),
-        other => other.to_string(),
-    }
-}
-
-/// A non-stream reply to a streamed request: always an error of some kind.
-fn body_error(status: u16, body: &str) -> BackendError {
-    let json: Option<Value> = serde_json::from_str(body.trim()).ok();
-    let error = json.as_ref().and_then(|j| j.get("error")).map(error_text);
-    match (status, error) {
-        (503, e) => BackendError::Failed {
-            kind: FailureKind::Busy,
-            message: format!(
-                "FastFlowLM is busy: {}",
-                e.unwrap_or_else(|| "its queue is full".into())
-            ),
-            retry_after_secs: Some(1),
-        },
-        (_, Some(e)) if e.contains("Max length reached") => BackendError::failed(
-            FailureKind::Server,
-            "the conversation is longer than the context FastFlowLM has room for: start a new conversation or shorten it",
-        ),
-        (_, Some(e)) if e.starts_with("Failed to load") => BackendError::failed(
-            FailureKind::NotReady,
-            format!("FastFlowLM could not load the model: {e}"),
-        ),
-        (_, Some(e)) => BackendError::failed(
-            FailureKind::Server,
-            format!("FastFlowLM reported an error: {e}"),
-        ),
-        (s, None) => BackendError::failed(
-            FailureKind::BadReply,
-            format!("FastFlowLM answered HTTP {s} with {:.200}", body.trim()),
-        ),
-    }
 }
 
 fn idle_timer(shared: &Shared, idle: Duration) {
@@ -841,9 +749,9 @@ impl Backend for NpuBackend {
             slot.busy = true;
             slot.server.as_ref().map(FlmServer::port)
         };
-        let body = self.request_body(messages, options);
+        let request = self.chat_request(messages, options);
         let result = match port {
-            Some(port) => self.stream(port, &body, prompt.count, on_text),
+            Some(port) => self.stream(port, &request, prompt.count, on_text),
             None => Err(Failure::Cut("FastFlowLM was stopped".into())),
         };
         {
@@ -857,18 +765,7 @@ impl Backend for NpuBackend {
                 self.crashes_in_a_row = 0;
                 Ok(generation)
             }
-            Err(Failure::Done(e)) => {
-                if matches!(
-                    &e,
-                    BackendError::Failed {
-                        kind: FailureKind::WrongModel,
-                        ..
-                    }
-                ) {
-                    self.shared.lock().aborted_streams += 1;
-                }
-                Err(e)
-            }
+            Err(Failure::Done(e)) => Err(e),
             Err(Failure::Cut(cause)) => Err(self.after_cut(cause)),
         }
     }
@@ -878,40 +775,15 @@ impl Backend for NpuBackend {
 mod tests {
     use super::*;
 
-    fn kind(e: &BackendError) -> FailureKind {
-        match e {
-            BackendError::Failed { kind, .. } => *kind,
-            other => panic!("not a failure: {other}"),
-        }
-    }
-
     #[test]
-    fn error_bodies_by_kind() {
+    fn client_words_name_fastflowlm() {
+        let base = "http://127.0.0.1:41234";
         assert_eq!(
-            kind(&body_error(
-                503,
-                r#"{"error":"NPU is in use and request queue is full (limit: 10). Please try again later."}"#
-            )),
-            FailureKind::Busy
+            flm_words(
+                "The server at http://127.0.0.1:41234 reported an error: boom",
+                base
+            ),
+            "FastFlowLM reported an error: boom"
         );
-        let long = body_error(
-            400,
-            r#"{"error":{"message":"Max length reached!","type":"model_error","code":400}}"#,
-        );
-        assert!(
-            long.to_string().contains("longer than the context"),
-            "{long}"
-        );
-        assert_eq!(
-            kind(&body_error(
-                200,
-                r#"{"error":"Failed to load qwen3:1.7b model!"}"#
-            )),
-            FailureKind::NotReady
-        );
-        let server = body_error(200, r#"{"error":"runlist failed execution"}"#);
-        assert_eq!(kind(&server), FailureKind::Server);
-        assert!(server.to_string().contains("runlist failed execution"));
-        assert_eq!(kind(&body_error(404, "Not Found")), FailureKind::BadReply);
     }
 }

@@ -7,16 +7,15 @@
 //! - [`process`]: one `flm serve` on a free loopback port, started on demand and ready when its
 //!   log says so and it answers; its output drained into a private, rotated log; stopped with
 //!   SIGTERM then SIGKILL, and never left behind when Hearth dies (`PR_SET_PDEATHSIG`);
-//! - [`http`]: a small HTTP/1.1 client for FastFlowLM's OpenAI API on loopback (one connection
-//!   per request, as it closes them; SSE; errors in HTTP 200 bodies);
-//! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that.
+//! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that; answers stream through
+//!   the OpenAI client of [`crate::remote::openai`], with no connection reuse (FastFlowLM
+//!   closes every connection after its response).
 //!
 //! FastFlowLM reads Hearth's own registry (`FLM_CONFIG_PATH` = Hearth's `model_list.json`) and
 //! model folders (`FLM_MODEL_PATH`): nothing is copied, nothing is written into FastFlowLM's files.
 
 pub mod backend;
 pub mod discover;
-pub mod http;
 pub mod process;
 
 use std::path::PathBuf;

@@ -20,8 +20,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::npu::http;
 use crate::npu::NpuError;
+use crate::remote::openai::{ClientOptions, OpenAiClient};
 
 /// FastFlowLM's own default port, which a system-wide `flm` service may hold: never used.
 pub const FLM_DEFAULT_PORT: u16 = 52625;
@@ -313,10 +313,7 @@ fn wait_ready(server: &mut FlmServer, limit: Duration) -> Result<(), Start> {
             }
             let at = *announced_at.get_or_insert_with(Instant::now);
             // Give the other pipe a moment to deliver a load failure printed before.
-            if at.elapsed() >= Duration::from_millis(150)
-                && http::get(server.port, "/api/version", Duration::from_secs(2))
-                    .is_ok_and(|r| r.status == 200)
-            {
+            if at.elapsed() >= Duration::from_millis(150) && answers(server.port) {
                 if let Some(detail) = server.log.facts().load_error {
                     return Err(Start::Failed(NpuError::LoadFailed {
                         model: server.tag.clone(),
@@ -335,6 +332,18 @@ fn wait_ready(server: &mut FlmServer, limit: Duration) -> Result<(), Start> {
         }
         server.log.wait_change(Duration::from_millis(100));
     }
+}
+
+/// Whether FastFlowLM on `port` answers a request (its model list), within 2 s.
+fn answers(port: u16) -> bool {
+    let options = ClientOptions {
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(2),
+        reuse_connections: false,
+    };
+    OpenAiClient::new(&format!("http://127.0.0.1:{port}"), None, options)
+        .and_then(|client| client.models())
+        .is_ok()
 }
 
 // ---------------------------------------------------------------- spawning, tied to Hearth
