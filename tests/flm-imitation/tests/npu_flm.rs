@@ -566,6 +566,7 @@ fn a_crash_mid_answer_keeps_the_text_and_restarts_once() {
     assert!(!text.is_empty(), "the partial answer is kept");
     assert_eq!(failure_kind(&error), Some(FailureKind::Cut));
     let message = error.to_string();
+    eprintln!("what the user reads:\n{message}");
     assert!(message.contains("exit code 139"), "{message}");
     assert!(
         message.contains("crashing mid-stream"),
@@ -603,6 +604,7 @@ fn an_answer_from_another_model_is_refused() {
         ControlFlow::Continue(())
     })
     .unwrap_err();
+    eprintln!("what the user reads:\n{e}");
     assert_eq!(e.code(), "wrong_model", "{e}");
     assert!(e.to_string().contains("llama3.2:1b"), "{e}");
 }

@@ -552,12 +552,13 @@ impl NpuBackend {
                 ..
             }) => {
                 self.shared.lock().aborted_streams += 1;
+                // The client quotes the model that answered first.
+                let answered = message.split('"').nth(1).unwrap_or("another model");
                 return Err(Failure::Done(BackendError::failed(
                     FailureKind::WrongModel,
                     format!(
-                        "{} The answer was refused: FastFlowLM answers with llama3.2:1b when it does not find the model asked for. Check that {} is in Hearth's model list and its folder is complete.",
-                        flm_words(&message, &base),
-                        self.info.model
+                        "FastFlowLM answered with {answered}, not {}, so the answer was refused: FastFlowLM falls back to llama3.2:1b when it does not find the model asked for. Check that {} is in Hearth's model list and its folder is complete.",
+                        self.tag, self.info.model
                     ),
                 )));
             }
