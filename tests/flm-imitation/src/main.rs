@@ -1,7 +1,7 @@
 //! An imitation of FastFlowLM's `flm`, for Hearth's tests only.
 //!
-//! It behaves as the notes on FastFlowLM (`fastflowlm-integration.md`, §9) describe the real one, as
-//! far as Hearth can see from outside: the verbs `version`, `--version`, `validate`, `list`,
+//! It behaves as the notes on FastFlowLM (`fastflowlm-integration.md`, §9) describe the real
+//! one, as far as Hearth can see from outside: the verbs `version`, `--version`, `validate`, `list`,
 //! `port`, `pull` and `serve` with their exit codes and exact lines; the environment variables
 //! `FLM_CONFIG_PATH`, `FLM_MODEL_PATH`, `FLM_SERVE_PORT` and `FLM_DISABLE_UPDATE_CHECK`; the
 //! start-up lines of `serve` (the socket listens before the model loads); exact-path routes;
