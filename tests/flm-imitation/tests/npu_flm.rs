@@ -124,6 +124,21 @@ impl Fixture {
         NpuBackend::open(self.program(), &self.registry, TAG, options).unwrap()
     }
 
+    /// Runs the imitation with `args` and nothing else set, returning (exit code, stdout,
+    /// stderr).
+    fn run_bare(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(&self.flm)
+            .args(args)
+            .env_remove("FLM_CONFIG_PATH")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Runs the imitation with `args` and the registry, returning (exit code, stdout, stderr).
     fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(&self.flm)
@@ -344,6 +359,22 @@ fn discovery_follows_hearth_flm_then_path() {
     })
     .unwrap();
     assert_eq!(on_path.path, f.flm);
+}
+
+#[test]
+fn an_install_without_its_own_model_list_still_runs_hearths_models() {
+    let _npu = serial();
+    let f = fixture("");
+    std::fs::remove_file(f.flm.with_file_name("model_list.json")).unwrap();
+    let (code, _, err) = f.run_bare(&["version", "--json"]);
+    assert_eq!(
+        code, 1,
+        "FastFlowLM needs a model list for every verb: {err}"
+    );
+    // The version comes from --version, validate and serve get Hearth's registry.
+    let mut backend = f.backend();
+    backend.start().unwrap();
+    assert!(backend.server_pid().is_some());
 }
 
 #[test]

@@ -409,7 +409,7 @@ impl NpuBackend {
         if !self.validated {
             // As Lemonade does: FastFlowLM's own check first, whose failures say what to fix,
             // rather than a failed start with its engine's words.
-            let report = discover::validate(&self.program.path)?;
+            let report = discover::validate_with(&self.program.path, Some(&self.registry))?;
             if !report.ready {
                 let problems: Vec<String> = report
                     .checks

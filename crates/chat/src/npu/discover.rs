@@ -152,10 +152,22 @@ pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
 /// Runs `exe args...` with the update check off, stdin closed, and a time limit; returns the
 /// exit success and stdout. stderr is discarded (`validate` writes device errors there).
 pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<(bool, String), NpuError> {
+    run_quick_with(exe, args, None)
+}
+
+/// [`run_quick`] with `FLM_CONFIG_PATH` set to `config` when given.
+fn run_quick_with(
+    exe: &Path,
+    args: &[&str],
+    config: Option<&Path>,
+) -> Result<(bool, String), NpuError> {
     let what = format!("{} {}", exe.display(), args.join(" "));
     let spawn = || {
-        Command::new(exe)
-            .args(args)
+        let mut cmd = Command::new(exe);
+        if let Some(config) = config {
+            cmd.env("FLM_CONFIG_PATH", config);
+        }
+        cmd.args(args)
             .env("FLM_DISABLE_UPDATE_CHECK", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -276,7 +288,14 @@ pub struct ValidateReport {
 
 /// Runs `validate --json` and reads it.
 pub fn validate(exe: &Path) -> Result<ValidateReport, NpuError> {
-    let (success, out) = run_quick(exe, &["validate", "--json"])?;
+    validate_with(exe, None)
+}
+
+/// [`validate`] with `FLM_CONFIG_PATH` = `registry` (Hearth's model_list.json): FastFlowLM
+/// refuses every verb but `--version` when it finds no model list, and an install may have
+/// none of its own.
+pub fn validate_with(exe: &Path, registry: Option<&Path>) -> Result<ValidateReport, NpuError> {
+    let (success, out) = run_quick_with(exe, &["validate", "--json"], registry)?;
     Ok(parse_validate(&out, success))
 }
 
