@@ -18,10 +18,13 @@ pub mod backend;
 pub mod context;
 pub mod conversations;
 pub mod cpu;
+pub mod npu;
 pub mod remote;
+pub mod selftest;
 pub mod settings;
 pub mod stop;
 
+pub use crate::npu::NpuBackend;
 pub use answer::{
     answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStart, AnswerStop, LiveStats,
     Receipt,

@@ -9,7 +9,7 @@ use crate::fsroot::FsRoot;
 use crate::ioctl::{self, FirmwareVersion, Sensor};
 use crate::limits::{self, MemlockLimits};
 use crate::metric::Metric;
-use crate::software::{self, FlmInfo, XrtInfo, XRT_MIN_VERSION};
+use crate::software::{self, FlmInfo, XrtInfo, FLM_MIN_VERSION, XRT_MIN_VERSION};
 use serde::Serialize;
 use std::fs::File;
 use std::io;
@@ -50,6 +50,9 @@ pub enum CheckId {
     Xrt,
     /// Is FastFlowLM installed?
     Fastflowlm,
+    /// Does FastFlowLM's own check (`flm validate --json`) pass? Added by the caller that runs
+    /// it ([`Diagnosis::add_checks`]).
+    FlmValidate,
     /// Do the driver's power sensors answer?
     Sensors,
 }
@@ -162,23 +165,7 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
         ),
     });
 
-    let problems: Vec<&Check> = checks
-        .iter()
-        .filter(|c| c.status == Status::Problem)
-        .collect();
-    let ready = problems.is_empty();
-    let summary = match (&detection, problems.first()) {
-        (Detection::Found(d), None) => format!("NPU ready: {}", d.display_name()),
-        (_, Some(first)) if problems.len() == 1 => {
-            format!("NPU not ready: {}", first.summary)
-        }
-        (_, Some(first)) => format!(
-            "NPU not ready ({} problems): {}",
-            problems.len(),
-            first.summary
-        ),
-        (_, None) => "NPU not ready".into(),
-    };
+    let (ready, summary) = verdict(&detection, &checks);
     Diagnosis {
         ready,
         summary,
@@ -190,6 +177,40 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
         holders,
         sensors,
         checks,
+    }
+}
+
+/// Ready when no check is a problem, and the one-line summary that says so or names the first
+/// problem.
+fn verdict(detection: &Detection, checks: &[Check]) -> (bool, String) {
+    let problems: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.status == Status::Problem)
+        .collect();
+    let ready = problems.is_empty();
+    let summary = match (detection, problems.first()) {
+        (Detection::Found(d), None) => format!("NPU ready: {}", d.display_name()),
+        (_, Some(first)) if problems.len() == 1 => {
+            format!("NPU not ready: {}", first.summary)
+        }
+        (_, Some(first)) => format!(
+            "NPU not ready ({} problems): {}",
+            problems.len(),
+            first.summary
+        ),
+        (_, None) => "NPU not ready".into(),
+    };
+    (ready, summary)
+}
+
+impl Diagnosis {
+    /// Adds findings made elsewhere (FastFlowLM's own `validate`), after the others, and
+    /// updates `ready` and `summary` to count them.
+    pub fn add_checks(&mut self, checks: impl IntoIterator<Item = Check>) {
+        self.checks.extend(checks);
+        let (ready, summary) = verdict(&self.detection, &self.checks);
+        self.ready = ready;
+        self.summary = summary;
     }
 }
 
@@ -512,6 +533,12 @@ fn xrt_check(xrt: &XrtInfo) -> Check {
 
 fn flm_check(flm: &FlmInfo) -> Check {
     match (&flm.executable, &flm.version) {
+        (Some(exe), Some(v)) if !software::version_at_least(v, FLM_MIN_VERSION) => Check::new(
+            CheckId::Fastflowlm,
+            Status::Problem,
+            format!("FastFlowLM {v} ({exe}) is too old: Hearth needs {FLM_MIN_VERSION} or newer"),
+        )
+        .fix(format!("Update FastFlowLM to {FLM_MIN_VERSION} or newer from the ROCm/FastFlowLM releases on GitHub (the .deb for Ubuntu, or the AUR package on Arch). Until then Hearth runs on the CPU.")),
         (Some(exe), Some(v)) => Check::new(
             CheckId::Fastflowlm,
             Status::Ok,

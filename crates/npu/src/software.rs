@@ -3,7 +3,8 @@
 //! Found by their files, without loading them: XRT's `libxrt_coreutil.so.<version>` and
 //! `libxrt_driver_xdna.so*` in the usual library folders, `xrt-smi`, and the package database
 //! (`/var/lib/dpkg/status`) for a version when the library name has none. FastFlowLM is an `flm`
-//! (or `oflm`) executable; its version is what `flm --version` prints.
+//! (or `oflm`) executable; its version is what `flm version --json` prints (`flm --version` for
+//! programs that do not know `version --json`).
 
 use crate::fsroot::FsRoot;
 use serde::Serialize;
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 
 /// XRT older than this cannot drive the NPU.
 pub const XRT_MIN_VERSION: &str = "2.20";
+
+/// The oldest FastFlowLM Hearth drives (the one AMD's Lemonade requires on Linux).
+pub const FLM_MIN_VERSION: &str = "1.0.2";
 
 const LIB_DIRS: &[&str] = &[
     "/opt/xilinx/xrt/lib",
@@ -183,11 +187,36 @@ pub fn parse_flm_version(output: &str) -> Option<String> {
     })
 }
 
-/// Runs `exe --version` with the update check off and a 5 s limit.
+/// "1.0.6" out of `{ "version": "1.0.6" }` (what `flm version --json` prints).
+pub fn parse_flm_version_json(output: &str) -> Option<String> {
+    let after = output.split_once("\"version\"")?.1;
+    let value = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    let value = value.split('"').next()?.trim_start_matches(['v', 'V']);
+    parse_flm_version(value)
+}
+
+/// Asks `exe` for its version: `version --json`, then `--version`.
 fn run_version(exe: &Path) -> Result<String, String> {
+    match run_version_with(exe, &["version", "--json"]) {
+        Ok(out) => match parse_flm_version_json(&out).or_else(|| parse_flm_version(&out)) {
+            Some(v) => return Ok(v),
+            None => tracing::debug!("{} version --json printed {out:?}", exe.display()),
+        },
+        Err(e) => tracing::debug!("{e}"),
+    }
+    let out = run_version_with(exe, &["--version"])?;
+    parse_flm_version(&out).ok_or_else(|| format!("{} --version printed no version", exe.display()))
+}
+
+/// Runs `exe args` with the update check off and a 5 s limit; returns its stdout.
+fn run_version_with(exe: &Path, args: &[&str]) -> Result<String, String> {
     let spawn = || {
         Command::new(exe)
-            .arg("--version")
+            .args(args)
             .env("FLM_DISABLE_UPDATE_CHECK", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -215,8 +244,9 @@ fn run_version(exe: &Path) -> Result<String, String> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "{} --version did not answer within 5 s",
-                    exe.display()
+                    "{} {} did not answer within 5 s",
+                    exe.display(),
+                    args.join(" ")
                 ));
             }
         }
@@ -225,31 +255,43 @@ fn run_version(exe: &Path) -> Result<String, String> {
     if let Some(mut s) = child.stdout.take() {
         let _ = s.read_to_string(&mut out);
     }
-    parse_flm_version(&out).ok_or_else(|| format!("{} --version printed no version", exe.display()))
+    Ok(out)
 }
 
 /// Looks for FastFlowLM under `root` and asks it for its version.
+///
+/// Order: `HEARTH_FLM` (on the live system only), `flm` on `PATH`, the standard install
+/// `/opt/fastflowlm/bin/flm`, then the fork `oflm` on `PATH`.
 pub fn find_flm(root: &FsRoot) -> FlmInfo {
-    for dir in search_dirs(root) {
-        for name in ["flm", "oflm"] {
-            let shown = format!("{}/{name}", dir.trim_end_matches('/'));
-            let path = root.path(&shown);
-            if !is_executable(&path) {
-                continue;
-            }
-            let (version, version_error) = match run_version(&path) {
-                Ok(v) => (Some(v), None),
-                Err(e) => match dpkg_version(root, "fastflowlm") {
-                    Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
-                    None => (None, Some(e)),
-                },
-            };
-            return FlmInfo {
-                executable: Some(shown),
-                version,
-                version_error,
-            };
+    let dirs = search_dirs(root);
+    let chosen = root
+        .is_live()
+        .then(|| std::env::var("HEARTH_FLM").ok())
+        .flatten()
+        .filter(|p| !p.is_empty());
+    let candidates = chosen
+        .into_iter()
+        .chain(["flm", "oflm"].iter().flat_map(|name| {
+            dirs.iter()
+                .map(move |d| format!("{}/{name}", d.trim_end_matches('/')))
+        }));
+    for shown in candidates {
+        let path = root.path(&shown);
+        if !is_executable(&path) {
+            continue;
         }
+        let (version, version_error) = match run_version(&path) {
+            Ok(v) => (Some(v), None),
+            Err(e) => match dpkg_version(root, "fastflowlm") {
+                Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
+                None => (None, Some(e)),
+            },
+        };
+        return FlmInfo {
+            executable: Some(shown),
+            version,
+            version_error,
+        };
     }
     FlmInfo {
         executable: None,
@@ -335,6 +377,11 @@ mod tests {
             Some("0.9.43")
         );
         assert_eq!(parse_flm_version("no version here"), None);
+        assert_eq!(
+            parse_flm_version_json("{ \"version\": \"1.0.6\" }\n").as_deref(),
+            Some("1.0.6")
+        );
+        assert_eq!(parse_flm_version_json("FLM v1.0.6"), None);
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("opt/fastflowlm/bin");
         fs::create_dir_all(&bin).unwrap();

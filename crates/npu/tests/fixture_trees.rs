@@ -54,7 +54,7 @@ fn strix_ready_is_ready() {
     assert_eq!(dev.firmware, Some(FirmwareVersion([1, 1, 2, 64])));
     assert_eq!(dev.driver.as_deref(), Some("amdxdna"));
     assert_eq!(d.xrt.version.as_deref(), Some("2.20.0"));
-    assert_eq!(d.fastflowlm.version.as_deref(), Some("0.9.43"));
+    assert_eq!(d.fastflowlm.version.as_deref(), Some("1.0.6"));
     assert_eq!(check(&d, CheckId::Kernel).status, Status::Ok);
     assert!(
         check(&d, CheckId::Sensors)

@@ -1,0 +1,790 @@
+//! [`NpuBackend`]: a model from Hearth's registry answered by FastFlowLM on the NPU.
+//!
+//! At most one `flm serve` in the process (a backend that needs the NPU stops another
+//! backend's idle server), started on the first answer (or [`NpuBackend::start`])
+//! with the context length the conversation needs, restarted with a larger one when a longer
+//! conversation comes, stopped after some idle minutes and when the backend is dropped. The
+//! caller sees loading through [`NpuEvent`]s. Answers stream over FastFlowLM's OpenAI API;
+//! the model named in every chunk must be the one asked for ([`FailureKind::WrongModel`]).
+//! When FastFlowLM dies in the middle of an answer, the text so far is kept by the answer loop,
+//! the error says what happened ([`FailureKind::Cut`], with FastFlowLM's last log lines), and
+//! FastFlowLM is restarted once; after a second crash in a row it is left stopped so the caller
+//! can fall back to the CPU.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
+use hearth_hub::registry::RegistryFile;
+use serde_json::{json, Value};
+
+use crate::backend::{
+    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind, Generation,
+    Input, Prompt, TextSink, TokenCount,
+};
+use crate::npu::discover::{self, FlmProgram};
+use crate::npu::process::{FlmServer, ServeConfig};
+use crate::remote::openai::{ChatRequest, ClientOptions, OpenAiClient, ServerUsage};
+
+/// The smallest `--ctx-len` FastFlowLM accepts.
+pub const MIN_CTX_LEN: usize = 512;
+
+/// After this many answers stopped early, FastFlowLM is restarted before the next one: it
+/// never frees the connection slot of a stream whose client left, and refuses every
+/// connection once its 10 slots are gone.
+const ABORTED_STREAMS_BEFORE_RESTART: u32 = 8;
+
+/// The backend whose FastFlowLM holds the NPU (at most one runs in this process).
+static NPU_OWNER: Mutex<Option<Weak<Shared>>> = Mutex::new(None);
+
+/// How the backend runs FastFlowLM.
+#[derive(Debug, Clone)]
+pub struct NpuOptions {
+    /// Where FastFlowLM's log goes (`fastflowlm.log`, private, rotated at 5 MB). Hearth's
+    /// state folder.
+    pub state_dir: PathBuf,
+    /// How long loading the model may take. By default, 180 s.
+    pub start_timeout: Duration,
+    /// Stop FastFlowLM after this long without an answer; `None` keeps it running. By default,
+    /// 10 minutes.
+    pub idle_stop: Option<Duration>,
+    /// How long to wait for each piece of an answer (the first one includes reading the
+    /// prompt). By default, 300 s.
+    pub read_timeout: Duration,
+}
+
+impl NpuOptions {
+    /// The defaults, with the log in `state_dir`.
+    pub fn new(state_dir: impl Into<PathBuf>) -> NpuOptions {
+        NpuOptions {
+            state_dir: state_dir.into(),
+            start_timeout: Duration::from_secs(180),
+            idle_stop: Some(Duration::from_secs(600)),
+            read_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What happens to FastFlowLM, for a visible loading state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NpuEvent {
+    /// Loading the model onto the NPU (FastFlowLM is starting).
+    Loading {
+        /// The model's tag.
+        model: String,
+        /// The context length reserved.
+        ctx_len: usize,
+    },
+    /// The model is on the NPU and FastFlowLM answers.
+    Ready {
+        /// The model's tag.
+        model: String,
+        /// Seconds loading took.
+        secs: f64,
+        /// FastFlowLM's process id.
+        pid: u32,
+    },
+    /// FastFlowLM is being restarted.
+    Restarting {
+        /// Why, in plain words.
+        reason: String,
+    },
+    /// FastFlowLM was stopped (idle, or replaced).
+    Stopped {
+        /// Why, in plain words.
+        reason: String,
+    },
+}
+
+impl NpuEvent {
+    /// The event in plain words, for a status line ("Loading qwen3:1.7b onto the NPU...").
+    pub fn words(&self) -> String {
+        match self {
+            NpuEvent::Loading { model, .. } => format!("Loading {model} onto the NPU..."),
+            NpuEvent::Ready { model, secs, .. } => {
+                format!("{model} is on the NPU (loaded in {secs:.1} s)")
+            }
+            NpuEvent::Restarting { reason } => format!("Restarting FastFlowLM: {reason}"),
+            NpuEvent::Stopped { reason } => format!("FastFlowLM stopped: {reason}"),
+        }
+    }
+}
+
+/// Receives [`NpuEvent`]s, from the answering thread or the idle timer's.
+pub type NpuEventSink = Box<dyn FnMut(&NpuEvent) + Send>;
+
+/// The server slot shared with the idle timer.
+struct Slot {
+    server: Option<FlmServer>,
+    last_used: Instant,
+    busy: bool,
+    closed: bool,
+    aborted_streams: u32,
+}
+
+struct Shared {
+    slot: Mutex<Slot>,
+    wake: Condvar,
+    sink: Mutex<Option<NpuEventSink>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn emit(&self, event: NpuEvent) {
+        tracing::info!(?event, "npu");
+        if let Some(sink) = self.sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            sink(&event);
+        }
+    }
+}
+
+/// A registry model answered by FastFlowLM on the NPU.
+pub struct NpuBackend {
+    info: BackendInfo,
+    program: FlmProgram,
+    tag: String,
+    registry: PathBuf,
+    models_root: PathBuf,
+    options: NpuOptions,
+    tokenizer: Option<TextTokenizer>,
+    template: Option<ChatTemplate>,
+    shared: Arc<Shared>,
+    idle_timer: Option<JoinHandle<()>>,
+    crashes_in_a_row: u32,
+    /// FastFlowLM's own check passed (run once, before the first start).
+    validated: bool,
+}
+
+impl std::fmt::Debug for NpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NpuBackend")
+            .field("info", &self.info)
+            .field("tag", &self.tag)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NpuBackend {
+    /// Opens `model` (a registry name or `family:size` tag) of the registry `registry`
+    /// (Hearth's `model_list.json`) on FastFlowLM `program`. Nothing starts yet.
+    pub fn open(
+        program: FlmProgram,
+        registry: &Path,
+        model: &str,
+        options: NpuOptions,
+    ) -> Result<NpuBackend, BackendError> {
+        let file: RegistryFile = std::fs::read(registry)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                BackendError::failed(
+                    FailureKind::NotReady,
+                    format!(
+                        "could not read the model registry {}: {e}",
+                        registry.display()
+                    ),
+                )
+            })?;
+        let (family, size, entry) = file.find(model).ok_or_else(|| {
+            BackendError::failed(
+                FailureKind::ModelNotFound,
+                format!(
+                    "{model} is not in the model registry {}: `hearth list` shows the models",
+                    registry.display()
+                ),
+            )
+        })?;
+        let availability = discover::npu_support(&program, entry);
+        if let Some(reason) = availability.reason {
+            return Err(BackendError::failed(FailureKind::NotReady, reason));
+        }
+        // FastFlowLM joins FLM_MODEL_PATH, the registry's model_path and the entry's name as
+        // paths: an absolute model_path (what Hearth writes) stands alone, and a relative one
+        // is taken from the registry's folder, which is where Hearth keeps `models/`.
+        let models_root = registry
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let folder = models_root.join(&file.model_path).join(&entry.name);
+        let config: Option<Value> = std::fs::read(folder.join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let positions = config
+            .as_ref()
+            .and_then(|c| c.get("max_position_embeddings"))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize);
+        let context_length = match (entry.default_context_length.map(|n| n as usize), positions) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tokenizer = TextTokenizer::from_file(&folder.join("tokenizer.json")).ok();
+        let tokenizer_config: Option<Value> = std::fs::read(folder.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let template = ChatTemplate::from_dir(&folder, tokenizer_config.as_ref())
+            .ok()
+            .flatten();
+        let sha256 = entry
+            .hearth
+            .as_ref()
+            .and_then(|h| h.files.get("model.q4nx"))
+            .map(|f| f.sha256.clone());
+        let info = BackendInfo {
+            kind: BackendKind::Npu,
+            label: format!("npu ({})", program.label()),
+            device: "AMD XDNA 2 NPU".into(),
+            model: entry.name.clone(),
+            context_length,
+            model_sha256: sha256,
+            runtime_version: Some(program.version.clone()),
+        };
+        let shared = Arc::new(Shared {
+            slot: Mutex::new(Slot {
+                server: None,
+                last_used: Instant::now(),
+                busy: false,
+                closed: false,
+                aborted_streams: 0,
+            }),
+            wake: Condvar::new(),
+            sink: Mutex::new(None),
+        });
+        let idle_timer = options.idle_stop.map(|idle| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("hearth-flm-idle".into())
+                .spawn(move || idle_timer(&shared, idle))
+                .expect("the idle timer thread starts")
+        });
+        Ok(NpuBackend {
+            info,
+            program,
+            tag: format!("{family}:{size}"),
+            registry: registry.to_path_buf(),
+            models_root,
+            options,
+            tokenizer,
+            template,
+            shared,
+            idle_timer,
+            crashes_in_a_row: 0,
+            validated: false,
+        })
+    }
+
+    /// Like [`NpuBackend::open`], with the FastFlowLM this process finds
+    /// ([`discover::Lookup::from_env`]: `HEARTH_FLM`, `flm` on `PATH`, the standard install,
+    /// `oflm`), refused when older than [`discover::MIN_VERSION`].
+    pub fn open_found(
+        registry: &Path,
+        model: &str,
+        options: NpuOptions,
+    ) -> Result<NpuBackend, BackendError> {
+        let program = discover::find(&discover::Lookup::from_env())?;
+        NpuBackend::open(program, registry, model, options)
+    }
+
+    /// Where loading and stopping are reported ("loading the model onto the NPU").
+    pub fn set_event_sink(&mut self, sink: NpuEventSink) {
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// The model's FastFlowLM tag (`family:size`).
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// FastFlowLM as found.
+    pub fn program(&self) -> &FlmProgram {
+        &self.program
+    }
+
+    /// FastFlowLM's process id, while it runs.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.shared.lock().server.as_ref().map(FlmServer::pid)
+    }
+
+    /// FastFlowLM's log file (in the state folder).
+    pub fn log_path(&self) -> PathBuf {
+        self.options
+            .state_dir
+            .join(crate::npu::process::LOG_FILE_NAME)
+    }
+
+    /// Loads the model onto the NPU now (with the smallest context), so the first answer does
+    /// not wait for it.
+    pub fn start(&mut self) -> Result<(), BackendError> {
+        self.ensure_server(MIN_CTX_LEN)
+    }
+
+    /// Stops FastFlowLM now (it starts again on the next answer).
+    pub fn stop_server(&mut self) {
+        let server = self.shared.lock().server.take();
+        if let Some(server) = server {
+            server.stop();
+        }
+    }
+
+    /// The `--ctx-len` for `needed` positions: a power of two of at least 512 (FastFlowLM
+    /// reserves the whole KV cache up front, so no more than needed), at most the model's
+    /// context length.
+    pub fn ctx_len_for(&self, needed: usize) -> usize {
+        let want = needed.max(MIN_CTX_LEN).next_power_of_two();
+        match self.info.context_length {
+            Some(limit) => want.min(limit.max(MIN_CTX_LEN)),
+            None => want,
+        }
+    }
+
+    fn serve_config(&self, ctx_len: usize) -> ServeConfig {
+        ServeConfig {
+            program: self.program.path.clone(),
+            tag: self.tag.clone(),
+            ctx_len,
+            registry: self.registry.clone(),
+            models_root: self.models_root.clone(),
+            state_dir: self.options.state_dir.clone(),
+            start_timeout: self.options.start_timeout,
+        }
+    }
+
+    /// A running server with at least `ctx_len` positions.
+    fn ensure_server(&mut self, ctx_len: usize) -> Result<(), BackendError> {
+        // Lock order: the NPU's owner, then a slot (never the other way round).
+        let mut owner = NPU_OWNER.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.shared.lock();
+        let aborted = slot.aborted_streams;
+        let reason = match slot.server.as_mut() {
+            None => None,
+            Some(s) => match s.exit_status() {
+                Some(status) => Some(format!("FastFlowLM had stopped ({status})")),
+                None if s.ctx_len() < ctx_len => Some(format!(
+                    "the conversation needs {ctx_len} positions, FastFlowLM was started with {}",
+                    s.ctx_len()
+                )),
+                None if aborted >= ABORTED_STREAMS_BEFORE_RESTART => {
+                    Some("answers stopped early use up FastFlowLM's connections".to_string())
+                }
+                None => return Ok(()),
+            },
+        };
+        if let Some(old) = slot.server.take() {
+            old.stop();
+            self.shared.emit(NpuEvent::Stopped {
+                reason: reason.unwrap_or_default(),
+            });
+        }
+        slot.aborted_streams = 0;
+        // One FastFlowLM at a time: another backend's server gives the NPU up (it starts again
+        // on that backend's next answer), unless it is answering right now.
+        let other = owner
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .filter(|o| !Arc::ptr_eq(o, &self.shared));
+        if let Some(other) = other {
+            let mut theirs = other.lock();
+            if theirs.busy {
+                return Err(BackendError::Failed {
+                    kind: FailureKind::Busy,
+                    message:
+                        "the NPU is answering with another model: try again when it has finished"
+                            .into(),
+                    retry_after_secs: Some(1),
+                });
+            }
+            if let Some(server) = theirs.server.take() {
+                drop(theirs);
+                server.stop();
+                other.emit(NpuEvent::Stopped {
+                    reason: format!("{} needed the NPU", self.tag),
+                });
+            }
+        }
+        if !self.validated {
+            // As Lemonade does: FastFlowLM's own check first, whose failures say what to fix,
+            // rather than a failed start with its engine's words.
+            let report = discover::validate_with(&self.program.path, Some(&self.registry))?;
+            if !report.ready {
+                let problems: Vec<String> = report
+                    .checks
+                    .iter()
+                    .filter(|c| c.status == npu::Status::Problem)
+                    .map(|c| match &c.fix {
+                        Some(fix) => format!("{} To fix: {fix}", c.summary),
+                        None => c.summary.clone(),
+                    })
+                    .collect();
+                return Err(BackendError::failed(
+                    FailureKind::NotReady,
+                    format!(
+                        "the NPU is not ready for FastFlowLM: {}",
+                        problems.join(" Also: ")
+                    ),
+                ));
+            }
+            self.validated = true;
+        }
+        self.shared.emit(NpuEvent::Loading {
+            model: self.tag.clone(),
+            ctx_len,
+        });
+        let started = Instant::now();
+        let server = FlmServer::start(&self.serve_config(ctx_len))?;
+        self.shared.emit(NpuEvent::Ready {
+            model: self.tag.clone(),
+            secs: started.elapsed().as_secs_f64(),
+            pid: server.pid(),
+        });
+        slot.server = Some(server);
+        slot.last_used = Instant::now();
+        *owner = Some(Arc::downgrade(&self.shared));
+        Ok(())
+    }
+
+    /// After a cut answer: whether FastFlowLM died, and if so the words for it (and a restart,
+    /// once).
+    fn after_cut(&mut self, cause: String) -> BackendError {
+        let mut slot = self.shared.lock();
+        let ended = slot
+            .server
+            .as_mut()
+            .and_then(|s| s.wait_exit(Duration::from_secs(1)));
+        let Some((status, tail)) = ended else {
+            return BackendError::failed(
+                FailureKind::Cut,
+                format!("the answer from FastFlowLM stopped before its end: {cause}; the text so far is kept"),
+            );
+        };
+        let dead = slot.server.take().expect("a server was running");
+        let log = dead.log_path();
+        let ctx_len = dead.ctx_len();
+        drop(dead);
+        drop(slot);
+        self.crashes_in_a_row += 1;
+        let mut message = format!(
+            "FastFlowLM stopped in the middle of the answer ({status}); the text so far is kept. Its last lines:\n  {}\n(full log: {}).",
+            tail.join("\n  "),
+            log.display()
+        );
+        if self.crashes_in_a_row == 1 {
+            self.shared.emit(NpuEvent::Restarting {
+                reason: format!("FastFlowLM stopped ({status})"),
+            });
+            match self.ensure_server(ctx_len) {
+                Ok(()) => {
+                    message.push_str(" Hearth restarted it: try again, or answer on the CPU.")
+                }
+                Err(e) => message.push_str(&format!(" Restarting it failed too: {e}")),
+            }
+        } else {
+            message.push_str(
+                " It stopped again after a restart, so Hearth left it stopped: answer on the CPU.",
+            );
+        }
+        BackendError::failed(FailureKind::Cut, message)
+    }
+
+    fn chat_request(&self, messages: &[ChatMessage], options: &ChatOptions) -> ChatRequest {
+        let s = &options.sampling;
+        let mut extra = serde_json::Map::new();
+        if let Some(think) = options.enable_thinking {
+            extra.insert("think".into(), json!(think));
+        }
+        ChatRequest {
+            model: self.tag.clone(),
+            messages: messages.to_vec(),
+            max_tokens: Some(options.max_tokens.max(1)),
+            temperature: Some(s.temperature),
+            top_p: Some(s.top_p),
+            top_k: Some(if s.temperature <= 0.0 { 1 } else { s.top_k }),
+            // FastFlowLM reads min_p into an integer (anything below 1 becomes 0): left out.
+            min_p: None,
+            repetition_penalty: Some(s.repetition_penalty),
+            // FastFlowLM ignores it.
+            seed: None,
+            extra,
+            // FastFlowLM answers with llama3.2:1b when it does not know the model asked for.
+            require_model: true,
+        }
+    }
+
+    /// Streams one answer from the server on `port` through the OpenAI client, with no
+    /// connection reuse (FastFlowLM closes every connection after its response).
+    fn stream(
+        &mut self,
+        port: u16,
+        request: &ChatRequest,
+        prompt_count: TokenCount,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, Failure> {
+        let base = format!("http://127.0.0.1:{port}");
+        let client = OpenAiClient::new(
+            &base,
+            None,
+            ClientOptions {
+                connect_timeout: Duration::from_secs(5),
+                read_timeout: self.options.read_timeout,
+                reuse_connections: false,
+            },
+        )
+        .map_err(Failure::Done)?;
+        let mut pieces = 0usize;
+        let result = client.stream_chat(request, &mut |text: &str| {
+            pieces += 1;
+            on_text(text)
+        });
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(BackendError::Failed {
+                kind: FailureKind::Cut | FailureKind::Refused,
+                message,
+                ..
+            }) => return Err(Failure::Cut(flm_words(&message, &base))),
+            Err(BackendError::Failed {
+                kind: FailureKind::WrongModel,
+                message,
+                ..
+            }) => {
+                self.shared.lock().aborted_streams += 1;
+                // The client quotes the model that answered first.
+                let answered = message.split('"').nth(1).unwrap_or("another model");
+                return Err(Failure::Done(BackendError::failed(
+                    FailureKind::WrongModel,
+                    format!(
+                        "FastFlowLM answered with {answered}, not {}, so the answer was refused: FastFlowLM falls back to llama3.2:1b when it does not find the model asked for. Check that {} is in Hearth's model list and its folder is complete.",
+                        self.tag, self.info.model
+                    ),
+                )));
+            }
+            Err(BackendError::Failed {
+                kind,
+                message,
+                retry_after_secs,
+            }) => {
+                return Err(Failure::Done(BackendError::Failed {
+                    kind,
+                    message: flm_words(&message, &base),
+                    retry_after_secs,
+                }))
+            }
+            Err(other) => return Err(Failure::Done(other)),
+        };
+        if outcome.cancelled {
+            // The client dropped the connection: FastFlowLM cancels, but keeps the slot.
+            self.shared.lock().aborted_streams += 1;
+        }
+        let usage = outcome.usage.unwrap_or(ServerUsage {
+            prompt_tokens: None,
+            completion_tokens: None,
+        });
+        let stop_reason = if outcome.cancelled {
+            StopReason::Cancelled
+        } else {
+            match outcome.finish_reason.as_deref() {
+                Some("length") => StopReason::MaxTokens,
+                Some("cancel") => StopReason::Cancelled,
+                _ => StopReason::EndOfTurn,
+            }
+        };
+        Ok(Generation {
+            // FastFlowLM counts only the prompt tokens it had not cached: Hearth's own exact
+            // count of the whole prompt is the one that means something.
+            prompt_tokens: match (prompt_count.exact, usage.prompt_tokens) {
+                (false, Some(n)) => TokenCount {
+                    tokens: n,
+                    exact: true,
+                },
+                _ => prompt_count,
+            },
+            generated_tokens: match usage.completion_tokens {
+                Some(n) if !outcome.cancelled => TokenCount {
+                    tokens: n,
+                    exact: true,
+                },
+                _ => TokenCount {
+                    tokens: pieces,
+                    exact: false,
+                },
+            },
+            stop_reason,
+            timings: outcome.timings,
+        })
+    }
+}
+
+/// The client's words about "the server at http://127.0.0.1:port", about FastFlowLM.
+fn flm_words(message: &str, base: &str) -> String {
+    message
+        .replace(&format!("The server at {base}"), "FastFlowLM")
+        .replace(&format!("the server at {base}"), "FastFlowLM")
+        .replace(&format!("from {base}"), "from FastFlowLM")
+        .replace(base, "FastFlowLM")
+}
+
+/// How a streamed answer failed.
+enum Failure {
+    /// Final: report as it is.
+    Done(BackendError),
+    /// The connection broke: FastFlowLM may have died.
+    Cut(String),
+}
+
+fn idle_timer(shared: &Shared, idle: Duration) {
+    let mut slot = shared.lock();
+    loop {
+        if slot.closed {
+            return;
+        }
+        let idle_for = slot.last_used.elapsed();
+        if slot.server.is_some() && !slot.busy && idle_for >= idle {
+            let server = slot.server.take().expect("checked above");
+            drop(slot);
+            server.stop();
+            shared.emit(NpuEvent::Stopped {
+                reason: format!("no answer for {} s", idle.as_secs()),
+            });
+            slot = shared.lock();
+            continue;
+        }
+        let wait = if slot.server.is_some() && !slot.busy {
+            idle.saturating_sub(idle_for).max(Duration::from_millis(50))
+        } else {
+            Duration::from_secs(1)
+        };
+        slot = shared
+            .wake
+            .wait_timeout(slot, wait)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+impl Drop for NpuBackend {
+    fn drop(&mut self) {
+        let server = {
+            let mut slot = self.shared.lock();
+            slot.closed = true;
+            slot.server.take()
+        };
+        self.shared.wake.notify_all();
+        if let Some(server) = server {
+            server.stop();
+        }
+        if let Some(t) = self.idle_timer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Backend for NpuBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, input: Input, options: &ChatOptions) -> Result<Prompt, BackendError> {
+        let Input::Chat(messages) = &input else {
+            return Err(BackendError::Unsupported(
+                "FastFlowLM only answers conversations, not raw text: use the cpu backend for --raw"
+                    .into(),
+            ));
+        };
+        let count = match (&self.template, &self.tokenizer) {
+            (Some(template), Some(tokenizer)) => {
+                let text = template.render(messages, true, options.enable_thinking)?;
+                TokenCount {
+                    tokens: tokenizer.encode(&text, false)?.len(),
+                    exact: true,
+                }
+            }
+            _ => {
+                let text: String = messages.iter().map(|m| m.content.as_str()).collect();
+                let mut c = estimate_tokens(&text);
+                c.tokens += 8 * messages.len();
+                c
+            }
+        };
+        Ok(Prompt {
+            input,
+            count,
+            tokens: None,
+        })
+    }
+
+    fn count_text(&self, text: &str) -> TokenCount {
+        match self.tokenizer.as_ref().map(|t| t.encode(text, false)) {
+            Some(Ok(ids)) => TokenCount {
+                tokens: ids.len(),
+                exact: true,
+            },
+            _ => estimate_tokens(text),
+        }
+    }
+
+    fn generate(
+        &mut self,
+        prompt: Prompt,
+        options: &ChatOptions,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, BackendError> {
+        let Input::Chat(messages) = &prompt.input else {
+            return Err(BackendError::Unsupported(
+                "FastFlowLM only answers conversations, not raw text".into(),
+            ));
+        };
+        if self.crashes_in_a_row >= 2 {
+            return Err(BackendError::failed(
+                FailureKind::NotReady,
+                "FastFlowLM stopped twice in the middle of an answer, so Hearth does not start it again: answer on the CPU, or reopen the model to try the NPU again",
+            ));
+        }
+        let ctx_len = self.ctx_len_for(prompt.count.tokens + options.max_tokens);
+        self.ensure_server(ctx_len)?;
+        let port = {
+            let mut slot = self.shared.lock();
+            slot.busy = true;
+            slot.server.as_ref().map(FlmServer::port)
+        };
+        let request = self.chat_request(messages, options);
+        let result = match port {
+            Some(port) => self.stream(port, &request, prompt.count, on_text),
+            None => Err(Failure::Cut("FastFlowLM was stopped".into())),
+        };
+        {
+            let mut slot = self.shared.lock();
+            slot.busy = false;
+            slot.last_used = Instant::now();
+        }
+        self.shared.wake.notify_all();
+        match result {
+            Ok(generation) => {
+                self.crashes_in_a_row = 0;
+                Ok(generation)
+            }
+            Err(Failure::Done(e)) => Err(e),
+            Err(Failure::Cut(cause)) => Err(self.after_cut(cause)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_words_name_fastflowlm() {
+        let base = "http://127.0.0.1:41234";
+        assert_eq!(
+            flm_words(
+                "The server at http://127.0.0.1:41234 reported an error: boom",
+                base
+            ),
+            "FastFlowLM reported an error: boom"
+        );
+    }
+}

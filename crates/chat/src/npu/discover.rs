@@ -1,0 +1,648 @@
+//! Finding FastFlowLM: the program (`HEARTH_FLM`, `flm` on `PATH`, the standard install, then
+//! the open-kernel fork `oflm`), its version (`version --json`, gated at [`MIN_VERSION`]), its
+//! `validate --json` report folded into Hearth's NPU checks, and whether it can run a given
+//! model ([`npu_support`]: kernels under its kernel root and an engine for the model's family).
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hearth_hub::registry::FlmEntry;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::backend::{Availability, BackendKind};
+use crate::npu::NpuError;
+
+/// The oldest FastFlowLM Hearth drives (the one Lemonade requires on Linux).
+pub const MIN_VERSION: &str = npu::software::FLM_MIN_VERSION;
+
+/// Where the FastFlowLM packages install the program.
+pub const STANDARD_PROGRAM: &str = "/opt/fastflowlm/bin/flm";
+
+/// Where the FastFlowLM packages install the kernels (the folder holding `xclbins/`).
+pub const STANDARD_KERNEL_ROOT: &str = "/opt/fastflowlm/share/flm";
+
+/// The model families FastFlowLM has an engine for (`details.family` in model_list.json).
+pub const ENGINE_FAMILIES: &[&str] = &[
+    "llama3",
+    "deepseek-r1",
+    "deepseek-r1-0528",
+    "qwen2",
+    "qwen2vl",
+    "qwen3",
+    "qwen3-it",
+    "qwen3-tk",
+    "qwen3vl",
+    "qwen3vl-flash",
+    "qwen3.5",
+    "qwen3.5-omni",
+    "qwen3.6-moe",
+    "gemma3",
+    "gemma3-text",
+    "gemma4e",
+    "gemma4e-flash",
+    "gemma4-12b",
+    "gpt-oss",
+    "lfm2",
+    "lfm2.5-tk",
+    "phi4",
+    "nanbeige",
+    "hunyuan",
+];
+
+/// How long `version` and `validate` may take.
+const QUICK_COMMAND_LIMIT: Duration = Duration::from_secs(10);
+
+/// Which program it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    /// AMD's FastFlowLM, `flm`.
+    Flm,
+    /// The MIT open-kernel fork OpenFlowLM, `oflm`.
+    Oflm,
+}
+
+/// An installed FastFlowLM that is new enough.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlmProgram {
+    /// The executable.
+    pub path: PathBuf,
+    /// `flm` or `oflm`.
+    pub flavor: Flavor,
+    /// Its version, "1.0.6".
+    pub version: String,
+}
+
+impl FlmProgram {
+    /// "FastFlowLM 1.0.6" (or "OpenFlowLM 1.0.6").
+    pub fn label(&self) -> String {
+        match self.flavor {
+            Flavor::Flm => format!("FastFlowLM {}", self.version),
+            Flavor::Oflm => format!("OpenFlowLM {}", self.version),
+        }
+    }
+}
+
+/// Where to look for the program; [`Lookup::from_env`] reads this process's environment, tests
+/// build their own.
+#[derive(Debug, Clone, Default)]
+pub struct Lookup {
+    /// `HEARTH_FLM`: a path chosen by the user (or a test); when set, nothing else is tried.
+    pub hearth_flm: Option<PathBuf>,
+    /// `PATH`.
+    pub path: Option<OsString>,
+    /// The standard install location ([`STANDARD_PROGRAM`]).
+    pub standard: PathBuf,
+}
+
+impl Lookup {
+    /// The lookup of this process: `HEARTH_FLM`, `PATH`, [`STANDARD_PROGRAM`].
+    pub fn from_env() -> Lookup {
+        Lookup {
+            hearth_flm: std::env::var_os("HEARTH_FLM")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            path: std::env::var_os("PATH"),
+            standard: PathBuf::from(STANDARD_PROGRAM),
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn on_path(path: Option<&OsString>, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn flavor_of(path: &Path) -> Flavor {
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some(n) if n.starts_with("oflm") => Flavor::Oflm,
+        _ => Flavor::Flm,
+    }
+}
+
+/// The FastFlowLM executable: `HEARTH_FLM` (only it, when set), then `flm` on `PATH`, then
+/// the standard install, then `oflm` on `PATH`.
+pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
+    if let Some(p) = &lookup.hearth_flm {
+        return if is_executable(p) {
+            Ok(p.clone())
+        } else {
+            Err(NpuError::NotExecutable { path: p.clone() })
+        };
+    }
+    on_path(lookup.path.as_ref(), "flm")
+        .or_else(|| is_executable(&lookup.standard).then(|| lookup.standard.clone()))
+        .or_else(|| on_path(lookup.path.as_ref(), "oflm"))
+        .ok_or_else(|| NpuError::NotInstalled {
+            searched: format!("flm and oflm on PATH, {}", lookup.standard.display()),
+        })
+}
+
+/// Runs `exe args...` with the update check off, stdin closed, and a time limit; returns the
+/// exit success and stdout. stderr is discarded (`validate` writes device errors there).
+pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<(bool, String), NpuError> {
+    run_quick_with(exe, args, None)
+}
+
+/// [`run_quick`] with `FLM_CONFIG_PATH` set to `config` when given.
+fn run_quick_with(
+    exe: &Path,
+    args: &[&str],
+    config: Option<&Path>,
+) -> Result<(bool, String), NpuError> {
+    let what = format!("{} {}", exe.display(), args.join(" "));
+    let spawn = || {
+        let mut cmd = Command::new(exe);
+        if let Some(config) = config {
+            cmd.env("FLM_CONFIG_PATH", config);
+        }
+        cmd.args(args)
+            .env("FLM_DISABLE_UPDATE_CHECK", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    // ETXTBSY: the file was being written a moment ago (an update, or a test's build).
+    let mut attempt = spawn();
+    for _ in 0..10 {
+        match &attempt {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(50));
+                attempt = spawn();
+            }
+            _ => break,
+        }
+    }
+    let mut child = attempt.map_err(|e| NpuError::Run {
+        what: what.clone(),
+        detail: e.to_string(),
+    })?;
+    // Read stdout on a thread so a chatty program cannot block on a full pipe.
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let deadline = Instant::now() + QUICK_COMMAND_LIMIT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(NpuError::Run {
+                    what,
+                    detail: format!(
+                        "it did not finish within {} s",
+                        QUICK_COMMAND_LIMIT.as_secs()
+                    ),
+                });
+            }
+        }
+    };
+    let out = reader.join().unwrap_or_default();
+    Ok((status.success(), out))
+}
+
+/// The version `version --json` prints (`{ "version": "1.0.6" }`), or failing that the one in
+/// `FLM v1.0.6`.
+/// `--version` is the fallback: it works even when FastFlowLM finds no model_list.json of its
+/// own, which every other verb needs (it exits 1, so only its output counts).
+pub fn read_version(exe: &Path) -> Result<String, NpuError> {
+    let (_, out) = run_quick(exe, &["version", "--json"])?;
+    if let Some(v) = parse_version_output(&out) {
+        return Ok(v);
+    }
+    let (_, text) = run_quick(exe, &["--version"])?;
+    parse_version_output(&text).ok_or_else(|| NpuError::VersionUnknown {
+        path: exe.to_path_buf(),
+        output: out.trim().chars().take(200).collect(),
+    })
+}
+
+/// "1.0.6" from `{ "version": "1.0.6" }` or from text such as `FLM v1.0.6`.
+pub fn parse_version_output(out: &str) -> Option<String> {
+    if let Ok(v) = serde_json::from_str::<Value>(out.trim()) {
+        if let Some(s) = v.get("version").and_then(Value::as_str) {
+            let s = s.trim().trim_start_matches(['v', 'V']);
+            if !s.is_empty() {
+                return Some(s.to_string());
+            }
+        }
+    }
+    npu::software::parse_flm_version(out)
+}
+
+/// Checks `version` against [`MIN_VERSION`].
+pub fn check_version(exe: &Path, version: &str) -> Result<(), NpuError> {
+    if npu::software::version_at_least(version, MIN_VERSION) {
+        Ok(())
+    } else {
+        Err(NpuError::TooOld {
+            path: exe.to_path_buf(),
+            found: version.to_string(),
+            needed: MIN_VERSION.to_string(),
+        })
+    }
+}
+
+/// Finds FastFlowLM as [`locate`] does, reads its version and refuses one older than
+/// [`MIN_VERSION`].
+pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
+    let path = locate(lookup)?;
+    let version = read_version(&path)?;
+    check_version(&path, &version)?;
+    Ok(FlmProgram {
+        flavor: flavor_of(&path),
+        path,
+        version,
+    })
+}
+
+// ---------------------------------------------------------------- validate
+
+/// What `validate --json` said, as Hearth's NPU checks.
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidateReport {
+    /// FastFlowLM's own verdict (`ready`, or the exit status when the output was not JSON).
+    pub ready: bool,
+    /// One check per failing item, with its fix; one Ok check when ready.
+    pub checks: Vec<npu::Check>,
+    /// The JSON as printed, when it was JSON.
+    pub raw: Option<Value>,
+}
+
+/// Runs `validate --json` and reads it.
+pub fn validate(exe: &Path) -> Result<ValidateReport, NpuError> {
+    validate_with(exe, None)
+}
+
+/// [`validate`] with `FLM_CONFIG_PATH` = `registry` (Hearth's model_list.json): FastFlowLM
+/// refuses every verb but `--version` when it finds no model list, and an install may have
+/// none of its own.
+pub fn validate_with(exe: &Path, registry: Option<&Path>) -> Result<ValidateReport, NpuError> {
+    let (success, out) = run_quick_with(exe, &["validate", "--json"], registry)?;
+    Ok(parse_validate(&out, success))
+}
+
+fn problem(summary: String, fix: &str) -> npu::Check {
+    npu::Check {
+        id: npu::CheckId::FlmValidate,
+        status: npu::Status::Problem,
+        summary,
+        fix: Some(fix.to_string()),
+    }
+}
+
+/// Reads `validate --json` output (`success` is the exit status, used when it is not JSON).
+pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
+    let Ok(v) = serde_json::from_str::<Value>(out.trim()) else {
+        let checks = if success {
+            vec![npu::Check {
+                id: npu::CheckId::FlmValidate,
+                status: npu::Status::Ok,
+                summary: "FastFlowLM's own check passed".into(),
+                fix: None,
+            }]
+        } else {
+            vec![problem(
+                "FastFlowLM's own check (`flm validate`) failed and printed no report".into(),
+                "Run `flm validate` in a terminal to see what it reports.",
+            )]
+        };
+        return ValidateReport {
+            ready: success,
+            checks,
+            raw: None,
+        };
+    };
+    let flag = |k: &str| v.get(k).and_then(Value::as_bool);
+    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("unknown");
+    let ready = flag("ready").unwrap_or(success);
+    let mut checks = Vec::new();
+    if flag("kernel_ok") == Some(false) {
+        checks.push(problem(
+            format!(
+                "FastFlowLM needs Linux 6.17 or later with amdxdna 0.6 or later (this is Linux {}, amdxdna {})",
+                text("kernel"),
+                text("drm_version")
+            ),
+            "Install a newer kernel (6.17 or later; your distribution's HWE or mainline kernel), or the amdxdna-dkms driver for this one, then restart the computer.",
+        ));
+    }
+    if flag("amd_device_found") == Some(false) {
+        checks.push(problem(
+            "FastFlowLM found no NPU device it could open (/dev/accel/accel*)".into(),
+            "If the doctor shows the NPU, this is usually permission: `sudo usermod -aG render $USER`, then log out and back in. Otherwise enable the NPU in the BIOS and install the amdxdna driver.",
+        ));
+    }
+    if flag("all_fw_ok") == Some(false) {
+        let found: Vec<String> = v
+            .get("devices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|d| d.get("fw_ok").and_then(Value::as_bool) == Some(false))
+            .map(|d| {
+                let n = |k: &str| d.get(k).and_then(Value::as_i64).unwrap_or(0);
+                format!(
+                    "{} {}.{}.{}.{}",
+                    d.get("device").and_then(Value::as_str).unwrap_or("NPU"),
+                    n("fw_major"),
+                    n("fw_minor"),
+                    n("fw_patch"),
+                    n("fw_build")
+                )
+            })
+            .collect();
+        checks.push(problem(
+            format!(
+                "FastFlowLM needs NPU firmware 1.1 or newer (found {})",
+                if found.is_empty() { "older".into() } else { found.join(", ") }
+            ),
+            "Update the NPU firmware: install the newest linux-firmware package (Ubuntu: `sudo apt update && sudo apt install --only-upgrade linux-firmware`), then restart the computer.",
+        ));
+    }
+    if flag("enough_cols") == Some(false) {
+        checks.push(problem(
+            "This NPU has fewer than 8 columns: FastFlowLM needs an XDNA 2 NPU (Ryzen AI 300 series or later)".into(),
+            "Nothing to fix on this computer: Hearth runs on the CPU.",
+        ));
+    }
+    if flag("memlock_ok") == Some(false) {
+        checks.push(problem(
+            format!(
+                "FastFlowLM cannot lock enough memory (limit {} bytes)",
+                text("memlock_limit")
+            ),
+            "Allow unlimited locked memory: add `* soft memlock unlimited` and `* hard memlock unlimited` to /etc/security/limits.d/99-npu.conf (with sudo), then log out and log back in.",
+        ));
+    }
+    if flag("npu_driver_ok") == Some(false) {
+        checks.push(problem(
+            "FastFlowLM reports the NPU driver is not working".into(),
+            "Reinstall the NPU driver, then restart the computer.",
+        ));
+    }
+    if flag("runtime_ok") == Some(false) {
+        checks.push(problem(
+            format!(
+                "OpenFlowLM could not open the NPU through its runtime: {}",
+                text("runtime_error")
+            ),
+            "Install XRT with its NPU plugin (see the XRT check), then restart the computer.",
+        ));
+    }
+    if !ready && checks.is_empty() {
+        checks.push(problem(
+            "FastFlowLM's own check (`flm validate`) says the NPU is not ready".into(),
+            "Run `flm validate` in a terminal to see what it reports.",
+        ));
+    }
+    if ready && checks.is_empty() {
+        checks.push(npu::Check {
+            id: npu::CheckId::FlmValidate,
+            status: npu::Status::Ok,
+            summary: "FastFlowLM's own check passed".into(),
+            fix: None,
+        });
+    }
+    ValidateReport {
+        ready,
+        checks,
+        raw: Some(v),
+    }
+}
+
+/// Adds the report's checks to a diagnosis (the doctor's NPU status), which then is ready only
+/// if FastFlowLM agrees.
+pub fn fold_validate(diagnosis: &mut npu::Diagnosis, report: &ValidateReport) {
+    diagnosis.add_checks(report.checks.iter().cloned());
+}
+
+/// The doctor's NPU status with FastFlowLM's own check folded in: [`npu::diagnose`] of `root`,
+/// then, for the FastFlowLM this process finds ([`Lookup::from_env`]), `validate --json`.
+/// FastFlowLM is only asked on the live system (`root` = `/`): a fixture tree has none.
+pub fn npu_status(root: &Path) -> npu::Diagnosis {
+    let mut diagnosis = npu::diagnose(root);
+    if root != Path::new("/") {
+        return diagnosis;
+    }
+    match find(&Lookup::from_env()) {
+        // The doctor's own FastFlowLM check already says how to install it.
+        Err(NpuError::NotInstalled { .. }) => {}
+        Err(e) => diagnosis.add_checks([problem(
+            e.to_string(),
+            "Install or update FastFlowLM, then run `hearth doctor` again.",
+        )]),
+        Ok(program) => match validate(&program.path) {
+            Ok(report) => fold_validate(&mut diagnosis, &report),
+            Err(e) => diagnosis.add_checks([npu::Check {
+                id: npu::CheckId::FlmValidate,
+                status: npu::Status::Warning,
+                summary: format!("FastFlowLM's own check could not run: {e}"),
+                fix: Some("Run `flm validate` in a terminal to see what it reports.".into()),
+            }]),
+        },
+    }
+    diagnosis
+}
+
+// ---------------------------------------------------------------- kernels and models
+
+/// The folder holding FastFlowLM's `xclbins/`, found as FastFlowLM finds it: `FLM_XCLBIN_PATH`
+/// (a trailing `/xclbins` is dropped), the program's own folder (after resolving links), then
+/// [`STANDARD_KERNEL_ROOT`]. A path that does not hold `xclbins/` is skipped, as FastFlowLM does.
+pub fn kernel_root(program: &Path, flm_xclbin_path: Option<&Path>) -> Option<PathBuf> {
+    let from_env = flm_xclbin_path.map(|p| {
+        let s = p.to_string_lossy();
+        let s = s.trim_end_matches('/');
+        PathBuf::from(s.strip_suffix("/xclbins").unwrap_or(s))
+    });
+    let exe_dir = program
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    [from_env, exe_dir, Some(PathBuf::from(STANDARD_KERNEL_ROOT))]
+        .into_iter()
+        .flatten()
+        .find(|root| root.join("xclbins").is_dir())
+}
+
+/// Whether FastFlowLM `program` can run the registry entry `entry` on the NPU: it needs an
+/// engine for the entry's family and kernels in `xclbins/<name>/` under its kernel root
+/// (`FLM_XCLBIN_PATH` is read from this process's environment).
+pub fn npu_support(program: &FlmProgram, entry: &FlmEntry) -> Availability {
+    let xclbin_env = std::env::var_os("FLM_XCLBIN_PATH")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    npu_support_with(program, entry, xclbin_env.as_deref())
+}
+
+/// [`npu_support`] for the FastFlowLM this process finds ([`Lookup::from_env`]); when none is
+/// found, or it is too old, the reason says so.
+pub fn npu_availability(entry: &FlmEntry) -> Availability {
+    match find(&Lookup::from_env()) {
+        Ok(program) => npu_support(&program, entry),
+        Err(e) => Availability::unusable(BackendKind::Npu, e.to_string()),
+    }
+}
+
+/// [`npu_support`] with `FLM_XCLBIN_PATH` given.
+pub fn npu_support_with(
+    program: &FlmProgram,
+    entry: &FlmEntry,
+    flm_xclbin_path: Option<&Path>,
+) -> Availability {
+    let family = entry.details.family.as_str();
+    if !ENGINE_FAMILIES.contains(&family) {
+        return Availability::unusable(
+            BackendKind::Npu,
+            format!(
+                "{} has no engine for the model family {family:?} of {}: it runs on the CPU",
+                program.label(),
+                entry.name
+            ),
+        );
+    }
+    let Some(root) = kernel_root(&program.path, flm_xclbin_path) else {
+        return Availability::unusable(
+            BackendKind::Npu,
+            format!(
+                "{}'s NPU kernels (an xclbins folder) were not found next to {}, in {STANDARD_KERNEL_ROOT} or in FLM_XCLBIN_PATH: reinstall FastFlowLM",
+                program.label(),
+                program.path.display()
+            ),
+        );
+    };
+    let kernels = root.join("xclbins").join(&entry.name);
+    if !kernels.is_dir() {
+        return Availability::unusable(
+            BackendKind::Npu,
+            format!(
+                "{} has no NPU kernels for {} (no folder {}): it runs on the CPU",
+                program.label(),
+                entry.name,
+                kernels.display()
+            ),
+        );
+    }
+    Availability::usable(BackendKind::Npu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn versions_from_json_and_text() {
+        assert_eq!(
+            parse_version_output("{ \"version\": \"1.0.6\" }\n").as_deref(),
+            Some("1.0.6")
+        );
+        assert_eq!(
+            parse_version_output("OFLM v1.0.3\n").as_deref(),
+            Some("1.0.3")
+        );
+        assert_eq!(parse_version_output("nothing"), None);
+    }
+
+    #[test]
+    fn lookup_order_prefers_path_flm_then_standard_then_oflm() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        fs::create_dir(&bin).unwrap();
+        let standard = dir.path().join("opt-flm");
+        let mut lookup = Lookup {
+            hearth_flm: None,
+            path: Some(bin.clone().into_os_string()),
+            standard: standard.clone(),
+        };
+        assert!(matches!(
+            locate(&lookup),
+            Err(NpuError::NotInstalled { .. })
+        ));
+        let oflm = script(&bin, "oflm", "true");
+        assert_eq!(locate(&lookup).unwrap(), oflm);
+        script(dir.path(), "opt-flm", "true");
+        assert_eq!(locate(&lookup).unwrap(), standard);
+        let flm = script(&bin, "flm", "true");
+        assert_eq!(locate(&lookup).unwrap(), flm);
+        lookup.hearth_flm = Some(dir.path().join("missing"));
+        assert!(matches!(
+            locate(&lookup),
+            Err(NpuError::NotExecutable { .. })
+        ));
+    }
+
+    #[test]
+    fn too_old_says_which_version_is_needed() {
+        let e = check_version(Path::new("/x/flm"), "0.9.45").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("0.9.45") && text.contains(MIN_VERSION),
+            "{text}"
+        );
+        check_version(Path::new("/x/flm"), "1.0.2").unwrap();
+        check_version(Path::new("/x/flm"), "1.0.10").unwrap();
+    }
+
+    #[test]
+    fn validate_each_failing_item_has_a_fix() {
+        let out = r#"{"all_fw_ok": false, "amd_device_found": true, "devices": [{"device": "/dev/accel/accel0",
+            "fw_major": 1, "fw_minor": 0, "fw_patch": 5, "fw_build": 64, "fw_ok": false, "cols": 8}],
+            "enough_cols": true, "kernel_ok": true, "memlock_ok": false, "memlock_limit": "65536", "ready": false}"#;
+        let r = parse_validate(out, false);
+        assert!(!r.ready);
+        assert_eq!(r.checks.len(), 2, "{:?}", r.checks);
+        assert!(r.checks[0].summary.contains("1.0.5.64"));
+        assert!(r.checks[1].summary.contains("65536"));
+        assert!(r.checks.iter().all(|c| c.fix.is_some()));
+        let ok = parse_validate(r#"{"ready": true}"#, true);
+        assert!(ok.ready);
+        assert_eq!(ok.checks[0].status, npu::Status::Ok);
+        let garbage = parse_validate("Segmentation fault", false);
+        assert!(!garbage.ready && garbage.checks[0].fix.is_some());
+    }
+
+    #[test]
+    fn kernel_root_strips_xclbins_and_skips_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("k/xclbins/M")).unwrap();
+        let exe = script(dir.path(), "flm", "true");
+        let with_suffix = dir.path().join("k/xclbins/");
+        assert_eq!(
+            kernel_root(&exe, Some(&with_suffix)),
+            Some(dir.path().join("k"))
+        );
+        fs::create_dir_all(dir.path().join("xclbins")).unwrap();
+        let exe_dir = exe.canonicalize().unwrap().parent().unwrap().to_path_buf();
+        assert_eq!(
+            kernel_root(&exe, Some(&dir.path().join("nowhere"))),
+            Some(exe_dir)
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The `npu` backend: models on the NPU through FastFlowLM (`flm`, or the open-kernel fork
+//! `oflm`) run as a child process.
+//!
+//! - [`discover`]: finding the program and its version (at least [`MIN_VERSION`]), its own
+//!   `validate --json` check folded into the NPU status, and [`npu_support`] (can it run this
+//!   model: an engine for the family, kernels for the name);
+//! - [`process`]: one `flm serve` on a free loopback port, started on demand and ready when its
+//!   log says so and it answers; its output drained into a private, rotated log; stopped with
+//!   SIGTERM then SIGKILL, and never left behind when Hearth dies (`PR_SET_PDEATHSIG`);
+//! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that; answers stream through
+//!   the OpenAI client of [`crate::remote::openai`], with no connection reuse (FastFlowLM
+//!   closes every connection after its response).
+//!
+//! FastFlowLM reads Hearth's own registry (`FLM_CONFIG_PATH` = Hearth's `model_list.json`) and
+//! model folders (`FLM_MODEL_PATH`): nothing is copied, nothing is written into FastFlowLM's files.
+
+pub mod backend;
+pub mod discover;
+pub mod process;
+
+use std::path::PathBuf;
+
+pub use backend::{NpuBackend, NpuEvent, NpuOptions};
+pub use discover::{
+    find, fold_validate, npu_availability, npu_status, npu_support, validate, Flavor, FlmProgram,
+    Lookup, ValidateReport, MIN_VERSION,
+};
+
+use crate::backend::{BackendError, FailureKind};
+
+/// What can go wrong with FastFlowLM, in plain words with what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NpuError {
+    /// No program was found.
+    #[error("FastFlowLM is not installed (looked for {searched}): install it from the ROCm/FastFlowLM releases on GitHub, or set HEARTH_FLM to the path of flm")]
+    NotInstalled {
+        /// Where it was looked for.
+        searched: String,
+    },
+    /// `HEARTH_FLM` names something that is not an executable file.
+    #[error("HEARTH_FLM is {path}, which is not an executable file: correct or unset it")]
+    NotExecutable {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The version could not be read.
+    #[error(
+        "{path} printed no version for `version --json` (it printed {output:?}): is it FastFlowLM?"
+    )]
+    VersionUnknown {
+        /// The program.
+        path: PathBuf,
+        /// What it printed (shortened).
+        output: String,
+    },
+    /// The version is below [`MIN_VERSION`].
+    #[error("FastFlowLM {found} ({path}) is too old: Hearth needs {needed} or newer; update it from the ROCm/FastFlowLM releases")]
+    TooOld {
+        /// The program.
+        path: PathBuf,
+        /// Its version.
+        found: String,
+        /// The minimum.
+        needed: String,
+    },
+    /// A short command (`version`, `validate`) could not run or did not finish.
+    #[error("could not run {what}: {detail}")]
+    Run {
+        /// The command line.
+        what: String,
+        /// Why.
+        detail: String,
+    },
+    /// The server could not be started.
+    #[error("could not start FastFlowLM ({path}): {detail}")]
+    Spawn {
+        /// The program.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The server exited before it was ready.
+    #[error("FastFlowLM stopped while starting ({status}){}", tail_words(.log_tail))]
+    Exited {
+        /// Its exit status in words.
+        status: String,
+        /// Its last log lines.
+        log_tail: Vec<String>,
+    },
+    /// The server started but could not load the model (it keeps running without one).
+    #[error("FastFlowLM could not load {model} onto the NPU: {detail}{}", tail_words(.log_tail))]
+    LoadFailed {
+        /// The model tag.
+        model: String,
+        /// Its error line.
+        detail: String,
+        /// Its last log lines.
+        log_tail: Vec<String>,
+    },
+    /// The server was not ready in time.
+    #[error("FastFlowLM did not finish loading the model within {secs} s, so Hearth stopped it{}", tail_words(.log_tail))]
+    StartTimeout {
+        /// The time limit.
+        secs: u64,
+        /// Its last log lines.
+        log_tail: Vec<String>,
+    },
+    /// The log file could not be written.
+    #[error("could not write FastFlowLM's log {path}: {detail}")]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+}
+
+fn tail_words(tail: &[String]) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(". Its last lines:\n  {}", tail.join("\n  "))
+    }
+}
+
+impl From<NpuError> for BackendError {
+    fn from(e: NpuError) -> Self {
+        let kind = match &e {
+            NpuError::StartTimeout { .. } => FailureKind::Timeout,
+            _ => FailureKind::NotReady,
+        };
+        BackendError::failed(kind, e.to_string())
+    }
+}
