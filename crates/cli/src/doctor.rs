@@ -36,7 +36,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.root.display()
     );
     let mut sources = npu::PowerSources::discover(&args.root);
-    let diagnosis = npu::diagnose(&args.root);
+    // The NPU's own checks, then FastFlowLM's `validate --json` folded in, each with its fix.
+    let diagnosis = hearth_chat::npu::npu_status(&args.root);
     // A short wait so CPU use is measured over an interval rather than unknown.
     std::thread::sleep(Duration::from_millis(250));
     let power = sources.sample(0.0);

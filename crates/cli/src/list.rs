@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
+use hearth_chat::Availability;
 use hearth_hub::{find_demo_model, human_bytes, Machine, Store, DEMO_MODEL_NAME};
 
 /// Arguments of `hearth list`.
@@ -27,6 +30,16 @@ pub fn open_store() -> anyhow::Result<Store> {
         Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir),
         None => store,
     })
+}
+
+/// An installed model as `hearth list --json` prints it: the registry's facts, and whether the
+/// NPU can run it here (with the reason when not).
+#[derive(Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    model: &'a hearth_hub::InstalledModel,
+    npu: bool,
+    npu_reason: Option<&'a str>,
 }
 
 /// Prints the list.
@@ -66,8 +79,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let models = store.list()?;
+    let registry = store.registry_path();
+    let npu: Vec<Availability> = models
+        .iter()
+        .map(|m| hearth_chat::npu::registry_availability(&registry, &m.name))
+        .collect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&models)?);
+        let listed: Vec<Listed> = models
+            .iter()
+            .zip(&npu)
+            .map(|(model, npu)| Listed {
+                model,
+                npu: npu.usable,
+                npu_reason: npu.reason.as_deref(),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(ExitCode::SUCCESS);
     }
     if models.is_empty() {
@@ -75,7 +102,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "No models installed. `hearth list --catalog` shows what `hearth pull` can fetch."
         );
     }
-    for m in &models {
+    for (m, npu) in models.iter().zip(&npu) {
+        let runs = if npu.usable { "npu+cpu" } else { "cpu" };
         println!(
             "{} {:<24} {:<20} {:>9}  {:<11} {:<7} {}",
             if m.is_default { "*" } else { " " },
@@ -83,13 +111,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             m.tag,
             human_bytes(m.size_bytes),
             m.format.to_string(),
-            m.backends
-                .iter()
-                .map(|b| b.to_string())
-                .collect::<Vec<_>>()
-                .join("+"),
+            runs,
             m.source
         );
+    }
+    // Why the NPU cannot run them, once when the reason is the same for all (no FastFlowLM).
+    let mut reasons: Vec<&str> = npu.iter().filter_map(|a| a.reason.as_deref()).collect();
+    reasons.dedup();
+    match reasons.as_slice() {
+        [] => {}
+        [one] if npu.len() > 1 => println!("NPU: {one}"),
+        _ => {
+            for (m, a) in models.iter().zip(&npu) {
+                if let Some(reason) = &a.reason {
+                    println!("NPU, {}: {reason}", m.name);
+                }
+            }
+        }
     }
     for p in store.partial_downloads()? {
         println!(

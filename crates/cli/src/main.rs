@@ -16,6 +16,7 @@ mod progress;
 mod pull;
 mod rm;
 mod run;
+mod selftest;
 mod serve;
 
 #[derive(Parser)]
@@ -53,6 +54,8 @@ enum Command {
     Rm(rm::Args),
     /// Answer one prompt with a model, streaming the answer
     Run(run::Args),
+    /// Compare a backend's answers (the NPU's) with the CPU engine's on fixed prompts
+    Selftest(selftest::Args),
     /// Serve a model over a local OpenAI-compatible HTTP API (127.0.0.1 only by default)
     Serve(serve::Args),
 }
@@ -87,6 +90,7 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Pull(args) => pull::run(args),
         Command::Rm(args) => rm::run(args),
         Command::Run(args) => run::run(args),
+        Command::Selftest(args) => selftest::run(args),
         Command::Serve(args) => serve::run(args),
     }
 }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use hearth_chat::npu::{NpuBackend, NpuOptions};
 use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendKind, CpuBackend};
 use hearth_engine::cpu::KernelLevel;
@@ -109,18 +110,22 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    /// The backend chosen on the command line, or the best one for the model.
-    pub fn kind(&self) -> BackendKind {
+    /// The backend chosen on the command line, or the best one for the model: the NPU when
+    /// FastFlowLM can run this installed model here, else the CPU.
+    pub fn kind(&self, model: &ModelArgs) -> BackendKind {
         match (self.backend, &self.url) {
             (Some(kind), _) => kind,
             (None, Some(_)) => BackendKind::Remote,
-            (None, None) => BackendKind::Cpu,
+            (None, None) => match npu_availability(model) {
+                Some(a) if a.usable => BackendKind::Npu,
+                _ => BackendKind::Cpu,
+            },
         }
     }
 
     /// Opens the backend for `model`.
     pub fn open(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
-        match self.kind() {
+        match self.kind(model) {
             BackendKind::Cpu => {
                 let local = model.resolve()?;
                 let backend =
@@ -130,11 +135,82 @@ impl BackendArgs {
                         })?;
                 Ok(Box::new(backend))
             }
-            other => {
-                anyhow::bail!("the {other} backend is not available in this build of hearth yet")
+            BackendKind::Npu => {
+                let store = crate::list::open_store()?;
+                let mut npu = NpuBackend::open_found(
+                    &store.registry_path(),
+                    &model.model,
+                    NpuOptions::new(state_home()?.join("hearth")),
+                )?;
+                // Loading a model onto the NPU takes a while: say what is happening.
+                npu.set_event_sink(Box::new(|event| eprintln!("hearth: {}", event.words())));
+                Ok(Box::new(npu))
             }
+            BackendKind::Remote => Ok(Box::new(self.open_remote(&model.model)?)),
         }
     }
+
+    /// The remote server: `--url` (with the key from `--api-key-env`), else the one saved in the
+    /// app's settings (`$XDG_CONFIG_HOME/hearth/remote.json`, with its key).
+    fn open_remote(&self, model: &str) -> anyhow::Result<RemoteBackend> {
+        let key = match &self.api_key_env {
+            Some(var) => Some(std::env::var(var).with_context(|| {
+                format!("--api-key-env {var}: that environment variable is not set")
+            })?),
+            None => None,
+        };
+        let config = match &self.url {
+            Some(url) => RemoteConfig::new(url)?,
+            None => RemoteConfig::load(&config_home()?.join("hearth"))?.context(
+                "--backend remote needs a server: give --url http://HOST:PORT, or set one in the \
+                 app (Settings, Remote server)",
+            )?,
+        };
+        let config = match key {
+            Some(key) => config.with_key(&key),
+            None => config,
+        };
+        Ok(RemoteBackend::connect(
+            &config,
+            model,
+            ClientOptions::default(),
+        )?)
+    }
+}
+
+/// Whether the NPU can run `model` here: None for a folder that is not an installed model.
+pub fn npu_availability(model: &ModelArgs) -> Option<hearth_chat::Availability> {
+    if PathBuf::from(&model.model).is_dir() {
+        return None;
+    }
+    let store = crate::list::open_store().ok()?;
+    Some(hearth_chat::npu::registry_availability(
+        &store.registry_path(),
+        &model.model,
+    ))
+}
+
+/// `$XDG_CONFIG_HOME`, or `$HOME/.config`.
+fn config_home() -> anyhow::Result<PathBuf> {
+    xdg_home("XDG_CONFIG_HOME", ".config")
+}
+
+/// `$XDG_STATE_HOME`, or `$HOME/.local/state`: logs (FastFlowLM's).
+fn state_home() -> anyhow::Result<PathBuf> {
+    xdg_home("XDG_STATE_HOME", ".local/state")
+}
+
+/// An XDG base folder: the variable when it holds an absolute path (as the spec says), else
+/// `$HOME/<fallback>`.
+fn xdg_home(variable: &str, fallback: &str) -> anyhow::Result<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute(variable)
+        .or_else(|| absolute("HOME").map(|home| home.join(fallback)))
+        .with_context(|| format!("cannot find your {variable} folder: neither it nor HOME is set"))
 }
 
 /// How tokens are chosen and how many.

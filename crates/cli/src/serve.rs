@@ -1,6 +1,7 @@
 //! `hearth serve`: a local OpenAI-compatible HTTP API over one model, for other programs on this
 //! machine. It can front any backend: Hearth's engine, the NPU, or a remote server.
 
+use std::io::Write;
 use std::net::{IpAddr, TcpListener};
 use std::process::ExitCode;
 
@@ -34,7 +35,7 @@ pub struct Args {
 
 /// Runs the verb: loads the model, binds, prints how to call it, serves until interrupted.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let backend = match args.backend.kind() {
+    let backend = match args.backend.kind(&args.model) {
         BackendKind::Cpu => {
             let local = args.model.resolve()?;
             let cpu = hearth_chat::CpuBackend::open(
@@ -80,12 +81,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => format!("http://{address}"),
     };
     let model_id = state.model_id().to_owned();
-    println!("Hearth is serving {model_id} at {base}/v1 (OpenAI-compatible). Ctrl-C stops it.");
-    println!("Try:");
-    println!(
-        "  curl {base}/v1/chat/completions -H 'Content-Type: application/json' \\\n    \
-         -d '{{\"model\": \"{model_id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
-    );
+    // How to call it. Whoever started the server may stop reading its output (a closed pipe):
+    // that must not stop the server, so write errors are ignored.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "Hearth is serving {model_id} at {base}/v1 (OpenAI-compatible). Ctrl-C stops it."
+    )
+    .and_then(|()| writeln!(out, "Try:"))
+    .and_then(|()| {
+        writeln!(
+            out,
+            "  curl {base}/v1/chat/completions -H 'Content-Type: application/json' \\\n    \
+             -d '{{\"model\": \"{model_id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+        )
+    })
+    .and_then(|()| out.flush());
+    drop(out);
     hearth_server::serve_blocking(listener, state).context("the server stopped")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -181,9 +181,14 @@ impl Store {
         self.root.join("downloads")
     }
 
-    /// The registry (`model_list.json`).
+    /// The registry file, `model_list.json` (FastFlowLM's schema: `FLM_CONFIG_PATH` points at it).
+    pub fn registry_path(&self) -> PathBuf {
+        self.root.join(FILE_NAME)
+    }
+
+    /// The registry, for reading and locked updates.
     pub fn registry(&self) -> Registry {
-        Registry::new(self.root.join(FILE_NAME), self.models_dir())
+        Registry::new(self.registry_path(), self.models_dir())
     }
 
     /// Every installed model, the built-in one first.
@@ -529,13 +534,14 @@ pub fn data_home() -> Result<PathBuf> {
         .ok_or(Error::NoDataDir)
 }
 
-/// FastFlowLM details for a model outside the catalog. Qwen3 models keep family `qwen3` only
-/// with Qwen's own vocabulary: that engine hard-codes Qwen's token ids.
+/// FastFlowLM details for a model outside the catalog. The family names FastFlowLM's engine:
+/// `llama3` runs the Llama architecture (MiniCPM5 included); Qwen3 models keep family `qwen3`
+/// only with Qwen's own vocabulary, since that engine hard-codes Qwen's token ids.
 pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
     let family = match model.family.as_str() {
         "qwen3" if model.vocab_size == 151_936 => "qwen3",
         "qwen3" => "qwen3-it",
-        _ => "llama",
+        _ => "llama3",
     };
     let (_, size) = derive_tag(name);
     FlmDetails {

@@ -128,7 +128,10 @@ fn clean_download_is_verified_validated_and_registered_for_fastflowlm() {
             "tokenizer_config.json"
         ])
     );
-    assert_eq!(entry["details"]["family"], "llama");
+    assert_eq!(
+        entry["details"]["family"], "llama3",
+        "FastFlowLM's engine for Llama models"
+    );
     assert_eq!(
         entry["url"],
         format!("{}/{REPO}/resolve/{COMMIT}", hub.endpoint)

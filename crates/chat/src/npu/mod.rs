@@ -22,8 +22,8 @@ use std::path::PathBuf;
 
 pub use backend::{NpuBackend, NpuEvent, NpuOptions};
 pub use discover::{
-    find, fold_validate, npu_availability, npu_status, npu_support, validate, Flavor, FlmProgram,
-    Lookup, ValidateReport, MIN_VERSION,
+    find, fold_validate, npu_availability, npu_status, npu_support, registry_availability,
+    validate, Flavor, FlmProgram, Lookup, ValidateReport, MIN_VERSION,
 };
 
 use crate::backend::{BackendError, FailureKind};

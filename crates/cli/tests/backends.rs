@@ -1,0 +1,325 @@
+//! `hearth run`, `list`, `doctor` and `selftest` on each backend, end to end through the binary:
+//! the CPU engine by an installed model's name, a remote server (`hearth serve` on loopback),
+//! and the NPU through the FastFlowLM imitation (`tests/flm-imitation`, built by
+//! `cargo test --workspace` next to `hearth`).
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn demo_model() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/demo")
+}
+
+/// A private home: data, config and state folders of its own, and no FastFlowLM unless given.
+struct Home {
+    dir: tempfile::TempDir,
+    flm: Option<PathBuf>,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+            flm: None,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hearth"));
+        let d = self.dir.path();
+        c.args(args)
+            .env("HOME", d)
+            .env("XDG_DATA_HOME", d.join("data"))
+            .env("XDG_CONFIG_HOME", d.join("config"))
+            .env("XDG_STATE_HOME", d.join("state"))
+            .env("HEARTH_DEMO_MODEL", demo_model())
+            .env("PATH", "/usr/bin:/bin")
+            .env_remove("HEARTH_LOG");
+        match &self.flm {
+            Some(flm) => c.env("HEARTH_FLM", flm),
+            None => c.env_remove("HEARTH_FLM"),
+        };
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("hearth runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "hearth {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.ok(args);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// `hearth serve` on a free loopback port, killed when dropped.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(home: &Home, model: &str) -> Served {
+    let mut child = home
+        .command(&["serve", "--model", model, "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hearth serve starts");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    // Keep reading what it prints: a closed pipe would end it at its next line.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    // "Hearth is serving demo at http://127.0.0.1:PORT/v1 (OpenAI-compatible). ..."
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim_end_matches("/v1")
+        .to_owned();
+    Served { child, url }
+}
+
+#[test]
+fn an_installed_model_is_found_by_name_and_answers_on_the_cpu() {
+    let home = Home::new();
+    let report = home.json(&[
+        "run",
+        "--model",
+        "demo",
+        "--max-tokens",
+        "6",
+        "--temperature",
+        "0",
+        "--json",
+        "What is a crate?",
+    ]);
+    assert_eq!(report["backend"], "cpu", "{report}");
+    assert_eq!(report["model"], "demo");
+    assert!(!report["text"].as_str().unwrap().is_empty());
+    assert!(report["generated_tokens"].as_u64().unwrap() >= 1);
+    assert_eq!(report["counts_exact"], true);
+    for key in [
+        "device",
+        "prompt_tokens",
+        "ttft_secs",
+        "decode_tokens_per_s",
+        "stop_reason",
+    ] {
+        assert!(
+            report.get(key).is_some(),
+            "`hearth run --json` has {key}: {report}"
+        );
+    }
+    let missing = home.run(&["run", "--model", "no-such-model", "hi"]);
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("hearth list"), "says where to look: {err}");
+}
+
+#[test]
+fn a_remote_answer_says_it_left_this_computer() {
+    let home = Home::new();
+    let server = serve(&home, "demo");
+    let report = home.json(&[
+        "run",
+        "--url",
+        &server.url,
+        "--model",
+        "demo",
+        "--max-tokens",
+        "6",
+        "--temperature",
+        "0",
+        "--json",
+        "What is a crate?",
+    ]);
+    assert_eq!(report["backend"], "remote", "{report}");
+    assert_eq!(report["device"], server.url.trim_start_matches("http://"));
+    assert_eq!(report["receipt"]["backend_kind"], "remote");
+
+    // The same greedy answer as the CPU engine here: the server runs the same engine.
+    let local = home.json(&[
+        "run",
+        "--model",
+        "demo",
+        "--max-tokens",
+        "6",
+        "--temperature",
+        "0",
+        "--json",
+        "What is a crate?",
+    ]);
+    assert_eq!(report["text"], local["text"]);
+
+    let streamed = home.ok(&[
+        "run",
+        "--url",
+        &server.url,
+        "--model",
+        "demo",
+        "--max-tokens",
+        "4",
+        "hi",
+    ]);
+    let notice = String::from_utf8_lossy(&streamed.stderr);
+    assert!(notice.contains("leaves this computer"), "{notice}");
+
+    let wrong = home.run(&["run", "--url", &server.url, "--model", "other", "hi"]);
+    assert!(!wrong.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("It has: demo"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+}
+
+#[test]
+fn without_fastflowlm_models_run_on_the_cpu_and_list_says_why() {
+    let home = Home::new();
+    let listed = home.json(&["list", "--json"]);
+    let demo = &listed[0];
+    assert_eq!(demo["name"], "demo");
+    assert_eq!(demo["npu"], false);
+    assert!(
+        demo["npu_reason"]
+            .as_str()
+            .unwrap()
+            .contains("FastFlowLM is not installed"),
+        "{demo}"
+    );
+    let npu = home.run(&["run", "--backend", "npu", "--model", "demo", "hi"]);
+    assert!(!npu.status.success());
+    assert!(
+        String::from_utf8_lossy(&npu.stderr).contains("FastFlowLM is not installed"),
+        "{}",
+        String::from_utf8_lossy(&npu.stderr)
+    );
+}
+
+/// FastFlowLM's install as the imitation: a wrapper `flm` next to `xclbins/<name>/`.
+fn install_imitation(home: &mut Home, name: &str) -> bool {
+    let imitation = Path::new(env!("CARGO_BIN_EXE_hearth")).with_file_name("flm");
+    if !imitation.is_file() {
+        eprintln!(
+            "SKIPPED: the FastFlowLM imitation is not built ({}); `cargo test --workspace` builds it",
+            imitation.display()
+        );
+        return false;
+    }
+    let install = home.dir.path().join("fastflowlm");
+    std::fs::create_dir_all(install.join("xclbins").join(name)).unwrap();
+    let flm = install.join("flm");
+    std::fs::write(
+        &flm,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", imitation.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&flm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    home.flm = Some(flm);
+    true
+}
+
+#[test]
+fn an_npu_model_answers_through_fastflowlm_and_matches_the_cpu() {
+    let mut home = Home::new();
+    const NAME: &str = "Demo-NPU2";
+    if !install_imitation(&mut home, NAME) {
+        return;
+    }
+    let demo = demo_model();
+    home.ok(&["import", demo.to_str().unwrap(), "--name", NAME]);
+
+    let listed = home.json(&["list", "--json"]);
+    let model = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == NAME)
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(model["npu"], true, "{model}");
+
+    // The NPU is the default where it can run the model.
+    let report = home.json(&[
+        "run",
+        "--model",
+        NAME,
+        "--max-tokens",
+        "8",
+        "--temperature",
+        "0",
+        "--json",
+        "What is a crate?",
+    ]);
+    assert_eq!(report["backend"], "npu", "{report}");
+    assert_eq!(report["device"], "AMD XDNA 2 NPU");
+    assert!(report["receipt"]["runtime_version"].is_string(), "{report}");
+    let cpu = home.json(&[
+        "run",
+        "--model",
+        NAME,
+        "--backend",
+        "cpu",
+        "--max-tokens",
+        "8",
+        "--temperature",
+        "0",
+        "--json",
+        "What is a crate?",
+    ]);
+    assert_eq!(
+        report["text"], cpu["text"],
+        "the imitation runs the same engine"
+    );
+
+    let selftest = home.json(&[
+        "selftest",
+        "--model",
+        NAME,
+        "--backend",
+        "npu",
+        "--max-tokens",
+        "8",
+        "--json",
+    ]);
+    let prompts = selftest["prompts"].as_array().unwrap();
+    assert!(!prompts.is_empty());
+    for p in prompts {
+        assert!(p["diverges_at_char"].is_null(), "{p}");
+    }
+    assert!(
+        home.run(&["selftest", "--model", NAME, "--backend", "cpu"])
+            .stderr
+            .starts_with(b"hearth: the CPU engine is the reference"),
+        "comparing the CPU with itself is refused"
+    );
+
+    let doctor = home.run(&["doctor", "--json"]);
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    assert!(
+        doctor.to_string().contains("FastFlowLM"),
+        "the doctor reports FastFlowLM: {doctor}"
+    );
+}
