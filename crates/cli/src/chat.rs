@@ -91,7 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             input: Input::Chat(messages.clone()),
             options: options.clone(),
             stops: Vec::new(),
-            telemetry_root: None,
+            // Power is read on this computer while it computes (not for a remote server).
+            telemetry_root: (!info.kind.leaves_this_computer())
+                .then_some(std::path::Path::new("/")),
             trim_to_fit: true,
         };
         let mut stdout = std::io::stdout().lock();

@@ -56,6 +56,14 @@ impl ModelArgs {
                 sha256: None,
             });
         }
+        if self.model.contains('/') {
+            // A path, not a name: do not look it up among installed models.
+            anyhow::bail!(
+                "--model {}: the folder does not exist; give a model folder, or the name of an \
+                 installed model (`hearth list` shows them)",
+                as_path.display()
+            );
+        }
         let store = crate::list::open_store()?;
         let installed = store.get(&self.model).with_context(|| {
             format!(

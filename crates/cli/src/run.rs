@@ -79,11 +79,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         messages.push(ChatMessage::new(Role::User, args.prompt));
         Input::Chat(messages)
     };
+    // Power is read on this computer while it computes the answer (not for a remote server).
+    let local = !backend.info().kind.leaves_this_computer();
     let request = AnswerRequest {
         input,
         options: args.sampling.options(thinking),
         stops: args.stop,
-        telemetry_root: None,
+        telemetry_root: local.then_some(std::path::Path::new("/")),
         trim_to_fit: false,
     };
     let mut stdout = std::io::stdout().lock();

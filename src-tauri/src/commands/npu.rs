@@ -26,7 +26,8 @@ pub struct PowerState {
 #[tracing::instrument(skip_all)]
 pub async fn npu_status(app: State<'_, AppState>) -> CommandResult<npu::Diagnosis> {
     let root = app.paths.system_root.clone();
-    blocking(move || Ok(npu::diagnose(&root))).await
+    // The NPU's own checks with FastFlowLM's `validate` folded in, each with its fix.
+    blocking(move || Ok(hearth_chat::npu::npu_status(&root))).await
 }
 
 /// One reading of power and utilization. Reads sysfs only: it never wakes the NPU.

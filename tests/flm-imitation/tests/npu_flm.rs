@@ -172,6 +172,7 @@ fn request(text: &str, max_tokens: usize) -> AnswerRequest<'static> {
         options: selftest::greedy_options(max_tokens),
         stops: Vec::new(),
         telemetry_root: None,
+        trim_to_fit: true,
     }
 }
 
