@@ -25,6 +25,10 @@ const COMMANDS: &[&str] = &[
     "remove_model",
     "import_model",
     "set_default_model",
+    "remote_server",
+    "save_remote_server",
+    "test_remote_server",
+    "forget_remote_server",
 ];
 
 fn main() {

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
+use hearth_chat::remote::RemoteConfig;
 use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input, LiveStats};
 use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
@@ -135,6 +136,34 @@ pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelSt
             Err(CommandError::new("model", message))
         }
     }
+}
+
+/// Open `model` on the saved remote server and put it in the state in place of the current
+/// model; the choice is saved with the server's settings.
+pub fn load_remote_model(state: &AppState, model: &str) -> CommandResult<ModelStatus> {
+    let config_dir = &state.paths.config_dir;
+    let mut config = RemoteConfig::load(config_dir)?.ok_or_else(|| {
+        CommandError::new(
+            "not_found",
+            "No remote server is set. Add one in Settings, under Remote server.",
+        )
+    })?;
+    let mut slot = state.model.try_lock().map_err(|_| {
+        CommandError::new(
+            "busy",
+            "The model is busy writing an answer. Stop it or wait, then try again.",
+        )
+    })?;
+    let loaded = LoadedModel::connect_remote(&config, model)?;
+    let status = loaded.status();
+    tracing::info!("answers now come from {model} on {}", config.base_url);
+    *slot = Some(loaded);
+    *lock(&state.model_error) = None;
+    if config.model.as_deref() != Some(model) {
+        config.model = Some(model.to_owned());
+        config.save(config_dir)?;
+    }
+    Ok(status)
 }
 
 /// Load the start model if none is loaded yet: the registry's default, else the first

@@ -37,6 +37,23 @@ impl From<hearth_chat::conversations::StoreError> for CommandError {
     }
 }
 
+impl From<hearth_chat::BackendError> for CommandError {
+    /// The backend's code (`connection`, `auth`, `model_not_found`, ...) and its plain message.
+    fn from(error: hearth_chat::BackendError) -> Self {
+        Self::new(error.code(), error.to_string())
+    }
+}
+
+impl From<hearth_chat::remote::RemoteConfigError> for CommandError {
+    fn from(error: hearth_chat::remote::RemoteConfigError) -> Self {
+        use hearth_chat::remote::RemoteConfigError;
+        match error {
+            RemoteConfigError::BadUrl(message) => Self::invalid(message),
+            other => Self::new("storage", other.to_string()),
+        }
+    }
+}
+
 /// Result of a command.
 pub type CommandResult<T> = Result<T, CommandError>;
 

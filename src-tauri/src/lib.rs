@@ -71,6 +71,10 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
             commands::models::remove_model,
             commands::models::import_model,
             commands::models::set_default_model,
+            commands::remote::remote_server,
+            commands::remote::save_remote_server,
+            commands::remote::test_remote_server,
+            commands::remote::forget_remote_server,
         ])
 }
 

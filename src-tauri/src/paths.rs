@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_chat::{Availability, BackendKind};
 use hearth_hub::{Store, DEMO_MODEL_NAME};
 use serde::Serialize;
 
@@ -89,6 +90,14 @@ pub struct LocalModel {
     /// recorded).
     #[serde(skip)]
     pub sha256: Option<String>,
+    /// Where it can run on this computer, best first. The CPU (Hearth's own engine) runs
+    /// every local model.
+    pub backends: Vec<Availability>,
+}
+
+/// Where a local model can run: Hearth's engine on the processor, always.
+fn local_backends() -> Vec<Availability> {
+    vec![Availability::usable(BackendKind::Cpu)]
 }
 
 /// Registered models (the default first, then as the registry lists them), then the demo. A
@@ -107,6 +116,7 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
                     is_demo: true,
                     is_default: false,
                     sha256: None,
+                    backends: local_backends(),
                 })
                 .collect();
         }
@@ -122,6 +132,7 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
             path: m.folder,
             is_demo: m.builtin,
             is_default: m.is_default,
+            backends: local_backends(),
         })
         .collect();
     // The demo last: a downloaded model is the better start.

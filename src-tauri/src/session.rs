@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendKind, CpuBackend};
 use serde::Serialize;
 
@@ -10,17 +11,17 @@ use crate::paths::LocalModel;
 /// What the UI shows about the loaded model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelStatus {
-    /// Its name in the registry.
+    /// Its name in the registry (a remote model: the server's id for it).
     pub name: String,
-    /// Folder.
+    /// Folder (empty for a remote model).
     pub path: PathBuf,
-    /// Architecture family.
+    /// Architecture family ("remote" for a model on a server).
     pub family: String,
-    /// Number of parameters.
+    /// Number of parameters (0 when unknown: a remote model).
     pub parameter_count: usize,
-    /// Context length it was loaded with, in tokens.
+    /// Context length it was loaded with, in tokens (0: unknown, a server that does not say).
     pub context_length: usize,
-    /// "q4nx" or "safetensors".
+    /// "q4nx" or "safetensors" ("" for a remote model).
     pub weight_format: String,
     /// Where it runs.
     pub backend_kind: BackendKind,
@@ -28,7 +29,7 @@ pub struct ModelStatus {
     pub backend: String,
     /// The device it runs on.
     pub device: String,
-    /// Kernel level in use (e.g. avx2).
+    /// Kernel level in use (e.g. avx2; "" for a remote model).
     pub kernel: String,
     /// The bundled demo model.
     pub is_demo: bool,
@@ -40,8 +41,8 @@ pub struct ModelStatus {
 pub struct LoadedModel {
     /// The backend running it.
     pub backend: Box<dyn Backend>,
-    /// What it is.
-    pub entry: LocalModel,
+    /// What it is: the local model, or None for a model on a remote server.
+    pub entry: Option<LocalModel>,
     status: ModelStatus,
 }
 
@@ -82,13 +83,50 @@ impl LoadedModel {
         };
         Ok(Self {
             backend: Box::new(cpu),
-            entry: entry.clone(),
+            entry: Some(entry.clone()),
             status,
         })
+    }
+
+    /// Opens `model` on the remote server of `config` (checking that the server has it).
+    pub fn connect_remote(
+        config: &RemoteConfig,
+        model: &str,
+    ) -> Result<Self, hearth_chat::BackendError> {
+        let remote = RemoteBackend::connect(config, model, ClientOptions::default())?;
+        let status = remote_status(remote.info());
+        Ok(Self {
+            backend: Box::new(remote),
+            entry: None,
+            status,
+        })
+    }
+
+    /// Where it runs.
+    pub fn kind(&self) -> BackendKind {
+        self.status.backend_kind
     }
 
     /// Status for the UI.
     pub fn status(&self) -> ModelStatus {
         self.status.clone()
+    }
+}
+
+/// What the UI shows about a model on a remote server: what the server tells, the rest empty.
+fn remote_status(info: &hearth_chat::BackendInfo) -> ModelStatus {
+    ModelStatus {
+        name: info.model.clone(),
+        path: PathBuf::new(),
+        family: "remote".into(),
+        parameter_count: 0,
+        context_length: info.context_length.unwrap_or(0),
+        weight_format: String::new(),
+        backend_kind: info.kind,
+        backend: info.label.clone(),
+        device: info.device.clone(),
+        kernel: String::new(),
+        is_demo: false,
+        sha256: None,
     }
 }

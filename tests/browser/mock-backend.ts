@@ -31,6 +31,42 @@ const model = {
   name: 'demo', path: '/models/demo', family: 'llama', parameter_count: 1_200_000, context_length: 512,
   weight_format: 'q4nx', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', kernel: 'avx2', is_demo: true, sha256: null,
 };
+// The model answering now: the demo, or a remote one after select_model with backend "remote".
+let current: Json = model;
+// The saved remote server (the key kept here, as remote.json would; never returned).
+let remote: { url: string; host: string; model: string | null; key: string | null } | null = null;
+const remoteModels = ['qwen-remote', 'llama-remote'];
+function remoteView() {
+  return remote && { url: remote.url, host: remote.host, model: remote.model, has_key: remote.key !== null };
+}
+function checkRemoteUrl(url: unknown): string {
+  if (typeof url !== 'string' || !/^https?:\/\/[^/]+/.test(url)) fail('invalid_input', 'Type the server address starting with http:// or https://, for example http://192.168.1.20:8000.');
+  return url.replace(/\/v1\/?$/, '').replace(/\/$/, '');
+}
+function remoteCommand(cmd: string, args: Json): unknown {
+  switch (cmd) {
+    case 'remote_server':
+      return remoteView();
+    case 'test_remote_server': {
+      const url = checkRemoteUrl(args.url);
+      if (url.includes('nowhere')) fail('connection', `Nothing answers at ${url}. Check the address, and that the server is running and reachable from this computer.`);
+      return remoteModels;
+    }
+    case 'save_remote_server': {
+      const url = checkRemoteUrl(args.url);
+      const host = url.replace(/^https?:\/\//, '');
+      const same = remote?.host === host;
+      const key = args.apiKey == null ? (same ? remote!.key : null) : args.apiKey.trim() || null;
+      remote = { url, host, model: args.model ?? (same ? remote!.model : null), key };
+      return remoteView();
+    }
+    case 'forget_remote_server':
+      remote = null;
+      if (current.backend_kind === 'remote') current = model;
+      return null;
+  }
+  return undefined;
+}
 const conversations = new Map<string, Json>();
 let nextId = 1;
 let cancelled = false;
@@ -87,7 +123,7 @@ async function startAnswer(args: Json) {
   cancelled = false;
   let index = 0;
   const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
-  send({ event: 'started', data: { user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model } });
+  send({ event: 'started', data: { user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
   let first = 0;
   let count = 0;
@@ -105,7 +141,7 @@ async function startAnswer(args: Json) {
   const decode = Math.max(0.001, (performance.now() - (first || started)) / 1000);
   answer.state = cancelled ? 'stopped' : 'complete';
   answer.receipt = {
-    model_name: 'demo', model_sha256: 'ab12', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', runtime_version: null, counts_exact: true, backend_timings: null, prompt_tokens: control.promptTokens,
+    model_name: current.name, model_sha256: current.backend_kind === 'remote' ? null : 'ab12', backend_kind: current.backend_kind, backend: current.backend, device: current.device, runtime_version: null, counts_exact: true, backend_timings: null, prompt_tokens: control.promptTokens,
     generated_tokens: count, ttft_secs: ((first || started) - started) / 1000, decode_secs: decode,
     tokens_per_second: count > 1 ? (count - 1) / decode : 0, stop_reason: cancelled ? 'stopped' : 'end of turn', trimmed_messages: 0, finished_at: now(),
     energy: mockEnergy(count),
@@ -156,11 +192,22 @@ mockIPC(async (cmd, raw) => {
   control.calls.push({ cmd, args: { ...args, onEvent: undefined } });
   switch (cmd) {
     case 'app_status':
-      return { model, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
+      return { model: current, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
     case 'list_local_models':
-      return [{ name: 'demo', path: '/models/demo', is_demo: true, is_default: true }];
+      return [{ name: 'demo', path: '/models/demo', is_demo: true, is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }] }];
     case 'select_model':
+      if (args.backend === 'remote') {
+        if (!remote) fail('not_found', 'No remote server is set. Add one in Settings, under Remote server.');
+        if (!remoteModels.includes(args.name)) fail('model_not_found', `The server at ${remote.url} has no model named "${args.name}".`);
+        remote.model = args.name;
+        current = {
+          name: args.name, path: '', family: 'remote', parameter_count: 0, context_length: 0, weight_format: '',
+          backend_kind: 'remote', backend: `remote (${remote.url})`, device: remote.host, kernel: '', is_demo: false, sha256: null,
+        };
+        return current;
+      }
       if (args.name !== 'demo') fail('not_found', `There is no model called "${args.name}" on this computer.`);
+      current = model;
       return model;
     case 'get_settings':
       return settings;
@@ -205,6 +252,8 @@ mockIPC(async (cmd, raw) => {
     case 'power_sample':
       return powerSample();
     default: {
+      const remoteAnswer = remoteCommand(cmd, args);
+      if (remoteAnswer !== undefined) return remoteAnswer;
       const answer = modelsCommand(cmd, args);
       if (answer !== undefined) return answer;
       fail('unknown_command', `mock backend: unknown command ${cmd}`);

@@ -103,7 +103,9 @@ test('first start opens on the demo model and says so', async ({ page }) => {
   assert(await page.getByText('Get a real model').isVisible(), 'points to the model manager');
   const runsOn = await page.getByTestId('stats-backend').textContent();
   assert(runsOn.includes('cpu') && runsOn.includes('Mock CPU'), `backend and device shown, got ${runsOn}`);
-  assert((await page.getByTestId('model-picker').inputValue()) === 'demo', 'model picker shows the demo');
+  assert((await page.getByTestId('model-picker').inputValue()) === 'cpu:demo', 'model picker shows the demo');
+  const option = await page.getByTestId('model-picker').locator('option[value="cpu:demo"]').textContent();
+  assert(option.includes('On this computer'), `says where it runs: ${option}`);
 });
 
 test('a message streams an answer with live tokens/s and a receipt', async ({ page }) => {
@@ -253,6 +255,43 @@ test('settings change the theme and are kept', async ({ page }) => {
   await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
   const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1).args.settings.theme);
   assert(saved === 'dark', 'saved through the backend');
+});
+
+test('a remote server is tested, saved and chosen, and the app says messages leave this computer', async ({ page }) => {
+  await page.getByRole('button', { name: 'Settings (Ctrl+,)' }).click();
+  const section = page.getByTestId('remote-settings');
+  assert((await section.textContent()).includes('your messages leave this computer'), 'the section says plainly where answers are computed');
+  await page.getByLabel('Address').fill('http://nowhere:1');
+  await section.getByRole('button', { name: 'Test connection' }).click();
+  const result = page.getByTestId('remote-test-result');
+  await result.waitFor();
+  assert((await result.textContent()).includes('Nothing answers at http://nowhere:1'), `a plain error next to the button: ${await result.textContent()}`);
+  await page.getByLabel('Address').fill('http://gpu-box:8000/v1');
+  await page.getByLabel('API key (if the server needs one)').fill('sk-test');
+  await section.getByRole('button', { name: 'Test connection' }).click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="remote-test-result"]')?.textContent.includes('qwen-remote'));
+  await page.locator('#remote-model').selectOption('llama-remote');
+  await section.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('remote-save-result').waitFor();
+  const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_remote_server').at(-1).args);
+  assert(saved.url === 'http://gpu-box:8000/v1' && saved.apiKey === 'sk-test' && saved.model === 'llama-remote', `saved: ${JSON.stringify(saved)}`);
+  assert((await section.textContent()).includes('A key is saved'), 'the key is not shown back, only that one is saved');
+  // The picker lists the server's models in their own group, with the plain fact.
+  const group = page.getByTestId('model-picker').locator('optgroup[data-testid="remote-group"]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="remote-group"] option').length === 2);
+  assert((await group.getAttribute('label')).includes('leave this computer'), 'the remote group says messages leave this computer');
+  await page.getByTestId('model-picker').selectOption('remote:qwen-remote');
+  const note = page.getByTestId('remote-note');
+  await note.waitFor();
+  assert((await note.textContent()).includes('Answers come from gpu-box:8000; your messages leave this computer.'), `note: ${await note.textContent()}`);
+  assert((await page.getByTestId('model-picker').inputValue()) === 'remote:qwen-remote', 'the chosen remote model is marked');
+  await page.getByRole('button', { name: 'Close settings' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await send(page, 'Where do you run?');
+  await page.getByTestId('send-button').waitFor();
+  const answer = page.getByTestId('assistant-message').last();
+  await answer.locator('.receipt summary').click();
+  assert((await answer.locator('.receipt .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
 });
 
 test('every control has an accessible name', async ({ page }) => {

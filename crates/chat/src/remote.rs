@@ -31,6 +31,14 @@ const TEMPLATE_TOKENS_AT_END: usize = 3;
 /// Most model names listed in the error for a model the server does not have.
 const MODELS_LISTED: usize = 20;
 
+/// Checks that the server at `url` answers (sending `key` when given) and returns the ids of
+/// the models it offers: what the app's "Test connection" shows. Errors say what happened and
+/// what to do, in plain words; [`BackendError::code`] tells the kind (`connection`, `auth`, ...).
+pub fn test_connection(url: &str, key: Option<ApiKey>) -> Result<Vec<String>, BackendError> {
+    let client = OpenAiClient::new(url, key, ClientOptions::default())?;
+    Ok(client.models()?.into_iter().map(|m| m.id).collect())
+}
+
 /// One model on one remote server.
 pub struct RemoteBackend {
     client: OpenAiClient,

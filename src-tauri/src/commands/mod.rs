@@ -7,6 +7,7 @@ pub mod chat;
 pub mod conversations;
 pub mod models;
 pub mod npu;
+pub mod remote;
 pub mod session;
 pub mod settings;
 

@@ -1,5 +1,6 @@
 //! The app's status and the loaded model.
 
+use hearth_chat::BackendKind;
 use serde::Serialize;
 use tauri::State;
 
@@ -55,16 +56,28 @@ pub fn list_local_models(state: State<'_, AppState>) -> Vec<LocalModel> {
     paths::local_models(&state.paths)
 }
 
-/// Load the model named `name`.
+/// Load the model named `name`: a local one, or with `backend: "remote"` the model of that id
+/// on the saved remote server (answers then leave this computer).
 #[tauri::command]
-pub async fn select_model(state: State<'_, AppState>, name: String) -> CommandResult<ModelStatus> {
+pub async fn select_model(
+    state: State<'_, AppState>,
+    name: String,
+    backend: Option<BackendKind>,
+) -> CommandResult<ModelStatus> {
     let state = state.inner().clone();
-    blocking(move || {
-        let entry = paths::local_models(&state.paths)
-            .into_iter()
-            .find(|m| m.name == name)
-            .ok_or_else(|| CommandError::new("not_found", format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are.")))?;
-        answer::load_model(&state, &entry)
+    blocking(move || match backend {
+        Some(BackendKind::Remote) => answer::load_remote_model(&state, &name),
+        Some(BackendKind::Npu) => Err(CommandError::new(
+            "unsupported",
+            "The app cannot run models on the NPU yet. Choose \"On this computer\" instead.",
+        )),
+        Some(BackendKind::Cpu) | None => {
+            let entry = paths::local_models(&state.paths)
+                .into_iter()
+                .find(|m| m.name == name)
+                .ok_or_else(|| CommandError::new("not_found", format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are.")))?;
+            answer::load_model(&state, &entry)
+        }
     })
     .await
 }

@@ -66,6 +66,13 @@ pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
     }
 }
 
+impl TestApp {
+    /// The app's data folder (its config folder is `config` inside it).
+    pub fn data_dir(&self) -> &Path {
+        self._data.path()
+    }
+}
+
 /// Calls command `cmd` with JSON `args` as the web UI would; `Err` holds the command's error.
 pub fn invoke(app: &TestApp, cmd: &str, args: Value) -> Result<Value, Value> {
     get_ipc_response(

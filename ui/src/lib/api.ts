@@ -9,8 +9,10 @@ import type {
   ConversationSettings,
   ConversationSummary,
   ExportFormat,
+  BackendKind,
   LocalModel,
   ModelStatus,
+  RemoteServer,
   Settings,
 } from './types';
 import type { NpuDiagnosis, PowerSample } from './npu';
@@ -60,7 +62,17 @@ export const api = {
   appStatus: () => call<AppStatus>('app_status'),
 
   listLocalModels: () => call<LocalModel[]>('list_local_models'),
-  selectModel: (name: string) => call<ModelStatus>('select_model', { name }),
+  /** Load a local model, or with backend 'remote' the model of that id on the saved server. */
+  selectModel: (name: string, backend: BackendKind | null = null) =>
+    call<ModelStatus>('select_model', { name, backend }),
+
+  remoteServer: () => call<RemoteServer | null>('remote_server'),
+  /** apiKey: null keeps the saved key, '' removes it. model: null keeps the saved choice. */
+  saveRemoteServer: (url: string, apiKey: string | null, model: string | null) =>
+    call<RemoteServer>('save_remote_server', { url, apiKey, model }),
+  /** The server's model ids; apiKey null uses the saved key. */
+  testRemoteServer: (url: string, apiKey: string | null) => call<string[]>('test_remote_server', { url, apiKey }),
+  forgetRemoteServer: () => call<void>('forget_remote_server'),
 
   getSettings: () => call<Settings>('get_settings'),
   saveSettings: (settings: Settings) => call<Settings>('save_settings', { settings }),

@@ -4,6 +4,7 @@ import type { Api } from './api';
 import { BackendError } from './api';
 import type {
   AppStatus,
+  BackendKind,
   ChatAction,
   ChatEvent,
   Conversation,
@@ -16,6 +17,7 @@ import type {
   ModelStatus,
   Notice,
   Receipt,
+  RemoteServer,
   Settings,
 } from './types';
 
@@ -37,6 +39,13 @@ export class ChatStore {
   status = $state<AppStatus | null>(null);
   settings = $state<Settings | null>(null);
   models = $state<LocalModel[]>([]);
+  /** The saved remote server, if any, and the models it offered when last asked. */
+  remote = $state<RemoteServer | null>(null);
+  remoteModels = $state<string[]>([]);
+  /** Why the remote server's models could not be listed, in plain words. */
+  remoteError = $state<string | null>(null);
+  /** Why the model last chosen in the picker could not be opened. */
+  pickerError = $state<string | null>(null);
   conversations = $state<ConversationSummary[]>([]);
   search = $state('');
   current = $state<Conversation | null>(null);
@@ -97,6 +106,7 @@ export class ChatStore {
       this.notices = status.notices;
       this.contextLimit = status.model?.context_length ?? 0;
       this.models = await this.api.listLocalModels();
+      void this.refreshRemote();
       await this.refreshConversations();
       // The user may already have started typing or sending while the model loaded.
       if (!this.current && !this.streaming && this.conversations.length > 0) {
@@ -193,15 +203,58 @@ export class ChatStore {
     }
   }
 
-  async selectModel(name: string): Promise<void> {
+  /** The saved remote server and, if one is set, the models it offers now. */
+  async refreshRemote(): Promise<void> {
+    try {
+      this.remote = await this.api.remoteServer();
+    } catch (error) {
+      this.remoteError = error instanceof Error ? error.message : String(error);
+      return;
+    }
+    if (!this.remote) {
+      this.remoteModels = [];
+      this.remoteError = null;
+      return;
+    }
+    try {
+      this.remoteModels = await this.api.testRemoteServer(this.remote.url, null);
+      this.remoteError = null;
+    } catch (error) {
+      this.remoteModels = this.remote.model ? [this.remote.model] : [];
+      this.remoteError = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** Save the remote server (see api.saveRemoteServer); errors are thrown to the form. */
+  async saveRemote(url: string, apiKey: string | null, model: string | null): Promise<void> {
+    this.remote = await this.api.saveRemoteServer(url, apiKey, model);
+    await this.refreshRemote();
+  }
+
+  /** Forget the remote server; a remote model in use is closed, so reload the status. */
+  async forgetRemote(): Promise<void> {
+    await this.api.forgetRemoteServer();
+    this.remote = null;
+    this.remoteModels = [];
+    this.remoteError = null;
+    if (this.model?.backend_kind === 'remote') {
+      const status = await this.api.appStatus();
+      this.status = status;
+      this.contextLimit = status.model?.context_length ?? 0;
+    }
+  }
+
+  async selectModel(name: string, backend: BackendKind | null = null): Promise<void> {
     if (this.streaming || this.loadingModel) return;
     this.loadingModel = true;
     try {
-      const model = await this.api.selectModel(name);
+      this.pickerError = null;
+      const model = await this.api.selectModel(name, backend);
       if (this.status) this.status = { ...this.status, model, model_error: null };
       this.contextLimit = model.context_length;
     } catch (error) {
-      this.fail(error);
+      // Shown next to the picker, where the choice was made.
+      this.pickerError = error instanceof Error ? error.message : String(error);
     } finally {
       this.loadingModel = false;
     }

@@ -76,3 +76,38 @@ describe('ChatStore', () => {
     expect(store.error).toBe('Type a message first.');
   });
 });
+
+describe('ChatStore and the remote server', () => {
+  it('lists the saved server models, or the saved choice with the reason when unreachable', async () => {
+    const server = { url: 'http://gpu-box:8000', host: 'gpu-box:8000', model: 'qwen', has_key: true };
+    let reachable = true;
+    const api = {
+      remoteServer: async () => server,
+      testRemoteServer: async (url: string, key: string | null) => {
+        expect([url, key]).toEqual([server.url, null]); // null: the saved key is used
+        if (!reachable) throw new Error('Nothing answers at http://gpu-box:8000.');
+        return ['qwen', 'llama'];
+      },
+    } as unknown as Api;
+    const store = new ChatStore(api);
+    await store.refreshRemote();
+    expect(store.remoteModels).toEqual(['qwen', 'llama']);
+    expect(store.remoteError).toBeNull();
+    reachable = false;
+    await store.refreshRemote();
+    expect(store.remoteModels).toEqual(['qwen']);
+    expect(store.remoteError).toContain('Nothing answers');
+  });
+
+  it('shows a failed model choice next to the picker', async () => {
+    const api = {
+      selectModel: async () => {
+        throw new Error('The server at http://gpu-box:8000 has no model named "x".');
+      },
+    } as unknown as Api;
+    const store = new ChatStore(api);
+    await store.selectModel('x', 'remote');
+    expect(store.pickerError).toContain('has no model named');
+    expect(store.error).toBeNull();
+  });
+});

@@ -104,12 +104,32 @@ export interface ModelStatus {
   sha256: string | null;
 }
 
+/** Whether a backend can run a model now, and why not (hearth_chat::Availability). */
+export interface Availability {
+  kind: BackendKind;
+  usable: boolean;
+  /** Why not, in plain words with what to do (null when usable). */
+  reason: string | null;
+}
+
 export interface LocalModel {
   name: string;
   path: string;
   is_demo: boolean;
   /** The model Hearth opens at start (kept in the registry). */
   is_default: boolean;
+  /** Where it can run on this computer, best first. */
+  backends: Availability[];
+}
+
+/** The saved remote server (never its key: only whether one is saved). */
+export interface RemoteServer {
+  url: string;
+  /** host:port, to name the server in sentences. */
+  host: string;
+  /** The model last chosen on it. */
+  model: string | null;
+  has_key: boolean;
 }
 
 /** A message the app must show the user once (database recovered, demo model in use, ...). */

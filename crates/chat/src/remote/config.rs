@@ -98,6 +98,50 @@ impl RemoteConfig {
         self
     }
 
+    /// The settings after the user edits them: the server at `url`, with `key` as typed
+    /// (None keeps the key of `saved`, an empty one removes it) and `model` (None keeps the
+    /// saved choice). What is kept from `saved` (key, model, tokenizer) is kept only when `url`
+    /// names the same server (host and port): a key is never sent to a server it was not
+    /// typed for.
+    pub fn edited(
+        saved: Option<&RemoteConfig>,
+        url: &str,
+        key: Option<&str>,
+        model: Option<String>,
+    ) -> Result<RemoteConfig, RemoteConfigError> {
+        let base = parse_base_url(url).map_err(RemoteConfigError::BadUrl)?;
+        let same_server = saved.filter(|s| {
+            parse_base_url(&s.base_url).is_ok_and(|old| old.host_port == base.host_port)
+        });
+        let mut config = RemoteConfig::new(url)?;
+        config.api_key = match key {
+            Some(typed) => ApiKey::new(typed),
+            None => same_server.and_then(|s| s.api_key.clone()),
+        };
+        config.model = model
+            .filter(|m| !m.trim().is_empty())
+            .or_else(|| same_server.and_then(|s| s.model.clone()));
+        config.tokenizer = same_server.and_then(|s| s.tokenizer.clone());
+        Ok(config)
+    }
+
+    /// Deletes the settings from `config_dir` (the key with them); true when there were some.
+    pub fn forget(config_dir: &Path) -> Result<bool, RemoteConfigError> {
+        let path = Self::path_in(config_dir);
+        match fs::remove_file(&path) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "forgot the remote server settings");
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(RemoteConfigError::Io {
+                action: "delete",
+                path,
+                source,
+            }),
+        }
+    }
+
     /// Where the settings live inside `config_dir`.
     pub fn path_in(config_dir: &Path) -> PathBuf {
         config_dir.join(REMOTE_CONFIG_FILE)
@@ -272,6 +316,54 @@ mod tests {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
         let e = RemoteConfig::load(dir.path()).unwrap_err();
         assert!(e.to_string().contains("delete the file"), "{e}");
+    }
+
+    #[test]
+    fn an_edit_without_a_key_keeps_the_saved_one_for_the_same_server_only() {
+        let mut saved = RemoteConfig::new("http://gpu-box:8000")
+            .unwrap()
+            .with_key("sk-1");
+        saved.model = Some("qwen".into());
+        let kept =
+            RemoteConfig::edited(Some(&saved), "http://gpu-box:8000/v1", None, None).unwrap();
+        assert_eq!(kept, saved, "same server, nothing typed: everything kept");
+        let other =
+            RemoteConfig::edited(Some(&saved), "http://elsewhere:8000", None, None).unwrap();
+        assert!(
+            other.api_key.is_none(),
+            "a key must not follow the user to another server"
+        );
+        assert!(other.model.is_none());
+        let removed =
+            RemoteConfig::edited(Some(&saved), "http://gpu-box:8000", Some(""), None).unwrap();
+        assert!(removed.api_key.is_none(), "an empty key removes it");
+        let replaced = RemoteConfig::edited(
+            Some(&saved),
+            "http://gpu-box:8000",
+            Some(" sk-2 "),
+            Some("llama".into()),
+        )
+        .unwrap();
+        assert_eq!(replaced.api_key.unwrap().expose(), "sk-2");
+        assert_eq!(replaced.model.as_deref(), Some("llama"));
+        let e = RemoteConfig::edited(None, "ftp://x", None, None).unwrap_err();
+        assert!(matches!(e, RemoteConfigError::BadUrl(_)), "{e}");
+    }
+
+    #[test]
+    fn forgetting_deletes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        RemoteConfig::new("http://h:1")
+            .unwrap()
+            .with_key("k")
+            .save(dir.path())
+            .unwrap();
+        assert!(RemoteConfig::forget(dir.path()).unwrap());
+        assert!(RemoteConfig::load(dir.path()).unwrap().is_none());
+        assert!(
+            !RemoteConfig::forget(dir.path()).unwrap(),
+            "nothing left to forget"
+        );
     }
 
     #[test]
