@@ -34,6 +34,15 @@ pub enum StoreError {
         /// Why renaming failed.
         source: std::io::Error,
     },
+    /// The database could not be opened for a reason other than damage (disk full, locked
+    /// by another process, read-only, permissions). The file was left exactly as it was.
+    #[error("conversations: the database {path} could not be opened ({source}). It was left untouched and your history is still in it: free some disk space, close other Hearth windows, or check that the file and its folder are writable, then start Hearth again")]
+    Unavailable {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
     /// The data directory could not be created.
     #[error(
         "conversations: cannot create the folder {path} ({source}); check that it is writable"
@@ -216,9 +225,19 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
 ";
 
+/// Whether `error` says the database file itself is damaged (or is not a database at all).
+fn is_corruption(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
 impl ConversationStore {
-    /// Open (or create) the database at `path`. A damaged database is moved aside to
-    /// `<name>.damaged-<unix time>` and a fresh one started; the `Recovery` says so.
+    /// Open (or create) the database at `path`. A damaged database (failed integrity check,
+    /// SQLITE_CORRUPT or SQLITE_NOTADB) is moved aside to `<name>.damaged-<unix time>` and a
+    /// fresh one started; the `Recovery` says so. Any other failure returns
+    /// [`StoreError::Unavailable`] and leaves the file alone, so the caller can retry.
     pub fn open(path: &Path) -> Result<(Self, Option<Recovery>), StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Folder {
@@ -228,6 +247,14 @@ impl ConversationStore {
         }
         match Self::open_checked(path) {
             Ok(store) => Ok((store, None)),
+            // Only real damage sets the file aside; anything else (disk full, a lock held
+            // too long, a read-only file) may pass, and the history must survive it.
+            Err(StoreError::Sqlite { source, .. }) if path.exists() && !is_corruption(&source) => {
+                Err(StoreError::Unavailable {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
             Err(StoreError::Sqlite { source, .. }) if path.exists() => {
                 let reason = source.to_string();
                 tracing::warn!(
@@ -740,6 +767,47 @@ mod tests {
         );
         assert!(s.list("").unwrap().is_empty(), "a fresh database is usable");
         s.create(&ConversationSettings::default()).unwrap();
+    }
+
+    #[test]
+    fn transient_errors_at_open_keep_the_database_and_say_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        {
+            let (s, _) = ConversationStore::open(&path).unwrap();
+            let c = s.create(&ConversationSettings::default()).unwrap();
+            s.add_message(&c.id, Role::User, "keep me", MessageState::Complete)
+                .unwrap();
+        }
+        let backups = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().contains("damaged"))
+                .count()
+        };
+
+        // Another process holds the write lock longer than the busy timeout.
+        let holder = rusqlite::Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let err = ConversationStore::open(&path).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::Unavailable { .. }), "{err}");
+        assert!(err.to_string().contains("left untouched"), "{err}");
+        assert_eq!(backups(), 0, "nothing was moved aside");
+        holder.execute_batch("ROLLBACK").unwrap();
+        drop(holder);
+        let (s, recovery) = ConversationStore::open(&path).unwrap();
+        assert!(recovery.is_none());
+        assert_eq!(s.list("").unwrap().len(), 1, "the history is still there");
+        drop(s);
+
+        // Something that cannot be opened at all (here a folder) is not corruption either.
+        let folder = dir.path().join("folder.db");
+        std::fs::create_dir(&folder).unwrap();
+        let err = ConversationStore::open(&folder).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::Unavailable { .. }), "{err}");
+        assert!(folder.is_dir(), "left where it was");
+        assert_eq!(backups(), 0);
     }
 
     #[test]

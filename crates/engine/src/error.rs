@@ -96,6 +96,12 @@ pub enum Error {
         /// Which setting and why.
         reason: String,
     },
+    /// A load setting (context length, threads) outside what this model or machine can do.
+    #[error("engine: invalid load setting: {reason}")]
+    InvalidLoadOption {
+        /// Which setting, why, and what to use instead.
+        reason: String,
+    },
 }
 
 impl Error {

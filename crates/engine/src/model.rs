@@ -116,7 +116,7 @@ impl Model {
             .borrow_dependent()
             .parameter_count(config.tie_word_embeddings);
 
-        let context_length = context_length(dir, &config, options)?;
+        let context_length = context_length(&config, options)?;
         let cpu = cpu_context(dir, options)?;
         let tokenizer = read_tokenizer(dir, &config)?;
         let tokenizer_config = read_json(&dir.join("tokenizer_config.json"))?;
@@ -347,7 +347,11 @@ fn cpu_context(dir: &Path, options: &LoadOptions) -> Result<CpuContext, Error> {
     Ok(CpuContext::new(threads, level))
 }
 
-fn context_length(dir: &Path, c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error> {
+/// The most memory the KV cache of one model may take (64 GiB): a context needing more is
+/// refused with a plain message instead of aborting on allocation.
+pub const MAX_KV_CACHE_BYTES: u64 = 64 << 30;
+
+fn context_length(c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error> {
     let trained = if c.max_position_embeddings > 0 {
         c.max_position_embeddings
     } else {
@@ -357,17 +361,34 @@ fn context_length(dir: &Path, c: &ModelConfig, options: &LoadOptions) -> Result<
         .context_length
         .unwrap_or(DEFAULT_CONTEXT_LENGTH.min(trained));
     if length == 0 {
-        return Err(Error::invalid_model(
-            dir,
-            "a context length of 0 cannot hold a prompt",
-        ));
+        return Err(Error::InvalidLoadOption {
+            reason: "a context length of 0 cannot hold a prompt; use at least 1".into(),
+        });
     }
     if length > trained {
-        tracing::warn!(
-            length,
-            trained,
-            "context length is beyond the model's max_position_embeddings; answers may degrade"
-        );
+        return Err(Error::InvalidLoadOption {
+            reason: format!(
+                "a context length of {length} is more than this model was trained for \
+                 (max_position_embeddings = {trained}); use {trained} or less"
+            ),
+        });
+    }
+    // Keys and values, every layer, every KV head, at most 4 bytes per element (f32).
+    let per_position = (c.num_hidden_layers as u64)
+        .saturating_mul(c.num_key_value_heads as u64)
+        .saturating_mul(c.head_dim as u64)
+        .saturating_mul(2 * 4);
+    let bytes = per_position.saturating_mul(length as u64);
+    if bytes > MAX_KV_CACHE_BYTES {
+        let fits = (MAX_KV_CACHE_BYTES / per_position.max(1)).max(1);
+        return Err(Error::InvalidLoadOption {
+            reason: format!(
+                "a context length of {length} needs a {} GiB KV cache, more than the {} GiB \
+                 limit; use {fits} or less",
+                bytes >> 30,
+                MAX_KV_CACHE_BYTES >> 30
+            ),
+        });
     }
     Ok(length)
 }

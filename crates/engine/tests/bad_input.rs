@@ -211,3 +211,28 @@ fn a_chat_template_that_raises_reports_its_message() {
         "{err}"
     );
 }
+
+#[test]
+fn context_lengths_beyond_the_model_or_memory_are_refused_with_a_plain_message() {
+    let with_context = |n: usize| LoadOptions {
+        context_length: Some(n),
+        ..LoadOptions::default()
+    };
+    // The fixture was trained for 128 positions.
+    for n in [0, 129, 100_000_000, usize::MAX] {
+        let err = Model::load(&fixture("tiny-qwen3"), &with_context(n)).unwrap_err();
+        assert!(matches!(err, Error::InvalidLoadOption { .. }), "{n}: {err}");
+    }
+    assert!(Model::load(&fixture("tiny-qwen3"), &with_context(128)).is_ok());
+
+    // A model that claims a huge trained length is still bounded by memory.
+    let dir = copy_fixture("tiny-qwen3");
+    let path = dir.path().join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["max_position_embeddings"] = serde_json::json!(1u64 << 50);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let err = Model::load(dir.path(), &with_context(1 << 49)).unwrap_err();
+    assert!(matches!(err, Error::InvalidLoadOption { .. }), "{err}");
+    assert!(err.to_string().contains("KV cache"), "{err}");
+}

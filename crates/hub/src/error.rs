@@ -182,6 +182,15 @@ pub enum Error {
         name: String,
     },
 
+    /// `models/<name>` exists but is not a registered model, so it may be the user's.
+    #[error("hub: the folder {} already exists and is not a model Hearth installed, so it was left alone. Move it away or choose another name (--name)", path.display())]
+    FolderExists {
+        /// The name asked for.
+        name: String,
+        /// The folder in the way.
+        path: PathBuf,
+    },
+
     /// The registry file exists but cannot be understood.
     #[error("hub: the model registry {} cannot be read: {detail}. Fix or move the file away; Hearth writes a new one", path.display())]
     Registry {

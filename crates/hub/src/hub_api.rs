@@ -22,6 +22,10 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 /// Most redirects followed for one file.
 const MAX_REDIRECTS: usize = 5;
 
+/// The largest size a single repository file may declare (4 TiB); anything larger is refused
+/// as a broken or hostile answer.
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 42;
+
 /// A file of a repository as the tree API lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteFile {
@@ -83,13 +87,29 @@ struct LfsJson {
     size: Option<u64>,
 }
 
+/// How long one API call (revision, file list) may take in all, body included, by default.
+const API_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A client of one Hub endpoint.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HubClient {
     endpoint: String,
     token: Option<String>,
     offline: bool,
     agent: ureq::Agent,
+    api_timeout: Duration,
+}
+
+/// Never shows the token, so that a `{:?}` in a log line cannot leak it.
+impl std::fmt::Debug for HubClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubClient")
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("offline", &self.offline)
+            .field("api_timeout", &self.api_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HubClient {
@@ -108,7 +128,15 @@ impl HubClient {
             token: token.filter(|t| !t.is_empty()),
             offline,
             agent,
+            api_timeout: API_TIMEOUT,
         }
+    }
+
+    /// The same client with API calls (revision, file list) bounded by `timeout` in all,
+    /// connection, headers and body together. File downloads have their own per-read window.
+    pub fn with_api_timeout(mut self, timeout: Duration) -> HubClient {
+        self.api_timeout = timeout;
+        self
     }
 
     /// A client configured from the environment: `HF_ENDPOINT`, `HF_TOKEN`, and offline mode if
@@ -163,21 +191,7 @@ impl HubClient {
             encode_segment(commit)
         );
         let text = self.get_text(&url, repo, commit)?;
-        let entries: Vec<TreeJson> =
-            serde_json::from_str(&text).map_err(|e| Error::BadResponse {
-                url: url.clone(),
-                detail: e.to_string(),
-            })?;
-        Ok(entries
-            .into_iter()
-            .filter(|e| e.kind == "file" && !e.path.contains('/'))
-            .map(|e| RemoteFile {
-                size: e.lfs.as_ref().and_then(|l| l.size).unwrap_or(e.size),
-                sha256: e.lfs.map(|l| l.oid.to_ascii_lowercase()),
-                git_oid: e.oid.to_ascii_lowercase(),
-                name: e.path,
-            })
-            .collect())
+        parse_tree(&url, &text)
     }
 
     /// The download URL of `file` in `repo` at `commit`.
@@ -299,7 +313,15 @@ impl HubClient {
 
     fn get_text(&self, url: &str, repo: &str, revision: &str) -> Result<String> {
         self.check_online(url)?;
-        let mut request = self.agent.get(url);
+        // A server that sends headers and then stalls must not hang the pull: the whole call,
+        // body included, is bounded.
+        let mut request = self
+            .agent
+            .get(url)
+            .config()
+            .timeout_global(Some(self.api_timeout))
+            .timeout_recv_body(Some(self.api_timeout))
+            .build();
         if let Some(token) = self.token_for(url) {
             request = request.header("Authorization", format!("Bearer {token}"));
         }
@@ -338,6 +360,57 @@ impl HubClient {
         let token = self.token.as_deref()?;
         (origin(url) == origin(&self.endpoint)).then_some(token)
     }
+}
+
+/// The top-level files of a tree answer from `url`, with every declared size bounded and
+/// their sum checked, and names with control characters left out.
+fn parse_tree(url: &str, text: &str) -> Result<Vec<RemoteFile>> {
+    let entries: Vec<TreeJson> = serde_json::from_str(text).map_err(|e| Error::BadResponse {
+        url: url.to_string(),
+        detail: e.to_string(),
+    })?;
+    let files: Vec<RemoteFile> = entries
+            .into_iter()
+            .filter(|e| e.kind == "file" && !e.path.contains('/'))
+            .filter(|e| {
+                // A name with control characters is no model file, and printing it could
+                // drive the terminal: it is never fetched, and only shown escaped.
+                let plain = !e.path.chars().any(char::is_control);
+                if !plain {
+                    tracing::warn!(file = %e.path.escape_debug(), "file with control characters in its name ignored");
+                }
+                plain
+            })
+            .map(|e| RemoteFile {
+                size: e.lfs.as_ref().and_then(|l| l.size).unwrap_or(e.size),
+                sha256: e.lfs.map(|l| l.oid.to_ascii_lowercase()),
+                git_oid: e.oid.to_ascii_lowercase(),
+                name: e.path,
+            })
+            .collect();
+    // Sizes come from the server: each is bounded and their sum must not overflow, or
+    // the free-space check downstream would be meaningless.
+    let mut total: u64 = 0;
+    for file in &files {
+        if file.size > MAX_FILE_BYTES {
+            return Err(Error::BadResponse {
+                url: url.to_string(),
+                detail: format!(
+                    "{} is declared as {} bytes, more than any model file can be ({} bytes)",
+                    file.name.escape_debug(),
+                    file.size,
+                    MAX_FILE_BYTES
+                ),
+            });
+        }
+        total = total
+            .checked_add(file.size)
+            .ok_or_else(|| Error::BadResponse {
+                url: url.to_string(),
+                detail: "the declared file sizes add up to more than 2^64 bytes".into(),
+            })?;
+    }
+    Ok(files)
 }
 
 /// Whether the environment asks for offline mode.
@@ -480,6 +553,70 @@ mod tests {
         let client = HubClient::new("http://127.0.0.1:9", None, true);
         let err = client.commit_of("a/b", "main").unwrap_err();
         assert!(matches!(err, Error::Offline { .. }), "{err}");
+    }
+
+    #[test]
+    fn tree_names_with_control_characters_are_left_out() {
+        let text = r#"[
+            {"type": "file", "oid": "a", "size": 3, "path": "config.json"},
+            {"type": "file", "oid": "b", "size": 3, "path": "model\u001b[2J.q4nx"},
+            {"type": "file", "oid": "c", "size": 3, "path": "tok\nenizer.json"}
+        ]"#;
+        let files = parse_tree("http://hub.local/api", text).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["config.json"]);
+    }
+
+    #[test]
+    fn tree_sizes_are_bounded_and_their_sum_cannot_wrap() {
+        let tree = |a: u64, b: u64| {
+            format!(
+                r#"[{{"type": "file", "oid": "a", "size": {a}, "path": "a.bin"}},
+                    {{"type": "file", "oid": "b", "size": {b}, "path": "b.bin"}}]"#
+            )
+        };
+        assert!(parse_tree("u", &tree(1 << 63, 1 << 63)).is_err());
+        assert!(parse_tree("u", &tree(u64::MAX, 1)).is_err());
+        assert!(parse_tree("u", &tree(MAX_FILE_BYTES + 1, 0)).is_err());
+        assert_eq!(parse_tree("u", &tree(10, 20)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_token() {
+        let client = HubClient::new("http://hub.local", Some("hf_SeCrEt123".into()), false);
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("hf_SeCrEt123"), "{shown}");
+        assert!(shown.contains("redacted"), "{shown}");
+    }
+
+    #[test]
+    fn stalled_api_answer_times_out_instead_of_hanging() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for mut stream in listener.incoming().flatten().take(4) {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                // Headers promising a body, then nothing.
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[",
+                );
+                held.push(stream);
+            }
+            std::thread::sleep(Duration::from_secs(30));
+        });
+        let client =
+            HubClient::new(&endpoint, None, false).with_api_timeout(Duration::from_millis(700));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(client.files("owner/name", "main").map(|_| ()));
+        });
+        let outcome = rx
+            .recv_timeout(Duration::from_secs(15))
+            .expect("the file list call must give up on a stalled body");
+        assert!(outcome.is_err());
     }
 
     #[test]

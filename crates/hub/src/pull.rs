@@ -183,11 +183,9 @@ pub fn pull(
             return Ok(PullOutcome::Cancelled);
         }
         Downloaded::Stopped(_) => {
-            let done_bytes = manifest
-                .files
-                .iter()
-                .map(|f| bytes_on_disk(&files_dir, f))
-                .sum();
+            let done_bytes = manifest.files.iter().fold(0u64, |sum, f| {
+                sum.saturating_add(bytes_on_disk(&files_dir, f))
+            });
             reporter.phase(Phase::Paused, None);
             return Ok(PullOutcome::Paused {
                 done_bytes,
@@ -258,13 +256,18 @@ fn check_free_space(
     files_dir: &Path,
     options: &DownloadOptions,
 ) -> Result<(u64, u64)> {
-    let total: u64 = manifest.files.iter().map(|f| f.size).sum();
-    let already: u64 = manifest
+    // The manifest may come from an older version or an edited file: saturate, so that an
+    // absurd size is refused as "not enough space" rather than wrapping around.
+    let total: u64 = manifest
         .files
         .iter()
-        .map(|f| bytes_on_disk(files_dir, f))
-        .sum();
-    let needed = (total - already).saturating_add(options.disk_reserve);
+        .fold(0u64, |sum, f| sum.saturating_add(f.size));
+    let already: u64 = manifest.files.iter().fold(0u64, |sum, f| {
+        sum.saturating_add(bytes_on_disk(files_dir, f))
+    });
+    let needed = total
+        .saturating_sub(already)
+        .saturating_add(options.disk_reserve);
     let available = fsutil::free_space(files_dir)?;
     if available < needed {
         return Err(Error::NotEnoughDisk {
@@ -480,7 +483,7 @@ impl<'a> Reporter<'a> {
 
     /// A file of `size` bytes is complete.
     fn file_done(&mut self, size: u64) {
-        self.finished_bytes += size;
+        self.finished_bytes = self.finished_bytes.saturating_add(size);
         self.progress.files_done += 1;
         self.progress.done_bytes = self.finished_bytes;
         self.send();

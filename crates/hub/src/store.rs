@@ -4,7 +4,8 @@
 //! A model becomes visible only by being registered, and it is registered only after its
 //! folder is complete and valid: the folder is moved into `models/` and the registry entry is
 //! written while the registry lock is held. A folder in `models/` without an entry (left by a
-//! crash between the two steps) is garbage and is replaced by the next install of that name.
+//! crash between the two steps, marked by `.hearth-installing`) is garbage and is replaced by the
+//! next install of that name; any other folder there is the user's and is never deleted.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -225,6 +226,11 @@ impl Store {
             }
         }
         for (family, size, entry) in file.entries() {
+            if check_name(&entry.name).is_err() {
+                tracing::warn!(tag = %format!("{family}:{size}"), name = ?entry.name,
+                    "registry entry skipped: its name cannot be a model folder");
+                continue;
+            }
             out.push(self.describe(family, size, entry, is_default(&entry.name)));
         }
         Ok(out)
@@ -266,10 +272,17 @@ impl Store {
                 });
             }
         }
-        let removed = self.registry().update(|file| Ok(file.remove(name)))?;
+        // The registry is shared with other tools: its folder names are checked before any
+        // file operation, and the entry stays when the name cannot be a folder of ours.
+        let removed = self.registry().update(|file| {
+            if let Some((_, _, entry)) = file.find(name) {
+                check_name(&entry.name).map_err(|_| foreign_folder_name(&entry.name))?;
+            }
+            Ok(file.remove(name))
+        })?;
         let (folder_name, mut freed) = match removed {
             Some((_, _, entry)) => {
-                let folder = self.models_dir().join(&entry.name);
+                let folder = self.model_folder(&entry.name)?;
                 let bytes = fsutil::dir_size(&folder);
                 // The entry is gone first: a crash now leaves an unregistered folder, never a
                 // registered model without files.
@@ -293,6 +306,23 @@ impl Store {
         })
     }
 
+    /// The folder `models/<name>` of a registered model, checked to be a direct child of the
+    /// models folder (after resolving links), so that nothing outside it is ever deleted.
+    fn model_folder(&self, name: &str) -> Result<PathBuf> {
+        check_name(name).map_err(|_| foreign_folder_name(name))?;
+        let models = self.models_dir();
+        let folder = models.join(name);
+        let (Ok(models_real), Ok(folder_real)) = (models.canonicalize(), folder.canonicalize())
+        else {
+            // Nothing there to delete (or no models folder at all).
+            return Ok(folder);
+        };
+        if folder_real.parent() != Some(models_real.as_path()) {
+            return Err(foreign_folder_name(name));
+        }
+        Ok(folder)
+    }
+
     /// Downloads that were paused or interrupted.
     pub fn partial_downloads(&self) -> Result<Vec<PartialDownload>> {
         let Ok(entries) = std::fs::read_dir(self.downloads_dir()) else {
@@ -307,7 +337,10 @@ impl Store {
             out.push(PartialDownload {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 done_bytes: fsutil::dir_size(&dir.join("files")),
-                total_bytes: manifest.files.iter().map(|f| f.size).sum(),
+                total_bytes: manifest
+                    .files
+                    .iter()
+                    .fold(0u64, |sum, f| sum.saturating_add(f.size)),
                 repo: manifest.repo,
                 query: manifest.query,
             });
@@ -365,31 +398,38 @@ impl Store {
         let staging = staging_root.join("files");
         fsutil::remove_dir_all(&staging)?;
         fsutil::create_dir_all(&staging)?;
+        // With --move, files renamed into the staging are the user's only copy until the
+        // registry entry is written: on any failure they are renamed back, and files that had
+        // to be copied (another file system) are deleted from the source only after success.
+        let mut renamed: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut copied_sources: Vec<PathBuf> = Vec::new();
         let result = (|| {
-            if !options.move_files {
-                let needed: u64 = selected
-                    .files
-                    .iter()
-                    .map(|f| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0))
-                    .sum();
-                let available = fsutil::free_space(&staging)?;
-                if available < needed {
-                    return Err(Error::NotEnoughDisk {
-                        path: staging.clone(),
-                        needed,
-                        available,
-                    });
+            let mut needed: u64 = 0;
+            for file in &selected.files {
+                let from = dir.join(file);
+                let meta = std::fs::metadata(&from).map_err(|e| Error::io("read", &from, e))?;
+                if !(options.move_files && same_file_system(&from, &staging)) {
+                    needed = needed.saturating_add(meta.len());
                 }
+            }
+            let available = fsutil::free_space(&staging)?;
+            if available < needed {
+                return Err(Error::NotEnoughDisk {
+                    path: staging.clone(),
+                    needed,
+                    available,
+                });
             }
             let mut files = BTreeMap::new();
             for file in &selected.files {
                 let (from, to) = (dir.join(file), staging.join(file));
                 let record = if options.move_files && std::fs::rename(&from, &to).is_ok() {
+                    renamed.push((to.clone(), from.clone()));
                     crate::download::sha256_file(&to)?
                 } else {
                     let record = copy_hashed(&from, &to)?;
                     if options.move_files {
-                        std::fs::remove_file(&from).map_err(|e| Error::io("remove", &from, e))?;
+                        copied_sources.push(from.clone());
                     }
                     record
                 };
@@ -417,6 +457,28 @@ impl Store {
             };
             self.register(&staging, new)
         })();
+        match &result {
+            Ok(_) => {
+                // Registered for good: now the copied sources may go.
+                for from in &copied_sources {
+                    if let Err(e) = std::fs::remove_file(from) {
+                        tracing::warn!(file = %from.display(), error = %e,
+                            "imported, but the source file could not be deleted");
+                    }
+                }
+            }
+            Err(_) => {
+                // Put every moved file back where the user had it.
+                for (staged, original) in renamed.iter().rev() {
+                    if let Err(e) = std::fs::rename(staged, original) {
+                        tracing::error!(file = %staged.display(), to = %original.display(),
+                            error = %e, "could not move a file back after a failed import");
+                        // Keep the staging folder: it holds the user's file.
+                        return result;
+                    }
+                }
+            }
+        }
         let _ = fsutil::remove_dir_all(&staging_root);
         result
     }
@@ -440,8 +502,22 @@ impl Store {
                     file.free_tag(&f, &s)
                 }
             };
-            // A folder without an entry is what a crash between rename and write leaves.
-            fsutil::remove_dir_all(&target)?;
+            // A folder without an entry is either what a crash between rename and write left
+            // (it still carries Hearth's marker) or something the user put there: only the
+            // first is replaced.
+            if target.exists() || target.is_symlink() {
+                if target.is_dir() && !target.is_symlink() && target.join(INSTALL_MARKER).is_file()
+                {
+                    fsutil::remove_dir_all(&target)?;
+                } else {
+                    return Err(Error::FolderExists {
+                        name: new.name.clone(),
+                        path: target.clone(),
+                    });
+                }
+            }
+            std::fs::write(staged.join(INSTALL_MARKER), b"")
+                .map_err(|e| Error::io("write", staged.join(INSTALL_MARKER), e))?;
             std::fs::rename(staged, &target)
                 .map_err(|e| Error::io(format!("move {} to", staged.display()), &target, e))?;
             fsutil::sync_dir(&self.models_dir());
@@ -462,6 +538,8 @@ impl Store {
         });
         match result {
             Ok((family, size, entry)) => {
+                // Registered: the folder is the model's now, no longer crash garbage.
+                let _ = std::fs::remove_file(target.join(INSTALL_MARKER));
                 tracing::info!(name = %new.name, tag = %format!("{family}:{size}"), "model registered");
                 let default = registry.read()?.hearth.default;
                 let is_default = default.is_some_and(|d| d.eq_ignore_ascii_case(&entry.name));
@@ -473,6 +551,7 @@ impl Store {
                 if target.is_dir() && !staged.exists() {
                     let _ = std::fs::rename(&target, staged);
                 }
+                let _ = std::fs::remove_file(staged.join(INSTALL_MARKER));
                 Err(e)
             }
         }
@@ -519,6 +598,39 @@ impl Store {
             builtin: false,
             files: hearth.map(|h| h.files.clone()).unwrap_or_default(),
         }
+    }
+}
+
+/// Whether `a` and `b` are on the same file system (so a rename between them needs no space).
+fn same_file_system(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+/// The file `register` puts in a model folder while it moves it into `models/` and writes its
+/// entry. A folder in `models/` without an entry is Hearth's (and may be replaced) only if it
+/// carries this file.
+const INSTALL_MARKER: &str = ".hearth-installing";
+
+/// The refusal for a registry entry whose folder name is not one Hearth could have written.
+fn foreign_folder_name(name: &str) -> Error {
+    Error::InvalidName {
+        name: name.to_string(),
+        reason: "the registry (model_list.json) names this folder, which is not a plain folder \
+                 inside the models folder. Nothing was deleted; remove that entry from \
+                 model_list.json by hand"
+            .into(),
     }
 }
 

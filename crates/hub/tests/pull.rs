@@ -451,3 +451,27 @@ fn disk_filling_up_mid_download_stops_cleanly_and_resumes_after_space_is_freed()
         .unwrap();
     assert!(last.range.is_some(), "resumed, not restarted: {last:?}");
 }
+
+#[test]
+fn declared_sizes_that_overflow_or_are_absurd_are_refused_before_any_byte_is_written() {
+    for sizes in [[1u64 << 63, 1u64 << 63], [u64::MAX, 1], [1u64 << 62, 10]] {
+        let tmp = TempDir::new("overflow");
+        let store = Store::at(tmp.0.join("hearth"));
+        let hub = hub_with_tiny();
+        hub.declare_size("model.q4nx", sizes[0]);
+        hub.declare_size("tokenizer.json", sizes[1]);
+        let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+        let err = outcome.unwrap_err();
+        assert!(
+            matches!(err, Error::BadResponse { .. } | Error::NotEnoughDisk { .. }),
+            "{err}"
+        );
+        assert!(
+            !hub.log()
+                .iter()
+                .any(|l| l.path.contains("/resolve/") || l.path.starts_with("/cdn/")),
+            "no file was requested: {err}"
+        );
+        assert_nothing_registered(&store);
+    }
+}

@@ -230,3 +230,128 @@ fn concurrent_writers_in_separate_processes_lose_no_entry() {
         "the file is whole JSON"
     );
 }
+
+/// Adds an entry by hand, as another tool sharing `model_list.json` could, tagged `tag`.
+fn add_foreign_entry(store: &Store, tag: &str, folder_name: &str) {
+    let (family, size) = tag.split_once(':').unwrap();
+    store
+        .registry()
+        .update(|file| {
+            file.models
+                .entry(family.into())
+                .or_default()
+                .insert(size.into(), entry(folder_name));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn remove_never_deletes_outside_the_models_folder_whatever_the_registry_says() {
+    let tmp = TempDir::new("rm-escape");
+    let store = Store::at(tmp.0.join("data"));
+    store
+        .import(&fixture("tiny-q4nx"), &ImportOptions::default())
+        .unwrap();
+    let victim = tmp.0.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("keep.txt"), b"precious").unwrap();
+
+    add_foreign_entry(&store, "victim:latest", "../../victim");
+    add_foreign_entry(&store, "empty:latest", "");
+    for tag in ["victim:latest", "empty:latest"] {
+        let err = store.remove(tag).unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{err}");
+        assert!(err.to_string().contains("Nothing was deleted"), "{err}");
+    }
+    assert!(victim.join("keep.txt").is_file(), "outside folder kept");
+    assert!(
+        store
+            .models_dir()
+            .join("tiny-q4nx")
+            .join("model.q4nx")
+            .is_file(),
+        "other models kept"
+    );
+    let listed: Vec<String> = store.list().unwrap().into_iter().map(|m| m.name).collect();
+    assert_eq!(
+        listed,
+        vec!["tiny-q4nx".to_string()],
+        "invalid entries are not listed"
+    );
+}
+
+#[test]
+fn install_never_deletes_a_folder_hearth_did_not_create() {
+    let tmp = TempDir::new("stray");
+    let store = Store::at(tmp.0.join("data"));
+    let stray = store.models_dir().join("mine");
+    std::fs::create_dir_all(&stray).unwrap();
+    std::fs::write(stray.join("precious.txt"), b"mine").unwrap();
+    std::fs::write(stray.join("config.json"), b"{}").unwrap();
+    let options = ImportOptions {
+        name: Some("mine".into()),
+        move_files: false,
+    };
+    let err = store.import(&fixture("tiny-q4nx"), &options).unwrap_err();
+    assert!(matches!(err, Error::FolderExists { .. }), "{err}");
+    assert!(
+        stray.join("precious.txt").is_file(),
+        "the user's folder is kept"
+    );
+    assert!(store.list().unwrap().is_empty());
+
+    // What a crash between the move and the registry write leaves is Hearth's, and replaced.
+    let garbage = store.models_dir().join("crashed");
+    std::fs::create_dir_all(&garbage).unwrap();
+    std::fs::write(garbage.join(".hearth-installing"), b"").unwrap();
+    let model = store
+        .import(
+            &fixture("tiny-q4nx"),
+            &ImportOptions {
+                name: Some("crashed".into()),
+                move_files: false,
+            },
+        )
+        .unwrap();
+    assert!(model.folder.join("model.q4nx").is_file());
+    assert!(!model.folder.join(".hearth-installing").exists());
+}
+
+fn folder_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn failed_import_with_move_leaves_the_source_exactly_as_it_was() {
+    let tmp = TempDir::new("import-move-fail");
+    let source = tmp.0.join("mymodel");
+    copy_dir(&fixture("tiny-q4nx"), &source);
+    let before = folder_contents(&source);
+    let store = Store::at(tmp.0.join("data"));
+    // A file where the models folder should be: registration fails after the files moved.
+    std::fs::create_dir_all(store.root()).unwrap();
+    std::fs::write(store.models_dir(), b"not a folder").unwrap();
+    let options = ImportOptions {
+        name: Some("mine".into()),
+        move_files: true,
+    };
+    store.import(&source, &options).unwrap_err();
+    assert_eq!(folder_contents(&source), before, "the source is untouched");
+    assert!(!store.downloads_dir().join("mine").exists());
+
+    // Once the way is clear, the move succeeds and empties the source.
+    std::fs::remove_file(store.models_dir()).unwrap();
+    let model = store.import(&source, &options).unwrap();
+    assert!(model.folder.join("model.q4nx").is_file());
+    assert!(!source.join("model.q4nx").exists());
+}

@@ -13,6 +13,9 @@ pub enum Error {
     /// Binding or serving the socket failed.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
+    /// A server setting is out of range.
+    #[error("server: {0}")]
+    InvalidOption(String),
 }
 
 /// Everything a request can fail with. Clients get a short, plain message; internals go to the

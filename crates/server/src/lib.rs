@@ -26,13 +26,25 @@ mod models;
 pub mod openai;
 mod state;
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, Uri};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{Method, StatusCode, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::Semaphore;
 
 pub use error::{AppError, Error};
-pub use state::{AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_QUEUE};
+pub use state::{
+    AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,
+};
 
 /// The whole API as a router; tests call it with `tower::ServiceExt::oneshot`, no socket.
 pub fn app(state: AppState) -> Router {
@@ -63,19 +75,97 @@ async fn method_not_allowed() -> AppError {
     AppError::MethodNotAllowed
 }
 
-/// Serves [`app`] on `listener` until the process ends (or the socket fails), on a small
-/// runtime of its own; generation runs on its blocking threads.
+/// Serves [`app`] on `listener` until the process ends, on a small runtime of its own;
+/// generation runs on its blocking threads.
+///
+/// The accept loop survives accept errors (out of file descriptors: it waits and retries),
+/// serves at most `max_connections` connections at once (the rest wait in the backlog), and
+/// closes connections that are slow to send headers or idle between requests
+/// (`header_timeout`) or slow to send a body (`body_timeout`, 408).
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result<(), Error> {
-    axum::serve(listener, app(state)).await?;
-    Ok(())
+    state.options().validate()?;
+    let options = state.options().clone();
+    let router = app(state).layer(middleware::from_fn_with_state(
+        (options.body_timeout, options.body_limit),
+        body_timeout,
+    ));
+    let slots = Arc::new(Semaphore::new(options.max_connections));
+    loop {
+        // A free slot first: past the cap, new connections wait in the kernel's backlog.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Typically out of file descriptors: wait for some to close, keep serving.
+                tracing::warn!("accept failed ({e}); retrying shortly");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let header_timeout = options.header_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = connection.await {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// How long the accept loop waits after an accept error that is not the peer's doing.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Reads the whole request body within `timeout` (bodies are bounded by the body limit), so a
+/// client that trickles its body cannot hold a connection and a queue place forever.
+async fn body_timeout(
+    axum::extract::State((timeout, limit)): axum::extract::State<(Duration, usize)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(e)) => {
+            // Past the body limit, or a broken stream: refuse without reading more.
+            tracing::debug!("request body refused: {e}");
+            AppError::PayloadTooLarge { limit }.into_response()
+        }
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )
+            .into_response(),
+    }
 }
 
 /// [`serve`] for callers without an async runtime: builds a single-threaded one (the model's
 /// work runs on blocking threads, so one thread is enough for the HTTP side).
 pub fn serve_blocking(listener: std::net::TcpListener, state: AppState) -> Result<(), Error> {
     listener.set_nonblocking(true)?;
+    // Timers are needed by the accept back-off and the connection timeouts.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        .enable_time()
         .build()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;

@@ -2,17 +2,31 @@
 //! bound, and the server's settings.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use hearth_chat::{Backend, BackendInfo, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::AppError;
+use crate::error::{AppError, Error};
 
 /// Default request body limit: 4 MiB, far more than any chat needs.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Default number of requests that may wait while one generates.
 pub const DEFAULT_QUEUE: usize = 8;
+
+/// Most requests that may wait for the model; more is refused by [`ServerOptions::validate`].
+pub const MAX_QUEUE: usize = 1024;
+
+/// Default number of connections served at once; more wait in the kernel's backlog.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// Default time a connection may take to send a request's headers (or sit idle between
+/// requests) before it is closed.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default time a request's body may take to arrive.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the server behaves. `Default` gives the documented defaults.
 #[derive(Debug, Clone)]
@@ -25,6 +39,39 @@ pub struct ServerOptions {
     /// Host names or addresses accepted in `Host`/`Origin` besides loopback ones (for a server
     /// deliberately exposed on a network). By default none.
     pub allowed_hosts: Vec<String>,
+    /// Connections served at once (1 to 4096); further ones wait to be accepted, so an idle
+    /// flood cannot exhaust the process's file descriptors. By default
+    /// [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// Time allowed to send a request's headers, and to sit idle between requests; the
+    /// connection is closed past it. By default [`DEFAULT_HEADER_TIMEOUT`].
+    pub header_timeout: Duration,
+    /// Time allowed for a request's body to arrive; past it, 408. By default
+    /// [`DEFAULT_BODY_TIMEOUT`].
+    pub body_timeout: Duration,
+}
+
+impl ServerOptions {
+    /// Checks every setting is within bounds, with a plain message saying which is not.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |message: String| Err(Error::InvalidOption(message));
+        if self.queue > MAX_QUEUE {
+            return invalid(format!(
+                "a queue of {} requests is too long; use at most {MAX_QUEUE}",
+                self.queue
+            ));
+        }
+        if !(1..=4096).contains(&self.max_connections) {
+            return invalid(format!(
+                "{} connections at once is out of range; use 1 to 4096",
+                self.max_connections
+            ));
+        }
+        if self.header_timeout.is_zero() || self.body_timeout.is_zero() {
+            return invalid("the header and body timeouts must be longer than zero".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for ServerOptions {
@@ -33,6 +80,9 @@ impl Default for ServerOptions {
             queue: DEFAULT_QUEUE,
             body_limit: DEFAULT_BODY_LIMIT,
             allowed_hosts: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         }
     }
 }
@@ -58,7 +108,8 @@ impl AppState {
     /// local model must be able to chat, see `CpuBackend::require_chat`).
     pub fn new(backend: Box<dyn Backend>, options: ServerOptions) -> AppState {
         let info = backend.info().clone();
-        let admission = Arc::new(Semaphore::new(options.queue + 1));
+        // Bounded here too, so that an unchecked value can never overflow or panic.
+        let admission = Arc::new(Semaphore::new(options.queue.min(MAX_QUEUE) + 1));
         AppState {
             inner: Arc::new(Shared {
                 backend: Mutex::new(backend),

@@ -59,6 +59,7 @@ struct State {
     corrupt_at: HashMap<String, usize>,
     hook_after: HashMap<String, (u64, Hook)>,
     served: HashMap<String, u64>,
+    declared_size: HashMap<String, u64>,
 }
 
 /// The running mock Hub.
@@ -130,6 +131,15 @@ impl MockHub {
             .insert(file.into(), (n, Box::new(hook)));
     }
 
+    /// Lists `file` with `size` bytes in the tree answer, whatever its real size.
+    pub fn declare_size(&self, file: &str, size: u64) {
+        self.state
+            .lock()
+            .unwrap()
+            .declared_size
+            .insert(file.into(), size);
+    }
+
     pub fn log(&self) -> Vec<Logged> {
         self.state.lock().unwrap().log.clone()
     }
@@ -195,12 +205,14 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 .collect();
             serde_json::json!({"id": repo, "sha": commit, "siblings": siblings})
         } else {
+            let declared = state.lock().unwrap().declared_size.clone();
             let entries: Vec<_> = files
                 .iter()
                 .map(|f| {
-                    let mut e = serde_json::json!({"type": "file", "oid": f.git_oid(), "size": f.bytes.len(), "path": f.name});
+                    let size = declared.get(&f.name).copied().unwrap_or(f.bytes.len() as u64);
+                    let mut e = serde_json::json!({"type": "file", "oid": f.git_oid(), "size": size, "path": f.name});
                     if f.lfs {
-                        e["lfs"] = serde_json::json!({"oid": f.sha256(), "size": f.bytes.len(), "pointerSize": 134});
+                        e["lfs"] = serde_json::json!({"oid": f.sha256(), "size": size, "pointerSize": 134});
                     }
                     e
                 })
