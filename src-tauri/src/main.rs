@@ -12,7 +12,12 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+                // Protocol traces of the HTTP and TLS layers include request headers (the
+                // HF_TOKEN): those targets never log below info, whatever HEARTH_LOG says.
+                .add_directive("ureq=info".parse().expect("valid directive"))
+                .add_directive("ureq_proto=info".parse().expect("valid directive"))
+                .add_directive("rustls=info".parse().expect("valid directive")),
         )
         .with_writer(std::io::stderr)
         .init();
