@@ -4,7 +4,7 @@
 // Environment: HEARTH_APP (binary; default target/debug/hearth-desktop), TAURI_DRIVER (default
 // $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there).
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +82,7 @@ async function waitFor(what, fn, timeoutMs = 60_000) {
 
 const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf'; // the W3C WebDriver element key
 let session;
+let served; // a `hearth serve` standing in for a remote server
 const find = async (testid) => (await wd('POST', `/session/${session}/element`, { using: 'css selector', value: `[data-testid="${testid}"]` }))[ELEMENT];
 const findAll = async (testid) => (await wd('POST', `/session/${session}/elements`, { using: 'css selector', value: `[data-testid="${testid}"]` })).map((e) => e[ELEMENT]);
 const text = async (id) => wd('GET', `/session/${session}/element/${id}/text`);
@@ -167,11 +168,44 @@ try {
     const answers = await waitFor('the saved answer', async () => ((await findAll('assistant-message')).length === 1 ? true : null), 30_000);
     if (!list || !answers) throw new Error('conversation not restored');
   });
+
+  await step('a remote server answers, and the app says the message left this computer', async () => {
+    // A local `hearth serve` stands in for a server elsewhere; the app knows it from its saved
+    // remote settings, as if set in Settings, Remote server.
+    const cli = join(targetDir, 'debug', 'hearth');
+    if (!existsSync(cli)) throw new Error(`the hearth command is missing at ${cli}; cargo test builds it`);
+    const servePort = await freePort();
+    served = spawn(cli, ['serve', '--model', join(root, 'models', 'demo'), '--port', String(servePort)], { env, stdio: 'ignore' });
+    const url = `http://127.0.0.1:${servePort}`;
+    await waitFor('hearth serve', async () => (await fetch(`${url}/v1/models`)).ok, 30_000);
+    const dir = join(home, 'config', 'hearth');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'remote.json'), JSON.stringify({ base_url: url, model: 'demo' }), { mode: 0o600 });
+    chmodSync(join(dir, 'remote.json'), 0o600);
+    await stopApp();
+    await startApp();
+    await waitFor('the remote group in the model picker', () =>
+      exec('return document.querySelector(\'[data-testid="model-picker"] option[value="remote:demo"]\') !== null'), 30_000);
+    await exec('const s = document.querySelector(\'[data-testid="model-picker"]\'); s.value = "remote:demo"; s.dispatchEvent(new Event("change", { bubbles: true }));');
+    const note = await waitFor('the leaves-this-computer note', async () => {
+      const t = await exec('return document.querySelector(\'[data-testid="remote-note"]\')?.textContent ?? ""');
+      return t.includes('leave this computer') ? t : null;
+    });
+    const input = await find('chat-input');
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'What is a crate?' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    const ranOn = await waitFor('the remote answer and its receipt', async () => {
+      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] .receipt .place\')].pop(); return r ? r.textContent : ""');
+      return t.includes('remote server') ? t : null;
+    }, 120_000);
+    console.log(`        ${note.trim()} / ran on: ${ranOn}`);
+  });
 } catch (error) {
   failed++;
   console.log(`  FAIL  e2e setup\n        ${error.message}`);
 } finally {
   await stopApp();
+  served?.kill('SIGTERM');
   driver.kill('SIGTERM');
   rmSync(home, { recursive: true, force: true });
 }

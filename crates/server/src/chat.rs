@@ -33,8 +33,9 @@ const CHANNEL_CAPACITY: usize = 64;
 enum Progress {
     /// Answer text, stop strings already applied.
     Text(String),
-    /// The end: the finished answer (its text was already sent), or the failure.
-    Done(Result<Answer, AppError>),
+    /// The end: the finished answer (its text was already sent), or the failure. Boxed: it is
+    /// sent once per answer, the text pieces many times.
+    Done(Box<Result<Answer, AppError>>),
 }
 
 /// `POST /v1/chat/completions`.
@@ -77,9 +78,13 @@ pub async fn chat_completions(
         // Wait for the first piece so a request that fails before generating (e.g. a prompt too
         // long for the context) gets a proper status instead of a stream.
         let first = rx.recv().await.ok_or(AppError::Internal)?;
-        if let Progress::Done(Err(err)) = first {
-            return Err(err);
-        }
+        let first = match first {
+            Progress::Done(result) => match *result {
+                Err(err) => return Err(err),
+                ok => Progress::Done(Box::new(ok)),
+            },
+            text => text,
+        };
         Ok(sse_response(meta, first, rx))
     } else {
         let mut text = String::new();
@@ -87,7 +92,7 @@ pub async fn chat_completions(
             match progress {
                 Progress::Text(piece) => text.push_str(&piece),
                 Progress::Done(result) => {
-                    let answer = result?;
+                    let answer = (*result)?;
                     return Ok(completion_response(&meta, &text, &answer));
                 }
             }
@@ -116,6 +121,7 @@ fn generate(
         telemetry_root: None,
         trim_to_fit: false,
     };
+    #[allow(clippy::result_large_err)] // the answer loop's error; see `hearth_chat::answer`
     let outcome = state.with_backend(|backend| {
         hearth_chat::answer(backend, request, &mut |event| match event {
             _ if tx.is_closed() => {
@@ -145,7 +151,7 @@ fn generate(
         Err(app_error) => Err(app_error),
     };
     // The client may be gone; then nobody needs the result.
-    let _ = tx.blocking_send(Progress::Done(result));
+    let _ = tx.blocking_send(Progress::Done(Box::new(result)));
 }
 
 struct ResponseMeta {
@@ -257,24 +263,26 @@ fn progress_events(meta: &ResponseMeta, progress: Progress, ended: &mut bool) ->
             };
             vec![meta.chunk(delta, None, None)]
         }
-        Progress::Done(Ok(answer)) => {
-            *ended = true;
-            let delta = Delta {
-                role: None,
-                content: None,
-            };
-            let reason = answer.stop.finish_reason();
-            let usage = Usage::from(&answer.receipt);
-            vec![
-                meta.chunk(delta, Some(reason), Some(usage)),
-                SseEvent::default().data("[DONE]"),
-            ]
-        }
-        Progress::Done(Err(err)) => {
-            // The status line is already sent: report the failure in the stream and end it.
-            *ended = true;
-            vec![json_event(&error_body(&err))]
-        }
+        Progress::Done(result) => match *result {
+            Ok(answer) => {
+                *ended = true;
+                let delta = Delta {
+                    role: None,
+                    content: None,
+                };
+                let reason = answer.stop.finish_reason();
+                let usage = Usage::from(&answer.receipt);
+                vec![
+                    meta.chunk(delta, Some(reason), Some(usage)),
+                    SseEvent::default().data("[DONE]"),
+                ]
+            }
+            Err(err) => {
+                // The status line is already sent: report the failure in the stream and end it.
+                *ended = true;
+                vec![json_event(&error_body(&err))]
+            }
+        },
     }
 }
 
