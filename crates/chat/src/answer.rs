@@ -351,23 +351,14 @@ pub fn answer(
     let energy = telemetry.map(|t| t.finish(generation.prompt_tokens.tokens, generated.tokens));
     let timings = generation.timings;
     let receipt = Receipt {
-        model_name: info.model.clone(),
-        model_sha256: info.model_sha256.clone(),
-        backend_kind: info.kind,
-        backend: info.label.clone(),
-        device: info.device.clone(),
-        runtime_version: info.runtime_version.clone(),
-        prompt_tokens: generation.prompt_tokens.tokens,
         generated_tokens: generated.tokens,
         counts_exact: generation.prompt_tokens.exact && generated.exact,
         ttft_secs,
         decode_secs,
         tokens_per_second,
         backend_timings: (timings != BackendTimings::default()).then_some(timings),
-        stop_reason: stop.words().to_owned(),
-        trimmed_messages: trimmed,
-        finished_at: unix_now(),
         energy,
+        ..Receipt::unmeasured(&info, generation.prompt_tokens, stop, trimmed)
     };
     let _ = on_event(AnswerEvent::Stats(live(pieces, first)));
     Ok(Answer {
@@ -419,7 +410,20 @@ fn cancelled_before_start(info: &BackendInfo, prompt: TokenCount, trimmed: usize
     Answer {
         text: String::new(),
         stop: AnswerStop::Cancelled,
-        receipt: Receipt {
+        receipt: Receipt::unmeasured(info, prompt, AnswerStop::Cancelled, trimmed),
+    }
+}
+
+impl Receipt {
+    /// The receipt of an answer from `info` to a prompt of `prompt` tokens, before anything was
+    /// generated or measured: no tokens, no timings, no energy.
+    fn unmeasured(
+        info: &BackendInfo,
+        prompt: TokenCount,
+        stop: AnswerStop,
+        trimmed: usize,
+    ) -> Self {
+        Receipt {
             model_name: info.model.clone(),
             model_sha256: info.model_sha256.clone(),
             backend_kind: info.kind,
@@ -433,10 +437,10 @@ fn cancelled_before_start(info: &BackendInfo, prompt: TokenCount, trimmed: usize
             decode_secs: 0.0,
             tokens_per_second: 0.0,
             backend_timings: None,
-            stop_reason: AnswerStop::Cancelled.words().to_owned(),
+            stop_reason: stop.words().to_owned(),
             trimmed_messages: trimmed,
             finished_at: unix_now(),
             energy: None,
-        },
+        }
     }
 }

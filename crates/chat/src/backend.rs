@@ -290,6 +290,18 @@ pub trait Backend: Send {
     ) -> Result<Generation, BackendError>;
 }
 
+/// Tokens of `text` alone: counted by `tokenizer` (exact) when there is one and it can read the
+/// text, else estimated with [`estimate_tokens`].
+pub fn count_tokens(tokenizer: Option<&hearth_engine::TextTokenizer>, text: &str) -> TokenCount {
+    match tokenizer.map(|t| t.encode(text, false)) {
+        Some(Ok(ids)) => TokenCount {
+            tokens: ids.len(),
+            exact: true,
+        },
+        _ => estimate_tokens(text),
+    }
+}
+
 /// A token estimate for text whose tokenizer is unknown: about 4 characters per token in English
 /// for the BPE vocabularies of current models; rounded up so an estimate errs long.
 pub fn estimate_tokens(text: &str) -> TokenCount {

@@ -95,13 +95,7 @@ impl Backend for CpuBackend {
     }
 
     fn count_text(&self, text: &str) -> TokenCount {
-        match self.model.tokenizer().map(|t| t.encode(text, false)) {
-            Some(Ok(ids)) => TokenCount {
-                tokens: ids.len(),
-                exact: true,
-            },
-            _ => crate::backend::estimate_tokens(text),
-        }
+        crate::backend::count_tokens(self.model.tokenizer(), text)
     }
 
     fn generate(

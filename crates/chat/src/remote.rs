@@ -17,8 +17,8 @@ pub mod openai;
 use hearth_engine::{ChatMessage, ChatOptions, StopReason, TextTokenizer};
 
 use crate::backend::{
-    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind, Generation,
-    Input, Prompt, TextSink, TokenCount,
+    count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
+    Generation, Input, Prompt, TextSink, TokenCount,
 };
 pub use config::{RemoteConfig, RemoteConfigError};
 pub use openai::{ApiKey, ChatRequest, ClientOptions, OpenAiClient, ServerModel, StreamOutcome};
@@ -148,22 +148,11 @@ impl RemoteBackend {
         &self.client
     }
 
-    /// Tokens of `text` with the local tokenizer (exact), or an estimate.
-    fn count(&self, text: &str) -> TokenCount {
-        match self.tokenizer.as_ref().map(|t| t.encode(text, false)) {
-            Some(Ok(ids)) => TokenCount {
-                tokens: ids.len(),
-                exact: true,
-            },
-            _ => estimate_tokens(text),
-        }
-    }
-
     /// Tokens of an answer the server sent no usage for: with the local tokenizer, else with
     /// the server's own (llama-cpp-python sends no usage in streams), else estimated.
     fn count_answer(&mut self, answer: &str) -> TokenCount {
         if self.tokenizer.is_some() {
-            return self.count(answer);
+            return self.count_text(answer);
         }
         let model = self.info.model.clone();
         if self.server_counter == ServerCounter::Unknown {
@@ -228,7 +217,7 @@ impl Backend for RemoteBackend {
         // so the total is an estimate even with the tokenizer. The server's usage is exact.
         let tokens = messages
             .iter()
-            .map(|m| self.count(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
+            .map(|m| self.count_text(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
             .sum::<usize>()
             + TEMPLATE_TOKENS_AT_END;
         Ok(Prompt {
@@ -242,7 +231,7 @@ impl Backend for RemoteBackend {
     }
 
     fn count_text(&self, text: &str) -> TokenCount {
-        self.count(text)
+        count_tokens(self.tokenizer.as_ref(), text)
     }
 
     fn generate(

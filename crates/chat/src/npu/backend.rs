@@ -21,8 +21,8 @@ use hearth_hub::registry::RegistryFile;
 use serde_json::{json, Value};
 
 use crate::backend::{
-    estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind, Generation,
-    Input, Prompt, TextSink, TokenCount,
+    count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
+    Generation, Input, Prompt, TextSink, TokenCount,
 };
 use crate::npu::discover::{self, FlmProgram};
 use crate::npu::process::{FlmServer, ServeConfig};
@@ -717,13 +717,7 @@ impl Backend for NpuBackend {
     }
 
     fn count_text(&self, text: &str) -> TokenCount {
-        match self.tokenizer.as_ref().map(|t| t.encode(text, false)) {
-            Some(Ok(ids)) => TokenCount {
-                tokens: ids.len(),
-                exact: true,
-            },
-            _ => estimate_tokens(text),
-        }
+        count_tokens(self.tokenizer.as_ref(), text)
     }
 
     fn generate(
