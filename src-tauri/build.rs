@@ -1,35 +1,8 @@
-//! Tauri build step. Hearth's own commands are declared here so the capability file can grant
-//! exactly the ones the UI uses (each becomes an `allow-<command>` permission).
+//! Tauri build step. Hearth's own commands (`src/commands/names.rs`) are declared here so the
+//! capability file can grant exactly the ones the UI uses (each becomes an `allow-<command>`
+//! permission).
 
-const COMMANDS: &[&str] = &[
-    "app_status",
-    "list_local_models",
-    "select_model",
-    "get_settings",
-    "save_settings",
-    "list_conversations",
-    "create_conversation",
-    "get_conversation",
-    "rename_conversation",
-    "delete_conversation",
-    "update_conversation_settings",
-    "export_conversation",
-    "start_answer",
-    "stop_answer",
-    "npu_status",
-    "power_sample",
-    "models_overview",
-    "pull_model",
-    "pause_download",
-    "cancel_download",
-    "remove_model",
-    "import_model",
-    "set_default_model",
-    "remote_server",
-    "save_remote_server",
-    "test_remote_server",
-    "forget_remote_server",
-];
+include!("src/commands/names.rs");
 
 fn main() {
     // `cargo build`/`cargo test` of the workspace must work before the UI is built: Tauri's

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
 use hearth_chat::remote::RemoteConfig;
-use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input, LiveStats};
+use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, BackendKind, Input, LiveStats};
 use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,7 @@ const SAVE_EVERY: Duration = Duration::from_millis(250);
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+#[derive(ts_rs::TS)]
 pub enum ChatAction {
     /// A new message.
     Send {
@@ -47,6 +48,7 @@ pub enum ChatAction {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "lowercase")]
+#[derive(ts_rs::TS)]
 pub enum ChatEvent {
     /// The user's message is saved and the answer begins.
     Started {
@@ -74,6 +76,16 @@ pub enum ChatEvent {
     Done {
         /// The stored answer.
         message: Message,
+    },
+    /// The NPU failed and the model now runs on the processor (this answer too, when the NPU
+    /// had written nothing of it).
+    Fallback {
+        /// What happened, in plain words.
+        reason: String,
+        /// Where answers run now.
+        backend: BackendKind,
+        /// The model as it runs now.
+        model: ModelStatus,
     },
     /// The answer failed after it started; what was written so far is saved.
     Error {
@@ -119,7 +131,8 @@ pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelSt
         )
     })?;
     *slot = None; // free the old model's memory first
-    match LoadedModel::load(entry, None) {
+    let threads = *lock(&state.cpu_threads);
+    match LoadedModel::load(entry, threads) {
         Ok(loaded) => {
             let status = loaded.status();
             tracing::info!("loaded model {} from {}", entry.name, entry.path.display());
@@ -254,6 +267,11 @@ fn plan(conversation: &Conversation, action: &ChatAction) -> CommandResult<Plan>
 /// Run `action` on a conversation, sending events to `emit`. Errors before the answer starts
 /// are returned (nothing is saved); errors after are sent as an `Error` event, with the text
 /// written so far saved.
+///
+/// On the NPU, a FastFlowLM that fails before writing anything hands the answer to the
+/// processor at once (a `Fallback` event says why); one that crashes in the middle keeps the
+/// partial answer, marked, and is restarted; a second crash in a row moves the model to the
+/// processor for the next answers.
 pub fn run(
     state: &AppState,
     _busy: BusyGuard,
@@ -272,116 +290,219 @@ pub fn run(
             "No model is loaded. Pick one in the model list.",
         )
     })?;
-    let status = loaded.status();
-    let request = AnswerRequest {
-        input: Input::Chat(plan.messages),
+    let mut turn = Turn {
+        state,
+        conversation_id,
+        action: &action,
+        new_user_text: plan.new_user_text.as_deref(),
+        answer_id: None,
+        text: String::new(),
+        start_error: None,
+    };
+    let request = || AnswerRequest {
+        input: Input::Chat(plan.messages.clone()),
         options: conversation.settings.chat_options(),
         stops: Vec::new(),
         telemetry_root: Some(&state.paths.system_root),
         trim_to_fit: true,
     };
-
-    // The user's message and the (empty) answer are saved when the answer starts, so a prompt
-    // that cannot fit changes nothing and a crash keeps the user's message.
-    let mut answer_id = None;
-    let mut text = String::new();
-    let mut last_save = Instant::now();
-    let mut save_failed = false;
-    let mut start_error = None;
-    let store = &state.store;
-    let cancel = &state.cancel;
-    let result = hearth_chat::answer(loaded.backend.as_mut(), request, &mut |event| {
-        match event {
-            AnswerEvent::Started(start) => {
-                match save_turn(
-                    state,
-                    conversation_id,
-                    &action,
-                    plan.new_user_text.as_deref(),
-                ) {
-                    Ok((user_message, assistant_message)) => {
-                        answer_id = Some(assistant_message.id);
-                        emit(ChatEvent::Started {
-                            user_message,
-                            assistant_message,
-                            prompt_tokens: start.prompt_tokens.tokens,
-                            context_limit: start.context_limit.unwrap_or(status.context_length),
-                            trimmed_messages: start.trimmed_messages,
-                            model: status.clone(),
-                        });
-                    }
-                    Err(error) => {
-                        start_error = Some(error);
-                        return ControlFlow::Break(());
-                    }
-                }
-            }
-            AnswerEvent::Text(piece) => {
-                text.push_str(&piece);
-                emit(ChatEvent::Token { text: piece });
-                if last_save.elapsed() >= SAVE_EVERY {
-                    last_save = Instant::now();
-                    let saved = answer_id.map(|id| lock(store).save_partial(id, &text));
-                    if let Some(Err(error)) = saved {
-                        // Keep answering: the text is on screen and the final save may work.
-                        if !save_failed {
-                            tracing::warn!("saving the answer so far failed: {error}");
-                        }
-                        save_failed = true;
-                    }
-                }
-            }
-            AnswerEvent::Stats(live) => emit(ChatEvent::Stats(live)),
-        }
-        if cancel.load(Ordering::Acquire) {
-            ControlFlow::Break(())
+    let mut result = turn.write(loaded, request(), emit);
+    if loaded.kind() == BackendKind::Npu {
+        let failure = npu_failure(&result);
+        loaded.npu_failures = if failure.is_some() {
+            loaded.npu_failures + 1
         } else {
-            ControlFlow::Continue(())
-        }
-    });
-    if let Some(error) = start_error {
-        return Err(error);
-    }
-    let answer_id = match (&result, answer_id) {
-        (_, Some(id)) => id,
-        (Err(AnswerError::NotStarted(error)), None) => {
-            return Err(CommandError::new("context", error.to_string()))
-        }
-        (_, None) => {
-            return Err(CommandError::new(
-                "model",
-                "The model did not start answering. Try again.",
-            ))
-        }
-    };
-    match result {
-        Ok(answer) => {
-            let final_state = if answer.stop == hearth_chat::AnswerStop::Cancelled {
-                MessageState::Stopped
-            } else {
-                MessageState::Complete
-            };
-            let message = lock(&state.store).finish_message(
-                answer_id,
-                &answer.text,
-                final_state,
-                Some(&answer.receipt),
-            )?;
-            emit(ChatEvent::Done { message });
-            Ok(())
-        }
-        Err(AnswerError::Failed { text, error }) => {
-            tracing::warn!("answer failed: {error}");
-            let _ = lock(&state.store).finish_message(answer_id, &text, MessageState::Error, None);
-            emit(ChatEvent::Error {
-                code: error.code().into(),
-                message: format!(
-                    "The answer stopped with an error: {error}. What was written so far is saved."
-                ),
+            0
+        };
+        let nothing_written = turn.text.is_empty()
+            && !matches!(&result, Err(AnswerError::Failed { text, .. }) if !text.is_empty());
+        if let Some(reason) = failure.filter(|_| nothing_written || loaded.npu_failures >= 2) {
+            let entry = loaded
+                .entry
+                .clone()
+                .expect("a model on the NPU is a local model");
+            *guard = None; // stops FastFlowLM and frees the NPU before the CPU loads the model
+            let threads = *lock(&state.cpu_threads);
+            let cpu = LoadedModel::load(&entry, threads).map_err(|error| {
+                CommandError::new(
+                    "model",
+                    format!("The NPU could not answer ({reason}), and opening \"{}\" on the processor failed too: {error}", entry.name),
+                )
+            })?;
+            let status = cpu.status();
+            let loaded = guard.insert(cpu);
+            tracing::warn!("npu: moving {} to the processor: {reason}", entry.name);
+            emit(ChatEvent::Fallback {
+                reason: if nothing_written {
+                    format!("The NPU could not answer: {reason} Hearth answered on the processor instead.")
+                } else {
+                    format!("The NPU stopped twice in the middle of an answer: {reason} Hearth keeps this model on the processor from now on; choose the NPU again in the model list to retry it.")
+                },
+                backend: BackendKind::Cpu,
+                model: status,
             });
-            Ok(())
+            if nothing_written {
+                result = turn.write(loaded, request(), emit);
+            }
         }
-        Err(AnswerError::NotStarted(error)) => Err(CommandError::new("context", error.to_string())),
+    }
+    turn.finish(result, emit)
+}
+
+/// Why an answer on the NPU failed, when FastFlowLM (not the conversation) was the cause.
+fn npu_failure(result: &Result<hearth_chat::Answer, AnswerError>) -> Option<String> {
+    match result {
+        Err(AnswerError::Failed {
+            error: error @ hearth_chat::BackendError::Failed { .. },
+            ..
+        })
+        | Err(AnswerError::NotStarted(hearth_chat::context::FitError::Backend(
+            error @ hearth_chat::BackendError::Failed { .. },
+        ))) => Some(error.to_string()),
+        _ => None,
+    }
+}
+
+/// One answer being written into a conversation: the saved turn and the text so far. A second
+/// attempt (on the processor after the NPU failed) writes into the same answer.
+struct Turn<'a> {
+    state: &'a AppState,
+    conversation_id: &'a str,
+    action: &'a ChatAction,
+    new_user_text: Option<&'a str>,
+    answer_id: Option<i64>,
+    text: String,
+    start_error: Option<CommandError>,
+}
+
+impl Turn<'_> {
+    /// Streams one attempt from `loaded`, saving the turn when it starts (once) and the text
+    /// as it grows.
+    fn write(
+        &mut self,
+        loaded: &mut LoadedModel,
+        request: AnswerRequest<'_>,
+        emit: &dyn Fn(ChatEvent),
+    ) -> Result<hearth_chat::Answer, AnswerError> {
+        let status = loaded.status();
+        let state = self.state;
+        let mut last_save = Instant::now();
+        let mut save_failed = false;
+        self.text.clear();
+        hearth_chat::answer(loaded.backend.as_mut(), request, &mut |event| {
+            match event {
+                AnswerEvent::Started(start) => {
+                    let assistant_message = match self.answer_id {
+                        Some(id) => lock(&state.store)
+                            .save_partial(id, "")
+                            .map(|()| None)
+                            .map_err(CommandError::from),
+                        None => {
+                            save_turn(state, self.conversation_id, self.action, self.new_user_text)
+                                .map(Some)
+                        }
+                    };
+                    match assistant_message {
+                        Ok(Some((user_message, assistant_message))) => {
+                            self.answer_id = Some(assistant_message.id);
+                            emit(ChatEvent::Started {
+                                user_message,
+                                assistant_message,
+                                prompt_tokens: start.prompt_tokens.tokens,
+                                context_limit: start.context_limit.unwrap_or(status.context_length),
+                                trimmed_messages: start.trimmed_messages,
+                                model: status.clone(),
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            self.start_error = Some(error);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
+                AnswerEvent::Text(piece) => {
+                    self.text.push_str(&piece);
+                    emit(ChatEvent::Token { text: piece });
+                    if last_save.elapsed() >= SAVE_EVERY {
+                        last_save = Instant::now();
+                        let saved = self
+                            .answer_id
+                            .map(|id| lock(&state.store).save_partial(id, &self.text));
+                        if let Some(Err(error)) = saved {
+                            // Keep answering: the text is on screen and the final save may work.
+                            if !save_failed {
+                                tracing::warn!("saving the answer so far failed: {error}");
+                            }
+                            save_failed = true;
+                        }
+                    }
+                }
+                AnswerEvent::Stats(live) => emit(ChatEvent::Stats(live)),
+            }
+            if state.cancel.load(Ordering::Acquire) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+    }
+
+    /// Saves how the answer ended and tells the UI.
+    fn finish(
+        self,
+        result: Result<hearth_chat::Answer, AnswerError>,
+        emit: &dyn Fn(ChatEvent),
+    ) -> CommandResult<()> {
+        if let Some(error) = self.start_error {
+            return Err(error);
+        }
+        let state = self.state;
+        let answer_id = match (&result, self.answer_id) {
+            (_, Some(id)) => id,
+            (Err(AnswerError::NotStarted(error)), None) => {
+                return Err(CommandError::new("context", error.to_string()))
+            }
+            (_, None) => {
+                return Err(CommandError::new(
+                    "model",
+                    "The model did not start answering. Try again.",
+                ))
+            }
+        };
+        match result {
+            Ok(answer) => {
+                let final_state = if answer.stop == hearth_chat::AnswerStop::Cancelled {
+                    MessageState::Stopped
+                } else {
+                    MessageState::Complete
+                };
+                let message = lock(&state.store).finish_message(
+                    answer_id,
+                    &answer.text,
+                    final_state,
+                    Some(&answer.receipt),
+                )?;
+                emit(ChatEvent::Done { message });
+                Ok(())
+            }
+            Err(AnswerError::Failed { text, error }) => {
+                tracing::warn!("answer failed: {error}");
+                let _ =
+                    lock(&state.store).finish_message(answer_id, &text, MessageState::Error, None);
+                emit(ChatEvent::Error {
+                    code: error.code().into(),
+                    message: format!(
+                        "The answer stopped with an error: {error}. What was written so far is saved."
+                    ),
+                });
+                Ok(())
+            }
+            Err(AnswerError::NotStarted(error)) => {
+                let _ = lock(&state.store).finish_message(answer_id, "", MessageState::Error, None);
+                Err(CommandError::new("context", error.to_string()))
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 /// An error as the UI receives it: `{ "code": "...", "message": "..." }`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
+#[derive(ts_rs::TS)]
 pub struct CommandError {
     /// Stable, machine-readable kind (`busy`, `not_found`, `invalid_input`, `model`, `storage`, ...).
     pub code: &'static str,

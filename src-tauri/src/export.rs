@@ -9,6 +9,7 @@ use hearth_chat::conversations::{Conversation, Role};
 /// Export file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(ts_rs::TS)]
 pub enum ExportFormat {
     /// Readable Markdown.
     Markdown,

@@ -10,6 +10,8 @@ pub mod answer;
 pub mod commands;
 pub mod error;
 pub mod export;
+pub mod fidelity;
+pub mod npu_model;
 pub mod paths;
 pub mod session;
 pub mod settings;
@@ -44,6 +46,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
             let paths = Paths::for_user(paths::find_demo_model(resources.as_deref()))?;
             tracing::info!("data folder: {}", paths.data_dir.display());
             let state = AppState::open(paths)?;
+            *state::lock(&state.cpu_threads) = commands::settings::load(app.handle()).threads;
             app.manage(state);
             Ok(())
         })
@@ -64,6 +67,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
             commands::chat::stop_answer,
             commands::npu::npu_status,
             commands::npu::power_sample,
+            commands::npu::compare_backends,
             commands::models::models_overview,
             commands::models::pull_model,
             commands::models::pause_download,

@@ -7,6 +7,8 @@ use hearth_chat::{Availability, BackendKind};
 use hearth_hub::{Store, DEMO_MODEL_NAME};
 use serde::Serialize;
 
+use crate::fidelity::{self, SelftestSummary};
+
 /// The places the desktop app reads and writes.
 #[derive(Debug, Clone)]
 pub struct Paths {
@@ -14,6 +16,8 @@ pub struct Paths {
     pub data_dir: PathBuf,
     /// `$XDG_CONFIG_HOME/hearth`: the remote server's settings.
     pub config_dir: PathBuf,
+    /// `$XDG_STATE_HOME/hearth`: FastFlowLM's log, the NPU self-test results.
+    pub state_dir: PathBuf,
     /// The bundled demo model folder, if found.
     pub demo_model: Option<PathBuf>,
     /// Where the NPU and power sensors are read: `/`, or a fixture tree from
@@ -30,6 +34,10 @@ impl Paths {
         Ok(Self {
             data_dir: base.data_dir().join("hearth"),
             config_dir: base.config_dir().join("hearth"),
+            state_dir: base
+                .state_dir()
+                .unwrap_or_else(|| base.data_dir())
+                .join("hearth"),
             demo_model,
             system_root: system_root_from_env(),
         })
@@ -76,7 +84,7 @@ pub fn system_root_from_env() -> PathBuf {
 }
 
 /// A model Hearth can open.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 pub struct LocalModel {
     /// Its name in the registry.
     pub name: String,
@@ -90,14 +98,47 @@ pub struct LocalModel {
     /// recorded).
     #[serde(skip)]
     pub sha256: Option<String>,
-    /// Where it can run on this computer, best first. The CPU (Hearth's own engine) runs
-    /// every local model.
+    /// Where it can run on this computer: Hearth's engine on the processor (every local
+    /// model), then the NPU through FastFlowLM, usable or with the reason why not.
     pub backends: Vec<Availability>,
+    /// How the NPU's answers compared with the processor's, once the self-test has run.
+    pub selftest: Option<SelftestSummary>,
 }
 
-/// Where a local model can run: Hearth's engine on the processor, always.
-fn local_backends() -> Vec<Availability> {
-    vec![Availability::usable(BackendKind::Cpu)]
+impl LocalModel {
+    /// Whether it can run on the NPU now.
+    pub fn runs_on_npu(&self) -> bool {
+        self.backends
+            .iter()
+            .any(|b| b.kind == BackendKind::Npu && b.usable)
+    }
+
+    /// Why it cannot run on the NPU (None when it can).
+    pub fn npu_reason(&self) -> Option<&str> {
+        self.backends
+            .iter()
+            .find(|b| b.kind == BackendKind::Npu)
+            .and_then(|b| b.reason.as_deref())
+    }
+}
+
+/// The demo model: it runs on the processor only (FastFlowLM runs registered models).
+fn demo_entry(dir: &Path) -> LocalModel {
+    LocalModel {
+        name: DEMO_MODEL_NAME.into(),
+        path: dir.to_path_buf(),
+        is_demo: true,
+        is_default: false,
+        sha256: None,
+        backends: vec![
+            Availability::usable(BackendKind::Cpu),
+            Availability::unusable(
+                BackendKind::Npu,
+                "the demo model runs on the processor only: FastFlowLM runs downloaded models",
+            ),
+        ],
+        selftest: None,
+    }
 }
 
 /// Registered models (the default first, then as the registry lists them), then the demo. A
@@ -107,32 +148,48 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
         Ok(list) => list,
         Err(error) => {
             tracing::warn!("models: the registry cannot be read: {error}");
-            return paths
-                .demo_model
-                .iter()
-                .map(|dir| LocalModel {
-                    name: DEMO_MODEL_NAME.into(),
-                    path: dir.clone(),
-                    is_demo: true,
-                    is_default: false,
-                    sha256: None,
-                    backends: local_backends(),
-                })
-                .collect();
+            return paths.demo_model.iter().map(|dir| demo_entry(dir)).collect();
         }
     };
+    let registered: Vec<&str> = installed
+        .iter()
+        .filter(|m| !m.builtin)
+        .map(|m| m.name.as_str())
+        .collect();
+    let mut npu = if registered.is_empty() {
+        Vec::new()
+    } else {
+        hearth_chat::npu::registry_availabilities(&paths.store().registry_path(), &registered)
+    }
+    .into_iter();
     let mut models: Vec<LocalModel> = installed
         .into_iter()
-        .map(|m| LocalModel {
-            sha256: ["model.q4nx", "model.safetensors"]
+        .map(|m| {
+            if m.builtin {
+                return LocalModel {
+                    is_default: m.is_default,
+                    ..demo_entry(&m.folder)
+                };
+            }
+            let sha256 = ["model.q4nx", "model.safetensors"]
                 .iter()
                 .find_map(|f| m.files.get(*f))
-                .map(|r| r.sha256.clone()),
-            name: m.name,
-            path: m.folder,
-            is_demo: m.builtin,
-            is_default: m.is_default,
-            backends: local_backends(),
+                .map(|r| r.sha256.clone());
+            let npu = npu.next().expect("one availability per registered model");
+            let selftest = npu
+                .usable
+                .then(|| fidelity::load(&paths.state_dir, &m.name, sha256.as_deref()))
+                .flatten()
+                .map(|saved| saved.summary());
+            LocalModel {
+                sha256,
+                name: m.name,
+                path: m.folder,
+                is_demo: false,
+                is_default: m.is_default,
+                backends: vec![Availability::usable(BackendKind::Cpu), npu],
+                selftest,
+            }
         })
         .collect();
     // The demo last: a downloaded model is the better start.
@@ -163,6 +220,7 @@ mod tests {
         let paths = Paths {
             data_dir: dir.path().join("data"),
             config_dir: dir.path().join("config"),
+            state_dir: dir.path().join("state"),
             demo_model: Some(demo),
             system_root: PathBuf::from("/"),
         };

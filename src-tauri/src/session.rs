@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use hearth_chat::npu::{NpuBackend, NpuEventSink, NpuOptions};
 use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendKind, CpuBackend};
 use serde::Serialize;
@@ -9,7 +10,7 @@ use serde::Serialize;
 use crate::paths::LocalModel;
 
 /// What the UI shows about the loaded model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct ModelStatus {
     /// Its name in the registry (a remote model: the server's id for it).
     pub name: String,
@@ -17,7 +18,7 @@ pub struct ModelStatus {
     pub path: PathBuf,
     /// Architecture family ("remote" for a model on a server).
     pub family: String,
-    /// Number of parameters (0 when unknown: a remote model).
+    /// Number of parameters (0 when unknown: a remote model, a model on the NPU).
     pub parameter_count: usize,
     /// Context length it was loaded with, in tokens (0: unknown, a server that does not say).
     pub context_length: usize,
@@ -43,6 +44,9 @@ pub struct LoadedModel {
     pub backend: Box<dyn Backend>,
     /// What it is: the local model, or None for a model on a remote server.
     pub entry: Option<LocalModel>,
+    /// Answers in a row that FastFlowLM failed (on the NPU; the app moves the model to the
+    /// processor after two).
+    pub npu_failures: u32,
     status: ModelStatus,
 }
 
@@ -84,6 +88,47 @@ impl LoadedModel {
         Ok(Self {
             backend: Box::new(cpu),
             entry: Some(entry.clone()),
+            npu_failures: 0,
+            status,
+        })
+    }
+
+    /// Loads the registered model `entry` onto the NPU through FastFlowLM (found as
+    /// `hearth_chat::npu::discover::Lookup::from_env` says) and waits until it answers.
+    /// Loading is reported to `events`; FastFlowLM's log goes to `state_dir`.
+    pub fn load_npu(
+        entry: &LocalModel,
+        registry: &std::path::Path,
+        state_dir: &std::path::Path,
+        events: NpuEventSink,
+    ) -> Result<Self, hearth_chat::BackendError> {
+        let mut npu = NpuBackend::open_found(registry, &entry.name, NpuOptions::new(state_dir))?;
+        npu.set_event_sink(events);
+        npu.start()?;
+        let info = npu.info();
+        let family = std::fs::read(entry.path.join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|c| c.get("model_type")?.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let status = ModelStatus {
+            name: entry.name.clone(),
+            path: entry.path.clone(),
+            family,
+            parameter_count: 0,
+            context_length: info.context_length.unwrap_or(0),
+            weight_format: "q4nx".into(),
+            backend_kind: info.kind,
+            backend: info.label.clone(),
+            device: info.device.clone(),
+            kernel: String::new(),
+            is_demo: entry.is_demo,
+            sha256: info.model_sha256.clone(),
+        };
+        Ok(Self {
+            backend: Box::new(npu),
+            entry: Some(entry.clone()),
+            npu_failures: 0,
             status,
         })
     }
@@ -98,6 +143,7 @@ impl LoadedModel {
         Ok(Self {
             backend: Box::new(remote),
             entry: None,
+            npu_failures: 0,
             status,
         })
     }

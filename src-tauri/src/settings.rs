@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Light, dark, or follow the desktop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(ts_rs::TS)]
 pub enum Theme {
     /// Follow the desktop's preference (the default).
     #[default]
@@ -23,6 +24,7 @@ pub enum Theme {
 /// App-wide settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[derive(ts_rs::TS)]
 pub struct Settings {
     /// Colour theme. Default: follow the system.
     pub theme: Theme,
@@ -34,7 +36,13 @@ pub struct Settings {
     pub max_tokens: usize,
     /// System prompt for new conversations. Default empty.
     pub system_prompt: String,
+    /// Processor threads Hearth's engine uses (1..=[`MAX_THREADS`]); None, the default: one per
+    /// physical core. Applies to the next model loaded.
+    pub threads: Option<usize>,
 }
+
+/// The most threads the setting accepts.
+pub const MAX_THREADS: usize = 256;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -44,6 +52,7 @@ impl Default for Settings {
             sampling: SamplingParams::default(),
             max_tokens: 1024,
             system_prompt: String::new(),
+            threads: None,
         }
     }
 }
@@ -54,6 +63,7 @@ impl Settings {
         self.font_size = self.font_size.clamp(12, 22);
         self.sampling = clamp_sampling(self.sampling);
         self.max_tokens = self.max_tokens.clamp(1, MAX_ANSWER_TOKENS);
+        self.threads = self.threads.map(|t| t.clamp(1, MAX_THREADS));
         self
     }
 

@@ -14,6 +14,7 @@ use crate::session::LoadedModel;
 /// How important a notice is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(ts_rs::TS)]
 pub enum NoticeLevel {
     /// Good to know.
     Info,
@@ -24,7 +25,7 @@ pub enum NoticeLevel {
 }
 
 /// A message shown to the user once, at the top of the window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 pub struct Notice {
     /// Importance.
     pub level: NoticeLevel,
@@ -49,6 +50,8 @@ pub struct AppState {
     pub cancel: Arc<AtomicBool>,
     /// Notices collected at start (database recovered, demo model in use).
     pub notices: Arc<Mutex<Vec<Notice>>>,
+    /// Processor threads for the next model loaded (the Threads setting; None: automatic).
+    pub cpu_threads: Arc<Mutex<Option<usize>>>,
 }
 
 /// Lock a mutex, recovering from a panic in another holder (the data stays usable).
@@ -79,6 +82,7 @@ impl AppState {
             busy: Arc::new(AtomicBool::new(false)),
             cancel: Arc::new(AtomicBool::new(false)),
             notices: Arc::new(Mutex::new(notices)),
+            cpu_threads: Arc::new(Mutex::new(None)),
         })
     }
 

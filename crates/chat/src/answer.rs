@@ -40,6 +40,7 @@ pub struct AnswerRequest<'a> {
 
 /// Live numbers while an answer is written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LiveStats {
     /// Answer pieces so far (about one per token).
     pub generated_tokens: usize,
@@ -123,6 +124,7 @@ impl AnswerStop {
 
 /// How an answer was made: stored with it, shown under it, printed by `hearth run --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Receipt {
     /// The model's name.
     pub model_name: String,

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// Where answers are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum BackendKind {
     /// Hearth's own engine on this computer's processor.
     Cpu,
@@ -73,6 +74,7 @@ impl FromStr for BackendKind {
 
 /// Whether a backend can run a given model now, and why not when it cannot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Availability {
     /// Which backend.
     pub kind: BackendKind,
@@ -155,6 +157,7 @@ pub struct Prompt {
 /// Timing fields a backend reports itself (FastFlowLM's and Hearth's server's `usage`), next to
 /// the wall-clock ones Hearth measures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BackendTimings {
     /// Seconds spent loading the model for this request.
     pub load_secs: Option<f64>,

@@ -74,6 +74,7 @@ pub enum StoreError {
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Role {
     /// The person.
     User,
@@ -104,6 +105,7 @@ impl Role {
 /// Where a message is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum MessageState {
     /// Finished normally.
     Complete,
@@ -141,6 +143,7 @@ impl MessageState {
 
 /// One message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Message {
     /// Database id (increasing in conversation order).
     pub id: i64,
@@ -158,6 +161,7 @@ pub struct Message {
 
 /// A conversation with its messages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Conversation {
     /// Id (hex).
     pub id: String,
@@ -175,6 +179,7 @@ pub struct Conversation {
 
 /// A line of the conversation list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConversationSummary {
     /// Id.
     pub id: String,

@@ -10,6 +10,7 @@ pub const MAX_ANSWER_TOKENS: usize = 32_768;
 /// The settings a conversation carries with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConversationSettings {
     /// Instructions given to the model before the conversation. Empty: none.
     pub system_prompt: String,

@@ -80,10 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let models = store.list()?;
     let registry = store.registry_path();
-    let npu: Vec<Availability> = models
-        .iter()
-        .map(|m| hearth_chat::npu::registry_availability(&registry, &m.name))
-        .collect();
+    let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+    let npu: Vec<Availability> = hearth_chat::npu::registry_availabilities(&registry, &names);
     if args.json {
         let listed: Vec<Listed> = models
             .iter()

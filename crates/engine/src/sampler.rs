@@ -9,6 +9,8 @@ use crate::Error;
 /// How the next token is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "Sampling"))]
 pub struct SamplingParams {
     /// Softmax temperature; 0 picks the most likely token (greedy). By default, 0.7.
     pub temperature: f32,

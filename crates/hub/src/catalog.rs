@@ -10,6 +10,7 @@ use crate::model_dir::WeightFormat;
 /// Where a model can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Backend {
     /// Hearth's own CPU engine.
     Cpu,
@@ -28,6 +29,7 @@ impl std::fmt::Display for Backend {
 
 /// One model of the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CatalogEntry {
     /// Short id users type: `hearth pull minicpm5-2b`.
     pub id: String,

@@ -21,6 +21,7 @@ mod demo;
 mod download;
 mod error;
 mod fsutil;
+pub use fsutil::write_atomic;
 mod hub_api;
 mod machine;
 mod model_dir;

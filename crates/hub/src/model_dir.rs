@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 /// How the weights are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum WeightFormat {
     /// `model.q4nx`: FastFlowLM's tiles, runs on the NPU and on Hearth's CPU engine.
     Q4nx,

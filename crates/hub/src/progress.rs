@@ -10,6 +10,8 @@ use serde::Serialize;
 /// The step a pull is at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "PullPhase"))]
 pub enum Phase {
     /// Asking the Hub which commit and files.
     Resolving,
@@ -32,6 +34,8 @@ pub enum Phase {
 /// A snapshot of a pull, sent to the progress callback (and over IPC to the app).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "PullProgress"))]
 pub struct Progress {
     /// Model name (folder name).
     pub name: String,

@@ -135,6 +135,7 @@ pub struct HearthFields {
 
 /// Size and checksum of one installed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileRecord {
     /// Bytes.
     pub size: u64,

@@ -120,6 +120,7 @@ fn user_name(root: &FsRoot, uid: u32) -> Option<String> {
 
 /// A process that has the NPU open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Holder {
     /// Process id.
     pub pid: u32,

@@ -20,6 +20,8 @@ pub const XDNA1_DEVICE: u64 = 0x1502;
 /// Which NPU generation a PCI device id is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "NpuGeneration"))]
 pub enum Generation {
     /// XDNA 2: Ryzen AI 300 and later; what FastFlowLM and Hearth's NPU path support.
     Xdna2,
@@ -48,6 +50,7 @@ impl Generation {
 
 /// An NPU with a driver bound and an accel entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NpuDevice {
     /// `accel0`.
     pub accel: String,
@@ -82,6 +85,7 @@ impl NpuDevice {
 /// What the system shows of an NPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Detection {
     /// An NPU with its accel entry (the node may still be missing or closed to this user).
     Found(NpuDevice),
@@ -150,6 +154,7 @@ pub fn detect(root: &FsRoot) -> Detection {
 
 /// The running kernel, from `/proc/sys/kernel/osrelease`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Kernel {
     /// "6.14.0-15-generic".
     pub release: String,

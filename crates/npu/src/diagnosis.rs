@@ -21,6 +21,8 @@ pub const MIN_FIRMWARE: FirmwareVersion = FirmwareVersion([1, 1, 0, 0]);
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "CheckStatus"))]
 pub enum Status {
     /// Fine.
     Ok,
@@ -35,6 +37,7 @@ pub enum Status {
 /// What a check looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum CheckId {
     /// Is there an XDNA 2 NPU with its driver?
     Device,
@@ -59,6 +62,8 @@ pub enum CheckId {
 
 /// One finding, in plain words.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "NpuCheck"))]
 pub struct Check {
     /// What was checked.
     pub id: CheckId,
@@ -88,6 +93,8 @@ impl Check {
 
 /// Everything the doctor found.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "NpuDiagnosis"))]
 pub struct Diagnosis {
     /// True when no check is a [`Status::Problem`]: the NPU path can run.
     pub ready: bool,

@@ -31,6 +31,7 @@ pub struct PhaseMark {
 /// Which power the joules integrate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Meter {
     /// The whole processor package (CPU + iGPU + NPU + SoC): what an answer costs the chip.
     Package,
@@ -60,6 +61,7 @@ impl Meter {
 
 /// Energy by one meter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MeterEnergy {
     /// The meter.
     pub meter: Meter,
@@ -79,6 +81,7 @@ pub struct MeterEnergy {
 
 /// Estimated battery use if generating went on for an hour.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BatteryUse {
     /// Mean discharge power while generating, W.
     pub average_watts: f64,
@@ -92,6 +95,7 @@ pub struct BatteryUse {
 /// battery, then NPU); `meters` has each meter apart. Deserializes too, so it can be stored with
 /// an answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct EnergyReport {
     /// Seconds of prefill.
     pub prefill_secs: f64,

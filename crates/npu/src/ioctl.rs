@@ -34,6 +34,7 @@ pub const SENSOR_RECORD_BYTES: usize = 168;
 /// What a sensor measures (`type` byte at 161).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum SensorKind {
     /// Power, in watts after scaling.
     Power,
@@ -47,6 +48,7 @@ pub enum SensorKind {
 
 /// One decoded sensor record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Sensor {
     /// `label[64]`, e.g. "Total Power".
     pub label: String,
@@ -110,6 +112,7 @@ pub fn encode_sensor(label: &str, kind: u8, input: u32, unitm: i8, units: &str) 
 
 /// NPU firmware version `major.minor.patch.build`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FirmwareVersion(pub [u32; 4]);
 
 impl std::fmt::Display for FirmwareVersion {

@@ -10,6 +10,7 @@ use serde::Serialize;
 /// A memlock limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Memlock {
     /// No limit.
     Unlimited,
@@ -30,6 +31,7 @@ impl std::fmt::Display for Memlock {
 
 /// The soft and hard memlock limits of this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MemlockLimits {
     /// The limit in force.
     pub soft: Memlock,

@@ -8,6 +8,7 @@ use serde::Serialize;
 /// `{"unavailable": "no amdgpu gpu_metrics file"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Metric<T> {
     /// A value read from `source`.
     Available {

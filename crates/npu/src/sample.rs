@@ -22,6 +22,7 @@ use std::path::Path;
 /// Power and utilization at one moment. Every field is a value with its source, or the reason
 /// it is missing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PowerSample {
     /// Seconds since telemetry started (0 for a one-off reading).
     pub t_secs: f64,

@@ -29,6 +29,7 @@ const LIB_DIRS: &[&str] = &[
 
 /// What was found of XRT.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct XrtInfo {
     /// Path of `libxrt_coreutil.so*`, if found.
     pub library: Option<String>,
@@ -143,6 +144,7 @@ pub fn find_xrt(root: &FsRoot) -> XrtInfo {
 
 /// What was found of FastFlowLM.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FlmInfo {
     /// Path of the executable (`flm` or the open-kernel fork `oflm`), if found.
     pub executable: Option<String>,

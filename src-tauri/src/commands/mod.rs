@@ -1,11 +1,12 @@
 //! The commands the UI calls, one module per area. Each parses its arguments, calls one function
-//! of the app or a crate, and maps the error to `CommandError`. A new area adds a module here,
-//! its commands to `generate_handler!` in lib.rs, to `COMMANDS` in build.rs and to
-//! capabilities/default.json.
+//! of the app or a crate, and maps the error to `CommandError`. A new command goes into
+//! `generate_handler!` in lib.rs and into [`names::COMMANDS`]; a test then says what else to
+//! update (the capability file, `npm run bindings`).
 
 pub mod chat;
 pub mod conversations;
 pub mod models;
+pub mod names;
 pub mod npu;
 pub mod remote;
 pub mod session;

@@ -30,6 +30,7 @@ pub struct ModelsState {
 /// Everything the Models view shows.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[derive(ts_rs::TS)]
 pub struct ModelsOverview {
     /// Memory and free disk of this machine.
     pub machine: Machine,
@@ -46,6 +47,7 @@ pub struct ModelsOverview {
 /// How a `pull_model` call ended.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[derive(ts_rs::TS)]
 pub struct PullResult {
     /// "installed", "already_installed", "paused" or "cancelled".
     pub outcome: &'static str,

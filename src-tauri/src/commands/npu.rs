@@ -9,10 +9,11 @@
 
 use std::sync::Mutex;
 
-use tauri::State;
+use tauri::{AppHandle, Runtime, State};
 
 use super::blocking;
 use crate::error::{CommandError, CommandResult};
+use crate::npu_model::{self, Comparison};
 use crate::state::AppState;
 
 /// The power sources, found on first use and kept so CPU use is measured between readings.
@@ -46,4 +47,19 @@ pub async fn power_sample(
         Ok(sources.sample(0.0))
     })
     .await
+}
+
+/// Answers `prompt` with the model `name` on the NPU and then on the processor, greedily, and
+/// returns both answers with their receipts (speed, time to first token, energy) and whether
+/// the texts agree.
+#[tauri::command]
+pub async fn compare_backends<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    name: String,
+    prompt: String,
+) -> CommandResult<Comparison> {
+    let state = state.inner().clone();
+    let progress = super::session::loading_events(app);
+    blocking(move || npu_model::compare(&state, &name, &prompt, progress)).await
 }

@@ -11,7 +11,7 @@ use crate::error::{CommandError, CommandResult};
 use crate::state::AppState;
 
 /// The saved remote server as the UI sees it: never the key itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 pub struct RemoteServer {
     /// `http://host:port` (or https).
     pub url: String,

@@ -2,17 +2,18 @@
 
 use hearth_chat::BackendKind;
 use serde::Serialize;
-use tauri::State;
+use tauri::{AppHandle, Emitter, Runtime, State};
 
 use super::blocking;
 use crate::answer::{self, MAX_MESSAGE_CHARS};
 use crate::error::{CommandError, CommandResult};
+use crate::npu_model::{self, ModelLoading};
 use crate::paths::{self, LocalModel};
 use crate::session::ModelStatus;
 use crate::state::{lock, AppState, Notice};
 
 /// What the UI needs at start.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppStatus {
     /// The loaded model, if any.
     pub model: Option<ModelStatus>,
@@ -56,10 +57,13 @@ pub fn list_local_models(state: State<'_, AppState>) -> Vec<LocalModel> {
     paths::local_models(&state.paths)
 }
 
-/// Load the model named `name`: a local one, or with `backend: "remote"` the model of that id
-/// on the saved remote server (answers then leave this computer).
+/// Load the model named `name`: a local one on the processor, with `backend: "npu"` on the NPU
+/// through FastFlowLM (loading is reported as `model-loading` events), or with
+/// `backend: "remote"` the model of that id on the saved remote server (answers then leave this
+/// computer).
 #[tauri::command]
-pub async fn select_model(
+pub async fn select_model<R: Runtime>(
+    app: AppHandle<R>,
     state: State<'_, AppState>,
     name: String,
     backend: Option<BackendKind>,
@@ -67,10 +71,7 @@ pub async fn select_model(
     let state = state.inner().clone();
     blocking(move || match backend {
         Some(BackendKind::Remote) => answer::load_remote_model(&state, &name),
-        Some(BackendKind::Npu) => Err(CommandError::new(
-            "unsupported",
-            "The app cannot run models on the NPU yet. Choose \"On this computer\" instead.",
-        )),
+        Some(BackendKind::Npu) => npu_model::load(&state, &name, loading_events(app)),
         Some(BackendKind::Cpu) | None => {
             let entry = paths::local_models(&state.paths)
                 .into_iter()
@@ -80,4 +81,13 @@ pub async fn select_model(
         }
     })
     .await
+}
+
+/// Sends loading progress to the UI as `model-loading` events.
+pub(crate) fn loading_events<R: Runtime>(app: AppHandle<R>) -> npu_model::Progress {
+    std::sync::Arc::new(move |loading: ModelLoading| {
+        if let Err(error) = app.emit(npu_model::LOADING_EVENT, &loading) {
+            tracing::warn!("could not send the loading state to the window: {error}");
+        }
+    })
 }

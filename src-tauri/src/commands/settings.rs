@@ -1,10 +1,11 @@
 //! App settings through tauri-plugin-store (used from Rust only).
 
-use tauri::{AppHandle, Runtime};
+use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_store::StoreExt;
 
 use crate::error::{CommandError, CommandResult};
 use crate::settings::Settings;
+use crate::state::{lock, AppState};
 
 /// The store file (in the app's data folder).
 pub const STORE_FILE: &str = "settings.json";
@@ -29,7 +30,11 @@ pub fn get_settings<R: Runtime>(app: AppHandle<R>) -> Settings {
 
 /// Save settings (values are clamped into range) and return what was stored.
 #[tauri::command]
-pub fn save_settings<R: Runtime>(app: AppHandle<R>, settings: Settings) -> CommandResult<Settings> {
+pub fn save_settings<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    settings: Settings,
+) -> CommandResult<Settings> {
     let settings = settings.clamped();
     let store = app
         .store(STORE_FILE)
@@ -41,5 +46,6 @@ pub fn save_settings<R: Runtime>(app: AppHandle<R>, settings: Settings) -> Comma
     store
         .save()
         .map_err(|e| CommandError::new("storage", format!("Settings could not be written to disk: {e}. Check that your data folder is writable.")))?;
+    *lock(&state.cpu_threads) = settings.threads;
     Ok(settings)
 }

@@ -50,6 +50,7 @@ pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
     let paths = Paths {
         data_dir: data.path().to_path_buf(),
         config_dir: data.path().join("config"),
+        state_dir: data.path().join("state"),
         demo_model: demo,
         system_root: hearth_desktop::paths::system_root_from_env(),
     };

@@ -506,23 +506,41 @@ pub fn npu_availability(entry: &FlmEntry) -> Availability {
 /// on the NPU here, with the reason when not (no FastFlowLM, too old, no engine or kernels for
 /// it, or not a registered model at all).
 pub fn registry_availability(registry: &Path, name: &str) -> Availability {
+    registry_availabilities(registry, &[name])
+        .pop()
+        .expect("one answer per name")
+}
+
+/// [`registry_availability`] for each of `names`, finding FastFlowLM and reading the registry
+/// once.
+pub fn registry_availabilities(registry: &Path, names: &[&str]) -> Vec<Availability> {
     let program = match find(&Lookup::from_env()) {
         Ok(program) => program,
-        Err(e) => return Availability::unusable(BackendKind::Npu, e.to_string()),
+        Err(e) => {
+            let reason = e.to_string();
+            return names
+                .iter()
+                .map(|_| Availability::unusable(BackendKind::Npu, reason.clone()))
+                .collect();
+        }
     };
     let file: Option<hearth_hub::registry::RegistryFile> = std::fs::read(registry)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    match file.as_ref().and_then(|f| f.find(name)) {
-        Some((_, _, entry)) => npu_support(&program, entry),
-        None => Availability::unusable(
-            BackendKind::Npu,
-            format!(
-                "{name} is not in Hearth's model registry, and FastFlowLM runs registered models \
-                 only (the built-in demo and model folders given by path run on the CPU)"
+    names
+        .iter()
+        .map(|name| match file.as_ref().and_then(|f| f.find(name)) {
+            Some((_, _, entry)) => npu_support(&program, entry),
+            None => Availability::unusable(
+                BackendKind::Npu,
+                format!(
+                    "{name} is not in Hearth's model registry, and FastFlowLM runs registered \
+                     models only (the built-in demo and model folders given by path run on the \
+                     CPU)"
+                ),
             ),
-        ),
-    }
+        })
+        .collect()
 }
 
 /// [`npu_support`] with `FLM_XCLBIN_PATH` given.

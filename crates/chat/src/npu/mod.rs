@@ -20,10 +20,10 @@ pub mod process;
 
 use std::path::PathBuf;
 
-pub use backend::{NpuBackend, NpuEvent, NpuOptions};
+pub use backend::{NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
 pub use discover::{
-    find, fold_validate, npu_availability, npu_status, npu_support, registry_availability,
-    validate, Flavor, FlmProgram, Lookup, ValidateReport, MIN_VERSION,
+    find, fold_validate, npu_availability, npu_status, npu_support, registry_availabilities,
+    registry_availability, validate, Flavor, FlmProgram, Lookup, ValidateReport, MIN_VERSION,
 };
 
 use crate::backend::{BackendError, FailureKind};

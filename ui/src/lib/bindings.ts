@@ -1,0 +1,1404 @@
+// Generated from the Rust types by src-tauri/tests/bindings.rs (ts-rs): do not edit.
+// After changing a type that crosses IPC, run `npm run bindings`.
+
+/**
+ * What the UI needs at start.
+ */
+export type AppStatus = { 
+/**
+ * The loaded model, if any.
+ */
+model: ModelStatus | null, 
+/**
+ * Why no model is loaded.
+ */
+model_error: string | null, 
+/**
+ * Notices not yet shown.
+ */
+notices: Array<Notice>, 
+/**
+ * Where Hearth keeps its data.
+ */
+data_dir: string, 
+/**
+ * The longest message, in characters.
+ */
+max_message_chars: number, };
+
+/**
+ * Whether a backend can run a given model now, and why not when it cannot.
+ */
+export type Availability = { 
+/**
+ * Which backend.
+ */
+kind: BackendKind, 
+/**
+ * True when it can answer with this model now.
+ */
+usable: boolean, 
+/**
+ * Why not, in plain words with what to do (None when usable).
+ */
+reason: string | null, };
+
+/**
+ * Where a model can run.
+ */
+export type Backend = "cpu" | "npu";
+
+/**
+ * Where answers are computed.
+ */
+export type BackendKind = "cpu" | "npu" | "remote";
+
+/**
+ * One side of a comparison: the answer and its receipt, or why it failed.
+ */
+export type BackendRun = { 
+/**
+ * The answer.
+ */
+text: string, 
+/**
+ * Speed, time to first token, energy, where it ran.
+ */
+receipt: Receipt, } | { 
+/**
+ * What happened, in plain words.
+ */
+error: string, };
+
+/**
+ * Timing fields a backend reports itself (FastFlowLM's and Hearth's server's `usage`), next to
+ * the wall-clock ones Hearth measures.
+ */
+export type BackendTimings = { 
+/**
+ * Seconds spent loading the model for this request.
+ */
+load_secs: number | null, 
+/**
+ * Seconds spent reading the prompt.
+ */
+prefill_secs: number | null, 
+/**
+ * Prompt tokens per second.
+ */
+prefill_tokens_per_s: number | null, 
+/**
+ * Seconds spent writing the answer.
+ */
+decode_secs: number | null, 
+/**
+ * Answer tokens per second.
+ */
+decode_tokens_per_s: number | null, };
+
+/**
+ * Estimated battery use if generating went on for an hour.
+ */
+export type BatteryUse = { 
+/**
+ * Mean discharge power while generating, W.
+ */
+average_watts: number, 
+/**
+ * Full battery capacity, Wh.
+ */
+capacity_wh: number, 
+/**
+ * Percent of a full battery per hour of continuous generation.
+ */
+percent_per_hour: number, };
+
+/**
+ * One model of the catalog.
+ */
+export type CatalogEntry = { 
+/**
+ * Short id users type: `hearth pull minicpm5-2b`.
+ */
+id: string, 
+/**
+ * Folder name once installed (and FastFlowLM's `name`).
+ */
+name: string, 
+/**
+ * FastFlowLM tag `family:size`, the two keys of its registry.
+ */
+tag: string, 
+/**
+ * Hugging Face repository `owner/name`.
+ */
+repo: string, 
+/**
+ * Branch, tag or commit to download.
+ */
+revision: string, 
+/**
+ * Weight format the repository holds.
+ */
+format: WeightFormat, 
+/**
+ * Approximate download size in bytes (the exact size is read from the Hub).
+ */
+download_bytes: number, 
+/**
+ * Approximate memory needed to run it, in bytes.
+ */
+memory_bytes: number, 
+/**
+ * Parameter count as written by its authors ("2.5B").
+ */
+parameters: string, 
+/**
+ * License of the weights.
+ */
+license: string, 
+/**
+ * Where it runs.
+ */
+backends: Array<Backend>, 
+/**
+ * Context length FastFlowLM uses by default.
+ */
+context_length: number, 
+/**
+ * Whether the model can reason (`<think>`).
+ */
+think: boolean, 
+/**
+ * FastFlowLM's `details.family` (picks its engine).
+ */
+flm_family: string, 
+/**
+ * Quantization as FastFlowLM names it.
+ */
+quantization: string, 
+/**
+ * One sentence for the Models view.
+ */
+description: string, 
+/**
+ * Caveats worth reading before downloading (may be empty).
+ */
+note: string, };
+
+/**
+ * One catalog model as the Models view shows it.
+ */
+export type CatalogItem = { 
+/**
+ * The catalog entry.
+ */
+entry: CatalogEntry, 
+/**
+ * Installed (registered) under its name.
+ */
+installed: boolean, 
+/**
+ * A paused or interrupted download of it.
+ */
+partial: PartialDownload | null, 
+/**
+ * Fit on this machine.
+ */
+fit: Fit, };
+
+/**
+ * What the user asked for.
+ */
+export type ChatAction = { "kind": "send", 
+/**
+ * Its text.
+ */
+content: string, } | { "kind": "regenerate" } | { "kind": "edit", 
+/**
+ * The user message to replace.
+ */
+message_id: number, 
+/**
+ * Its new text.
+ */
+content: string, };
+
+/**
+ * Events on the answer's Channel.
+ */
+export type ChatEvent = { "event": "started", "data": { 
+/**
+ * The saved user message (None when regenerating).
+ */
+user_message: Message | null, 
+/**
+ * The (empty) answer being written.
+ */
+assistant_message: Message, 
+/**
+ * Tokens of the prompt after trimming.
+ */
+prompt_tokens: number, 
+/**
+ * The model's context length.
+ */
+context_limit: number, 
+/**
+ * Oldest messages left out.
+ */
+trimmed_messages: number, 
+/**
+ * The model answering.
+ */
+model: ModelStatus, } } | { "event": "token", "data": { 
+/**
+ * Text to append.
+ */
+text: string, } } | { "event": "stats", "data": LiveStats } | { "event": "done", "data": { 
+/**
+ * The stored answer.
+ */
+message: Message, } } | { "event": "fallback", "data": { 
+/**
+ * What happened, in plain words.
+ */
+reason: string, 
+/**
+ * Where answers run now.
+ */
+backend: BackendKind, 
+/**
+ * The model as it runs now.
+ */
+model: ModelStatus, } } | { "event": "error", "data": { 
+/**
+ * Error code.
+ */
+code: string, 
+/**
+ * What happened.
+ */
+message: string, } };
+
+/**
+ * What a check looks at.
+ */
+export type CheckId = "device" | "kernel" | "firmware" | "access" | "memlock" | "xrt" | "fastflowlm" | "flm_validate" | "sensors";
+
+/**
+ * How a check came out.
+ */
+export type CheckStatus = "ok" | "info" | "warning" | "problem";
+
+/**
+ * An error as the UI receives it: `{ "code": "...", "message": "..." }`.
+ */
+export type CommandError = { 
+/**
+ * Stable, machine-readable kind (`busy`, `not_found`, `invalid_input`, `model`, `storage`, ...).
+ */
+code: string, 
+/**
+ * What happened and what the user can do, in plain words.
+ */
+message: string, };
+
+/**
+ * One prompt on the NPU and on the processor.
+ */
+export type Comparison = { 
+/**
+ * The answer on the NPU.
+ */
+npu: BackendRun, 
+/**
+ * The answer on the processor.
+ */
+cpu: BackendRun, 
+/**
+ * Whether both answered with the same text.
+ */
+texts_agree: boolean, };
+
+/**
+ * A conversation with its messages.
+ */
+export type Conversation = { 
+/**
+ * Id (hex).
+ */
+id: string, 
+/**
+ * Title shown in the list.
+ */
+title: string, 
+/**
+ * Unix seconds.
+ */
+created_at: number, 
+/**
+ * Unix seconds of the last change.
+ */
+updated_at: number, 
+/**
+ * System prompt and sampling.
+ */
+settings: ConversationSettings, 
+/**
+ * Messages, oldest first.
+ */
+messages: Array<Message>, };
+
+/**
+ * The settings a conversation carries with it.
+ */
+export type ConversationSettings = { 
+/**
+ * Instructions given to the model before the conversation. Empty: none.
+ */
+system_prompt: string, 
+/**
+ * Sampling for this conversation's answers.
+ */
+sampling: Sampling, 
+/**
+ * Longest answer, in tokens.
+ */
+max_tokens: number, 
+/**
+ * Ask reasoning models to think first (None: the model's default).
+ */
+enable_thinking: boolean | null, };
+
+/**
+ * A line of the conversation list.
+ */
+export type ConversationSummary = { 
+/**
+ * Id.
+ */
+id: string, 
+/**
+ * Title.
+ */
+title: string, 
+/**
+ * Unix seconds.
+ */
+created_at: number, 
+/**
+ * Unix seconds.
+ */
+updated_at: number, 
+/**
+ * Number of messages.
+ */
+message_count: number, 
+/**
+ * Text around the search match (when searching).
+ */
+snippet: string | null, };
+
+/**
+ * What the system shows of an NPU.
+ */
+export type Detection = { "state": "found" } & NpuDevice | { "state": "no_driver", 
+/**
+ * PCI address, `0000:c5:00.1`.
+ */
+pci_address: string, 
+/**
+ * The generation.
+ */
+generation: NpuGeneration, } | { "state": "not_found" };
+
+/**
+ * What one answer cost. The headline fields come from the best meter available (package, then
+ * battery, then NPU); `meters` has each meter apart. Deserializes too, so it can be stored with
+ * an answer.
+ */
+export type EnergyReport = { 
+/**
+ * Seconds of prefill.
+ */
+prefill_secs: number, 
+/**
+ * Seconds of decode.
+ */
+decode_secs: number, 
+/**
+ * Tokens of prompt read.
+ */
+prompt_tokens: number, 
+/**
+ * Tokens generated.
+ */
+generated_tokens: number, 
+/**
+ * The headline meter, `None` when no power reading was available.
+ */
+meter: Meter | null, 
+/**
+ * "package power: amdgpu hwmon4 power1_average (PPT)", or "unavailable: <reasons>".
+ */
+source: string, 
+/**
+ * Headline joules while reading the prompt.
+ */
+prefill_joules: number | null, 
+/**
+ * Headline joules while generating.
+ */
+decode_joules: number | null, 
+/**
+ * Headline joules for the whole answer.
+ */
+total_joules: number | null, 
+/**
+ * Headline joules per 1000 generated tokens (the whole answer's energy, prompt included,
+ * divided by the tokens it produced).
+ */
+joules_per_1000_tokens: number | null, 
+/**
+ * Every meter that had readings.
+ */
+meters: Array<MeterEnergy>, 
+/**
+ * Battery use per hour of generating, when on battery and the capacity is known.
+ */
+battery: BatteryUse | null, 
+/**
+ * Number of power samples taken.
+ */
+samples: number, };
+
+/**
+ * Export file format.
+ */
+export type ExportFormat = "markdown" | "json";
+
+/**
+ * Size and checksum of one installed file.
+ */
+export type FileRecord = { 
+/**
+ * Bytes.
+ */
+size: number, 
+/**
+ * Lowercase hex sha256 of the content.
+ */
+sha256: string, };
+
+/**
+ * NPU firmware version `major.minor.patch.build`.
+ */
+export type FirmwareVersion = [number, number, number, number];
+
+/**
+ * Whether a model fits, and a sentence saying so.
+ */
+export type Fit = { 
+/**
+ * The model's memory need is below the installed memory (with 2 GB left for the rest).
+ */
+memory: boolean, 
+/**
+ * The download fits in the free disk space.
+ */
+disk: boolean, 
+/**
+ * Plain-language hint.
+ */
+hint: string, };
+
+/**
+ * What was found of FastFlowLM.
+ */
+export type FlmInfo = { 
+/**
+ * Path of the executable (`flm` or the open-kernel fork `oflm`), if found.
+ */
+executable: string | null, 
+/**
+ * Its version ("0.9.43"), if it could be read.
+ */
+version: string | null, 
+/**
+ * Why the version is unknown, when it is.
+ */
+version_error: string | null, };
+
+/**
+ * A process that has the NPU open.
+ */
+export type Holder = { 
+/**
+ * Process id.
+ */
+pid: number, 
+/**
+ * `/proc/<pid>/comm`, e.g. `flm`.
+ */
+name: string, 
+/**
+ * `/proc/<pid>/cmdline` with spaces, when readable.
+ */
+command: string | null, };
+
+/**
+ * A model as `hearth list` and the app show it.
+ */
+export type InstalledModel = { 
+/**
+ * Folder name, what users type.
+ */
+name: string, 
+/**
+ * FastFlowLM tag `family:size` (empty for the built-in model).
+ */
+tag: string, 
+/**
+ * The model folder.
+ */
+folder: string, 
+/**
+ * Bytes on disk.
+ */
+sizeBytes: number, 
+/**
+ * Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `built-in`.
+ */
+source: string, 
+/**
+ * `owner/name` on the Hub, for downloads.
+ */
+repo: string | null, 
+/**
+ * Commit, for downloads.
+ */
+revision: string | null, 
+/**
+ * Catalog id, when it came from the catalog.
+ */
+catalogId: string | null, 
+/**
+ * Weight format.
+ */
+format: WeightFormat, 
+/**
+ * Where it runs.
+ */
+backends: Array<Backend>, 
+/**
+ * Whether it is the default model.
+ */
+isDefault: boolean, 
+/**
+ * Whether it ships with Hearth (cannot be removed).
+ */
+builtin: boolean, 
+/**
+ * Size and sha256 of every file (empty for the built-in model and foreign entries).
+ */
+files: { [key in string]: FileRecord }, };
+
+/**
+ * The running kernel, from `/proc/sys/kernel/osrelease`.
+ */
+export type Kernel = { 
+/**
+ * "6.14.0-15-generic".
+ */
+release: string, 
+/**
+ * (major, minor), when the release starts with them.
+ */
+version: [number, number] | null, };
+
+/**
+ * Live numbers while an answer is written.
+ */
+export type LiveStats = { 
+/**
+ * Answer pieces so far (about one per token).
+ */
+generated_tokens: number, 
+/**
+ * Seconds to the first piece, once it came.
+ */
+ttft_secs: number | null, 
+/**
+ * Speed since the first piece.
+ */
+tokens_per_second: number | null, 
+/**
+ * Seconds since the request.
+ */
+elapsed_secs: number, };
+
+/**
+ * Where loading a model onto the NPU has got to.
+ */
+export type LoadingStage = "starting" | "loading" | "checking" | "ready" | "failed" | "stopped";
+
+/**
+ * A model Hearth can open.
+ */
+export type LocalModel = { 
+/**
+ * Its name in the registry.
+ */
+name: string, 
+/**
+ * Its folder.
+ */
+path: string, 
+/**
+ * The bundled demo model.
+ */
+is_demo: boolean, 
+/**
+ * The model Hearth opens at start.
+ */
+is_default: boolean, 
+/**
+ * Where it can run on this computer: Hearth's engine on the processor (every local
+ * model), then the NPU through FastFlowLM, usable or with the reason why not.
+ */
+backends: Array<Availability>, 
+/**
+ * How the NPU's answers compared with the processor's, once the self-test has run.
+ */
+selftest: SelftestSummary | null, };
+
+/**
+ * Memory and disk of this machine.
+ */
+export type Machine = { 
+/**
+ * Installed memory in bytes.
+ */
+totalMemory: number, 
+/**
+ * Memory available now in bytes.
+ */
+availableMemory: number, 
+/**
+ * Free disk space where models are stored, in bytes.
+ */
+freeDisk: number, };
+
+/**
+ * A memlock limit.
+ */
+export type Memlock = "unlimited" | { "bytes": number };
+
+/**
+ * The soft and hard memlock limits of this process.
+ */
+export type MemlockLimits = { 
+/**
+ * The limit in force.
+ */
+soft: Memlock, 
+/**
+ * The most the process may raise it to without privileges.
+ */
+hard: Memlock, };
+
+/**
+ * One message.
+ */
+export type Message = { 
+/**
+ * Database id (increasing in conversation order).
+ */
+id: number, 
+/**
+ * Who wrote it.
+ */
+role: Role, 
+/**
+ * Its text.
+ */
+content: string, 
+/**
+ * Its state.
+ */
+state: MessageState, 
+/**
+ * How it was made (answers only).
+ */
+receipt: Receipt | null, 
+/**
+ * Unix seconds.
+ */
+created_at: number, };
+
+/**
+ * Where a message is in its life.
+ */
+export type MessageState = "complete" | "streaming" | "stopped" | "interrupted" | "error";
+
+/**
+ * Which power the joules integrate.
+ */
+export type Meter = "package" | "battery" | "npu";
+
+/**
+ * Energy by one meter.
+ */
+export type MeterEnergy = { 
+/**
+ * The meter.
+ */
+meter: Meter, 
+/**
+ * Where its readings came from (all distinct sources seen, joined).
+ */
+source: string, 
+/**
+ * Joules while reading the prompt.
+ */
+prefill_joules: number, 
+/**
+ * Joules while generating.
+ */
+decode_joules: number, 
+/**
+ * Prefill + decode.
+ */
+total_joules: number, 
+/**
+ * Mean power over the generation, W.
+ */
+average_watts: number, 
+/**
+ * Readings that had a value.
+ */
+readings: number, };
+
+/**
+ * A reading with its source, or the reason it is unavailable: never a silent zero.
+ *
+ * JSON: `{"value": 4.2, "source": "amdgpu gpu_metrics (card1) average_ipu_power"}` or
+ * `{"unavailable": "no amdgpu gpu_metrics file"}`.
+ */
+export type Metric<T> = { 
+/**
+ * The value, in the unit the field's name or doc states.
+ */
+value: T, 
+/**
+ * Where the value was read: file or interface and field.
+ */
+source: string, } | { 
+/**
+ * Why there is no value.
+ */
+unavailable: string, };
+
+/**
+ * What the UI shows while a model loads onto the NPU.
+ */
+export type ModelLoading = { 
+/**
+ * The model's name.
+ */
+model: string, 
+/**
+ * Where it is being loaded.
+ */
+backend: BackendKind, 
+/**
+ * How far it got.
+ */
+stage: LoadingStage, 
+/**
+ * In plain words.
+ */
+message: string, };
+
+/**
+ * What the UI shows about the loaded model.
+ */
+export type ModelStatus = { 
+/**
+ * Its name in the registry (a remote model: the server's id for it).
+ */
+name: string, 
+/**
+ * Folder (empty for a remote model).
+ */
+path: string, 
+/**
+ * Architecture family ("remote" for a model on a server).
+ */
+family: string, 
+/**
+ * Number of parameters (0 when unknown: a remote model, a model on the NPU).
+ */
+parameter_count: number, 
+/**
+ * Context length it was loaded with, in tokens (0: unknown, a server that does not say).
+ */
+context_length: number, 
+/**
+ * "q4nx" or "safetensors" ("" for a remote model).
+ */
+weight_format: string, 
+/**
+ * Where it runs.
+ */
+backend_kind: BackendKind, 
+/**
+ * The backend with detail, e.g. "cpu (avx2)".
+ */
+backend: string, 
+/**
+ * The device it runs on.
+ */
+device: string, 
+/**
+ * Kernel level in use (e.g. avx2; "" for a remote model).
+ */
+kernel: string, 
+/**
+ * The bundled demo model.
+ */
+is_demo: boolean, 
+/**
+ * sha256 of the weights file, when known.
+ */
+sha256: string | null, };
+
+/**
+ * Everything the Models view shows.
+ */
+export type ModelsOverview = { 
+/**
+ * Memory and free disk of this machine.
+ */
+machine: Machine, 
+/**
+ * The catalog with install state and fit hints.
+ */
+catalog: Array<CatalogItem>, 
+/**
+ * Installed models (the bundled demo first).
+ */
+installed: Array<InstalledModel>, 
+/**
+ * Paused or interrupted downloads.
+ */
+partial: Array<PartialDownload>, 
+/**
+ * Names of the downloads running now.
+ */
+downloading: Array<string>, };
+
+/**
+ * A message shown to the user once, at the top of the window.
+ */
+export type Notice = { 
+/**
+ * Importance.
+ */
+level: NoticeLevel, 
+/**
+ * Plain words.
+ */
+message: string, };
+
+/**
+ * How important a notice is.
+ */
+export type NoticeLevel = "info" | "warning" | "error";
+
+/**
+ * One finding, in plain words.
+ */
+export type NpuCheck = { 
+/**
+ * What was checked.
+ */
+id: CheckId, 
+/**
+ * How it came out.
+ */
+status: CheckStatus, 
+/**
+ * One sentence: what is the case.
+ */
+summary: string, 
+/**
+ * What to do about it, step by step, with exact commands; `None` when nothing is needed.
+ */
+fix: string | null, };
+
+/**
+ * An NPU with a driver bound and an accel entry.
+ */
+export type NpuDevice = { 
+/**
+ * `accel0`.
+ */
+accel: string, 
+/**
+ * `/dev/accel/accel0`.
+ */
+node: string, 
+/**
+ * PCI address from the `device` link, `0000:c5:00.1`.
+ */
+pci_address: string | null, 
+/**
+ * PCI device id.
+ */
+pci_device: number, 
+/**
+ * The generation.
+ */
+generation: NpuGeneration, 
+/**
+ * `vbnv`: "NPU Strix", "NPU Strix Halo", "NPU Krackan 1"...
+ */
+product: string | null, 
+/**
+ * `fw_version` as written.
+ */
+firmware_text: string | null, 
+/**
+ * `fw_version` parsed.
+ */
+firmware: FirmwareVersion | null, 
+/**
+ * The driver the `driver` link names (`amdxdna`).
+ */
+driver: string | null, };
+
+/**
+ * Everything the doctor found.
+ */
+export type NpuDiagnosis = { 
+/**
+ * True when no check is a [`Status::Problem`]: the NPU path can run.
+ */
+ready: boolean, 
+/**
+ * One line for a status bar: "NPU ready: NPU Strix (XDNA 2)" or what blocks it.
+ */
+summary: string, 
+/**
+ * What the system shows of the NPU.
+ */
+detection: Detection, 
+/**
+ * The running kernel.
+ */
+kernel: Kernel | null, 
+/**
+ * The memlock limits of this process.
+ */
+memlock: MemlockLimits | null, 
+/**
+ * XRT as found.
+ */
+xrt: XrtInfo, 
+/**
+ * FastFlowLM as found.
+ */
+fastflowlm: FlmInfo, 
+/**
+ * Processes holding the device.
+ */
+holders: Array<Holder>, 
+/**
+ * The driver's sensors, read once through the ioctl when the device opened.
+ */
+sensors: Metric<Array<Sensor>>, 
+/**
+ * The findings, in order.
+ */
+checks: Array<NpuCheck>, };
+
+/**
+ * Which NPU generation a PCI device id is.
+ */
+export type NpuGeneration = "xdna2" | "xdna1";
+
+/**
+ * A download that was paused or interrupted and can be resumed.
+ */
+export type PartialDownload = { 
+/**
+ * Model name.
+ */
+name: string, 
+/**
+ * `owner/name`.
+ */
+repo: string, 
+/**
+ * What the user asked for (catalog id or repo), to resume with.
+ */
+query: string, 
+/**
+ * Bytes already on disk.
+ */
+doneBytes: number, 
+/**
+ * Bytes of the whole model.
+ */
+totalBytes: number, };
+
+/**
+ * Power and utilization at one moment. Every field is a value with its source, or the reason
+ * it is missing.
+ */
+export type PowerSample = { 
+/**
+ * Seconds since telemetry started (0 for a one-off reading).
+ */
+t_secs: number, 
+/**
+ * NPU power, W.
+ */
+npu_watts: Metric<number>, 
+/**
+ * NPU busy, % (mean over its columns).
+ */
+npu_percent: Metric<number>, 
+/**
+ * Whole-package power (CPU + iGPU + NPU + SoC), W.
+ */
+package_watts: Metric<number>, 
+/**
+ * The laptop's draw from its battery, W, while discharging.
+ */
+battery_watts: Metric<number>, 
+/**
+ * CPU busy since the previous reading, %.
+ */
+cpu_percent: Metric<number>, 
+/**
+ * iGPU busy, %.
+ */
+igpu_percent: Metric<number>, };
+
+/**
+ * The step a pull is at.
+ */
+export type PullPhase = "resolving" | "downloading" | "retrying" | "validating" | "registering" | "done" | "paused" | "cancelled";
+
+/**
+ * A snapshot of a pull, sent to the progress callback (and over IPC to the app).
+ */
+export type PullProgress = { 
+/**
+ * Model name (folder name).
+ */
+name: string, 
+/**
+ * Current step.
+ */
+phase: PullPhase, 
+/**
+ * File being downloaded, if any.
+ */
+file: string | null, 
+/**
+ * Files fully downloaded so far.
+ */
+filesDone: number, 
+/**
+ * Files in the model.
+ */
+fileCount: number, 
+/**
+ * Bytes on disk so far, over all files (resumed bytes included).
+ */
+doneBytes: number, 
+/**
+ * Bytes of all files.
+ */
+totalBytes: number, 
+/**
+ * Recent speed in bytes per second (0 until known).
+ */
+bytesPerSec: number, 
+/**
+ * Seconds left at the recent speed, if known.
+ */
+etaSecs: number | null, 
+/**
+ * A plain-language note ("connection dropped, resuming at 1.2 GB").
+ */
+message: string | null, };
+
+/**
+ * How a `pull_model` call ended.
+ */
+export type PullResult = { 
+/**
+ * "installed", "already_installed", "paused" or "cancelled".
+ */
+outcome: string, 
+/**
+ * The model, when installed.
+ */
+model: InstalledModel | null, };
+
+/**
+ * How an answer was made: stored with it, shown under it, printed by `hearth run --json`.
+ */
+export type Receipt = { 
+/**
+ * The model's name.
+ */
+model_name: string, 
+/**
+ * sha256 of the weights file, when known.
+ */
+model_sha256: string | null, 
+/**
+ * Where it ran. Absent in receipts saved before backends existed: those ran on the CPU.
+ */
+backend_kind: BackendKind, 
+/**
+ * The backend with detail ("cpu (avx2)", "remote (http://...)").
+ */
+backend: string, 
+/**
+ * The device (CPU model name, NPU, server address).
+ */
+device: string, 
+/**
+ * Version of the program that ran the model, when not Hearth (FastFlowLM's).
+ */
+runtime_version: string | null, 
+/**
+ * Tokens the model read (after trimming).
+ */
+prompt_tokens: number, 
+/**
+ * Tokens it wrote.
+ */
+generated_tokens: number, 
+/**
+ * False when the token counts are estimates (a server that reported none).
+ */
+counts_exact: boolean, 
+/**
+ * Seconds from the request to the first answer text (wall clock, measured by Hearth).
+ */
+ttft_secs: number, 
+/**
+ * Seconds from the first answer text to the last (wall clock).
+ */
+decode_secs: number, 
+/**
+ * Decode speed (tokens after the first over `decode_secs`).
+ */
+tokens_per_second: number, 
+/**
+ * The backend's own timing fields, when it reports them.
+ */
+backend_timings: BackendTimings | null, 
+/**
+ * "end of turn", "length limit", "stopped", "context full", "stop string".
+ */
+stop_reason: string, 
+/**
+ * Oldest messages left out to fit the context.
+ */
+trimmed_messages: number, 
+/**
+ * Unix seconds.
+ */
+finished_at: number, 
+/**
+ * Energy of the answer (`npu::Telemetry`), when power could be read.
+ */
+energy: EnergyReport | null, };
+
+/**
+ * The saved remote server as the UI sees it: never the key itself.
+ */
+export type RemoteServer = { 
+/**
+ * `http://host:port` (or https).
+ */
+url: string, 
+/**
+ * `host:port`, to name the server in plain sentences.
+ */
+host: string, 
+/**
+ * The model last chosen on it.
+ */
+model: string | null, 
+/**
+ * Whether a key is saved.
+ */
+has_key: boolean, };
+
+/**
+ * What `remove` freed.
+ */
+export type Removed = { 
+/**
+ * Model name.
+ */
+name: string, 
+/**
+ * Bytes freed on disk.
+ */
+freedBytes: number, };
+
+/**
+ * Who wrote a message.
+ */
+export type Role = "user" | "assistant";
+
+/**
+ * How the next token is chosen.
+ */
+export type Sampling = { 
+/**
+ * Softmax temperature; 0 picks the most likely token (greedy). By default, 0.7.
+ */
+temperature: number, 
+/**
+ * Keep only the `top_k` most likely tokens; 0 keeps all. By default, 40.
+ */
+top_k: number, 
+/**
+ * Keep the smallest set of tokens whose probability reaches `top_p`; 1 keeps all.
+ * By default, 0.95.
+ */
+top_p: number, 
+/**
+ * Drop tokens less likely than `min_p` times the most likely one; 0 keeps all.
+ * By default, 0.05.
+ */
+min_p: number, 
+/**
+ * Divide positive (multiply negative) logits of tokens already in the context by this;
+ * 1 disables it. By default, 1.0.
+ */
+repetition_penalty: number, 
+/**
+ * Seed of the random source. By default, 0.
+ */
+seed: number, };
+
+/**
+ * What the Models view shows about a model's self-test.
+ */
+export type SelftestSummary = { 
+/**
+ * Prompts whose NPU and CPU answers are identical.
+ */
+identical: number, 
+/**
+ * Prompts compared.
+ */
+total: number, 
+/**
+ * One plain sentence.
+ */
+summary: string, };
+
+/**
+ * One decoded sensor record.
+ */
+export type Sensor = { 
+/**
+ * `label[64]`, e.g. "Total Power".
+ */
+label: string, 
+/**
+ * What it measures.
+ */
+kind: SensorKind, 
+/**
+ * `input x 10^unitm`: the current value in base units (W, %, °C).
+ */
+value: number, 
+/**
+ * `units[16]` as the driver wrote it (informative only: it changed from "mW" to "W").
+ */
+units: string, 
+/**
+ * `status[64]`.
+ */
+status: string, };
+
+/**
+ * What a sensor measures (`type` byte at 161).
+ */
+export type SensorKind = "power" | "column_utilization" | "temperature" | { "other": number };
+
+/**
+ * App-wide settings.
+ */
+export type Settings = { 
+/**
+ * Colour theme. Default: follow the system.
+ */
+theme: Theme, 
+/**
+ * Base text size in CSS pixels (12..=22). Default 15.
+ */
+font_size: number, 
+/**
+ * Sampling for new conversations.
+ */
+sampling: Sampling, 
+/**
+ * Longest answer for new conversations, in tokens. Default 1024.
+ */
+max_tokens: number, 
+/**
+ * System prompt for new conversations. Default empty.
+ */
+system_prompt: string, 
+/**
+ * Processor threads Hearth's engine uses (1..=[`MAX_THREADS`]); None, the default: one per
+ * physical core. Applies to the next model loaded.
+ */
+threads: number | null, };
+
+/**
+ * Light, dark, or follow the desktop.
+ */
+export type Theme = "system" | "light" | "dark";
+
+/**
+ * How the weights are stored.
+ */
+export type WeightFormat = "q4nx" | "safetensors";
+
+/**
+ * What was found of XRT.
+ */
+export type XrtInfo = { 
+/**
+ * Path of `libxrt_coreutil.so*`, if found.
+ */
+library: string | null, 
+/**
+ * XRT version ("2.20.0"), from the library name or the package database.
+ */
+version: string | null, 
+/**
+ * Path of the NPU plugin `libxrt_driver_xdna.so*`, if found.
+ */
+npu_plugin: string | null, 
+/**
+ * Path of `xrt-smi`, if found.
+ */
+xrt_smi: string | null, };
