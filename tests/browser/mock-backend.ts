@@ -124,17 +124,27 @@ async function startAnswer(args: Json) {
     if (action.kind === 'edit') {
       const at = c.messages.findIndex((m: Json) => m.id === action.message_id);
       c.messages = c.messages.slice(0, at);
+      c.versions = c.versions.filter((v: Json) => c.messages.some((m: Json) => m.id === v.message_id));
     }
     user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now() };
     c.messages.push(user);
     if (c.title === 'New conversation') c.title = action.content.slice(0, 60);
   } else if (action.kind === 'regenerate') {
-    while (c.messages.length && c.messages[c.messages.length - 1].role === 'assistant') c.messages.pop();
+    // As the backend does: the answers written again are kept as versions of the new one.
+    const taken: Json[] = [];
+    while (c.messages.length && c.messages[c.messages.length - 1].role === 'assistant') taken.unshift(c.messages.pop());
+    c.pendingVersions = taken.flatMap((m: Json) => [
+      ...c.versions.filter((v: Json) => v.message_id === m.id),
+      ...(m.content.trim() ? [{ message_id: m.id, content: m.content, state: m.state, receipt: m.receipt, created_at: m.created_at }] : []),
+    ]);
+    c.versions = c.versions.filter((v: Json) => !taken.some((m) => m.id === v.message_id));
   } else {
     fail('invalid_input', `unknown action ${JSON.stringify(action)}`);
   }
   const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now() };
   c.messages.push(answer);
+  c.versions.push(...(c.pendingVersions ?? []).map((v: Json) => ({ ...v, message_id: answer.id })));
+  c.pendingVersions = [];
   busy = true;
   cancelled = false;
   let index = 0;
@@ -286,12 +296,15 @@ mockIPC(async (cmd, raw) => {
     }
     case 'create_conversation': {
       const id = `c${nextId++}`;
-      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [] };
+      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [], versions: [] as Json[] };
       conversations.set(id, c);
+      const { seq: _seq, ...shown } = c;
+      return structuredClone(shown);
+    }
+    case 'get_conversation': {
+      const { seq: _seq, pendingVersions: _pending, ...c } = get(args.id);
       return structuredClone(c);
     }
-    case 'get_conversation':
-      return structuredClone(get(args.id));
     case 'rename_conversation':
       get(args.id).title = args.title; // the order is kept: updated_at does not change
       return null;

@@ -447,7 +447,16 @@ test('regenerate and edit-and-resend write a new answer and scroll to it', async
   await page.evaluate(() => { window.__mock.answer = 'Second answer'; });
   await page.getByRole('button', { name: 'Write this answer again' }).click();
   await page.getByTestId('assistant-message').getByText('Second answer').waitFor();
-  assert((await page.getByTestId('assistant-message').count()) === 1, 'regenerate replaces, not adds');
+  assert((await page.getByTestId('assistant-message').count()) === 1, 'regenerate writes a new version, not a second answer');
+  await page.getByTestId('send-button').waitFor();
+  const versions = page.getByTestId('answer-versions');
+  assert((await versions.textContent()).includes('2/2'), `the earlier answer is kept: ${await versions.textContent()}`);
+  await page.getByRole('button', { name: 'Earlier version of this answer' }).click();
+  await page.getByTestId('assistant-message').getByText('First answer').waitFor();
+  await page.getByRole('button', { name: 'Later version of this answer' }).click();
+  await page.getByTestId('assistant-message').getByText('Second answer').waitFor();
+  const seeds = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'start_answer').length);
+  assert(seeds === 2, 'one call per answer');
   await page.evaluate(() => { window.__mock.answer = 'Edited answer\n\n' + 'more\n\n'.repeat(40) + 'THE END'; });
   await page.getByRole('button', { name: 'Edit and resend this message' }).click();
   await page.getByLabel('Edit your message').fill('Question one, edited');

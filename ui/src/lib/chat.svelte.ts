@@ -4,6 +4,7 @@
 import type { Api } from './api';
 import { BackendError } from './api';
 import type {
+  AnswerVersion,
   AppStatus,
   BackendKind,
   ChatAction,
@@ -532,9 +533,22 @@ export class ChatStore {
         const { user_message, assistant_message } = event.data;
         let messages = conversation.messages;
         if (action.kind === 'regenerate') {
-          while (messages.length > 0 && messages[messages.length - 1].role === 'assistant') {
-            messages = messages.slice(0, -1);
+          // The answers written again become earlier versions of the new one (as the backend
+          // keeps them), each after its own earlier versions.
+          const kept: AnswerVersion[] = [];
+          const earlier = conversation.versions ?? [];
+          let at = messages.length;
+          while (at > 0 && messages[at - 1].role === 'assistant') at--;
+          for (const old of messages.slice(at)) {
+            kept.push(...earlier.filter((v) => v.message_id === old.id));
+            if (old.content.trim()) kept.push({ message_id: old.id, content: old.content, state: old.state, receipt: old.receipt, created_at: old.created_at });
           }
+          const replaced = new Set(messages.slice(at).map((m) => m.id));
+          conversation.versions = [
+            ...earlier.filter((v) => !replaced.has(v.message_id)),
+            ...kept.map((v) => ({ ...v, message_id: assistant_message.id })),
+          ];
+          messages = messages.slice(0, at);
         } else if (action.kind === 'edit') {
           const at = messages.findIndex((m) => m.id === action.message_id);
           if (at >= 0) messages = messages.slice(0, at);

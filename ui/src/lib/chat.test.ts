@@ -122,6 +122,29 @@ describe('ChatStore', () => {
     expect(store.fallbacks[2]).toBe('The NPU stopped answering.');
   });
 
+  it('keeps a regenerated answer as an earlier version of the new one', async () => {
+    let round = 0;
+    const store = new ChatStore(
+      fakeApi((action) => {
+        round++;
+        const answer = message(round * 10, 'assistant', '');
+        const events: ChatEvent[] = [
+          { event: 'started', data: { user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: answer, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+          { event: 'done', data: { message: { ...answer, content: `answer ${round}` } } },
+        ];
+        return events;
+      }),
+    );
+    await store.send('q');
+    await store.regenerate();
+    await store.regenerate();
+    expect(store.current?.messages.map((m) => m.content)).toEqual(['q', 'answer 3']);
+    expect(store.current?.versions?.map((v) => [v.message_id, v.content])).toEqual([
+      [30, 'answer 1'],
+      [30, 'answer 2'],
+    ]);
+  });
+
   it('keeps the list order when a conversation is renamed', async () => {
     const api = { renameConversation: async () => {} } as unknown as Api;
     const store = new ChatStore(api);

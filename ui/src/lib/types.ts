@@ -79,6 +79,16 @@ export interface Message {
   created_at: number;
 }
 
+/** An earlier answer, kept when the answer was written again (hearth_chat AnswerVersion). */
+export interface AnswerVersion {
+  /** The answer now shown in its place. */
+  message_id: number;
+  content: string;
+  state: MessageState;
+  receipt: Receipt | null;
+  created_at: number;
+}
+
 export interface Conversation {
   id: string;
   title: string;
@@ -86,6 +96,8 @@ export interface Conversation {
   updated_at: number;
   settings: ConversationSettings;
   messages: Message[];
+  /** Earlier versions of its answers, oldest first. */
+  versions?: AnswerVersion[];
 }
 
 /** The loaded model and where it runs. */
