@@ -569,10 +569,14 @@ test('settings: sections, the theme kept, sampling under Advanced with plain lab
   assert((await view.getByTestId('data-dir').textContent()) === '/data', 'says where conversations live');
 });
 
-test('delete all conversations asks first', async ({ page }) => {
-  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+test('export all into a chosen folder, and delete all after asking', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.pickedFolder = '/home/ana/Chats'; });
   await sendAndWait(page, 'One');
   await page.keyboard.press('Control+,');
+  await page.getByRole('button', { name: 'Export all as Markdown…' }).click();
+  await page.getByTestId('toast').getByText('Exported one conversation to /home/ana/Chats').waitFor();
+  const exported = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'export_conversation').map((c) => c.args.path));
+  assert(JSON.stringify(exported) === '["/home/ana/Chats"]', `the folder is handed to the backend, which names the files: ${exported}`);
   await page.getByRole('button', { name: 'Delete all conversations…' }).click();
   await page.getByRole('button', { name: 'Delete all', exact: true }).click();
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 0);

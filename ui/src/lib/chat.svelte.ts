@@ -311,11 +311,8 @@ export class ChatStore {
       const dir = await this.api.pickFolder('Choose a folder for the exported conversations');
       if (dir === null) return;
       const all = await this.api.listConversations('');
-      const extension = format === 'json' ? 'json' : 'md';
-      for (const c of all) {
-        const stem = c.title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'conversation';
-        await this.api.exportConversation(c.id, format, `${dir}/${stem}-${c.id.slice(0, 8)}.${extension}`);
-      }
+      // Given a folder, the backend picks a new name per conversation and replaces nothing.
+      for (const c of all) await this.api.exportConversation(c.id, format, dir);
       this.toast('info', `Exported ${all.length === 1 ? 'one conversation' : `${all.length} conversations`} to ${dir}`);
     } catch (error) {
       this.fail(error);
