@@ -507,7 +507,8 @@ impl Turn<'_> {
 }
 
 /// Saves the turn an answer begins: the user's new message (unless regenerating) and an empty
-/// answer being written; a regenerate or edit first drops what it replaces.
+/// answer being written; an edit first drops what it replaces, a regenerate keeps the answers
+/// it replaces as earlier versions of the new one.
 fn save_turn(
     state: &AppState,
     conversation_id: &str,
@@ -515,11 +516,14 @@ fn save_turn(
     new_user_text: Option<&str>,
 ) -> CommandResult<(Option<Message>, Message)> {
     let store = lock(&state.store);
-    match action {
-        ChatAction::Send { .. } => {}
-        ChatAction::Regenerate => store.drop_trailing_answers(conversation_id)?,
-        ChatAction::Edit { message_id, .. } => store.truncate_from(conversation_id, *message_id)?,
-    }
+    let earlier = match action {
+        ChatAction::Send { .. } => Vec::new(),
+        ChatAction::Regenerate => store.take_trailing_answers(conversation_id)?,
+        ChatAction::Edit { message_id, .. } => {
+            store.truncate_from(conversation_id, *message_id)?;
+            Vec::new()
+        }
+    };
     let user = match new_user_text {
         Some(text) => {
             Some(store.add_message(conversation_id, Role::User, text, MessageState::Complete)?)
@@ -532,6 +536,7 @@ fn save_turn(
         "",
         MessageState::Streaming,
     )?;
+    store.keep_versions(answer.id, &earlier)?;
     Ok((user, answer))
 }
 

@@ -89,13 +89,33 @@ pub fn file_stem(title: &str) -> String {
     }
 }
 
+fn render(c: &Conversation, format: ExportFormat) -> (&'static str, String) {
+    match format {
+        ExportFormat::Markdown => ("md", to_markdown(c)),
+        ExportFormat::Json => ("json", to_json(c)),
+    }
+}
+
+/// Write the export to `path`, a file the user chose in the save dialog (which asked before
+/// replacing one). Written beside it under a temporary name first, then renamed.
+pub fn write_to(path: &Path, c: &Conversation, format: ExportFormat) -> std::io::Result<PathBuf> {
+    let (_, text) = render(c, format);
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".partial");
+    let tmp = path.with_file_name(tmp_name);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(path.to_path_buf())
+}
+
 /// Write the export into `dir` under a name that does not overwrite anything; returns the path.
 pub fn write(dir: &Path, c: &Conversation, format: ExportFormat) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
-    let (ext, text) = match format {
-        ExportFormat::Markdown => ("md", to_markdown(c)),
-        ExportFormat::Json => ("json", to_json(c)),
-    };
+    let (ext, text) = render(c, format);
     let stem = file_stem(&c.title);
     let mut path = dir.join(format!("{stem}.{ext}"));
     let mut n = 2;
@@ -144,6 +164,7 @@ mod tests {
                     created_at: 2,
                 },
             ],
+            versions: Vec::new(),
         }
     }
 
@@ -172,5 +193,19 @@ mod tests {
         assert_eq!(a.file_name().unwrap(), "Tides moon.md");
         assert_eq!(b.file_name().unwrap(), "Tides moon (2).md");
         assert_eq!(file_stem("///"), "conversation");
+    }
+
+    #[test]
+    fn a_chosen_path_is_written_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("my chat.json");
+        let written = write_to(&path, &sample(), ExportFormat::Json).unwrap();
+        assert_eq!(written, path);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["conversation"]["title"], "Tides / moon?");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "only the export itself is left");
+        assert!(write_to(Path::new("/"), &sample(), ExportFormat::Json).is_err());
     }
 }

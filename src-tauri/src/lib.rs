@@ -36,6 +36,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
     };
     builder
         .plugin(tauri_plugin_store::Builder::new().build())
+        // Import's folder picker and export's save dialog.
+        .plugin(tauri_plugin_dialog::init())
         .manage(std::sync::Arc::new(commands::npu::PowerState::default()))
         .manage(std::sync::Arc::new(commands::models::ModelsState::default()))
         .setup(move |app| {
@@ -82,9 +84,18 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
         ])
 }
 
-/// Start the desktop app.
+/// Start the desktop app. A second launch does not open a second copy (and a second model in
+/// memory): it brings the running window to the front.
 pub fn run() -> anyhow::Result<()> {
-    configure(tauri::Builder::default(), None)
+    let builder =
+        tauri::Builder::default().plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.unminimize();
+                let _ = window.show();
+                let _ = window.set_focus();
+            }
+        }));
+    configure(builder, None)
         .run(tauri::generate_context!())
         .map_err(|e| anyhow::anyhow!("the Hearth window could not start: {e}"))
 }

@@ -86,6 +86,28 @@ fn conversations_are_created_renamed_searched_exported_and_deleted() {
     .unwrap();
     let text = std::fs::read_to_string(path.as_str().unwrap()).unwrap();
     assert!(text.starts_with("# Garden plans"));
+    // The save dialog's choice: written exactly there.
+    let chosen_dir = tempfile::tempdir().unwrap();
+    let chosen = chosen_dir.path().join("garden.json");
+    let written = invoke(
+        &app,
+        "export_conversation",
+        json!({"id": id, "format": "json", "path": chosen.display().to_string()}),
+    )
+    .unwrap();
+    assert_eq!(written.as_str().unwrap(), chosen.display().to_string());
+    assert!(std::fs::read_to_string(&chosen)
+        .unwrap()
+        .contains("\"title\": \"Garden plans\""));
+    // A folder (export all): a new file beside what is there, which stays untouched.
+    let into_folder = invoke(
+        &app,
+        "export_conversation",
+        json!({"id": id, "format": "json", "path": chosen_dir.path().display().to_string()}),
+    )
+    .unwrap();
+    assert_ne!(into_folder.as_str().unwrap(), written.as_str().unwrap());
+    assert!(std::path::Path::new(into_folder.as_str().unwrap()).starts_with(chosen_dir.path()));
     invoke(&app, "delete_conversation", json!({"id": id})).unwrap();
     assert!(invoke(&app, "list_conversations", json!({}))
         .unwrap()
@@ -145,10 +167,14 @@ fn an_answer_from_a_real_model_is_saved_with_its_receipt() {
     );
     assert!(receipt["prompt_tokens"].as_u64().unwrap() > 0);
     assert_eq!(receipt["model_name"], "demo");
-    // regenerate replaces the answer
+    // regenerate replaces the answer and keeps the first one as an earlier version
     invoke(&app, "start_answer", json!({"conversationId": c["id"], "action": {"kind": "regenerate"}, "onEvent": "__CHANNEL__:10"})).unwrap();
     let again = invoke(&app, "get_conversation", json!({"id": c["id"]})).unwrap();
     assert_eq!(again["messages"].as_array().unwrap().len(), 2);
+    let versions = again["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{again}");
+    assert_eq!(versions[0]["content"], messages[1]["content"]);
+    assert_eq!(versions[0]["message_id"], again["messages"][1]["id"]);
     // stop with nothing running does nothing
     invoke(&app, "stop_answer", json!({})).unwrap();
 }

@@ -1,7 +1,9 @@
 // An in-memory stand-in for the Rust side, installed with mockIPC before the UI loads. It keeps
 // conversations, streams answers over the Channel token by token (with a delay, so Stop can be
-// tested), and can be steered from a test through window.__mock.
+// tested), loads models onto a pretend NPU with `model-loading` events, answers the system
+// dialogs, and can be steered from a test through window.__mock.
 import { mockIPC } from '@tauri-apps/api/mocks';
+import { emit } from '@tauri-apps/api/event';
 import { modelsCommand } from './mock-models';
 
 type Json = Record<string, any>;
@@ -12,6 +14,15 @@ interface MockControl {
   failStart: { code: string; message: string } | null;
   promptTokens: number;
   contextLimit: number;
+  /** Models on this computer besides the demo (name -> whether the NPU can run it). */
+  npuModels: Record<string, boolean>;
+  /** Milliseconds select_model takes on the NPU. */
+  npuLoadMs: number;
+  /** Send a `fallback` event after this many tokens (null: never). */
+  fallbackAfter: number | null;
+  /** What the folder and save dialogs return (null: the user cancelled). */
+  pickedFolder: string | null;
+  savePath: string | null;
   calls: { cmd: string; args: Json }[];
 }
 
@@ -21,6 +32,11 @@ const control: MockControl = {
   failStart: null,
   promptTokens: 12,
   contextLimit: 512,
+  npuModels: {},
+  npuLoadMs: 300,
+  fallbackAfter: null,
+  pickedFolder: '/home/ana/models/MyModel',
+  savePath: '/home/ana/Documents/chat.md',
   calls: [],
 };
 (window as any).__mock = control;
@@ -108,17 +124,27 @@ async function startAnswer(args: Json) {
     if (action.kind === 'edit') {
       const at = c.messages.findIndex((m: Json) => m.id === action.message_id);
       c.messages = c.messages.slice(0, at);
+      c.versions = c.versions.filter((v: Json) => c.messages.some((m: Json) => m.id === v.message_id));
     }
     user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now() };
     c.messages.push(user);
     if (c.title === 'New conversation') c.title = action.content.slice(0, 60);
   } else if (action.kind === 'regenerate') {
-    while (c.messages.length && c.messages[c.messages.length - 1].role === 'assistant') c.messages.pop();
+    // As the backend does: the answers written again are kept as versions of the new one.
+    const taken: Json[] = [];
+    while (c.messages.length && c.messages[c.messages.length - 1].role === 'assistant') taken.unshift(c.messages.pop());
+    c.pendingVersions = taken.flatMap((m: Json) => [
+      ...c.versions.filter((v: Json) => v.message_id === m.id),
+      ...(m.content.trim() ? [{ message_id: m.id, content: m.content, state: m.state, receipt: m.receipt, created_at: m.created_at }] : []),
+    ]);
+    c.versions = c.versions.filter((v: Json) => !taken.some((m) => m.id === v.message_id));
   } else {
     fail('invalid_input', `unknown action ${JSON.stringify(action)}`);
   }
   const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now() };
   c.messages.push(answer);
+  c.versions.push(...(c.pendingVersions ?? []).map((v: Json) => ({ ...v, message_id: answer.id })));
+  c.pendingVersions = [];
   busy = true;
   cancelled = false;
   let index = 0;
@@ -135,6 +161,9 @@ async function startAnswer(args: Json) {
     count++;
     answer.content += piece;
     send({ event: 'token', data: { text: piece } });
+    if (control.fallbackAfter === count) {
+      send({ event: 'fallback', data: { reason: 'The NPU stopped answering (FastFlowLM exited).', backend: 'cpu' } });
+    }
     const secs = (performance.now() - first) / 1000;
     send({ event: 'stats', data: { generated_tokens: count, ttft_secs: (first - started) / 1000, tokens_per_second: count > 1 && secs > 0 ? (count - 1) / secs : null, elapsed_secs: (performance.now() - started) / 1000 } });
   }
@@ -187,6 +216,37 @@ function mockEnergy(tokens: number) {
   };
 }
 
+/** select_model of a local model; on the NPU it takes a while and says so through events. */
+async function loadLocal(name: string, backend: 'npu' | 'cpu') {
+  const stage = (s: string, message: string) => emit('model-loading', { model: name, backend, stage: s, message });
+  if (backend === 'npu') {
+    if (!control.npuModels[name]) fail('npu', 'This model cannot run on the NPU here: FastFlowLM is not installed.');
+    await stage('starting', 'Starting FastFlowLM…');
+    await new Promise((r) => setTimeout(r, control.npuLoadMs / 2));
+    await stage('loading', 'Loading the weights onto the NPU (about 1.3 GB)…');
+    await new Promise((r) => setTimeout(r, control.npuLoadMs / 2));
+    await stage('ready', '');
+  }
+  current = {
+    ...model, name, path: `/models/${name}`, is_demo: false, context_length: 4096, sha256: 'cd34',
+    backend_kind: backend, backend: backend === 'npu' ? 'npu-flm (FastFlowLM 0.9)' : 'cpu (avx2)', device: backend === 'npu' ? 'NPU Strix (XDNA 2)' : 'Mock CPU',
+  };
+  return current;
+}
+
+function compareBackends(args: Json) {
+  const receipt = (kind: string, tps: number, ttft: number, joules: number) => ({
+    model_name: args.name, model_sha256: 'cd34', backend_kind: kind, backend: kind, device: kind, runtime_version: null, counts_exact: true,
+    backend_timings: null, prompt_tokens: 12, generated_tokens: 40, ttft_secs: ttft, decode_secs: 40 / tps, tokens_per_second: tps,
+    stop_reason: 'end of turn', trimmed_messages: 0, finished_at: now(), energy: { ...mockEnergy(40), total_joules: joules },
+  });
+  return {
+    npu: { text: 'Blue light scatters more.', receipt: receipt('npu', 21.5, 0.42, 4.1) },
+    cpu: { text: 'Blue light scatters more.', receipt: receipt('cpu', 9.8, 0.9, 18.7) },
+    texts_agree: true,
+  };
+}
+
 mockIPC(async (cmd, raw) => {
   const args = (raw ?? {}) as Json;
   control.calls.push({ cmd, args: { ...args, onEvent: undefined } });
@@ -194,7 +254,17 @@ mockIPC(async (cmd, raw) => {
     case 'app_status':
       return { model: current, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
     case 'list_local_models':
-      return [{ name: 'demo', path: '/models/demo', is_demo: true, is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }] }];
+      return [
+        { name: 'demo', path: '/models/demo', is_demo: true, is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }], selftest: null },
+        ...Object.entries(control.npuModels).map(([name, usable]) => ({
+          name, path: `/models/${name}`, is_demo: false, is_default: false,
+          backends: [
+            ...(usable ? [{ kind: 'npu', usable: true, reason: null }] : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]),
+            { kind: 'cpu', usable: true, reason: null },
+          ],
+          selftest: usable ? { identical: 3, total: 3, summary: 'All 3 answers matched the processor word for word.' } : null,
+        })),
+      ];
     case 'select_model':
       if (args.backend === 'remote') {
         if (!remote) fail('not_found', 'No remote server is set. Add one in Settings, under Remote server.');
@@ -206,9 +276,12 @@ mockIPC(async (cmd, raw) => {
         };
         return current;
       }
-      if (args.name !== 'demo') fail('not_found', `There is no model called "${args.name}" on this computer.`);
-      current = model;
-      return model;
+      if (args.name === 'demo') {
+        current = model;
+        return model;
+      }
+      if (!(args.name in control.npuModels)) fail('not_found', `There is no model called "${args.name}" on this computer.`);
+      return loadLocal(args.name, args.backend === 'npu' ? 'npu' : 'cpu');
     case 'get_settings':
       return settings;
     case 'save_settings':
@@ -223,14 +296,17 @@ mockIPC(async (cmd, raw) => {
     }
     case 'create_conversation': {
       const id = `c${nextId++}`;
-      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [] };
+      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [], versions: [] as Json[] };
       conversations.set(id, c);
+      const { seq: _seq, ...shown } = c;
+      return structuredClone(shown);
+    }
+    case 'get_conversation': {
+      const { seq: _seq, pendingVersions: _pending, ...c } = get(args.id);
       return structuredClone(c);
     }
-    case 'get_conversation':
-      return structuredClone(get(args.id));
     case 'rename_conversation':
-      get(args.id).title = args.title;
+      get(args.id).title = args.title; // the order is kept: updated_at does not change
       return null;
     case 'delete_conversation':
       get(args.id);
@@ -241,7 +317,13 @@ mockIPC(async (cmd, raw) => {
       return null;
     case 'export_conversation':
       get(args.id);
-      return `/home/user/Downloads/export.${args.format === 'json' ? 'json' : 'md'}`;
+      return args.path ?? `/home/user/Downloads/export.${args.format === 'json' ? 'json' : 'md'}`;
+    case 'plugin:dialog|open':
+      return control.pickedFolder;
+    case 'plugin:dialog|save':
+      return control.savePath;
+    case 'compare_backends':
+      return compareBackends(args);
     case 'start_answer':
       return startAnswer(args);
     case 'stop_answer':
@@ -259,4 +341,4 @@ mockIPC(async (cmd, raw) => {
       fail('unknown_command', `mock backend: unknown command ${cmd}`);
     }
   }
-});
+}, { shouldMockEvents: true });

@@ -26,6 +26,8 @@ export const modelsControl = {
   steps: 25,
   /** Free disk reported (bytes). */
   freeDisk: 50 * GB,
+  /** When set, the next download fails with this message (as the hub words a network error). */
+  failPull: null as string | null,
 };
 (window as any).__mockModels = modelsControl;
 
@@ -40,6 +42,15 @@ let defaultName: string | null = null;
 
 function fail(code: string, message: string): never {
   throw { code, message };
+}
+
+/** The models a test put on this computer through window.__mock.npuModels (mock-backend.ts). */
+function localOnly(): Json[] {
+  const names = Object.keys((window as any).__mock?.npuModels ?? {});
+  return names.filter((name) => !installed.some((i) => i.name === name)).map((name) => ({
+    name, tag: '', folder: `/models/${name}`, sizeBytes: 1.3 * GB, source: 'imported', repo: null, revision: null, catalogId: null,
+    format: 'q4nx', backends: ['npu', 'cpu'], isDefault: false, builtin: false, files: {},
+  }));
 }
 
 function machine() {
@@ -60,7 +71,7 @@ function overview() {
         fit: { memory, disk, hint: disk ? `Fits: needs about ${entry.memory_bytes / GB} GB of memory` : 'Not enough free disk' },
       };
     }),
-    installed: installed.map((i) => ({ ...i, isDefault: i.name === defaultName })),
+    installed: [...installed, ...localOnly()].map((i) => ({ ...i, isDefault: i.name === defaultName })),
     partial: [...partial.values()],
     downloading: [...running.keys()],
   };
@@ -70,6 +81,11 @@ async function pull(args: Json) {
   const entry = catalog.find((c) => c.id === args.query || c.repo === args.query);
   if (!entry) fail('not_found', `hub: ${args.query} (revision main) was not found on the mock Hub.`);
   if (running.has(entry.name)) fail('busy', `hub: ${entry.name} is already being downloaded.`);
+  if (modelsControl.failPull) {
+    const message = modelsControl.failPull;
+    modelsControl.failPull = null;
+    fail('network', message);
+  }
   if (installed.some((i) => i.name === entry.name)) return { outcome: 'already_installed', model: installed.find((i) => i.name === entry.name) };
   const channel = args.onProgress as { id: number };
   let index = 0;

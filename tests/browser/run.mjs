@@ -1,8 +1,10 @@
 // Browser tests: the built UI (ui/dist) in headless Chromium against the mocked IPC backend in
 // mock-backend.ts, served over loopback HTTP with the app's content security policy.
 // Usage: node tests/browser/run.mjs   (build the UI first: npm run build:ui)
+// SCREENSHOTS=docs node tests/browser/run.mjs also saves the README's screenshots there.
+// Tests are plain async functions with a tiny runner (no test framework to install).
 import { createServer } from 'node:http';
-import { readFile, readFile as rf } from 'node:fs/promises';
+import { mkdir, readFile, readFile as rf } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, extname, normalize, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,7 +65,7 @@ const browser = await chromium.launch({
 });
 
 /** A fresh page with the mock backend; collects errors, CSP violations and outside requests. */
-async function openApp() {
+async function openApp(before) {
   const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
   const page = await context.newPage();
   const problems = [];
@@ -75,6 +77,7 @@ async function openApp() {
     if (!r.url().startsWith(url)) problems.push(`request outside the app: ${r.url()}`);
   });
   await page.addInitScript(mockScript);
+  if (before) await page.addInitScript(before);
   // The app runs with Tauri's freezePrototype: do the same here so the UI is tested that way.
   if (conf.app.security.freezePrototype) await page.addInitScript(() => Object.freeze(Object.prototype));
   await page.addInitScript(() => {
@@ -91,24 +94,159 @@ async function send(page, text) {
   await page.getByTestId('send-button').click();
 }
 
+async function sendAndWait(page, text) {
+  await send(page, text);
+  await page.getByTestId('answer-line').last().waitFor();
+  await page.getByTestId('send-button').waitFor();
+}
+
 function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
 
 const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
+/** `before` runs in the page before the app starts (to steer window.__mock). */
+const test = (name, fn, before) => tests.push({ name, fn, before });
 
-test('first start opens on the demo model and says so', async ({ page }) => {
-  await page.getByText('tiny demo model', { exact: false }).first().waitFor();
-  assert(await page.getByText('Get a real model').isVisible(), 'points to the model manager');
-  const runsOn = await page.getByTestId('stats-backend').textContent();
-  assert(runsOn.includes('cpu') && runsOn.includes('Mock CPU'), `backend and device shown, got ${runsOn}`);
-  assert((await page.getByTestId('model-picker').inputValue()) === 'cpu:demo', 'model picker shows the demo');
-  const option = await page.getByTestId('model-picker').locator('option[value="cpu:demo"]').textContent();
-  assert(option.includes('On this computer'), `says where it runs: ${option}`);
+/** What is wrong with the layout now: the page scrolling, the shell's regions outside the window
+ *  or on top of each other, header items overlapping, a message list too small to read. */
+async function layoutProblems(page) {
+  return page.evaluate(() => {
+    const bad = [];
+    const W = window.innerWidth;
+    const H = window.innerHeight;
+    const doc = document.scrollingElement;
+    if (doc.scrollHeight > H + 1 || doc.scrollWidth > W + 1) bad.push(`the page is ${doc.scrollWidth}x${doc.scrollHeight} in a ${W}x${H} window`);
+    if (window.scrollX !== 0 || window.scrollY !== 0) bad.push(`the page is scrolled to ${window.scrollX},${window.scrollY}`);
+    for (const el of [document.documentElement, document.body, document.getElementById('app'), document.querySelector('.app'), document.querySelector('.main')]) {
+      if (el && (el.scrollTop !== 0 || el.scrollLeft !== 0)) bad.push(`${el.className || el.tagName} is scrolled`);
+    }
+    const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden'; };
+    const rect = (el) => el.getBoundingClientRect();
+    const name = (el) => el.dataset.testid || el.className || el.tagName;
+    const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    const regions = ['[data-testid="sidebar"]', '[data-testid="header"]', '[data-testid="message-list"]', '.composer-wrap', '.page-head', '.page-body', '.bar-error']
+      .flatMap((s) => [...document.querySelectorAll(s)]).filter(visible);
+    for (const el of regions) {
+      const r = rect(el);
+      if (r.left < -1 || r.top < -1 || r.right > W + 1 || r.bottom > H + 1) bad.push(`${name(el)} leaves the window: ${Math.round(r.left)},${Math.round(r.top)} to ${Math.round(r.right)},${Math.round(r.bottom)}`);
+    }
+    for (let i = 0; i < regions.length; i++) {
+      for (let j = i + 1; j < regions.length; j++) {
+        if (overlap(rect(regions[i]), rect(regions[j]))) bad.push(`${name(regions[i])} overlaps ${name(regions[j])}`);
+      }
+    }
+    const header = document.querySelector('[data-testid="header"]');
+    const items = [...header.children].filter(visible).filter((el) => !el.classList.contains('spacer'));
+    const hr = rect(header);
+    for (let i = 0; i < items.length; i++) {
+      const a = rect(items[i]);
+      if (a.left < hr.left - 1 || a.right > hr.right + 1 || a.top < hr.top - 1 || a.bottom > hr.bottom + 1) bad.push(`header item ${name(items[i])} sticks out of the header`);
+      for (let j = i + 1; j < items.length; j++) if (overlap(a, rect(items[j]))) bad.push(`header items ${name(items[i])} and ${name(items[j])} overlap`);
+    }
+    const list = document.querySelector('[data-testid="message-list"]');
+    if (list && rect(list).height < 60) bad.push(`the message list is only ${Math.round(rect(list).height)} px high`);
+    for (const id of ['send-button', 'chat-input']) {
+      const el = document.querySelector(`[data-testid="${id}"]`);
+      if (el && visible(el)) {
+        const r = rect(el);
+        if (r.bottom > H + 1 || r.right > W + 1) bad.push(`${id} is outside the window`);
+      }
+    }
+    return bad;
+  });
+}
+
+async function openView(page, view) {
+  if (view === 'chat') return;
+  await page.getByTestId('header-menu').click();
+  const label = { models: 'Manage models…', performance: 'Performance', settings: 'Settings' }[view];
+  await page.getByRole('menu').getByRole('button', { name: label }).click();
+  await page.getByTestId(`${view}-view`).waitFor();
+}
+
+const SIZES = [[640, 480], [800, 600], [1280, 800], [1920, 1080]];
+const VIEWS = ['chat', 'models', 'performance', 'settings'];
+
+test('every view fits at 640x480, 800x600, 1280x800 and 1920x1080, and at the largest text size', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'A long answer. '.repeat(120); });
+  await sendAndWait(page, 'Write a long answer');
+  const problems = [];
+  for (const fontSize of [15, 22]) {
+    await page.evaluate((px) => document.documentElement.style.setProperty('--font-size', `${px}px`), fontSize);
+    for (const view of VIEWS) {
+      for (const [width, height] of SIZES) {
+        await page.setViewportSize({ width, height });
+        if (view !== 'chat') await openView(page, view);
+        await page.waitForTimeout(50);
+        for (const p of await layoutProblems(page)) problems.push(`${view} at ${width}x${height}, text ${fontSize}px: ${p}`);
+        if (view !== 'chat') await page.getByRole('button', { name: /^Close/ }).first().click();
+      }
+    }
+  }
+  assert(problems.length === 0, problems.join('\n'));
 });
 
-test('a message streams an answer with live tokens/s and a receipt', async ({ page }) => {
+test('editing a message focuses the box, and typing, Space or the wheel never scroll the shell', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Answer line.\n\n'.repeat(60); });
+  await page.setViewportSize({ width: 800, height: 600 });
+  await sendAndWait(page, 'First question');
+  await page.getByRole('button', { name: 'Edit and resend this message' }).click();
+  const box = page.getByLabel('Edit your message');
+  await box.waitFor();
+  assert(await box.evaluate((el) => el === document.activeElement), 'the edit box has the focus');
+  await page.keyboard.type(' more');
+  await page.keyboard.press('Space');
+  assert((await box.inputValue()) === 'First question more ', `typed text reached the box: ${await box.inputValue()}`);
+  await page.mouse.move(400, 580);
+  await page.mouse.wheel(0, 2000);
+  await page.mouse.move(400, 200);
+  await page.mouse.wheel(0, 4000);
+  await page.waitForTimeout(100);
+  const problems = await layoutProblems(page);
+  assert(problems.length === 0, problems.join('\n'));
+  assert(await page.getByTestId('send-button').count() === 0, 'one Send while editing: the composer hides its own');
+});
+
+test('below 760 px the conversation list is a drawer behind the menu button', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'About apples');
+  await page.setViewportSize({ width: 683, height: 600 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="sidebar"]'));
+  assert((await layoutProblems(page)).length === 0, 'the chat has the whole window');
+  await page.getByTestId('sidebar-toggle').click();
+  const sidebar = page.getByTestId('sidebar');
+  await sidebar.waitFor();
+  const box = await sidebar.boundingBox();
+  assert(box.x >= 0 && box.x + box.width <= 683, 'the drawer is inside the window');
+  await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="sidebar"]'));
+  await page.getByTestId('sidebar-toggle').click();
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.querySelector('[data-testid="sidebar"]'));
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await sidebar.waitFor();
+  await page.getByTestId('sidebar-toggle').click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="sidebar"]'));
+  assert((await layoutProblems(page)).length === 0, 'the list can be hidden on a wide window too');
+});
+
+test('first start: one welcome card for the demo, then a slim chip, remembered', async ({ page }) => {
+  const card = page.getByTestId('welcome-card');
+  await card.waitFor();
+  assert((await page.getByText('tiny demo model', { exact: false }).count()) === 1, 'the demo is announced once');
+  assert((await page.getByTestId('toast').count()) === 0, 'no duplicate notice about the demo');
+  await card.getByRole('button', { name: 'Try the demo first' }).click();
+  await page.getByTestId('demo-chip').waitFor();
+  await page.reload();
+  await page.getByTestId('chat-input').waitFor();
+  await page.getByTestId('demo-chip').waitFor();
+  assert((await page.getByTestId('welcome-card').count()) === 0, 'the closed card stays closed after a restart');
+  await page.getByTestId('demo-chip').click();
+  await page.getByTestId('models-view').waitFor();
+});
+
+test('a message streams an answer with a grey line of numbers and the receipt under Details', async ({ page }) => {
   await send(page, 'Hello there');
   const answer = page.getByTestId('assistant-message').last();
   await answer.getByText('mock', { exact: true }).waitFor();
@@ -116,29 +254,125 @@ test('a message streams an answer with live tokens/s and a receipt', async ({ pa
   const text = await answer.textContent();
   assert(text.includes('Hello! I am a mock answer.'), `answer text: ${text}`);
   assert((await answer.locator('strong').textContent()) === 'mock', 'markdown rendered');
-  const rate = await page.getByTestId('stats-tokens-per-second').textContent();
-  assert(/^\d+(\.\d)? tok\/s$/.test(rate), `tokens/s figure: ${rate}`);
-  assert(/ms|s$/.test(await page.getByTestId('stats-ttft').textContent()), 'time to first token shown');
-  assert((await answer.locator('.receipt summary').textContent()).includes('tokens'), 'receipt attached');
+  const line = await answer.getByTestId('answer-line').textContent();
+  assert(/^\d+(\.\d)? tok\/s · \d+ ms to first word · 16\.5 J$/.test(line), `speed, first word and energy: ${line}`);
+  assert((await page.locator('.stats, [aria-label="Live numbers"]').count()) === 0, 'no stats footer');
+  await answer.locator('.receipt > summary').click();
+  const receipt = await answer.locator('.receipt').textContent();
+  assert(receipt.includes("this computer's processor") && receipt.includes('16.5 J'), `plain facts first: ${receipt}`);
+  assert(!(await answer.getByText('ab12').isVisible()), 'the hash is under the technical details');
   const list = page.getByTestId('conversation-list');
   assert((await list.textContent()).includes('Hello there'), 'conversation listed under its first message');
-  assert((await page.locator('[aria-live="polite"]').count()) === 0, 'live region only while streaming');
+  assert((await list.textContent()).includes('Today'), 'grouped by day');
+  assert((await page.locator('[aria-live="polite"][aria-busy]').count()) === 0, 'live region only while streaming');
+});
+
+test('the status item says where answers run and opens Performance with live watts and the chart', async ({ page }) => {
+  const item = page.getByTestId('status-item');
+  assert((await item.textContent()).includes('Running on the processor'), `status: ${await item.textContent()}`);
+  await item.click();
+  await page.getByTestId('performance-view').waitFor();
+  await page.waitForFunction(() => /^\d+(\.\d)? W$/.test(document.querySelector('[data-testid="stats-power"]')?.textContent ?? ''));
+  const title = await page.getByTestId('stats-power').getAttribute('title');
+  assert(title === 'from amdgpu hwmon4 power1_input (PPT)', `power figure names its source, got ${title}`);
+  await page.waitForFunction(() => document.querySelector('[data-testid="power-chart"] polyline') !== null);
+  assert((await page.getByTestId('npu-line').textContent()).includes('The NPU is ready.'), 'NPU state shown');
+});
+
+test('no NPU at all: one neutral line, no warning and no fixes', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  const line = page.getByTestId('npu-line');
+  await page.waitForFunction(() => document.querySelector('[data-testid="npu-line"]')?.textContent.includes('no NPU'));
+  assert((await line.textContent()).includes('This computer has no NPU; Hearth uses the processor.'), await line.textContent());
+  assert((await page.getByTestId('npu-how-to-fix').count()) === 0, 'nothing to fix');
+  assert((await page.getByText('BIOS').count()) === 0, 'no advice for hardware that is not there');
+  const color = await line.evaluate((el) => getComputedStyle(el).color);
+  const muted = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--fg-muted'));
+  assert(color !== 'rgb(194, 65, 12)', `not the warning colour (${color}, muted ${muted})`);
+}, () => {
+  window.__mockNpu = { ready: false, summary: 'No NPU', detection: { state: 'not_found' }, checks: [{ id: 'device', status: 'problem', summary: 'No NPU was found', fix: 'Check the BIOS.' }, { id: 'memlock', status: 'problem', summary: 'memlock', fix: 'x' }] };
+});
+
+test('an NPU that needs work: a plain sentence, and How to fix shows only the first step with copyable commands', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  await page.getByTestId('npu-how-to-fix').click();
+  const help = page.getByTestId('npu-help');
+  await help.waitFor();
+  const text = await help.textContent();
+  assert(text.includes('No permission to open /dev/accel/accel0'), `first step: ${text}`);
+  assert(!text.includes('Locked-memory'), 'later steps wait until the first is done');
+  assert((await help.locator('pre code').textContent()) === 'sudo usermod -aG render ana', 'the command in its own block');
+  await help.getByRole('button', { name: 'Copy this command' }).click();
+}, () => {
+  window.__mockNpu = {
+    ready: false, summary: 'NPU not ready (2 problems)', detection: { state: 'found' },
+    checks: [
+      { id: 'xrt', status: 'ok', summary: 'XRT 2.20.0 with the NPU plugin', fix: null },
+      { id: 'access', status: 'problem', summary: 'No permission to open /dev/accel/accel0: it belongs to the render group', fix: 'Add yourself to the group: `sudo usermod -aG render ana`. Then log out and log back in.' },
+      { id: 'memlock', status: 'problem', summary: 'Locked-memory limit is 8 MiB; the NPU runtime needs unlimited', fix: 'Allow unlimited locked memory.' },
+    ],
+  };
+});
+
+test('the picker offers a model on the NPU or the processor, shows the NPU loading, and ends with Manage models', async ({ page }) => {
+  const picker = page.getByTestId('model-picker');
+  await page.waitForFunction(() => document.querySelector('[data-testid="model-picker"] option[value="npu:Llama-3.2-1B-NPU2"]'));
+  assert((await picker.locator('option').last().textContent()) === 'Manage models…', 'Manage models… last');
+  const reason = await picker.locator('option[value="npu:Qwen3-0.6B"]').textContent();
+  assert(reason.includes('FastFlowLM is not installed') && (await picker.locator('option[value="npu:Qwen3-0.6B"]').isDisabled()), `the NPU's reason in plain words: ${reason}`);
+  await picker.selectOption('npu:Llama-3.2-1B-NPU2');
+  const loading = page.getByTestId('model-loading');
+  await loading.waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Loading the model onto the NPU'));
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Running on the NPU'));
+  assert((await loading.count()) === 0, 'the loading line goes when the model is ready');
+  assert((await picker.inputValue()) === 'npu:Llama-3.2-1B-NPU2', 'the picker shows the NPU choice');
+  await picker.selectOption('manage');
+  await page.getByTestId('models-view').waitFor();
+  assert((await picker.inputValue()) === 'npu:Llama-3.2-1B-NPU2', 'choosing Manage models does not change the model');
+  assert((await page.getByTestId('selftest-Llama-3.2-1B-NPU2').textContent()).includes('3 of 3 answers identical'), 'the NPU self-test in the Models view');
+}, () => {
+  window.__mock.npuModels = { 'Llama-3.2-1B-NPU2': true, 'Qwen3-0.6B': false };
+  window.__mock.npuLoadMs = 600;
+});
+
+test('Performance runs the same prompt on the NPU and the processor side by side', async ({ page }) => {
+  await page.waitForFunction(() => document.querySelector('[data-testid="model-picker"] option[value="npu:Llama-3.2-1B-NPU2"]'));
+  await page.getByTestId('model-picker').selectOption('npu:Llama-3.2-1B-NPU2');
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Running on the NPU'));
+  await page.getByTestId('status-item').click();
+  await page.getByRole('button', { name: 'Run on both' }).click();
+  const result = page.getByTestId('compare-result');
+  await result.waitFor();
+  const text = await result.textContent();
+  assert(text.includes('21.5 tok/s') && text.includes('9.8 tok/s') && text.includes('4.1 J') && text.includes('18.7 J'), `speed and energy on each: ${text}`);
+  assert((await page.getByTestId('compare-agree').textContent()).includes('same answer'), 'whether the texts agree');
+}, () => {
+  window.__mock.npuModels = { 'Llama-3.2-1B-NPU2': true };
+  window.__mock.npuLoadMs = 10;
+});
+
+test('an answer finished on the processor after the NPU failed says so next to it', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.fallbackAfter = 2; });
+  await sendAndWait(page, 'Hello');
+  const note = await page.getByTestId('assistant-message').last().getByTestId('fallback-note').textContent();
+  assert(note.includes('finished this answer on the processor') && note.includes('FastFlowLM exited'), note);
 });
 
 test('stop ends a slow answer and keeps what was written', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 200; window.__mock.answer = 'one two three four five six seven eight nine ten'; });
   await send(page, 'Count slowly');
   await page.getByTestId('stop-button').waitFor();
-  assert((await page.locator('[aria-live="polite"]').count()) === 1, 'the streaming answer is an ARIA live region');
+  assert((await page.locator('[aria-live="polite"][aria-busy="true"]').count()) === 1, 'the streaming answer is an ARIA live region');
   await page.getByTestId('assistant-message').last().getByText('two').waitFor();
   await page.getByTestId('stop-button').click();
   await page.getByTestId('send-button').waitFor();
   const answer = page.getByTestId('assistant-message').last();
   assert((await answer.textContent()).includes('Stopped'), 'answer marked as stopped');
-  assert(!(await answer.textContent()).includes('ten'), 'generation did stop');
+  assert(!(await answer.locator('.answer').textContent()).includes('ten'), 'generation did stop');
 });
 
-test('Enter sends, Escape stops, all from the keyboard', async ({ page }) => {
+test('Enter sends, Escape stops, Ctrl+N starts a new conversation that is saved only when used', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 200; window.__mock.answer = 'a b c d e f g h i j k l'; });
   await page.getByTestId('chat-input').focus();
   await page.keyboard.type('Keyboard only');
@@ -148,7 +382,12 @@ test('Enter sends, Escape stops, all from the keyboard', async ({ page }) => {
   await page.getByTestId('send-button').waitFor();
   assert((await page.getByTestId('assistant-message').last().textContent()).includes('Stopped'), 'Escape stopped it');
   await page.keyboard.press('Control+n');
+  await page.keyboard.press('Control+n');
+  await page.keyboard.press('Control+n');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="assistant-message"]').length === 0);
+  const created = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'create_conversation').length);
+  assert(created === 1, `only the used conversation was saved, got ${created}`);
+  assert((await page.getByTestId('conversation-item').count()) === 1, 'no empty conversations pile up');
 });
 
 test('model output cannot run script or load remote content', async ({ page, problems }) => {
@@ -156,8 +395,7 @@ test('model output cannot run script or load remote content', async ({ page, pro
     window.__mock.answer = 'Look <img src="http://192.0.2.1/x.png" onerror="window.__pwned=1"> ![cat](http://192.0.2.1/cat.png) <script>window.__pwned=2</script> <iframe src="http://192.0.2.1/"></iframe> [link](javascript:window.__pwned=3) [site](http://192.0.2.1/)\n\n```js\nconsole.log(1)\n```\n';
     window.__mock.tokenDelayMs = 1;
   });
-  await send(page, 'Be evil');
-  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'Be evil');
   const answer = page.getByTestId('assistant-message').last();
   assert((await answer.locator('img, script, iframe, [href]').count()) === 0, 'no img/script/iframe/href in the answer');
   assert((await page.evaluate(() => window.__pwned)) === undefined, 'no injected code ran');
@@ -182,29 +420,53 @@ test('empty and 1 MB messages are refused with a clear reason', async ({ page })
   assert(calls === 0, 'nothing was sent to the backend');
 });
 
-test('a backend error is shown in plain words and the message is kept', async ({ page }) => {
+test('a failed send is explained under the composer; the text comes back once and stays with its conversation', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Earlier question');
   await page.evaluate(() => { window.__mock.failStart = { code: 'context', message: 'your message is too long for this model' }; });
   await send(page, 'This will fail');
-  await page.getByTestId('error-message').waitFor();
-  assert((await page.getByTestId('error-message').textContent()).includes('too long for this model'), 'error text shown');
-  assert((await page.getByTestId('chat-input').inputValue()) === 'This will fail', 'the message is back in the box');
+  const error = page.getByTestId('composer-error');
+  await error.waitFor();
+  assert((await error.textContent()).includes('Your message is too long for this model'), `plain error next to the composer: ${await error.textContent()}`);
+  const input = page.getByTestId('chat-input');
+  assert((await input.inputValue()) === 'This will fail', 'the message is back in the box');
+  await input.fill('');
+  await page.waitForTimeout(100);
+  assert((await input.inputValue()) === '', 'an emptied box stays empty');
+  await input.fill('Kept draft');
+  await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="chat-input"]').value === '');
+  await page.getByRole('button', { name: 'Open conversation Earlier question' }).click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="chat-input"]').value === 'Kept draft');
 });
 
-test('regenerate and edit-and-resend replace the answer', async ({ page }) => {
-  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'First answer'; });
-  await send(page, 'Question one');
-  await page.getByTestId('assistant-message').getByText('First answer').waitFor();
+test('regenerate and edit-and-resend write a new answer and scroll to it', async ({ page }) => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'First answer\n\n' + 'filler line\n\n'.repeat(40); });
+  await sendAndWait(page, 'Question one');
   await page.evaluate(() => { window.__mock.answer = 'Second answer'; });
   await page.getByRole('button', { name: 'Write this answer again' }).click();
   await page.getByTestId('assistant-message').getByText('Second answer').waitFor();
-  assert((await page.getByTestId('assistant-message').count()) === 1, 'regenerate replaces, not adds');
-  await page.evaluate(() => { window.__mock.answer = 'Edited answer'; });
+  assert((await page.getByTestId('assistant-message').count()) === 1, 'regenerate writes a new version, not a second answer');
+  await page.getByTestId('send-button').waitFor();
+  const versions = page.getByTestId('answer-versions');
+  assert((await versions.textContent()).includes('2/2'), `the earlier answer is kept: ${await versions.textContent()}`);
+  await page.getByRole('button', { name: 'Earlier version of this answer' }).click();
+  await page.getByTestId('assistant-message').getByText('First answer').waitFor();
+  await page.getByRole('button', { name: 'Later version of this answer' }).click();
+  await page.getByTestId('assistant-message').getByText('Second answer').waitFor();
+  const seeds = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'start_answer').length);
+  assert(seeds === 2, 'one call per answer');
+  await page.evaluate(() => { window.__mock.answer = 'Edited answer\n\n' + 'more\n\n'.repeat(40) + 'THE END'; });
   await page.getByRole('button', { name: 'Edit and resend this message' }).click();
   await page.getByLabel('Edit your message').fill('Question one, edited');
   await page.getByRole('button', { name: 'Send the edited message' }).click();
-  await page.getByTestId('assistant-message').getByText('Edited answer').waitFor();
+  await page.getByTestId('assistant-message').getByText('THE END').waitFor();
+  await page.getByTestId('send-button').waitFor();
   assert((await page.getByTestId('user-message').textContent()).includes('Question one, edited'), 'edited text shown');
   assert((await page.getByTestId('assistant-message').count()) === 1, 'one answer after edit');
+  await page.waitForTimeout(50);
+  assert(await page.getByText('THE END').isVisible() && (await page.getByText('THE END').boundingBox()).y < 600, 'scrolled to the new answer');
 });
 
 test('thinking is folded away', async ({ page }) => {
@@ -217,48 +479,111 @@ test('thinking is folded away', async ({ page }) => {
   assert(!(await page.getByText('secret plan here').isVisible()), 'not visible until unfolded');
 });
 
-test('conversations are searched, renamed and deleted', async ({ page }) => {
+test('conversations are searched, renamed in place, exported through the save dialog and deleted; menus close on Escape and outside clicks', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
-  await send(page, 'About apples');
-  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'About apples');
   await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
-  await send(page, 'About pears');
-  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'About pears');
+  const items = () => page.evaluate(() => [...document.querySelectorAll('[data-testid="conversation-item"] .title')].map((e) => e.textContent));
   const list = page.getByTestId('conversation-list');
   await page.getByLabel('Search conversations').fill('apple');
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-list"] li').length === 1);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 1);
   assert((await list.textContent()).includes('About apples'), 'search finds it');
   await page.getByLabel('Search conversations').fill('');
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-list"] li').length === 2);
-  await page.getByLabel('More actions for About pears').click();
-  await page.getByRole('button', { name: 'Rename About pears' }).click();
-  await page.getByLabel('New name for the conversation').fill('Pear notes');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 2);
+  const before = await items();
+  await page.getByLabel('More actions for About apples').click();
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.querySelector('[role="menu"]'));
+  await page.getByLabel('More actions for About apples').click();
+  await page.mouse.click(700, 300);
+  await page.waitForFunction(() => !document.querySelector('[role="menu"]'));
+  await page.getByLabel('More actions for About apples').click();
+  await page.getByRole('button', { name: 'Rename About apples' }).click();
+  await page.getByLabel('New name for the conversation').fill('Apple notes');
   await page.keyboard.press('Enter');
-  await list.getByText('Pear notes').waitFor();
-  await page.getByLabel('More actions for Pear notes').click();
-  await page.getByRole('button', { name: 'Delete Pear notes' }).click();
-  await page.getByRole('button', { name: 'Confirm deleting Pear notes' }).click();
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-list"] li').length === 1);
+  await list.getByText('Apple notes').waitFor();
+  const after = await items();
+  assert(after.indexOf('Apple notes') === before.indexOf('About apples'), `the order is kept on rename: ${before} -> ${after}`);
+  await page.getByLabel('More actions for Apple notes').click();
+  await page.getByRole('button', { name: 'Export Apple notes as Markdown' }).click();
+  await page.getByTestId('toast').getByText('Saved the conversation to /home/ana/Documents/chat.md').waitFor();
+  const exported = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'export_conversation').at(-1).args);
+  assert(exported.path === '/home/ana/Documents/chat.md', `exported where the save dialog said: ${JSON.stringify(exported)}`);
+  await page.getByLabel('More actions for About pears').click();
+  await page.getByRole('button', { name: 'Delete About pears' }).click();
+  await page.getByRole('button', { name: 'Confirm deleting About pears' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 1);
+});
+
+test('another conversation can be opened while an answer is written', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Older one');
+  await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 150; window.__mock.answer = 'slow '.repeat(60); });
+  await send(page, 'Slow one');
+  await page.getByTestId('stop-button').waitFor();
+  const open = page.getByRole('button', { name: 'Open conversation Older one' });
+  assert(await open.isEnabled(), 'other conversations stay open to the user');
+  await open.click();
+  await page.getByTestId('user-message').getByText('Older one').waitFor();
+  assert((await page.locator('#composer-hint').textContent()).includes("Another conversation's answer"), 'the composer says why it waits');
+  await page.getByRole('button', { name: 'Open conversation Slow one' }).click();
+  await page.getByTestId('stop-button').click();
+  await page.getByTestId('send-button').waitFor();
 });
 
 test('context warning appears before the context fills', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.promptTokens = 420; window.__mock.contextLimit = 512; });
-  await send(page, 'Long chat');
-  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'Long chat');
   const warning = await page.locator('.context-warning').textContent();
   assert(warning.includes('oldest messages will be left out'), `warning: ${warning}`);
 });
 
-test('settings change the theme and are kept', async ({ page }) => {
-  await page.getByRole('button', { name: 'Settings (Ctrl+,)' }).click();
+test('settings: sections, the theme kept, sampling under Advanced with plain labels, out-of-range values explained, Reset', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const view = page.getByTestId('settings-view');
+  await view.waitFor();
+  const headings = await view.locator('h3').allTextContents();
+  for (const h of ['Appearance', 'Model', 'Privacy & data']) assert(headings.includes(h), `section ${h}: ${headings}`);
+  assert(!(await page.getByLabel('Creativity').isVisible()), 'sampling is folded under Advanced');
   await page.getByLabel('Theme').selectOption('dark');
   await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
   const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1).args.settings.theme);
   assert(saved === 'dark', 'saved through the backend');
+  await page.getByTestId('advanced').locator('summary').click();
+  await page.getByLabel('Creativity').fill('9');
+  await page.getByLabel('Creativity').press('Tab');
+  const problem = await page.getByTestId('field-problem').textContent();
+  assert(problem.includes('Creativity goes from 0 to 2; 9 is too high'), problem);
+  const temps = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').map((c) => c.args.settings.sampling.temperature));
+  assert(!temps.includes(9), 'the bad value was not saved');
+  await page.getByLabel('Threads').fill('4');
+  await page.getByLabel('Threads').press('Tab');
+  await page.waitForFunction(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1).args.settings.threads === 4);
+  await page.getByLabel('Threads').fill('');
+  await page.getByLabel('Threads').press('Tab');
+  await page.waitForFunction(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1).args.settings.threads === null);
+  await page.getByRole('button', { name: 'Reset to defaults' }).click();
+  assert((await page.getByTestId('field-problem').count()) === 0, 'reset clears the problem');
+  assert((await view.getByTestId('data-dir').textContent()) === '/data', 'says where conversations live');
+});
+
+test('export all into a chosen folder, and delete all after asking', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.pickedFolder = '/home/ana/Chats'; });
+  await sendAndWait(page, 'One');
+  await page.keyboard.press('Control+,');
+  await page.getByRole('button', { name: 'Export all as Markdown…' }).click();
+  await page.getByTestId('toast').getByText('Exported one conversation to /home/ana/Chats').waitFor();
+  const exported = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'export_conversation').map((c) => c.args.path));
+  assert(JSON.stringify(exported) === '["/home/ana/Chats"]', `the folder is handed to the backend, which names the files: ${exported}`);
+  await page.getByRole('button', { name: 'Delete all conversations…' }).click();
+  await page.getByRole('button', { name: 'Delete all', exact: true }).click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 0);
 });
 
 test('a remote server is tested, saved and chosen, and the app says messages leave this computer', async ({ page }) => {
-  await page.getByRole('button', { name: 'Settings (Ctrl+,)' }).click();
+  await page.keyboard.press('Control+,');
   const section = page.getByTestId('remote-settings');
   assert((await section.textContent()).includes('your messages leave this computer'), 'the section says plainly where answers are computed');
   await page.getByLabel('Address').fill('http://nowhere:1');
@@ -276,87 +601,74 @@ test('a remote server is tested, saved and chosen, and the app says messages lea
   const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_remote_server').at(-1).args);
   assert(saved.url === 'http://gpu-box:8000/v1' && saved.apiKey === 'sk-test' && saved.model === 'llama-remote', `saved: ${JSON.stringify(saved)}`);
   assert((await section.textContent()).includes('A key is saved'), 'the key is not shown back, only that one is saved');
-  // The picker lists the server's models in their own group, with the plain fact.
   const group = page.getByTestId('model-picker').locator('optgroup[data-testid="remote-group"]');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="remote-group"] option').length === 2);
   assert((await group.getAttribute('label')).includes('leave this computer'), 'the remote group says messages leave this computer');
   await page.getByTestId('model-picker').selectOption('remote:qwen-remote');
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Answers from gpu-box:8000'));
+  await page.getByRole('button', { name: 'Close settings' }).click();
   const note = page.getByTestId('remote-note');
   await note.waitFor();
   assert((await note.textContent()).includes('Answers come from gpu-box:8000; your messages leave this computer.'), `note: ${await note.textContent()}`);
   assert((await page.getByTestId('model-picker').inputValue()) === 'remote:qwen-remote', 'the chosen remote model is marked');
-  await page.getByRole('button', { name: 'Close settings' }).click();
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
-  await send(page, 'Where do you run?');
-  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'Where do you run?');
   const answer = page.getByTestId('assistant-message').last();
-  await answer.locator('.receipt summary').click();
+  await answer.locator('.receipt > summary').click();
   assert((await answer.locator('.receipt .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
 });
 
 test('every control has an accessible name', async ({ page }) => {
-  await page.getByRole('button', { name: 'Settings (Ctrl+,)' }).click();
-  const unnamed = await page.evaluate(() => {
-    const bad = [];
-    for (const el of document.querySelectorAll('button, input, select, textarea, summary')) {
-      const labelled = el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || (el.id && document.querySelector(`label[for="${el.id}"]`)) || el.closest('label') || el.textContent.trim();
-      if (!labelled) bad.push(el.outerHTML.slice(0, 80));
-    }
-    return bad;
-  });
+  const unnamed = [];
+  for (const view of VIEWS) {
+    await openView(page, view);
+    unnamed.push(...await page.evaluate(() => {
+      const bad = [];
+      for (const el of document.querySelectorAll('button, input, select, textarea, summary')) {
+        const labelled = el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || (el.id && document.querySelector(`label[for="${el.id}"]`)) || el.closest('label') || el.textContent.trim();
+        if (!labelled) bad.push(el.outerHTML.slice(0, 80));
+      }
+      return bad;
+    }));
+  }
   assert(unnamed.length === 0, `controls without a name: ${unnamed.join(', ')}`);
-});
-
-test('the NPU status, live watts with their source, and joules on the receipt', async ({ page }) => {
-  assert((await page.getByTestId('npu-ready').textContent()).includes('NPU ready: NPU Strix (XDNA 2)'), 'NPU ready shown');
-  await page.waitForFunction(() => /^\d+(\.\d)? W$/.test(document.querySelector('[data-testid="stats-power"]')?.textContent ?? ''));
-  const title = await page.getByTestId('stats-power').getAttribute('title');
-  assert(title === 'from amdgpu hwmon4 power1_input (PPT)', `power figure names its source, got ${title}`);
-  await page.waitForFunction(() => document.querySelector('[data-testid="power-chart"] polyline') !== null);
-  await send(page, 'How much energy?');
-  await page.getByTestId('send-button').waitFor();
-  const answer = page.getByTestId('assistant-message').last();
-  await answer.locator('.receipt summary').click();
-  const joules = await answer.getByTestId('receipt-joules').textContent();
-  assert(joules.includes('16.5 J') && joules.includes('2.5 J') && joules.includes('14.0 J'), `joules on the receipt: ${joules}`);
-});
-
-test('a not-ready NPU lists each problem with its fix', async ({ page }) => {
-  await page.evaluate(() => {
-    window.__mockNpu = {
-      ready: false, summary: 'NPU not ready (2 problems): No permission to open /dev/accel/accel0', detection: { state: 'found' },
-      checks: [
-        { id: 'access', status: 'problem', summary: 'No permission to open /dev/accel/accel0: it belongs to the render group', fix: 'Add yourself to the group: `sudo usermod -aG render ana`. Then log out and log back in.' },
-        { id: 'memlock', status: 'problem', summary: 'Locked-memory limit is 8 MiB; the NPU runtime needs unlimited', fix: 'Allow unlimited locked memory.' },
-        { id: 'xrt', status: 'ok', summary: 'XRT 2.20.0 with the NPU plugin', fix: null },
-      ],
-    };
-  });
-  await page.getByRole('button', { name: 'Check the NPU again' }).click();
-  const line = page.getByTestId('npu-not-ready');
-  await line.waitFor();
-  assert((await line.textContent()).includes('2 things to fix'), 'counts the problems');
-  await line.click();
-  const text = await page.getByTestId('npu-status').textContent();
-  assert(text.includes('sudo usermod -aG render ana') && text.includes('log out'), `fix shown: ${text}`);
-  assert(!text.includes('XRT 2.20.0'), 'checks that passed are not listed as things to fix');
 });
 
 // Models view (mock backend: tests/browser/mock-models.ts).
 async function openModels(page) {
-  await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Models' }).click();
+  await page.getByTestId('model-picker').selectOption('manage');
   await page.getByTestId('models-view').waitFor();
   await page.getByTestId('catalog-item-llama-3.2-1b-npu2').waitFor();
 }
 
-test('the Models view shows the catalog with fit hints and the built-in model', async ({ page }) => {
+test('one route to Models: the picker, the menu, the welcome card; no tabs', async ({ page }) => {
+  assert((await page.getByRole('navigation', { name: 'Views' }).count()) === 0, 'no Chat | Models tabs');
+  assert((await page.getByRole('button', { name: 'Models…' }).count()) === 0, 'no separate Models… button');
+  await openModels(page);
+});
+
+test('the catalog recommends one model in plain words, with the technical facts under Details', async ({ page }) => {
   await openModels(page);
   assert((await page.getByTestId('models-machine').textContent()).includes('32.0 GB of memory'), 'machine memory shown');
-  assert((await page.getByTestId('fit-llama-3.2-1b-npu2').textContent()).startsWith('Fits'), 'fit hint shown');
+  const badges = page.getByTestId('recommended-badge');
+  assert((await badges.count()) === 1, 'exactly one recommendation');
+  const card = page.getByTestId('catalog-item-llama-3.2-1b-npu2');
+  assert((await card.getByTestId('recommended-badge').count()) === 1, 'the small NPU model is recommended');
+  const first = await page.locator('[data-testid^="catalog-item-"]').first().getAttribute('data-testid');
+  assert(first === 'catalog-item-llama-3.2-1b-npu2', `recommended first, got ${first}`);
+  assert((await card.textContent()).includes('Small and quick'), 'a plain sentence');
+  assert(!(await card.getByText('FastFlowLM/Llama-3.2-1B-NPU2').isVisible()), 'the repository is under Details');
+  assert((await card.getByText('Runs on the NPU').count()) === 1, 'this computer has an NPU');
   const installed = await page.getByTestId('installed-demo').textContent();
   assert(installed.includes('Built in'), `demo listed as built in: ${installed}`);
   assert((await page.getByTestId('delete-demo').count()) === 0, 'the built-in model cannot be deleted');
 });
+
+test('no "Runs on the NPU" on a computer without one', async ({ page }) => {
+  await page.waitForTimeout(200);
+  await openModels(page);
+  assert((await page.getByText('Runs on the NPU').count()) === 0, 'not promised where there is no NPU');
+}, () => { window.__mockNpu = { ready: false, summary: '', detection: { state: 'not_found' }, checks: [] }; });
 
 test('a download shows progress, pauses, resumes and installs', async ({ page }) => {
   await page.evaluate(() => { window.__mockModels.stepMs = 60; });
@@ -377,6 +689,23 @@ test('a download shows progress, pauses, resumes and installs', async ({ page })
   assert((await page.getByTestId('models-notice').textContent()).includes('is installed'), 'says it is installed');
 });
 
+test('a failed download is explained on its card in plain words, with details and Try again', async ({ page }) => {
+  await page.evaluate(() => {
+    window.__mockModels.stepMs = 1;
+    window.__mockModels.failPull = 'hub: could not reach https://huggingface.co/api/models/FastFlowLM/Llama-3.2-1B-NPU2/revision/main: io: failed to lookup address information: Name or service not known. Check the network connection (or HF_ENDPOINT), then run the same command again';
+  });
+  await openModels(page);
+  await page.getByTestId('download-llama-3.2-1b-npu2').click();
+  const error = page.getByTestId('download-error-llama-3.2-1b-npu2');
+  await error.waitFor();
+  const summary = await error.locator('.summary').textContent();
+  assert(summary.startsWith("Can't reach the internet") && !/hub:|HF_ENDPOINT|command/.test(summary), `plain words: ${summary}`);
+  assert(!(await error.getByText('HF_ENDPOINT', { exact: false }).isVisible()), 'the raw text is folded under Details');
+  await error.getByRole('button', { name: 'Try again' }).click();
+  await page.getByTestId('installed-badge-llama-3.2-1b-npu2').waitFor();
+  assert((await page.getByTestId('download-error-llama-3.2-1b-npu2').count()) === 0, 'the error goes once it worked');
+});
+
 test('cancel stops a download; delete asks first and says what it freed; set as default', async ({ page }) => {
   await page.evaluate(() => { window.__mockModels.stepMs = 60; });
   await openModels(page);
@@ -394,18 +723,42 @@ test('cancel stops a download; delete asks first and says what it freed; set as 
   assert((await page.getByTestId('models-notice').textContent()).includes('1.30 GB freed'), 'says how much was freed');
 });
 
-test('a failed import is explained in plain words', async ({ page }) => {
+test('import: Browse picks the folder, a failure is explained under the form and the typed name is kept', async ({ page }) => {
   await openModels(page);
-  await page.getByTestId('import-dir-input').fill('/home/ana/not-a-model');
+  await page.getByTestId('import-name-input').fill('My model');
+  await page.getByTestId('browse-button').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="import-dir-input"]').value === '/home/ana/models/MyModel');
   await page.getByTestId('import-button').click();
-  await page.getByTestId('models-error').waitFor();
-  assert((await page.getByTestId('models-error').textContent()).includes('missing config.json'), 'error shown');
+  const error = page.getByTestId('import-error');
+  await error.waitFor();
+  assert((await error.locator('.summary').textContent()).includes('does not hold a model Hearth can use'), await error.textContent());
+  assert((await page.getByTestId('import-name-input').inputValue()) === 'My model', 'typed text kept');
 });
+
+if (process.env.SCREENSHOTS) {
+  test('README screenshots (light and dark)', async ({ page }) => {
+    await mkdir(process.env.SCREENSHOTS, { recursive: true });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByTestId('welcome-card').getByRole('button', { name: 'Try the demo first' }).click();
+    await page.evaluate(() => {
+      window.__mock.tokenDelayMs = 1;
+      window.__mock.answer = 'A **crate** is the smallest unit the Rust compiler builds: a library or a program.\n\n```rust\nfn main() {\n    println!("hello");\n}\n```\n\nCrates are shared on crates.io and listed in `Cargo.toml`.';
+    });
+    await sendAndWait(page, 'What is a crate in Rust?');
+    for (const theme of ['light', 'dark']) {
+      await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: join(process.env.SCREENSHOTS, `screenshot-${theme}.png`) });
+    }
+  }, () => { window.__mockNpu = null; });
+}
 
 let passed = 0;
 let failed = 0;
-for (const t of tests) {
-  const app = await openApp();
+// ONLY=words runs the tests whose name contains them.
+const chosen = tests.filter((t) => !process.env.ONLY || t.name.includes(process.env.ONLY));
+for (const t of chosen) {
+  const app = await openApp(t.before);
   try {
     await app.page.setDefaultTimeout(8000);
     await t.fn(app);
@@ -423,5 +776,5 @@ for (const t of tests) {
 }
 await browser.close();
 server.close();
-console.log(`browser tests: ${passed} passed, ${failed} failed (${tests.length} total)`);
+console.log(`browser tests: ${passed} passed, ${failed} failed (${chosen.length} total)`);
 process.exit(failed ? 1 : 0);

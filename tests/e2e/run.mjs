@@ -118,9 +118,9 @@ try {
   await waitFor('tauri-driver', async () => (await fetch(`${base}/status`)).ok, 30_000);
   await step('the app starts on the demo model and says so', async () => {
     await startApp();
-    const runsOn = await waitFor('the backend to show', async () => {
-      const t = await text(await find('stats-backend'));
-      return t.includes('cpu') ? t : null;
+    const runsOn = await waitFor('the status item to say where answers run', async () => {
+      const t = await text(await find('status-item'));
+      return t.includes('Running on the processor') ? t : null;
     });
     const body = await exec('return document.body.innerText');
     if (!body.includes('tiny demo model')) throw new Error('the demo notice is missing');
@@ -139,13 +139,20 @@ try {
     const answers = await findAll('assistant-message');
     const answer = await text(answers[0]);
     if (!answer.trim()) throw new Error('the answer is empty');
-    const rate = await text(await find('stats-tokens-per-second'));
-    if (!/^\d+(\.\d+)? tok\/s$/.test(rate)) {
-      throw new Error(`no tokens/s figure: "${rate}"; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 600))}`);
+    const rate = await text(await find('answer-line'));
+    if (!/^\d+(\.\d+)? tok\/s · .* to first word/.test(rate)) {
+      throw new Error(`no tokens/s figure under the answer: "${rate}"; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 600))}`);
     }
     const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt summary\')?.textContent ?? ""');
     if (!receipt.includes('tokens')) throw new Error('no receipt under the answer');
     console.log(`        answer: ${JSON.stringify(answer.slice(0, 80))}… at ${rate}`);
+  });
+
+  await step('only the conversation scrolls: the window itself never does', async () => {
+    const sizes = await exec(`const d = document.scrollingElement;
+      return [d.scrollWidth, d.scrollHeight, innerWidth, innerHeight, scrollX, scrollY];`);
+    const [w, h, iw, ih, x, y] = sizes;
+    if (w > iw + 1 || h > ih + 1 || x !== 0 || y !== 0) throw new Error(`the page is ${w}x${h} in ${iw}x${ih}, scrolled to ${x},${y}`);
   });
 
   if (process.env.SCREENSHOT) {

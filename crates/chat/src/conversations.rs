@@ -159,6 +159,21 @@ pub struct Message {
     pub created_at: i64,
 }
 
+/// An earlier answer, kept when the answer was written again (Regenerate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerVersion {
+    /// The answer now shown in its place.
+    pub message_id: i64,
+    /// Its text.
+    pub content: String,
+    /// Its state.
+    pub state: MessageState,
+    /// How it was made.
+    pub receipt: Option<Receipt>,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
 /// A conversation with its messages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -175,6 +190,10 @@ pub struct Conversation {
     pub settings: ConversationSettings,
     /// Messages, oldest first.
     pub messages: Vec<Message>,
+    /// Earlier versions of its answers, oldest first (none in conversations saved before
+    /// versions were kept).
+    #[serde(default)]
+    pub versions: Vec<AnswerVersion>,
 }
 
 /// A line of the conversation list.
@@ -228,6 +247,15 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+CREATE TABLE IF NOT EXISTS answer_versions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    content TEXT NOT NULL,
+    state TEXT NOT NULL,
+    receipt TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS answer_versions_by_message ON answer_versions(message_id, id);
 ";
 
 /// Whether `error` says the database file itself is damaged (or is not a database at all).
@@ -471,6 +499,7 @@ impl ConversationStore {
                 created_at,
             });
         }
+        let versions = self.versions_where("m.conversation_id = ?1", params![id])?;
         Ok(Conversation {
             id: row.0,
             title: row.1,
@@ -478,7 +507,41 @@ impl ConversationStore {
             updated_at: row.3,
             settings,
             messages,
+            versions,
         })
+    }
+
+    /// The versions of answers matching `filter` (over `answer_versions v JOIN messages m`).
+    fn versions_where(
+        &self,
+        filter: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<AnswerVersion>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT v.message_id, v.content, v.state, v.receipt, v.created_at
+                 FROM answer_versions v JOIN messages m ON m.id = v.message_id
+                 WHERE {filter} ORDER BY v.message_id, v.id"
+            ))
+            .map_err(|e| self.err(e))?;
+        // Bound first: the rows borrow `stmt`, which must outlive them.
+        let versions = stmt
+            .query_map(args, |r| {
+                Ok(AnswerVersion {
+                    message_id: r.get(0)?,
+                    content: r.get(1)?,
+                    state: MessageState::parse(&r.get::<_, String>(2)?),
+                    receipt: r
+                        .get::<_, Option<String>>(3)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                    created_at: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e));
+        versions
     }
 
     fn touch(&self, id: &str) -> Result<usize, StoreError> {
@@ -501,13 +564,14 @@ impl ConversationStore {
         }
     }
 
-    /// Rename a conversation.
+    /// Rename a conversation. Its last-change time stays: the list is ordered by what was said,
+    /// so a rename does not move it.
     pub fn rename(&self, id: &str, title: &str) -> Result<(), StoreError> {
         let changed = self
             .conn
             .execute(
-                "UPDATE conversations SET title = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, title, now()],
+                "UPDATE conversations SET title = ?2 WHERE id = ?1",
+                params![id, title],
             )
             .map_err(|e| self.err(e))?;
         self.require(id, changed)
@@ -653,15 +717,80 @@ impl ConversationStore {
         Ok(())
     }
 
-    /// Delete the answers after the last user message (regenerate).
-    pub fn drop_trailing_answers(&self, conversation_id: &str) -> Result<(), StoreError> {
+    /// Delete the answers after the last user message (regenerate) and return them, each
+    /// after its own earlier versions, so [`keep_versions`](Self::keep_versions) can attach
+    /// them to the answer written in their place. Empty answers are not kept.
+    pub fn take_trailing_answers(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<AnswerVersion>, StoreError> {
+        const TRAILING: &str = "conversation_id = ?1 AND role = 'assistant' AND id > COALESCE(
+            (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)";
+        let mut taken = self.versions_where(
+            "m.conversation_id = ?1 AND m.role = 'assistant' AND m.id > COALESCE(
+                (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)",
+            params![conversation_id],
+        )?;
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT id, content, state, receipt, created_at FROM messages WHERE {TRAILING} ORDER BY id"
+            ))
+            .map_err(|e| self.err(e))?;
+        let answers = stmt
+            .query_map(params![conversation_id], |r| {
+                Ok(AnswerVersion {
+                    message_id: r.get(0)?,
+                    content: r.get(1)?,
+                    state: MessageState::parse(&r.get::<_, String>(2)?),
+                    receipt: r
+                        .get::<_, Option<String>>(3)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                    created_at: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        taken.extend(answers);
+        // Each answer after its own versions: stable by message, then as read.
+        taken.sort_by_key(|v| v.message_id);
+        taken.retain(|v| !v.content.trim().is_empty());
         self.conn
             .execute(
-                "DELETE FROM messages WHERE conversation_id = ?1 AND role = 'assistant' AND id > COALESCE(
-                    (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)",
+                &format!("DELETE FROM messages WHERE {TRAILING}"),
                 params![conversation_id],
             )
             .map_err(|e| self.err(e))?;
+        Ok(taken)
+    }
+
+    /// Attach earlier versions (from [`take_trailing_answers`](Self::take_trailing_answers))
+    /// to the answer `message_id`.
+    pub fn keep_versions(
+        &self,
+        message_id: i64,
+        versions: &[AnswerVersion],
+    ) -> Result<(), StoreError> {
+        for v in versions {
+            let receipt = v
+                .receipt
+                .as_ref()
+                .and_then(|r| serde_json::to_string(r).ok());
+            self.conn
+                .execute(
+                    "INSERT INTO answer_versions (message_id, content, state, receipt, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![
+                        message_id,
+                        v.content,
+                        v.state.as_str(),
+                        receipt,
+                        v.created_at
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+        }
         Ok(())
     }
 }
@@ -864,6 +993,29 @@ mod tests {
     }
 
     #[test]
+    fn renaming_keeps_the_place_in_the_list() {
+        let (_d, s) = store();
+        let older = s.create(&ConversationSettings::default()).unwrap();
+        let newer = s.create(&ConversationSettings::default()).unwrap();
+        for (id, at) in [(&older.id, 100), (&newer.id, 200)] {
+            s.conn
+                .execute(
+                    "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+                    params![id, at],
+                )
+                .unwrap();
+        }
+        s.rename(&older.id, "Renamed").unwrap();
+        let order: Vec<_> = s.list("").unwrap().into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            order,
+            [newer.id, older.id.clone()],
+            "a rename does not move it up"
+        );
+        assert_eq!(s.get(&older.id).unwrap().updated_at, 100);
+    }
+
+    #[test]
     fn truncate_and_regenerate_drop_the_right_messages() {
         let (_d, s) = store();
         let c = s.create(&ConversationSettings::default()).unwrap();
@@ -877,7 +1029,11 @@ mod tests {
             .unwrap();
         s.add_message(&c.id, Role::Assistant, "a2", MessageState::Complete)
             .unwrap();
-        s.drop_trailing_answers(&c.id).unwrap();
+        let taken = s.take_trailing_answers(&c.id).unwrap();
+        assert_eq!(
+            taken.iter().map(|v| v.content.as_str()).collect::<Vec<_>>(),
+            ["a2"]
+        );
         let m = s.get(&c.id).unwrap().messages;
         assert_eq!(m.len(), 3);
         assert_eq!(m[2].id, u2.id);
@@ -887,6 +1043,63 @@ mod tests {
             s.truncate_from(&c.id, 999).is_err(),
             "unknown message id is an error"
         );
+    }
+
+    #[test]
+    fn regenerated_answers_are_kept_as_versions_in_order() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        s.add_message(&c.id, Role::User, "q", MessageState::Complete)
+            .unwrap();
+        s.add_message(&c.id, Role::Assistant, "first", MessageState::Complete)
+            .unwrap();
+        // Regenerate twice: each new answer carries every earlier one.
+        let mut last = 0;
+        for text in ["second", "third"] {
+            let earlier = s.take_trailing_answers(&c.id).unwrap();
+            let a = s
+                .add_message(&c.id, Role::Assistant, text, MessageState::Complete)
+                .unwrap();
+            s.keep_versions(a.id, &earlier).unwrap();
+            last = a.id;
+        }
+        let got = s.get(&c.id).unwrap();
+        assert_eq!(got.messages.len(), 2);
+        assert_eq!(got.messages[1].content, "third");
+        assert!(got.versions.iter().all(|v| v.message_id == last));
+        let texts: Vec<_> = got.versions.iter().map(|v| v.content.as_str()).collect();
+        assert_eq!(texts, ["first", "second"], "oldest first");
+        // Editing the question drops the answer and its versions with it.
+        s.truncate_from(&c.id, got.messages[0].id).unwrap();
+        assert!(s.get(&c.id).unwrap().versions.is_empty());
+    }
+
+    #[test]
+    fn a_database_from_before_versions_opens_and_its_conversations_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            // The schema as it was: no answer_versions table.
+            conn.execute_batch(
+                "CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL,
+                   created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, settings TEXT NOT NULL);
+                 CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+                   conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                   role TEXT NOT NULL, content TEXT NOT NULL, state TEXT NOT NULL, receipt TEXT,
+                   created_at INTEGER NOT NULL);
+                 INSERT INTO conversations VALUES ('old', 'Old chat', 1, 2, '{}');
+                 INSERT INTO messages (conversation_id, role, content, state, created_at)
+                   VALUES ('old', 'user', 'hi', 'complete', 1), ('old', 'assistant', 'hello', 'complete', 2);",
+            )
+            .unwrap();
+        }
+        let (s, recovery) = ConversationStore::open(&path).unwrap();
+        assert!(recovery.is_none(), "an older database is not damaged");
+        let c = s.get("old").unwrap();
+        assert_eq!(c.messages.len(), 2);
+        assert!(c.versions.is_empty());
+        assert_eq!(s.take_trailing_answers("old").unwrap().len(), 1);
     }
 
     #[test]

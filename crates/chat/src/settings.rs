@@ -41,14 +41,29 @@ impl ConversationSettings {
         self
     }
 
-    /// The engine options for an answer in this conversation.
+    /// The engine options for an answer in this conversation. A seed of 0 means "a new one for
+    /// every answer", so Regenerate writes something new; any other seed repeats answers.
     pub fn chat_options(&self) -> hearth_engine::ChatOptions {
+        let mut sampling = clamp_sampling(self.sampling);
+        if sampling.seed == 0 {
+            sampling.seed = fresh_seed();
+        }
         hearth_engine::ChatOptions {
-            sampling: clamp_sampling(self.sampling),
+            sampling,
             max_tokens: self.max_tokens.clamp(1, MAX_ANSWER_TOKENS),
             enable_thinking: self.enable_thinking,
         }
     }
+}
+
+/// A seed no earlier answer used (in all likelihood): std's per-process random hash keys over
+/// the clock. Never 0, which would mean "pick one".
+fn fresh_seed() -> u64 {
+    use std::hash::BuildHasher;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::collections::hash_map::RandomState::new().hash_one(nanos) | 1
 }
 
 /// Every sampling value brought into the range the engine accepts, so a bad value from the UI
@@ -85,5 +100,17 @@ mod tests {
         assert_eq!(s.max_tokens, 1);
         assert_eq!(s.sampling.temperature, 0.7, "NaN becomes the default");
         assert_eq!(s.sampling.top_p, 1.0);
+    }
+
+    #[test]
+    fn seed_zero_gives_each_answer_its_own_seed_and_a_fixed_seed_stays() {
+        let fresh = ConversationSettings::default();
+        let a = fresh.chat_options().sampling.seed;
+        let b = fresh.chat_options().sampling.seed;
+        assert!(a != 0 && b != 0, "0 is never passed on");
+        assert_ne!(a, b, "two answers, two seeds");
+        let mut fixed = ConversationSettings::default();
+        fixed.sampling.seed = 42;
+        assert_eq!(fixed.chat_options().sampling.seed, 42);
     }
 }

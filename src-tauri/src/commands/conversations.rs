@@ -77,14 +77,34 @@ pub fn update_conversation_settings(
     Ok(lock(&state.store).update_settings(&id, &settings.clamped())?)
 }
 
-/// Write the conversation to a Markdown or JSON file; returns its path.
+/// Write the conversation to a Markdown or JSON file: to `path` when the user chose a file in
+/// the save dialog; under a new name (never replacing a file) in `path` when it is a folder
+/// (export all) or else in the exports folder. Returns the path written.
 #[tauri::command(async)]
 pub fn export_conversation(
     state: State<'_, AppState>,
     id: String,
     format: ExportFormat,
+    path: Option<String>,
 ) -> CommandResult<String> {
     let conversation = lock(&state.store).get(&id)?;
+    if let Some(path) = path {
+        let path = std::path::PathBuf::from(path);
+        let written = if path.is_dir() {
+            export::write(&path, &conversation, format)
+        } else {
+            export::write_to(&path, &conversation, format)
+        };
+        return written.map(|p| p.display().to_string()).map_err(|e| {
+            CommandError::new(
+                "storage",
+                format!(
+                    "The export could not be written to {}: {e}. Choose another place.",
+                    path.display()
+                ),
+            )
+        });
+    }
     let dir = state.paths.exports_dir();
     export::write(&dir, &conversation, format)
         .map(|p| p.display().to_string())

@@ -1,6 +1,7 @@
-// The ONLY module that talks to the Rust side (invoke + Channel). Components call these functions,
-// so tests can swap the backend with mockIPC. Area modules (models, npu) add their functions here.
+// The ONLY module that talks to the Rust side (invoke, Channel, events, the system dialogs).
+// Components call these functions, so tests can swap the backend with mockIPC.
 import { invoke, Channel } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
 import type {
   AppStatus,
   ChatAction,
@@ -9,8 +10,10 @@ import type {
   ConversationSettings,
   ConversationSummary,
   ExportFormat,
+  BackendComparison,
   BackendKind,
   LocalModel,
+  ModelLoading,
   ModelStatus,
   RemoteServer,
   Settings,
@@ -62,9 +65,17 @@ export const api = {
   appStatus: () => call<AppStatus>('app_status'),
 
   listLocalModels: () => call<LocalModel[]>('list_local_models'),
-  /** Load a local model, or with backend 'remote' the model of that id on the saved server. */
+  /** Load a local model (on backend 'npu' or 'cpu'; null: the best one), or with backend
+   *  'remote' the model of that id on the saved server. Loading onto the NPU may take tens of
+   *  seconds; its stages arrive through `onModelLoading`. */
   selectModel: (name: string, backend: BackendKind | null = null) =>
     call<ModelStatus>('select_model', { name, backend }),
+  /** Calls `handler` for every `model-loading` event; resolves to the function that stops it. */
+  onModelLoading: (handler: (loading: ModelLoading) => void) =>
+    listen<ModelLoading>('model-loading', (event) => handler(event.payload)),
+  /** The same prompt on the NPU and on the processor, with both receipts. */
+  compareBackends: (name: string, prompt: string) =>
+    call<BackendComparison>('compare_backends', { name, prompt }),
 
   remoteServer: () => call<RemoteServer | null>('remote_server'),
   /** apiKey: null keeps the saved key, '' removes it. model: null keeps the saved choice. */
@@ -84,8 +95,18 @@ export const api = {
   deleteConversation: (id: string) => call<void>('delete_conversation', { id }),
   updateConversationSettings: (id: string, settings: ConversationSettings) =>
     call<void>('update_conversation_settings', { id, settings }),
-  exportConversation: (id: string, format: ExportFormat) =>
-    call<string>('export_conversation', { id, format }),
+  /** Write the conversation to `path` (chosen in the save dialog); returns the path written. */
+  exportConversation: (id: string, format: ExportFormat, path: string | null = null) =>
+    call<string>('export_conversation', { id, format, path }),
+
+  /** The system's folder picker; null when the user cancelled. */
+  pickFolder: (title: string) =>
+    call<string | null>('plugin:dialog|open', { options: { directory: true, multiple: false, title } }),
+  /** The system's save dialog; null when the user cancelled. */
+  pickSavePath: (title: string, defaultPath: string, extension: string) =>
+    call<string | null>('plugin:dialog|save', {
+      options: { title, defaultPath, filters: [{ name: extension.toUpperCase(), extensions: [extension] }] },
+    }),
 
   npuStatus: () => call<NpuDiagnosis>('npu_status'),
   powerSample: () => call<PowerSample>('power_sample'),

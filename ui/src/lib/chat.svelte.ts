@@ -1,8 +1,10 @@
 // The app's state: conversations, the open conversation, the answer being streamed and its live
-// numbers. Components read it and call its methods; it talks to the backend only through `api`.
+// numbers, drafts, and the notices shown as toasts. Components read it and call its methods; it
+// talks to the backend only through `api`, and remembers small choices in `memory`.
 import type { Api } from './api';
 import { BackendError } from './api';
 import type {
+  AnswerVersion,
   AppStatus,
   BackendKind,
   ChatAction,
@@ -13,18 +15,26 @@ import type {
   ExportFormat,
   LiveStats,
   LocalModel,
-  Message,
+  ModelLoading,
   ModelStatus,
   Notice,
   Receipt,
   RemoteServer,
   Settings,
 } from './types';
+import { plainError } from './errors';
 
-export type View = 'chat' | 'models';
+/** The pages of the main area. Only the chat has a composer. */
+export type View = 'chat' | 'models' | 'performance' | 'settings' | 'npu-help';
+
+/** Where small UI choices are remembered (localStorage in the app, a Map in tests). */
+export type Memory = Pick<Storage, 'getItem' | 'setItem'>;
 
 /** Fallback when the backend has not said how long a message may be. */
 export const DEFAULT_MAX_MESSAGE_CHARS = 100_000;
+
+/** How long an info toast stays before it closes by itself. */
+export const TOAST_MS = 6000;
 
 /** Why a message cannot be sent as it is, in plain words; null if it can. */
 export function validateMessage(text: string, maxChars: number): string | null {
@@ -34,6 +44,26 @@ export function validateMessage(text: string, maxChars: number): string | null {
   }
   return null;
 }
+
+/** A transient notice in the corner; `details` holds the technical text, when there is one. */
+export interface Toast {
+  id: number;
+  level: Notice['level'];
+  message: string;
+  details: string | null;
+}
+
+/** The draft key of a conversation not created yet (it is created on the first send). */
+const NEW = '';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+const memoryFallback = (): Memory => {
+  const map = new Map<string, string>();
+  return { getItem: (k) => map.get(k) ?? null, setItem: (k, v) => void map.set(k, v) };
+};
 
 export class ChatStore {
   status = $state<AppStatus | null>(null);
@@ -48,23 +78,45 @@ export class ChatStore {
   pickerError = $state<string | null>(null);
   conversations = $state<ConversationSummary[]>([]);
   search = $state('');
+  /** The open conversation; null: a new one, created when its first message is sent. */
   current = $state<Conversation | null>(null);
   view = $state<View>('chat');
 
   streaming = $state(false);
+  /** The conversation whose answer is being written. */
+  streamingId = $state<string | null>(null);
   stopping = $state(false);
   live = $state<LiveStats | null>(null);
   promptTokens = $state(0);
   contextLimit = $state(0);
   trimmedMessages = $state(0);
   loadingModel = $state(false);
+  /** The stage of a model being loaded (select_model's `model-loading` events). */
+  modelLoading = $state<ModelLoading | null>(null);
 
-  notices = $state<Notice[]>([]);
-  error = $state<string | null>(null);
-  /** Text the composer should show again (after a failed send). */
-  draft = $state('');
+  toasts = $state<Toast[]>([]);
+  /** Why the last send failed, shown under the composer. */
+  composerError = $state<string | null>(null);
+  /** Why an answer failed, by message id, shown under that answer. */
+  answerErrors = $state<Record<number, string>>({});
+  /** The NPU failed mid-answer and the processor finished it: why, by message id. */
+  fallbacks = $state<Record<number, string>>({});
+  /** Unsent text per conversation (NEW for a conversation not created yet). */
+  drafts = $state<Record<string, string>>({});
+  /** The user message being edited. */
+  editingId = $state<number | null>(null);
+  /** Whether the first-run welcome card was closed (remembered). */
+  welcomeDismissed = $state(false);
 
-  constructor(private readonly api: Api) {}
+  private nextToast = 1;
+
+  constructor(
+    private readonly api: Api,
+    private readonly memory: Memory = memoryFallback(),
+    private readonly schedule: (fn: () => void, ms: number) => void = (fn, ms) => void setTimeout(fn, ms),
+  ) {
+    this.welcomeDismissed = memory.getItem('hearth.welcome-dismissed') === '1';
+  }
 
   get model(): ModelStatus | null {
     return this.status?.model ?? null;
@@ -74,8 +126,18 @@ export class ChatStore {
     return this.status?.max_message_chars ?? DEFAULT_MAX_MESSAGE_CHARS;
   }
 
-  /** The last receipt of the open conversation, shown when nothing is streaming. */
-  get lastReceipt() {
+  /** The draft key of the open conversation. */
+  get draftKey(): string {
+    return this.current?.id ?? NEW;
+  }
+
+  /** Whether the answer being written belongs to the open conversation. */
+  get streamingHere(): boolean {
+    return this.streaming && this.streamingId === (this.current?.id ?? null);
+  }
+
+  /** The last receipt of the open conversation. */
+  get lastReceipt(): Receipt | null {
     const messages = this.current?.messages ?? [];
     for (let i = messages.length - 1; i >= 0; i--) {
       const receipt = messages[i].receipt;
@@ -94,8 +156,43 @@ export class ChatStore {
     };
   }
 
+  /** Show a notice in the corner; info closes by itself, warnings and errors stay until closed. */
+  toast(level: Notice['level'], message: string, details: string | null = null): void {
+    const id = this.nextToast++;
+    this.toasts = [...this.toasts, { id, level, message, details }];
+    if (level === 'info') this.schedule(() => this.dismissToast(id), TOAST_MS);
+  }
+
+  dismissToast(id: number): void {
+    this.toasts = this.toasts.filter((t) => t.id !== id);
+  }
+
+  /** Close a backend notice for good: the same text is not shown again on later starts. */
+  forgetNotice(toast: Toast): void {
+    this.dismissToast(toast.id);
+    const seen = this.dismissedNotices();
+    if (!seen.includes(toast.message)) {
+      this.memory.setItem('hearth.dismissed-notices', JSON.stringify([...seen, toast.message].slice(-50)));
+    }
+  }
+
+  private dismissedNotices(): string[] {
+    try {
+      const parsed: unknown = JSON.parse(this.memory.getItem('hearth.dismissed-notices') ?? '[]');
+      return Array.isArray(parsed) ? parsed.filter((x): x is string => typeof x === 'string') : [];
+    } catch {
+      return [];
+    }
+  }
+
+  dismissWelcome(): void {
+    this.welcomeDismissed = true;
+    this.memory.setItem('hearth.welcome-dismissed', '1');
+  }
+
   private fail(error: unknown): void {
-    this.error = error instanceof Error ? error.message : String(error);
+    const { summary, details } = plainError(messageOf(error));
+    this.toast('error', summary, details);
   }
 
   async init(): Promise<void> {
@@ -103,13 +200,19 @@ export class ChatStore {
       const [status, settings] = await Promise.all([this.api.appStatus(), this.api.getSettings()]);
       this.status = status;
       this.settings = settings;
-      this.notices = status.notices;
+      const seen = this.dismissedNotices();
+      for (const notice of status.notices) {
+        // The demo has its own welcome card; the other notices show once as toasts.
+        if (!seen.includes(notice.message) && !(status.model?.is_demo && /demo model/i.test(notice.message))) {
+          this.toast(notice.level, notice.message);
+        }
+      }
       this.contextLimit = status.model?.context_length ?? 0;
       this.models = await this.api.listLocalModels();
       void this.refreshRemote();
       await this.refreshConversations();
       // The user may already have started typing or sending while the model loaded.
-      if (!this.current && !this.streaming && this.conversations.length > 0) {
+      if (!this.current && !this.streaming && this.conversations.length > 0 && !this.drafts[NEW]) {
         await this.openConversation(this.conversations[0].id);
       }
     } catch (error) {
@@ -125,25 +228,33 @@ export class ChatStore {
     }
   }
 
-  async newConversation(): Promise<void> {
-    if (this.streaming) return;
+  async refreshModels(): Promise<void> {
     try {
-      this.current = await this.api.createConversation();
-      this.view = 'chat';
-      this.live = null;
-      this.promptTokens = 0;
-      this.trimmedMessages = 0;
-      await this.refreshConversations();
+      this.models = await this.api.listLocalModels();
     } catch (error) {
       this.fail(error);
     }
   }
 
+  /** Start a new conversation; it is saved when its first message is sent. */
+  newConversation(): void {
+    this.current = null;
+    this.view = 'chat';
+    this.editingId = null;
+    this.composerError = null;
+    if (!this.streaming) this.live = null;
+    this.promptTokens = 0;
+    this.trimmedMessages = 0;
+  }
+
   async openConversation(id: string): Promise<void> {
-    if (this.streaming) return;
     try {
-      this.current = await this.api.getConversation(id);
+      const conversation = await this.api.getConversation(id);
+      this.current = conversation;
       this.view = 'chat';
+      this.editingId = null;
+      this.composerError = null;
+      if (this.streaming) return;
       // Show the numbers of the conversation's last answer until a new one starts.
       const receipt = this.lastReceipt;
       this.live = receipt ? ChatStore.liveFromReceipt(receipt) : null;
@@ -160,7 +271,8 @@ export class ChatStore {
     try {
       await this.api.renameConversation(id, clean);
       if (this.current?.id === id) this.current.title = clean;
-      await this.refreshConversations();
+      // Keep the list's order: only the title changes.
+      this.conversations = this.conversations.map((c) => (c.id === id ? { ...c, title: clean } : c));
     } catch (error) {
       this.fail(error);
     }
@@ -169,17 +281,57 @@ export class ChatStore {
   async remove(id: string): Promise<void> {
     try {
       await this.api.deleteConversation(id);
-      if (this.current?.id === id) this.current = null;
+      if (this.current?.id === id) this.newConversation();
+      const { [id]: _gone, ...rest } = this.drafts;
+      this.drafts = rest;
       await this.refreshConversations();
     } catch (error) {
       this.fail(error);
     }
   }
 
+  /** Export through the system's save dialog; says where the file went. */
   async exportAs(id: string, format: ExportFormat): Promise<void> {
+    const extension = format === 'json' ? 'json' : 'md';
+    const title = this.conversations.find((c) => c.id === id)?.title ?? 'conversation';
+    const stem = title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'conversation';
     try {
-      const path = await this.api.exportConversation(id, format);
-      this.notices = [...this.notices, { level: 'info', message: `Saved the conversation to ${path}` }];
+      const path = await this.api.pickSavePath('Export the conversation', `${stem}.${extension}`, extension);
+      if (path === null) return;
+      const written = await this.api.exportConversation(id, format, path);
+      this.toast('info', `Saved the conversation to ${written}`);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** Export every conversation into one folder the user picks. */
+  async exportAll(format: ExportFormat): Promise<void> {
+    try {
+      const dir = await this.api.pickFolder('Choose a folder for the exported conversations');
+      if (dir === null) return;
+      const all = await this.api.listConversations('');
+      // Given a folder, the backend picks a new name per conversation and replaces nothing.
+      for (const c of all) await this.api.exportConversation(c.id, format, dir);
+      this.toast('info', `Exported ${all.length === 1 ? 'one conversation' : `${all.length} conversations`} to ${dir}`);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** Delete every saved conversation (the caller asked the user first). */
+  async deleteAll(): Promise<void> {
+    if (this.streaming) {
+      this.toast('warning', 'An answer is being written. Stop it first, then delete the conversations.');
+      return;
+    }
+    try {
+      const all = await this.api.listConversations('');
+      for (const c of all) await this.api.deleteConversation(c.id);
+      this.drafts = {};
+      this.newConversation();
+      await this.refreshConversations();
+      this.toast('info', `Deleted ${all.length === 1 ? 'one conversation' : `${all.length} conversations`}.`);
     } catch (error) {
       this.fail(error);
     }
@@ -208,7 +360,7 @@ export class ChatStore {
     try {
       this.remote = await this.api.remoteServer();
     } catch (error) {
-      this.remoteError = error instanceof Error ? error.message : String(error);
+      this.remoteError = messageOf(error);
       return;
     }
     if (!this.remote) {
@@ -221,7 +373,7 @@ export class ChatStore {
       this.remoteError = null;
     } catch (error) {
       this.remoteModels = this.remote.model ? [this.remote.model] : [];
-      this.remoteError = error instanceof Error ? error.message : String(error);
+      this.remoteError = messageOf(error);
     }
   }
 
@@ -244,9 +396,18 @@ export class ChatStore {
     }
   }
 
+  /** A `model-loading` event from the backend. */
+  onModelLoading(loading: ModelLoading): void {
+    this.modelLoading = loading.stage === 'ready' || loading.stage === 'failed' ? null : loading;
+  }
+
   async selectModel(name: string, backend: BackendKind | null = null): Promise<void> {
     if (this.streaming || this.loadingModel) return;
     this.loadingModel = true;
+    // Until the backend's first event, say what is happening.
+    if (backend === 'npu' || backend === 'cpu') {
+      this.modelLoading = { model: name, backend, stage: 'starting', message: '' };
+    }
     try {
       this.pickerError = null;
       const model = await this.api.selectModel(name, backend);
@@ -254,26 +415,40 @@ export class ChatStore {
       this.contextLimit = model.context_length;
     } catch (error) {
       // Shown next to the picker, where the choice was made.
-      this.pickerError = error instanceof Error ? error.message : String(error);
+      this.pickerError = plainError(messageOf(error)).summary;
     } finally {
       this.loadingModel = false;
+      this.modelLoading = null;
     }
   }
 
-  dismissNotice(index: number): void {
-    this.notices = this.notices.filter((_, i) => i !== index);
+  setDraft(text: string, key: string = this.draftKey): void {
+    this.drafts = { ...this.drafts, [key]: text };
   }
 
-  /** Send a new message. Returns false (and says why) if it was not sent. */
+  /** Send a new message. Returns false (and says why, under the composer) if it was not sent. */
   async send(text: string): Promise<boolean> {
     const problem = validateMessage(text, this.maxMessageChars);
     if (problem) {
-      this.error = problem;
+      this.composerError = problem;
       return false;
     }
-    if (!this.current) await this.newConversation();
-    if (!this.current) return false;
-    return this.run({ kind: 'send', content: text }, text);
+    this.composerError = null;
+    if (!this.current) {
+      try {
+        this.current = await this.api.createConversation();
+        const { [NEW]: _sent, ...rest } = this.drafts;
+        this.drafts = rest;
+      } catch (error) {
+        this.composerError = plainError(messageOf(error)).summary;
+        return false;
+      }
+    }
+    this.setDraft('');
+    const sent = await this.run({ kind: 'send', content: text });
+    // Put the text back for this conversation only, once; the composer shows it.
+    if (!sent && this.current) this.setDraft(text, this.current.id);
+    return sent;
   }
 
   async regenerate(): Promise<boolean> {
@@ -283,9 +458,10 @@ export class ChatStore {
   async editAndResend(messageId: number, text: string): Promise<boolean> {
     const problem = validateMessage(text, this.maxMessageChars);
     if (problem) {
-      this.error = problem;
+      this.composerError = problem;
       return false;
     }
+    this.editingId = null;
     return this.run({ kind: 'edit', message_id: messageId, content: text });
   }
 
@@ -299,24 +475,23 @@ export class ChatStore {
     }
   }
 
-  private async run(action: ChatAction, draft?: string): Promise<boolean> {
+  private async run(action: ChatAction): Promise<boolean> {
     const conversation = this.current;
     if (!conversation || this.streaming) return false;
-    this.error = null;
+    this.composerError = null;
     this.streaming = true;
+    this.streamingId = conversation.id;
     this.stopping = false;
     this.live = { generated_tokens: 0, ttft_secs: null, tokens_per_second: null, elapsed_secs: 0 };
     let finished = false;
     const onEvent = (event: ChatEvent) => {
-      if (this.current?.id !== conversation.id) return;
-      finished = this.apply(action, event) || finished;
+      finished = this.apply(conversation.id, action, event) || finished;
     };
     try {
       await this.api.startAnswer(conversation.id, action, onEvent);
       return true;
     } catch (error) {
-      if (draft !== undefined) this.draft = draft;
-      this.fail(error);
+      this.composerError = plainError(messageOf(error)).summary;
       if (error instanceof BackendError && this.current?.id === conversation.id) {
         // The backend may have saved part of the turn before failing: show what is stored.
         try {
@@ -328,6 +503,7 @@ export class ChatStore {
       return false;
     } finally {
       this.streaming = false;
+      this.streamingId = null;
       this.stopping = false;
       if (!finished) this.live = this.live && { ...this.live };
       await this.refreshConversations();
@@ -337,53 +513,82 @@ export class ChatStore {
     }
   }
 
-  /** Apply one streamed event; true when the answer is finished. */
-  private apply(action: ChatAction, event: ChatEvent): boolean {
-    const conversation = this.current;
-    if (!conversation) return false;
+  /** Apply one streamed event of `conversationId`; true when the answer is finished. */
+  private apply(conversationId: string, action: ChatAction, event: ChatEvent): boolean {
+    // Numbers and the model follow the answer wherever the user is; messages only when its
+    // conversation is open.
+    const conversation = this.current?.id === conversationId ? this.current : null;
     switch (event.event) {
       case 'started': {
+        this.promptTokens = event.data.prompt_tokens;
+        this.contextLimit = event.data.context_limit;
+        this.trimmedMessages = event.data.trimmed_messages;
+        if (this.status && event.data.model) this.status = { ...this.status, model: event.data.model, model_error: null };
+        // A new conversation is listed (under its first message) as soon as its answer starts.
+        if (action.kind === 'send') void this.refreshConversations();
+        if (!conversation) return false;
         const { user_message, assistant_message } = event.data;
         let messages = conversation.messages;
         if (action.kind === 'regenerate') {
-          while (messages.length > 0 && messages[messages.length - 1].role === 'assistant') {
-            messages = messages.slice(0, -1);
+          // The answers written again become earlier versions of the new one (as the backend
+          // keeps them), each after its own earlier versions.
+          const kept: AnswerVersion[] = [];
+          const earlier = conversation.versions ?? [];
+          let at = messages.length;
+          while (at > 0 && messages[at - 1].role === 'assistant') at--;
+          for (const old of messages.slice(at)) {
+            kept.push(...earlier.filter((v) => v.message_id === old.id));
+            if (old.content.trim()) kept.push({ message_id: old.id, content: old.content, state: old.state, receipt: old.receipt, created_at: old.created_at });
           }
+          const replaced = new Set(messages.slice(at).map((m) => m.id));
+          conversation.versions = [
+            ...earlier.filter((v) => !replaced.has(v.message_id)),
+            ...kept.map((v) => ({ ...v, message_id: assistant_message.id })),
+          ];
+          messages = messages.slice(0, at);
         } else if (action.kind === 'edit') {
           const at = messages.findIndex((m) => m.id === action.message_id);
           if (at >= 0) messages = messages.slice(0, at);
         }
         conversation.messages = [...messages, ...(user_message ? [user_message] : []), assistant_message];
-        this.promptTokens = event.data.prompt_tokens;
-        this.contextLimit = event.data.context_limit;
-        this.trimmedMessages = event.data.trimmed_messages;
-        if (this.status) this.status = { ...this.status, model: event.data.model, model_error: null };
         return false;
       }
       case 'token': {
-        const last = conversation.messages[conversation.messages.length - 1];
+        const last = conversation?.messages[conversation.messages.length - 1];
         if (last && last.role === 'assistant') last.content += event.data.text;
         return false;
       }
       case 'stats':
         this.live = event.data;
         return false;
+      case 'fallback': {
+        const last = conversation?.messages[conversation.messages.length - 1];
+        if (last && last.role === 'assistant') this.fallbacks = { ...this.fallbacks, [last.id]: event.data.reason };
+        return false;
+      }
       case 'done': {
-        const index = conversation.messages.length - 1;
-        if (index >= 0) conversation.messages[index] = event.data.message;
         const r = event.data.message.receipt;
         if (r) {
           this.live = ChatStore.liveFromReceipt(r);
           this.promptTokens = r.prompt_tokens;
         }
+        if (!conversation) return true;
+        const index = conversation.messages.findIndex((m) => m.id === event.data.message.id);
+        const at = index >= 0 ? index : conversation.messages.length - 1;
+        if (at >= 0) conversation.messages[at] = event.data.message;
         return true;
       }
       case 'error': {
-        this.error = event.data.message;
-        const last = conversation.messages[conversation.messages.length - 1];
-        if (last && last.role === 'assistant') last.state = 'error';
+        const last = conversation?.messages[conversation.messages.length - 1];
+        if (last && last.role === 'assistant') {
+          last.state = 'error';
+          this.answerErrors = { ...this.answerErrors, [last.id]: event.data.message };
+        } else {
+          this.composerError = plainError(event.data.message).summary;
+        }
         return true;
       }
     }
   }
 }
+

@@ -65,15 +65,106 @@ describe('ChatStore', () => {
       ]),
     );
     await store.send('hi');
-    expect(store.error).toBe('The model stopped with an error.');
+    // The error is shown under the answer that failed, not at the top of the window.
+    expect(store.answerErrors[2]).toBe('The model stopped with an error.');
     expect(store.current?.messages[1].state).toBe('error');
     expect(store.streaming).toBe(false);
   });
 
-  it('does not send an empty message', async () => {
+  it('does not send an empty message, and says why under the composer', async () => {
     const store = new ChatStore(fakeApi(() => []));
     expect(await store.send('   ')).toBe(false);
-    expect(store.error).toBe('Type a message first.');
+    expect(store.composerError).toBe('Type a message first.');
+  });
+
+  it('creates a conversation only on the first send', async () => {
+    let created = 0;
+    const api = fakeApi(() => []);
+    const create = api.createConversation;
+    api.createConversation = async () => {
+      created++;
+      return create();
+    };
+    const store = new ChatStore(api);
+    store.newConversation();
+    store.newConversation();
+    expect(created).toBe(0);
+    expect(store.current).toBeNull();
+    await store.send('hello');
+    expect(created).toBe(1);
+    expect(store.current?.id).toBe('c1');
+  });
+
+  it('keeps a failed message as the draft of its conversation only, once', async () => {
+    const api = fakeApi(() => []);
+    api.startAnswer = async () => {
+      throw new Error('your message is too long for this model');
+    };
+    const store = new ChatStore(api);
+    expect(await store.send('Too long')).toBe(false);
+    expect(store.composerError).toBe('Your message is too long for this model');
+    expect(store.drafts['c1']).toBe('Too long');
+    store.setDraft('', 'c1'); // the user empties the box: nothing refills it
+    expect(store.drafts['c1']).toBe('');
+    store.newConversation();
+    expect(store.drafts[store.draftKey] ?? '').toBe('');
+  });
+
+  it('notes a fallback to the processor next to that answer', async () => {
+    const store = new ChatStore(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu' } },
+        { event: 'done', data: { message: message(2, 'assistant', 'ok') } },
+      ]),
+    );
+    await store.send('hi');
+    expect(store.fallbacks[2]).toBe('The NPU stopped answering.');
+  });
+
+  it('keeps a regenerated answer as an earlier version of the new one', async () => {
+    let round = 0;
+    const store = new ChatStore(
+      fakeApi((action) => {
+        round++;
+        const answer = message(round * 10, 'assistant', '');
+        const events: ChatEvent[] = [
+          { event: 'started', data: { user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: answer, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+          { event: 'done', data: { message: { ...answer, content: `answer ${round}` } } },
+        ];
+        return events;
+      }),
+    );
+    await store.send('q');
+    await store.regenerate();
+    await store.regenerate();
+    expect(store.current?.messages.map((m) => m.content)).toEqual(['q', 'answer 3']);
+    expect(store.current?.versions?.map((v) => [v.message_id, v.content])).toEqual([
+      [30, 'answer 1'],
+      [30, 'answer 2'],
+    ]);
+  });
+
+  it('keeps the list order when a conversation is renamed', async () => {
+    const api = { renameConversation: async () => {} } as unknown as Api;
+    const store = new ChatStore(api);
+    const summary = (id: string, title: string) => ({ id, title, created_at: 0, updated_at: 0, message_count: 2, snippet: null });
+    store.conversations = [summary('a', 'First'), summary('b', 'Second')];
+    await store.rename('b', 'Renamed');
+    expect(store.conversations.map((c) => c.title)).toEqual(['First', 'Renamed']);
+  });
+
+  it('shows info toasts for a while and remembers a closed notice', async () => {
+    const memory = new Map<string, string>();
+    const timers: (() => void)[] = [];
+    const storage = { getItem: (k: string) => memory.get(k) ?? null, setItem: (k: string, v: string) => void memory.set(k, v) };
+    const store = new ChatStore({} as Api, storage, (fn) => void timers.push(fn));
+    store.toast('info', 'Saved.');
+    store.toast('warning', 'The database was recovered.');
+    timers.forEach((fn) => fn());
+    expect(store.toasts.map((t) => t.message)).toEqual(['The database was recovered.']);
+    store.forgetNotice(store.toasts[0]);
+    expect(JSON.parse(memory.get('hearth.dismissed-notices')!)).toEqual(['The database was recovered.']);
   });
 });
 
@@ -108,6 +199,6 @@ describe('ChatStore and the remote server', () => {
     const store = new ChatStore(api);
     await store.selectModel('x', 'remote');
     expect(store.pickerError).toContain('has no model named');
-    expect(store.error).toBeNull();
+    expect(store.toasts).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 // Small formatting helpers for numbers the user sees.
+import { formatJoules } from './npu';
 
 /** "12.3 tok/s", or an em dash when there is nothing to show yet. */
 export function formatRate(tokensPerSecond: number | null | undefined): string {
@@ -49,4 +50,25 @@ export function relativeTime(unixSecs: number, nowSecs: number): string {
   if (d < 3600) return `${Math.floor(d / 60)} min ago`;
   if (d < 86400) return `${Math.floor(d / 3600)} h ago`;
   return `${Math.floor(d / 86400)} d ago`;
+}
+
+/** The small grey line under an answer: speed, time to first word, energy when measured. */
+export function answerLine(r: {
+  tokens_per_second: number;
+  ttft_secs: number;
+  energy?: { total_joules: number | null } | null;
+}): string {
+  const parts = [formatRate(r.tokens_per_second), `${formatSeconds(r.ttft_secs)} to first word`];
+  const joules = r.energy?.total_joules;
+  if (joules != null && Number.isFinite(joules)) parts.push(formatJoules(joules));
+  return parts.join(' · ');
+}
+
+/** The heading a conversation is listed under, by its last change. */
+export function dayGroup(unixSecs: number, now: Date): 'Today' | 'Yesterday' | 'Previous 7 days' | 'Older' {
+  const startOfToday = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime() / 1000;
+  if (unixSecs >= startOfToday) return 'Today';
+  if (unixSecs >= startOfToday - 86400) return 'Yesterday';
+  if (unixSecs >= startOfToday - 7 * 86400) return 'Previous 7 days';
+  return 'Older';
 }

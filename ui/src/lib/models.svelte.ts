@@ -30,7 +30,12 @@ export class ModelsStore {
   progress = $state<Record<string, PullProgress>>({});
   /** Downloads started from this window and not finished. */
   running = $state<string[]>([]);
+  /** An error not tied to one model (the overview could not be read). */
   error = $state<string | null>(null);
+  /** Why a download, pause, cancel or delete failed, by model name, shown on that model. */
+  errors = $state<Record<string, string>>({});
+  /** Why the last import failed, shown under the import form. */
+  importError = $state<string | null>(null);
   notice = $state<string | null>(null);
 
   constructor(
@@ -55,9 +60,18 @@ export class ModelsStore {
   }
 
   /** Start or resume the download of `query`, installed as `name`. */
+  private setError(name: string, error: unknown): void {
+    this.errors = { ...this.errors, [name]: (error as Error).message ?? String(error) };
+  }
+
+  private clearError(name: string): void {
+    const { [name]: _gone, ...rest } = this.errors;
+    this.errors = rest;
+  }
+
   async download(query: string, name: string): Promise<void> {
     if (this.running.includes(name)) return;
-    this.error = null;
+    this.clearError(name);
     this.notice = null;
     this.running = [...this.running, name];
     try {
@@ -71,7 +85,7 @@ export class ModelsStore {
         this.notice = `${name} was already installed.`;
       }
     } catch (e) {
-      this.error = (e as Error).message;
+      this.setError(name, e);
       const { [name]: _gone, ...rest } = this.progress;
       this.progress = rest;
     } finally {
@@ -84,7 +98,7 @@ export class ModelsStore {
     try {
       await this.api.pauseDownload(name);
     } catch (e) {
-      this.error = (e as Error).message;
+      this.setError(name, e);
     }
   }
 
@@ -94,42 +108,47 @@ export class ModelsStore {
       const { [name]: _gone, ...rest } = this.progress;
       this.progress = rest;
     } catch (e) {
-      this.error = (e as Error).message;
+      this.setError(name, e);
     }
     await this.refresh();
   }
 
   async remove(name: string): Promise<void> {
-    this.error = null;
+    this.clearError(name);
     try {
       const removed = await this.api.removeModel(name);
       this.notice = `Deleted ${removed.name}: ${formatBytes(removed.freedBytes)} freed.`;
       this.onChanged();
     } catch (e) {
-      this.error = (e as Error).message;
+      this.setError(name, e);
     }
     await this.refresh();
   }
 
-  async importDir(dir: string, name: string | null): Promise<void> {
-    this.error = null;
+  /** Import a model folder; true when it was installed (the form then clears). */
+  async importDir(dir: string, name: string | null): Promise<boolean> {
+    this.importError = null;
+    let ok = false;
     try {
       const model = await this.api.importModel(dir, name);
       this.notice = `Imported ${model.name} (${formatBytes(model.sizeBytes)}).`;
       this.onChanged();
+      ok = true;
     } catch (e) {
-      this.error = (e as Error).message;
+      this.importError = (e as Error).message;
     }
     await this.refresh();
+    return ok;
   }
 
   async setDefault(name: string): Promise<void> {
-    this.error = null;
+    this.clearError(name);
     try {
       await this.api.setDefaultModel(name);
       this.notice = `${name} will open when Hearth starts.`;
+      this.onChanged();
     } catch (e) {
-      this.error = (e as Error).message;
+      this.setError(name, e);
     }
     await this.refresh();
   }

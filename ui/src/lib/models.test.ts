@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, percentDone, phaseLabel, type PullProgress } from './models';
+import { formatBytes, formatEta, percentDone, phaseLabel, plainSummary, recommendedId, type PullProgress } from './models';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -30,5 +30,23 @@ describe('models helpers', () => {
     expect(phaseLabel(p)).toBe('1.00 GB of 2.00 GB · 10.0 MB/s · 1 min 40 s left');
     expect(phaseLabel({ ...p, phase: 'retrying', message: 'connection dropped' })).toBe('connection dropped');
     expect(phaseLabel({ ...p, phase: 'paused' })).toBe('Paused at 1.00 GB of 2.00 GB');
+  });
+});
+
+describe('recommendation and plain words', () => {
+  const item = (id: string, bytes: number, backends: ('npu' | 'cpu')[], fits = true, format: 'q4nx' | 'safetensors' = 'q4nx') => ({
+    entry: { id, name: id, tag: '', repo: '', revision: '', format, download_bytes: bytes, memory_bytes: bytes * 1.3, parameters: '', license: '', backends, context_length: 0, think: false, flm_family: '', quantization: '', description: '', note: '' },
+    installed: false, partial: null, fit: { memory: fits, disk: fits, hint: '' },
+  });
+
+  it('recommends the smallest fitting model, one the NPU runs when there is an NPU', () => {
+    const catalog = [item('big', 5e9, ['cpu'], true, 'safetensors'), item('npu-small', 2e9, ['npu', 'cpu']), item('cpu-tiny', 1e9, ['cpu']), item('huge', 1e8, ['cpu'], false)];
+    expect(recommendedId(catalog, true)).toBe('npu-small');
+    expect(recommendedId(catalog, false)).toBe('cpu-tiny');
+    expect(recommendedId([item('x', 1e9, ['cpu'], false)], false)).toBeNull();
+  });
+
+  it('describes a model in one plain sentence', () => {
+    expect(plainSummary(item('m', 1.3e9, ['cpu']).entry)).toBe('Small and quick: good for everyday questions and short texts.');
   });
 });

@@ -160,3 +160,27 @@ export function phaseLabel(p: PullProgress): string {
       return 'Cancelled';
   }
 }
+
+/** The one catalog model to recommend here: the smallest that fits, preferring ones the NPU
+ *  runs when this computer has one. Null when nothing fits. */
+export function recommendedId(catalog: CatalogItem[], hasNpu: boolean): string | null {
+  const fitting = catalog.filter((c) => c.fit.memory && c.fit.disk);
+  const pool = hasNpu && fitting.some((c) => c.entry.backends.includes('npu'))
+    ? fitting.filter((c) => c.entry.backends.includes('npu'))
+    : fitting;
+  // Ready-to-run Q4NX before a model that first needs converting.
+  const ready = pool.some((c) => c.entry.format === 'q4nx') ? pool.filter((c) => c.entry.format === 'q4nx') : pool;
+  const best = [...ready].sort((a, b) => a.entry.download_bytes - b.entry.download_bytes)[0];
+  return best?.entry.id ?? null;
+}
+
+/** One plain sentence about a catalog model, from its size and what it can do. */
+export function plainSummary(entry: CatalogEntry): string {
+  const gb = entry.memory_bytes / 1e9;
+  const size = gb < 2.5 ? 'Small and quick: good for everyday questions and short texts.'
+    : gb < 6 ? 'Medium: more knowledgeable, a little slower.'
+    : 'Large: the most capable here, and the slowest; needs a lot of memory.';
+  const think = entry.think ? ' Can think a problem through before answering.' : '';
+  const convert = entry.format === 'safetensors' ? ' Needs converting before it can run.' : '';
+  return size + think + convert;
+}

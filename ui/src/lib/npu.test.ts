@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explain, formatJoules, formatWatts, headlinePower, polyline, pushPoint, valueOf, type PowerSample } from './npu';
+import { explain, firstBlockingStep, fixPieces, formatJoules, formatWatts, headlinePower, npuState, polyline, pushPoint, runningLabel, valueOf, type PowerSample } from './npu';
 
 const na = (why: string) => ({ unavailable: why });
 const sample = (over: Partial<PowerSample> = {}): PowerSample => ({
@@ -59,5 +59,38 @@ describe('npu helpers', () => {
     expect(w.max).toBe(20);
     expect(w.points).toBe('0.0,25.0 100.0,0.0');
     expect(polyline([], (p) => p.watts, 100, 50)).toEqual({ points: '', max: 1 });
+  });
+});
+
+describe('the NPU in plain words', () => {
+  const found = { state: 'found' as const };
+  it('says no NPU neutrally, without a fix', () => {
+    const d = { ready: false, summary: '', detection: { state: 'not_found' as const }, checks: [{ id: 'device', status: 'problem' as const, summary: 'No NPU was found', fix: 'Check the BIOS' }] };
+    expect(npuState(d)).toEqual({ kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' });
+  });
+
+  it('shows only the first blocking step of an NPU that needs work', () => {
+    const d = {
+      ready: false, summary: '', detection: found,
+      checks: [
+        { id: 'xrt', status: 'warning' as const, summary: 'XRT is old', fix: null },
+        { id: 'access', status: 'problem' as const, summary: 'No permission', fix: 'Run `sudo usermod -aG render ana`, then log out.' },
+        { id: 'memlock', status: 'problem' as const, summary: 'memlock', fix: 'x' },
+      ],
+    };
+    expect(npuState(d).kind).toBe('needs-work');
+    expect(firstBlockingStep(d)?.id).toBe('access');
+    expect(fixPieces(d.checks[1].fix!)).toEqual([
+      { text: 'Run ', command: false },
+      { text: 'sudo usermod -aG render ana', command: true },
+      { text: ', then log out.', command: false },
+    ]);
+  });
+
+  it('labels where answers are computed', () => {
+    expect(runningLabel({ backend_kind: 'cpu', device: 'x' }, null, 3)).toBe('Running on the processor');
+    expect(runningLabel({ backend_kind: 'npu', device: 'x' }, null, 3.1)).toBe('Running on the NPU · 3.1 W');
+    expect(runningLabel({ backend_kind: 'cpu', device: 'x' }, { backend: 'npu' }, null)).toBe('Loading the model onto the NPU…');
+    expect(runningLabel({ backend_kind: 'remote', device: 'gpu-box:8000' }, null, null)).toBe('Answers from gpu-box:8000');
   });
 });

@@ -141,3 +141,51 @@ export function polyline(
   }
   return { points: coords.join(' '), max };
 }
+
+/** What the app says about the NPU in one line, and whether there is something to fix. */
+export interface NpuState {
+  kind: 'checking' | 'none' | 'ready' | 'needs-work' | 'unknown';
+  sentence: string;
+}
+
+/** The NPU's state in plain words. No NPU at all is a normal state, said neutrally. */
+export function npuState(diagnosis: NpuDiagnosis | null, error: string | null = null): NpuState {
+  if (error) return { kind: 'unknown', sentence: 'Hearth could not check the NPU. It uses the processor.' };
+  if (!diagnosis) return { kind: 'checking', sentence: 'Checking the NPU…' };
+  if (diagnosis.detection.state === 'not_found') {
+    return { kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' };
+  }
+  if (diagnosis.ready) return { kind: 'ready', sentence: 'The NPU is ready.' };
+  return {
+    kind: 'needs-work',
+    sentence: 'This computer has an NPU, but it needs one more setup step before Hearth can use it. Until then Hearth uses the processor.',
+  };
+}
+
+/** The first step that blocks the NPU (a problem before a warning); later steps may not matter
+ *  until it is done, so only this one is shown. */
+export function firstBlockingStep(diagnosis: NpuDiagnosis | null): NpuCheck | null {
+  const checks = diagnosis?.checks ?? [];
+  return checks.find((c) => c.status === 'problem') ?? checks.find((c) => c.status === 'warning') ?? null;
+}
+
+/** A fix text split into prose and commands (commands are marked with backticks). */
+export function fixPieces(fix: string): { text: string; command: boolean }[] {
+  return fix
+    .split('`')
+    .map((text, i) => ({ text, command: i % 2 === 1 }))
+    .filter((p) => p.text.trim() !== '');
+}
+
+/** The compact status item: where answers are computed, and the power while on the NPU. */
+export function runningLabel(
+  model: { backend_kind: 'cpu' | 'npu' | 'remote'; device: string } | null,
+  loading: { backend: 'npu' | 'cpu' } | null,
+  npuWatts: number | null,
+): string {
+  if (loading) return loading.backend === 'npu' ? 'Loading the model onto the NPU…' : 'Loading the model…';
+  if (!model) return 'No model loaded';
+  if (model.backend_kind === 'remote') return `Answers from ${model.device}`;
+  if (model.backend_kind === 'npu') return npuWatts != null ? `Running on the NPU · ${formatWatts(npuWatts)}` : 'Running on the NPU';
+  return 'Running on the processor';
+}

@@ -79,6 +79,16 @@ export interface Message {
   created_at: number;
 }
 
+/** An earlier answer, kept when the answer was written again (hearth_chat AnswerVersion). */
+export interface AnswerVersion {
+  /** The answer now shown in its place. */
+  message_id: number;
+  content: string;
+  state: MessageState;
+  receipt: Receipt | null;
+  created_at: number;
+}
+
 export interface Conversation {
   id: string;
   title: string;
@@ -86,6 +96,8 @@ export interface Conversation {
   updated_at: number;
   settings: ConversationSettings;
   messages: Message[];
+  /** Earlier versions of its answers, oldest first. */
+  versions?: AnswerVersion[];
 }
 
 /** The loaded model and where it runs. */
@@ -112,6 +124,13 @@ export interface Availability {
   reason: string | null;
 }
 
+/** NPU answers compared with the CPU engine's for a fixed set of prompts. */
+export interface SelfTest {
+  identical: number;
+  total: number;
+  summary: string;
+}
+
 export interface LocalModel {
   name: string;
   path: string;
@@ -120,6 +139,29 @@ export interface LocalModel {
   is_default: boolean;
   /** Where it can run on this computer, best first. */
   backends: Availability[];
+  /** The NPU self-test, when one ran (null otherwise). */
+  selftest?: SelfTest | null;
+}
+
+/** Emitted (Tauri event `model-loading`) while select_model loads a model. */
+export interface ModelLoading {
+  model: string;
+  backend: 'npu' | 'cpu';
+  stage: 'starting' | 'loading' | 'ready' | 'failed';
+  message: string;
+}
+
+/** One side of compare_backends. */
+export interface BackendRun {
+  text: string;
+  receipt: Receipt;
+}
+
+/** What compare_backends returns: the same prompt on the NPU and on the processor. */
+export interface BackendComparison {
+  npu: BackendRun | { error: string };
+  cpu: BackendRun;
+  texts_agree: boolean;
 }
 
 /** The saved remote server (never its key: only whether one is saved). */
@@ -154,6 +196,8 @@ export interface Settings {
   sampling: Sampling;
   max_tokens: number;
   system_prompt: string;
+  /** CPU threads for the engine; null: automatic. */
+  threads?: number | null;
 }
 
 export type ChatAction =
@@ -184,6 +228,8 @@ export type ChatEvent =
   | { event: 'token'; data: { text: string } }
   | { event: 'stats'; data: LiveStats }
   | { event: 'done'; data: { message: Message } }
+  /** The NPU failed mid-answer and Hearth finished it on the processor. */
+  | { event: 'fallback'; data: { reason: string; backend: BackendKind } }
   | { event: 'error'; data: { code: string; message: string } };
 
 export type ExportFormat = 'markdown' | 'json';
