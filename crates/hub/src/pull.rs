@@ -6,7 +6,7 @@
 //!    the branch moved meanwhile);
 //! 2. check the free disk space for what is still missing;
 //! 3. download each file with resume and checksum (see [`crate::download`]);
-//! 4. validate the folder with `q4nx`;
+//! 4. validate the folder with `q4nx` (and the store's model check: the chat template);
 //! 5. move it into `models/` and register it (see [`crate::store`]).
 
 use std::collections::BTreeMap;
@@ -196,7 +196,9 @@ pub fn pull(
 
     // 4. The folder as a whole, with q4nx.
     reporter.phase(Phase::Validating, None);
-    let validated = match model_dir::validate(&files_dir) {
+    let checked = model_dir::validate(&files_dir)
+        .and_then(|v| store.check_model(&files_dir, &spec.name).map(|()| v));
+    let validated = match checked {
         Ok(v) => v,
         Err(e) => {
             // The files are exactly what the Hub holds, so fetching them again cannot help.
