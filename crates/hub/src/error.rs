@@ -175,6 +175,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// A pause or cancel arrived while waiting for the Hub's answer.
+    #[error("hub: stopped on request ({request:?}) while waiting for the Hub")]
+    Stopped {
+        /// What was asked: pause or cancel.
+        request: crate::progress::Request,
+    },
+
     /// A name that cannot be a model folder.
     #[error("hub: {name:?} cannot be a model name: {reason}")]
     InvalidName {

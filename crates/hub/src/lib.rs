@@ -37,7 +37,7 @@ pub use error::{Error, Result};
 pub use hub_api::HubClient;
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
-pub use progress::{DownloadControl, Phase, Progress};
+pub use progress::{DownloadControl, Phase, Progress, Request};
 pub use pull::{pull, target_name, PullOutcome, PullRequest};
 pub use store::{ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store};
 
