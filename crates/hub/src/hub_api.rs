@@ -722,6 +722,59 @@ mod tests {
         );
     }
 
+    mod fuzz {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn tree_entry() -> impl Strategy<Value = serde_json::Value> {
+            (
+                prop::sample::select(vec!["file", "directory", "x"]),
+                prop_oneof![
+                    "\\PC{0,16}",
+                    Just("a/b".to_owned()),
+                    Just("ctl\u{1b}[2J.q4nx".to_owned())
+                ],
+                any::<u64>(),
+                prop::option::of(any::<u64>()),
+            )
+                .prop_map(|(kind, path, size, lfs)| {
+                    let mut e =
+                        serde_json::json!({"type": kind, "path": path, "size": size, "oid": "ab"});
+                    if let Some(size) = lfs {
+                        e["lfs"] = serde_json::json!({"oid": "CD", "size": size});
+                    }
+                    e
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// Whatever a tree answer holds, what is kept is plain top-level files whose sizes
+            /// are bounded and add up without overflow; the rest is an error, never a panic.
+            #[test]
+            fn any_tree_answer_is_parsed_or_refused(
+                entries in prop::collection::vec(tree_entry(), 0..8),
+                cut in 0usize..3,
+            ) {
+                let text = serde_json::Value::from(entries).to_string();
+                let mut keep = text.len() - text.len() * cut / 4;
+                while !text.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                let text = &text[..keep];
+                if let Ok(files) = parse_tree("http://hub/x", text) {
+                    let mut total: u64 = 0;
+                    for f in &files {
+                        prop_assert!(!f.name.contains('/') && !f.name.chars().any(char::is_control));
+                        prop_assert!(f.size <= MAX_FILE_BYTES);
+                        total = total.checked_add(f.size).expect("the sum was checked");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn token_goes_only_to_the_endpoint_origin() {
         let client = HubClient::new("http://hub.local:8080", Some("t".into()), false);
