@@ -9,6 +9,7 @@ use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input};
 use hearth_engine::{ChatMessage, Role};
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
+use crate::terminal::safe;
 
 /// Chat with a model in the terminal (type /reset to start over, /exit or Ctrl-D to leave).
 #[derive(clap::Args, Debug)]
@@ -54,13 +55,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_or_else(String::new, |n| format!(", {n} context tokens"));
     eprintln!(
         "hearth: chatting with {} on {}{context}. /reset starts over, /exit or Ctrl-D leaves.",
-        info.model,
+        safe(&info.model),
         info.kind.place()
     );
     if info.kind.leaves_this_computer() {
         eprintln!(
             "hearth: your messages are sent to {}; they leave this computer.",
-            info.device
+            safe(&info.device)
         );
     }
     let stdin = std::io::stdin();
@@ -106,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ),
                 AnswerEvent::Text(piece) => {
                     let _ = stdout
-                        .write_all(piece.as_bytes())
+                        .write_all(safe(&piece).as_bytes())
                         .and_then(|()| stdout.flush());
                 }
                 _ => {}
@@ -119,11 +120,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(answer) => {
                 messages.push(ChatMessage::new(Role::Assistant, answer.text));
                 if args.stats {
-                    eprintln!("{}", describe_receipt(&answer.receipt));
+                    eprintln!("{}", safe(&describe_receipt(&answer.receipt)));
                 }
             }
             Err(AnswerError::Failed { text, error }) => {
-                eprintln!("hearth: the answer stopped early: {error}");
+                eprintln!(
+                    "hearth: the answer stopped early: {}",
+                    safe(&error.to_string())
+                );
                 if !text.is_empty() {
                     // Keep what was written, so the conversation stays as the user saw it.
                     messages.push(ChatMessage::new(Role::Assistant, text));
@@ -131,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Err(error) => {
                 messages.pop();
-                eprintln!("hearth: {error}");
+                eprintln!("hearth: {}", safe(&error.to_string()));
             }
         }
     }

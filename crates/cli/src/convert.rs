@@ -22,12 +22,23 @@ pub struct Args {
     #[arg(long)]
     pub flm_qwen3: bool,
     /// Threads used for quantization. By default, every core.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bounds::threads())]
     pub threads: Option<usize>,
 }
 
 /// Runs the conversion(s) and prints a summary.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // The template is copied as it is: refuse a hostile one before any work.
+    let name = args.out.file_name().map_or_else(
+        || args.out.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    hearth_engine::check_chat_template(&args.src, &name).with_context(|| {
+        format!(
+            "{} was not converted; nothing was written",
+            args.src.display()
+        )
+    })?;
     let mut targets = vec![(args.out.clone(), q4nx::Variant::Faithful)];
     if args.flm_qwen3 {
         targets.push((variant_dir(&args.out)?, q4nx::Variant::FlmQwen3));

@@ -48,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&diagnosis, &power));
+        print!("{}", crate::terminal::safe(&render(&diagnosis, &power)));
     }
     Ok(if diagnosis.ready {
         ExitCode::SUCCESS

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use hearth_hub::{human_bytes, ImportOptions};
 
+use crate::terminal::safe;
+
 /// Arguments of `hearth import`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,11 +31,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let model = store.import(&args.dir, &options)?;
     println!(
         "imported {} ({}, {}) as {} into {}",
-        model.name,
+        safe(&model.name),
         model.format,
         human_bytes(model.size_bytes),
-        model.tag,
-        model.folder.display()
+        safe(&model.tag),
+        safe(&model.folder.display().to_string())
     );
     Ok(ExitCode::SUCCESS)
 }

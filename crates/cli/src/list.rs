@@ -8,6 +8,8 @@ use serde::Serialize;
 use hearth_chat::Availability;
 use hearth_hub::{find_demo_model, human_bytes, Machine, Store, DEMO_MODEL_NAME};
 
+use crate::terminal::safe;
+
 /// Arguments of `hearth list`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,9 +21,12 @@ pub struct Args {
     pub catalog: bool,
 }
 
-/// The model store of this user, showing the bundled demo model as built in.
+/// The model store of this user, showing the bundled demo model as built in. Models it
+/// installs must pass the engine's chat template check.
 pub fn open_store() -> anyhow::Result<Store> {
-    let store = Store::open_default()?;
+    let store = Store::open_default()?.with_model_check(|dir, name| {
+        hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
+    });
     let demo = find_demo_model(
         std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
         None,
@@ -105,12 +110,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!(
             "{} {:<24} {:<20} {:>9}  {:<11} {:<7} {}",
             if m.is_default { "*" } else { " " },
-            m.name,
-            m.tag,
+            safe(&m.name),
+            safe(&m.tag),
             human_bytes(m.size_bytes),
             m.format.to_string(),
             runs,
-            m.source
+            safe(&m.source)
         );
     }
     // Why the NPU cannot run them, once when the reason is the same for all (no FastFlowLM).
@@ -118,11 +123,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     reasons.dedup();
     match reasons.as_slice() {
         [] => {}
-        [one] if npu.len() > 1 => println!("NPU: {one}"),
+        [one] if npu.len() > 1 => println!("NPU: {}", safe(one)),
         _ => {
             for (m, a) in models.iter().zip(&npu) {
                 if let Some(reason) = &a.reason {
-                    println!("NPU, {}: {reason}", m.name);
+                    println!("NPU, {}: {}", safe(&m.name), safe(reason));
                 }
             }
         }
@@ -130,11 +135,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for p in store.partial_downloads()? {
         println!(
             "  {:<24} paused at {} of {}: `hearth pull {}` resumes it, `hearth rm {}` deletes it",
-            p.name,
+            safe(&p.name),
             human_bytes(p.done_bytes),
             human_bytes(p.total_bytes),
-            p.query,
-            p.name
+            safe(&p.query),
+            safe(&p.name)
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bounds;
 mod chat;
 mod convert;
 mod doctor;
@@ -18,6 +19,7 @@ mod rm;
 mod run;
 mod selftest;
 mod serve;
+mod terminal;
 
 #[derive(Parser)]
 #[command(
@@ -76,7 +78,7 @@ fn main() -> std::process::ExitCode {
     match try_main(Cli::parse()) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("hearth: {err:#}");
+            eprintln!("hearth: {}", terminal::safe(&format!("{err:#}")));
             std::process::ExitCode::from(2)
         }
     }

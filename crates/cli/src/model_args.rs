@@ -20,10 +20,10 @@ pub struct ModelArgs {
     #[arg(long, value_name = "NAME|DIR")]
     pub model: String,
     /// Context length in tokens (prompt plus answer) [default: min(4096, the model's maximum)].
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", value_parser = crate::bounds::context())]
     pub context: Option<usize>,
     /// CPU threads for the matrix kernels [default: one per core].
-    #[arg(long, env = "HEARTH_THREADS")]
+    #[arg(long, env = "HEARTH_THREADS", value_parser = crate::bounds::threads())]
     pub threads: Option<usize>,
     /// SIMD level of the CPU kernels (avx512vnni, avx512bw, avx2, scalar) [default: the best this
     /// CPU has].
@@ -225,25 +225,25 @@ fn xdg_home(variable: &str, fallback: &str) -> anyhow::Result<PathBuf> {
 #[derive(clap::Args, Debug)]
 pub struct SamplingArgs {
     /// Sampling temperature; 0 always takes the most likely token.
-    #[arg(long, default_value_t = SamplingParams::default().temperature)]
+    #[arg(long, default_value_t = SamplingParams::default().temperature, value_parser = crate::bounds::temperature)]
     pub temperature: f32,
     /// Sample among the K most likely tokens only (0: all).
-    #[arg(long, default_value_t = SamplingParams::default().top_k)]
+    #[arg(long, default_value_t = SamplingParams::default().top_k, value_parser = crate::bounds::count(0..=crate::bounds::MAX_TOP_K))]
     pub top_k: usize,
     /// Sample among the most likely tokens whose probabilities add up to P.
-    #[arg(long, default_value_t = SamplingParams::default().top_p)]
+    #[arg(long, default_value_t = SamplingParams::default().top_p, value_parser = crate::bounds::top_p)]
     pub top_p: f32,
     /// Drop tokens less likely than P times the most likely one.
-    #[arg(long, default_value_t = SamplingParams::default().min_p)]
+    #[arg(long, default_value_t = SamplingParams::default().min_p, value_parser = crate::bounds::min_p)]
     pub min_p: f32,
     /// Penalize tokens already in the conversation (1: off).
-    #[arg(long, default_value_t = SamplingParams::default().repetition_penalty)]
+    #[arg(long, default_value_t = SamplingParams::default().repetition_penalty, value_parser = crate::bounds::penalty)]
     pub repetition_penalty: f32,
     /// Random seed: the same seed and settings give the same answer.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Stop after this many generated tokens.
-    #[arg(long, default_value_t = ChatOptions::default().max_tokens)]
+    #[arg(long, default_value_t = ChatOptions::default().max_tokens, value_parser = crate::bounds::count(1..=crate::bounds::MAX_TOKENS))]
     pub max_tokens: usize,
 }
 

@@ -1,8 +1,11 @@
 //! The one progress printer of the long verbs (`pull`, `convert`): on a terminal, a status line
 //! redrawn in place on stderr; elsewhere (a log, a pipe), only whole lines, so the output reads
-//! well when captured.
+//! well when captured. What it shows is escaped ([`safe`]): file and model names come from
+//! outside.
 
 use std::io::{IsTerminal, Write};
+
+use crate::terminal::safe;
 
 /// A status line on stderr.
 pub struct StatusLine {
@@ -28,7 +31,7 @@ impl StatusLine {
     /// Replaces the status line with `text` (on a terminal only).
     pub fn redraw(&mut self, text: &str) {
         if self.live {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K{text}");
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K{}", safe(text));
             self.drawn = true;
         }
     }
@@ -40,7 +43,7 @@ impl StatusLine {
             let _ = writeln!(err);
             self.drawn = false;
         }
-        let _ = writeln!(err, "{text}");
+        let _ = writeln!(err, "{}", safe(text));
     }
 
     /// Ends the status line, so what follows starts on a line of its own.

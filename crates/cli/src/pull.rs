@@ -9,6 +9,7 @@ use hearth_hub::{
 };
 
 use crate::progress::{duration, StatusLine};
+use crate::terminal::safe;
 
 /// Arguments of `hearth pull`.
 #[derive(clap::Args)]
@@ -51,10 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         PullOutcome::Installed(model) => {
             println!(
                 "installed {} ({}, {}) in {}",
-                model.name,
+                safe(&model.name),
                 model.format,
                 human_bytes(model.size_bytes),
-                model.folder.display()
+                safe(&model.folder.display().to_string())
             );
             if let Some(entry) =
                 hearth_hub::catalog::find(&args.model)?.filter(|e| !e.note.is_empty())
@@ -65,8 +66,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         PullOutcome::AlreadyInstalled(model) => {
             println!(
                 "{} is already installed in {}",
-                model.name,
-                model.folder.display()
+                safe(&model.name),
+                safe(&model.folder.display().to_string())
             );
         }
         PullOutcome::Paused {

@@ -17,7 +17,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let removed = store.remove(&args.name)?;
     println!(
         "removed {}: freed {}",
-        removed.name,
+        crate::terminal::safe(&removed.name),
         human_bytes(removed.freed_bytes)
     );
     Ok(ExitCode::SUCCESS)

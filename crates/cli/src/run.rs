@@ -10,6 +10,7 @@ use hearth_engine::{ChatMessage, Role};
 use serde::Serialize;
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
+use crate::terminal::safe;
 
 /// Answer one prompt, streaming the answer.
 #[derive(clap::Args, Debug)]
@@ -95,13 +96,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         AnswerEvent::Started(start) if streaming && start.backend.kind.leaves_this_computer() => {
             eprintln!(
                 "hearth: this question is sent to {} ({}); it leaves this computer.",
-                start.backend.device, start.backend.label
+                safe(&start.backend.device),
+                safe(&start.backend.label)
             );
             ControlFlow::Continue(())
         }
         AnswerEvent::Text(piece) if streaming => {
             match stdout
-                .write_all(piece.as_bytes())
+                .write_all(safe(&piece).as_bytes())
                 .and_then(|()| stdout.flush())
             {
                 Ok(()) => ControlFlow::Continue(()),
@@ -119,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if streaming {
                 let _ = writeln!(stdout);
             } else if !text.is_empty() {
-                println!("{text}");
+                println!("{}", safe(&text));
             }
             anyhow::bail!(
                 "the answer stopped early: {error} (the text above is what was written before)"
@@ -153,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let _ = writeln!(stdout).and_then(|()| stdout.flush());
     if !args.quiet {
-        eprintln!("{}", describe_receipt(receipt));
+        eprintln!("{}", safe(&describe_receipt(receipt)));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        print!("{}", crate::terminal::safe(&render(&report)));
     }
     Ok(if report.identical_count() == report.prompts.len() {
         ExitCode::SUCCESS

@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, default_value_t = 11435)]
     port: u16,
     /// Requests that may wait while one is answered; more get "busy" (503).
-    #[arg(long, default_value_t = DEFAULT_QUEUE)]
+    #[arg(long, default_value_t = DEFAULT_QUEUE,
+          value_parser = crate::bounds::count(0..=hearth_server::MAX_QUEUE as u64))]
     queue: usize,
     /// Also accept requests addressed to this host name (repeatable; for a server exposed on a
     /// network with --host, e.g. --allow-host mylaptop.lan).
@@ -80,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ip if ip.is_unspecified() => format!("http://127.0.0.1:{}", address.port()),
         _ => format!("http://{address}"),
     };
-    let model_id = state.model_id().to_owned();
+    let model_id = crate::terminal::safe(state.model_id()).into_owned();
     // How to call it. Whoever started the server may stop reading its output (a closed pipe):
     // that must not stop the server, so write errors are ignored.
     let mut out = std::io::stdout().lock();

@@ -1,8 +1,13 @@
 //! The model's chat template (Jinja, as Hugging Face ships it), rendered with minijinja the way
 //! transformers' `apply_chat_template` renders it: `trim_blocks` and `lstrip_blocks` on, Python
 //! string methods available, `raise_exception` and a non-escaping `tojson`.
+//!
+//! A template comes with a downloaded model, so it is outside input: every render runs within
+//! [`limits`] (work, output size, nesting), and [`check_chat_template`] refuses a model whose
+//! template goes past them before the model is installed.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 
 use minijinja::{Environment, ErrorKind, Value};
@@ -52,6 +57,33 @@ impl ChatMessage {
     }
 }
 
+/// The bounds every render runs within. Each is far above what a real template needs for the
+/// conversation at hand (the Qwen3 template, with the largest conversation a context holds, uses
+/// a small fraction: see the tests), and far below what would hang Hearth or exhaust memory.
+pub mod limits {
+    /// Work any render may do, in minijinja's fuel: one per instruction, plus one per 64 bytes
+    /// of text or list slots a template makes. Bounds time (about a second on a laptop) and the
+    /// memory a template can fill (64 bytes per fuel).
+    pub const BASE_FUEL: u64 = 2_000_000;
+    /// More work per message of the conversation.
+    pub const FUEL_PER_MESSAGE: u64 = 1_000;
+    /// More work per byte of message text (so that 64 bytes of data may be made per byte given).
+    pub const FUEL_PER_TEXT_BYTE: u64 = 1;
+    /// Output any render may write, in bytes.
+    pub const BASE_OUTPUT_BYTES: usize = 1 << 20;
+    /// More output per byte of message text.
+    pub const OUTPUT_PER_TEXT_BYTE: usize = 4;
+    /// More output per message (role markers, turn separators).
+    pub const OUTPUT_PER_MESSAGE: usize = 1024;
+    //
+    // Not bounded yet: minijinja 3.1 concatenates lists lazily and, past 32 nested
+    // concatenations, copies the whole list without charging fuel, so a template that doubles
+    // a list 40 times still runs until memory runs out.
+    /// How deep loops, macros and blocks may nest (minijinja's default is 500, which a small
+    /// thread stack may not hold).
+    pub const NESTING: usize = 64;
+}
+
 /// A compiled chat template plus the special-token strings templates may print.
 #[derive(Debug)]
 pub struct ChatTemplate {
@@ -59,6 +91,8 @@ pub struct ChatTemplate {
     /// The template source (used to find the end-of-turn marker it writes).
     pub(crate) source: String,
     special_tokens: BTreeMap<String, String>,
+    /// The model it belongs to, as errors name it.
+    model: String,
 }
 
 impl ChatTemplate {
@@ -71,6 +105,7 @@ impl ChatTemplate {
             .build()
             .map_err(|e| format!("{e:#}"))?;
         env.set_syntax(syntax);
+        env.set_recursion_limit(limits::NESTING);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
@@ -85,15 +120,30 @@ impl ChatTemplate {
             env,
             source: source.to_owned(),
             special_tokens,
+            model: "this model".to_owned(),
         })
     }
 
     /// Reads the template of a model folder: `chat_template.jinja` if present, else the
     /// `chat_template` of `tokenizer_config.json` (a string, or a list whose `default` entry is
-    /// used). `Ok(None)` when the folder declares none.
+    /// used). `Ok(None)` when the folder declares none. A template that goes past the
+    /// [`limits`] on a small sample conversation is refused (see [`check_chat_template`]).
     pub fn from_dir(
         dir: &Path,
         tokenizer_config: Option<&serde_json::Value>,
+    ) -> Result<Option<Self>, Error> {
+        let model = dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Self::read(dir, tokenizer_config, model)
+    }
+
+    /// [`ChatTemplate::from_dir`] with the model named `model` in errors.
+    fn read(
+        dir: &Path,
+        tokenizer_config: Option<&serde_json::Value>,
+        model: String,
     ) -> Result<Option<Self>, Error> {
         let special_tokens = special_token_strings(tokenizer_config);
         let jinja = dir.join("chat_template.jinja");
@@ -121,12 +171,35 @@ impl ChatTemplate {
                 _ => return Ok(None),
             }
         };
-        ChatTemplate::new(&source, special_tokens)
-            .map(Some)
-            .map_err(|reason| Error::Tokenizer {
+        let mut template =
+            ChatTemplate::new(&source, special_tokens).map_err(|reason| Error::Tokenizer {
                 path,
                 reason: format!("the chat template does not compile: {reason}"),
-            })
+            })?;
+        template.model = model;
+        template.probe()?;
+        Ok(Some(template))
+    }
+
+    /// Renders two small sample conversations: a template that goes past the [`limits`] even on
+    /// those is refused. Other failures are not: a template may reject a conversation on
+    /// purpose (a system turn, say) and still serve others.
+    fn probe(&self) -> Result<(), Error> {
+        let samples = [
+            vec![ChatMessage::new(Role::User, "Hello!")],
+            vec![
+                ChatMessage::new(Role::System, "You are a helpful assistant."),
+                ChatMessage::new(Role::User, "What is 2 + 2?"),
+                ChatMessage::new(Role::Assistant, "4"),
+                ChatMessage::new(Role::User, "And 3 + 3?"),
+            ],
+        ];
+        for messages in &samples {
+            if let Err(e @ Error::ChatTemplateLimit { .. }) = self.render(messages, true, None) {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Renders `messages` as the model expects to read them.
@@ -136,6 +209,18 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         enable_thinking: Option<bool>,
     ) -> Result<String, Error> {
+        self.render_measured(messages, add_generation_prompt, enable_thinking)
+            .map(|(text, _)| text)
+    }
+
+    /// [`ChatTemplate::render`], with the fuel the render used and the fuel it had.
+    fn render_measured(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        enable_thinking: Option<bool>,
+    ) -> Result<(String, Fuel), Error> {
+        let (message_count, text_bytes) = (messages.len(), messages_text_bytes(messages));
         let messages: Vec<Value> = messages
             .iter()
             .map(|m| {
@@ -158,24 +243,114 @@ impl ChatTemplate {
         if let Some(thinking) = enable_thinking {
             ctx.insert("enable_thinking".into(), Value::from(thinking));
         }
-        let template = self
-            .env
-            .get_template("chat")
-            .map_err(|e| Error::ChatTemplate {
-                reason: format!("{e:#}"),
-            })?;
-        template
-            .render(Value::from_object(ctx))
-            .map_err(|e| Error::ChatTemplate {
-                reason: render_error(&e),
-            })
+        // The limits grow with the conversation; the environment is cheap to clone (its
+        // compiled template is shared).
+        let budget = limits::BASE_FUEL
+            .saturating_add(limits::FUEL_PER_MESSAGE.saturating_mul(message_count as u64))
+            .saturating_add(limits::FUEL_PER_TEXT_BYTE.saturating_mul(text_bytes as u64));
+        let mut env = self.env.clone();
+        env.set_fuel(Some(budget));
+        let mut out = BoundedOutput {
+            text: Vec::new(),
+            limit: limits::BASE_OUTPUT_BYTES
+                .saturating_add(limits::OUTPUT_PER_MESSAGE.saturating_mul(message_count))
+                .saturating_add(limits::OUTPUT_PER_TEXT_BYTE.saturating_mul(text_bytes)),
+        };
+        let template = env.get_template("chat").map_err(|e| Error::ChatTemplate {
+            reason: format!("{e:#}"),
+        })?;
+        let captured = template
+            .render_captured_to(Value::from_object(ctx), &mut out)
+            .map_err(|e| self.render_error(&e, out.limit))?;
+        let used = captured
+            .state()
+            .fuel_levels()
+            .map_or(0, |(consumed, _)| consumed);
+        let text = String::from_utf8(out.text).map_err(|e| Error::ChatTemplate {
+            reason: format!("the chat template wrote text that is not UTF-8: {e}"),
+        })?;
+        let fuel = Fuel { used, budget };
+        tracing::trace!(fuel.used, fuel.budget, "chat template rendered");
+        Ok((text, fuel))
+    }
+
+    /// A limit the render went past, in plain words, or the template's own message.
+    fn render_error(&self, e: &minijinja::Error, output_limit: usize) -> Error {
+        let limit = match (e.kind(), e.detail()) {
+            (ErrorKind::OutOfFuel, _) => Some(
+                "it did far more work than any chat template needs (it loops without end or \
+                 builds huge text)"
+                    .to_owned(),
+            ),
+            (ErrorKind::WriteFailure, _) => Some(format!(
+                "it wrote more than {output_limit} bytes for this conversation"
+            )),
+            (ErrorKind::InvalidOperation, Some("recursion limit exceeded")) => Some(format!(
+                "it nests loops, macros or blocks more than {} levels deep",
+                limits::NESTING
+            )),
+            _ => None,
+        };
+        match limit {
+            Some(limit) => Error::ChatTemplateLimit {
+                model: self.model.clone(),
+                limit,
+            },
+            None => Error::ChatTemplate {
+                reason: match e.detail() {
+                    Some(detail) if e.kind() == ErrorKind::InvalidOperation => detail.to_owned(),
+                    _ => format!("{e:#}"),
+                },
+            },
+        }
     }
 }
 
-fn render_error(e: &minijinja::Error) -> String {
-    match e.detail() {
-        Some(detail) if e.kind() == ErrorKind::InvalidOperation => detail.to_owned(),
-        _ => format!("{e:#}"),
+/// Checks the chat template of the model folder `dir` before the model is installed: it must
+/// compile and render two small sample conversations within the [`limits`] every render runs
+/// under. `model` is the name errors use. A folder without a template passes (it can still
+/// complete raw prompts), and so does a template that merely rejects a sample (some refuse a
+/// system turn on purpose).
+///
+/// `hearth import`, `hearth pull` and `hearth convert` call this (the first two through the
+/// hub's model check), so that a model whose template would hang Hearth or fill the memory is
+/// refused before it is registered, with a message naming the model.
+pub fn check_chat_template(dir: &Path, model: &str) -> Result<(), Error> {
+    let tokenizer_config = crate::model::read_json(&dir.join("tokenizer_config.json"))?;
+    ChatTemplate::read(dir, tokenizer_config.as_ref(), model.to_owned()).map(drop)
+}
+
+/// The fuel one render used, out of its budget.
+#[derive(Debug, Clone, Copy)]
+struct Fuel {
+    used: u64,
+    budget: u64,
+}
+
+/// Bytes of message text a render is given (its limits grow with it).
+fn messages_text_bytes(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .fold(0usize, |sum, m| sum.saturating_add(m.content.len()))
+}
+
+/// A render's output, refusing to grow past `limit` bytes.
+struct BoundedOutput {
+    text: Vec<u8>,
+    limit: usize,
+}
+
+impl Write for BoundedOutput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.text.len().saturating_add(bytes.len()) > self.limit {
+            return Err(std::io::Error::other("chat template output limit reached"));
+        }
+        self.text.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -347,6 +522,59 @@ mod tests {
             t.render(&[], false, None).unwrap(),
             r#"{"a": [1, "é<"], "b": null}"#
         );
+    }
+
+    /// Alternating user and assistant turns (with a system turn first), `count` in all, each
+    /// `bytes` long.
+    fn conversation(count: usize, bytes: usize) -> Vec<ChatMessage> {
+        let text = "word ".repeat(bytes / 5);
+        let mut messages = vec![ChatMessage::new(Role::System, text.clone())];
+        for i in 1..count {
+            let role = if i % 2 == 1 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            messages.push(ChatMessage::new(role, text.clone()));
+        }
+        messages
+    }
+
+    fn fixture_template(folder: &str) -> ChatTemplate {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/engine")
+            .join(folder);
+        let config = crate::model::read_json(&dir.join("tokenizer_config.json")).unwrap();
+        ChatTemplate::from_dir(&dir, config.as_ref())
+            .unwrap()
+            .expect("the fixture has a template")
+    }
+
+    #[test]
+    fn real_templates_use_a_small_fraction_of_the_limits() {
+        for folder in ["qwen3-tokenizer", "tiny-llama"] {
+            let template = fixture_template(folder);
+            // Many short turns, and a few as long as the app allows (100,000 characters).
+            for (count, bytes) in [(1, 10), (4_000, 40), (9, 100_000)] {
+                let messages = conversation(count, bytes);
+                let (text, fuel) = template
+                    .render_measured(&messages, true, Some(false))
+                    .unwrap_or_else(|e| panic!("{folder}, {count} x {bytes} B: {e}"));
+                eprintln!(
+                    "{folder}: {count} messages of {bytes} B: fuel {} of {}, {} B out",
+                    fuel.used,
+                    fuel.budget,
+                    text.len()
+                );
+                assert!(
+                    fuel.used * 10 < fuel.budget,
+                    "{folder} with {count} messages of {bytes} B used {} of {} fuel: the \
+                     limits must leave real templates a wide margin",
+                    fuel.used,
+                    fuel.budget
+                );
+            }
+        }
     }
 
     #[test]

@@ -57,6 +57,20 @@ pub enum Error {
         /// The template engine's message.
         reason: String,
     },
+    /// The chat template was stopped at one of the limits every render runs within: it loops
+    /// without end, builds huge text, or nests without end. The template comes with the
+    /// model's files, so the model is refused.
+    #[error(
+        "engine: the chat template of {model} was stopped: {limit}. No real template needs \
+         that, so the model's files are broken or hostile and Hearth will not use this model; \
+         use another model, or ask its publisher for a fixed chat template"
+    )]
+    ChatTemplateLimit {
+        /// The model whose template it is.
+        model: String,
+        /// Which limit, in plain words.
+        limit: String,
+    },
     /// Tokenizing or decoding failed.
     #[error("engine: tokenizer failed: {reason}")]
     Tokenize {

@@ -32,7 +32,9 @@ mod sampler;
 mod tokenizer;
 mod transformer;
 
-pub use chat_template::{ChatMessage, ChatTemplate, Role};
+pub use chat_template::{
+    check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
+};
 pub use error::Error;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
 pub use runner::{ChatOptions, GenerationStats, StopReason};

@@ -414,7 +414,7 @@ fn read_tokenizer(dir: &Path, c: &ModelConfig) -> Result<Option<TextTokenizer>, 
 }
 
 /// Parses an optional JSON file: `Ok(None)` when absent, an error naming the file when malformed.
-fn read_json(path: &Path) -> Result<Option<serde_json::Value>, Error> {
+pub(crate) fn read_json(path: &Path) -> Result<Option<serde_json::Value>, Error> {
     if !path.is_file() {
         return Ok(None);
     }

@@ -166,6 +166,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// The model folder is complete but failed the store's model check (its chat template).
+    #[error("hub: {name} was refused and nothing was registered: {reason}")]
+    RefusedModel {
+        /// The model's name.
+        name: String,
+        /// Why, from the check.
+        reason: String,
+    },
+
+    /// A pause or cancel arrived while waiting for the Hub's answer.
+    #[error("hub: stopped on request ({request:?}) while waiting for the Hub")]
+    Stopped {
+        /// What was asked: pause or cancel.
+        request: crate::progress::Request,
+    },
+
     /// A name that cannot be a model folder.
     #[error("hub: {name:?} cannot be a model name: {reason}")]
     InvalidName {

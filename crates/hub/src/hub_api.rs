@@ -10,11 +10,13 @@
 //! the endpoint's own origin. In offline mode no method touches the network.
 
 use std::io::Read;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::progress::{DownloadControl, Request};
 
 /// The public Hub, used when `HF_ENDPOINT` is not set.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -160,15 +162,21 @@ impl HubClient {
         self.offline
     }
 
-    /// The commit that `revision` (branch, tag or commit) of `repo` points to.
-    pub fn commit_of(&self, repo: &str, revision: &str) -> Result<String> {
+    /// The commit that `revision` (branch, tag or commit) of `repo` points to. A pause or
+    /// cancel on `control` ends the wait at once ([`Error::Stopped`]).
+    pub fn commit_of(
+        &self,
+        repo: &str,
+        revision: &str,
+        control: &DownloadControl,
+    ) -> Result<String> {
         let url = format!(
             "{}/api/models/{}/revision/{}",
             self.endpoint,
             repo,
             encode_segment(revision)
         );
-        let text = self.get_text(&url, repo, revision)?;
+        let text = self.get_text(&url, repo, revision, control)?;
         let info: RevisionJson = serde_json::from_str(&text).map_err(|e| Error::BadResponse {
             url: url.clone(),
             detail: e.to_string(),
@@ -182,15 +190,21 @@ impl HubClient {
         Ok(info.sha)
     }
 
-    /// The files at the top level of `repo` at `commit`.
-    pub fn files(&self, repo: &str, commit: &str) -> Result<Vec<RemoteFile>> {
+    /// The files at the top level of `repo` at `commit`. A pause or cancel on `control` ends
+    /// the wait at once ([`Error::Stopped`]).
+    pub fn files(
+        &self,
+        repo: &str,
+        commit: &str,
+        control: &DownloadControl,
+    ) -> Result<Vec<RemoteFile>> {
         let url = format!(
             "{}/api/models/{}/tree/{}",
             self.endpoint,
             repo,
             encode_segment(commit)
         );
-        let text = self.get_text(&url, repo, commit)?;
+        let text = self.get_text(&url, repo, commit, control)?;
         parse_tree(&url, &text)
     }
 
@@ -311,8 +325,51 @@ impl HubClient {
         })
     }
 
-    fn get_text(&self, url: &str, repo: &str, revision: &str) -> Result<String> {
+    /// GETs `url` on a thread of its own and waits for it, checking `control` every 50 ms: a
+    /// blocking read cannot be interrupted, so a pause or cancel returns at once and leaves the
+    /// thread to end by its own timeout.
+    fn get_text(
+        &self,
+        url: &str,
+        repo: &str,
+        revision: &str,
+        control: &DownloadControl,
+    ) -> Result<String> {
         self.check_online(url)?;
+        let (tx, rx) = mpsc::channel();
+        let (client, url_owned, repo, revision) = (
+            self.clone(),
+            url.to_string(),
+            repo.to_string(),
+            revision.to_string(),
+        );
+        std::thread::Builder::new()
+            .name("hub-api".into())
+            .spawn(move || {
+                let _ = tx.send(client.fetch_text(&url_owned, &repo, &revision));
+            })
+            .map_err(|e| Error::Network {
+                url: url.to_string(),
+                detail: format!("could not start the request: {e}"),
+            })?;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(result) => return result,
+                Err(mpsc::RecvTimeoutError::Timeout) => match control.request() {
+                    Request::Run => {}
+                    request => return Err(Error::Stopped { request }),
+                },
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::BadResponse {
+                        url: url.to_string(),
+                        detail: "the request ended without an answer".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn fetch_text(&self, url: &str, repo: &str, revision: &str) -> Result<String> {
         // A server that sends headers and then stalls must not hang the pull: the whole call,
         // body included, is bounded.
         let mut request = self
@@ -551,7 +608,9 @@ mod tests {
     #[test]
     fn offline_client_refuses_before_any_request() {
         let client = HubClient::new("http://127.0.0.1:9", None, true);
-        let err = client.commit_of("a/b", "main").unwrap_err();
+        let err = client
+            .commit_of("a/b", "main", &DownloadControl::new())
+            .unwrap_err();
         assert!(matches!(err, Error::Offline { .. }), "{err}");
     }
 
@@ -611,12 +670,109 @@ mod tests {
             HubClient::new(&endpoint, None, false).with_api_timeout(Duration::from_millis(700));
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(client.files("owner/name", "main").map(|_| ()));
+            let _ = tx.send(
+                client
+                    .files("owner/name", "main", &DownloadControl::new())
+                    .map(|_| ()),
+            );
         });
         let outcome = rx
             .recv_timeout(Duration::from_secs(15))
             .expect("the file list call must give up on a stalled body");
         assert!(outcome.is_err());
+    }
+
+    #[test]
+    fn a_cancel_ends_a_stalled_file_list_at_once() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            if let Some(mut stream) = listener.incoming().flatten().next() {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                // Headers promising a body, one byte of it, then nothing until the client
+                // gives up (its own timeout here is a minute).
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[",
+                );
+                let _ = stream.read(&mut buf);
+            }
+        });
+        let client = HubClient::new(&endpoint, None, false);
+        let control = DownloadControl::new();
+        let canceller = control.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(client.files("owner/name", "main", &control));
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        canceller.cancel();
+        let outcome = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a cancel ends the wait without waiting for the timeout");
+        assert!(
+            matches!(
+                outcome,
+                Err(Error::Stopped {
+                    request: Request::Cancel
+                })
+            ),
+            "{outcome:?}"
+        );
+    }
+
+    mod fuzz {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn tree_entry() -> impl Strategy<Value = serde_json::Value> {
+            (
+                prop::sample::select(vec!["file", "directory", "x"]),
+                prop_oneof![
+                    "\\PC{0,16}",
+                    Just("a/b".to_owned()),
+                    Just("ctl\u{1b}[2J.q4nx".to_owned())
+                ],
+                any::<u64>(),
+                prop::option::of(any::<u64>()),
+            )
+                .prop_map(|(kind, path, size, lfs)| {
+                    let mut e =
+                        serde_json::json!({"type": kind, "path": path, "size": size, "oid": "ab"});
+                    if let Some(size) = lfs {
+                        e["lfs"] = serde_json::json!({"oid": "CD", "size": size});
+                    }
+                    e
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// Whatever a tree answer holds, what is kept is plain top-level files whose sizes
+            /// are bounded and add up without overflow; the rest is an error, never a panic.
+            #[test]
+            fn any_tree_answer_is_parsed_or_refused(
+                entries in prop::collection::vec(tree_entry(), 0..8),
+                cut in 0usize..3,
+            ) {
+                let text = serde_json::Value::from(entries).to_string();
+                let mut keep = text.len() - text.len() * cut / 4;
+                while !text.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                let text = &text[..keep];
+                if let Ok(files) = parse_tree("http://hub/x", text) {
+                    let mut total: u64 = 0;
+                    for f in &files {
+                        prop_assert!(!f.name.contains('/') && !f.name.chars().any(char::is_control));
+                        prop_assert!(f.size <= MAX_FILE_BYTES);
+                        total = total.checked_add(f.size).expect("the sum was checked");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

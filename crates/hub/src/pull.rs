@@ -6,7 +6,7 @@
 //!    the branch moved meanwhile);
 //! 2. check the free disk space for what is still missing;
 //! 3. download each file with resume and checksum (see [`crate::download`]);
-//! 4. validate the folder with `q4nx`;
+//! 4. validate the folder with `q4nx` (and the store's model check: the chat template);
 //! 5. move it into `models/` and register it (see [`crate::store`]).
 
 use std::collections::BTreeMap;
@@ -146,7 +146,7 @@ pub fn pull(
                 tracing::info!(name = %spec.name, "earlier partial download is of another revision; starting afresh");
                 fsutil::remove_dir_all(&files_dir)?;
             }
-            match list_files(client, &spec) {
+            match list_files(client, &spec, control) {
                 Ok(manifest) => {
                     manifest.write(&root)?;
                     manifest
@@ -155,7 +155,22 @@ pub fn pull(
                     // Nothing was downloaded: leave no trace of this attempt.
                     drop(lock);
                     let _ = fsutil::remove_dir_all(&root);
-                    return Err(e);
+                    return match e {
+                        Error::Stopped {
+                            request: Request::Cancel,
+                        } => {
+                            reporter.phase(Phase::Cancelled, None);
+                            Ok(PullOutcome::Cancelled)
+                        }
+                        Error::Stopped { .. } => {
+                            reporter.phase(Phase::Paused, None);
+                            Ok(PullOutcome::Paused {
+                                done_bytes: 0,
+                                total_bytes: 0,
+                            })
+                        }
+                        e => Err(e),
+                    };
                 }
             }
         }
@@ -196,7 +211,9 @@ pub fn pull(
 
     // 4. The folder as a whole, with q4nx.
     reporter.phase(Phase::Validating, None);
-    let validated = match model_dir::validate(&files_dir) {
+    let checked = model_dir::validate(&files_dir)
+        .and_then(|v| store.check_model(&files_dir, &spec.name).map(|()| v));
+    let validated = match checked {
         Ok(v) => v,
         Err(e) => {
             // The files are exactly what the Hub holds, so fetching them again cannot help.
@@ -217,9 +234,9 @@ pub fn pull(
 }
 
 /// Resolves the spec's revision to a commit and lists the files a model folder needs there.
-fn list_files(client: &HubClient, spec: &Spec) -> Result<Manifest> {
-    let commit = client.commit_of(&spec.repo, &spec.revision)?;
-    let remote = client.files(&spec.repo, &commit)?;
+fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Result<Manifest> {
+    let commit = client.commit_of(&spec.repo, &spec.revision, control)?;
+    let remote = client.files(&spec.repo, &commit, control)?;
     let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
     let selected = model_dir::select(&names, &spec.repo)?;
     Ok(Manifest {

@@ -142,11 +142,18 @@ pub(crate) struct NewModel {
     pub context_length: u64,
 }
 
+/// A check a complete model folder must pass before it is registered, for what the hub cannot
+/// judge itself: `dir` is the folder, `name` the model's name; an `Err` says in plain words why
+/// the model is refused. The CLI and the app pass the engine's chat template check, so that a
+/// model whose template would hang Hearth is never installed.
+pub type ModelCheck = fn(dir: &Path, name: &str) -> std::result::Result<(), String>;
+
 /// The store in one data folder.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
     builtin: Option<(String, PathBuf)>,
+    check: Option<ModelCheck>,
 }
 
 impl Store {
@@ -160,6 +167,7 @@ impl Store {
         Store {
             root,
             builtin: None,
+            check: None,
         }
     }
 
@@ -168,6 +176,25 @@ impl Store {
     pub fn with_builtin(mut self, name: &str, dir: PathBuf) -> Store {
         self.builtin = Some((name.to_string(), dir));
         self
+    }
+
+    /// Runs `check` on every model folder `pull` and `import` are about to register; a model
+    /// that fails it is refused with [`Error::RefusedModel`]. By default, no check beyond the
+    /// hub's own (files present, weights matching the config).
+    pub fn with_model_check(mut self, check: ModelCheck) -> Store {
+        self.check = Some(check);
+        self
+    }
+
+    /// Runs the model check (if any) on the complete folder `dir` of the model `name`.
+    pub(crate) fn check_model(&self, dir: &Path, name: &str) -> Result<()> {
+        match self.check {
+            Some(check) => check(dir, name).map_err(|reason| Error::RefusedModel {
+                name: name.to_string(),
+                reason,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The data folder.
@@ -383,6 +410,7 @@ impl Store {
         };
         check_name(&name)?;
         let validated = model_dir::validate(dir)?;
+        self.check_model(dir, &name)?;
         if self.registry().read()?.find(&name).is_some() {
             return Err(Error::NameTaken { name });
         }

@@ -475,3 +475,22 @@ fn declared_sizes_that_overflow_or_are_absurd_are_refused_before_any_byte_is_wri
         assert_nothing_registered(&store);
     }
 }
+
+#[test]
+fn a_download_that_fails_the_model_check_is_refused_and_deleted() {
+    let tmp = TempDir::new("check");
+    let store = Store::at(tmp.0.clone())
+        .with_model_check(|_, name| Err(format!("the chat template of {name} was stopped")));
+    let hub = hub_with_tiny();
+    let (outcome, _) = run(&store, &hub, &DownloadControl::new(), &options());
+    let err = outcome.unwrap_err();
+    assert!(
+        matches!(&err, Error::RefusedModel { name, .. } if name == "Tiny-Q4NX"),
+        "{err}"
+    );
+    assert_nothing_registered(&store);
+    assert!(
+        !store.downloads_dir().join("Tiny-Q4NX").exists(),
+        "the refused files are not kept for a resume"
+    );
+}

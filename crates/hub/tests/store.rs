@@ -355,3 +355,38 @@ fn failed_import_with_move_leaves_the_source_exactly_as_it_was() {
     assert!(model.folder.join("model.q4nx").is_file());
     assert!(!source.join("model.q4nx").exists());
 }
+
+/// A model check like the engine's chat template check, refusing every model.
+fn refuse_all(_dir: &Path, name: &str) -> Result<(), String> {
+    Err(format!("the chat template of {name} was stopped"))
+}
+
+#[test]
+fn import_runs_the_model_check_before_anything_is_registered_or_moved() {
+    let tmp = TempDir::new("import-check");
+    let store = Store::at(tmp.0.join("data")).with_model_check(refuse_all);
+    let source = tmp.0.join("evil");
+    copy_dir(&fixture("tiny-q4nx"), &source);
+    let before = std::fs::read_dir(&source).unwrap().count();
+    let err = store
+        .import(
+            &source,
+            &ImportOptions {
+                name: None,
+                move_files: true,
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RefusedModel { name, .. } if name == "evil"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nothing was registered"), "{err}");
+    assert!(store.list().unwrap().is_empty(), "nothing is registered");
+    assert_eq!(
+        std::fs::read_dir(&source).unwrap().count(),
+        before,
+        "the source folder keeps every file, even with --move"
+    );
+    assert!(!store.models_dir().join("evil").exists());
+}

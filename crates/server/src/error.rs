@@ -205,6 +205,9 @@ impl From<hearth_engine::Error> for AppError {
                 "messages",
                 format!("the model's chat template rejected these messages: {reason}"),
             ),
+            limit @ E::ChatTemplateLimit { .. } => {
+                AppError::bad_field("messages", limit.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "generation failed");
                 AppError::Internal
