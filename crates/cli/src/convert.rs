@@ -49,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             threads: args.threads,
         };
         let started = Instant::now();
-        let mut bar = Progress::new();
+        let mut bar = Progress::new("converting");
         let report = q4nx::convert(&args.src, &out, &options, &mut |p| bar.update(&p))
             .with_context(|| {
                 format!(
@@ -87,20 +87,23 @@ fn variant_dir(out: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Progress on stderr: a live line on a terminal, a line every 10% otherwise.
-struct Progress {
+pub(crate) struct Progress {
+    label: &'static str,
     status: StatusLine,
     last_tenth: u64,
 }
 
 impl Progress {
-    fn new() -> Self {
+    /// A progress display whose lines start with `label` ("converting").
+    pub(crate) fn new(label: &'static str) -> Self {
         Progress {
+            label,
             status: StatusLine::new(),
             last_tenth: 0,
         }
     }
 
-    fn update(&mut self, p: &q4nx::ConvertProgress) {
+    pub(crate) fn update(&mut self, p: &q4nx::ConvertProgress) {
         let total = p.bytes_total.max(1);
         let percent = p.bytes_done * 100 / total;
         // Small models finish in a blink: only show progress for ones above 100 MB.
@@ -109,7 +112,8 @@ impl Progress {
         }
         if self.status.is_live() {
             self.status.redraw(&format!(
-                "converting: {percent:3}%  tensor {}/{}  {}",
+                "{}: {percent:3}%  tensor {}/{}  {}",
+                self.label,
                 p.tensors_done + 1,
                 p.tensors_total,
                 p.tensor
@@ -117,14 +121,15 @@ impl Progress {
         } else if percent / 10 > self.last_tenth {
             self.last_tenth = percent / 10;
             self.status.line(&format!(
-                "converting: {percent}% (tensor {}/{})",
+                "{}: {percent}% (tensor {}/{})",
+                self.label,
                 p.tensors_done + 1,
                 p.tensors_total
             ));
         }
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.status.finish();
     }
 }

@@ -1,34 +1,82 @@
-//! `hearth import DIR`: validate a local Q4NX or safetensors model folder and register it.
+//! `hearth import PATH`: register a local model. A Q4NX or safetensors folder is validated and
+//! copied; a GGUF file is converted to Q4NX first (the file itself is only read).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use hearth_hub::{human_bytes, ImportOptions};
+use hearth_hub::{human_bytes, GgufImportOptions, ImportOptions};
+
+use crate::convert::Progress;
 
 use crate::terminal::safe;
 
 /// Arguments of `hearth import`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model folder: config.json, tokenizer.json, tokenizer_config.json and model.q4nx or
+    /// A GGUF file (Llama family or Qwen3, as llama.cpp, Ollama or LM Studio keep them), or a
+    /// model folder: config.json, tokenizer.json, tokenizer_config.json and model.q4nx or
     /// safetensors weights (for example the output of `hearth convert`).
-    pub dir: PathBuf,
-    /// Name to install it under. By default, the folder's name.
+    pub path: PathBuf,
+    /// Name to install it under. By default, the folder's name or the file's name without .gguf.
     #[arg(long)]
     pub name: Option<String>,
-    /// Move the files into Hearth's store instead of copying them.
+    /// Move the files of a folder into Hearth's store instead of copying them (a GGUF file is
+    /// never moved or changed).
     #[arg(long = "move")]
     pub move_files: bool,
+    /// Threads used to convert a GGUF file. By default, every core.
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
-/// Validates, copies (or moves) and registers the folder.
+/// Validates (or converts), copies (or moves) and registers the model.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = crate::list::open_store()?;
+    if is_gguf(&args.path) {
+        let options = GgufImportOptions {
+            name: args.name,
+            threads: args.threads,
+        };
+        let mut bar = Progress::new("importing");
+        let (model, report) = store.import_gguf(&args.path, &options, &mut |p| bar.update(&p))?;
+        bar.finish();
+        println!(
+            "imported {} ({} GGUF{}) as {} ({}, {}) into {}",
+            args.path.display(),
+            report.architecture,
+            report
+                .model_name
+                .as_deref()
+                .map(|n| format!(" \"{n}\""))
+                .unwrap_or_default(),
+            model.name,
+            model.tag,
+            human_bytes(model.size_bytes),
+            model.folder.display()
+        );
+        for (how, count) in &report.linear_paths {
+            println!("  {count:4} linear weights: {how}");
+        }
+        if report.scale_rounding_error > 0.0 {
+            println!(
+                "  rounding the kept blocks' f16 scales to BF16 changed those weights by {:.3}% (relative RMS)",
+                report.scale_rounding_error * 100.0
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.path.is_file() {
+        anyhow::bail!(
+            "{} is a file but not a GGUF file (it does not start with \"GGUF\"); import a GGUF \
+             file or a model folder",
+            args.path.display()
+        );
+    }
     let options = ImportOptions {
         name: args.name,
         move_files: args.move_files,
     };
-    let model = store.import(&args.dir, &options)?;
+    let model = store.import(&args.path, &options)?;
     println!(
         "imported {} ({}, {}) as {} into {}",
         safe(&model.name),
@@ -38,4 +86,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         safe(&model.folder.display().to_string())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `path` is a file that starts with GGUF's magic.
+fn is_gguf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+        && &magic == q4nx::gguf::MAGIC
 }

@@ -20,6 +20,7 @@ mod run;
 mod selftest;
 mod serve;
 mod terminal;
+mod tokenize;
 
 #[derive(Parser)]
 #[command(
@@ -44,7 +45,7 @@ enum Command {
     Doctor(doctor::Args),
     /// Generate token ids after given ones (checks a port against this engine; --json)
     Generate(generate::Args),
-    /// Register a local Q4NX or safetensors model folder (copied into Hearth's store)
+    /// Register a local model: a GGUF file (converted to Q4NX) or a Q4NX/safetensors folder
     Import(import::Args),
     /// List installed models (--json for scripts, --catalog for models to download)
     List(list::Args),
@@ -60,6 +61,8 @@ enum Command {
     Selftest(selftest::Args),
     /// Serve a model over a local OpenAI-compatible HTTP API (127.0.0.1 only by default)
     Serve(serve::Args),
+    /// Print the token ids of a text as a model's tokenizer splits it (--json)
+    Tokenize(tokenize::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -99,5 +102,6 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Selftest(args) => selftest::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Tokenize(args) => tokenize::run(args),
     }
 }

@@ -56,6 +56,12 @@ impl TextTokenizer {
         self.inner.token_to_id(token)
     }
 
+    /// The vocabulary's spelling of token `id` (byte-level tokens as their mapped characters,
+    /// e.g. `Ġhello`), if the id exists.
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
     /// Vocabulary size including added tokens.
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)

@@ -182,6 +182,15 @@ pub enum Error {
         request: crate::progress::Request,
     },
 
+    /// A GGUF file could not be converted to a Q4NX model.
+    #[error("hub: could not import {}: {reason}. Nothing was registered", file.display())]
+    Gguf {
+        /// The GGUF file.
+        file: PathBuf,
+        /// What the converter found.
+        reason: String,
+    },
+
     /// A name that cannot be a model folder.
     #[error("hub: {name:?} cannot be a model name: {reason}")]
     InvalidName {

@@ -399,6 +399,17 @@ impl Store {
 
     /// Validates a local Q4NX or safetensors model folder and registers a copy of it.
     pub fn import(&self, dir: &Path, options: &ImportOptions) -> Result<InstalledModel> {
+        let origin = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        self.import_from(dir, options, &origin)
+    }
+
+    /// [`Store::import`], recording `origin` as where the model came from.
+    pub(crate) fn import_from(
+        &self,
+        dir: &Path,
+        options: &ImportOptions,
+        origin: &Path,
+    ) -> Result<InstalledModel> {
         let name = match &options.name {
             Some(name) => name.clone(),
             None => dir
@@ -466,7 +477,6 @@ impl Store {
                 };
                 files.insert(file.clone(), record);
             }
-            let source_dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
             let new = NewModel {
                 name: name.clone(),
                 tag: None,
@@ -477,7 +487,7 @@ impl Store {
                     source: "import".into(),
                     repo: None,
                     revision: None,
-                    imported_from: Some(source_dir.display().to_string()),
+                    imported_from: Some(origin.display().to_string()),
                     catalog_id: None,
                     format: validated.format,
                     architecture: validated.family.clone(),

@@ -39,7 +39,7 @@ pub const COPIED_FILES: &[&str] = &[
 pub const FLM_QWEN3_KV_HEADS: usize = 8;
 
 /// Marker file identifying a partial output folder as ours (so we may delete it).
-const PARTIAL_MARKER: &str = ".hearth-convert-partial";
+pub(crate) const PARTIAL_MARKER: &str = ".hearth-convert-partial";
 
 /// Source bytes read per chunk (rounded to whole row blocks).
 const CHUNK_BYTES: usize = 16 << 20;
@@ -158,18 +158,8 @@ pub fn convert(
         Variant::FlmQwen3 => flm_qwen3_config(&config, &config_text)?,
     };
     let plan = plan(&weights, &config, &out_config)?;
-    let dst_name = dst
-        .file_name()
-        .ok_or_else(|| convert_err(format!("{} is not a folder name", dst.display())))?
-        .to_string_lossy()
-        .into_owned();
     check_destination(dst)?;
-    let parent = match dst.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let partial = parent.join(format!(".{dst_name}.partial"));
-    remove_stale_partial(&partial)?;
+    let partial = partial_dir(dst)?;
     std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
     std::fs::write(partial.join(PARTIAL_MARKER), b"").map_err(|e| Error::io(&partial, e))?;
 
@@ -260,7 +250,8 @@ fn check_no_unknown_tensors(weights: &Weights, config: &ModelConfig) -> Result<(
     Ok(())
 }
 
-fn check_destination(dst: &Path) -> Result<(), Error> {
+/// Refuses a destination that is a file or a folder with something in it.
+pub(crate) fn check_destination(dst: &Path) -> Result<(), Error> {
     if dst.is_file() {
         return Err(convert_err(format!(
             "{} exists and is a file; choose a folder that does not exist yet",
@@ -277,6 +268,23 @@ fn check_destination(dst: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The hidden `.NAME.partial` folder beside `dst` that a conversion writes into, cleared of
+/// what an interrupted conversion left there.
+pub(crate) fn partial_dir(dst: &Path) -> Result<PathBuf, Error> {
+    let dst_name = dst
+        .file_name()
+        .ok_or_else(|| convert_err(format!("{} is not a folder name", dst.display())))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let partial = parent.join(format!(".{dst_name}.partial"));
+    remove_stale_partial(&partial)?;
+    Ok(partial)
 }
 
 fn remove_stale_partial(partial: &Path) -> Result<(), Error> {

@@ -104,6 +104,14 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// A GGUF file is malformed or holds something Hearth cannot convert.
+    #[error("{}: {detail}", path.display())]
+    Gguf {
+        /// The GGUF file.
+        path: PathBuf,
+        /// What is wrong and, where there is one, what to do.
+        detail: String,
+    },
     /// A conversion cannot proceed (unsupported tensor, existing output, bad option).
     #[error("convert: {detail}")]
     Convert {

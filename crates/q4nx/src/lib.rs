@@ -15,6 +15,7 @@ pub mod container;
 mod convert;
 pub mod dtype;
 mod error;
+pub mod gguf;
 pub mod layout;
 pub mod quantize;
 pub mod synthetic;

@@ -1,0 +1,107 @@
+//! Importing a GGUF file: `q4nx` converts it into a Q4NX folder in Hearth's downloads area, and
+//! the ordinary folder import moves that folder into the store and registers it. The GGUF file
+//! itself is only read.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::store::{ImportOptions, InstalledModel, Store};
+use crate::{fsutil, names};
+
+/// Options of [`Store::import_gguf`].
+#[derive(Debug, Clone, Default)]
+pub struct GgufImportOptions {
+    /// Name to register under. By default, the file's name without `.gguf`.
+    pub name: Option<String>,
+    /// Threads for the conversion. By default, every core.
+    pub threads: Option<usize>,
+}
+
+/// The default model name of a GGUF file: its stem, with characters a name cannot hold
+/// replaced by `-`.
+pub fn name_from_file(file: &Path) -> String {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    name.trim_start_matches(['.', '-']).to_string()
+}
+
+impl Store {
+    /// Converts the GGUF `file` to Q4NX and registers it. `progress` sees the conversion;
+    /// returns the installed model and what the conversion did.
+    pub fn import_gguf(
+        &self,
+        file: &Path,
+        options: &GgufImportOptions,
+        progress: &mut dyn FnMut(q4nx::ConvertProgress),
+    ) -> Result<(InstalledModel, q4nx::gguf::GgufImportReport)> {
+        let name = options.name.clone().unwrap_or_else(|| name_from_file(file));
+        names::check_name(&name)?;
+        if self.registry().read()?.find(&name).is_some() {
+            return Err(Error::NameTaken { name });
+        }
+        let origin = file
+            .canonicalize()
+            .map_err(|e| Error::io("open", file, e))?;
+        // Hidden, Hearth's own, and beside the staging folder of the folder import.
+        let work = self.downloads_dir().join(format!(".gguf-{name}"));
+        fsutil::create_dir_all(&self.downloads_dir())?;
+        // Held until the end: a second import under the same name waits its turn elsewhere.
+        let _lock = fsutil::FileLock::try_exclusive(
+            &self.downloads_dir().join(format!(".gguf-{name}.lock")),
+        )?
+        .ok_or_else(|| Error::AlreadyDownloading { name: name.clone() })?;
+        fsutil::remove_dir_all(&work)?;
+        fsutil::create_dir_all(&work)?;
+        let converted: PathBuf = work.join("model");
+        let result = (|| {
+            let report = q4nx::gguf::import_gguf(file, &converted, options.threads, progress)
+                .map_err(|e| Error::Gguf {
+                    file: origin.clone(),
+                    reason: match e {
+                        q4nx::Error::Gguf { detail, .. } => detail,
+                        other => other.to_string(),
+                    },
+                })?;
+            let import = ImportOptions {
+                name: Some(name.clone()),
+                move_files: true,
+            };
+            let model = self.import_from(&converted, &import, &origin)?;
+            Ok((model, report))
+        })();
+        if let Err(e) = fsutil::remove_dir_all(&work) {
+            tracing::warn!(dir = %work.display(), error = %e, "could not remove the conversion folder");
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_file_stem() {
+        assert_eq!(
+            name_from_file(Path::new("/x/SmolLM2-135M-Instruct.Q4_1.gguf")),
+            "SmolLM2-135M-Instruct.Q4_1"
+        );
+        assert_eq!(
+            name_from_file(Path::new("my model (1).gguf")),
+            "my-model--1-"
+        );
+        assert_eq!(name_from_file(Path::new(".hidden.gguf")), "hidden");
+    }
+}

@@ -1,0 +1,770 @@
+//! A Llama or Qwen3 GGUF file to a Q4NX model folder.
+//!
+//! Linear weights keep the GGUF's codes where a block maps onto a Q4NX tile group: Q4_1 and
+//! Q4_0 (as `m = -8 d`) become Q4_1 tiles and Q8_0 becomes Q8 tiles, with only the f16 scales
+//! rounded to BF16. Other linear types are decoded as ggml does and quantized to Q4_1, except
+//! the output head, which is never stored below the GGUF's precision: a head above 4 bits
+//! becomes Q8 tiles. The embedding and the norms are decoded and stored as BF16.
+//!
+//! llama.cpp stores the Q and K projections of `llama` models with each head's rows
+//! interleaved for its RoPE; the rows are put back in Hugging Face order here, so the engine's
+//! rotate-half RoPE computes the same thing. Everything is written into a hidden partial folder
+//! and renamed at the end, like [`crate::convert`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use half::bf16;
+use serde_json::json;
+
+use crate::container::{encode_header, EntryToWrite};
+use crate::convert::{check_destination, partial_dir, PARTIAL_MARKER};
+use crate::gguf::tokenizer::tokenizer_files;
+use crate::gguf::{dequantize, GgmlType, GgufFile, Header, TensorInfo, Value};
+use crate::layout::{expected_tensors, padded_cols, ExpectedTensor, Role};
+use crate::quantize::quantize_row_block;
+use crate::tile::{
+    self, GROUP, GROUPS_PER_TILE, Q4_1_TILE_BYTES, Q8_TILE_BYTES, TILE_COLS, TILE_ROWS,
+};
+use crate::weights::{Q4NX_FILE, SHAPE_KEY_PREFIX};
+use crate::{ConvertProgress, Dtype, Error, Family, ModelConfig, Weights};
+
+/// What an import produced.
+#[derive(Debug, Clone)]
+pub struct GgufImportReport {
+    /// The destination folder.
+    pub dir: PathBuf,
+    /// The model's config.
+    pub config: ModelConfig,
+    /// `general.architecture`.
+    pub architecture: String,
+    /// `general.name`, if the file has one.
+    pub model_name: Option<String>,
+    /// Tensors in model.q4nx.
+    pub tensors: usize,
+    /// Weights in the model (lm_head counted even when tied).
+    pub parameters: u64,
+    /// Size of model.q4nx in bytes.
+    pub q4nx_bytes: u64,
+    /// How each linear weight was stored, e.g. "Q4_1 -> Q4_1 tiles (codes kept)": count.
+    pub linear_paths: BTreeMap<String, usize>,
+    /// Relative RMS change of the weights whose codes were kept, caused only by rounding
+    /// their f16 scales (and mins) to BF16.
+    pub scale_rounding_error: f64,
+}
+
+fn gguf_err(path: &Path, detail: impl Into<String>) -> Error {
+    Error::Gguf {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    }
+}
+
+/// How one linear weight is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path4 {
+    /// Q4_1/Q4_0 codes kept in Q4_1 tiles.
+    KeepQ4,
+    /// Q8_0 codes kept in Q8 tiles.
+    KeepQ8,
+    /// Decoded, then quantized to Q4_1 tiles.
+    ToQ4,
+    /// Decoded, then quantized to Q8 tiles.
+    ToQ8,
+}
+
+impl Path4 {
+    fn choose(kind: GgmlType, is_head: bool) -> Path4 {
+        match kind {
+            GgmlType::Q4_1 | GgmlType::Q4_0 => Path4::KeepQ4,
+            GgmlType::Q8_0 => Path4::KeepQ8,
+            _ if is_head && kind.bits_per_weight() > 5.0 => Path4::ToQ8,
+            _ => Path4::ToQ4,
+        }
+    }
+
+    fn tile_bytes(self) -> usize {
+        match self {
+            Path4::KeepQ4 | Path4::ToQ4 => Q4_1_TILE_BYTES,
+            Path4::KeepQ8 | Path4::ToQ8 => Q8_TILE_BYTES,
+        }
+    }
+
+    fn describe(self, kind: GgmlType) -> String {
+        match self {
+            Path4::KeepQ4 => format!("{kind} -> Q4_1 tiles (codes kept)"),
+            Path4::KeepQ8 => format!("{kind} -> Q8 tiles (codes kept)"),
+            Path4::ToQ4 => format!("{kind} -> Q4_1 tiles (requantized)"),
+            Path4::ToQ8 => format!("{kind} -> Q8 tiles (requantized)"),
+        }
+    }
+}
+
+/// Where one output tensor comes from.
+struct Planned<'h> {
+    entry: EntryToWrite,
+    source: &'h TensorInfo,
+    /// For linear weights: how, the logical `[N, K]`, and the Q/K head size to un-permute.
+    linear: Option<(Path4, usize, usize, Option<usize>)>,
+}
+
+/// Imports the GGUF file `src` into a new Q4NX folder `dst` (which must not exist or be
+/// empty). `progress` is called as model.q4nx grows.
+pub fn import_gguf(
+    src: &Path,
+    dst: &Path,
+    threads: Option<usize>,
+    progress: &mut dyn FnMut(ConvertProgress),
+) -> Result<GgufImportReport, Error> {
+    let file = GgufFile::open(src)?;
+    let h = file.header();
+    let arch = h
+        .get("general.architecture")
+        .and_then(Value::as_str)
+        .ok_or_else(|| gguf_err(src, "the file has no general.architecture"))?
+        .to_string();
+    let family = match arch.as_str() {
+        "llama" => Family::Llama,
+        "qwen3" => Family::Qwen3,
+        other => {
+            return Err(gguf_err(
+                src,
+                format!(
+                    "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
+                     SmolLM2, MiniCPM5) and qwen3 models"
+                ),
+            ))
+        }
+    };
+    let (config, config_text) = model_config(h, &arch, family).map_err(|d| gguf_err(src, d))?;
+    let tok = tokenizer_files(h, config.max_position_embeddings)
+        .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
+    if tok.vocab_size != config.vocab_size {
+        return Err(gguf_err(
+            src,
+            format!(
+                "the vocabulary has {} tokens but token_embd.weight has {} rows",
+                tok.vocab_size, config.vocab_size
+            ),
+        ));
+    }
+    let plan = plan(h, &config, family).map_err(|d| gguf_err(src, d))?;
+
+    check_destination(dst)?;
+    let partial = partial_dir(dst)?;
+    std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
+    std::fs::write(partial.join(PARTIAL_MARKER), b"").map_err(|e| Error::io(&partial, e))?;
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let result = (|| {
+        let (q4nx_bytes, error) =
+            write_q4nx(&file, &plan, &partial.join(Q4NX_FILE), threads, progress)?;
+        let with_config = json_with_ids(&config_text, tok.bos_id, &tok.eos_ids);
+        for (name, text) in [
+            ("config.json", with_config.as_str()),
+            ("tokenizer.json", tok.tokenizer.as_str()),
+            ("tokenizer_config.json", tok.tokenizer_config.as_str()),
+            ("generation_config.json", tok.generation_config.as_str()),
+        ] {
+            std::fs::write(partial.join(name), text)
+                .map_err(|e| Error::io(partial.join(name), e))?;
+        }
+        // The written folder must read back as the model it claims to be.
+        let weights = Weights::open(&partial)?;
+        let written = ModelConfig::from_path(&partial.join("config.json"))?;
+        crate::validate(&weights, &written)?;
+        drop(weights);
+        std::fs::remove_file(partial.join(PARTIAL_MARKER)).map_err(|e| Error::io(&partial, e))?;
+        if dst.is_dir() {
+            std::fs::remove_dir(dst).map_err(|e| Error::io(dst, e))?;
+        }
+        std::fs::rename(&partial, dst).map_err(|e| Error::io(dst, e))?;
+        Ok((q4nx_bytes, error, written))
+    })();
+    let (q4nx_bytes, scale_rounding_error, config) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if let Err(cleanup) = std::fs::remove_dir_all(&partial) {
+                tracing::warn!(dir = %partial.display(), %cleanup, "could not remove partial output");
+            }
+            return Err(e);
+        }
+    };
+    let mut linear_paths = BTreeMap::new();
+    for p in &plan {
+        if let Some((path, ..)) = p.linear {
+            *linear_paths
+                .entry(path.describe(p.source.kind))
+                .or_insert(0) += 1;
+        }
+    }
+    Ok(GgufImportReport {
+        dir: dst.to_path_buf(),
+        architecture: arch,
+        model_name: h
+            .get("general.name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tensors: plan.len(),
+        parameters: plan
+            .iter()
+            .map(|p| match p.linear {
+                Some((_, n, k, _)) => (n * k) as u64,
+                None => p.entry.shape.iter().product::<usize>() as u64,
+            })
+            .sum(),
+        config,
+        q4nx_bytes,
+        linear_paths,
+        scale_rounding_error,
+    })
+}
+
+/// config.json (Hugging Face form) from the `{arch}.*` metadata and the embedding's shape.
+fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, String), String> {
+    let key = |k: &str| format!("{arch}.{k}");
+    let uint = |k: &str| -> Result<Option<usize>, String> {
+        match h.get(&key(k)) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .filter(|&n| n <= 1 << 32)
+                .map(|n| Some(n as usize))
+                .ok_or_else(|| format!("{} is {}, not a count", key(k), v.describe())),
+        }
+    };
+    let need = |k: &str| uint(k)?.ok_or_else(|| format!("the file has no {}", key(k)));
+    let float = |k: &str| -> Result<Option<f64>, String> {
+        h.get(&key(k))
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| format!("{} is {}, not a number", key(k), v.describe()))
+            })
+            .transpose()
+    };
+    if let Some(kind) = h.get(&key("rope.scaling.type")).and_then(Value::as_str) {
+        if kind != "none" {
+            return Err(format!(
+                "it uses {kind} RoPE scaling, which Hearth's engine does not apply yet"
+            ));
+        }
+    }
+    if h.tensor("rope_freqs.weight").is_some() {
+        return Err(
+            "it scales RoPE frequencies per dimension (rope_freqs.weight, Llama 3.1 and \
+                    later), which Hearth's engine does not apply yet"
+                .into(),
+        );
+    }
+    let hidden = need("embedding_length")?;
+    let heads = need("attention.head_count")?;
+    let kv_heads = uint("attention.head_count_kv")?.unwrap_or(heads);
+    let head_dim = match uint("attention.key_length")? {
+        Some(d) => d,
+        None if heads > 0 => hidden / heads,
+        None => return Err(format!("{} is 0", key("attention.head_count"))),
+    };
+    if let Some(v) = uint("attention.value_length")? {
+        if v != head_dim {
+            return Err(format!(
+                "its value heads ({v}) and key heads ({head_dim}) differ in width"
+            ));
+        }
+    }
+    let embd = h
+        .tensor("token_embd.weight")
+        .ok_or("the file has no token_embd.weight")?;
+    if embd.dims.len() != 2 || embd.dims[0] as usize != hidden {
+        return Err(format!(
+            "token_embd.weight has dimensions {:?}, expected [{hidden}, vocabulary]",
+            embd.dims
+        ));
+    }
+    let (arch_name, model_type) = match family {
+        Family::Llama => ("LlamaForCausalLM", "llama"),
+        Family::Qwen3 => ("Qwen3ForCausalLM", "qwen3"),
+    };
+    let text = serde_json::to_string_pretty(&json!({
+        "architectures": [arch_name],
+        "model_type": model_type,
+        "hidden_size": hidden,
+        "num_hidden_layers": need("block_count")?,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "intermediate_size": need("feed_forward_length")?,
+        "vocab_size": embd.dims[1],
+        "rope_theta": float("rope.freq_base")?.unwrap_or(10_000.0),
+        "rms_norm_eps": float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
+        "tie_word_embeddings": h.tensor("output.weight").is_none(),
+        "max_position_embeddings": uint("context_length")?.unwrap_or(2048),
+        "hidden_act": "silu",
+        "torch_dtype": "bfloat16",
+    }))
+    .expect("JSON values serialize");
+    let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
+    Ok((config, text))
+}
+
+/// Adds bos/eos ids to config.json's text.
+fn json_with_ids(text: &str, bos: Option<u32>, eos: &[u32]) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
+    v["bos_token_id"] = json!(bos);
+    v["eos_token_id"] = match eos {
+        [one] => json!(one),
+        many => json!(many),
+    };
+    let mut s = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    s.push('\n');
+    s
+}
+
+/// The GGUF name of a Hugging Face tensor name.
+fn gguf_name(hf: &str) -> Option<String> {
+    match hf {
+        "model.embed_tokens.weight" => return Some("token_embd.weight".into()),
+        "model.norm.weight" => return Some("output_norm.weight".into()),
+        "lm_head.weight" => return Some("output.weight".into()),
+        _ => {}
+    }
+    let rest = hf.strip_prefix("model.layers.")?;
+    let (layer, suffix) = rest.split_once('.')?;
+    let g = match suffix {
+        "input_layernorm.weight" => "attn_norm",
+        "post_attention_layernorm.weight" => "ffn_norm",
+        "self_attn.q_proj.weight" => "attn_q",
+        "self_attn.k_proj.weight" => "attn_k",
+        "self_attn.v_proj.weight" => "attn_v",
+        "self_attn.o_proj.weight" => "attn_output",
+        "self_attn.q_norm.weight" => "attn_q_norm",
+        "self_attn.k_norm.weight" => "attn_k_norm",
+        "mlp.gate_proj.weight" => "ffn_gate",
+        "mlp.up_proj.weight" => "ffn_up",
+        "mlp.down_proj.weight" => "ffn_down",
+        _ => return None,
+    };
+    Some(format!("blk.{layer}.{g}.weight"))
+}
+
+/// Plans every output tensor; refuses missing, misshapen and unused GGUF tensors.
+fn plan<'h>(
+    h: &'h Header,
+    config: &ModelConfig,
+    family: Family,
+) -> Result<Vec<Planned<'h>>, String> {
+    let mut used = HashSet::new();
+    let mut out = Vec::new();
+    for ExpectedTensor { name, role, shape } in expected_tensors(config) {
+        let mut g = gguf_name(&name).expect("every expected tensor has a GGUF name");
+        if name == "lm_head.weight" && config.tie_word_embeddings {
+            g = "token_embd.weight".into();
+        }
+        let t = h
+            .tensor(&g)
+            .ok_or_else(|| format!("tensor {g} is missing; the file is incomplete"))?;
+        used.insert(g.clone());
+        let want: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
+        if t.dims != want {
+            return Err(format!(
+                "tensor {g} has dimensions {:?}, the model's metadata implies {want:?}",
+                t.dims
+            ));
+        }
+        let planned = match role {
+            Role::Embedding | Role::Norm => Planned {
+                entry: EntryToWrite {
+                    name,
+                    dtype: Dtype::Bf16,
+                    shape,
+                },
+                source: t,
+                linear: None,
+            },
+            Role::Linear => {
+                let (n, k) = (shape[0], shape[1]);
+                if n % TILE_ROWS != 0 {
+                    return Err(format!(
+                        "tensor {g} has {n} rows; Q4NX tiles need a multiple of 32"
+                    ));
+                }
+                let path = Path4::choose(t.kind, name == "lm_head.weight");
+                // llama.cpp interleaves each head's Q and K rows for `llama` models only.
+                let permute = (family == Family::Llama
+                    && (name.ends_with("q_proj.weight") || name.ends_with("k_proj.weight")))
+                .then_some(config.head_dim);
+                let tiles = n / TILE_ROWS * (padded_cols(k) / TILE_COLS);
+                Planned {
+                    entry: EntryToWrite {
+                        name,
+                        dtype: Dtype::I8,
+                        shape: vec![tiles, path.tile_bytes()],
+                    },
+                    source: t,
+                    linear: Some((path, n, k, permute)),
+                }
+            }
+        };
+        out.push(planned);
+    }
+    if let Some(extra) = h.tensors.iter().find(|t| !used.contains(&t.name)) {
+        return Err(format!(
+            "tensor {} is not part of a plain {family:?} model, so the imported model would \
+             not compute what the original does",
+            extra.name
+        ));
+    }
+    Ok(out)
+}
+
+/// The GGUF row that holds Hugging Face row `r` of a Q or K projection with heads of
+/// `head_dim` rows: llama.cpp stores row `j * head_dim/2 + i` of a head at `2 i + j`.
+fn gguf_row(r: usize, head_dim: Option<usize>) -> usize {
+    match head_dim {
+        None => r,
+        Some(hd) => {
+            let (head, within) = (r / hd, r % hd);
+            let (j, i) = (within / (hd / 2), within % (hd / 2));
+            head * hd + 2 * i + j
+        }
+    }
+}
+
+/// Squared error and squared magnitude of keeping codes with BF16 scales, summed.
+#[derive(Default, Clone, Copy)]
+struct Rounding {
+    err: f64,
+    norm: f64,
+}
+
+/// Writes model.q4nx; returns its size and the relative RMS error of BF16 scale rounding.
+fn write_q4nx(
+    file: &GgufFile,
+    plan: &[Planned],
+    path: &Path,
+    threads: usize,
+    progress: &mut dyn FnMut(ConvertProgress),
+) -> Result<(u64, f64), Error> {
+    let mut metadata = BTreeMap::from([
+        ("format".to_string(), "q4nx".to_string()),
+        (
+            "producer".to_string(),
+            format!("hearth {} (from GGUF)", env!("CARGO_PKG_VERSION")),
+        ),
+        ("hearth.variant".to_string(), "faithful".to_string()),
+    ]);
+    for p in plan {
+        if let Some((_, n, k, _)) = p.linear {
+            metadata.insert(
+                format!("{SHAPE_KEY_PREFIX}{}", p.entry.name),
+                format!("{n},{k}"),
+            );
+        }
+    }
+    let entries: Vec<EntryToWrite> = plan.iter().map(|p| p.entry.clone()).collect();
+    let header = encode_header(&entries, &metadata);
+    let bytes_total =
+        header.len() as u64 + entries.iter().map(|e| e.byte_len() as u64).sum::<u64>();
+    let out_file = File::create(path).map_err(|e| Error::io(path, e))?;
+    let mut out = BufWriter::with_capacity(4 << 20, out_file);
+    let mut written = header.len() as u64;
+    out.write_all(&header).map_err(|e| Error::io(path, e))?;
+    let mut total = Rounding::default();
+    for (index, p) in plan.iter().enumerate() {
+        let data = file.data(p.source);
+        let mut emit = |bytes: &[u8], written: &mut u64| -> Result<(), Error> {
+            out.write_all(bytes).map_err(|e| Error::io(path, e))?;
+            *written += bytes.len() as u64;
+            progress(ConvertProgress {
+                tensor: p.entry.name.clone(),
+                tensors_done: index,
+                tensors_total: plan.len(),
+                bytes_done: *written,
+                bytes_total,
+            });
+            Ok(())
+        };
+        let start = written;
+        match p.linear {
+            None => {
+                let row = p.source.row_len();
+                let row_bytes = p.source.kind.bytes_for(row);
+                let mut floats = vec![0f32; row];
+                let mut bytes = Vec::new();
+                for chunk in data.chunks(row_bytes * 1024) {
+                    bytes.clear();
+                    for src in chunk.chunks_exact(row_bytes) {
+                        dequantize(p.source.kind, src, &mut floats);
+                        check_finite(file.path(), &p.source.name, &floats)?;
+                        bytes.extend(floats.iter().flat_map(|&v| bf16::from_f32(v).to_le_bytes()));
+                    }
+                    emit(&bytes, &mut written)?;
+                }
+            }
+            Some((how, n, k, permute)) => {
+                let row_bytes = p.source.kind.bytes_for(k);
+                let block_out = padded_cols(k) / TILE_COLS * how.tile_bytes();
+                let blocks = n / TILE_ROWS;
+                let per_chunk = 64.max(threads);
+                for first in (0..blocks).step_by(per_chunk) {
+                    let count = per_chunk.min(blocks - first);
+                    let mut tiles = vec![0u8; count * block_out];
+                    let per_thread = count.div_ceil(threads);
+                    let results: Vec<Result<Rounding, Error>> = std::thread::scope(|scope| {
+                        let handles: Vec<_> = tiles
+                            .chunks_mut(per_thread * block_out)
+                            .enumerate()
+                            .map(|(t, dst)| {
+                                let src_row = |r: usize| {
+                                    let g = gguf_row(r, permute);
+                                    &data[g * row_bytes..(g + 1) * row_bytes]
+                                };
+                                let kind = p.source.kind;
+                                let name = &p.source.name;
+                                let gguf_path = file.path();
+                                scope.spawn(move || {
+                                    let mut sum = Rounding::default();
+                                    for (b, block) in dst.chunks_exact_mut(block_out).enumerate() {
+                                        let rb = first + t * per_thread + b;
+                                        let rows: Vec<&[u8]> = (0..TILE_ROWS)
+                                            .map(|r| src_row(rb * TILE_ROWS + r))
+                                            .collect();
+                                        let r =
+                                            row_block(how, kind, &rows, k, block).map_err(|d| {
+                                                gguf_err(gguf_path, format!("tensor {name}: {d}"))
+                                            })?;
+                                        sum.err += r.err;
+                                        sum.norm += r.norm;
+                                    }
+                                    Ok(sum)
+                                })
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|_| {
+                                    Err(gguf_err(file.path(), "a conversion thread failed"))
+                                })
+                            })
+                            .collect()
+                    });
+                    for r in results {
+                        let r = r?;
+                        total.err += r.err;
+                        total.norm += r.norm;
+                    }
+                    emit(&tiles, &mut written)?;
+                }
+            }
+        }
+        if written - start != p.entry.byte_len() as u64 {
+            return Err(gguf_err(
+                file.path(),
+                format!(
+                    "internal error: tensor {} wrote {} bytes, its header says {}",
+                    p.entry.name,
+                    written - start,
+                    p.entry.byte_len()
+                ),
+            ));
+        }
+    }
+    let out_file = out
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    out_file.sync_all().map_err(|e| Error::io(path, e))?;
+    let rel = if total.norm > 0.0 {
+        (total.err / total.norm).sqrt()
+    } else {
+        0.0
+    };
+    Ok((bytes_total, rel))
+}
+
+fn check_finite(path: &Path, name: &str, values: &[f32]) -> Result<(), Error> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(gguf_err(
+            path,
+            format!(
+                "tensor {name} holds a non-finite value ({}) at element {i} of a row; the file \
+                 is damaged",
+                values[i]
+            ),
+        )),
+    }
+}
+
+fn half(bytes: &[u8], at: usize) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([bytes[at], bytes[at + 1]])).to_f32()
+}
+
+/// Writes the tiles of one block of 32 rows (each `rows[r]` the GGUF bytes of a row of `k`).
+fn row_block(
+    how: Path4,
+    kind: GgmlType,
+    rows: &[&[u8]],
+    k: usize,
+    out: &mut [u8],
+) -> Result<Rounding, String> {
+    let mut sum = Rounding::default();
+    match how {
+        Path4::ToQ4 => {
+            let mut floats = vec![0f32; TILE_ROWS * k];
+            for (r, src) in rows.iter().enumerate() {
+                dequantize(kind, src, &mut floats[r * k..(r + 1) * k]);
+            }
+            if let Some(v) = floats.iter().find(|v| !v.is_finite()) {
+                return Err(format!(
+                    "holds a non-finite value ({v}); the file is damaged"
+                ));
+            }
+            quantize_row_block(&floats, k, out);
+        }
+        Path4::ToQ8 => {
+            let mut floats = vec![0f32; k];
+            let mut values = Box::new([[0i8; TILE_COLS]; TILE_ROWS]);
+            let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            for (ct, tile_out) in out.chunks_exact_mut(Q8_TILE_BYTES).enumerate() {
+                for (r, src) in rows.iter().enumerate() {
+                    dequantize(kind, src, &mut floats);
+                    if let Some(v) = floats.iter().find(|v| !v.is_finite()) {
+                        return Err(format!(
+                            "holds a non-finite value ({v}); the file is damaged"
+                        ));
+                    }
+                    for g in 0..GROUPS_PER_TILE {
+                        let start = (ct * TILE_COLS + g * GROUP).min(k);
+                        let end = (start + GROUP).min(k);
+                        let (scale, codes) = quantize_q8_group(&floats[start..end]);
+                        d[r][g] = scale;
+                        values[r][g * GROUP..(g + 1) * GROUP].copy_from_slice(&codes);
+                    }
+                }
+                tile::pack_q8_tile(&values, &d, tile_out);
+            }
+        }
+        Path4::KeepQ4 => {
+            let mut codes = Box::new([[0u8; TILE_COLS]; TILE_ROWS]);
+            let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            let mut m = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            let bb = kind.block_bytes();
+            for (ct, tile_out) in out.chunks_exact_mut(Q4_1_TILE_BYTES).enumerate() {
+                for (r, src) in rows.iter().enumerate() {
+                    for g in 0..GROUPS_PER_TILE {
+                        let b = ct * GROUPS_PER_TILE + g;
+                        let cell = &mut codes[r][g * GROUP..(g + 1) * GROUP];
+                        if b * GROUP >= k {
+                            cell.fill(0);
+                            d[r][g] = bf16::ZERO;
+                            m[r][g] = bf16::ZERO;
+                            continue;
+                        }
+                        let x = &src[b * bb..(b + 1) * bb];
+                        let (df, mf, qs) = match kind {
+                            GgmlType::Q4_1 => (half(x, 0), half(x, 2), &x[4..20]),
+                            _ => (half(x, 0), -8.0 * half(x, 0), &x[2..18]),
+                        };
+                        for j in 0..16 {
+                            cell[j] = qs[j] & 0x0f;
+                            cell[j + 16] = qs[j] >> 4;
+                        }
+                        let (db, mb) = (bf16::from_f32(df), bf16::from_f32(mf));
+                        d[r][g] = db;
+                        m[r][g] = mb;
+                        for &q in cell.iter() {
+                            let exact = f64::from(q) * f64::from(df) + f64::from(mf);
+                            let kept =
+                                f64::from(q) * f64::from(db.to_f32()) + f64::from(mb.to_f32());
+                            sum.err += (exact - kept).powi(2);
+                            sum.norm += exact * exact;
+                        }
+                    }
+                }
+                tile::pack_q4_1_tile(&codes, &d, &m, tile_out);
+            }
+        }
+        Path4::KeepQ8 => {
+            let mut values = Box::new([[0i8; TILE_COLS]; TILE_ROWS]);
+            let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            let bb = kind.block_bytes();
+            for (ct, tile_out) in out.chunks_exact_mut(Q8_TILE_BYTES).enumerate() {
+                for (r, src) in rows.iter().enumerate() {
+                    for g in 0..GROUPS_PER_TILE {
+                        let b = ct * GROUPS_PER_TILE + g;
+                        let cell = &mut values[r][g * GROUP..(g + 1) * GROUP];
+                        if b * GROUP >= k {
+                            cell.fill(0);
+                            d[r][g] = bf16::ZERO;
+                            continue;
+                        }
+                        let x = &src[b * bb..(b + 1) * bb];
+                        let df = half(x, 0);
+                        for (c, &q) in cell.iter_mut().zip(&x[2..34]) {
+                            *c = q as i8;
+                        }
+                        let db = bf16::from_f32(df);
+                        d[r][g] = db;
+                        for &q in cell.iter() {
+                            let exact = f64::from(q) * f64::from(df);
+                            let kept = f64::from(q) * f64::from(db.to_f32());
+                            sum.err += (exact - kept).powi(2);
+                            sum.norm += exact * exact;
+                        }
+                    }
+                }
+                tile::pack_q8_tile(&values, &d, tile_out);
+            }
+        }
+    }
+    Ok(sum)
+}
+
+/// Symmetric 8-bit quantization of up to 32 values with a BF16 scale.
+fn quantize_q8_group(values: &[f32]) -> (bf16, [i8; GROUP]) {
+    let mut codes = [0i8; GROUP];
+    let amax = values.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let d = bf16::from_f32(amax / 127.0);
+    let df = d.to_f32();
+    if df > 0.0 {
+        for (c, &v) in codes.iter_mut().zip(values) {
+            *c = (v / df).round().clamp(-127.0, 127.0) as i8;
+        }
+    }
+    (d, codes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rope_rows_go_back_to_hugging_face_order() {
+        // head_dim 4: HF rows (0,1 | 2,3) are the halves; llama.cpp stores 0,2,1,3.
+        let order: Vec<usize> = (0..8).map(|r| gguf_row(r, Some(4))).collect();
+        assert_eq!(order, [0, 2, 1, 3, 4, 6, 5, 7]);
+        assert_eq!(gguf_row(5, None), 5);
+    }
+
+    #[test]
+    fn the_head_never_drops_below_its_gguf_precision() {
+        assert_eq!(Path4::choose(GgmlType::Q6_K, true), Path4::ToQ8);
+        assert_eq!(Path4::choose(GgmlType::Q8_0, true), Path4::KeepQ8);
+        assert_eq!(Path4::choose(GgmlType::F16, true), Path4::ToQ8);
+        assert_eq!(Path4::choose(GgmlType::Q4_K, true), Path4::ToQ4);
+        assert_eq!(Path4::choose(GgmlType::Q6_K, false), Path4::ToQ4);
+        assert_eq!(Path4::choose(GgmlType::Q4_0, false), Path4::KeepQ4);
+    }
+
+    #[test]
+    fn q8_group_round_trips_within_half_a_step() {
+        let v: Vec<f32> = (0..32).map(|i| (i as f32 - 15.5) * 0.013).collect();
+        let (d, q) = quantize_q8_group(&v);
+        for (x, c) in v.iter().zip(q) {
+            assert!((f32::from(c) * d.to_f32() - x).abs() <= d.to_f32() * 0.5 + 1e-6);
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! GGUF, llama.cpp's model file: read it ([`GgufFile`]), decode its tensor types to f32 exactly
+//! as ggml does ([`dequantize`]), and turn a Llama or Qwen3 GGUF into a Q4NX model folder
+//! ([`import_gguf`]) with a `tokenizer.json` built from its vocabulary.
+
+mod dequant;
+mod file;
+mod import;
+mod tokenizer;
+pub mod write;
+
+pub use dequant::{dequantize, GgmlType};
+pub use file::{parse, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC};
+pub use import::{import_gguf, GgufImportReport};
+pub use tokenizer::{tokenizer_files, TokenizerFiles};

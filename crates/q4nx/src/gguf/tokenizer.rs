@@ -1,0 +1,291 @@
+//! The Hugging Face tokenizer files of a GGUF model, rebuilt from its `tokenizer.ggml.*`
+//! metadata: `tokenizer.json` (byte-level BPE with the pre-tokenizer `tokenizer.ggml.pre`
+//! names), `tokenizer_config.json` (chat template, bos/eos) and `generation_config.json`.
+//!
+//! Pre-tokenizers are written as the original models' own `tokenizer.json` spells them, which
+//! is what llama.cpp's regexes for the same names reproduce.
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::gguf::{Header, Value};
+
+/// llama.cpp's token types (`tokenizer.ggml.token_type`).
+const TOKEN_CONTROL: i64 = 3;
+const TOKEN_USER_DEFINED: i64 = 4;
+
+/// Llama 3's split regex (also Qwen2's with single digits).
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// The three JSON files, as text, and the facts config.json needs from them.
+#[derive(Debug, Clone)]
+pub struct TokenizerFiles {
+    /// `tokenizer.json`.
+    pub tokenizer: String,
+    /// `tokenizer_config.json`.
+    pub tokenizer_config: String,
+    /// `generation_config.json`.
+    pub generation_config: String,
+    /// Beginning-of-sequence id, if the vocabulary names one.
+    pub bos_id: Option<u32>,
+    /// Every id that ends generation: eos, end of turn, end of message.
+    pub eos_ids: Vec<u32>,
+    /// Tokens in the vocabulary.
+    pub vocab_size: usize,
+}
+
+fn strings<'h>(h: &'h Header, key: &str) -> Result<Vec<&'h str>, String> {
+    let items = h
+        .get(key)
+        .ok_or_else(|| format!("the file has no {key}; it carries no tokenizer Hearth can use"))?
+        .as_array()
+        .ok_or_else(|| format!("{key} is not an array"))?;
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| format!("{key} holds {}, not strings", v.describe()))
+        })
+        .collect()
+}
+
+fn id(h: &Header, key: &str, vocab: usize) -> Result<Option<u32>, String> {
+    match h.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(i) if (i as usize) < vocab => Ok(Some(i as u32)),
+            // Some converters write -1 for "none".
+            _ if v.as_i64() == Some(-1) => Ok(None),
+            _ => Err(format!(
+                "{key} is {}, not a token id below {vocab}",
+                v.describe()
+            )),
+        },
+    }
+}
+
+/// Builds the tokenizer files from the header's `tokenizer.ggml.*` and `tokenizer.chat_template`.
+pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFiles, String> {
+    let model = h
+        .get("tokenizer.ggml.model")
+        .and_then(Value::as_str)
+        .ok_or("the file has no tokenizer.ggml.model; it carries no tokenizer Hearth can use")?;
+    match model {
+        "gpt2" => {}
+        "llama" => {
+            return Err(
+                "its tokenizer is SentencePiece (tokenizer.ggml.model \"llama\"), which Hearth \
+                 cannot import from GGUF yet; models with a byte-level BPE tokenizer (Llama 3, \
+                 SmolLM2, Qwen) import"
+                    .into(),
+            )
+        }
+        other => {
+            return Err(format!(
+                "its tokenizer type {other:?} is not supported (Hearth imports byte-level BPE, \
+                 \"gpt2\")"
+            ))
+        }
+    }
+    let pre = h
+        .get("tokenizer.ggml.pre")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let tokens = strings(h, "tokenizer.ggml.tokens")?;
+    let merges = strings(h, "tokenizer.ggml.merges")?;
+    let vocab_size = tokens.len();
+    let types: Vec<i64> = match h.get("tokenizer.ggml.token_type") {
+        None => vec![1; vocab_size],
+        Some(v) => {
+            let a = v
+                .as_array()
+                .ok_or("tokenizer.ggml.token_type is not an array")?;
+            if a.len() != vocab_size {
+                return Err(format!(
+                    "tokenizer.ggml.token_type has {} entries for {vocab_size} tokens",
+                    a.len()
+                ));
+            }
+            a.iter()
+                .map(|t| {
+                    t.as_i64()
+                        .ok_or("tokenizer.ggml.token_type holds a non-integer")
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let bos_id = id(h, "tokenizer.ggml.bos_token_id", vocab_size)?;
+    let eos_id = id(h, "tokenizer.ggml.eos_token_id", vocab_size)?;
+    let mut eos_ids: Vec<u32> = Vec::new();
+    for key in [
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.eot_token_id",
+        "tokenizer.ggml.eom_token_id",
+    ] {
+        if let Some(i) = id(h, key, vocab_size)? {
+            if !eos_ids.contains(&i) {
+                eos_ids.push(i);
+            }
+        }
+    }
+    let add_bos = h
+        .get("tokenizer.ggml.add_bos_token")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+
+    let pre_tokenizer = match pre {
+        // GPT-2's own regex, inside ByteLevel.
+        "default" | "gpt2" => json!({"type": "ByteLevel", "add_prefix_space": false,
+            "trim_offsets": true, "use_regex": true}),
+        "smollm" => json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true},
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
+        ]}),
+        "llama-bpe" | "llama3" => split_then_bytes(LLAMA3_SPLIT),
+        "qwen2" => split_then_bytes(QWEN2_SPLIT),
+        other => {
+            return Err(format!(
+                "its pre-tokenizer {other:?} (tokenizer.ggml.pre) is not supported yet; Hearth \
+                 imports smollm, llama-bpe and qwen2"
+            ))
+        }
+    };
+    let normalizer = if pre == "qwen2" {
+        json!({"type": "NFC"})
+    } else {
+        Json::Null
+    };
+
+    let mut vocab = Map::new();
+    let mut added = Vec::new();
+    for (i, (&text, &kind)) in tokens.iter().zip(&types).enumerate() {
+        if vocab.insert(text.to_string(), json!(i)).is_some() {
+            return Err(format!(
+                "token {text:?} appears twice in tokenizer.ggml.tokens"
+            ));
+        }
+        if kind == TOKEN_CONTROL || kind == TOKEN_USER_DEFINED {
+            added.push(
+                json!({"id": i, "content": text, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": kind == TOKEN_USER_DEFINED,
+                "special": kind == TOKEN_CONTROL}),
+            );
+        }
+    }
+    let post_processor = match (add_bos, bos_id) {
+        (true, Some(b)) => {
+            let bos = tokens[b as usize];
+            json!({"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                         {"SpecialToken": {"id": bos, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {bos: {"id": bos, "ids": [b], "tokens": [bos]}}})
+        }
+        _ => Json::Null,
+    };
+    let tokenizer = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": normalizer,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": post_processor,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
+            "byte_fallback": false, "ignore_merges": pre == "llama-bpe" || pre == "llama3",
+            "vocab": vocab, "merges": merges},
+    });
+
+    let text_of = |i: Option<u32>| i.map(|i| tokens[i as usize].to_string());
+    let mut config = Map::new();
+    config.insert("add_bos_token".into(), json!(add_bos));
+    config.insert("add_eos_token".into(), json!(false));
+    config.insert("bos_token".into(), json!(text_of(bos_id)));
+    config.insert("eos_token".into(), json!(text_of(eos_id)));
+    config.insert("clean_up_tokenization_spaces".into(), json!(false));
+    config.insert("model_max_length".into(), json!(context_length));
+    if let Some(template) = h.get("tokenizer.chat_template") {
+        let t = template
+            .as_str()
+            .ok_or("tokenizer.chat_template is not a string")?;
+        config.insert("chat_template".into(), json!(t));
+    }
+    let generation = json!({"bos_token_id": bos_id, "eos_token_id": eos_ids});
+    let pretty = |v: &Json| {
+        let mut s = serde_json::to_string_pretty(v).expect("JSON values serialize");
+        s.push('\n');
+        s
+    };
+    Ok(TokenizerFiles {
+        // tokenizer.json is large: compact, as Hugging Face writes it.
+        tokenizer: serde_json::to_string(&tokenizer).expect("JSON values serialize"),
+        tokenizer_config: pretty(&Json::Object(config)),
+        generation_config: pretty(&generation),
+        bos_id,
+        eos_ids,
+        vocab_size,
+    })
+}
+
+fn split_then_bytes(regex: &str) -> Json {
+    json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": false},
+        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}
+    ]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::parse;
+    use crate::gguf::write::GgufWriter;
+    use std::path::Path;
+
+    fn header(model: &str, pre: &str) -> Header {
+        let mut w = GgufWriter::new(3);
+        let s = |t: &str| Value::String(t.into());
+        w.kv("tokenizer.ggml.model", s(model));
+        w.kv("tokenizer.ggml.pre", s(pre));
+        w.kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(vec![s("<|end|>"), s("a"), s("b"), s("ab")]),
+        );
+        w.kv(
+            "tokenizer.ggml.token_type",
+            Value::Array(vec![
+                Value::I32(3),
+                Value::I32(1),
+                Value::I32(1),
+                Value::I32(1),
+            ]),
+        );
+        w.kv("tokenizer.ggml.merges", Value::Array(vec![s("a b")]));
+        w.kv("tokenizer.ggml.eos_token_id", Value::U32(0));
+        w.kv("tokenizer.chat_template", s("{{ messages }}"));
+        parse(&w.finish(), Path::new("t.gguf")).unwrap()
+    }
+
+    #[test]
+    fn builds_files_with_special_tokens_and_template() {
+        let f = tokenizer_files(&header("gpt2", "smollm"), 2048).unwrap();
+        let t: Json = serde_json::from_str(&f.tokenizer).unwrap();
+        assert_eq!(t["added_tokens"][0]["content"], "<|end|>");
+        assert_eq!(t["added_tokens"][0]["special"], true);
+        assert_eq!(t["model"]["merges"][0], "a b");
+        assert_eq!(t["pre_tokenizer"]["pretokenizers"][0]["type"], "Digits");
+        let c: Json = serde_json::from_str(&f.tokenizer_config).unwrap();
+        assert_eq!(c["eos_token"], "<|end|>");
+        assert_eq!(c["chat_template"], "{{ messages }}");
+        assert_eq!(f.eos_ids, [0]);
+    }
+
+    #[test]
+    fn refuses_sentencepiece_and_unknown_pre_tokenizers_plainly() {
+        let err = tokenizer_files(&header("llama", "default"), 2048).unwrap_err();
+        assert!(err.contains("SentencePiece"), "{err}");
+        let err = tokenizer_files(&header("gpt2", "deepseek-coder"), 2048).unwrap_err();
+        assert!(err.contains("not supported yet"), "{err}");
+    }
+}
