@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod busy;
 mod chat;
 mod convert;
 mod doctor;
