@@ -237,7 +237,7 @@ fn worker(s: &Shared) {
     // A published generation this worker has not taken part in yet.
     let fresh = |state: u64, seen: u64| {
         let g = generation(state);
-        g != seen && g % 2 == 0
+        g != seen && g.is_multiple_of(2)
     };
     loop {
         let started = Instant::now();
