@@ -20,6 +20,8 @@ use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
 use q4nx::{ModelConfig, Tensor, Weights};
 
+use crate::busy::{self, BusyLoops};
+
 /// Measure prefill and decode speed against the machine's memory bandwidth.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +29,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "DIR",
-        required_unless_present = "shape",
+        required_unless_present_any = ["shape", "busy_loop"],
         conflicts_with = "shape"
     )]
     model: Option<PathBuf>,
@@ -56,6 +58,14 @@ pub struct Args {
     /// Bytes of the bandwidth probe's buffer, in MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     probe_mib: usize,
+    /// Busy-looping processes to run beside the model (another program keeping N cores busy);
+    /// started before the model loads, stopped after its runs (the bandwidth probes run
+    /// without them).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    busy: usize,
+    /// Be one of those busy processes (what `--busy` starts).
+    #[arg(long, hide = true)]
+    busy_loop: bool,
 }
 
 /// The shapes `--shape` knows: MiniCPM5-2B as published, and a tiny one for quick checks.
@@ -90,6 +100,9 @@ fn shape_config(name: &str) -> anyhow::Result<serde_json::Value> {
 
 /// Runs the verb: bandwidth before, the model's runs, bandwidth after, then the report.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.busy_loop {
+        busy::busy_loop();
+    }
     let started = Instant::now();
     let level = kernel_level(args.kernel.as_deref())?;
     let threads = args.threads.unwrap_or_else(pool::physical_cores).max(1);
@@ -111,7 +124,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The first-token figure is for a cached model, as a user who opens Hearth again has; a
     // cold start adds reading the file from disk (reported separately).
     let page_cache_secs = read_into_page_cache(&footprint.file)?;
-    let runs = time_model(&dir, &args, threads, level)?;
+    let busy = BusyLoops::start(args.busy)?;
+    let runs = time_model(&dir, &args, threads, level);
+    drop(busy);
+    let runs = runs?;
     bandwidth_samples.extend(probe().samples_gbps);
 
     let summary = Summary {
@@ -269,6 +285,7 @@ impl Summary {
             "model": self.dir.display().to_string(),
             "shape": args.shape,
             "threads": self.threads,
+            "busy_processes": args.busy,
             "kernel_level": self.level.name(),
             "prompt_tokens": args.prompt,
             "generated_tokens": args.generate,
@@ -305,8 +322,8 @@ impl Summary {
         writeln!(out, "model            {}", self.dir.display())?;
         writeln!(
             out,
-            "threads          {}   kernels {}",
-            self.threads, self.level
+            "threads          {}   kernels {}   busy processes {}",
+            self.threads, self.level, args.busy
         )?;
         writeln!(
             out,

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bounds;
+mod busy;
 mod chat;
 mod convert;
 mod doctor;

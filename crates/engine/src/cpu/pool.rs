@@ -1,18 +1,31 @@
 //! A persistent thread pool for the matmuls of a forward pass.
 //!
 //! Workers live as long as the pool. A job is a function of a chunk index; every thread (the
-//! caller included) claims chunks with one atomic `fetch_add` until none are left, so fast and
-//! slow cores both stay busy to the end. Between jobs, workers spin briefly (a decode step issues
-//! hundreds of matmuls back to back, and waking a sleeping thread costs more than one of them),
-//! then sleep on a condition variable.
+//! caller included) claims chunks one at a time until none are left, so fast and slow cores
+//! both stay busy to the end. The caller waits only for chunks that were claimed: a worker that
+//! the OS has not scheduled yet (another program is busy on its core) simply finds the job
+//! finished when it wakes, instead of holding the whole step up for a time slice.
+//!
+//! Between jobs, workers spin briefly (a decode step issues hundreds of jobs back to back, and
+//! waking a sleeping thread costs more than one of them), then sleep on a condition variable.
+//! A caller whose job is still running elsewhere yields its core after a short spin, so a
+//! descheduled worker can finish its chunk.
+//!
+//! The job is published like a sequence lock: one 64-bit word holds a generation (odd while
+//! the caller writes the job, even once it is published) and the next unclaimed chunk. A
+//! worker claims a chunk with a compare-and-swap that also checks the generation it read the
+//! job under, so a worker that read a job just before it was replaced can never run it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long an idle worker spins before it sleeps.
 const SPIN: Duration = Duration::from_micros(300);
+
+/// Spins of a caller waiting for other threads' chunks before it starts yielding its core.
+const WAIT_SPINS: u32 = 2000;
 
 type Job = dyn Fn(usize) + Sync;
 
@@ -25,14 +38,15 @@ pub struct ThreadPool {
 }
 
 struct Shared {
-    /// Bumped once per job; workers wait for it to change.
-    generation: AtomicU64,
-    /// The current job, lifetime-erased; valid while `running > 0` or the caller is in `run`.
+    /// `generation << 32 | next unclaimed chunk`; the generation is odd while the caller
+    /// writes `job` and `chunks`, even once they are published.
+    state: AtomicU64,
+    /// The current job, lifetime-erased; called only after a successful claim, and the caller
+    /// waits for every claimed chunk before `job` goes out of scope.
     job: AtomicJob,
     chunks: AtomicUsize,
-    next: AtomicUsize,
-    /// Workers that have not yet finished the current job.
-    running: AtomicUsize,
+    /// Chunks of the current job that have finished.
+    done: AtomicUsize,
     sleepers: AtomicUsize,
     shutdown: AtomicBool,
     lock: Mutex<()>,
@@ -40,10 +54,7 @@ struct Shared {
 }
 
 /// A `*const Job` shared between threads.
-struct AtomicJob(
-    std::sync::atomic::AtomicPtr<()>,
-    std::sync::atomic::AtomicPtr<()>,
-);
+struct AtomicJob(AtomicPtr<()>, AtomicPtr<()>);
 
 impl AtomicJob {
     fn store(&self, job: *const Job) {
@@ -52,14 +63,18 @@ impl AtomicJob {
         self.0.store(data, Ordering::Relaxed);
         self.1.store(vtable, Ordering::Relaxed);
     }
-    fn load(&self) -> *const Job {
-        let parts = [
+    /// The two words as last stored; only meaningful once a claim under the generation they
+    /// were read in succeeds (see [`claim_chunks`]).
+    fn load(&self) -> [*mut (); 2] {
+        [
             self.0.load(Ordering::Relaxed),
             self.1.load(Ordering::Relaxed),
-        ];
-        // SAFETY: the two words were written by `store` from a valid `*const Job`.
-        unsafe { std::mem::transmute::<[*mut (); 2], *const Job>(parts) }
+        ]
     }
+}
+
+fn generation(state: u64) -> u64 {
+    state >> 32
 }
 
 impl ThreadPool {
@@ -67,11 +82,10 @@ impl ThreadPool {
     /// `threads - 1` workers (at least one thread).
     pub fn new(threads: usize) -> ThreadPool {
         let shared = Arc::new(Shared {
-            generation: AtomicU64::new(0),
+            state: AtomicU64::new(0),
             job: AtomicJob(Default::default(), Default::default()),
             chunks: AtomicUsize::new(0),
-            next: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             lock: Mutex::new(()),
@@ -100,10 +114,18 @@ impl ThreadPool {
 
     /// Runs `job(chunk)` for every chunk in `0..chunks` across the pool and returns when all
     /// are done. Chunks run in no particular order, each exactly once.
+    ///
+    /// # Panics
+    ///
+    /// If `chunks` does not fit in 32 bits.
     pub fn run(&self, chunks: usize, job: &(dyn Fn(usize) + Sync)) {
         if chunks == 0 {
             return;
         }
+        assert!(
+            chunks <= u32::MAX as usize,
+            "pool: {chunks} chunks is too many"
+        );
         let guard = match self.busy.try_lock() {
             Ok(guard) if chunks > 1 && !self.workers.is_empty() => guard,
             _ => {
@@ -112,28 +134,36 @@ impl ThreadPool {
             }
         };
         let s = &*self.shared;
-        // SAFETY: the pointer is only dereferenced by workers between seeing the new generation
-        // and decrementing `running`, and this function waits for `running == 0` before `job`
-        // goes out of scope.
+        // Only this caller writes `state` outside of claims, and no chunk of the last job is
+        // left, so its generation is even and stable here.
+        let generation = generation(s.state.load(Ordering::Relaxed)) + 2;
+        s.state.store((generation - 1) << 32, Ordering::Relaxed);
+        fence(Ordering::Release);
+        // SAFETY: the pointer is called only by a thread that claimed one of this job's chunks,
+        // and this function waits for every chunk to finish before `job` goes out of scope.
         let erased: *const Job =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job) };
         s.job.store(erased);
         s.chunks.store(chunks, Ordering::Relaxed);
-        s.next.store(0, Ordering::Relaxed);
-        s.running.store(self.workers.len(), Ordering::Relaxed);
-        s.generation.fetch_add(1, Ordering::SeqCst);
+        s.done.store(0, Ordering::Relaxed);
+        s.state.store(generation << 32, Ordering::SeqCst);
         if s.sleepers.load(Ordering::SeqCst) > 0 {
             let _lock = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.wake.notify_all();
         }
-        claim_chunks(s, job);
-        while s.running.load(Ordering::Acquire) > 0 {
-            std::hint::spin_loop();
+        claim_chunks(s, generation);
+        let mut spins = 0u32;
+        while s.done.load(Ordering::Acquire) < chunks {
+            if spins < WAIT_SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
         drop(guard);
     }
 }
-
 impl ThreadPool {
     /// Runs `job(i, piece)` for every `piece_len`-element piece of `data` (the last may be
     /// shorter) across the pool, as [`ThreadPool::run`] runs chunks.
@@ -171,47 +201,68 @@ impl<T> SharedMut<T> {
     }
 }
 
-fn claim_chunks(s: &Shared, job: &(dyn Fn(usize) + Sync + '_)) {
+/// Claims and runs chunks of the job published as `generation` until none are left (or another
+/// job replaced it).
+fn claim_chunks(s: &Shared, generation: u64) {
+    let job = s.job.load();
     let chunks = s.chunks.load(Ordering::Relaxed);
+    // The reads above happen before the claim below checks that the job was not replaced
+    // meanwhile (the reader's half of a sequence lock).
+    fence(Ordering::Acquire);
+    let mut state = s.state.load(Ordering::Relaxed);
     loop {
-        let chunk = s.next.fetch_add(1, Ordering::Relaxed);
-        if chunk >= chunks {
-            break;
+        let chunk = (state & u64::from(u32::MAX)) as usize;
+        if self::generation(state) != generation || chunk >= chunks {
+            return;
         }
-        job(chunk);
+        match s
+            .state
+            .compare_exchange_weak(state, state + 1, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => {
+                // SAFETY: the claim succeeded under the generation `job` was read in, so it is
+                // the published job, and its caller waits for this chunk before returning.
+                let job = unsafe { &*std::mem::transmute::<[*mut (); 2], *const Job>(job) };
+                job(chunk);
+                s.done.fetch_add(1, Ordering::Release);
+                state = s.state.load(Ordering::Relaxed);
+            }
+            Err(now) => state = now,
+        }
     }
 }
 
 fn worker(s: &Shared) {
     let mut seen = 0u64;
+    // A published generation this worker has not taken part in yet.
+    let fresh = |state: u64, seen: u64| {
+        let g = generation(state);
+        g != seen && g.is_multiple_of(2)
+    };
     loop {
         let started = Instant::now();
         let mut spins = 0u32;
-        loop {
+        let mut state = s.state.load(Ordering::Acquire);
+        while !fresh(state, seen) {
             if s.shutdown.load(Ordering::Acquire) {
                 return;
-            }
-            if s.generation.load(Ordering::Acquire) != seen {
-                break;
             }
             std::hint::spin_loop();
             spins += 1;
             if spins.is_multiple_of(1024) && started.elapsed() > SPIN {
                 let mut lock = s.lock.lock().unwrap_or_else(|e| e.into_inner());
                 s.sleepers.fetch_add(1, Ordering::SeqCst);
-                while s.generation.load(Ordering::SeqCst) == seen
+                while !fresh(s.state.load(Ordering::SeqCst), seen)
                     && !s.shutdown.load(Ordering::SeqCst)
                 {
                     lock = s.wake.wait(lock).unwrap_or_else(|e| e.into_inner());
                 }
                 s.sleepers.fetch_sub(1, Ordering::SeqCst);
             }
+            state = s.state.load(Ordering::Acquire);
         }
-        seen = s.generation.load(Ordering::Acquire);
-        // SAFETY: see `ThreadPool::run`: the job outlives every worker's `running` count.
-        let job = unsafe { &*s.job.load() };
-        claim_chunks(s, job);
-        s.running.fetch_sub(1, Ordering::Release);
+        seen = generation(state);
+        claim_chunks(s, seen);
     }
 }
 
@@ -311,6 +362,28 @@ mod tests {
             total.fetch_add(c, Ordering::Relaxed);
         });
         assert_eq!(total.load(Ordering::Relaxed), 10);
+    }
+
+    /// More threads than cores: workers are descheduled mid-job and late for the next one,
+    /// and every chunk still runs once, so per-chunk float sums equal a one-thread run's.
+    #[test]
+    fn an_oversubscribed_pool_computes_the_single_thread_sums() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let data: Vec<f32> = (0..4096).map(|i| (i as f32 * 0.37).sin()).collect();
+        let sums = |pool: &ThreadPool, chunks: usize| {
+            let mut out = vec![0.0f32; chunks];
+            pool.for_each_piece_mut(&mut out, 1, &|c, sum| {
+                let piece = &data[(c * 61) % 4000..][..96];
+                sum[0] = piece.iter().fold(0.0, |acc, v| acc + v * (c as f32 + 0.5));
+            });
+            out
+        };
+        let one = ThreadPool::new(1);
+        let many = ThreadPool::new(4 * cores + 1);
+        for round in 0..3000 {
+            let chunks = 1 + round % 37;
+            assert_eq!(sums(&many, chunks), sums(&one, chunks), "round {round}");
+        }
     }
 
     #[test]
