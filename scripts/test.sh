@@ -39,6 +39,12 @@ else
   cat "$scratch/ui-build.log"; record "UI build" FAIL "vite build failed"
 fi
 
+section "UI type check (tsc, against the generated IPC bindings)"
+npx tsc --noEmit -p ui 2>&1 | tee "$scratch/tsc.log"
+status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && record "UI type check" ok "tsc: no errors" \
+  || record "UI type check" FAIL "$(grep -c 'error TS' "$scratch/tsc.log") errors"
+
 section "Rust tests (cargo test --workspace)"
 cargo test --workspace 2>&1 | tee "$scratch/cargo.log"
 status=${PIPESTATUS[0]}

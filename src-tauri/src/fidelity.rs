@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// What the Models view shows about a model's self-test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(rename = "SelfTest")]
 pub struct SelftestSummary {
     /// Prompts whose NPU and CPU answers are identical.
     pub identical: usize,
@@ -53,7 +54,7 @@ pub fn summarize(report: &FidelityReport) -> SelftestSummary {
     } else if report
         .prompts
         .iter()
-        .all(|p| p.agreeing_tokens.unwrap_or(0) >= 8)
+        .all(|p| p.identical() || p.agreeing_tokens.unwrap_or(0) >= 8)
     {
         format!(
             "The NPU matched the processor on {identical} of {total} test questions; the others \

@@ -230,6 +230,7 @@ pub enum Run {
 
 /// One prompt on the NPU and on the processor.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
+#[ts(rename = "BackendComparison")]
 pub struct Comparison {
     /// The answer on the NPU.
     pub npu: Run,

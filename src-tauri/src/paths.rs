@@ -49,8 +49,12 @@ impl Paths {
     }
 
     /// The model store (registry and models folder), showing the demo model as built in.
+    /// Every model is checked before it is registered: a chat template that would hang or
+    /// exhaust memory is refused at download and import (`hearth_engine::check_chat_template`).
     pub fn store(&self) -> Store {
-        let store = Store::at(self.data_dir.clone());
+        let store = Store::at(self.data_dir.clone()).with_model_check(|dir, name| {
+            hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
+        });
         match &self.demo_model {
             Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir.clone()),
             None => store,

@@ -74,8 +74,12 @@ fn called_by_the_ui() -> BTreeSet<String> {
             for piece in text.split("call<").skip(1) {
                 let Some(at) = piece.find(">(") else { continue };
                 if let Some(rest) = piece[at + 2..].trim_start().strip_prefix('\'') {
-                    if let Some(end) = rest.find('\'') {
-                        found.insert(rest[..end].to_string());
+                    // Plugins' commands (`plugin:dialog|open`) are granted as plugin permissions.
+                    match rest.find('\'') {
+                        Some(end) if !rest[..end].starts_with("plugin:") => {
+                            found.insert(rest[..end].to_string());
+                        }
+                        _ => {}
                     }
                 }
             }

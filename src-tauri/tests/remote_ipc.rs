@@ -169,9 +169,15 @@ fn local_models_say_where_they_can_run() {
     let app = app();
     let models = invoke(&app, "list_local_models", json!({})).unwrap();
     assert_eq!(
-        models[0]["backends"],
-        json!([{"kind": "cpu", "usable": true, "reason": null}]),
+        models[0]["backends"][0],
+        json!({"kind": "cpu", "usable": true, "reason": null}),
         "{models}"
+    );
+    let npu = &models[0]["backends"][1];
+    assert_eq!(npu["kind"], "npu", "{models}");
+    assert_eq!(
+        npu["usable"], false,
+        "the demo runs on the processor only: {models}"
     );
 }
 

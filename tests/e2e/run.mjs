@@ -37,6 +37,15 @@ const env = {
   HEARTH_LOG: process.env.HEARTH_LOG ?? 'info',
 };
 
+// FastFlowLM is played by the imitation in tests/flm-imitation (built by cargo test as
+// target/debug/flm): a wrapper `flm` next to `xclbins/Demo-NPU2/`, found through HEARTH_FLM.
+const NPU_MODEL = 'Demo-NPU2';
+const imitation = join(targetDir, 'debug', 'flm');
+const flmInstall = join(home, 'fastflowlm');
+mkdirSync(join(flmInstall, 'xclbins', NPU_MODEL), { recursive: true });
+writeFileSync(join(flmInstall, 'flm'), `#!/bin/sh\nexec '${imitation}' "$@"\n`, { mode: 0o755 });
+env.HEARTH_FLM = join(flmInstall, 'flm');
+
 function freePort() {
   return new Promise((res, rej) => {
     const s = net.createServer();
@@ -206,6 +215,32 @@ try {
       return t.includes('remote server') ? t : null;
     }, 120_000);
     console.log(`        ${note.trim()} / ran on: ${ranOn}`);
+  });
+
+  await step('a model loads onto the NPU (FastFlowLM imitation) and answers there', async () => {
+    const cli = join(targetDir, 'debug', 'hearth');
+    if (!existsSync(imitation)) throw new Error(`the FastFlowLM imitation is missing at ${imitation}; cargo test builds it`);
+    execFileSync(cli, ['import', join(root, 'models', 'demo'), '--name', NPU_MODEL], { env, stdio: 'ignore' });
+    await stopApp();
+    await startApp();
+    const option = `[data-testid="model-picker"] option[value="npu:${NPU_MODEL}"]`;
+    await waitFor('the NPU choice in the model picker', () =>
+      exec(`const o = document.querySelector('${option}'); return o !== null && !o.disabled`), 30_000);
+    await exec(`const s = document.querySelector('[data-testid="model-picker"]'); s.value = "npu:${NPU_MODEL}"; s.dispatchEvent(new Event("change", { bubbles: true }));`);
+    const status = await waitFor('the status item to say the NPU', async () => {
+      const t = await text(await find('status-item'));
+      return t.includes('Running on the NPU') ? t : null;
+    }, 120_000);
+    const before = (await findAll('assistant-message')).length;
+    const input = await find('chat-input');
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'What is a module?' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    const ranOn = await waitFor('the NPU answer and its receipt', async () => {
+      if ((await findAll('assistant-message')).length <= before) return null;
+      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] .receipt .place\')].pop(); return r ? r.textContent : ""');
+      return t.includes('NPU') ? t : null;
+    }, 120_000);
+    console.log(`        ${status.trim()} / ran on: ${ranOn}`);
   });
 } catch (error) {
   failed++;

@@ -162,9 +162,9 @@ pub struct Receipt {
     pub trimmed_messages: usize,
     /// Unix seconds.
     pub finished_at: i64,
-    /// Energy of the answer (`npu::Telemetry`), when power could be read.
+    /// Energy of the answer (`hearth_npu::Telemetry`), when power could be read.
     #[serde(default)]
-    pub energy: Option<npu::EnergyReport>,
+    pub energy: Option<hearth_npu::EnergyReport>,
 }
 
 fn cpu_kind() -> BackendKind {
@@ -259,9 +259,9 @@ pub fn answer(
     // Power readings about once a second, integrated into joules for prefill and decode apart.
     // The NPU's sensors ioctl wakes it, so it is asked only when the NPU answers.
     let telemetry = telemetry_root.map(|root| {
-        npu::Telemetry::start_with(
+        hearth_npu::Telemetry::start_with(
             root,
-            npu::TelemetryOptions {
+            hearth_npu::TelemetryOptions {
                 sensors_ioctl: info.kind == BackendKind::Npu,
                 ..Default::default()
             },
@@ -292,7 +292,7 @@ pub fn answer(
         if first.is_none() {
             first = Some(now);
             if let Some(t) = &telemetry {
-                t.mark_phase(npu::Phase::Decode);
+                t.mark_phase(hearth_npu::Phase::Decode);
             }
         }
         last = Some(now);
@@ -441,7 +441,7 @@ impl Receipt {
             backend_timings: None,
             stop_reason: stop.words().to_owned(),
             trimmed_messages: trimmed,
-            finished_at: unix_now(),
+            finished_at: unix_now() as i64,
             energy: None,
         }
     }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::answer::Receipt;
 use crate::settings::ConversationSettings;
-use crate::unix_now as now;
+use crate::unix_now;
 
 /// Title of a conversation before its first message names it.
 pub const UNTITLED: &str = "New conversation";
@@ -161,6 +161,7 @@ pub struct Message {
 
 /// An earlier answer, kept when the answer was written again (Regenerate).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AnswerVersion {
     /// The answer now shown in its place.
     pub message_id: i64,
@@ -343,7 +344,7 @@ impl ConversationStore {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "conversations.db".into());
-        let backup = path.with_file_name(format!("{name}.damaged-{}", now()));
+        let backup = path.with_file_name(format!("{name}.damaged-{}", unix_now()));
         std::fs::rename(path, &backup).map_err(|source| StoreError::Backup {
             path: path.to_path_buf(),
             source,
@@ -378,7 +379,7 @@ impl ConversationStore {
     /// Start a new, empty conversation.
     pub fn create(&self, settings: &ConversationSettings) -> Result<Conversation, StoreError> {
         let settings_json = serde_json::to_string(settings).unwrap_or_else(|_| "{}".into());
-        let t = now();
+        let t = unix_now() as i64;
         let id: String = self
             .conn
             .query_row("SELECT lower(hex(randomblob(8)))", [], |r| r.get(0))
@@ -548,7 +549,7 @@ impl ConversationStore {
         self.conn
             .execute(
                 "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
-                params![id, now()],
+                params![id, unix_now() as i64],
             )
             .map_err(|e| self.err(e))
     }
@@ -613,7 +614,7 @@ impl ConversationStore {
     ) -> Result<Message, StoreError> {
         let changed = self.touch(conversation_id)?;
         self.require(conversation_id, changed)?;
-        let t = now();
+        let t = unix_now() as i64;
         self.conn
             .execute(
                 "INSERT INTO messages (conversation_id, role, content, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",

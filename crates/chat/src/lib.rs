@@ -37,9 +37,4 @@ pub use cpu::CpuBackend;
 pub use remote::{RemoteBackend, RemoteConfig};
 pub use settings::ConversationSettings;
 
-/// Seconds since 1970 (0 if the clock is before it).
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
+pub use hearth_hub::unix_now;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use npu::{Diagnosis, Metric, PowerSample, Status};
+use hearth_npu::{Diagnosis, Metric, PowerSample, Status};
 
 /// Check the NPU setup and explain each problem with its fix.
 #[derive(clap::Args, Debug)]
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "--root {} is not a directory",
         args.root.display()
     );
-    let mut sources = npu::PowerSources::discover(&args.root);
+    let mut sources = hearth_npu::PowerSources::discover(&args.root);
     // The NPU's own checks, then FastFlowLM's `validate --json` folded in, each with its fix.
     let diagnosis = hearth_chat::npu::npu_status(&args.root);
     // A short wait so CPU use is measured over an interval rather than unknown.
@@ -110,8 +110,8 @@ mod tests {
     #[test]
     fn ready_fixture_renders_and_exits_zero() {
         let root = fixture("strix-ready");
-        let d = npu::diagnose(&root);
-        let p = npu::PowerSources::discover(&root).sample(0.0);
+        let d = hearth_npu::diagnose(&root);
+        let p = hearth_npu::PowerSources::discover(&root).sample(0.0);
         let text = render(&d, &p);
         assert!(
             text.starts_with("NPU ready: NPU Strix (XDNA 2)\n"),
@@ -128,8 +128,8 @@ mod tests {
     #[test]
     fn problems_render_with_fixes_and_exit_one() {
         let root = fixture("strix-needs-fixes");
-        let d = npu::diagnose(&root);
-        let p = npu::PowerSources::discover(&root).sample(0.0);
+        let d = hearth_npu::diagnose(&root);
+        let p = hearth_npu::PowerSources::discover(&root).sample(0.0);
         let text = render(&d, &p);
         assert!(
             text.contains("  PROBLEM  Locked-memory limit is 8 MiB"),
@@ -147,8 +147,8 @@ mod tests {
     #[test]
     fn json_has_diagnosis_and_power() {
         let root = fixture("strix-ready");
-        let d = npu::diagnose(&root);
-        let p = npu::PowerSources::discover(&root).sample(0.0);
+        let d = hearth_npu::diagnose(&root);
+        let p = hearth_npu::PowerSources::discover(&root).sample(0.0);
         let v = serde_json::to_value(Report {
             diagnosis: &d,
             power: &p,

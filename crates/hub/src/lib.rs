@@ -42,7 +42,9 @@ pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
 pub use progress::{DownloadControl, Phase, Progress, Request};
 pub use pull::{pull, target_name, PullOutcome, PullRequest};
-pub use store::{ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store};
+pub use store::{
+    unix_now, ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store,
+};
 
 /// Bytes in the units people read: "1.7 GB", "512 KB" (powers of 1000, like disk sizes).
 pub fn human_bytes(bytes: u64) -> String {

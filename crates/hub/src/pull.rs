@@ -22,7 +22,7 @@ use crate::model_dir::{self, ValidatedModel};
 use crate::names::check_name;
 use crate::progress::{DownloadControl, Phase, Progress, Request, SpeedMeter};
 use crate::registry::{FileRecord, FlmDetails, HearthFields};
-use crate::store::{details_for, now_secs, InstalledModel, Manifest, NewModel, Store};
+use crate::store::{details_for, unix_now, InstalledModel, Manifest, NewModel, Store};
 
 /// What to pull.
 #[derive(Debug, Clone, Default)]
@@ -406,7 +406,7 @@ fn new_model(
             architecture: validated.family.clone(),
             backends,
             files: records,
-            installed_at: now_secs(),
+            installed_at: unix_now(),
         },
     }
 }

@@ -493,7 +493,7 @@ impl Store {
                     architecture: validated.family.clone(),
                     backends: vec![Backend::Cpu],
                     files,
-                    installed_at: now_secs(),
+                    installed_at: unix_now(),
                 },
             };
             self.register(&staging, new)
@@ -713,8 +713,8 @@ pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
     }
 }
 
-/// Seconds since the Unix epoch.
-pub(crate) fn now_secs() -> u64 {
+/// Seconds since 1970 (0 if the clock is before it): the one clock helper of the workspace.
+pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -1,7 +1,7 @@
 //! Sampling power about once a second on its own thread while a generation runs.
 //!
 //! ```no_run
-//! use npu::{Phase, Telemetry};
+//! use hearth_npu::{Phase, Telemetry};
 //! let telemetry = Telemetry::start(std::path::Path::new("/"));
 //! // ... prefill runs ...
 //! telemetry.mark_phase(Phase::Decode); // at the first generated token

@@ -1,9 +1,11 @@
 //! The doctor, power sources and telemetry on fixture trees with real sysfs/procfs layouts
 //! (`tests/fixtures/npu/`, written by `make_fixtures.py` there).
 
-use npu::gpu_metrics::GpuMetrics;
-use npu::ioctl::{decode_sensors, FirmwareVersion, SensorKind};
-use npu::{diagnose, diagnose_with, CheckId, Detection, Meter, Metric, PowerSources, Status};
+use hearth_npu::gpu_metrics::GpuMetrics;
+use hearth_npu::ioctl::{decode_sensors, FirmwareVersion, SensorKind};
+use hearth_npu::{
+    diagnose, diagnose_with, CheckId, Detection, Meter, Metric, PowerSources, Status,
+};
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -15,7 +17,7 @@ fn tree(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn check(d: &npu::Diagnosis, id: CheckId) -> &npu::Check {
+fn check(d: &hearth_npu::Diagnosis, id: CheckId) -> &hearth_npu::Check {
     d.checks
         .iter()
         .find(|c| c.id == id)
@@ -336,14 +338,14 @@ fn blobs_decode() {
 
 #[test]
 fn telemetry_on_a_fixture_laptop() {
-    let t = npu::Telemetry::start_with(
+    let t = hearth_npu::Telemetry::start_with(
         &tree("strix-ready"),
-        npu::TelemetryOptions {
+        hearth_npu::TelemetryOptions {
             interval: std::time::Duration::from_secs(3600),
             ..Default::default()
         },
     );
-    t.mark_phase(npu::Phase::Decode);
+    t.mark_phase(hearth_npu::Phase::Decode);
     assert!(t.latest().is_some() || t.samples().is_empty());
     let r = t.finish(100, 50);
     assert_eq!(r.meter, Some(Meter::Package));

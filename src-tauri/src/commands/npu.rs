@@ -1,7 +1,7 @@
 //! The NPU area: the doctor's findings and idle power readings, over the `npu` crate.
 //!
-//! Energy per answer is measured around each generation with `npu::Telemetry` (start it before
-//! the chat call, `mark_phase(npu::Phase::Decode)` at the first token, `finish(prompt_tokens,
+//! Energy per answer is measured around each generation with `hearth_npu::Telemetry` (start it before
+//! the chat call, `mark_phase(hearth_npu::Phase::Decode)` at the first token, `finish(prompt_tokens,
 //! generated_tokens)` after); these commands are what the status area polls between answers.
 //!
 //! The system is read under `Paths::system_root`: `/`, or `HEARTH_NPU_ROOT` when set (a fixture
@@ -19,13 +19,13 @@ use crate::state::AppState;
 /// The power sources, found on first use and kept so CPU use is measured between readings.
 #[derive(Default)]
 pub struct PowerState {
-    sources: Mutex<Option<npu::PowerSources>>,
+    sources: Mutex<Option<hearth_npu::PowerSources>>,
 }
 
 /// Whether the NPU can run models here and, if not, what to fix (the `hearth doctor` report).
 #[tauri::command]
 #[tracing::instrument(skip_all)]
-pub async fn npu_status(app: State<'_, AppState>) -> CommandResult<npu::Diagnosis> {
+pub async fn npu_status(app: State<'_, AppState>) -> CommandResult<hearth_npu::Diagnosis> {
     let root = app.paths.system_root.clone();
     // The NPU's own checks with FastFlowLM's `validate` folded in, each with its fix.
     blocking(move || Ok(hearth_chat::npu::npu_status(&root))).await
@@ -36,14 +36,14 @@ pub async fn npu_status(app: State<'_, AppState>) -> CommandResult<npu::Diagnosi
 pub async fn power_sample(
     app: State<'_, AppState>,
     state: State<'_, std::sync::Arc<PowerState>>,
-) -> CommandResult<npu::PowerSample> {
+) -> CommandResult<hearth_npu::PowerSample> {
     let state = std::sync::Arc::clone(state.inner());
     let root = app.paths.system_root.clone();
     blocking(move || {
         let mut guard = state.sources.lock().map_err(|_| {
             CommandError::new("internal", "The power readings stopped after an internal error. Restart the app to see them again.")
         })?;
-        let sources = guard.get_or_insert_with(|| npu::PowerSources::discover(&root));
+        let sources = guard.get_or_insert_with(|| hearth_npu::PowerSources::discover(&root));
         Ok(sources.sample(0.0))
     })
     .await

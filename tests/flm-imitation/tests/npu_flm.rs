@@ -412,7 +412,7 @@ fn validate_failures_fold_into_the_npu_status_with_fixes() {
         );
         assert!(report.checks[0].fix.is_some());
         let empty = tempfile::tempdir().unwrap();
-        let mut diagnosis = npu::diagnose(empty.path());
+        let mut diagnosis = hearth_npu::diagnose(empty.path());
         let before = diagnosis.checks.len();
         discover::fold_validate(&mut diagnosis, &report);
         assert_eq!(diagnosis.checks.len(), before + 1);

@@ -2,6 +2,31 @@
 // After changing a type that crosses IPC, run `npm run bindings`.
 
 /**
+ * An earlier answer, kept when the answer was written again (Regenerate).
+ */
+export type AnswerVersion = { 
+/**
+ * The answer now shown in its place.
+ */
+message_id: number, 
+/**
+ * Its text.
+ */
+content: string, 
+/**
+ * Its state.
+ */
+state: MessageState, 
+/**
+ * How it was made.
+ */
+receipt: Receipt | null, 
+/**
+ * Unix seconds.
+ */
+created_at: number, };
+
+/**
  * What the UI needs at start.
  */
 export type AppStatus = { 
@@ -47,6 +72,23 @@ reason: string | null, };
  * Where a model can run.
  */
 export type Backend = "cpu" | "npu";
+
+/**
+ * One prompt on the NPU and on the processor.
+ */
+export type BackendComparison = { 
+/**
+ * The answer on the NPU.
+ */
+npu: BackendRun, 
+/**
+ * The answer on the processor.
+ */
+cpu: BackendRun, 
+/**
+ * Whether both answered with the same text.
+ */
+texts_agree: boolean, };
 
 /**
  * Where answers are computed.
@@ -305,23 +347,6 @@ code: string,
 message: string, };
 
 /**
- * One prompt on the NPU and on the processor.
- */
-export type Comparison = { 
-/**
- * The answer on the NPU.
- */
-npu: BackendRun, 
-/**
- * The answer on the processor.
- */
-cpu: BackendRun, 
-/**
- * Whether both answered with the same text.
- */
-texts_agree: boolean, };
-
-/**
  * A conversation with its messages.
  */
 export type Conversation = { 
@@ -348,7 +373,12 @@ settings: ConversationSettings,
 /**
  * Messages, oldest first.
  */
-messages: Array<Message>, };
+messages: Array<Message>, 
+/**
+ * Earlier versions of its answers, oldest first (none in conversations saved before
+ * versions were kept).
+ */
+versions: Array<AnswerVersion>, };
 
 /**
  * The settings a conversation carries with it.
@@ -671,7 +701,7 @@ backends: Array<Availability>,
 /**
  * How the NPU's answers compared with the processor's, once the self-test has run.
  */
-selftest: SelftestSummary | null, };
+selftest: SelfTest | null, };
 
 /**
  * Memory and disk of this machine.
@@ -1220,7 +1250,7 @@ trimmed_messages: number,
  */
 finished_at: number, 
 /**
- * Energy of the answer (`npu::Telemetry`), when power could be read.
+ * Energy of the answer (`hearth_npu::Telemetry`), when power could be read.
  */
 energy: EnergyReport | null, };
 
@@ -1298,7 +1328,7 @@ seed: number, };
 /**
  * What the Models view shows about a model's self-test.
  */
-export type SelftestSummary = { 
+export type SelfTest = { 
 /**
  * Prompts whose NPU and CPU answers are identical.
  */

@@ -36,11 +36,22 @@ export const DEFAULT_MAX_MESSAGE_CHARS = 100_000;
 /** How long an info toast stays before it closes by itself. */
 export const TOAST_MS = 6000;
 
+/**
+ * A message's length as the backend counts it (`validate_text` in src-tauri/src/answer.rs):
+ * Unicode characters, not the UTF-16 units of `String.length` (an emoji is one, not two).
+ */
+export function messageLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
 /** Why a message cannot be sent as it is, in plain words; null if it can. */
 export function validateMessage(text: string, maxChars: number): string | null {
   if (text.trim().length === 0) return 'Type a message first.';
-  if (text.length > maxChars) {
-    return `This message is ${text.length.toLocaleString('en')} characters long; Hearth can send at most ${maxChars.toLocaleString('en')} at once. Shorten it or send it in parts. Your text is still in the box.`;
+  const length = messageLength(text);
+  if (length > maxChars) {
+    return `This message is ${length.toLocaleString('en')} characters long; Hearth can send at most ${maxChars.toLocaleString('en')} at once. Shorten it or send it in parts. Your text is still in the box.`;
   }
   return null;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChatStore, validateMessage } from './chat.svelte';
+import { ChatStore, messageLength, validateMessage } from './chat.svelte';
 import type { Api } from './api';
 import type { ChatAction, ChatEvent, Conversation, Message } from './types';
 
@@ -16,7 +16,7 @@ function message(id: number, role: 'user' | 'assistant', content: string): Messa
 
 /** A fake backend whose startAnswer replays the given events. */
 function fakeApi(events: (action: ChatAction) => ChatEvent[]): Api {
-  const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [] };
+  const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [], versions: [] };
   return {
     createConversation: async () => structuredClone(conversation),
     getConversation: async () => structuredClone(conversation),
@@ -33,6 +33,12 @@ describe('validateMessage', () => {
     expect(validateMessage('x'.repeat(11), 10)).toContain('at most 10');
     expect(validateMessage('hello', 10)).toBeNull();
   });
+
+  it('counts characters as the backend does: an emoji is one, not two UTF-16 units', () => {
+    expect(messageLength('🦀🦀')).toBe(2);
+    expect(validateMessage('🦀'.repeat(10), 10)).toBeNull();
+    expect(validateMessage('🦀'.repeat(11), 10)).toContain('11 characters');
+  });
 });
 
 describe('ChatStore', () => {
@@ -47,7 +53,7 @@ describe('ChatStore', () => {
         { event: 'token', data: { text: 'Hel' } },
         { event: 'token', data: { text: 'lo' } },
         { event: 'stats', data: { generated_tokens: 2, ttft_secs: 0.1, tokens_per_second: 9, elapsed_secs: 0.3 } },
-        { event: 'done', data: { message: { ...message(2, 'assistant', 'Hello'), receipt } } },
+        { event: 'done', data: { message: { ...message(2, 'assistant', 'Hello'), receipt: receipt as never } } },
       ]),
     );
     expect(await store.send('hi')).toBe(true);
@@ -114,7 +120,7 @@ describe('ChatStore', () => {
     const store = new ChatStore(
       fakeApi(() => [
         { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
-        { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu' } },
+        { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu', model: null as never } },
         { event: 'done', data: { message: message(2, 'assistant', 'ok') } },
       ]),
     );

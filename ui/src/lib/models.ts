@@ -1,114 +1,23 @@
-// The Models area: types of what the backend's model commands return, and small helpers for
+// The Models area: types of what the backend's model commands return (generated into
+// bindings.ts from the hub's Rust types), and small helpers for
 // showing them. The calls themselves live in api.ts.
 
-export type Backend = 'cpu' | 'npu';
-export type WeightFormat = 'q4nx' | 'safetensors';
-
-/** One model Hearth knows by name (crates/hub/catalog.json). */
-export interface CatalogEntry {
-  id: string;
-  name: string;
-  tag: string;
-  repo: string;
-  revision: string;
-  format: WeightFormat;
-  download_bytes: number;
-  memory_bytes: number;
-  parameters: string;
-  license: string;
-  backends: Backend[];
-  context_length: number;
-  think: boolean;
-  flm_family: string;
-  quantization: string;
-  description: string;
-  note: string;
-}
-
-export interface Fit {
-  memory: boolean;
-  disk: boolean;
-  hint: string;
-}
-
-export interface PartialDownload {
-  name: string;
-  repo: string;
-  query: string;
-  doneBytes: number;
-  totalBytes: number;
-}
-
-export interface CatalogItem {
-  entry: CatalogEntry;
-  installed: boolean;
-  partial: PartialDownload | null;
-  fit: Fit;
-}
-
-export interface InstalledModel {
-  name: string;
-  tag: string;
-  folder: string;
-  sizeBytes: number;
-  source: string;
-  repo: string | null;
-  revision: string | null;
-  catalogId: string | null;
-  format: WeightFormat;
-  backends: Backend[];
-  isDefault: boolean;
-  builtin: boolean;
-  files: Record<string, { size: number; sha256: string }>;
-}
-
-export interface Machine {
-  totalMemory: number;
-  availableMemory: number;
-  freeDisk: number;
-}
-
-export interface ModelsOverview {
-  machine: Machine;
-  catalog: CatalogItem[];
-  installed: InstalledModel[];
-  partial: PartialDownload[];
-  downloading: string[];
-}
-
-export type PullPhase =
-  | 'resolving'
-  | 'downloading'
-  | 'retrying'
-  | 'validating'
-  | 'registering'
-  | 'done'
-  | 'paused'
-  | 'cancelled';
-
-/** A snapshot of a download, streamed while it runs. */
-export interface PullProgress {
-  name: string;
-  phase: PullPhase;
-  file: string | null;
-  filesDone: number;
-  fileCount: number;
-  doneBytes: number;
-  totalBytes: number;
-  bytesPerSec: number;
-  etaSecs: number | null;
-  message: string | null;
-}
-
-export interface PullResult {
-  outcome: 'installed' | 'already_installed' | 'paused' | 'cancelled';
-  model: InstalledModel | null;
-}
-
-export interface Removed {
-  name: string;
-  freedBytes: number;
-}
+export type {
+  Backend,
+  CatalogEntry,
+  CatalogItem,
+  Fit,
+  InstalledModel,
+  Machine,
+  ModelsOverview,
+  PartialDownload,
+  PullPhase,
+  PullProgress,
+  PullResult,
+  Removed,
+  WeightFormat,
+} from './bindings';
+import type { CatalogEntry, CatalogItem, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {

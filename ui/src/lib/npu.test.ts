@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explain, firstBlockingStep, fixPieces, formatJoules, formatWatts, headlinePower, npuState, polyline, pushPoint, runningLabel, valueOf, type PowerSample } from './npu';
+import { explain, firstBlockingStep, fixPieces, formatJoules, formatWatts, headlinePower, npuState, polyline, pushPoint, runningLabel, valueOf, type NpuDiagnosis, type PowerSample } from './npu';
 
 const na = (why: string) => ({ unavailable: why });
 const sample = (over: Partial<PowerSample> = {}): PowerSample => ({
@@ -62,22 +62,27 @@ describe('npu helpers', () => {
   });
 });
 
+/** A diagnosis with only the fields these helpers read (the rest of the report left out). */
+function diagnosis(d: Pick<NpuDiagnosis, 'ready' | 'summary' | 'checks'> & { detection: { state: string } }): NpuDiagnosis {
+  return d as unknown as NpuDiagnosis;
+}
+
 describe('the NPU in plain words', () => {
   const found = { state: 'found' as const };
   it('says no NPU neutrally, without a fix', () => {
-    const d = { ready: false, summary: '', detection: { state: 'not_found' as const }, checks: [{ id: 'device', status: 'problem' as const, summary: 'No NPU was found', fix: 'Check the BIOS' }] };
+    const d = diagnosis({ ready: false, summary: '', detection: { state: 'not_found' as const }, checks: [{ id: 'device', status: 'problem' as const, summary: 'No NPU was found', fix: 'Check the BIOS' }] });
     expect(npuState(d)).toEqual({ kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' });
   });
 
   it('shows only the first blocking step of an NPU that needs work', () => {
-    const d = {
+    const d = diagnosis({
       ready: false, summary: '', detection: found,
       checks: [
         { id: 'xrt', status: 'warning' as const, summary: 'XRT is old', fix: null },
         { id: 'access', status: 'problem' as const, summary: 'No permission', fix: 'Run `sudo usermod -aG render ana`, then log out.' },
         { id: 'memlock', status: 'problem' as const, summary: 'memlock', fix: 'x' },
       ],
-    };
+    });
     expect(npuState(d).kind).toBe('needs-work');
     expect(firstBlockingStep(d)?.id).toBe('access');
     expect(fixPieces(d.checks[1].fix!)).toEqual([

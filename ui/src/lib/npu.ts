@@ -1,66 +1,17 @@
-// The NPU area's shapes (they mirror the serde types of crates/npu) and small pure helpers for
+// The NPU area's shapes (generated from crates/npu's types into bindings.ts) and small pure helpers for
 // the status area, the power chart and the receipt's energy rows.
 
-/** A reading with its source, or why there is none (never a silent zero). */
-export type Metric<T> = { value: T; source: string } | { unavailable: string };
-
-export type CheckStatus = 'ok' | 'info' | 'warning' | 'problem';
-
-export interface NpuCheck {
-  id: string;
-  status: CheckStatus;
-  summary: string;
-  /** What to do, with exact commands; null when nothing is needed. */
-  fix: string | null;
-}
-
-/** `npu::Diagnosis`: what `hearth doctor` reports. */
-export interface NpuDiagnosis {
-  ready: boolean;
-  summary: string;
-  detection: { state: 'found' | 'no_driver' | 'not_found'; [key: string]: unknown };
-  checks: NpuCheck[];
-}
-
-/** `npu::PowerSample`: one reading of every source. */
-export interface PowerSample {
-  t_secs: number;
-  npu_watts: Metric<number>;
-  npu_percent: Metric<number>;
-  package_watts: Metric<number>;
-  battery_watts: Metric<number>;
-  cpu_percent: Metric<number>;
-  igpu_percent: Metric<number>;
-}
-
-export type Meter = 'package' | 'battery' | 'npu';
-
-export interface MeterEnergy {
-  meter: Meter;
-  source: string;
-  prefill_joules: number;
-  decode_joules: number;
-  total_joules: number;
-  average_watts: number;
-  readings: number;
-}
-
-/** `npu::EnergyReport`: what one answer cost. */
-export interface EnergyReport {
-  prefill_secs: number;
-  decode_secs: number;
-  prompt_tokens: number;
-  generated_tokens: number;
-  meter: Meter | null;
-  source: string;
-  prefill_joules: number | null;
-  decode_joules: number | null;
-  total_joules: number | null;
-  joules_per_1000_tokens: number | null;
-  meters: MeterEnergy[];
-  battery: { average_watts: number; capacity_wh: number; percent_per_hour: number } | null;
-  samples: number;
-}
+export type {
+  CheckStatus,
+  EnergyReport,
+  Meter,
+  MeterEnergy,
+  Metric,
+  NpuCheck,
+  NpuDiagnosis,
+  PowerSample,
+} from './bindings';
+import type { Metric, Meter, NpuCheck, NpuDiagnosis, PowerSample } from './bindings';
 
 /** The value of a metric, or null. */
 export function valueOf(m: Metric<number> | null | undefined): number | null {

@@ -414,7 +414,7 @@ impl NpuBackend {
                 let problems: Vec<String> = report
                     .checks
                     .iter()
-                    .filter(|c| c.status == npu::Status::Problem)
+                    .filter(|c| c.status == hearth_npu::Status::Problem)
                     .map(|c| match &c.fix {
                         Some(fix) => format!("{} To fix: {fix}", c.summary),
                         None => c.summary.clone(),

@@ -17,7 +17,7 @@ use crate::backend::{Availability, BackendKind};
 use crate::npu::NpuError;
 
 /// The oldest FastFlowLM Hearth drives (the one Lemonade requires on Linux).
-pub const MIN_VERSION: &str = npu::software::FLM_MIN_VERSION;
+pub const MIN_VERSION: &str = hearth_npu::software::FLM_MIN_VERSION;
 
 /// Where the FastFlowLM packages install the program.
 pub const STANDARD_PROGRAM: &str = "/opt/fastflowlm/bin/flm";
@@ -244,12 +244,12 @@ pub fn parse_version_output(out: &str) -> Option<String> {
             }
         }
     }
-    npu::software::parse_flm_version(out)
+    hearth_npu::software::parse_flm_version(out)
 }
 
 /// Checks `version` against [`MIN_VERSION`].
 pub fn check_version(exe: &Path, version: &str) -> Result<(), NpuError> {
-    if npu::software::version_at_least(version, MIN_VERSION) {
+    if hearth_npu::software::version_at_least(version, MIN_VERSION) {
         Ok(())
     } else {
         Err(NpuError::TooOld {
@@ -281,7 +281,7 @@ pub struct ValidateReport {
     /// FastFlowLM's own verdict (`ready`, or the exit status when the output was not JSON).
     pub ready: bool,
     /// One check per failing item, with its fix; one Ok check when ready.
-    pub checks: Vec<npu::Check>,
+    pub checks: Vec<hearth_npu::Check>,
     /// The JSON as printed, when it was JSON.
     pub raw: Option<Value>,
 }
@@ -299,10 +299,10 @@ pub fn validate_with(exe: &Path, registry: Option<&Path>) -> Result<ValidateRepo
     Ok(parse_validate(&out, success))
 }
 
-fn problem(summary: String, fix: &str) -> npu::Check {
-    npu::Check {
-        id: npu::CheckId::FlmValidate,
-        status: npu::Status::Problem,
+fn problem(summary: String, fix: &str) -> hearth_npu::Check {
+    hearth_npu::Check {
+        id: hearth_npu::CheckId::FlmValidate,
+        status: hearth_npu::Status::Problem,
         summary,
         fix: Some(fix.to_string()),
     }
@@ -312,9 +312,9 @@ fn problem(summary: String, fix: &str) -> npu::Check {
 pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
     let Ok(v) = serde_json::from_str::<Value>(out.trim()) else {
         let checks = if success {
-            vec![npu::Check {
-                id: npu::CheckId::FlmValidate,
-                status: npu::Status::Ok,
+            vec![hearth_npu::Check {
+                id: hearth_npu::CheckId::FlmValidate,
+                status: hearth_npu::Status::Ok,
                 summary: "FastFlowLM's own check passed".into(),
                 fix: None,
             }]
@@ -414,9 +414,9 @@ pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
         ));
     }
     if ready && checks.is_empty() {
-        checks.push(npu::Check {
-            id: npu::CheckId::FlmValidate,
-            status: npu::Status::Ok,
+        checks.push(hearth_npu::Check {
+            id: hearth_npu::CheckId::FlmValidate,
+            status: hearth_npu::Status::Ok,
             summary: "FastFlowLM's own check passed".into(),
             fix: None,
         });
@@ -430,15 +430,15 @@ pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
 
 /// Adds the report's checks to a diagnosis (the doctor's NPU status), which then is ready only
 /// if FastFlowLM agrees.
-pub fn fold_validate(diagnosis: &mut npu::Diagnosis, report: &ValidateReport) {
+pub fn fold_validate(diagnosis: &mut hearth_npu::Diagnosis, report: &ValidateReport) {
     diagnosis.add_checks(report.checks.iter().cloned());
 }
 
-/// The doctor's NPU status with FastFlowLM's own check folded in: [`npu::diagnose`] of `root`,
+/// The doctor's NPU status with FastFlowLM's own check folded in: [`hearth_npu::diagnose`] of `root`,
 /// then, for the FastFlowLM this process finds ([`Lookup::from_env`]), `validate --json`.
 /// FastFlowLM is only asked on the live system (`root` = `/`): a fixture tree has none.
-pub fn npu_status(root: &Path) -> npu::Diagnosis {
-    let mut diagnosis = npu::diagnose(root);
+pub fn npu_status(root: &Path) -> hearth_npu::Diagnosis {
+    let mut diagnosis = hearth_npu::diagnose(root);
     if root != Path::new("/") {
         return diagnosis;
     }
@@ -451,9 +451,9 @@ pub fn npu_status(root: &Path) -> npu::Diagnosis {
         )]),
         Ok(program) => match validate(&program.path) {
             Ok(report) => fold_validate(&mut diagnosis, &report),
-            Err(e) => diagnosis.add_checks([npu::Check {
-                id: npu::CheckId::FlmValidate,
-                status: npu::Status::Warning,
+            Err(e) => diagnosis.add_checks([hearth_npu::Check {
+                id: hearth_npu::CheckId::FlmValidate,
+                status: hearth_npu::Status::Warning,
                 summary: format!("FastFlowLM's own check could not run: {e}"),
                 fix: Some("Run `flm validate` in a terminal to see what it reports.".into()),
             }]),
@@ -664,7 +664,7 @@ mod tests {
         assert!(r.checks.iter().all(|c| c.fix.is_some()));
         let ok = parse_validate(r#"{"ready": true}"#, true);
         assert!(ok.ready);
-        assert_eq!(ok.checks[0].status, npu::Status::Ok);
+        assert_eq!(ok.checks[0].status, hearth_npu::Status::Ok);
         let garbage = parse_validate("Segmentation fault", false);
         assert!(!garbage.ready && garbage.checks[0].fix.is_some());
     }
