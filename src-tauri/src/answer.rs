@@ -378,6 +378,8 @@ struct Turn<'a> {
 impl Turn<'_> {
     /// Streams one attempt from `loaded`, saving the turn when it starts (once) and the text
     /// as it grows.
+    // The error is the answer loop's own (it carries the partial text), returned once per answer.
+    #[allow(clippy::result_large_err)]
     fn write(
         &mut self,
         loaded: &mut LoadedModel,
