@@ -122,14 +122,34 @@ pub fn validate_text(content: &str) -> CommandResult<()> {
     Ok(())
 }
 
-/// Load `entry` into the state (replacing the current model).
-pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelStatus> {
-    let mut slot = state.model.try_lock().map_err(|_| {
+/// The local model called `name` (the registry's, or the demo).
+pub fn local_model(state: &AppState, name: &str) -> CommandResult<LocalModel> {
+    paths::local_models(&state.paths)
+        .into_iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            CommandError::new(
+                "not_found",
+                format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are."),
+            )
+        })
+}
+
+/// The model slot, to replace what it holds; refused while an answer is being written.
+pub fn claim_model(
+    state: &AppState,
+) -> CommandResult<std::sync::MutexGuard<'_, Option<LoadedModel>>> {
+    state.model.try_lock().map_err(|_| {
         CommandError::new(
             "busy",
             "The model is busy writing an answer. Stop it or wait, then try again.",
         )
-    })?;
+    })
+}
+
+/// Load `entry` into the state (replacing the current model).
+pub fn load_model(state: &AppState, entry: &LocalModel) -> CommandResult<ModelStatus> {
+    let mut slot = claim_model(state)?;
     *slot = None; // free the old model's memory first
     let threads = *lock(&state.cpu_threads);
     match LoadedModel::load(entry, threads) {
@@ -161,12 +181,7 @@ pub fn load_remote_model(state: &AppState, model: &str) -> CommandResult<ModelSt
             "No remote server is set. Add one in Settings, under Remote server.",
         )
     })?;
-    let mut slot = state.model.try_lock().map_err(|_| {
-        CommandError::new(
-            "busy",
-            "The model is busy writing an answer. Stop it or wait, then try again.",
-        )
-    })?;
+    let mut slot = claim_model(state)?;
     let loaded = LoadedModel::connect_remote(&config, model)?;
     let status = loaded.status();
     tracing::info!("answers now come from {model} on {}", config.base_url);

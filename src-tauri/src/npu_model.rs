@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::error::{CommandError, CommandResult};
 use crate::fidelity::{self, SavedSelftest};
-use crate::paths::{self, LocalModel};
+use crate::paths::LocalModel;
 use crate::session::{LoadedModel, ModelStatus};
 use crate::state::{lock, AppState};
 
@@ -76,15 +76,7 @@ fn stage_of(event: &NpuEvent) -> LoadingStage {
 /// answering if this fails. The first time a model runs on the NPU (or after FastFlowLM
 /// changes), its answers are compared with the processor's and the result kept.
 pub fn load(state: &AppState, name: &str, progress: Progress) -> CommandResult<ModelStatus> {
-    let entry = paths::local_models(&state.paths)
-        .into_iter()
-        .find(|m| m.name == name)
-        .ok_or_else(|| {
-            CommandError::new(
-                "not_found",
-                format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are."),
-            )
-        })?;
+    let entry = crate::answer::local_model(state, name)?;
     if !entry.runs_on_npu() {
         let reason = entry.npu_reason().unwrap_or("it is not set up for the NPU");
         return Err(CommandError::new(
@@ -92,25 +84,8 @@ pub fn load(state: &AppState, name: &str, progress: Progress) -> CommandResult<M
             format!("\"{name}\" cannot run on the NPU on this computer: {reason}. It runs on the processor."),
         ));
     }
-    let mut slot = state.model.try_lock().map_err(|_| {
-        CommandError::new(
-            "busy",
-            "The model is busy writing an answer. Stop it or wait, then try again.",
-        )
-    })?;
-    report(
-        &progress,
-        name,
-        LoadingStage::Starting,
-        "Starting FastFlowLM...",
-    );
-    let sink = {
-        let progress = Arc::clone(&progress);
-        let name = name.to_owned();
-        Box::new(move |event: &NpuEvent| report(&progress, &name, stage_of(event), event.words()))
-    };
-    let registry = state.paths.store().registry_path();
-    let mut loaded = match LoadedModel::load_npu(&entry, &registry, &state.paths.state_dir, sink) {
+    let mut slot = crate::answer::claim_model(state)?;
+    let mut loaded = match open_npu(state, &entry, &progress) {
         Ok(loaded) => loaded,
         Err(error) => {
             let message = format!(
@@ -144,6 +119,27 @@ pub fn load(state: &AppState, name: &str, progress: Progress) -> CommandResult<M
     *slot = Some(loaded);
     *lock(&state.model_error) = None;
     Ok(status)
+}
+
+/// Starts FastFlowLM with `entry` on the NPU, reporting each stage to `progress`.
+fn open_npu(
+    state: &AppState,
+    entry: &LocalModel,
+    progress: &Progress,
+) -> Result<LoadedModel, hearth_chat::BackendError> {
+    report(
+        progress,
+        &entry.name,
+        LoadingStage::Starting,
+        "Starting FastFlowLM...",
+    );
+    let sink = {
+        let progress = Arc::clone(progress);
+        let name = entry.name.clone();
+        Box::new(move |event: &NpuEvent| report(&progress, &name, stage_of(event), event.words()))
+    };
+    let registry = state.paths.store().registry_path();
+    LoadedModel::load_npu(entry, &registry, &state.paths.state_dir, sink)
 }
 
 /// Whether the model has no self-test result for the FastFlowLM now in use.
@@ -254,15 +250,7 @@ pub fn compare(
 ) -> CommandResult<Comparison> {
     crate::answer::validate_text(prompt)?;
     let _busy = crate::answer::begin(state)?;
-    let entry = paths::local_models(&state.paths)
-        .into_iter()
-        .find(|m| m.name == name)
-        .ok_or_else(|| {
-            CommandError::new(
-                "not_found",
-                format!("There is no model called \"{name}\" on this computer."),
-            )
-        })?;
+    let entry = crate::answer::local_model(state, name)?;
     let mut guard = lock(&state.model);
     let loaded = guard
         .as_mut()
@@ -275,28 +263,12 @@ pub fn compare(
                 entry.npu_reason().unwrap_or("no reason given")
             ),
         },
-        _ => {
-            report(
-                &progress,
-                name,
-                LoadingStage::Starting,
-                "Starting FastFlowLM...",
-            );
-            let sink = {
-                let progress = Arc::clone(&progress);
-                let name = name.to_owned();
-                Box::new(move |event: &NpuEvent| {
-                    report(&progress, &name, stage_of(event), event.words())
-                })
-            };
-            let registry = state.paths.store().registry_path();
-            match LoadedModel::load_npu(&entry, &registry, &state.paths.state_dir, sink) {
-                Ok(mut npu) => run_once(state, npu.backend.as_mut(), prompt),
-                Err(error) => Run::Failed {
-                    error: error.to_string(),
-                },
-            }
-        }
+        _ => match open_npu(state, &entry, &progress) {
+            Ok(mut npu) => run_once(state, npu.backend.as_mut(), prompt),
+            Err(error) => Run::Failed {
+                error: error.to_string(),
+            },
+        },
     };
     let loaded = guard
         .as_mut()

@@ -6,7 +6,7 @@ use tauri::{AppHandle, Emitter, Runtime, State};
 
 use super::blocking;
 use crate::answer::{self, MAX_MESSAGE_CHARS};
-use crate::error::{CommandError, CommandResult};
+use crate::error::CommandResult;
 use crate::npu_model::{self, ModelLoading};
 use crate::paths::{self, LocalModel};
 use crate::session::ModelStatus;
@@ -73,10 +73,7 @@ pub async fn select_model<R: Runtime>(
         Some(BackendKind::Remote) => answer::load_remote_model(&state, &name),
         Some(BackendKind::Npu) => npu_model::load(&state, &name, loading_events(app)),
         Some(BackendKind::Cpu) | None => {
-            let entry = paths::local_models(&state.paths)
-                .into_iter()
-                .find(|m| m.name == name)
-                .ok_or_else(|| CommandError::new("not_found", format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are.")))?;
+            let entry = answer::local_model(&state, &name)?;
             answer::load_model(&state, &entry)
         }
     })
