@@ -96,6 +96,13 @@ const find = async (testid) => (await wd('POST', `/session/${session}/element`, 
 const findAll = async (testid) => (await wd('POST', `/session/${session}/elements`, { using: 'css selector', value: `[data-testid="${testid}"]` })).map((e) => e[ELEMENT]);
 const text = async (id) => wd('GET', `/session/${session}/element/${id}/text`);
 const exec = async (script, args = []) => wd('POST', `/session/${session}/execute/sync`, { script, args });
+// The status item's words. Read from the page, not through WebDriver's element text: the label
+// can be cut with an ellipsis on narrow windows, and the text that matters is the whole label.
+let lastStatus = '';
+const statusText = async () => {
+  lastStatus = await exec('return document.querySelector(\'[data-testid="status-item"] .status-text\')?.textContent ?? ""');
+  return lastStatus;
+};
 
 async function startApp() {
   const value = await wd('POST', '/session', {
@@ -119,8 +126,17 @@ async function step(name, fn) {
     console.log(`  ok    ${name}`);
   } catch (error) {
     failed++;
-    console.log(`  FAIL  ${name}\n        ${error.message}`);
+    const status = lastStatus ? ` (the status item said: "${lastStatus}")` : '';
+    console.log(`  FAIL  ${name}\n        ${error.message}${status}`);
+    if (process.env.SCREENSHOT) {
+      const shot = process.env.SCREENSHOT.replace(/(\.png)?$/, `-failed-${passed + failed}.png`);
+      try {
+        execFileSync('import', ['-window', 'root', shot]);
+        console.log(`        the screen then: ${shot}`);
+      } catch {}
+    }
   }
+  lastStatus = '';
 }
 
 try {
@@ -128,7 +144,7 @@ try {
   await step('the app starts on the demo model and says so', async () => {
     await startApp();
     const runsOn = await waitFor('the status item to say where answers run', async () => {
-      const t = await text(await find('status-item'));
+      const t = await statusText();
       return t.includes('Running on the processor') ? t : null;
     });
     const body = await exec('return document.body.innerText');
@@ -152,8 +168,9 @@ try {
     if (!/^\d+(\.\d+)? tok\/s · .* to first word/.test(rate)) {
       throw new Error(`no tokens/s figure under the answer: "${rate}"; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 600))}`);
     }
-    const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt summary\')?.textContent ?? ""');
-    if (!receipt.includes('tokens')) throw new Error('no receipt under the answer');
+    // The receipt is folded under "Details"; its facts are in the page even while folded.
+    const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt\')?.textContent ?? ""');
+    if (!receipt.includes('tokens written')) throw new Error(`no receipt under the answer: "${receipt.slice(0, 200)}"`);
     console.log(`        answer: ${JSON.stringify(answer.slice(0, 80))}… at ${rate}`);
   });
 
@@ -228,7 +245,7 @@ try {
       exec(`const o = document.querySelector('${option}'); return o !== null && !o.disabled`), 30_000);
     await exec(`const s = document.querySelector('[data-testid="model-picker"]'); s.value = "npu:${NPU_MODEL}"; s.dispatchEvent(new Event("change", { bubbles: true }));`);
     const status = await waitFor('the status item to say the NPU', async () => {
-      const t = await text(await find('status-item'));
+      const t = await statusText();
       return t.includes('Running on the NPU') ? t : null;
     }, 120_000);
     const before = (await findAll('assistant-message')).length;

@@ -409,7 +409,10 @@ export class ChatStore {
 
   /** A `model-loading` event from the backend. */
   onModelLoading(loading: ModelLoading): void {
-    this.modelLoading = loading.stage === 'ready' || loading.stage === 'failed' ? null : loading;
+    // Ready, failed and stopped (FastFlowLM idle; it starts again with the next answer) all
+    // mean nothing is loading now.
+    const settled = loading.stage === 'ready' || loading.stage === 'failed' || loading.stage === 'stopped';
+    this.modelLoading = settled ? null : loading;
   }
 
   async selectModel(name: string, backend: BackendKind | null = null): Promise<void> {

@@ -151,6 +151,20 @@ describe('ChatStore', () => {
     ]);
   });
 
+  it('shows a model as loading only until FastFlowLM is ready, failed or stopped', () => {
+    const store = new ChatStore(fakeApi(() => []));
+    const event = (stage: 'starting' | 'loading' | 'checking' | 'ready' | 'failed' | 'stopped') =>
+      store.onModelLoading({ model: 'm', backend: 'npu', stage, message: '' });
+    for (const settled of ['ready', 'failed', 'stopped'] as const) {
+      event('loading');
+      expect(store.modelLoading?.stage).toBe('loading');
+      event(settled);
+      expect(store.modelLoading).toBeNull();
+    }
+    event('checking');
+    expect(store.modelLoading?.stage).toBe('checking');
+  });
+
   it('keeps the list order when a conversation is renamed', async () => {
     const api = { renameConversation: async () => {} } as unknown as Api;
     const store = new ChatStore(api);
