@@ -440,11 +440,12 @@ impl Store {
         let staging = staging_root.join("files");
         fsutil::remove_dir_all(&staging)?;
         fsutil::create_dir_all(&staging)?;
-        // With --move, files renamed into the staging are the user's only copy until the
-        // registry entry is written: on any failure they are renamed back, and files that had
-        // to be copied (another file system) are deleted from the source only after success.
-        let mut renamed: Vec<(PathBuf, PathBuf)> = Vec::new();
-        let mut copied_sources: Vec<PathBuf> = Vec::new();
+        // With --move, a file is hard-linked into the staging (same file system) or copied, and
+        // the source's names are removed only once the registry entry is written: until then
+        // the user's folder is complete, so a failure, or a kill -9 at any moment, loses
+        // nothing. (Renaming the files into the staging would leave them there, and the next
+        // import of that name clears the staging.)
+        let mut sources_to_remove: Vec<PathBuf> = Vec::new();
         let result = (|| {
             let mut needed: u64 = 0;
             for file in &selected.files {
@@ -465,16 +466,14 @@ impl Store {
             let mut files = BTreeMap::new();
             for file in &selected.files {
                 let (from, to) = (dir.join(file), staging.join(file));
-                let record = if options.move_files && std::fs::rename(&from, &to).is_ok() {
-                    renamed.push((to.clone(), from.clone()));
+                let record = if options.move_files && std::fs::hard_link(&from, &to).is_ok() {
                     crate::download::sha256_file(&to)?
                 } else {
-                    let record = copy_hashed(&from, &to)?;
-                    if options.move_files {
-                        copied_sources.push(from.clone());
-                    }
-                    record
+                    copy_hashed(&from, &to)?
                 };
+                if options.move_files {
+                    sources_to_remove.push(from);
+                }
                 files.insert(file.clone(), record);
             }
             let new = NewModel {
@@ -498,25 +497,12 @@ impl Store {
             };
             self.register(&staging, new)
         })();
-        match &result {
-            Ok(_) => {
-                // Registered for good: now the copied sources may go.
-                for from in &copied_sources {
-                    if let Err(e) = std::fs::remove_file(from) {
-                        tracing::warn!(file = %from.display(), error = %e,
-                            "imported, but the source file could not be deleted");
-                    }
-                }
-            }
-            Err(_) => {
-                // Put every moved file back where the user had it.
-                for (staged, original) in renamed.iter().rev() {
-                    if let Err(e) = std::fs::rename(staged, original) {
-                        tracing::error!(file = %staged.display(), to = %original.display(),
-                            error = %e, "could not move a file back after a failed import");
-                        // Keep the staging folder: it holds the user's file.
-                        return result;
-                    }
+        if result.is_ok() {
+            // Registered for good: now the source's names may go (the data stays in the model).
+            for from in &sources_to_remove {
+                if let Err(e) = std::fs::remove_file(from) {
+                    tracing::warn!(file = %from.display(), error = %e,
+                        "imported, but the source file could not be removed");
                 }
             }
         }
