@@ -425,12 +425,7 @@ impl Store {
         if self.registry().read()?.find(&name).is_some() {
             return Err(Error::NameTaken { name });
         }
-        let names: Vec<String> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io("read folder", dir, e))?
-            .flatten()
-            .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let names = model_dir::file_names(dir)?;
         let selected = model_dir::select(&names, &dir.display().to_string())?;
 
         let staging_root = self.downloads_dir().join(&name);
@@ -465,16 +460,19 @@ impl Store {
             let mut files = BTreeMap::new();
             for file in &selected.files {
                 let (from, to) = (dir.join(file), staging.join(file));
-                let record = if options.move_files && std::fs::rename(&from, &to).is_ok() {
-                    renamed.push((to.clone(), from.clone()));
-                    crate::download::sha256_file(&to)?
-                } else {
-                    let record = copy_hashed(&from, &to)?;
-                    if options.move_files {
-                        copied_sources.push(from.clone());
-                    }
-                    record
-                };
+                // A symbolic link is copied through, never moved: moving it would move only the link.
+                let is_link = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_symlink());
+                let record =
+                    if options.move_files && !is_link && std::fs::rename(&from, &to).is_ok() {
+                        renamed.push((to.clone(), from.clone()));
+                        crate::download::sha256_file(&to)?
+                    } else {
+                        let record = copy_hashed(&from, &to)?;
+                        if options.move_files {
+                            copied_sources.push(from.clone());
+                        }
+                        record
+                    };
                 files.insert(file.clone(), record);
             }
             let new = NewModel {
