@@ -157,6 +157,20 @@ fn fixture() -> Fixture {
     };
     hf_snapshot(&hub, "org", "tiny-st", &files("LlamaForCausalLM"));
     hf_snapshot(&hub, "org", "gemma-st", &files("Gemma3ForCausalLM"));
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hub/tiny-safetensors");
+    let real: Vec<(String, Vec<u8>)> = std::fs::read_dir(committed)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    let real: Vec<(&str, Vec<u8>)> = real.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    hf_snapshot(&hub, "org", "tiny-real", &real);
 
     let roots = FoundRoots {
         ollama: vec![ollama, home.join("no-such-ollama")],
@@ -250,7 +264,10 @@ fn each_programs_models_are_found_with_the_importers_verdict() {
         gst.reason.as_deref().unwrap().contains("Gemma3ForCausalLM"),
         "{gst:?}"
     );
-    assert_eq!(found.len(), 9, "{found:#?}");
+    let real = by_name(&found, "org/tiny-real");
+    assert!(real.runnable, "{real:?}");
+    assert_eq!(real.architecture.as_deref(), Some("LlamaForCausalLM"));
+    assert_eq!(found.len(), 10, "{found:#?}");
 }
 
 #[test]
@@ -279,7 +296,7 @@ fn a_walk_stops_at_its_bounds() {
         max_entries: 1,
         ..f.roots
     };
-    assert!(scan_found(&roots).len() < 9);
+    assert!(scan_found(&roots).len() < 10);
 }
 
 #[test]
@@ -301,4 +318,33 @@ fn a_found_gguf_is_imported_and_left_as_it_was() {
     assert!(phases.contains(&hearth_hub::Phase::Converting));
     assert_eq!(phases.last(), Some(&hearth_hub::Phase::Done));
     assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[test]
+fn a_found_safetensors_snapshot_is_copied_never_moved() {
+    let f = fixture();
+    let store = Store::at(f.tmp.0.join("data"));
+    let found = scan_found(&f.roots);
+    let real = by_name(&found, "org/tiny-real");
+    let before = tree(&real.path);
+    let model = import_found(
+        &store,
+        &real.path,
+        Some(real.import_name.clone()),
+        &mut |_| {},
+    )
+    .expect("import");
+    assert_eq!(model.name, "org-tiny-real");
+    assert_eq!(
+        tree(&real.path),
+        before,
+        "the snapshot's links are where they were"
+    );
+    assert!(model.folder.join("model.safetensors").is_file());
+    assert!(
+        !std::fs::symlink_metadata(model.folder.join("model.safetensors"))
+            .unwrap()
+            .is_symlink(),
+        "the store holds the bytes, not a link into the cache"
+    );
 }
