@@ -76,6 +76,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
             commands::models::cancel_download,
             commands::models::remove_model,
             commands::models::import_model,
+            commands::models::found_models,
+            commands::models::import_found,
             commands::models::set_default_model,
             commands::remote::remote_server,
             commands::remote::save_remote_server,

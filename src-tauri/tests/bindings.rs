@@ -25,6 +25,7 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     hearth_chat::conversations::Conversation::export_all(cfg)?;
     hearth_chat::conversations::ConversationSummary::export_all(cfg)?;
     hearth_hub::Progress::export_all(cfg)?;
+    hearth_hub::FoundModel::export_all(cfg)?;
     hearth_hub::Removed::export_all(cfg)?;
     hearth_npu::Diagnosis::export_all(cfg)?;
     hearth_npu::PowerSample::export_all(cfg)?;

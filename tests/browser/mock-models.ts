@@ -28,6 +28,8 @@ export const modelsControl = {
   freeDisk: 50 * GB,
   /** When set, the next download fails with this message (as the hub words a network error). */
   failPull: null as string | null,
+  /** When set, the next import of a found model fails with this message. */
+  failImportFound: null as string | null,
 };
 (window as any).__mockModels = modelsControl;
 
@@ -128,6 +130,50 @@ async function pull(args: Json) {
   }
 }
 
+// Models other programs keep (found_models): one Hearth can import, one it cannot.
+const found = [
+  {
+    name: 'tiny:latest', importName: 'tiny-latest', path: '/home/u/.ollama/models/blobs/sha256-ab', source: 'ollama',
+    sizeBytes: 800_000_000, architecture: 'llama', format: 'gguf', runnable: true, reason: null,
+  },
+  {
+    name: 'gemma-3-1b', importName: 'gemma-3-1b', path: '/home/u/.lmstudio/models/g/gemma-3-1b.gguf', source: 'lmstudio',
+    sizeBytes: 700_000_000, architecture: 'gemma3', format: 'gguf', runnable: false,
+    reason: 'architecture "gemma3" is not one Hearth runs; it imports llama (Llama 3, SmolLM2, MiniCPM5) and qwen3 models',
+  },
+];
+
+async function importFound(args: Json): Promise<Json> {
+  const model = found.find((f) => f.path === args.path) ?? fail('storage', `hub: cannot open ${args.path}.`);
+  if (modelsControl.failImportFound) {
+    const message = modelsControl.failImportFound;
+    modelsControl.failImportFound = null;
+    fail('disk_full', message);
+  }
+  const channel = args.onProgress as { id: number };
+  let index = 0;
+  const send = (phase: string, done: number) =>
+    (window as any).__TAURI_INTERNALS__.runCallback(channel.id, {
+      message: {
+        name: args.name, phase, file: null, filesDone: 0, fileCount: 0, doneBytes: done, totalBytes: model.sizeBytes,
+        bytesPerSec: 0, etaSecs: null, message: null,
+      },
+      index: index++,
+    });
+  for (let i = 1; i <= 4; i++) {
+    await new Promise((r) => setTimeout(r, modelsControl.stepMs));
+    send('converting', (model.sizeBytes * i) / 4);
+  }
+  const installedModel = {
+    name: args.name, tag: 'tiny:latest', folder: `/data/hearth/models/${args.name}`, sizeBytes: model.sizeBytes,
+    source: `import:${model.path}`, repo: null, revision: null, catalogId: null, format: 'q4nx', backends: ['cpu'],
+    isDefault: false, builtin: false, files: {},
+  };
+  installed.push(installedModel);
+  send('done', model.sizeBytes);
+  return installedModel;
+}
+
 /** Answers a Models command, or returns undefined for commands of other areas. */
 export function modelsCommand(cmd: string, args: Json): unknown {
   switch (cmd) {
@@ -154,6 +200,10 @@ export function modelsCommand(cmd: string, args: Json): unknown {
     }
     case 'import_model':
       fail('invalid_model', `hub: ${args.dir} does not hold a model Hearth can use: missing config.json.`);
+    case 'found_models':
+      return found;
+    case 'import_found':
+      return importFound(args);
     case 'set_default_model':
       if (!installed.some((i) => i.name === args.name)) fail('not_found', `hub: no installed model is called ${args.name}.`);
       defaultName = args.name;

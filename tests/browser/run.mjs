@@ -706,6 +706,27 @@ test('a failed download is explained on its card in plain words, with details an
   assert((await page.getByTestId('download-error-llama-3.2-1b-npu2').count()) === 0, 'the error goes once it worked');
 });
 
+test('found on this computer: an Import button or the reason; a failed import keeps its error with Retry', async ({ page }) => {
+  await page.evaluate(() => {
+    window.__mockModels.stepMs = 5;
+    window.__mockModels.failImportFound = 'hub: not enough free disk space in /data: need 800 MB, have 1 MB';
+  });
+  await openModels(page);
+  const tiny = page.getByTestId('found-tiny-latest');
+  await tiny.waitFor();
+  assert((await tiny.textContent()).includes('from Ollama'), 'the source in plain words');
+  const gemma = page.getByTestId('found-gemma-3-1b');
+  assert((await gemma.textContent()).includes('from LM Studio') && (await gemma.textContent()).includes('gemma3'), 'the reason');
+  assert((await gemma.getByRole('button', { name: 'Import' }).count()) === 0, 'no Import when Hearth cannot run it');
+  await tiny.getByRole('button', { name: 'Import' }).click();
+  const error = tiny.getByTestId('found-import-error');
+  await error.waitFor();
+  await error.getByRole('button', { name: 'Try again' }).click();
+  await page.getByTestId('models-notice').waitFor();
+  assert((await page.getByTestId('models-notice').textContent()).includes('Imported tiny-latest'), 'says it is imported');
+  assert((await tiny.getByTestId('found-import-error').count()) === 0, 'the error goes once it worked');
+});
+
 test('cancel stops a download; delete asks first and says what it freed; set as default', async ({ page }) => {
   await page.evaluate(() => { window.__mockModels.stepMs = 60; });
   await openModels(page);

@@ -19,6 +19,10 @@ pub struct Args {
     /// Show the catalog of models Hearth knows, with whether each fits on this machine.
     #[arg(long)]
     pub catalog: bool,
+    /// Show the models other programs keep on this computer (Ollama, LM Studio, Jan, the
+    /// Hugging Face cache) and whether Hearth can import them. Those folders are only read.
+    #[arg(long, conflicts_with = "catalog")]
+    pub found: bool,
 }
 
 /// The model store of this user, showing the bundled demo model as built in. Models it
@@ -49,6 +53,9 @@ struct Listed<'a> {
 
 /// Prints the list.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.found {
+        return list_found(args.json);
+    }
     let store = open_store()?;
     if args.catalog {
         let machine = Machine::measure(&store)?;
@@ -141,6 +148,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             safe(&p.query),
             safe(&p.name)
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hearth list --found`: the models found on this computer, as a table or JSON.
+fn list_found(json: bool) -> anyhow::Result<ExitCode> {
+    let found = hearth_hub::scan_found(&hearth_hub::FoundRoots::from_env());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if found.is_empty() {
+        println!(
+            "No models found in the folders of Ollama, LM Studio, Jan or the Hugging Face cache."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<36} {:<12} {:>9}  {:<18} runs",
+        "name", "source", "size", "architecture"
+    );
+    for m in &found {
+        let source = match m.source {
+            hearth_hub::FoundSource::Ollama => "ollama",
+            hearth_hub::FoundSource::Lmstudio => "lmstudio",
+            hearth_hub::FoundSource::Jan => "jan",
+            hearth_hub::FoundSource::Huggingface => "huggingface",
+        };
+        let runs = if m.runnable {
+            "yes".to_string()
+        } else {
+            format!("no: {}", m.reason.as_deref().unwrap_or("unknown"))
+        };
+        println!(
+            "{:<36} {:<12} {:>9}  {:<18} {}",
+            safe(&m.name),
+            source,
+            human_bytes(m.size_bytes),
+            safe(m.architecture.as_deref().unwrap_or("?")),
+            safe(&runs)
+        );
+        println!("{:<36} {}", "", safe(&m.path.display().to_string()));
+    }
+    if let Some(m) = found.iter().find(|m| m.runnable) {
+        println!(
+            "Import one with `hearth import PATH --name NAME`, for example: hearth import {} --name {}",
+            safe(&m.path.display().to_string()),
+            safe(&m.import_name)
+        );
+        println!("Hearth converts or copies it; the original is only read.");
     }
     Ok(ExitCode::SUCCESS)
 }

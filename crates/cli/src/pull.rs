@@ -139,6 +139,7 @@ impl ProgressLine {
                 ),
                 Phase::Retrying => "retrying".to_string(),
                 Phase::Validating => "checking the weights".to_string(),
+                Phase::Converting => "converting".to_string(),
                 Phase::Registering => "registering".to_string(),
                 Phase::Done => "done".to_string(),
                 Phase::Paused => "paused".to_string(),

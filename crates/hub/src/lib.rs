@@ -20,6 +20,7 @@ pub mod catalog;
 mod demo;
 mod download;
 mod error;
+mod found;
 mod fsutil;
 pub use fsutil::write_atomic;
 mod gguf_import;
@@ -36,6 +37,9 @@ pub use catalog::{Backend, CatalogEntry};
 pub use demo::{find_demo_model, DEMO_MODEL_NAME};
 pub use download::{sha256_file, DownloadOptions};
 pub use error::{Error, Result};
+pub use found::{
+    import_found, scan as scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource,
+};
 pub use gguf_import::{name_from_file, GgufImportOptions};
 pub use hub_api::HubClient;
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};

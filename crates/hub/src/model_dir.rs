@@ -112,6 +112,17 @@ pub fn select(names: &[String], origin: &str) -> Result<ModelFiles> {
     Ok(ModelFiles { format, files })
 }
 
+/// The names of the files in `dir`, counting a symbolic link to a file as the file (a Hugging
+/// Face cache snapshot links each file to its blob).
+pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|e| Error::io("read folder", dir, e))?
+        .flatten()
+        .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
+}
+
 /// What the final check learned about a model folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidatedModel {
@@ -128,12 +139,7 @@ pub struct ValidatedModel {
 /// Checks a complete model folder: the needed files are there and `q4nx` finds every tensor
 /// the config implies with the right dtype, shape and tile count.
 pub fn validate(dir: &Path) -> Result<ValidatedModel> {
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("read folder", dir, e))?
-        .flatten()
-        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let names = file_names(dir)?;
     let selected = select(&names, &dir.display().to_string())?;
     let config = q4nx::validate_dir(dir).map_err(|e| Error::InvalidModel {
         dir: dir.to_path_buf(),

@@ -21,6 +21,8 @@ pub enum Phase {
     Retrying,
     /// Checking the model with `q4nx`.
     Validating,
+    /// Converting a GGUF file to Q4NX (an import of a model found on this computer).
+    Converting,
     /// Moving it into place and writing the registry.
     Registering,
     /// Installed.

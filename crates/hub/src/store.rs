@@ -425,12 +425,7 @@ impl Store {
         if self.registry().read()?.find(&name).is_some() {
             return Err(Error::NameTaken { name });
         }
-        let names: Vec<String> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io("read folder", dir, e))?
-            .flatten()
-            .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let names = model_dir::file_names(dir)?;
         let selected = model_dir::select(&names, &dir.display().to_string())?;
 
         let staging_root = self.downloads_dir().join(&name);
@@ -466,7 +461,12 @@ impl Store {
             let mut files = BTreeMap::new();
             for file in &selected.files {
                 let (from, to) = (dir.join(file), staging.join(file));
-                let record = if options.move_files && std::fs::hard_link(&from, &to).is_ok() {
+                // A symbolic link (a Hugging Face snapshot's files are links to its blobs) is
+                // copied through: a hard link would link the link, not the file.
+                let is_link = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_symlink());
+                let linked =
+                    options.move_files && !is_link && std::fs::hard_link(&from, &to).is_ok();
+                let record = if linked {
                     crate::download::sha256_file(&to)?
                 } else {
                     copy_hashed(&from, &to)?

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hearth_hub::{
-    CatalogItem, DownloadControl, DownloadOptions, HubClient, InstalledModel, Machine,
-    PartialDownload, Progress, PullOutcome, PullRequest, Removed, Store,
+    CatalogItem, DownloadControl, DownloadOptions, FoundModel, FoundRoots, HubClient,
+    InstalledModel, Machine, PartialDownload, Progress, PullOutcome, PullRequest, Removed, Store,
 };
 use serde::Serialize;
 use tauri::ipc::Channel;
@@ -74,7 +74,7 @@ fn hub_error(error: hearth_hub::Error) -> CommandError {
         E::ChecksumMismatch { .. } | E::MetadataMismatch { .. } => "corrupt",
         E::AlreadyDownloading { .. } => "busy",
         E::UnknownModel { .. } | E::InvalidName { .. } | E::NameTaken { .. } => "invalid_input",
-        E::MissingFiles { .. } | E::InvalidModel { .. } => "invalid_model",
+        E::MissingFiles { .. } | E::InvalidModel { .. } | E::Gguf { .. } => "invalid_model",
         _ => "storage",
     };
     CommandError::new(code, error.to_string())
@@ -218,6 +218,36 @@ pub async fn import_model(
         store
             .import(&PathBuf::from(dir), &options)
             .map_err(hub_error)
+    })
+    .await
+}
+
+/// The models other programs keep on this computer (Ollama, LM Studio, Jan, the Hugging Face
+/// cache), each with whether Hearth can import it. Their folders are only read.
+#[tauri::command]
+#[tracing::instrument(skip_all)]
+pub async fn found_models() -> CommandResult<Vec<FoundModel>> {
+    blocking(|| Ok(hearth_hub::scan_found(&FoundRoots::from_env()))).await
+}
+
+/// Import the found model at `path` (a GGUF file is converted, a folder copied; the original
+/// is only read) under `name`. Progress streams on `on_progress`.
+#[tauri::command]
+#[tracing::instrument(skip(state, on_progress))]
+pub async fn import_found(
+    state: State<'_, AppState>,
+    path: String,
+    name: Option<String>,
+    on_progress: Channel<Progress>,
+) -> CommandResult<InstalledModel> {
+    let store = store(state.inner());
+    blocking(move || {
+        hearth_hub::import_found(&store, &PathBuf::from(path), name, &mut |p| {
+            if let Err(error) = on_progress.send(p) {
+                tracing::warn!("the window stopped listening to the import: {error}");
+            }
+        })
+        .map_err(hub_error)
     })
     .await
 }

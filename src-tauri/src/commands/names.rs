@@ -28,6 +28,8 @@ pub const COMMANDS: &[&str] = &[
     "cancel_download",
     "remove_model",
     "import_model",
+    "found_models",
+    "import_found",
     "set_default_model",
     "remote_server",
     "save_remote_server",

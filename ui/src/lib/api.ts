@@ -19,7 +19,7 @@ import type {
   Settings,
 } from './types';
 import type { NpuDiagnosis, PowerSample } from './npu';
-import type { InstalledModel, ModelsOverview, PullProgress, PullResult, Removed } from './models';
+import type { FoundModel, InstalledModel, ModelsOverview, PullProgress, PullResult, Removed } from './models';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
 export class BackendError extends Error {
@@ -131,6 +131,14 @@ export const api = {
   removeModel: (name: string) => call<Removed>('remove_model', { name }),
   importModel: (dir: string, name: string | null) => call<InstalledModel>('import_model', { dir, name }),
   setDefaultModel: (name: string) => call<void>('set_default_model', { name }),
+  /** Models other programs keep on this computer (their folders are only read). */
+  foundModels: () => call<FoundModel[]>('found_models'),
+  /** Import a found model (converted or copied; the original stays); progress on `onProgress`. */
+  importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => {
+    const channel = new Channel<PullProgress>();
+    channel.onmessage = onProgress;
+    return call<InstalledModel>('import_found', { path, name, onProgress: channel });
+  },
 };
 
 export type Api = typeof api;

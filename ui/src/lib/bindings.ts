@@ -561,6 +561,57 @@ version: string | null,
 version_error: string | null, };
 
 /**
+ * How a found model's weights are stored.
+ */
+export type FoundFormat = "gguf" | "safetensors";
+
+/**
+ * A model found on this computer.
+ */
+export type FoundModel = { 
+/**
+ * The name its program shows (`llama3.2:1b` for Ollama).
+ */
+name: string, 
+/**
+ * A name Hearth can register it under (letters, digits, `.`, `-`, `_`).
+ */
+importName: string, 
+/**
+ * The GGUF file, or the safetensors folder: what `hearth import` takes.
+ */
+path: string, 
+/**
+ * Whose folder it is in.
+ */
+source: FoundSource, 
+/**
+ * Bytes of its weights (and, for a folder, its other files).
+ */
+sizeBytes: number, 
+/**
+ * GGUF `general.architecture`, or config.json `architectures[0]` / `model_type`.
+ */
+architecture: string | null, 
+/**
+ * GGUF or safetensors.
+ */
+format: FoundFormat, 
+/**
+ * Whether Hearth's import accepts it.
+ */
+runnable: boolean, 
+/**
+ * Why not, in plain words, when it does not.
+ */
+reason: string | null, };
+
+/**
+ * The program whose folder a model was found in.
+ */
+export type FoundSource = "ollama" | "lmstudio" | "jan" | "huggingface";
+
+/**
  * A process that has the NPU open.
  */
 export type Holder = { 
@@ -1121,7 +1172,7 @@ igpu_percent: Metric<number>, };
 /**
  * The step a pull is at.
  */
-export type PullPhase = "resolving" | "downloading" | "retrying" | "validating" | "registering" | "done" | "paused" | "cancelled";
+export type PullPhase = "resolving" | "downloading" | "retrying" | "validating" | "converting" | "registering" | "done" | "paused" | "cancelled";
 
 /**
  * A snapshot of a pull, sent to the progress callback (and over IPC to the app).

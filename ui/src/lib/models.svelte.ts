@@ -3,6 +3,7 @@
 // so tests can hand in a fake one.
 import type {
   CatalogItem,
+  FoundModel,
   InstalledModel,
   ModelsOverview,
   PullProgress,
@@ -20,9 +21,11 @@ export interface ModelsApi {
   removeModel: (name: string) => Promise<Removed>;
   importModel: (dir: string, name: string | null) => Promise<InstalledModel>;
   setDefaultModel: (name: string) => Promise<void>;
+  foundModels: () => Promise<FoundModel[]>;
+  importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
 }
 
-const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'registering']);
+const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
 
 export class ModelsStore {
   overview = $state<ModelsOverview | null>(null);
@@ -37,6 +40,14 @@ export class ModelsStore {
   /** Why the last import failed, shown under the import form. */
   importError = $state<string | null>(null);
   notice = $state<string | null>(null);
+  /** Models other programs keep on this computer; null until looked for. */
+  found = $state<FoundModel[] | null>(null);
+  /** Why looking for them failed. */
+  foundError = $state<string | null>(null);
+  /** Imports of found models running now, by path, with their latest progress (null: starting). */
+  importing = $state<Record<string, PullProgress | null>>({});
+  /** Why importing a found model failed, by path, shown on that model. */
+  foundErrors = $state<Record<string, string>>({});
 
   constructor(
     private readonly api: ModelsApi,
@@ -151,6 +162,38 @@ export class ModelsStore {
       this.setError(name, e);
     }
     await this.refresh();
+  }
+
+  /** Look again for models other programs keep on this computer. */
+  async refreshFound(): Promise<void> {
+    this.foundError = null;
+    try {
+      this.found = await this.api.foundModels();
+    } catch (e) {
+      this.foundError = (e as Error).message;
+    }
+  }
+
+  /** Import a found model under its suggested name; its error stays on it, for Retry. */
+  async importFound(model: FoundModel): Promise<void> {
+    if (model.path in this.importing) return;
+    const { [model.path]: _gone, ...rest } = this.foundErrors;
+    this.foundErrors = rest;
+    this.notice = null;
+    this.importing = { ...this.importing, [model.path]: null };
+    try {
+      const installed = await this.api.importFound(model.path, model.importName, (p) => {
+        if (model.path in this.importing) this.importing = { ...this.importing, [model.path]: p };
+      });
+      this.notice = `Imported ${installed.name} (${formatBytes(installed.sizeBytes)}); the original stays where it was.`;
+      this.onChanged();
+    } catch (e) {
+      this.foundErrors = { ...this.foundErrors, [model.path]: (e as Error).message ?? String(e) };
+    } finally {
+      const { [model.path]: _done, ...left } = this.importing;
+      this.importing = left;
+      await this.refresh();
+    }
   }
 
   /** The catalog item installed under `name`, if any. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, percentDone, phaseLabel, plainSummary, recommendedId, type PullProgress } from './models';
+import { formatBytes, formatEta, foundSourceLabel, percentDone, phaseLabel, plainSummary, recommendedId, type PullProgress } from './models';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -48,5 +48,22 @@ describe('recommendation and plain words', () => {
 
   it('describes a model in one plain sentence', () => {
     expect(plainSummary(item('m', 1.3e9, ['cpu']).entry)).toBe('Small and quick: good for everyday questions and short texts.');
+  });
+});
+
+describe('found models', () => {
+  it('names where a model was found in plain words', () => {
+    expect(foundSourceLabel('ollama')).toBe('from Ollama');
+    expect(foundSourceLabel('lmstudio')).toBe('from LM Studio');
+    expect(foundSourceLabel('jan')).toBe('from Jan');
+    expect(foundSourceLabel('huggingface')).toBe('from the Hugging Face cache');
+  });
+
+  it('shows a conversion as a percentage', () => {
+    const p: PullProgress = {
+      name: 'm', phase: 'converting', file: null, filesDone: 0, fileCount: 0,
+      doneBytes: 250, totalBytes: 1000, bytesPerSec: 0, etaSecs: null, message: null,
+    };
+    expect(phaseLabel(p)).toBe('Converting for Hearth: 25%');
   });
 });

@@ -7,6 +7,9 @@ export type {
   CatalogEntry,
   CatalogItem,
   Fit,
+  FoundFormat,
+  FoundModel,
+  FoundSource,
   InstalledModel,
   Machine,
   ModelsOverview,
@@ -17,7 +20,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { CatalogEntry, CatalogItem, PullProgress } from './bindings';
+import type { CatalogEntry, CatalogItem, FoundSource, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -59,6 +62,8 @@ export function phaseLabel(p: PullProgress): string {
       return p.message ?? 'Connection lost; trying again…';
     case 'validating':
       return 'Checking the model…';
+    case 'converting':
+      return `Converting for Hearth: ${percentDone(p.doneBytes, p.totalBytes)}%`;
     case 'registering':
       return 'Installing…';
     case 'done':
@@ -92,4 +97,18 @@ export function plainSummary(entry: CatalogEntry): string {
   const think = entry.think ? ' Can think a problem through before answering.' : '';
   const convert = entry.format === 'safetensors' ? ' Needs converting before it can run.' : '';
   return size + think + convert;
+}
+
+/** Where a found model is, in plain words. */
+export function foundSourceLabel(source: FoundSource): string {
+  switch (source) {
+    case 'ollama':
+      return 'from Ollama';
+    case 'lmstudio':
+      return 'from LM Studio';
+    case 'jan':
+      return 'from Jan';
+    case 'huggingface':
+      return 'from the Hugging Face cache';
+  }
 }

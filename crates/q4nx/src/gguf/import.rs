@@ -120,37 +120,12 @@ pub fn import_gguf(
 ) -> Result<GgufImportReport, Error> {
     let file = GgufFile::open(src)?;
     let h = file.header();
-    let arch = h
-        .get("general.architecture")
-        .and_then(Value::as_str)
-        .ok_or_else(|| gguf_err(src, "the file has no general.architecture"))?
-        .to_string();
-    let family = match arch.as_str() {
-        "llama" => Family::Llama,
-        "qwen3" => Family::Qwen3,
-        other => {
-            return Err(gguf_err(
-                src,
-                format!(
-                    "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5) and qwen3 models"
-                ),
-            ))
-        }
-    };
-    let (config, config_text) = model_config(h, &arch, family).map_err(|d| gguf_err(src, d))?;
-    let tok = tokenizer_files(h, config.max_position_embeddings)
-        .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
-    if tok.vocab_size != config.vocab_size {
-        return Err(gguf_err(
-            src,
-            format!(
-                "the vocabulary has {} tokens but token_embd.weight has {} rows",
-                tok.vocab_size, config.vocab_size
-            ),
-        ));
-    }
-    let plan = plan(h, &config, family).map_err(|d| gguf_err(src, d))?;
+    let Checked {
+        arch,
+        config_text,
+        tok,
+        plan,
+    } = check(h, src)?;
 
     check_destination(dst)?;
     let partial = partial_dir(dst)?;
@@ -220,6 +195,75 @@ pub fn import_gguf(
         q4nx_bytes,
         linear_paths,
         scale_rounding_error,
+    })
+}
+
+/// What the header of an importable GGUF file gives: everything but the tensor data.
+struct Checked<'h> {
+    arch: String,
+    config_text: String,
+    tok: crate::gguf::TokenizerFiles,
+    plan: Vec<Planned<'h>>,
+}
+
+/// Whether [`import_gguf`] would accept the GGUF file whose header is `h` (read from `src`),
+/// judged from the header alone: the architecture, the hyperparameters, the tokenizer and the
+/// tensor table. The tensor data is not read, so this is quick even for a file of many GB.
+/// The one place that decides which GGUF files Hearth can import.
+pub fn check_header(h: &Header, src: &Path) -> Result<(), Error> {
+    check(h, src).map(drop)
+}
+
+fn check<'h>(h: &'h Header, src: &Path) -> Result<Checked<'h>, Error> {
+    // llama.cpp's gguf-split numbers the parts from 0 and keeps the count in each part.
+    if let Some(count) = h.get("split.count").and_then(Value::as_u64) {
+        if count > 1 {
+            let part = h.get("split.no").and_then(Value::as_u64).unwrap_or(0) + 1;
+            return Err(gguf_err(
+                src,
+                format!(
+                    "a split GGUF (part {part} of {count}) cannot be imported yet; join the \
+                     parts into one file first (llama.cpp's llama-gguf-split --merge)"
+                ),
+            ));
+        }
+    }
+    let arch = h
+        .get("general.architecture")
+        .and_then(Value::as_str)
+        .ok_or_else(|| gguf_err(src, "the file has no general.architecture"))?
+        .to_string();
+    let family = match arch.as_str() {
+        "llama" => Family::Llama,
+        "qwen3" => Family::Qwen3,
+        other => {
+            return Err(gguf_err(
+                src,
+                format!(
+                    "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
+                     SmolLM2, MiniCPM5) and qwen3 models"
+                ),
+            ))
+        }
+    };
+    let (config, config_text) = model_config(h, &arch, family).map_err(|d| gguf_err(src, d))?;
+    let tok = tokenizer_files(h, config.max_position_embeddings)
+        .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
+    if tok.vocab_size != config.vocab_size {
+        return Err(gguf_err(
+            src,
+            format!(
+                "the vocabulary has {} tokens but token_embd.weight has {} rows",
+                tok.vocab_size, config.vocab_size
+            ),
+        ));
+    }
+    let plan = plan(h, &config, family).map_err(|d| gguf_err(src, d))?;
+    Ok(Checked {
+        arch,
+        config_text,
+        tok,
+        plan,
     })
 }
 

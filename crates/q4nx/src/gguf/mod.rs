@@ -10,5 +10,5 @@ pub mod write;
 
 pub use dequant::{dequantize, GgmlType};
 pub use file::{parse, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC};
-pub use import::{import_gguf, GgufImportReport};
+pub use import::{check_header, import_gguf, GgufImportReport};
 pub use tokenizer::{tokenizer_files, TokenizerFiles};

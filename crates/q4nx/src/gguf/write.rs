@@ -101,6 +101,136 @@ impl GgufWriter {
     }
 }
 
+/// Bytes of `rows` rows of `cols` values in `kind`: constant codes after finite f16 scales.
+fn blocks(kind: GgmlType, cols: u64, rows: u64) -> Vec<u8> {
+    let per_row = kind.bytes_for(cols as usize);
+    let mut out = vec![0x21u8; per_row * rows as usize];
+    for block in out.chunks_exact_mut(kind.block_bytes()) {
+        // d = 0.01 (and m = -0.05 for Q4_1): finite scales.
+        block[0..2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
+        if kind == GgmlType::Q4_1 {
+            block[2..4].copy_from_slice(&half::f16::from_f32(-0.05).to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A tiny but complete model of `architecture` (the `{architecture}.*` keys of a Llama):
+/// one layer, hidden size 64, a 32-token vocabulary with a byte-level BPE tokenizer and a chat
+/// template, Q4_1 linears, a Q8_0 tied embedding and F32 norms. With `"llama"` Hearth imports
+/// it; add keys before [`GgufWriter::finish`] to make other cases.
+pub fn tiny_model(architecture: &str) -> GgufWriter {
+    let (hidden, ffn, vocab, kv) = (64u64, 64u64, 32u64, 32u64);
+    let s = |t: &str| Value::String(t.into());
+    let mut w = GgufWriter::new(3);
+    w.kv("general.architecture", s(architecture));
+    w.kv("general.name", s("tiny"));
+    w.kv(
+        &format!("{architecture}.embedding_length"),
+        Value::U32(hidden as u32),
+    );
+    w.kv(&format!("{architecture}.block_count"), Value::U32(1));
+    w.kv(
+        &format!("{architecture}.attention.head_count"),
+        Value::U32(2),
+    );
+    w.kv(
+        &format!("{architecture}.attention.head_count_kv"),
+        Value::U32(1),
+    );
+    w.kv(
+        &format!("{architecture}.feed_forward_length"),
+        Value::U32(ffn as u32),
+    );
+    w.kv(&format!("{architecture}.context_length"), Value::U32(256));
+    w.kv(
+        &format!("{architecture}.rope.freq_base"),
+        Value::F32(10000.0),
+    );
+    w.kv(
+        &format!("{architecture}.attention.layer_norm_rms_epsilon"),
+        Value::F32(1e-5),
+    );
+    w.kv("tokenizer.ggml.model", s("gpt2"));
+    w.kv("tokenizer.ggml.pre", s("smollm"));
+    let tokens: Vec<Value> = (0..vocab)
+        .map(|i| {
+            if i == 0 {
+                s("<|end|>")
+            } else {
+                s(&format!("t{i}"))
+            }
+        })
+        .collect();
+    w.kv("tokenizer.ggml.tokens", Value::Array(tokens));
+    let types: Vec<Value> = (0..vocab)
+        .map(|i| Value::I32(if i == 0 { 3 } else { 1 }))
+        .collect();
+    w.kv("tokenizer.ggml.token_type", Value::Array(types));
+    w.kv("tokenizer.ggml.merges", Value::Array(vec![s("t 1")]));
+    w.kv("tokenizer.ggml.eos_token_id", Value::U32(0));
+    w.kv(
+        "tokenizer.chat_template",
+        s("{% for m in messages %}{{ m.content }}{% endfor %}"),
+    );
+    let f32s = |n: u64| {
+        vec![0u8; 4 * n as usize]
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                if i % 4 == 3 {
+                    0x3f
+                } else if i % 4 == 2 {
+                    0x80
+                } else {
+                    0
+                }
+            })
+            .collect::<Vec<u8>>()
+    };
+    w.tensor(
+        "token_embd.weight",
+        &[hidden, vocab],
+        GgmlType::Q8_0,
+        &blocks(GgmlType::Q8_0, hidden, vocab),
+    );
+    w.tensor(
+        "blk.0.attn_norm.weight",
+        &[hidden],
+        GgmlType::F32,
+        &f32s(hidden),
+    );
+    w.tensor(
+        "blk.0.ffn_norm.weight",
+        &[hidden],
+        GgmlType::F32,
+        &f32s(hidden),
+    );
+    for (name, cols, rows) in [
+        ("attn_q", hidden, hidden),
+        ("attn_k", hidden, kv),
+        ("attn_v", hidden, kv),
+        ("attn_output", hidden, hidden),
+        ("ffn_gate", hidden, ffn),
+        ("ffn_up", hidden, ffn),
+        ("ffn_down", ffn, hidden),
+    ] {
+        w.tensor(
+            &format!("blk.0.{name}.weight"),
+            &[cols, rows],
+            GgmlType::Q4_1,
+            &blocks(GgmlType::Q4_1, cols, rows),
+        );
+    }
+    w.tensor(
+        "output_norm.weight",
+        &[hidden],
+        GgmlType::F32,
+        &f32s(hidden),
+    );
+    w
+}
+
 fn put_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u64).to_le_bytes());
     out.extend_from_slice(s.as_bytes());

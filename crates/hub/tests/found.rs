@@ -1,0 +1,350 @@
+//! Models already on this computer: fixture trees in the layouts Ollama, LM Studio, Jan and the
+//! Hugging Face cache use (a real Ollama manifest over a blob that is a small valid GGUF, an HF
+//! snapshot whose files link to blobs), with an unsupported architecture, a split and a
+//! truncated GGUF, a missing folder and a symbolic link loop. The scan lists each with the
+//! importer's verdict and never changes anything it reads.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::TempDir;
+use hearth_hub::{
+    import_found, scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource, Store,
+};
+use q4nx::gguf::write::tiny_model;
+use q4nx::gguf::Value;
+use sha2::{Digest, Sha256};
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An Ollama store with `model` under `namespace/model:tag`, its blob holding `gguf`.
+fn ollama_model(root: &Path, namespace: &str, model: &str, tag: &str, gguf: &[u8]) {
+    let digest = hex(gguf);
+    write(&root.join(format!("blobs/sha256-{digest}")), gguf);
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                   "digest": "sha256:00", "size": 2},
+        "layers": [
+            {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:11", "size": 3},
+            {"mediaType": "application/vnd.ollama.image.model",
+             "digest": format!("sha256:{digest}"), "size": gguf.len()}
+        ]
+    });
+    write(
+        &root.join(format!(
+            "manifests/registry.local/{namespace}/{model}/{tag}"
+        )),
+        serde_json::to_string_pretty(&manifest).unwrap().as_bytes(),
+    );
+}
+
+/// A safetensors file holding only `model.embed_tokens.weight` (2x2 BF16).
+fn small_safetensors() -> Vec<u8> {
+    let header =
+        br#"{"model.embed_tokens.weight":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}}"#;
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header);
+    out.extend_from_slice(&[0u8; 8]);
+    out
+}
+
+/// An HF cache snapshot of `org/name` whose files are links into `blobs/`, as the cache keeps them.
+fn hf_snapshot(hub: &Path, org: &str, name: &str, files: &[(&str, Vec<u8>)]) -> PathBuf {
+    let repo = hub.join(format!("models--{org}--{name}"));
+    let snapshot = repo.join("snapshots/0123456789abcdef");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    write(&repo.join("refs/main"), b"0123456789abcdef");
+    for (file, bytes) in files {
+        let blob = repo.join(format!("blobs/{}", hex(bytes)));
+        write(&blob, bytes);
+        std::os::unix::fs::symlink(format!("../../blobs/{}", hex(bytes)), snapshot.join(file))
+            .unwrap();
+    }
+    snapshot
+}
+
+fn config(arch: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "architectures": [arch], "model_type": "llama", "hidden_size": 64,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "intermediate_size": 64, "vocab_size": 32, "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true
+    }))
+    .unwrap()
+}
+
+/// Every path under `root` (links not followed) with its size, link target and modified time.
+fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+            let link = std::fs::read_link(e.path()).ok();
+            out.insert(
+                e.path(),
+                format!("{} {:?} {:?}", meta.len(), link, meta.modified().unwrap()),
+            );
+            if meta.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+struct Fixture {
+    tmp: TempDir,
+    roots: FoundRoots,
+    tiny: Vec<u8>,
+}
+
+fn fixture() -> Fixture {
+    let tmp = TempDir::new("found");
+    let home = tmp.0.join("home");
+    let tiny = tiny_model("llama").finish();
+    let gemma = tiny_model("gemma3").finish();
+    let split = tiny_model("llama")
+        .kv("split.no", Value::U16(0))
+        .kv("split.count", Value::U16(3))
+        .finish();
+
+    let ollama = home.join(".ollama/models");
+    ollama_model(&ollama, "library", "tiny", "latest", &tiny);
+    ollama_model(&ollama, "someone", "gemma", "2b", &gemma);
+
+    let lmstudio = home.join(".lmstudio/models");
+    write(&lmstudio.join("pub/Tiny-GGUF/Tiny.Q4_1.gguf"), &tiny);
+    write(&lmstudio.join("pub/Tiny-GGUF/mmproj-Tiny-f16.gguf"), &gemma);
+    write(
+        &lmstudio.join("pub/Big-GGUF/Big-00001-of-00003.gguf"),
+        &split,
+    );
+
+    let jan = home.join("jan/models");
+    write(&jan.join("tiny-jan/model.gguf"), &tiny);
+    write(&jan.join("broken/broken.gguf"), &tiny[..tiny.len() - 100]);
+    std::os::unix::fs::symlink(&jan, jan.join("tiny-jan/loop")).unwrap();
+
+    let hub = home.join(".cache/huggingface/hub");
+    hf_snapshot(
+        &hub,
+        "org",
+        "Tiny-GGUF",
+        &[("tiny-q4_1.gguf", tiny.clone())],
+    );
+    let files = |arch: &str| {
+        vec![
+            ("config.json", config(arch)),
+            ("tokenizer.json", b"{}".to_vec()),
+            ("tokenizer_config.json", b"{}".to_vec()),
+            ("model.safetensors", small_safetensors()),
+        ]
+    };
+    hf_snapshot(&hub, "org", "tiny-st", &files("LlamaForCausalLM"));
+    hf_snapshot(&hub, "org", "gemma-st", &files("Gemma3ForCausalLM"));
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hub/tiny-safetensors");
+    let real: Vec<(String, Vec<u8>)> = std::fs::read_dir(committed)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    let real: Vec<(&str, Vec<u8>)> = real.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    hf_snapshot(&hub, "org", "tiny-real", &real);
+
+    let roots = FoundRoots {
+        ollama: vec![ollama, home.join("no-such-ollama")],
+        lmstudio: vec![lmstudio, home.join(".cache/lm-studio/models")],
+        jan: vec![jan],
+        huggingface: vec![hub],
+        ..FoundRoots::default()
+    };
+    Fixture { tmp, roots, tiny }
+}
+
+fn by_name<'a>(found: &'a [FoundModel], name: &str) -> &'a FoundModel {
+    found
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("{name} not found in {found:#?}"))
+}
+
+#[test]
+fn each_programs_models_are_found_with_the_importers_verdict() {
+    let f = fixture();
+    let found = scan_found(&f.roots);
+
+    let tiny = by_name(&found, "tiny:latest");
+    assert_eq!(tiny.source, FoundSource::Ollama);
+    assert_eq!(tiny.format, FoundFormat::Gguf);
+    assert_eq!(tiny.size_bytes, f.tiny.len() as u64);
+    assert_eq!(tiny.architecture.as_deref(), Some("llama"));
+    assert!(tiny.runnable, "{tiny:?}");
+    assert_eq!(tiny.reason, None);
+    assert_eq!(tiny.import_name, "tiny-latest");
+    assert!(
+        tiny.path.to_string_lossy().contains("blobs/sha256-"),
+        "the blob is what gets imported: {tiny:?}"
+    );
+
+    let gemma = by_name(&found, "someone/gemma:2b");
+    assert_eq!(gemma.architecture.as_deref(), Some("gemma3"));
+    assert!(!gemma.runnable);
+    let reason = gemma.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("gemma3") && reason.contains("llama"),
+        "says what it is and what Hearth runs: {reason}"
+    );
+
+    let lm = by_name(&found, "Tiny.Q4_1");
+    assert_eq!(lm.source, FoundSource::Lmstudio);
+    assert!(lm.runnable, "{lm:?}");
+    assert!(
+        !found.iter().any(|m| m.name.starts_with("mmproj")),
+        "vision projectors are not models"
+    );
+    let split = by_name(&found, "Big-00001-of-00003");
+    assert!(!split.runnable);
+    assert!(
+        split.reason.as_deref().unwrap().contains("part 1 of 3"),
+        "{split:?}"
+    );
+
+    let jan = by_name(&found, "tiny-jan");
+    assert_eq!(jan.source, FoundSource::Jan);
+    assert!(jan.runnable, "{jan:?}");
+    let broken = by_name(&found, "broken");
+    assert!(!broken.runnable);
+    assert!(
+        broken.reason.as_deref().unwrap().contains("truncated"),
+        "{broken:?}"
+    );
+    assert_eq!(
+        found
+            .iter()
+            .filter(|m| m.source == FoundSource::Jan)
+            .count(),
+        2,
+        "the link loop adds nothing: {found:#?}"
+    );
+
+    let hf = by_name(&found, "org/Tiny-GGUF/tiny-q4_1");
+    assert_eq!(hf.source, FoundSource::Huggingface);
+    assert!(hf.runnable, "a linked snapshot file is read: {hf:?}");
+    assert_eq!(hf.size_bytes, f.tiny.len() as u64, "the blob's size");
+
+    let st = by_name(&found, "org/tiny-st");
+    assert_eq!(st.format, FoundFormat::Safetensors);
+    assert_eq!(st.architecture.as_deref(), Some("LlamaForCausalLM"));
+    assert!(!st.runnable, "it holds only the embedding");
+    assert!(st.reason.is_some());
+    assert!(st.size_bytes > small_safetensors().len() as u64);
+    let gst = by_name(&found, "org/gemma-st");
+    assert!(
+        gst.reason.as_deref().unwrap().contains("Gemma3ForCausalLM"),
+        "{gst:?}"
+    );
+    let real = by_name(&found, "org/tiny-real");
+    assert!(real.runnable, "{real:?}");
+    assert_eq!(real.architecture.as_deref(), Some("LlamaForCausalLM"));
+    assert_eq!(found.len(), 10, "{found:#?}");
+}
+
+#[test]
+fn scanning_writes_nothing() {
+    let f = fixture();
+    let before = tree(&f.tmp.0);
+    let first = scan_found(&f.roots);
+    let second = scan_found(&f.roots);
+    assert_eq!(first, second, "the same folders give the same list");
+    assert_eq!(tree(&f.tmp.0), before, "the scan only reads");
+}
+
+#[test]
+fn a_walk_stops_at_its_bounds() {
+    let f = fixture();
+    let roots = FoundRoots {
+        max_depth: 1,
+        ..f.roots.clone()
+    };
+    let found = scan_found(&roots);
+    assert!(
+        !found.iter().any(|m| m.source == FoundSource::Lmstudio),
+        "LM Studio's files are two folders down"
+    );
+    let roots = FoundRoots {
+        max_entries: 1,
+        ..f.roots
+    };
+    assert!(scan_found(&roots).len() < 10);
+}
+
+#[test]
+fn a_found_gguf_is_imported_and_left_as_it_was() {
+    let f = fixture();
+    let store = Store::at(f.tmp.0.join("data"));
+    let found = scan_found(&f.roots);
+    let tiny = by_name(&found, "tiny:latest");
+    let mut phases = Vec::new();
+    let model = import_found(
+        &store,
+        &tiny.path,
+        Some(tiny.import_name.clone()),
+        &mut |p| phases.push(p.phase),
+    )
+    .expect("import");
+    assert_eq!(model.name, "tiny-latest");
+    assert_eq!(std::fs::read(&tiny.path).unwrap(), f.tiny, "only read");
+    assert!(phases.contains(&hearth_hub::Phase::Converting));
+    assert_eq!(phases.last(), Some(&hearth_hub::Phase::Done));
+    assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[test]
+fn a_found_safetensors_snapshot_is_copied_never_moved() {
+    let f = fixture();
+    let store = Store::at(f.tmp.0.join("data"));
+    let found = scan_found(&f.roots);
+    let real = by_name(&found, "org/tiny-real");
+    let before = tree(&real.path);
+    let model = import_found(
+        &store,
+        &real.path,
+        Some(real.import_name.clone()),
+        &mut |_| {},
+    )
+    .expect("import");
+    assert_eq!(model.name, "org-tiny-real");
+    assert_eq!(
+        tree(&real.path),
+        before,
+        "the snapshot's links are where they were"
+    );
+    assert!(model.folder.join("model.safetensors").is_file());
+    assert!(
+        !std::fs::symlink_metadata(model.folder.join("model.safetensors"))
+            .unwrap()
+            .is_symlink(),
+        "the store holds the bytes, not a link into the cache"
+    );
+}
