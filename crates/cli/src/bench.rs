@@ -201,6 +201,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         },
         max_tokens: 1,
         enable_thinking: None,
+        speculative: None,
     };
 
     // First token of a short prompt right after loading: what a user waits for.

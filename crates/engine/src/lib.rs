@@ -23,6 +23,7 @@
 
 mod chat_template;
 pub mod cpu;
+mod draft;
 mod error;
 mod kv_cache;
 mod linear;
