@@ -246,7 +246,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = ChatOptions::default().max_tokens, value_parser = crate::bounds::count(1..=crate::bounds::MAX_TOKENS))]
     pub max_tokens: usize,
     /// Speculative decoding (drafts copied from earlier in the conversation, checked in one
-    /// pass): on or off [default: on with --temperature 0, whose output it leaves unchanged].
+    /// pass): on or off [default: off]. With --temperature 0 the answer is the same either way.
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     pub speculative: Option<bool>,
 }
