@@ -87,6 +87,7 @@ pub fn greedy_options(max_tokens: usize) -> ChatOptions {
         },
         max_tokens,
         enable_thinking: Some(false),
+        speculative: None,
     }
 }
 

@@ -52,6 +52,7 @@ impl ConversationSettings {
             sampling,
             max_tokens: self.max_tokens.clamp(1, MAX_ANSWER_TOKENS),
             enable_thinking: self.enable_thinking,
+            speculative: None,
         }
     }
 }

@@ -349,6 +349,7 @@ fn the_cpu_engine_answers_through_the_loop() {
                 sampling: SamplingParams::greedy(),
                 max_tokens: 12,
                 enable_thinking: None,
+                speculative: None,
             },
             &mut |piece| {
                 direct.push_str(piece);

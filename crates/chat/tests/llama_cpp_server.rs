@@ -151,6 +151,7 @@ fn answers_through_llama_cpp_server() {
             sampling: SamplingParams::greedy(),
             max_tokens,
             enable_thinking: None,
+            speculative: None,
         },
         stops: Vec::new(),
         telemetry_root: None,

@@ -50,6 +50,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
             sampling: SamplingParams::greedy(),
             max_tokens: 64,
             enable_thinking: None,
+            speculative: None,
         },
         stops: Vec::new(),
         telemetry_root: None,

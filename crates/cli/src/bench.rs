@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
-use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
+use hearth_engine::{ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams};
 use q4nx::{ModelConfig, Tensor, Weights};
 
 use crate::busy::{self, BusyLoops};
@@ -55,6 +55,11 @@ pub struct Args {
     /// Kernel level to force: scalar, avx2, avx512bw, avx512vnni [default: the best available].
     #[arg(long, value_name = "LEVEL")]
     kernel: Option<String>,
+    /// Also time two greedy chat tasks with speculative decoding off and on: one that repeats
+    /// text (a paragraph, then "rewrite it with one change") and one that does not. Needs a
+    /// model with a tokenizer and a chat template (random shapes have neither).
+    #[arg(long)]
+    repeat_task: bool,
     /// Bytes of the bandwidth probe's buffer, in MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     probe_mib: usize,
@@ -177,12 +182,58 @@ struct Runs {
     decode: Vec<f64>,
     kv_cache_bytes: usize,
     peak_memory: Option<u64>,
+    /// With `--repeat-task`: the task that repeats text, then the one that does not.
+    tasks: Vec<TaskRuns>,
+}
+
+/// The chat tasks of `--repeat-task`: a name and the user's message.
+const TASKS: [(&str, &str); 2] = [
+    (
+        "repeat",
+        "Here is a paragraph:\n\nThe lighthouse stood at the end of a narrow spit of rock, \
+         white paint peeling in long strips from its tower. Every evening the keeper climbed the \
+         one hundred and twelve steps, trimmed the wick, polished the great lens and watched \
+         the beam sweep across the water. Ships passed far out on the horizon, and none of them \
+         knew his name, but each of them turned a little to the north when they saw the light.\n\n\
+         Rewrite this paragraph with one change: the keeper is a woman.",
+    ),
+    (
+        "free",
+        "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    ),
+];
+
+/// One task's greedy runs with speculative decoding off and on.
+struct TaskRuns {
+    name: &'static str,
+    /// Decode tokens per second of each repetition, plain and speculative.
+    plain: Vec<f64>,
+    speculative: Vec<f64>,
+    /// Summed over the speculative repetitions.
+    decoded: usize,
+    drafted: usize,
+    accepted: usize,
+    /// Whether every speculative answer had the plain answer's tokens.
+    same_tokens: bool,
+}
+
+impl TaskRuns {
+    fn acceptance(&self) -> f64 {
+        self.accepted as f64 / self.drafted.max(1) as f64
+    }
+
+    /// Decoded tokens per forward pass: each pass yields its accepted drafts and one token more.
+    fn tokens_per_pass(&self) -> f64 {
+        self.decoded as f64 / (self.decoded - self.accepted).max(1) as f64
+    }
 }
 
 /// Loads the model, times its first token, warms up, then runs the timed repetitions.
 fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> anyhow::Result<Runs> {
     let load_start = Instant::now();
-    let context = args.prompt + args.generate + 8;
+    // The chat tasks' prompts are a few hundred tokens.
+    let task_prompt = if args.repeat_task { 512 } else { 0 };
+    let context = args.prompt.max(task_prompt) + args.generate + 8;
     let mut model = Model::load(
         dir,
         &LoadOptions {
@@ -201,6 +252,8 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         },
         max_tokens: 1,
         enable_thinking: None,
+        // The decode figure is one token per pass; `--repeat-task` measures speculation.
+        speculative: Some(false),
     };
 
     // First token of a short prompt right after loading: what a user waits for.
@@ -235,6 +288,12 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         }
         tracing::info!(rep, ?stats, "bench repetition");
     }
+    let mut tasks = Vec::new();
+    if args.repeat_task {
+        for (name, message) in TASKS {
+            tasks.push(time_task(&mut model, name, message, args)?);
+        }
+    }
     Ok(Runs {
         load_secs,
         first_token_secs,
@@ -242,7 +301,50 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         decode,
         kv_cache_bytes: model.kv_cache_bytes(),
         peak_memory: peak_rss_bytes(),
+        tasks,
     })
+}
+
+/// Answers `message` greedily `--repetitions` times with speculative decoding off, then on.
+fn time_task(
+    model: &mut Model,
+    name: &'static str,
+    message: &str,
+    args: &Args,
+) -> anyhow::Result<TaskRuns> {
+    let options = |speculative| ChatOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: args.generate + 1,
+        enable_thinking: None,
+        speculative: Some(speculative),
+    };
+    let messages = [ChatMessage::new(Role::User, message)];
+    let prompt = model
+        .tokenize_chat(&messages, &options(false))
+        .context("--repeat-task needs a model with a tokenizer and a chat template")?;
+    let mut runs = TaskRuns {
+        name,
+        plain: Vec::new(),
+        speculative: Vec::new(),
+        decoded: 0,
+        drafted: 0,
+        accepted: 0,
+        same_tokens: true,
+    };
+    for rep in 0..args.repetitions.max(1) {
+        let (plain, stats) =
+            model.generate(&prompt, &options(false), &mut |_| ControlFlow::Continue(()))?;
+        runs.plain.extend(stats.decode_tokens_per_sec());
+        let (fast, stats) =
+            model.generate(&prompt, &options(true), &mut |_| ControlFlow::Continue(()))?;
+        runs.speculative.extend(stats.decode_tokens_per_sec());
+        runs.decoded += stats.generated_tokens.saturating_sub(1);
+        runs.drafted += stats.drafted_tokens;
+        runs.accepted += stats.accepted_drafts;
+        runs.same_tokens &= fast == plain;
+        tracing::info!(rep, name, ?stats, "bench task repetition");
+    }
+    Ok(runs)
 }
 
 /// Everything one bench run found, for the JSON report or the table.
@@ -307,6 +409,18 @@ impl Summary {
             "first_token_secs": runs.first_token_secs,
             "page_cache_read_secs": self.page_cache_secs,
             "total_secs": total_secs,
+            "tasks": runs.tasks.iter().map(|t| serde_json::json!({
+                "task": t.name,
+                "plain_decode_tokens_per_s": bandwidth::median(&t.plain),
+                "speculative_decode_tokens_per_s": bandwidth::median(&t.speculative),
+                "plain_samples": t.plain,
+                "speculative_samples": t.speculative,
+                "drafted_tokens": t.drafted,
+                "accepted_drafts": t.accepted,
+                "acceptance_rate": t.acceptance(),
+                "tokens_per_pass": t.tokens_per_pass(),
+                "same_tokens": t.same_tokens,
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -364,7 +478,25 @@ impl Summary {
             "load {:.2} s, first token {:.2} s after start of load \
              (file read into the page cache first, in {:.2} s)",
             runs.load_secs, runs.first_token_secs, self.page_cache_secs
-        )
+        )?;
+        for t in &runs.tasks {
+            let (plain, fast) = (
+                bandwidth::median(&t.plain),
+                bandwidth::median(&t.speculative),
+            );
+            writeln!(
+                out,
+                "{:<6} task      plain {plain:.2} tok/s, speculative {fast:.2} tok/s ({:.2}x; \
+                 {:.0}% of {} drafts accepted, {:.2} tokens per pass; same tokens: {})",
+                t.name,
+                fast / plain,
+                t.acceptance() * 100.0,
+                t.drafted,
+                t.tokens_per_pass(),
+                if t.same_tokens { "yes" } else { "NO" }
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -245,6 +245,10 @@ pub struct SamplingArgs {
     /// Stop after this many generated tokens.
     #[arg(long, default_value_t = ChatOptions::default().max_tokens, value_parser = crate::bounds::count(1..=crate::bounds::MAX_TOKENS))]
     pub max_tokens: usize,
+    /// Speculative decoding (drafts copied from earlier in the conversation, checked in one
+    /// pass): on or off [default: off]. With --temperature 0 the answer is the same either way.
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
+    pub speculative: Option<bool>,
 }
 
 impl SamplingArgs {
@@ -261,6 +265,7 @@ impl SamplingArgs {
             },
             max_tokens: self.max_tokens,
             enable_thinking,
+            speculative: self.speculative,
         }
     }
 }

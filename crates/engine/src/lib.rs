@@ -18,11 +18,13 @@
 //!
 //! Layout: `model` reads the folder; `transformer` holds the weights, the run state and the
 //! forward pass; `linear` is the one type every matrix product goes through; `kv_cache`;
-//! `sampler`; `tokenizer` and `chat_template`; `runner` drives prefill and decode; [`cpu`] has
+//! `sampler`; `tokenizer` and `chat_template`; `draft` guesses tokens from the conversation so
+//! far; `runner` drives prefill and decode (verifying guesses in one pass); [`cpu`] has
 //! the kernels and the [`cpu::CpuContext`] (threads and kernel level) each model owns.
 
 mod chat_template;
 pub mod cpu;
+mod draft;
 mod error;
 mod kv_cache;
 mod linear;

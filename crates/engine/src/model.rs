@@ -470,6 +470,7 @@ fn stop_ids(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SamplingParams;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -541,6 +542,183 @@ mod tests {
     fn a_model_can_move_to_another_thread() {
         fn assert_send<T: Send>() {}
         assert_send::<Model>();
+    }
+
+    /// A tiny random Q4NX model (the Q4_1 tile kernels, activation quantization, an f16 cache)
+    /// in a temporary folder.
+    pub(crate) fn synthetic_q4nx() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 64,
+            "intermediate_size": 512,
+            "vocab_size": 512,
+            "rope_theta": 10000.0,
+            "rms_norm_eps": 1e-6,
+            "tie_word_embeddings": false,
+            "max_position_embeddings": 256,
+            "eos_token_id": 511,
+        })
+        .to_string();
+        let parsed = ModelConfig::from_json(&config).unwrap();
+        q4nx::synthetic::write_random_model(dir.path(), &parsed, 7).unwrap();
+        std::fs::write(dir.path().join("config.json"), config).unwrap();
+        dir
+    }
+
+    /// Speculative decoding verifies drafts in one pass and relies on this: a token's logits do
+    /// not depend on how many tokens share its pass. Every kernel computes each token alone (no
+    /// sum runs across tokens), so chunks of any size give single steps' logits bit for bit.
+    #[test]
+    fn batched_passes_equal_single_steps_bit_for_bit() {
+        let q4nx = synthetic_q4nx();
+        let dirs = [
+            fixture("tiny-llama"),
+            fixture("tiny-qwen3"),
+            fixture("tiny-qwen3-untied"),
+            q4nx.path().to_path_buf(),
+        ];
+        for (dir, level) in dirs
+            .iter()
+            .flat_map(|d| KernelLevel::supported().into_iter().map(move |l| (d, l)))
+        {
+            let options = LoadOptions {
+                kernel: Some(level),
+                ..LoadOptions::default()
+            };
+            let mut model = Model::load(dir, &options).unwrap();
+            let vocab = model.config().vocab_size as u32;
+            let tokens: Vec<u32> = (0..100u32).map(|i| (i * 7919 + 13) % vocab).collect();
+            let mut steps = Vec::new();
+            for &token in &tokens {
+                model.runner.feed(&[token], None).unwrap();
+                steps.push(model.runner.last_logits().to_vec());
+            }
+            model.runner.reset();
+            let mut batched = Vec::new();
+            let mut fed = 0;
+            for size in [9, 1, 3, 64, 2, 8, 13].into_iter().cycle() {
+                let end = (fed + size).min(tokens.len());
+                model
+                    .runner
+                    .feed(&tokens[fed..end], Some(&mut batched))
+                    .unwrap();
+                fed = end;
+                if fed == tokens.len() {
+                    break;
+                }
+            }
+            for (i, (a, b)) in steps.iter().zip(&batched).enumerate() {
+                let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(
+                    same,
+                    "{} {level} position {i}: a batched pass differs",
+                    dir.display()
+                );
+            }
+        }
+    }
+
+    /// Speculative greedy decoding writes what plain greedy decoding writes, token for token,
+    /// and stops the same way: on prompts that repeat (drafts accepted) and that do not, with
+    /// and without a repetition penalty, at every stop condition; each run reuses the cache
+    /// the other left, so the rewound cache is checked too.
+    #[test]
+    fn speculative_greedy_equals_plain_greedy() {
+        let q4nx = synthetic_q4nx();
+        let dirs = [
+            fixture("tiny-llama"),
+            fixture("tiny-qwen3"),
+            fixture("tiny-qwen3-untied"),
+            q4nx.path().to_path_buf(),
+        ];
+        for dir in &dirs {
+            let options = LoadOptions {
+                context_length: Some(120),
+                ..LoadOptions::default()
+            };
+            let mut model = Model::load(dir, &options).unwrap();
+            let vocab = model.config().vocab_size as u32;
+            let phrase: Vec<u32> = (0..11u32).map(|i| (i * 31 + 5) % vocab).collect();
+            let repeating: Vec<u32> = phrase.iter().cycle().take(30).copied().collect();
+            let distinct: Vec<u32> = (0..30u32).map(|i| (i * 7919 + 13) % vocab).collect();
+            let mut accepted = 0;
+            for prompt in [&repeating, &distinct] {
+                for penalty in [1.0, 1.3] {
+                    // 1 and 7 tokens; 95 fills the 120-token context; a cancel at the 9th.
+                    for (max_tokens, cancel_at) in [(1, 0), (7, 0), (95, 0), (95, 9)] {
+                        let mut run = |speculative| {
+                            let options = ChatOptions {
+                                sampling: SamplingParams {
+                                    repetition_penalty: penalty,
+                                    ..SamplingParams::greedy()
+                                },
+                                max_tokens,
+                                enable_thinking: None,
+                                speculative: Some(speculative),
+                            };
+                            let mut seen = 0;
+                            let (tokens, stats) = model
+                                .generate(prompt, &options, &mut |_| {
+                                    seen += 1;
+                                    match seen == cancel_at {
+                                        true => ControlFlow::Break(()),
+                                        false => ControlFlow::Continue(()),
+                                    }
+                                })
+                                .unwrap();
+                            (tokens, stats)
+                        };
+                        let (plain, plain_stats) = run(false);
+                        let (fast, fast_stats) = run(true);
+                        let case = format!("{} penalty {penalty} max {max_tokens}", dir.display());
+                        assert_eq!(fast, plain, "{case}");
+                        assert_eq!(fast_stats.stop_reason, plain_stats.stop_reason, "{case}");
+                        assert_eq!(fast_stats.generated_tokens, plain.len(), "{case}");
+                        assert_eq!(plain_stats.draft_passes, 0, "{case}");
+                        assert!(fast_stats.accepted_drafts <= fast_stats.drafted_tokens);
+                        accepted += fast_stats.accepted_drafts;
+                    }
+                }
+            }
+            assert!(
+                accepted > 0,
+                "{}: no draft was ever accepted",
+                dir.display()
+            );
+        }
+    }
+
+    /// Sampling with drafts (asked for) gives valid, reproducible tokens and stops as asked.
+    #[test]
+    fn speculative_sampling_is_reproducible_per_seed() {
+        let mut model = Model::load(&fixture("tiny-qwen3"), &LoadOptions::default()).unwrap();
+        let prompt: Vec<u32> = [3, 1, 4, 1, 5, 9, 2, 6].repeat(4);
+        let options = ChatOptions {
+            sampling: SamplingParams {
+                temperature: 0.8,
+                seed: 5,
+                ..SamplingParams::default()
+            },
+            max_tokens: 40,
+            enable_thinking: None,
+            speculative: Some(true),
+        };
+        let mut run = || {
+            let (tokens, stats) = model
+                .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
+                .unwrap();
+            assert_eq!(stats.generated_tokens, tokens.len());
+            assert!(tokens.len() <= 40);
+            tokens
+        };
+        let first = run();
+        assert_eq!(run(), first);
     }
 
     /// Feeding one token at a time through the KV cache gives the logits of one full pass, across

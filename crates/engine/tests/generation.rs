@@ -26,6 +26,7 @@ fn sampled(seed: u64, max_tokens: usize) -> ChatOptions {
         },
         max_tokens,
         enable_thinking: None,
+        speculative: None,
     }
 }
 
@@ -142,6 +143,7 @@ fn a_full_context_stops_generation_with_its_reason() {
         sampling: SamplingParams::greedy(),
         max_tokens: 100,
         enable_thinking: None,
+        speculative: None,
     };
     let (tokens, stats) = model
         .generate(prompt, &greedy, &mut |_| ControlFlow::Continue(()))

@@ -30,6 +30,7 @@ fn check_greedy(name: &str) {
         sampling: SamplingParams::greedy(),
         max_tokens: reference.greedy_tokens.len(),
         enable_thinking: None,
+        speculative: None,
     };
     let (tokens, stats) = model
         .generate(&reference.greedy_prompt, &options, &mut |_| {
