@@ -3,13 +3,15 @@
 //! Found by their files, without loading them: XRT's `libxrt_coreutil.so.<version>` and
 //! `libxrt_driver_xdna.so*` in the usual library folders, `xrt-smi`, and the package database
 //! (`/var/lib/dpkg/status`) for a version when the library name has none. FastFlowLM is an `flm`
-//! (or `oflm`) executable; its version is what `flm version --json` prints (`flm --version` for
-//! programs that do not know `version --json`).
+//! (or `oflm`) executable, found by [`locate_flm`] (the one lookup order, used by the doctor and
+//! by the chat crate's NPU backend); its version is what `flm version --json` prints
+//! (`flm --version` for programs that do not know `version --json`).
 
 use crate::fsroot::FsRoot;
 use serde::Serialize;
+use std::ffi::OsString;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -154,26 +156,161 @@ pub struct FlmInfo {
     pub version_error: Option<String>,
 }
 
-fn search_dirs(root: &FsRoot) -> Vec<String> {
-    let mut dirs: Vec<String> = if root.is_live() {
-        std::env::var("PATH")
-            .unwrap_or_default()
-            .split(':')
-            .filter(|d| d.starts_with('/'))
-            .map(str::to_string)
-            .collect()
-    } else {
-        ["/usr/local/bin", "/usr/bin", "/bin"]
-            .map(String::from)
-            .to_vec()
-    };
-    dirs.push("/opt/fastflowlm/bin".into());
-    dirs
-}
-
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where the FastFlowLM packages install the program.
+pub const FLM_STANDARD_PROGRAM: &str = "/opt/fastflowlm/bin/flm";
+
+/// Where to look for FastFlowLM: the one home of its lookup order (see [`locate_flm`]).
+///
+/// Every path is named as on the live system and checked under [`FlmLookup::root`], so a
+/// fixture tree can stand in for the whole file system. [`FlmLookup::from_env`] reads this
+/// process's environment, [`FlmLookup::under`] builds the lookup for a root, tests build their
+/// own. By default nothing is chosen, `PATH` is empty, the standard install is
+/// [`FLM_STANDARD_PROGRAM`] and the root is the live system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlmLookup {
+    /// `HEARTH_FLM`: a path chosen by the user (or a test); when set, nothing else is tried.
+    pub hearth_flm: Option<PathBuf>,
+    /// `PATH`: the folders searched for `flm`, then for `oflm` (relative entries are skipped).
+    pub path: Option<OsString>,
+    /// The standard install location ([`FLM_STANDARD_PROGRAM`]).
+    pub standard: PathBuf,
+    /// Where the paths above are resolved: `/` for the live system, a fixture tree in tests.
+    pub root: PathBuf,
+}
+
+impl Default for FlmLookup {
+    fn default() -> Self {
+        FlmLookup {
+            hearth_flm: None,
+            path: None,
+            standard: PathBuf::from(FLM_STANDARD_PROGRAM),
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+impl FlmLookup {
+    /// The lookup of this process: `HEARTH_FLM` (when not empty), `PATH`,
+    /// [`FLM_STANDARD_PROGRAM`], on the live system.
+    pub fn from_env() -> FlmLookup {
+        FlmLookup {
+            hearth_flm: std::env::var_os("HEARTH_FLM")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            path: std::env::var_os("PATH"),
+            ..FlmLookup::default()
+        }
+    }
+
+    /// The lookup under `root`: this process's ([`FlmLookup::from_env`]) on the live system; on
+    /// a fixture tree `HEARTH_FLM` is never read and `PATH` is `/usr/local/bin:/usr/bin:/bin`.
+    pub fn under(root: &FsRoot) -> FlmLookup {
+        if root.is_live() {
+            return FlmLookup::from_env();
+        }
+        FlmLookup {
+            path: Some("/usr/local/bin:/usr/bin:/bin".into()),
+            root: root.root().to_path_buf(),
+            ..FlmLookup::default()
+        }
+    }
+
+    /// Where `path` (named as on the live system) is on disk: itself on the live system (a
+    /// relative `HEARTH_FLM` stays relative to the working folder), under the root otherwise.
+    pub fn on_disk(&self, path: &Path) -> PathBuf {
+        let root = FsRoot::new(&self.root);
+        if root.is_live() {
+            path.to_path_buf()
+        } else {
+            root.path(path)
+        }
+    }
+
+    fn is_executable(&self, path: &Path) -> bool {
+        is_executable(&self.on_disk(path))
+    }
+
+    fn on_path(&self, name: &str) -> Option<PathBuf> {
+        std::env::split_paths(self.path.as_ref()?)
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join(name))
+            .find(|p| self.is_executable(p))
+    }
+}
+
+/// Which of [`FlmLookup`]'s places FastFlowLM was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlmSource {
+    /// The path `HEARTH_FLM` names.
+    HearthFlm,
+    /// `flm` in a `PATH` folder.
+    FlmOnPath,
+    /// The standard install ([`FlmLookup::standard`]).
+    Standard,
+    /// The open-kernel fork `oflm` in a `PATH` folder.
+    OflmOnPath,
+}
+
+/// The FastFlowLM executable [`locate_flm`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlmLocation {
+    /// Its path as seen on the live system (in a fixture tree: without the tree's folder).
+    pub path: PathBuf,
+    /// Where it was found.
+    pub source: FlmSource,
+}
+
+/// Why [`locate_flm`] found no FastFlowLM.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlmNotFound {
+    /// `HEARTH_FLM` names something that is not an executable file (nothing else was tried).
+    #[error("HEARTH_FLM is {}, which is not an executable file: correct or unset it", .path.display())]
+    NotExecutable {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// No place held an executable.
+    #[error("FastFlowLM is not installed (looked for {searched}): install it from the ROCm/FastFlowLM releases on GitHub, or set HEARTH_FLM to the path of flm")]
+    NotInstalled {
+        /// Where it was looked for, in words: "flm and oflm on PATH, /opt/fastflowlm/bin/flm".
+        searched: String,
+    },
+}
+
+/// Finds the FastFlowLM executable: `HEARTH_FLM` (only it, when set), then `flm` on `PATH`, then
+/// the standard install, then the fork `oflm` on `PATH`. Each is taken only if it is an
+/// executable file.
+pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
+    let found = |path: PathBuf, source: FlmSource| FlmLocation { path, source };
+    if let Some(p) = &lookup.hearth_flm {
+        return if lookup.is_executable(p) {
+            Ok(found(p.clone(), FlmSource::HearthFlm))
+        } else {
+            Err(FlmNotFound::NotExecutable { path: p.clone() })
+        };
+    }
+    let standard = &lookup.standard;
+    lookup
+        .on_path("flm")
+        .map(|p| found(p, FlmSource::FlmOnPath))
+        .or_else(|| {
+            lookup
+                .is_executable(standard)
+                .then(|| found(standard.clone(), FlmSource::Standard))
+        })
+        .or_else(|| {
+            lookup
+                .on_path("oflm")
+                .map(|p| found(p, FlmSource::OflmOnPath))
+        })
+        .ok_or_else(|| FlmNotFound::NotInstalled {
+            searched: format!("flm and oflm on PATH, {}", standard.display()),
+        })
 }
 
 /// Pulls "0.9.43" out of "FLM v0.9.43" (or any text with a dotted version).
@@ -260,45 +397,40 @@ fn run_version_with(exe: &Path, args: &[&str]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Looks for FastFlowLM under `root` and asks it for its version.
+/// Looks for FastFlowLM under `root` as [`locate_flm`] does ([`FlmLookup::under`]) and asks it
+/// for its version (the package database's when it does not say).
 ///
-/// Order: `HEARTH_FLM` (on the live system only), `flm` on `PATH`, the standard install
-/// `/opt/fastflowlm/bin/flm`, then the fork `oflm` on `PATH`.
+/// A `HEARTH_FLM` that is not executable is passed over here, so the report still shows what
+/// else is installed; the backend refuses it ([`FlmNotFound::NotExecutable`]).
 pub fn find_flm(root: &FsRoot) -> FlmInfo {
-    let dirs = search_dirs(root);
-    let chosen = root
-        .is_live()
-        .then(|| std::env::var("HEARTH_FLM").ok())
-        .flatten()
-        .filter(|p| !p.is_empty());
-    let candidates = chosen
-        .into_iter()
-        .chain(["flm", "oflm"].iter().flat_map(|name| {
-            dirs.iter()
-                .map(move |d| format!("{}/{name}", d.trim_end_matches('/')))
-        }));
-    for shown in candidates {
-        let path = root.path(&shown);
-        if !is_executable(&path) {
-            continue;
-        }
-        let (version, version_error) = match run_version(&path) {
-            Ok(v) => (Some(v), None),
-            Err(e) => match dpkg_version(root, "fastflowlm") {
-                Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
-                None => (None, Some(e)),
-            },
-        };
-        return FlmInfo {
-            executable: Some(shown),
-            version,
-            version_error,
-        };
+    let mut lookup = FlmLookup::under(root);
+    let mut located = locate_flm(&lookup);
+    if let Err(FlmNotFound::NotExecutable { path }) = &located {
+        tracing::debug!("HEARTH_FLM {} is not executable", path.display());
+        lookup.hearth_flm = None;
+        located = locate_flm(&lookup);
     }
-    FlmInfo {
-        executable: None,
-        version: None,
-        version_error: None,
+    match located {
+        Ok(FlmLocation { path: shown, .. }) => {
+            let path = lookup.on_disk(&shown);
+            let (version, version_error) = match run_version(&path) {
+                Ok(v) => (Some(v), None),
+                Err(e) => match dpkg_version(root, "fastflowlm") {
+                    Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
+                    None => (None, Some(e)),
+                },
+            };
+            FlmInfo {
+                executable: Some(shown.to_string_lossy().into_owned()),
+                version,
+                version_error,
+            }
+        }
+        Err(_) => FlmInfo {
+            executable: None,
+            version: None,
+            version_error: None,
+        },
     }
 }
 
@@ -406,5 +538,127 @@ mod tests {
         let f = find_flm(&FsRoot::new(dir.path()));
         assert_eq!(f.version, None);
         assert!(f.version_error.unwrap().contains("printed no version"));
+    }
+
+    /// An executable shell script at `absolute` under `root` (its folders created).
+    fn program(root: &Path, absolute: &str) -> PathBuf {
+        let p = FsRoot::new(root).path(absolute);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, "#!/bin/sh\ntrue\n").unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn located(lookup: &FlmLookup) -> (String, FlmSource) {
+        let found = locate_flm(lookup).unwrap();
+        (found.path.display().to_string(), found.source)
+    }
+
+    #[test]
+    fn lookup_hearth_flm_wins_and_nothing_else_is_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        program(dir.path(), "/usr/bin/flm");
+        program(dir.path(), "/opt/fastflowlm/bin/flm");
+        program(dir.path(), "/home/me/flm");
+        let mut lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        lookup.hearth_flm = Some("/home/me/flm".into());
+        assert_eq!(
+            located(&lookup),
+            ("/home/me/flm".into(), FlmSource::HearthFlm)
+        );
+    }
+
+    #[test]
+    fn lookup_hearth_flm_not_executable_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        program(dir.path(), "/usr/bin/flm");
+        fs::write(dir.path().join("plain"), "not a program").unwrap();
+        let mut lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        for chosen in ["/missing/flm", "/plain"] {
+            lookup.hearth_flm = Some(chosen.into());
+            let e = locate_flm(&lookup).unwrap_err();
+            assert_eq!(
+                e,
+                FlmNotFound::NotExecutable {
+                    path: chosen.into()
+                },
+                "a broken HEARTH_FLM is reported, not replaced by flm on PATH"
+            );
+            assert!(e.to_string().contains("correct or unset it"), "{e}");
+        }
+    }
+
+    #[test]
+    fn lookup_flm_on_path_beats_the_standard_install() {
+        let dir = tempfile::tempdir().unwrap();
+        program(dir.path(), "/opt/fastflowlm/bin/flm");
+        program(dir.path(), "/usr/bin/flm");
+        program(dir.path(), "/usr/local/bin/oflm");
+        let lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        assert_eq!(
+            located(&lookup),
+            ("/usr/bin/flm".into(), FlmSource::FlmOnPath)
+        );
+    }
+
+    #[test]
+    fn lookup_standard_install_beats_oflm() {
+        let dir = tempfile::tempdir().unwrap();
+        program(dir.path(), "/opt/fastflowlm/bin/flm");
+        program(dir.path(), "/usr/local/bin/oflm");
+        let lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        assert_eq!(
+            located(&lookup),
+            ("/opt/fastflowlm/bin/flm".into(), FlmSource::Standard)
+        );
+    }
+
+    #[test]
+    fn lookup_oflm_is_found_last() {
+        let dir = tempfile::tempdir().unwrap();
+        program(dir.path(), "/bin/oflm");
+        // Only `flm` is looked for in the standard install's folder.
+        program(dir.path(), "/opt/fastflowlm/bin/oflm");
+        let lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        assert_eq!(
+            located(&lookup),
+            ("/bin/oflm".into(), FlmSource::OflmOnPath)
+        );
+    }
+
+    #[test]
+    fn lookup_nothing_found_lists_what_was_searched() {
+        let dir = tempfile::tempdir().unwrap();
+        // Not executable, and in a relative PATH entry: neither counts.
+        fs::create_dir_all(dir.path().join("usr/bin")).unwrap();
+        fs::write(dir.path().join("usr/bin/flm"), "").unwrap();
+        let mut lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        lookup.path = Some("rel:/usr/bin".into());
+        program(dir.path(), "rel/flm");
+        let e = locate_flm(&lookup).unwrap_err();
+        assert_eq!(
+            e,
+            FlmNotFound::NotInstalled {
+                searched: "flm and oflm on PATH, /opt/fastflowlm/bin/flm".into()
+            }
+        );
+        assert!(e.to_string().contains("set HEARTH_FLM"), "{e}");
+        assert_eq!(find_flm(&FsRoot::new(dir.path())).executable, None);
+    }
+
+    #[test]
+    fn lookup_on_a_fixture_root_never_reads_the_live_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let lookup = FlmLookup::under(&FsRoot::new(dir.path()));
+        assert_eq!(
+            lookup,
+            FlmLookup {
+                hearth_flm: None,
+                path: Some("/usr/local/bin:/usr/bin:/bin".into()),
+                standard: FLM_STANDARD_PROGRAM.into(),
+                root: dir.path().to_path_buf(),
+            },
+            "HEARTH_FLM and PATH of this process must not leak into a fixture"
+        );
     }
 }

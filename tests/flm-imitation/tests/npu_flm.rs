@@ -103,6 +103,7 @@ impl Fixture {
             hearth_flm: Some(self.flm.clone()),
             path: None,
             standard: PathBuf::from("/nonexistent"),
+            ..Lookup::default()
         })
         .unwrap()
     }
@@ -357,6 +358,7 @@ fn discovery_follows_hearth_flm_then_path() {
         hearth_flm: None,
         path: Some(f.flm.parent().unwrap().as_os_str().to_owned()),
         standard: PathBuf::from("/nonexistent"),
+        ..Lookup::default()
     })
     .unwrap();
     assert_eq!(on_path.path, f.flm);
@@ -385,6 +387,7 @@ fn an_old_flm_is_refused_with_the_version_needed() {
         hearth_flm: Some(f.flm.clone()),
         path: None,
         standard: PathBuf::from("/nonexistent"),
+        ..Lookup::default()
     })
     .unwrap_err();
     let text = e.to_string();
@@ -743,6 +746,7 @@ fn helper_hold_a_server() {
         hearth_flm: Some(dir.join("flm-install/flm")),
         path: None,
         standard: PathBuf::from("/nonexistent"),
+        ..Lookup::default()
     })
     .unwrap();
     let mut backend = NpuBackend::open(

@@ -3,7 +3,6 @@
 //! `validate --json` report folded into Hearth's NPU checks, and whether it can run a given
 //! model ([`npu_support`]: kernels under its kernel root and an engine for the model's family).
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,7 +19,7 @@ use crate::npu::NpuError;
 pub const MIN_VERSION: &str = hearth_npu::software::FLM_MIN_VERSION;
 
 /// Where the FastFlowLM packages install the program.
-pub const STANDARD_PROGRAM: &str = "/opt/fastflowlm/bin/flm";
+pub const STANDARD_PROGRAM: &str = hearth_npu::software::FLM_STANDARD_PROGRAM;
 
 /// Where the FastFlowLM packages install the kernels (the folder holding `xclbins/`).
 pub const STANDARD_KERNEL_ROOT: &str = "/opt/fastflowlm/share/flm";
@@ -87,42 +86,10 @@ impl FlmProgram {
     }
 }
 
-/// Where to look for the program; [`Lookup::from_env`] reads this process's environment, tests
-/// build their own.
-#[derive(Debug, Clone, Default)]
-pub struct Lookup {
-    /// `HEARTH_FLM`: a path chosen by the user (or a test); when set, nothing else is tried.
-    pub hearth_flm: Option<PathBuf>,
-    /// `PATH`.
-    pub path: Option<OsString>,
-    /// The standard install location ([`STANDARD_PROGRAM`]).
-    pub standard: PathBuf,
-}
-
-impl Lookup {
-    /// The lookup of this process: `HEARTH_FLM`, `PATH`, [`STANDARD_PROGRAM`].
-    pub fn from_env() -> Lookup {
-        Lookup {
-            hearth_flm: std::env::var_os("HEARTH_FLM")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
-            path: std::env::var_os("PATH"),
-            standard: PathBuf::from(STANDARD_PROGRAM),
-        }
-    }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn on_path(path: Option<&OsString>, name: &str) -> Option<PathBuf> {
-    std::env::split_paths(path?)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
+/// Where to look for the program: `HEARTH_FLM`, `PATH` and the standard install
+/// ([`STANDARD_PROGRAM`]). [`Lookup::from_env`] reads this process's environment, tests build
+/// their own. The lookup order is the NPU crate's ([`hearth_npu::software::locate_flm`]).
+pub use hearth_npu::software::FlmLookup as Lookup;
 
 fn flavor_of(path: &Path) -> Flavor {
     match path.file_name().and_then(|n| n.to_str()) {
@@ -131,22 +98,15 @@ fn flavor_of(path: &Path) -> Flavor {
     }
 }
 
-/// The FastFlowLM executable: `HEARTH_FLM` (only it, when set), then `flm` on `PATH`, then
-/// the standard install, then `oflm` on `PATH`.
+/// The FastFlowLM executable, as [`hearth_npu::software::locate_flm`] finds it: `HEARTH_FLM`
+/// (only it, when set), then `flm` on `PATH`, then the standard install, then `oflm` on `PATH`.
 pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
-    if let Some(p) = &lookup.hearth_flm {
-        return if is_executable(p) {
-            Ok(p.clone())
-        } else {
-            Err(NpuError::NotExecutable { path: p.clone() })
-        };
+    use hearth_npu::software::{locate_flm, FlmNotFound};
+    match locate_flm(lookup) {
+        Ok(found) => Ok(lookup.on_disk(&found.path)),
+        Err(FlmNotFound::NotExecutable { path }) => Err(NpuError::NotExecutable { path }),
+        Err(FlmNotFound::NotInstalled { searched }) => Err(NpuError::NotInstalled { searched }),
     }
-    on_path(lookup.path.as_ref(), "flm")
-        .or_else(|| is_executable(&lookup.standard).then(|| lookup.standard.clone()))
-        .or_else(|| on_path(lookup.path.as_ref(), "oflm"))
-        .ok_or_else(|| NpuError::NotInstalled {
-            searched: format!("flm and oflm on PATH, {}", lookup.standard.display()),
-        })
 }
 
 /// Runs `exe args...` with the update check off, stdin closed, and a time limit; returns the
@@ -612,31 +572,25 @@ mod tests {
     }
 
     #[test]
-    fn lookup_order_prefers_path_flm_then_standard_then_oflm() {
+    fn locate_keeps_the_plain_messages() {
+        // The order itself is tested in hearth_npu::software.
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        fs::create_dir(&bin).unwrap();
-        let standard = dir.path().join("opt-flm");
-        let mut lookup = Lookup {
-            hearth_flm: None,
-            path: Some(bin.clone().into_os_string()),
-            standard: standard.clone(),
+        let lookup = Lookup {
+            hearth_flm: Some(dir.path().join("missing")),
+            ..Lookup::default()
         };
-        assert!(matches!(
-            locate(&lookup),
-            Err(NpuError::NotInstalled { .. })
-        ));
-        let oflm = script(&bin, "oflm", "true");
-        assert_eq!(locate(&lookup).unwrap(), oflm);
-        script(dir.path(), "opt-flm", "true");
-        assert_eq!(locate(&lookup).unwrap(), standard);
-        let flm = script(&bin, "flm", "true");
+        let e = locate(&lookup).unwrap_err();
+        assert!(matches!(e, NpuError::NotExecutable { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("HEARTH_FLM is "), "{e}");
+        let lookup = Lookup {
+            standard: dir.path().join("flm"),
+            ..Lookup::default()
+        };
+        let e = locate(&lookup).unwrap_err();
+        assert!(matches!(e, NpuError::NotInstalled { .. }), "{e:?}");
+        assert!(e.to_string().contains("install it from"), "{e}");
+        let flm = script(dir.path(), "flm", "true");
         assert_eq!(locate(&lookup).unwrap(), flm);
-        lookup.hearth_flm = Some(dir.path().join("missing"));
-        assert!(matches!(
-            locate(&lookup),
-            Err(NpuError::NotExecutable { .. })
-        ));
     }
 
     #[test]
