@@ -31,10 +31,20 @@ fn save_answers_forever(db: &Path) -> ! {
         let conversation = store.create(&Default::default()).unwrap();
         for _ in 0..4 {
             store
-                .add_message(&conversation.id, Role::User, "Tell me a story", MessageState::Complete)
+                .add_message(
+                    &conversation.id,
+                    Role::User,
+                    "Tell me a story",
+                    MessageState::Complete,
+                )
                 .unwrap();
             let answer = store
-                .add_message(&conversation.id, Role::Assistant, "", MessageState::Streaming)
+                .add_message(
+                    &conversation.id,
+                    Role::Assistant,
+                    "",
+                    MessageState::Streaming,
+                )
                 .unwrap();
             let mut text = String::new();
             for word in WORDS {
@@ -50,10 +60,9 @@ fn save_answers_forever(db: &Path) -> ! {
 
 /// Finished answers in the database, read without disturbing the writer.
 fn finished_answers(db: &Path) -> usize {
-    let Ok(conn) = rusqlite::Connection::open_with_flags(
-        db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    ) else {
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
         return 0;
     };
     let _ = conn.busy_timeout(Duration::from_secs(5));
@@ -90,14 +99,20 @@ fn kill_9_while_answers_are_saved_keeps_the_history() {
                 child.try_wait().unwrap().is_none(),
                 "run {run}: the writer exited by itself"
             );
-            assert!(Instant::now() < end, "run {run}: the writer made no progress");
+            assert!(
+                Instant::now() < end,
+                "run {run}: the writer made no progress"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
 
         let (store, recovery) = ConversationStore::open(&db).expect("the history opens");
-        assert!(recovery.is_none(), "run {run}: the database was set aside: {recovery:?}");
+        assert!(
+            recovery.is_none(),
+            "run {run}: the database was set aside: {recovery:?}"
+        );
         let mut finished = 0;
         let mut interrupted = 0;
         for summary in store.list("").unwrap() {
@@ -127,7 +142,10 @@ fn kill_9_while_answers_are_saved_keeps_the_history() {
             finished >= want,
             "run {run}: {finished} finished answers, at least {want} were saved"
         );
-        assert!(interrupted <= run + 1, "at most one interrupted answer per kill");
+        assert!(
+            interrupted <= run + 1,
+            "at most one interrupted answer per kill"
+        );
         println!("run {run}: {finished} finished answers kept, {interrupted} interrupted");
         finished_before = finished;
         drop(store);

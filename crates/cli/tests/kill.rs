@@ -100,11 +100,13 @@ fn assert_registered_models_are_whole(store: &Store) {
         for (file, record) in &model.files {
             let path = model.folder.join(file);
             let size = std::fs::metadata(&path)
-                .unwrap_or_else(|e| panic!("{} is registered but {file} is missing: {e}", model.name))
+                .unwrap_or_else(|e| {
+                    panic!("{} is registered but {file} is missing: {e}", model.name)
+                })
                 .len();
             assert_eq!(size, record.size, "{} {file}: size", model.name);
             assert_eq!(
-                sha256_file(&path).unwrap(),
+                sha256_file(&path).unwrap().sha256,
                 record.sha256,
                 "{} {file}: content",
                 model.name
@@ -123,7 +125,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (u64, String)> {
             let path = e.path();
             let size = e.metadata().unwrap().len();
             let name = e.file_name().to_string_lossy().into_owned();
-            (name, (size, sha256_file(&path).unwrap()))
+            (name, (size, sha256_file(&path).unwrap().sha256))
         })
         .collect()
 }
@@ -183,7 +185,10 @@ fn import_killed(move_files: bool, moment_name: &str, moment: fn(&Home) -> bool)
             (None, Some(model)) => {
                 let installed = model.folder.join(file);
                 assert_eq!(
-                    (file_size(&installed), sha256_file(&installed).unwrap()),
+                    (
+                        file_size(&installed),
+                        sha256_file(&installed).unwrap().sha256
+                    ),
                     record.clone(),
                     "{file} left the source and is not in the model"
                 );
@@ -210,6 +215,7 @@ fn import_killed(move_files: bool, moment_name: &str, moment: fn(&Home) -> bool)
         );
     }
     let model = store.get("big").expect("registered after the second run");
+    assert!(model.files.contains_key("model.q4nx"), "{:?}", model.files);
     assert_registered_models_are_whole(&store);
     assert!(
         !store.downloads_dir().join("big").exists(),
@@ -242,11 +248,7 @@ fn model_folder_in_place(home: &Home) -> bool {
 #[test]
 fn kill_9_during_an_import_loses_nothing_and_the_import_can_be_run_again() {
     for move_files in [false, true] {
-        import_killed(
-            move_files,
-            "the staging folder appears",
-            staging_exists,
-        );
+        import_killed(move_files, "the staging folder appears", staging_exists);
         import_killed(move_files, "half the weights are staged", half_copied);
         import_killed(
             move_files,
@@ -297,7 +299,11 @@ fn kill_9_during_a_download_registers_nothing_and_the_pull_resumes() {
     let store = home.store();
     assert!(store.list().unwrap().is_empty(), "nothing is registered");
     let again = pull(&home).output().unwrap();
-    assert!(again.status.success(), "the second pull: {}", stderr(&again));
+    assert!(
+        again.status.success(),
+        "the second pull: {}",
+        stderr(&again)
+    );
     assert_registered_models_are_whole(&store);
     assert_eq!(store.list().unwrap().len(), 1);
     let last = hub
@@ -317,11 +323,7 @@ fn kill_9_during_a_conversion_leaves_no_output_and_the_conversion_can_be_run_aga
     let home = Home::new();
     let source = repo("tests/fixtures/hub/tiny-safetensors");
     let out = home.path().join("converted");
-    let args = [
-        "convert",
-        source.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ];
+    let args = ["convert", source.to_str().unwrap(), out.to_str().unwrap()];
     let partial = home.path().join(".converted.partial");
     let mut child = home.spawn(&args);
     let killed = kill_at(&mut child, || partial.is_dir());
@@ -331,7 +333,11 @@ fn kill_9_during_a_conversion_leaves_no_output_and_the_conversion_can_be_run_aga
     }
     let again = home.run(&args);
     if killed {
-        assert!(again.status.success(), "the second convert: {}", stderr(&again));
+        assert!(
+            again.status.success(),
+            "the second convert: {}",
+            stderr(&again)
+        );
     }
     assert!(out.join("model.q4nx").is_file());
     assert!(!partial.exists(), "the partial folder is cleared");
