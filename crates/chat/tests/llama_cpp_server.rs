@@ -158,7 +158,9 @@ fn answers_through_llama_cpp_server() {
         trim_to_fit: true,
     };
     let mut pieces = 0;
-    let mut ask = |backend: &mut RemoteBackend, pieces: &mut usize| {
+    // The loop's own error type, as every caller of `answer` receives it.
+    #[allow(clippy::result_large_err)]
+    let ask = |backend: &mut RemoteBackend, pieces: &mut usize| {
         *pieces = 0;
         answer(backend, request.clone(), &mut |e| {
             if let AnswerEvent::Text(_) = e {
