@@ -763,7 +763,7 @@ if (process.env.SCREENSHOTS) {
     await page.getByTestId('welcome-card').getByRole('button', { name: 'Try the demo first' }).click();
     await page.evaluate(() => {
       window.__mock.tokenDelayMs = 1;
-      window.__mock.answer = 'A **crate** is the smallest unit the Rust compiler builds: a library or a program.\n\n```rust\nfn main() {\n    println!("hello");\n}\n```\n\nCrates are shared on crates.io and listed in `Cargo.toml`.';
+      window.__mock.answer = 'A **crate** is the smallest unit the Rust compiler builds: a library or a program.\n\n```rust\nfn main() {\n    println!("hello");\n}\n```\n\nCrates are shared through a registry and listed in `Cargo.toml`.';
     });
     await sendAndWait(page, 'What is a crate in Rust?');
     for (const theme of ['light', 'dark']) {
