@@ -1,7 +1,7 @@
 //! `hearth import PATH`: register a local model. A Q4NX or safetensors folder is validated and
 //! copied; a GGUF file is converted to Q4NX first (the file itself is only read).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hearth_hub::{human_bytes, GgufImportOptions, ImportOptions};
@@ -32,7 +32,7 @@ pub struct Args {
 /// Validates (or converts), copies (or moves) and registers the model.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = crate::list::open_store()?;
-    if is_gguf(&args.path) {
+    if hearth_hub::is_gguf_file(&args.path) {
         let options = GgufImportOptions {
             name: args.name,
             threads: args.threads,
@@ -86,15 +86,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         safe(&model.folder.display().to_string())
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `path` is a file that starts with GGUF's magic.
-fn is_gguf(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && &magic == q4nx::gguf::MAGIC
 }

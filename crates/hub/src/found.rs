@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::gguf_import::name_from_file;
+use crate::gguf_import::{clean_name, is_gguf_file, name_from_file};
 use crate::model_dir;
 use crate::progress::{Phase, Progress};
 use crate::store::{ImportOptions, InstalledModel, Store};
@@ -356,33 +356,11 @@ fn gguf_name(file: &Path) -> String {
 
 /// A name `hearth import` accepts, from a shown name (`llama3.2:1b` gives `llama3.2-1b`).
 fn import_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let trimmed = cleaned.trim_start_matches(['.', '-']);
-    let mut out: String = trimmed.chars().take(100).collect();
+    let mut out: String = clean_name(name).chars().take(100).collect();
     if out.is_empty() {
         out = "imported-model".into();
     }
     out
-}
-
-/// Whether `path` is a file starting with GGUF's magic.
-fn is_gguf_file(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && &magic == q4nx::gguf::MAGIC
 }
 
 /// A q4nx error as a reason: without the file's path, which the list shows already.

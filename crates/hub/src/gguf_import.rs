@@ -24,7 +24,13 @@ pub fn name_from_file(file: &Path) -> String {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name: String = stem
+    clean_name(&stem)
+}
+
+/// `text` with every character a model name cannot hold replaced by `-`, and without leading
+/// dots and dashes.
+pub(crate) fn clean_name(text: &str) -> String {
+    let name: String = text
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
@@ -35,6 +41,17 @@ pub fn name_from_file(file: &Path) -> String {
         })
         .collect();
     name.trim_start_matches(['.', '-']).to_string()
+}
+
+/// Whether `path` is a file that starts with GGUF's magic.
+pub fn is_gguf_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+        && &magic == q4nx::gguf::MAGIC
 }
 
 impl Store {

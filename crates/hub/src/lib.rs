@@ -40,7 +40,7 @@ pub use error::{Error, Result};
 pub use found::{
     import_found, scan as scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource,
 };
-pub use gguf_import::{name_from_file, GgufImportOptions};
+pub use gguf_import::{is_gguf_file, name_from_file, GgufImportOptions};
 pub use hub_api::HubClient;
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
