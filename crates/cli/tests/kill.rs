@@ -325,21 +325,29 @@ fn kill_9_during_a_conversion_leaves_no_output_and_the_conversion_can_be_run_aga
     let out = home.path().join("converted");
     let args = ["convert", source.to_str().unwrap(), out.to_str().unwrap()];
     let partial = home.path().join(".converted.partial");
-    let mut child = home.spawn(&args);
-    let killed = kill_at(&mut child, || partial.is_dir());
-    println!("convert: killed {killed}");
-    if killed {
-        assert!(!out.exists(), "a killed conversion leaves no output folder");
+    // Two moments: the folder appears (the kill may land before it is marked as Hearth's), and
+    // the weights file is being written into it.
+    let moments: [&dyn Fn() -> bool; 2] = [&|| partial.is_dir(), &|| {
+        partial.join("model.q4nx").is_file()
+    }];
+    for (i, moment) in moments.iter().enumerate() {
+        let mut child = home.spawn(&args);
+        let killed = kill_at(&mut child, moment);
+        println!("convert, moment {i}: killed {killed}");
+        if killed {
+            assert!(!out.exists(), "a killed conversion leaves no output folder");
+        } else {
+            std::fs::remove_dir_all(&out).unwrap();
+        }
     }
     let again = home.run(&args);
-    if killed {
-        assert!(
-            again.status.success(),
-            "the second convert: {}",
-            stderr(&again)
-        );
-    }
+    assert!(
+        again.status.success(),
+        "the convert after the kills: {}",
+        stderr(&again)
+    );
     assert!(out.join("model.q4nx").is_file());
+    assert!(!out.join(".hearth-convert-partial").exists());
     assert!(!partial.exists(), "the partial folder is cleared");
     let imported = home.run(&["import", out.to_str().unwrap(), "--name", "converted"]);
     assert!(imported.status.success(), "{}", stderr(&imported));

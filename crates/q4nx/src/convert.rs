@@ -186,12 +186,14 @@ pub fn convert(
                 copied.push(name.to_string());
             }
         }
-        std::fs::remove_file(partial.join(PARTIAL_MARKER)).map_err(|e| Error::io(&partial, e))?;
         if dst.is_dir() {
             // check_destination made sure it is empty.
             std::fs::remove_dir(dst).map_err(|e| Error::io(dst, e))?;
         }
         std::fs::rename(&partial, dst).map_err(|e| Error::io(dst, e))?;
+        // The marker goes only after the rename: until then a kill leaves a folder the next
+        // conversion knows as its own.
+        std::fs::remove_file(dst.join(PARTIAL_MARKER)).map_err(|e| Error::io(dst, e))?;
         Ok((q4nx_bytes, copied))
     })();
     let (q4nx_bytes, copied) = match result {
@@ -294,12 +296,20 @@ fn remove_stale_partial(partial: &Path) -> Result<(), Error> {
     if partial.join(PARTIAL_MARKER).is_file() {
         tracing::info!(dir = %partial.display(), "removing output of an interrupted convert");
         std::fs::remove_dir_all(partial).map_err(|e| Error::io(partial, e))
+    } else if is_empty_dir(partial) {
+        // A conversion killed between making the folder and marking it; an empty folder holds
+        // nothing to lose.
+        std::fs::remove_dir(partial).map_err(|e| Error::io(partial, e))
     } else {
         Err(convert_err(format!(
             "{} exists and was not made by hearth convert; move it away and try again",
             partial.display()
         )))
     }
+}
+
+fn is_empty_dir(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 /// The FlmQwen3 variant's config (JSON text rewritten) and the warning it carries.

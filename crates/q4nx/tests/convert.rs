@@ -234,6 +234,36 @@ fn stale_partial_output_is_cleaned_up() {
 }
 
 #[test]
+fn an_empty_partial_folder_left_by_a_kill_is_cleared_and_the_output_has_no_marker() {
+    // A kill between making the folder and marking it leaves it empty.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("hf");
+    let dst = tmp.path().join("out");
+    write_hf_folder(&src, &tiny_llama_json(true));
+    let partial = tmp.path().join(".out.partial");
+    std::fs::create_dir(&partial).unwrap();
+    run(&src, &dst, Variant::Faithful).unwrap();
+    assert!(!partial.exists());
+    assert!(!dst.join(".hearth-convert-partial").exists());
+    validate_dir(&dst).unwrap();
+}
+
+#[test]
+fn a_partial_folder_hearth_did_not_make_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("hf");
+    write_hf_folder(&src, &tiny_llama_json(true));
+    let partial = tmp.path().join(".out.partial");
+    std::fs::create_dir(&partial).unwrap();
+    std::fs::write(partial.join("notes.txt"), "mine").unwrap();
+    let e = run(&src, &tmp.path().join("out"), Variant::Faithful)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("was not made by hearth convert"), "{e}");
+    assert_eq!(std::fs::read(partial.join("notes.txt")).unwrap(), b"mine");
+}
+
+#[test]
 fn unknown_source_tensors_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("hf");
