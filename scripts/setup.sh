@@ -2,7 +2,7 @@
 # Installs what building, running or testing Hearth needs, and only what is missing:
 #   scripts/setup.sh app|test|package
 # - Debian/Ubuntu system packages (webkit2gtk, GTK and build tools; for tests also Xvfb,
-#   ImageMagick, WebKitWebDriver and Chromium), through apt-get, as root or with sudo;
+#   ImageMagick, WebKitWebDriver, Chromium and iproute2 for the offline end-to-end run), through apt-get, as root or with sudo;
 # - the npm packages in package-lock.json (npm ci) when node_modules is missing or stale;
 # - for tests, tauri-driver (cargo install, into target/tools).
 # A machine that already has everything needs no network.
@@ -12,7 +12,7 @@ mode="${1:-app}"
 
 build_pkgs=(build-essential pkg-config file libssl-dev libxdo-dev libwebkit2gtk-4.1-dev
   libjavascriptcoregtk-4.1-dev libsoup-3.0-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev)
-test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium)
+test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium iproute2)
 
 wanted=("${build_pkgs[@]}")
 [ "$mode" = test ] && wanted+=("${test_pkgs[@]}")

@@ -2,9 +2,11 @@
 // tauri-driver (WebKitWebDriver) over plain WebDriver HTTP, chatting with the bundled demo model.
 // Run under a display, e.g.: xvfb-run -a node tests/e2e/run.mjs
 // Environment: HEARTH_APP (binary; default target/debug/hearth-desktop), TAURI_DRIVER (default
-// $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there).
+// $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there),
+// HEARTH_E2E_OFFLINE=1 (the run is inside a network namespace with only loopback, as npm test
+// runs it: the test checks that no other interface exists, and tries a download that must fail).
 import { spawn, execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,7 +141,17 @@ async function step(name, fn) {
   lastStatus = '';
 }
 
+const offline = process.env.HEARTH_E2E_OFFLINE === '1';
+
 try {
+  if (offline) {
+    await step('there is no network here: the only interface is loopback', async () => {
+      // /proc/net/dev lists this network namespace's interfaces (/sys/class/net may show the host's).
+      const interfaces = readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2)
+        .map((line) => line.split(':')[0].trim()).filter(Boolean);
+      if (interfaces.join() !== 'lo') throw new Error(`network interfaces present: ${interfaces.join(', ')}`);
+    });
+  }
   await waitFor('tauri-driver', async () => (await fetch(`${base}/status`)).ok, 30_000);
   await step('the app starts on the demo model and says so', async () => {
     await startApp();
@@ -201,6 +213,40 @@ try {
     const answers = await waitFor('the saved answer', async () => ((await findAll('assistant-message')).length === 1 ? true : null), 30_000);
     if (!list || !answers) throw new Error('conversation not restored');
   });
+
+  await step('kill -9 of the app while an answer is written keeps the conversation and the text so far', async () => {
+    const input = await find('chat-input');
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Tell me a much longer story.' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    // The moment: the second answer is streaming and has words on screen (so some are saved).
+    const lastAnswer = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; return a.length === 2 ? a[1].textContent : ""';
+    await waitFor('the second answer to stream', async () => (await findAll('stop-button')).length === 1 && (await exec(lastAnswer)).trim().length > 40, 60_000);
+    const pids = execFileSync('pgrep', ['-f', app]).toString().trim().split(/\s+/).map(Number);
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await stopApp();
+    await startApp();
+    const restored = await waitFor('both answers back after the kill', async () => ((await findAll('assistant-message')).length === 2 ? exec(lastAnswer) : null), 30_000);
+    if (!restored.includes('Interrupted: the app closed while this answer was being written')) throw new Error(`the cut answer is not marked interrupted: "${restored.slice(0, 200)}"`);
+    const body = await exec('return document.body.innerText');
+    if (!body.includes('Tell me a much longer story.')) throw new Error('the question asked before the kill is gone');
+    console.log(`        killed pid ${pids.join(', ')}; kept: ${JSON.stringify(restored.slice(0, 60))}…`);
+  });
+
+  if (offline) {
+    await step('with no network, a download fails on its card in plain words and installs nothing', async () => {
+      await exec('const s = document.querySelector(\'[data-testid="model-picker"]\'); s.value = "manage"; s.dispatchEvent(new Event("change", { bubbles: true }));');
+      const id = await waitFor('a model of the catalog that fits this disk', () =>
+        exec('return document.querySelector(\'button[data-testid^="download-"]:not([disabled])\')?.dataset.testid.slice("download-".length) ?? null'), 30_000);
+      await wd('POST', `/session/${session}/element/${await find(`download-${id}`)}/click`, {});
+      const summary = await waitFor('the download error on its card', () =>
+        exec(`return document.querySelector('[data-testid="download-error-${id}"] .summary')?.textContent ?? null`), 60_000);
+      if (!summary.startsWith("Can't reach the internet")) throw new Error(`not plain words: "${summary}"`);
+      const cli = join(targetDir, 'debug', 'hearth');
+      const entry = JSON.parse(execFileSync(cli, ['list', '--catalog', '--json'], { env }).toString()).find((i) => i.entry.id === id);
+      if (!entry || entry.installed) throw new Error(`the catalog lists ${id} as ${entry ? 'installed' : 'missing'} after a failed download`);
+      console.log(`        ${id}: ${summary}`);
+    });
+  }
 
   await step('a remote server answers, and the app says the message left this computer', async () => {
     // A local `hearth serve` stands in for a server elsewhere; the app knows it from its saved
