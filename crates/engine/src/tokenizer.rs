@@ -20,12 +20,18 @@ impl std::fmt::Debug for TextTokenizer {
 }
 
 impl TextTokenizer {
-    /// Reads `tokenizer.json`.
+    /// Reads `tokenizer.json`. The tokenizers crate panics on some malformed files (a
+    /// `decoder` that is not an object, found by `tests/fuzz_model_files.rs`); that panic is
+    /// caught here and becomes an error naming the file.
     pub fn from_file(path: &Path) -> Result<Self, Error> {
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
+        let error = |reason: String| Error::Tokenizer {
             path: path.to_path_buf(),
-            reason: format!("{e} (is it a Hugging Face tokenizer.json?)"),
-        })?;
+            reason,
+        };
+        let loaded = std::panic::catch_unwind(|| tokenizers::Tokenizer::from_file(path))
+            .map_err(|_| error("its contents are malformed (the tokenizer library gave up on it); is it a Hugging Face tokenizer.json?".into()))?;
+        let inner =
+            loaded.map_err(|e| error(format!("{e} (is it a Hugging Face tokenizer.json?)")))?;
         Ok(TextTokenizer { inner })
     }
 
@@ -100,10 +106,13 @@ impl TextStream<'_> {
 mod tests {
     use super::*;
 
+    fn fixture_path() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/engine/tiny-llama/tokenizer.json")
+    }
+
     fn tiny() -> TextTokenizer {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/engine/tiny-llama/tokenizer.json");
-        TextTokenizer::from_file(&path).expect("fixture tokenizer loads")
+        TextTokenizer::from_file(&fixture_path()).expect("fixture tokenizer loads")
     }
 
     #[test]
@@ -128,6 +137,21 @@ mod tests {
         );
         let text: String = pieces.into_iter().flatten().collect();
         assert_eq!(text, "🙂!");
+    }
+
+    #[test]
+    fn a_file_cut_inside_its_decoder_is_an_error_not_a_panic() {
+        // tokenizers 0.22 panics ("Helper") when the file ends inside the decoder object.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        let text = std::fs::read_to_string(fixture_path()).unwrap();
+        let cut = text.find("\"decoder\": {").unwrap() + 20;
+        std::fs::write(&path, &text[..cut]).unwrap();
+        let err = TextTokenizer::from_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("tokenizer.json") && err.contains("malformed"),
+            "{err}"
+        );
     }
 
     #[test]
