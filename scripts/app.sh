@@ -5,8 +5,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${CI:-}" = 1 ] && export CI=true   # the Tauri CLI rejects CI=1
 bash scripts/setup.sh app
-echo "app: building hearth-desktop (release; the first build takes several minutes)"
-npx tauri build --no-bundle
 target="${CARGO_TARGET_DIR:-target}"
+# The starter assistant (SmolLM2-135M) is made with the hearth command, then bundled; without
+# it the app opens on the tiny demo model.
+echo "app: building the hearth command (release) to make the starter model"
+config=()
+if cargo build --release -p hearth-cli && bash scripts/starter-model.sh "$target/release/hearth" >/dev/null; then
+  config=(--config src-tauri/tauri.starter.conf.json)
+else
+  echo "app: could not make the starter model (see above); the app will open on the tiny demo model instead"
+fi
+echo "app: building hearth-desktop (release; the first build takes several minutes)"
+npx tauri build --no-bundle "${config[@]}"
 echo "app: starting $target/release/hearth-desktop"
 exec "$target/release/hearth-desktop" "$@"

@@ -11,11 +11,13 @@ if [ "${1:-}" = --debug ]; then
   profile=debug
   args+=(--debug)
 fi
-if [ ! -f models/demo/config.json ]; then
-  echo "package: models/demo is missing: the package bundles the demo model, so it cannot be built" >&2
+target="${CARGO_TARGET_DIR:-target}"
+# The package bundles the starter assistant (SmolLM2-135M), made with the hearth command.
+cargo build -p hearth-cli $([ "$profile" = release ] && echo --release)
+if ! bash scripts/starter-model.sh "$target/$profile/hearth" >/dev/null; then
+  echo "package: could not make the starter model (see above), which the package bundles" >&2
   exit 1
 fi
-npx tauri build "${args[@]}"
-target="${CARGO_TARGET_DIR:-target}"
+npx tauri build "${args[@]}" --config src-tauri/tauri.starter.conf.json
 deb=$(ls -t "$target/$profile/bundle/deb/"*.deb | head -n1)
 echo "package: built $deb ($(du -h "$deb" | cut -f1))"

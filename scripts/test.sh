@@ -68,14 +68,15 @@ status=${PIPESTATUS[0]}
 line=$(tail -n1 "$scratch/browser.log")
 [ "$status" -eq 0 ] && record "Browser tests" ok "$line" || record "Browser tests" FAIL "$line"
 
-section "Desktop app build (tauri build --debug --bundles deb)"
+section "Desktop app build (tauri build --debug --bundles deb, with the starter model)"
 built=0
-if [ ! -f models/demo/config.json ]; then
-  echo "test: models/demo is missing; the app bundles it, so the app cannot be built"
-  record "App build" FAIL "models/demo missing"
+# The starter assistant the app bundles, made with the hearth command the Rust tests built.
+if ! bash scripts/starter-model.sh "$target/debug/hearth" >/dev/null; then
+  echo "test: the starter model could not be made (scripts/starter-model.sh, above); the app bundles it"
+  record "App build" FAIL "starter model missing"
 # --workspace: resolve features as the tests did, so the app reuses their build of every
 # dependency except tauri's own (the tests add its `test` feature).
-elif npx tauri build --debug --bundles deb -- --workspace; then
+elif npx tauri build --debug --bundles deb --config src-tauri/tauri.starter.conf.json -- --workspace; then
   built=1
   deb=$(ls -t "$target/debug/bundle/deb/"*.deb | head -n1)
   record "App build" ok "$(basename "$deb") $(du -h "$deb" | cut -f1)"
@@ -95,10 +96,10 @@ if [ "$built" = 1 ]; then
   fi
   e2e=(xvfb-run -a -s "-screen 0 1280x800x24" node tests/e2e/run.mjs)
   if [ "${#offline[@]}" -gt 0 ]; then
-    HEARTH_APP="$target/debug/hearth-desktop" HEARTH_E2E_OFFLINE=1 "${offline[@]}" \
+    HEARTH_APP="$target/debug/hearth-desktop" HEARTH_E2E_BUILTIN=starter HEARTH_E2E_OFFLINE=1 "${offline[@]}" \
       sh -c 'ip link set lo up && exec "$@"' sh "${e2e[@]}" 2>&1 | tee "$scratch/e2e.log"
   else
-    HEARTH_APP="$target/debug/hearth-desktop" "${e2e[@]}" 2>&1 | tee "$scratch/e2e.log"
+    HEARTH_APP="$target/debug/hearth-desktop" HEARTH_E2E_BUILTIN=starter "${e2e[@]}" 2>&1 | tee "$scratch/e2e.log"
   fi
   status=${PIPESTATUS[0]}
   line=$(tail -n1 "$scratch/e2e.log")

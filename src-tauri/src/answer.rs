@@ -10,6 +10,7 @@ use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
 use hearth_chat::remote::RemoteConfig;
 use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, BackendKind, Input, LiveStats};
 use hearth_engine::ChatMessage;
+use hearth_hub::BuiltinKind;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CommandError, CommandResult};
@@ -195,23 +196,30 @@ pub fn load_remote_model(state: &AppState, model: &str) -> CommandResult<ModelSt
 }
 
 /// Load the start model if none is loaded yet: the registry's default, else the first
-/// registered model, else the demo (and say so).
+/// registered model, else the built-in model (and say what it is).
 pub fn ensure_model(state: &AppState) -> CommandResult<()> {
     if lock(&state.model).is_some() {
         return Ok(());
     }
     let models = paths::local_models(&state.paths);
     let Some(entry) = paths::pick_start_model(&models) else {
-        let message = "No model is available: nothing is downloaded and the bundled demo model is missing. Open Models to download one.";
+        let message = "No model is available: nothing is downloaded and the model that comes with Hearth is missing. Open Models to download one.";
         *lock(&state.model_error) = Some(message.into());
         return Err(CommandError::new("no_model", message));
     };
     load_model(state, &entry)?;
-    if entry.is_demo && models.len() == 1 {
-        state.notify(
-            NoticeLevel::Info,
+    let notice = match entry.builtin {
+        _ if models.len() > 1 => None,
+        Some(BuiltinKind::Starter) => Some(
+            "No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it. It answers offline but makes many mistakes. Open Models to download a bigger one for good answers.",
+        ),
+        Some(BuiltinKind::Demo) => Some(
             "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.",
-        );
+        ),
+        None => None,
+    };
+    if let Some(message) = notice {
+        state.notify(NoticeLevel::Info, message);
     }
     Ok(())
 }

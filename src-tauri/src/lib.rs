@@ -45,7 +45,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
                 return Ok(()); // already managed above
             }
             let resources = app.path().resource_dir().ok();
-            let paths = Paths::for_user(paths::find_demo_model(resources.as_deref()))?;
+            let paths = Paths::for_user(paths::find_builtin_model(resources.as_deref()))?;
             tracing::info!("data folder: {}", paths.data_dir.display());
             let state = AppState::open(paths)?;
             *state::lock(&state.cpu_threads) = commands::settings::load(app.handle()).threads;

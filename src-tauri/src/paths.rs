@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hearth_chat::{Availability, BackendKind};
-use hearth_hub::{Store, DEMO_MODEL_NAME};
+use hearth_hub::{BuiltinKind, BuiltinModel, Store};
 use serde::Serialize;
 
 use crate::fidelity::{self, SelftestSummary};
@@ -18,16 +18,16 @@ pub struct Paths {
     pub config_dir: PathBuf,
     /// `$XDG_STATE_HOME/hearth`: FastFlowLM's log, the NPU self-test results.
     pub state_dir: PathBuf,
-    /// The bundled demo model folder, if found.
-    pub demo_model: Option<PathBuf>,
+    /// The model that came with Hearth (the starter assistant or the demo), if found.
+    pub builtin: Option<BuiltinModel>,
     /// Where the NPU and power sensors are read: `/`, or a fixture tree from
     /// `tests/fixtures/npu/` (`HEARTH_NPU_ROOT`) to see the app as on a Ryzen AI laptop.
     pub system_root: PathBuf,
 }
 
 impl Paths {
-    /// Paths for this user (XDG base directories) with the given demo model folder.
-    pub fn for_user(demo_model: Option<PathBuf>) -> Result<Self, String> {
+    /// Paths for this user (XDG base directories) with the given built-in model.
+    pub fn for_user(builtin: Option<BuiltinModel>) -> Result<Self, String> {
         let base = directories::BaseDirs::new().ok_or_else(|| {
             "cannot find your home folder (HOME is not set), so Hearth has nowhere to keep its data".to_string()
         })?;
@@ -38,7 +38,7 @@ impl Paths {
                 .state_dir()
                 .unwrap_or_else(|| base.data_dir())
                 .join("hearth"),
-            demo_model,
+            builtin,
             system_root: system_root_from_env(),
         })
     }
@@ -48,15 +48,15 @@ impl Paths {
         self.data_dir.join("conversations.db")
     }
 
-    /// The model store (registry and models folder), showing the demo model as built in.
+    /// The model store (registry and models folder), showing the built-in model.
     /// Every model is checked before it is registered: a chat template that would hang or
     /// exhaust memory is refused at download and import (`hearth_engine::check_chat_template`).
     pub fn store(&self) -> Store {
         let store = Store::at(self.data_dir.clone()).with_model_check(|dir, name| {
             hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
         });
-        match &self.demo_model {
-            Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir.clone()),
+        match &self.builtin {
+            Some(model) => store.with_builtin(model.name(), model.folder.clone()),
             None => store,
         }
     }
@@ -70,10 +70,10 @@ impl Paths {
     }
 }
 
-/// The demo model folder: `HEARTH_DEMO_MODEL` if set (for developers), else bundled as a
-/// resource in an installed app, else the repository's `models/demo` in a source tree.
-pub fn find_demo_model(resource_dir: Option<&Path>) -> Option<PathBuf> {
-    hearth_hub::find_demo_model(
+/// The built-in model: `HEARTH_DEMO_MODEL` if set (for developers and tests), else bundled as a
+/// resource (the starter, or the demo), else the repository's `models/demo` in a source tree.
+pub fn find_builtin_model(resource_dir: Option<&Path>) -> Option<BuiltinModel> {
+    hearth_hub::find_builtin_model(
         std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
         resource_dir,
     )
@@ -94,12 +94,12 @@ pub struct LocalModel {
     pub name: String,
     /// Its folder.
     pub path: PathBuf,
-    /// The bundled demo model.
-    pub is_demo: bool,
+    /// Which model came with Hearth, when this is it (None for a model the user installed).
+    pub builtin: Option<BuiltinKind>,
     /// The model Hearth opens at start.
     pub is_default: bool,
-    /// sha256 of its weights from the registry (None for the demo, whose files are not
-    /// recorded).
+    /// sha256 of its weights from the registry (None for the built-in model, whose files are
+    /// not recorded).
     #[serde(skip)]
     pub sha256: Option<String>,
     /// Where it can run on this computer: Hearth's engine on the processor (every local
@@ -126,33 +126,33 @@ impl LocalModel {
     }
 }
 
-/// The demo model: it runs on the processor only (FastFlowLM runs registered models).
-fn demo_entry(dir: &Path) -> LocalModel {
+/// The built-in model: it runs on the processor only (FastFlowLM runs registered models).
+fn builtin_entry(model: &BuiltinModel) -> LocalModel {
     LocalModel {
-        name: DEMO_MODEL_NAME.into(),
-        path: dir.to_path_buf(),
-        is_demo: true,
+        name: model.name().into(),
+        path: model.folder.clone(),
+        builtin: Some(model.kind),
         is_default: false,
         sha256: None,
         backends: vec![
             Availability::usable(BackendKind::Cpu),
             Availability::unusable(
                 BackendKind::Npu,
-                "the demo model runs on the processor only: FastFlowLM runs downloaded models",
+                "the built-in model runs on the processor only: FastFlowLM runs downloaded models",
             ),
         ],
         selftest: None,
     }
 }
 
-/// Registered models (the default first, then as the registry lists them), then the demo. A
-/// registry that cannot be read lists only the demo, and the reason is logged.
+/// Registered models (the default first, then as the registry lists them), then the built-in
+/// model. A registry that cannot be read lists only the built-in one, and the reason is logged.
 pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
     let installed = match paths.store().list() {
         Ok(list) => list,
         Err(error) => {
             tracing::warn!("models: the registry cannot be read: {error}");
-            return paths.demo_model.iter().map(|dir| demo_entry(dir)).collect();
+            return paths.builtin.iter().map(builtin_entry).collect();
         }
     };
     let registered: Vec<&str> = installed
@@ -170,9 +170,13 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
         .into_iter()
         .map(|m| {
             if m.builtin {
+                let kind = paths.builtin.as_ref().map_or(BuiltinKind::Demo, |b| b.kind);
                 return LocalModel {
                     is_default: m.is_default,
-                    ..demo_entry(&m.folder)
+                    ..builtin_entry(&BuiltinModel {
+                        kind,
+                        folder: m.folder,
+                    })
                 };
             }
             let sha256 = ["model.q4nx", "model.safetensors"]
@@ -189,20 +193,20 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
                 sha256,
                 name: m.name,
                 path: m.folder,
-                is_demo: false,
+                builtin: None,
                 is_default: m.is_default,
                 backends: vec![Availability::usable(BackendKind::Cpu), npu],
                 selftest,
             }
         })
         .collect();
-    // The demo last: a downloaded model is the better start.
-    models.sort_by_key(|m| (!m.is_default, m.is_demo));
+    // The built-in model last: a downloaded model is the better start.
+    models.sort_by_key(|m| (!m.is_default, m.builtin.is_some()));
     models
 }
 
 /// The model to open at start: the registry's default, else the first registered one, else the
-/// demo.
+/// built-in model.
 pub fn pick_start_model(models: &[LocalModel]) -> Option<LocalModel> {
     models
         .iter()
@@ -225,12 +229,15 @@ mod tests {
             data_dir: dir.path().join("data"),
             config_dir: dir.path().join("config"),
             state_dir: dir.path().join("state"),
-            demo_model: Some(demo),
+            builtin: Some(BuiltinModel {
+                kind: BuiltinKind::Demo,
+                folder: demo,
+            }),
             system_root: PathBuf::from("/"),
         };
         let models = local_models(&paths);
         assert_eq!(models.len(), 1, "only the demo when nothing is installed");
-        assert!(models[0].is_demo);
+        assert_eq!(models[0].builtin, Some(BuiltinKind::Demo));
         // A folder under models/ that the registry does not name is not a model (the store's
         // rule: it is a leftover), even with a config.json.
         let stray = paths.data_dir.join("models/half-copied");

@@ -32,8 +32,8 @@ pub struct ModelStatus {
     pub device: String,
     /// Kernel level in use (e.g. avx2; "" for a remote model).
     pub kernel: String,
-    /// The bundled demo model.
-    pub is_demo: bool,
+    /// Which model came with Hearth, when this is it.
+    pub builtin: Option<hearth_hub::BuiltinKind>,
     /// sha256 of the weights file, when known.
     pub sha256: Option<String>,
 }
@@ -52,14 +52,15 @@ pub struct LoadedModel {
 
 impl LoadedModel {
     /// Loads `entry` into Hearth's engine. The weights' sha256 comes from the registry; the
-    /// demo's (a few MB, not recorded in the registry) is computed here.
+    /// built-in model's (not recorded in the registry) is computed here.
     pub fn load(
         entry: &LocalModel,
         threads: Option<usize>,
     ) -> Result<Self, hearth_chat::BackendError> {
         let sha256 = entry.sha256.clone().or_else(|| {
             entry
-                .is_demo
+                .builtin
+                .is_some()
                 .then(|| hearth_hub::sha256_file(&entry.path.join("model.q4nx")).ok())
                 .flatten()
                 .map(|record| record.sha256)
@@ -82,7 +83,7 @@ impl LoadedModel {
             backend: info.label.clone(),
             device: info.device.clone(),
             kernel: engine.kernel.clone(),
-            is_demo: entry.is_demo,
+            builtin: entry.builtin,
             sha256: info.model_sha256.clone(),
         };
         Ok(Self {
@@ -122,7 +123,7 @@ impl LoadedModel {
             backend: info.label.clone(),
             device: info.device.clone(),
             kernel: String::new(),
-            is_demo: entry.is_demo,
+            builtin: entry.builtin,
             sha256: info.model_sha256.clone(),
         };
         Ok(Self {
@@ -172,7 +173,7 @@ fn remote_status(info: &hearth_chat::BackendInfo) -> ModelStatus {
         backend: info.label.clone(),
         device: info.device.clone(),
         kernel: String::new(),
-        is_demo: false,
+        builtin: None,
         sha256: None,
     }
 }

@@ -141,7 +141,7 @@ fn an_answer_from_a_real_model_is_saved_with_its_receipt() {
     let app = app();
     let status = invoke(&app, "app_status", json!({})).unwrap();
     assert_eq!(
-        status["model"]["is_demo"], true,
+        status["model"]["builtin"], "demo",
         "opens on the demo model: {status}"
     );
     assert!(status["notices"].to_string().contains("tiny demo model"));

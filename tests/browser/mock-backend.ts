@@ -45,7 +45,7 @@ const sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repeti
 let settings: Json = { theme: 'light', font_size: 15, sampling, max_tokens: 256, system_prompt: '' };
 const model = {
   name: 'demo', path: '/models/demo', family: 'llama', parameter_count: 1_200_000, context_length: 512,
-  weight_format: 'q4nx', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', kernel: 'avx2', is_demo: true, sha256: null,
+  weight_format: 'q4nx', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', kernel: 'avx2', builtin: 'demo', sha256: null,
 };
 // The model answering now: the demo, or a remote one after select_model with backend "remote".
 let current: Json = model;
@@ -228,7 +228,7 @@ async function loadLocal(name: string, backend: 'npu' | 'cpu') {
     await stage('ready', '');
   }
   current = {
-    ...model, name, path: `/models/${name}`, is_demo: false, context_length: 4096, sha256: 'cd34',
+    ...model, name, path: `/models/${name}`, builtin: null, context_length: 4096, sha256: 'cd34',
     backend_kind: backend, backend: backend === 'npu' ? 'npu-flm (FastFlowLM 0.9)' : 'cpu (avx2)', device: backend === 'npu' ? 'NPU Strix (XDNA 2)' : 'Mock CPU',
   };
   return current;
@@ -252,12 +252,16 @@ mockIPC(async (cmd, raw) => {
   control.calls.push({ cmd, args: { ...args, onEvent: undefined } });
   switch (cmd) {
     case 'app_status':
-      return { model: current, model_error: null, notices: [{ level: 'info', message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
+      // window.__mockBuiltin = 'starter' (set before the app starts): the app bundles the starter.
+      if ((window as any).__mockBuiltin === 'starter' && current === model) {
+        current = { ...model, name: 'smollm2-135m', path: '/models/starter', builtin: 'starter', parameter_count: 134_515_008 };
+      }
+      return { model: current, model_error: null, notices: [{ level: 'info', message: current.builtin === 'starter' ? 'No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it.' : 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', max_message_chars: 100000 };
     case 'list_local_models':
       return [
-        { name: 'demo', path: '/models/demo', is_demo: true, is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }], selftest: null },
+        { name: current.builtin === 'starter' ? 'smollm2-135m' : 'demo', path: '/models/demo', builtin: current.builtin === 'starter' ? 'starter' : 'demo', is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }], selftest: null },
         ...Object.entries(control.npuModels).map(([name, usable]) => ({
-          name, path: `/models/${name}`, is_demo: false, is_default: false,
+          name, path: `/models/${name}`, builtin: null, is_default: false,
           backends: [
             ...(usable ? [{ kind: 'npu', usable: true, reason: null }] : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]),
             { kind: 'cpu', usable: true, reason: null },
@@ -272,7 +276,7 @@ mockIPC(async (cmd, raw) => {
         remote.model = args.name;
         current = {
           name: args.name, path: '', family: 'remote', parameter_count: 0, context_length: 0, weight_format: '',
-          backend_kind: 'remote', backend: `remote (${remote.url})`, device: remote.host, kernel: '', is_demo: false, sha256: null,
+          backend_kind: 'remote', backend: `remote (${remote.url})`, device: remote.host, kernel: '', builtin: null, sha256: null,
         };
         return current;
       }

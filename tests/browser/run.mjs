@@ -246,6 +246,20 @@ test('first start: one welcome card for the demo, then a slim chip, remembered',
   await page.getByTestId('models-view').waitFor();
 });
 
+test('first start with the bundled starter: the welcome card says it is small and makes mistakes', async ({ page }) => {
+  const card = page.getByTestId('welcome-card');
+  await card.waitFor();
+  const text = await card.textContent();
+  assert(text.includes('SmolLM2-135M') && text.includes('makes many mistakes') && !text.includes('demo'), `the card: ${text}`);
+  assert((await page.getByTestId('toast').count()) === 0, 'no duplicate notice about the starter');
+  await card.getByRole('button', { name: 'Try it first' }).click();
+  const chip = page.getByTestId('demo-chip');
+  await chip.waitFor();
+  assert((await chip.textContent()).trim() === 'Small model', 'the chip names it');
+  const option = await page.getByTestId('model-picker').locator('option[value="cpu:smollm2-135m"]').textContent();
+  assert(option.includes('small, built in'), `the picker: ${option}`);
+}, () => { window.__mockBuiltin = 'starter'; });
+
 test('a message streams an answer with a grey line of numbers and the receipt under Details', async ({ page }) => {
   await send(page, 'Hello there');
   const answer = page.getByTestId('assistant-message').last();

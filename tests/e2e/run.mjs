@@ -4,7 +4,8 @@
 // Environment: HEARTH_APP (binary; default target/debug/hearth-desktop), TAURI_DRIVER (default
 // $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there),
 // HEARTH_E2E_OFFLINE=1 (the run is inside a network namespace with only loopback, as npm test
-// runs it: the test checks that no other interface exists, and tries a download that must fail).
+// runs it: the test checks that no other interface exists, and tries a download that must fail),
+// HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on).
 import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -142,6 +143,8 @@ async function step(name, fn) {
 }
 
 const offline = process.env.HEARTH_E2E_OFFLINE === '1';
+// "starter" or "demo": the built-in model the app must open on (npm test bundles the starter).
+const expectedBuiltin = process.env.HEARTH_E2E_BUILTIN;
 
 try {
   if (offline) {
@@ -153,20 +156,22 @@ try {
     });
   }
   await waitFor('tauri-driver', async () => (await fetch(`${base}/status`)).ok, 30_000);
-  await step('the app starts on the demo model and says so', async () => {
+  await step('the app starts on the model that comes with it and says what it is', async () => {
     await startApp();
     const runsOn = await waitFor('the status item to say where answers run', async () => {
       const t = await statusText();
       return t.includes('Running on the processor') ? t : null;
     });
     const body = await exec('return document.body.innerText');
-    if (!body.includes('tiny demo model')) throw new Error('the demo notice is missing');
-    console.log(`        runs on: ${runsOn}`);
+    const found = body.includes('SmolLM2-135M, a very small assistant') ? 'starter' : body.includes('tiny demo model') ? 'demo' : null;
+    if (!found) throw new Error(`the welcome card does not say what the built-in model is: ${JSON.stringify(body.slice(0, 400))}`);
+    if (expectedBuiltin && found !== expectedBuiltin) throw new Error(`the app opened on the ${found} model, not the ${expectedBuiltin}`);
+    console.log(`        ${found} model; runs on: ${runsOn}`);
   });
 
   await step('a typed message gets a streamed answer and a tokens/s figure', async () => {
     const input = await find('chat-input');
-    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Hello! Tell me a story.' });
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Hello! What is a cat, in one sentence?' });
     await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
     // The stop button shows while the answer streams. Right after the click the send
     // button can still be on screen for a moment, so "finished" is: no stop button and
@@ -206,7 +211,7 @@ try {
     await startApp();
     const list = await waitFor('the conversation list', async () => {
       const t = await exec('return document.querySelector(\'[data-testid="conversation-list"]\')?.textContent ?? ""');
-      return t.includes('Hello! Tell me a story.') ? t : null;
+      return t.includes('Hello! What is a cat, in one sentence?') ? t : null;
     }, 30_000).catch(async (e) => {
       throw new Error(`${e.message}; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 300))}`);
     });

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use hearth_chat::Availability;
-use hearth_hub::{find_demo_model, human_bytes, Machine, Store, DEMO_MODEL_NAME};
+use hearth_hub::{find_builtin_model, human_bytes, Machine, Store};
 
 use crate::terminal::safe;
 
@@ -25,18 +25,18 @@ pub struct Args {
     pub found: bool,
 }
 
-/// The model store of this user, showing the bundled demo model as built in. Models it
-/// installs must pass the engine's chat template check.
+/// The model store of this user, showing the model that came with Hearth (the starter or the
+/// demo) as built in. Models it installs must pass the engine's chat template check.
 pub fn open_store() -> anyhow::Result<Store> {
     let store = Store::open_default()?.with_model_check(|dir, name| {
         hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
     });
-    let demo = find_demo_model(
+    let builtin = find_builtin_model(
         std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
         None,
     );
-    Ok(match demo {
-        Some(dir) => store.with_builtin(DEMO_MODEL_NAME, dir),
+    Ok(match builtin {
+        Some(model) => store.with_builtin(model.name(), model.folder),
         None => store,
     })
 }

@@ -1,37 +1,85 @@
-//! The bundled demo model: a tiny model shipped with Hearth so it answers on first start, listed
-//! in the store as built in. One finder for the CLI and the app.
+//! The model that comes with Hearth, so that it answers on first start with nothing downloaded.
+//! The app and the .deb bundle the starter assistant, SmolLM2-135M-Instruct, which
+//! `scripts/starter-model.sh` makes from a published GGUF; a source tree, or a build made
+//! without it, has the tiny demo model that the tests use. One finder for the CLI and the app.
 
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 /// The demo model's name in the store.
 pub const DEMO_MODEL_NAME: &str = "demo";
+/// The starter assistant's name in the store.
+pub const STARTER_MODEL_NAME: &str = "smollm2-135m";
+/// The file `scripts/starter-model.sh` leaves in the starter's folder: how the finder knows it.
+pub const STARTER_MARKER: &str = "hearth-starter.txt";
 
-/// Where the demo model is, first match wins: `override_dir` (`HEARTH_DEMO_MODEL`, read by the
-/// caller), the app's resource folder (`<resources>/models/demo`), next to an installed `hearth`
-/// binary (`<exe>/../share/hearth/models/demo`), or the source tree of a development build.
-pub fn find_demo_model(
+/// Which model came with Hearth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum BuiltinKind {
+    /// SmolLM2-135M-Instruct: a real, very small assistant (it makes many mistakes).
+    Starter,
+    /// The 5 M-parameter toy trained on the Rust books: it only shows how the app works.
+    Demo,
+}
+
+/// The built-in model: what it is and where its folder is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltinModel {
+    pub kind: BuiltinKind,
+    pub folder: PathBuf,
+}
+
+impl BuiltinModel {
+    /// Its name in the store.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            BuiltinKind::Starter => STARTER_MODEL_NAME,
+            BuiltinKind::Demo => DEMO_MODEL_NAME,
+        }
+    }
+
+    /// A model folder, known as the starter by its marker file.
+    fn at(folder: PathBuf) -> BuiltinModel {
+        let kind = if folder.join(STARTER_MARKER).is_file() {
+            BuiltinKind::Starter
+        } else {
+            BuiltinKind::Demo
+        };
+        let folder = folder.canonicalize().unwrap_or(folder);
+        BuiltinModel { kind, folder }
+    }
+}
+
+/// The built-in model, first match wins: `override_dir` (`HEARTH_DEMO_MODEL`, read by the
+/// caller), the app's resource folder (`<resources>/models/starter`, then `models/demo`), next to
+/// an installed `hearth` binary (`<exe>/../share/hearth/models/…`), or the source tree's demo in
+/// a development build (never a starter there, so tests always meet the same model).
+pub fn find_builtin_model(
     override_dir: Option<PathBuf>,
     resource_dir: Option<&Path>,
-) -> Option<PathBuf> {
+) -> Option<BuiltinModel> {
     let is_model = |dir: &PathBuf| dir.join("config.json").is_file();
     if let Some(dir) = override_dir {
-        return is_model(&dir).then(|| dir.canonicalize().unwrap_or(dir));
+        return is_model(&dir).then(|| BuiltinModel::at(dir));
     }
-    let installed = std::env::current_exe().ok().and_then(|exe| {
-        exe.parent()?
-            .parent()
-            .map(|p| p.join("share/hearth/models").join(DEMO_MODEL_NAME))
-    });
+    let bundled = |root: PathBuf| ["starter", DEMO_MODEL_NAME].map(|name| root.join(name));
+    let installed = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("share/hearth/models")));
     let source_tree = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../models")
         .join(DEMO_MODEL_NAME);
     resource_dir
-        .map(|r| r.join("models").join(DEMO_MODEL_NAME))
+        .map(|r| r.join("models"))
         .into_iter()
         .chain(installed)
+        .flat_map(bundled)
         .chain([source_tree])
         .find(is_model)
-        .map(|dir| dir.canonicalize().unwrap_or(dir))
+        .map(BuiltinModel::at)
 }
 
 #[cfg(test)]
@@ -40,18 +88,34 @@ mod tests {
 
     #[test]
     fn an_override_without_a_model_finds_nothing() {
-        let dir = std::env::temp_dir().join(format!("hearth-demo-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(find_demo_model(Some(dir.clone()), None), None);
-        std::fs::write(dir.join("config.json"), "{}").unwrap();
-        let found = find_demo_model(Some(dir.clone()), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(found, Some(dir.canonicalize().unwrap_or(dir)));
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(find_builtin_model(Some(dir.path().into()), None), None);
+        std::fs::write(dir.path().join("config.json"), "{}").unwrap();
+        let found = find_builtin_model(Some(dir.path().into()), None).unwrap();
+        assert_eq!(found.kind, BuiltinKind::Demo);
+        assert_eq!(found.name(), DEMO_MODEL_NAME);
     }
 
     #[test]
     fn the_source_tree_demo_is_found_in_a_development_build() {
-        let found = find_demo_model(None, None).expect("models/demo is in the repository");
-        assert!(found.ends_with("models/demo"), "{}", found.display());
+        let found = find_builtin_model(None, None).expect("models/demo is in the repository");
+        assert!(found.folder.ends_with("models/demo"), "{found:?}");
+        assert_eq!(found.kind, BuiltinKind::Demo);
+    }
+
+    #[test]
+    fn a_bundled_starter_comes_before_the_demo() {
+        let resources = tempfile::tempdir().unwrap();
+        for name in ["starter", "demo"] {
+            let dir = resources.path().join("models").join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("config.json"), "{}").unwrap();
+        }
+        let starter = resources.path().join("models/starter");
+        std::fs::write(starter.join(STARTER_MARKER), "SmolLM2-135M-Instruct").unwrap();
+        let found = find_builtin_model(None, Some(resources.path())).unwrap();
+        assert_eq!(found.kind, BuiltinKind::Starter);
+        assert_eq!(found.name(), STARTER_MODEL_NAME);
+        assert!(found.folder.ends_with("models/starter"), "{found:?}");
     }
 }

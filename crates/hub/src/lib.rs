@@ -16,8 +16,8 @@
 //! `HF_ENDPOINT` with `Api::new()`; 1.0 drops resume and brings about 290 dependencies. The
 //! three Hub endpoints needed are small, so `hub_api` talks to them over `ureq` directly.
 
+mod builtin;
 pub mod catalog;
-mod demo;
 mod download;
 mod error;
 mod found;
@@ -33,8 +33,11 @@ mod pull;
 pub mod registry;
 mod store;
 
+pub use builtin::{
+    find_builtin_model, BuiltinKind, BuiltinModel, DEMO_MODEL_NAME, STARTER_MARKER,
+    STARTER_MODEL_NAME,
+};
 pub use catalog::{Backend, CatalogEntry};
-pub use demo::{find_demo_model, DEMO_MODEL_NAME};
 pub use download::{sha256_file, DownloadOptions};
 pub use error::{Error, Result};
 pub use found::{

@@ -51,7 +51,10 @@ pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
         data_dir: data.path().to_path_buf(),
         config_dir: data.path().join("config"),
         state_dir: data.path().join("state"),
-        demo_model: demo,
+        builtin: demo.map(|folder| hearth_hub::BuiltinModel {
+            kind: hearth_hub::BuiltinKind::Demo,
+            folder,
+        }),
         system_root: hearth_desktop::paths::system_root_from_env(),
     };
     let app = hearth_desktop::configure(mock_builder(), Some(paths))

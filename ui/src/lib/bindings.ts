@@ -156,6 +156,11 @@ capacity_wh: number,
 percent_per_hour: number, };
 
 /**
+ * Which model came with Hearth.
+ */
+export type BuiltinKind = "starter" | "demo";
+
+/**
  * One model of the catalog.
  */
 export type CatalogEntry = { 
@@ -737,9 +742,9 @@ name: string,
  */
 path: string, 
 /**
- * The bundled demo model.
+ * Which model came with Hearth, when this is it (None for a model the user installed).
  */
-is_demo: boolean, 
+builtin: BuiltinKind | null, 
 /**
  * The model Hearth opens at start.
  */
@@ -947,9 +952,9 @@ device: string,
  */
 kernel: string, 
 /**
- * The bundled demo model.
+ * Which model came with Hearth, when this is it.
  */
-is_demo: boolean, 
+builtin: BuiltinKind | null, 
 /**
  * sha256 of the weights file, when known.
  */

@@ -213,8 +213,8 @@ export class ChatStore {
       this.settings = settings;
       const seen = this.dismissedNotices();
       for (const notice of status.notices) {
-        // The demo has its own welcome card; the other notices show once as toasts.
-        if (!seen.includes(notice.message) && !(status.model?.is_demo && /demo model/i.test(notice.message))) {
+        // The built-in model has its own welcome card; the other notices show once as toasts.
+        if (!seen.includes(notice.message) && !(status.model?.builtin && /^No model is downloaded yet/.test(notice.message))) {
           this.toast(notice.level, notice.message);
         }
       }

@@ -4,6 +4,7 @@
 
 export type {
   Backend,
+  BuiltinKind,
   CatalogEntry,
   CatalogItem,
   Fit,
@@ -20,7 +21,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { CatalogEntry, CatalogItem, FoundSource, PullProgress } from './bindings';
+import type { BuiltinKind, CatalogEntry, CatalogItem, FoundSource, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -111,4 +112,9 @@ export function foundSourceLabel(source: FoundSource): string {
     case 'huggingface':
       return 'from the Hugging Face cache';
   }
+}
+
+/** How the picker names the model that came with Hearth. */
+export function builtinLabel(kind: BuiltinKind): string {
+  return kind === 'starter' ? 'small, built in' : 'tiny demo';
 }
