@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{tiny_llama_json, write_hf_folder};
 use half::bf16;
@@ -218,49 +218,58 @@ fn a_failed_convert_leaves_nothing_behind() {
     );
 }
 
-#[test]
-fn stale_partial_output_is_cleaned_up() {
+/// A tiny Llama source folder, and beside the output `out` a `.out.partial` folder holding
+/// `files` (name, contents), as an interrupted conversion, or someone else, left it.
+struct WithPartial {
+    _tmp: tempfile::TempDir,
+    src: PathBuf,
+    dst: PathBuf,
+    partial: PathBuf,
+}
+
+fn with_partial(files: &[(&str, &str)]) -> WithPartial {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("hf");
-    let dst = tmp.path().join("out");
     write_hf_folder(&src, &tiny_llama_json(true));
     let partial = tmp.path().join(".out.partial");
     std::fs::create_dir(&partial).unwrap();
-    std::fs::write(partial.join(".hearth-convert-partial"), "").unwrap();
-    std::fs::write(partial.join("model.q4nx"), "half").unwrap();
-    run(&src, &dst, Variant::Faithful).unwrap();
-    assert!(!partial.exists());
-    validate_dir(&dst).unwrap();
+    for (name, contents) in files {
+        std::fs::write(partial.join(name), contents).unwrap();
+    }
+    WithPartial {
+        dst: tmp.path().join("out"),
+        _tmp: tmp,
+        src,
+        partial,
+    }
+}
+
+#[test]
+fn stale_partial_output_is_cleaned_up() {
+    let t = with_partial(&[(".hearth-convert-partial", ""), ("model.q4nx", "half")]);
+    run(&t.src, &t.dst, Variant::Faithful).unwrap();
+    assert!(!t.partial.exists());
+    validate_dir(&t.dst).unwrap();
 }
 
 #[test]
 fn an_empty_partial_folder_left_by_a_kill_is_cleared_and_the_output_has_no_marker() {
     // A kill between making the folder and marking it leaves it empty.
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("hf");
-    let dst = tmp.path().join("out");
-    write_hf_folder(&src, &tiny_llama_json(true));
-    let partial = tmp.path().join(".out.partial");
-    std::fs::create_dir(&partial).unwrap();
-    run(&src, &dst, Variant::Faithful).unwrap();
-    assert!(!partial.exists());
-    assert!(!dst.join(".hearth-convert-partial").exists());
-    validate_dir(&dst).unwrap();
+    let t = with_partial(&[]);
+    run(&t.src, &t.dst, Variant::Faithful).unwrap();
+    assert!(!t.partial.exists());
+    assert!(!t.dst.join(".hearth-convert-partial").exists());
+    validate_dir(&t.dst).unwrap();
 }
 
 #[test]
 fn a_partial_folder_hearth_did_not_make_is_kept() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("hf");
-    write_hf_folder(&src, &tiny_llama_json(true));
-    let partial = tmp.path().join(".out.partial");
-    std::fs::create_dir(&partial).unwrap();
-    std::fs::write(partial.join("notes.txt"), "mine").unwrap();
-    let e = run(&src, &tmp.path().join("out"), Variant::Faithful)
+    let t = with_partial(&[("notes.txt", "mine")]);
+    let e = run(&t.src, &t.dst, Variant::Faithful)
         .unwrap_err()
         .to_string();
     assert!(e.contains("was not made by hearth convert"), "{e}");
-    assert_eq!(std::fs::read(partial.join("notes.txt")).unwrap(), b"mine");
+    assert_eq!(std::fs::read(t.partial.join("notes.txt")).unwrap(), b"mine");
 }
 
 #[test]
