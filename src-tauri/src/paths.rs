@@ -98,8 +98,8 @@ pub struct LocalModel {
     pub builtin: Option<BuiltinKind>,
     /// The model Hearth opens at start.
     pub is_default: bool,
-    /// sha256 of its weights from the registry (None for the built-in model, whose files are
-    /// not recorded).
+    /// sha256 of its weights from the registry, or for the built-in model from its folder's
+    /// record (None when it has none).
     #[serde(skip)]
     pub sha256: Option<String>,
     /// Where it can run on this computer: Hearth's engine on the processor (every local
@@ -133,7 +133,7 @@ fn builtin_entry(model: &BuiltinModel) -> LocalModel {
         path: model.folder.clone(),
         builtin: Some(model.kind),
         is_default: false,
-        sha256: None,
+        sha256: model.sha256.clone(),
         backends: vec![
             Availability::usable(BackendKind::Cpu),
             Availability::unusable(
@@ -169,14 +169,11 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
     let mut models: Vec<LocalModel> = installed
         .into_iter()
         .map(|m| {
-            if m.builtin {
-                let kind = paths.builtin.as_ref().map_or(BuiltinKind::Demo, |b| b.kind);
+            // The store lists a built-in model only when `paths` has one.
+            if let Some(builtin) = paths.builtin.as_ref().filter(|_| m.builtin) {
                 return LocalModel {
                     is_default: m.is_default,
-                    ..builtin_entry(&BuiltinModel {
-                        kind,
-                        folder: m.folder,
-                    })
+                    ..builtin_entry(builtin)
                 };
             }
             let sha256 = ["model.q4nx", "model.safetensors"]
@@ -232,6 +229,7 @@ mod tests {
             builtin: Some(BuiltinModel {
                 kind: BuiltinKind::Demo,
                 folder: demo,
+                sha256: None,
             }),
             system_root: PathBuf::from("/"),
         };

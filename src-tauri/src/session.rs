@@ -51,8 +51,9 @@ pub struct LoadedModel {
 }
 
 impl LoadedModel {
-    /// Loads `entry` into Hearth's engine. The weights' sha256 comes from the registry; the
-    /// built-in model's (not recorded in the registry) is computed here.
+    /// Loads `entry` into Hearth's engine. The weights' sha256 comes from the registry, or the
+    /// built-in model's folder; a built-in model without that record (the demo, a few MB) is
+    /// hashed here.
     pub fn load(
         entry: &LocalModel,
         threads: Option<usize>,

@@ -13,6 +13,9 @@ pub const DEMO_MODEL_NAME: &str = "demo";
 pub const STARTER_MODEL_NAME: &str = "smollm2-135m";
 /// The file `scripts/starter-model.sh` leaves in the starter's folder: how the finder knows it.
 pub const STARTER_MARKER: &str = "hearth-starter.txt";
+/// The weights' sha256 as `sha256sum` writes it, recorded when the folder was made, so that
+/// the app need not hash the weights at every start (a built-in model has no registry entry).
+pub const WEIGHTS_SHA256_FILE: &str = "model.q4nx.sha256";
 
 /// Which model came with Hearth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,6 +33,8 @@ pub enum BuiltinKind {
 pub struct BuiltinModel {
     pub kind: BuiltinKind,
     pub folder: PathBuf,
+    /// sha256 of `model.q4nx` from [`WEIGHTS_SHA256_FILE`], when the folder records it.
+    pub sha256: Option<String>,
 }
 
 impl BuiltinModel {
@@ -48,9 +53,22 @@ impl BuiltinModel {
         } else {
             BuiltinKind::Demo
         };
+        let sha256 = recorded_sha256(&folder.join(WEIGHTS_SHA256_FILE));
         let folder = folder.canonicalize().unwrap_or(folder);
-        BuiltinModel { kind, folder }
+        BuiltinModel {
+            kind,
+            folder,
+            sha256,
+        }
     }
+}
+
+/// The hash a `sha256sum` line holds (`<64 hex digits>  model.q4nx`), if the file is one.
+fn recorded_sha256(file: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let hash = text.split_whitespace().next()?;
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| hash.to_ascii_lowercase())
 }
 
 /// The built-in model, first match wins: `override_dir` (`HEARTH_DEMO_MODEL`, read by the
@@ -113,9 +131,31 @@ mod tests {
         }
         let starter = resources.path().join("models/starter");
         std::fs::write(starter.join(STARTER_MARKER), "SmolLM2-135M-Instruct").unwrap();
+        let hash = "ab".repeat(32);
+        std::fs::write(
+            starter.join(WEIGHTS_SHA256_FILE),
+            format!("{hash}  model.q4nx\n"),
+        )
+        .unwrap();
         let found = find_builtin_model(None, Some(resources.path())).unwrap();
         assert_eq!(found.kind, BuiltinKind::Starter);
         assert_eq!(found.name(), STARTER_MODEL_NAME);
         assert!(found.folder.ends_with("models/starter"), "{found:?}");
+        assert_eq!(found.sha256, Some(hash));
+    }
+
+    #[test]
+    fn a_recorded_hash_that_is_not_one_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(WEIGHTS_SHA256_FILE);
+        for text in [
+            "",
+            "not a hash  model.q4nx",
+            &"g".repeat(64),
+            &"a".repeat(63),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            assert_eq!(recorded_sha256(&file), None, "{text:?}");
+        }
     }
 }

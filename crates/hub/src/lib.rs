@@ -35,7 +35,7 @@ mod store;
 
 pub use builtin::{
     find_builtin_model, BuiltinKind, BuiltinModel, DEMO_MODEL_NAME, STARTER_MARKER,
-    STARTER_MODEL_NAME,
+    STARTER_MODEL_NAME, WEIGHTS_SHA256_FILE,
 };
 pub use catalog::{Backend, CatalogEntry};
 pub use download::{sha256_file, DownloadOptions};

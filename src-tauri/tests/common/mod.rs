@@ -54,6 +54,7 @@ pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
         builtin: demo.map(|folder| hearth_hub::BuiltinModel {
             kind: hearth_hub::BuiltinKind::Demo,
             folder,
+            sha256: None,
         }),
         system_root: hearth_desktop::paths::system_root_from_env(),
     };
