@@ -80,6 +80,12 @@ fn start_server(python: &Path, gguf: &Path, port: u16, log_dir: &Path) -> Server
     let err = out.try_clone().unwrap();
     let mut command = Command::new(python);
     command
+        // Through tests/fixtures/gguf/llama_cpp_plain.py: llama.cpp's plain CPU kernels (its AMX
+        // ones crash on virtual machines that advertise AMX without enabling it).
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/gguf/llama_cpp_plain.py"),
+        )
         .args(["-m", "llama_cpp.server", "--model"])
         .arg(gguf)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])

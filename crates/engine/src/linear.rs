@@ -4,20 +4,22 @@
 //! the SIMD tile kernels of [`crate::cpu`] — activations quantized once per call to int8 blocks
 //! (so results differ from the f32 reference by that rounding, bounded in the tests below), row
 //! blocks of 32 rows split over the persistent thread pool, up to 8 tokens per pass over a
-//! tile. Dense and Q8 matrices keep the plain per-row path, now split over the pool too (same
-//! sums, same order per output).
+//! tile. Q8 matrices (heads and embeddings imported from 8-bit GGUF weights) run the same way
+//! with the Q8 tile kernels. Dense matrices keep the plain per-row path, split over the pool too
+//! (same sums, same order per output).
 
 use std::cell::RefCell;
 
 use q4nx::dtype::decode_f32;
 use q4nx::layout::padded_cols;
-use q4nx::tile::{Q4_1_TILE_BYTES as TILE_BYTES, TILE_COLS, TILE_ROWS};
+use q4nx::tile::{Q4_1_TILE_BYTES, Q8_TILE_BYTES, TILE_COLS, TILE_ROWS};
 use q4nx::{DenseTensor, Dtype, Tensor, TileMatrix};
 
 use crate::cpu::pool::{SharedMut, ThreadPool};
 use crate::cpu::q4_1::{self, MAX_TOKENS};
+use crate::cpu::q8;
 use crate::cpu::quant::{quantize_row, QuantizedActivations, BLOCK};
-use crate::cpu::CpuContext;
+use crate::cpu::{CpuContext, KernelLevel};
 
 /// A dense weight matrix `W[rows, cols]` borrowed from the weight file, row-major, in its stored
 /// dtype (BF16, F16 or F32, little-endian; [`Dtype::is_float`]).
@@ -126,14 +128,23 @@ impl<'w> Linear<'w> {
             "linear: output is not [tokens, rows]"
         );
         match self {
-            Linear::Q4_1 { matrix, .. } => matmul_q4_1(
+            Linear::Q4_1 { matrix, .. } => matmul_tiles(
                 cpu,
+                TileKernel::Q4_1,
                 &[(*matrix, SharedMut(out.as_mut_ptr()))],
                 x,
                 tokens,
                 cols,
             ),
-            _ => self.matmul_rows(x, tokens, out, cpu.pool()),
+            Linear::Q8 { matrix, .. } => matmul_tiles(
+                cpu,
+                TileKernel::Q8,
+                &[(*matrix, SharedMut(out.as_mut_ptr()))],
+                x,
+                tokens,
+                cols,
+            ),
+            Linear::Dense(_) => self.matmul_rows(x, tokens, out, cpu.pool()),
         }
     }
 
@@ -161,7 +172,7 @@ impl<'w> Linear<'w> {
             }
         }
         if all_q4_1 {
-            matmul_q4_1(cpu, &jobs[..pairs.len()], x, tokens, cols);
+            matmul_tiles(cpu, TileKernel::Q4_1, &jobs[..pairs.len()], x, tokens, cols);
         } else {
             // Other kinds (reference models), or sizes matmul's checks will report: one by one.
             for (linear, out) in pairs.iter_mut() {
@@ -170,21 +181,16 @@ impl<'w> Linear<'w> {
         }
     }
 
-    /// The plain path: each row converted or dequantized to f32, dotted with every token; rows
-    /// split in chunks over the pool.
+    /// The plain path of dense matrices: each row converted to f32, dotted with every token;
+    /// rows split in chunks over the pool.
     fn matmul_rows(&self, x: &[f32], tokens: usize, out: &mut [f32], pool: &ThreadPool) {
         const CHUNK: usize = 64;
         let (rows, cols) = (self.rows(), self.cols());
         let out = SharedMut(out.as_mut_ptr());
         pool.run(rows.div_ceil(CHUNK), &|chunk| {
-            let mut w = vec![0.0f32; self.row_buffer_len()];
+            let mut w = vec![0.0f32; cols];
             for n in chunk * CHUNK..rows.min((chunk + 1) * CHUNK) {
-                match self {
-                    Linear::Q4_1 { matrix, .. } | Linear::Q8 { matrix, .. } => {
-                        matrix.dequantize_row(n, &mut w)
-                    }
-                    Linear::Dense(_) => self.row_f32(n, &mut w),
-                }
+                self.row_f32(n, &mut w);
                 for t in 0..tokens {
                     let value = dot(&x[t * cols..(t + 1) * cols], &w[..cols]);
                     // SAFETY: `out` has tokens * rows elements (asserted by `matmul`) and each
@@ -193,13 +199,6 @@ impl<'w> Linear<'w> {
                 }
             }
         });
-    }
-
-    fn row_buffer_len(&self) -> usize {
-        match self {
-            Linear::Dense(d) => d.cols,
-            Linear::Q4_1 { matrix, .. } | Linear::Q8 { matrix, .. } => matrix.cols,
-        }
     }
 }
 
@@ -223,11 +222,49 @@ const EMPTY_TILES: TileMatrix<'static> = TileMatrix {
     bytes: &[],
 };
 
-/// Q4_1 with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
+/// The tile kernels [`matmul_tiles`] runs: one per quantized tile type.
+#[derive(Debug, Clone, Copy)]
+enum TileKernel {
+    Q4_1,
+    Q8,
+}
+
+impl TileKernel {
+    fn tile_bytes(self) -> usize {
+        match self {
+            TileKernel::Q4_1 => Q4_1_TILE_BYTES,
+            TileKernel::Q8 => Q8_TILE_BYTES,
+        }
+    }
+
+    fn prefetch_start(self, tiles: &[u8]) {
+        match self {
+            TileKernel::Q4_1 => q4_1::prefetch_start(tiles),
+            TileKernel::Q8 => {} // the hardware prefetchers keep up with its plain loop
+        }
+    }
+
+    fn row_block(
+        self,
+        level: KernelLevel,
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
+        match self {
+            TileKernel::Q4_1 => q4_1::row_block(level, tiles, acts, t0, out),
+            TileKernel::Q8 => q8::row_block(level, tiles, acts, t0, out),
+        }
+    }
+}
+
+/// Tiles with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
 /// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one run of
 /// `cpu`'s pool, at its level.
-fn matmul_q4_1(
+fn matmul_tiles(
     cpu: &CpuContext,
+    kernel: TileKernel,
     jobs: &[(TileMatrix<'_>, SharedMut<f32>)],
     x: &[f32],
     tokens: usize,
@@ -251,16 +288,16 @@ fn matmul_q4_1(
         pool.run(first_chunk[jobs.len()], &|chunk| {
             let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
             let (matrix, out) = &jobs[i];
-            let (rows, block_bytes) = (matrix.rows, matrix.cols / TILE_COLS * TILE_BYTES);
+            let (rows, block_bytes) = (matrix.rows, matrix.cols / TILE_COLS * kernel.tile_bytes());
             let first = (chunk - first_chunk[i]) * per_chunk;
             let end = (rows / TILE_ROWS).min(first + per_chunk);
-            q4_1::prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
+            kernel.prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
             let mut block = [0.0f32; TILE_ROWS * MAX_TOKENS];
             for rb in first..end {
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
                 for t0 in (0..tokens).step_by(MAX_TOKENS) {
                     let n = (tokens - t0).min(MAX_TOKENS);
-                    q4_1::row_block(level, tiles, acts, t0, &mut block[..n * TILE_ROWS]);
+                    kernel.row_block(level, tiles, acts, t0, &mut block[..n * TILE_ROWS]);
                     for t in 0..n {
                         let src = &block[t * TILE_ROWS..(t + 1) * TILE_ROWS];
                         // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside this output
@@ -506,6 +543,64 @@ mod tests {
     }
 
     #[test]
+    fn q8_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
+        use half::bf16;
+        use q4nx::tile::{pack_q8_tile, GROUPS_PER_TILE};
+        let cpu = cpu();
+        let (rows, cols, tokens) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
+        let mut bytes = Vec::new();
+        for rb in 0..rows / TILE_ROWS {
+            for ct in 0..2 {
+                let mut values = [[0i8; TILE_COLS]; TILE_ROWS];
+                let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+                for r in 0..TILE_ROWS {
+                    for c in 0..TILE_COLS.min((cols as usize).saturating_sub(ct * TILE_COLS)) {
+                        values[r][c] = (((rb * 32 + r) * 7919 + c * 31 + ct) % 255) as u8 as i8;
+                    }
+                    for (g, scale) in d[r].iter_mut().enumerate() {
+                        *scale = bf16::from_f32(0.001 * (1 + (r + g) % 7) as f32);
+                    }
+                }
+                let mut tile = vec![0u8; Q8_TILE_BYTES];
+                pack_q8_tile(&values, &d, &mut tile);
+                bytes.extend(tile);
+            }
+        }
+        let matrix = TileMatrix {
+            name: "w",
+            rows,
+            cols: 512,
+            bytes: &bytes,
+        };
+        let dequantized: Vec<f32> = matrix
+            .dequantize()
+            .chunks(512)
+            .flat_map(|row| row[..cols].to_vec())
+            .collect();
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| (i as f32 * 0.61).cos() * 3.0)
+            .collect();
+        let linear = Linear::Q8 { matrix, cols };
+        let mut out = vec![f32::NAN; tokens * rows];
+        linear.matmul(&cpu, &x, tokens, &mut out);
+        for t in 0..tokens {
+            for n in 0..rows {
+                let (wr, xr) = (
+                    &dequantized[n * cols..(n + 1) * cols],
+                    &x[t * cols..(t + 1) * cols],
+                );
+                let exact = dot(xr, wr);
+                let bound = quantization_bound(wr, xr);
+                let got = out[t * rows + n];
+                assert!(
+                    (got - exact).abs() <= bound,
+                    "row {n} token {t}: {got} vs {exact}, bound {bound}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn shared_input_matmuls_equal_separate_ones() {
         let cpu = cpu();
         // q, k and v of different heights; 3 tokens; then a dense matrix among them.
@@ -520,7 +615,7 @@ mod tests {
         let linears: Vec<Linear> = tiles
             .iter()
             .map(|bytes| {
-                let rows = bytes.len() / (2 * TILE_BYTES) * TILE_ROWS;
+                let rows = bytes.len() / (2 * Q4_1_TILE_BYTES) * TILE_ROWS;
                 let matrix = TileMatrix {
                     name: "w",
                     rows,

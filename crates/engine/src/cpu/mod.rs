@@ -26,6 +26,8 @@ pub mod pool;
 #[clippy::msrv = "1.89"]
 pub(crate) mod q4_1;
 #[clippy::msrv = "1.89"]
+pub(crate) mod q8;
+#[clippy::msrv = "1.89"]
 pub(crate) mod quant;
 
 pub use context::CpuContext;

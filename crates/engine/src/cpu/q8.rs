@@ -1,0 +1,284 @@
+//! Q8 tile kernels: `y[t, r] = Σ_k W[r, k] x[t, k]` for the 32 rows of one row block, straight
+//! from the Q4NX tiles, as [`super::q4_1`] does for 4-bit weights.
+//!
+//! A Q8 tile is 32 rows x 256 columns: 256 BF16 scales `d` indexed `g * 32 + r` (group `g` = 32
+//! columns), then signed bytes with row `r`, column `c` at `(r / 16) * 4096 + c * 16 + r % 16`:
+//! each column's 16 rows of a half side by side. With activations quantized per group
+//! (`x ≈ xq * sx`), one group contributes `d * sx * Σ q * xq`. The integer sums `Σ q * xq` are
+//! exactly equal at every level; the float part is one shared loop, so every level gives the
+//! same bits.
+//!
+//! Output heads and embeddings imported from 8-bit GGUF weights are Q8 (an import never stores
+//! a tensor below the precision the file gives it). On a small model the head is a large part
+//! of every decode step: SmolLM2-135M's is 49 152 x 576.
+
+use q4nx::tile::{
+    GROUPS_PER_TILE as GROUPS, Q8_TILE_BYTES as TILE_BYTES, Q8_VALUES_AT as VALUES,
+    SCALES_AT as SCALES, TILE_COLS, TILE_ROWS,
+};
+
+use super::level::KernelLevel;
+use super::quant::{QuantizedActivations, BLOCK};
+
+/// The integer sums of one tile against 256 quantized activations:
+/// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
+///
+/// AVX-512 VNNI (with VBMI) has its own kernel; the other levels use the scalar twin.
+/// Panics if `level` is not supported by this CPU or the slices are short.
+pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS * GROUPS] {
+    assert!(tile.len() >= TILE_BYTES && xq.len() >= TILE_COLS);
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported by this CPU"
+    );
+    let mut out = [0i32; TILE_ROWS * GROUPS];
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level was checked supported above; slice lengths were checked.
+        KernelLevel::Avx512Vnni => unsafe { avx512vnni::tile_isums(tile, xq, &mut out) },
+        _ => scalar::tile_isums(tile, xq, &mut out),
+    }
+    out
+}
+
+/// Computes one row block for tokens `t0 .. t0 + out.len() / 32` of `acts`:
+/// `out[t * 32 + r]` = row `r` of the block times token `t0 + t`.
+///
+/// `tiles` holds the block's `cols_padded / 256` tiles, in order. Panics if `level` is not
+/// supported or the sizes disagree.
+pub fn row_block(
+    level: KernelLevel,
+    tiles: &[u8],
+    acts: &QuantizedActivations,
+    t0: usize,
+    out: &mut [f32],
+) {
+    assert!(out.len().is_multiple_of(TILE_ROWS));
+    assert!(
+        t0 + out.len() / TILE_ROWS <= acts.tokens(),
+        "row_block: token range out of bounds"
+    );
+    assert_eq!(
+        tiles.len(),
+        acts.cols_padded() / TILE_COLS * TILE_BYTES,
+        "row_block: tiles do not match the activation width"
+    );
+    out.fill(0.0);
+    for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+        let d = scales(tile);
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
+            let sx = &acts.scales(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
+            let isums = tile_isums(level, tile, xq);
+            for g in 0..GROUPS {
+                let j = g * TILE_ROWS;
+                for ((y, d), isum) in y.iter_mut().zip(&d[j..]).zip(&isums[j..]) {
+                    *y += d * sx[g] * *isum as f32;
+                }
+            }
+        }
+    }
+}
+
+/// The tile's 256 BF16 scales as f32, in their index order.
+fn scales(tile: &[u8]) -> [f32; TILE_ROWS * GROUPS] {
+    let mut d = [0.0; TILE_ROWS * GROUPS];
+    for (d, bytes) in d.iter_mut().zip(tile[SCALES..].chunks_exact(2)) {
+        *d = f32::from_bits(u32::from(u16::from_le_bytes([bytes[0], bytes[1]])) << 16);
+    }
+    d
+}
+
+/// The reference twin: plain loops in the order the format describes.
+mod scalar {
+    use super::*;
+
+    pub fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        let values = &tile[VALUES..TILE_BYTES];
+        for g in 0..GROUPS {
+            for r in 0..TILE_ROWS {
+                let mut sum = 0i32;
+                for c in g * BLOCK..(g + 1) * BLOCK {
+                    let q = values[(r / 16) * 4096 + c * 16 + r % 16] as i8;
+                    sum += i32::from(q) * i32::from(xq[c]);
+                }
+                out[g * TILE_ROWS + r] = sum;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512vnni {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// For 64 bytes holding 4 columns x 16 rows (column-major, as a tile half stores them):
+    /// output byte `r * 4 + j` takes input byte `j * 16 + r`, so each 32-bit lane holds one
+    /// row's 4 columns, the operand order of `vpdpbusd`.
+    const ROWS_TO_LANES: [u8; 64] = {
+        let mut index = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            index[i] = ((i % 4) * 16 + i / 4) as u8;
+            i += 1;
+        }
+        index
+    };
+
+    /// `vpdpbusd` multiplies unsigned by signed bytes. The weights are signed, so each is
+    /// flipped to `q + 128` (xor 0x80) and `128 * Σ xq` is subtracted after: exact in i32.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
+        let flip = _mm512_set1_epi8(0x80u8 as i8);
+        let values = tile.as_ptr().add(VALUES);
+        for g in 0..GROUPS {
+            let mut acc = [_mm512_setzero_si512(); 2];
+            let mut offset = _mm512_setzero_si512();
+            for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
+                let x = _mm512_set1_epi32(xq.as_ptr().add(c).cast::<i32>().read_unaligned());
+                offset = _mm512_dpbusd_epi32(offset, flip, x);
+                for (h, acc) in acc.iter_mut().enumerate() {
+                    let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
+                    let w = _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip);
+                    *acc = _mm512_dpbusd_epi32(*acc, w, x);
+                }
+            }
+            for (h, acc) in acc.into_iter().enumerate() {
+                let sums = _mm512_sub_epi32(acc, offset);
+                _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), sums);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::bf16;
+    use q4nx::tile::{dequantize_q8_row, pack_q8_tile};
+
+    /// A deterministic generator so the tests need no crate and no clock.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn unit(&mut self) -> f32 {
+            self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
+        }
+    }
+
+    /// Tiles with random signed bytes (all 256 values, -128 included) and small BF16 scales.
+    fn random_tiles(count: usize, rng: &mut Lcg) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(count * TILE_BYTES);
+        for _ in 0..count {
+            let mut values = [[0i8; TILE_COLS]; TILE_ROWS];
+            let mut d = [[bf16::ZERO; GROUPS]; TILE_ROWS];
+            for (row, scales) in values.iter_mut().zip(&mut d) {
+                row.iter_mut().for_each(|v| *v = rng.next() as i8);
+                scales
+                    .iter_mut()
+                    .for_each(|s| *s = bf16::from_f32(rng.unit() * 0.01));
+            }
+            let mut tile = vec![0u8; TILE_BYTES];
+            pack_q8_tile(&values, &d, &mut tile);
+            bytes.extend(tile);
+        }
+        bytes
+    }
+
+    #[test]
+    fn integer_sums_equal_the_scalar_twin_at_every_level() {
+        let mut rng = Lcg(5);
+        let tile = random_tiles(1, &mut rng);
+        let extremes = {
+            let mut t = tile.clone();
+            t[VALUES..].fill(0x80); // -128 everywhere
+            t
+        };
+        let random_xq: Vec<i8> = (0..256).map(|_| (rng.next() % 255) as i8 - 127).collect();
+        let extreme_xq: Vec<i8> = (0..256)
+            .map(|c| if c % 3 == 0 { -127 } else { 127 })
+            .collect();
+        for (tile, xq) in [
+            (&tile, &random_xq),
+            (&extremes, &extreme_xq),
+            (&tile, &extreme_xq),
+        ] {
+            let reference = tile_isums(KernelLevel::Scalar, tile, xq);
+            for level in KernelLevel::supported() {
+                assert_eq!(
+                    tile_isums(level, tile, xq).to_vec(),
+                    reference.to_vec(),
+                    "{level} integer sums differ from the scalar twin"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scalar_isums_follow_the_documented_layout() {
+        // Row 21, column 40: byte 4096 + 40*16 + 5 of the values.
+        let mut tile = vec![0u8; TILE_BYTES];
+        tile[VALUES + 4096 + 40 * 16 + 5] = (-7i8) as u8;
+        let mut xq = vec![0i8; 256];
+        xq[40] = 3;
+        let sums = tile_isums(KernelLevel::Scalar, &tile, &xq);
+        assert_eq!(sums[32 + 21], -21, "group 1, row 21");
+        assert_eq!(sums.iter().filter(|&&s| s != 0).count(), 1);
+    }
+
+    #[test]
+    fn row_block_matches_the_float_product_and_is_the_same_at_every_level() {
+        let mut rng = Lcg(9);
+        let cols = 600; // padded to 768: three tiles
+        let tiles = random_tiles(3, &mut rng);
+        let rows: Vec<Vec<f32>> = (0..TILE_ROWS)
+            .map(|r| {
+                let mut row = vec![0.0; 768];
+                for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+                    dequantize_q8_row(tile, r, &mut row[ct * 256..(ct + 1) * 256]);
+                }
+                row
+            })
+            .collect();
+        for tokens in [1, 3, 9] {
+            let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(&x, tokens, cols);
+            let mut reference = vec![0.0; tokens * 32];
+            row_block(KernelLevel::Scalar, &tiles, &acts, 0, &mut reference);
+            for t in 0..tokens {
+                for (r, row) in rows.iter().enumerate() {
+                    let xt = &x[t * cols..(t + 1) * cols];
+                    let exact: f32 = xt.iter().zip(row).map(|(x, w)| x * w).sum();
+                    // Each activation moves by at most half its block's step (max|x| / 254).
+                    let bound: f32 = 1e-4
+                        + xt.chunks(BLOCK)
+                            .zip(row.chunks(BLOCK))
+                            .map(|(xb, wb)| {
+                                let step = xb.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 254.0;
+                                step * wb.iter().map(|w| w.abs()).sum::<f32>() * 1.01
+                            })
+                            .sum::<f32>();
+                    let got = reference[t * 32 + r];
+                    assert!(
+                        (got - exact).abs() <= bound,
+                        "row {r} token {t}: {got} vs {exact}, bound {bound}"
+                    );
+                }
+            }
+            for level in KernelLevel::supported() {
+                let mut out = vec![f32::NAN; tokens * 32];
+                row_block(level, &tiles, &acts, 0, &mut out);
+                assert_eq!(out, reference, "{level} differs from the scalar twin");
+            }
+        }
+    }
+}
