@@ -15,6 +15,9 @@ For each thread count, Hearth then llama.cpp run back to back, and both bandwidt
 the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON.
 
     python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2 [--no-extra-buffers]
+
+With `--model DIR --gguf FILE` it compares a real model instead: `hearth bench --model DIR` (a
+Q4NX folder, for example one `hearth import FILE` made) against llama.cpp on FILE itself.
 """
 
 import argparse
@@ -156,7 +159,8 @@ def write_gguf(q4nx_dir: Path, out: Path) -> None:
 
 
 def run_hearth(hearth: str, threads: int, args) -> dict:
-    cmd = [hearth, "bench", "--shape", SHAPE, "--threads", str(threads), "--json",
+    model = ["--model", args.model] if args.model else ["--shape", SHAPE]
+    cmd = [hearth, "bench", *model, "--threads", str(threads), "--json",
            "--prompt", str(args.prompt), "--generate", str(args.generate),
            "--repetitions", str(args.repetitions)]
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
@@ -182,7 +186,7 @@ def run_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
     cparams.n_threads_batch = threads
     new_ctx = getattr(L, "llama_init_from_model", None) or L.llama_new_context_with_model
     ctx = new_ctx(model, cparams)
-    vocab = 130560
+    vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 
     def clear():
         if hasattr(L, "llama_get_memory") and hasattr(L, "llama_memory_clear"):
@@ -237,13 +241,17 @@ def main() -> None:
                     help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
                          "VM whose CPU advertises AMX that the kernel does not enable, where llama.cpp's "
                          "AMX kernels die with SIGILL")
+    ap.add_argument("--model", metavar="DIR", help="a real Q4NX model folder for hearth bench (with --gguf)")
+    ap.add_argument("--gguf", metavar="FILE", help="the GGUF that folder was imported from, for llama.cpp")
     args = ap.parse_args()
+    if bool(args.model) != bool(args.gguf):
+        ap.error("--model and --gguf go together: the Q4NX folder and the GGUF it was imported from")
 
     results = []
     for threads in args.threads:
         hearth = run_hearth(args.hearth, threads, args)  # also generates the cached model
-        gguf_path = cache_dir() / "model-q4_1.gguf"
-        if not gguf_path.exists():
+        gguf_path = Path(args.gguf) if args.gguf else cache_dir() / "model-q4_1.gguf"
+        if not args.gguf and not gguf_path.exists():
             print(f"writing {gguf_path} (once)", file=sys.stderr, flush=True)
             write_gguf(cache_dir(), gguf_path)
         print(f"llama.cpp, {threads} thread(s)", file=sys.stderr, flush=True)
@@ -260,7 +268,7 @@ def main() -> None:
     for r in results:
         h, l, bpt = r["hearth"], r["llama_cpp"], r["hearth"]["weight_bytes_per_token"]
         bw = h["measured_read_bandwidth_gbps"]
-        for name, x in (("Hearth (" + h["kernel_level"] + ")", h), ("llama.cpp Q4_1", l)):
+        for name, x in (("Hearth (" + h["kernel_level"] + ")", h), ("llama.cpp", l)):
             print(f"| {r['threads']} | {name} | {x['prefill_tokens_per_s']:.2f} | "
                   f"{x['decode_tokens_per_s']:.2f} | {x['decode_tokens_per_s'] * bpt / 1e9:.2f} | "
                   f"{x['decode_tokens_per_s'] * bpt / 1e9 / bw:.0%} of {bw:.1f} GB/s |")
