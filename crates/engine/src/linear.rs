@@ -547,17 +547,18 @@ mod tests {
         use half::bf16;
         use q4nx::tile::{pack_q8_tile, GROUPS_PER_TILE};
         let cpu = cpu();
-        let (rows, cols, tokens) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
+        let (rows, cols, tokens): (usize, usize, usize) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
         let mut bytes = Vec::new();
         for rb in 0..rows / TILE_ROWS {
             for ct in 0..2 {
                 let mut values = [[0i8; TILE_COLS]; TILE_ROWS];
                 let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
-                for r in 0..TILE_ROWS {
-                    for c in 0..TILE_COLS.min((cols as usize).saturating_sub(ct * TILE_COLS)) {
-                        values[r][c] = (((rb * 32 + r) * 7919 + c * 31 + ct) % 255) as u8 as i8;
+                let width = TILE_COLS.min(cols.saturating_sub(ct * TILE_COLS)); // the rest is padding
+                for (r, (row, scales)) in values.iter_mut().zip(&mut d).enumerate() {
+                    for (c, v) in row[..width].iter_mut().enumerate() {
+                        *v = (((rb * 32 + r) * 7919 + c * 31 + ct) % 255) as u8 as i8;
                     }
-                    for (g, scale) in d[r].iter_mut().enumerate() {
+                    for (g, scale) in scales.iter_mut().enumerate() {
                         *scale = bf16::from_f32(0.001 * (1 + (r + g) % 7) as f32);
                     }
                 }

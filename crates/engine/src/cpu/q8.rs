@@ -70,10 +70,10 @@ pub fn row_block(
             let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
             let sx = &acts.scales(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
             let isums = tile_isums(level, tile, xq);
-            for g in 0..GROUPS {
+            for (g, &sx) in sx.iter().enumerate() {
                 let j = g * TILE_ROWS;
                 for ((y, d), isum) in y.iter_mut().zip(&d[j..]).zip(&isums[j..]) {
-                    *y += d * sx[g] * *isum as f32;
+                    *y += d * sx * *isum as f32;
                 }
             }
         }
