@@ -127,25 +127,13 @@ impl<'w> Linear<'w> {
             tokens * rows,
             "linear: output is not [tokens, rows]"
         );
-        match self {
-            Linear::Q4_1 { matrix, .. } => matmul_tiles(
-                cpu,
-                TileKernel::Q4_1,
-                &[(*matrix, SharedMut(out.as_mut_ptr()))],
-                x,
-                tokens,
-                cols,
-            ),
-            Linear::Q8 { matrix, .. } => matmul_tiles(
-                cpu,
-                TileKernel::Q8,
-                &[(*matrix, SharedMut(out.as_mut_ptr()))],
-                x,
-                tokens,
-                cols,
-            ),
-            Linear::Dense(_) => self.matmul_rows(x, tokens, out, cpu.pool()),
-        }
+        let (matrix, kernel) = match self {
+            Linear::Q4_1 { matrix, .. } => (matrix, TileKernel::Q4_1),
+            Linear::Q8 { matrix, .. } => (matrix, TileKernel::Q8),
+            Linear::Dense(_) => return self.matmul_rows(x, tokens, out, cpu.pool()),
+        };
+        let jobs = [(*matrix, SharedMut(out.as_mut_ptr()))];
+        matmul_tiles(cpu, kernel, &jobs, x, tokens, cols);
     }
 
     /// `outs[i] = x W_i^T` for matrices that read the same input `x` (q, k and v; gate and
@@ -502,7 +490,6 @@ mod tests {
 
     #[test]
     fn q4_1_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
-        let cpu = cpu();
         let (rows, cols, tokens) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
         let w: Vec<f32> = (0..rows * cols)
             .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 70.0)
@@ -514,17 +501,22 @@ mod tests {
             cols: 512,
             bytes: &tiles,
         };
-        let dequantized: Vec<f32> = matrix
-            .dequantize()
-            .chunks(512)
-            .flat_map(|row| row[..cols].to_vec())
-            .collect();
+        assert_matmul_within_quantization_bound(&Linear::Q4_1 { matrix, cols }, tokens);
+    }
+
+    /// `linear`'s matmul of `tokens` tokens of a fixed input is, for every row and token, within
+    /// [`quantization_bound`] of the f32 product with its dequantized weights.
+    fn assert_matmul_within_quantization_bound(linear: &Linear<'_>, tokens: usize) {
+        let (rows, cols) = (linear.rows(), linear.cols());
+        let mut dequantized = vec![0.0; rows * cols];
+        for (n, row) in dequantized.chunks_exact_mut(cols).enumerate() {
+            linear.row_f32(n, row);
+        }
         let x: Vec<f32> = (0..tokens * cols)
             .map(|i| (i as f32 * 0.61).cos() * 3.0)
             .collect();
-        let linear = Linear::Q4_1 { matrix, cols };
         let mut out = vec![f32::NAN; tokens * rows];
-        linear.matmul(&cpu, &x, tokens, &mut out);
+        linear.matmul(&cpu(), &x, tokens, &mut out);
         for t in 0..tokens {
             for n in 0..rows {
                 let (wr, xr) = (
@@ -546,7 +538,6 @@ mod tests {
     fn q8_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
         use half::bf16;
         use q4nx::tile::{pack_q8_tile, GROUPS_PER_TILE};
-        let cpu = cpu();
         let (rows, cols, tokens): (usize, usize, usize) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
         let mut bytes = Vec::new();
         for rb in 0..rows / TILE_ROWS {
@@ -573,32 +564,7 @@ mod tests {
             cols: 512,
             bytes: &bytes,
         };
-        let dequantized: Vec<f32> = matrix
-            .dequantize()
-            .chunks(512)
-            .flat_map(|row| row[..cols].to_vec())
-            .collect();
-        let x: Vec<f32> = (0..tokens * cols)
-            .map(|i| (i as f32 * 0.61).cos() * 3.0)
-            .collect();
-        let linear = Linear::Q8 { matrix, cols };
-        let mut out = vec![f32::NAN; tokens * rows];
-        linear.matmul(&cpu, &x, tokens, &mut out);
-        for t in 0..tokens {
-            for n in 0..rows {
-                let (wr, xr) = (
-                    &dequantized[n * cols..(n + 1) * cols],
-                    &x[t * cols..(t + 1) * cols],
-                );
-                let exact = dot(xr, wr);
-                let bound = quantization_bound(wr, xr);
-                let got = out[t * rows + n];
-                assert!(
-                    (got - exact).abs() <= bound,
-                    "row {n} token {t}: {got} vs {exact}, bound {bound}"
-                );
-            }
-        }
+        assert_matmul_within_quantization_bound(&Linear::Q8 { matrix, cols }, tokens);
     }
 
     #[test]

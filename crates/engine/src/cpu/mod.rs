@@ -29,6 +29,8 @@ pub(crate) mod q4_1;
 pub(crate) mod q8;
 #[clippy::msrv = "1.89"]
 pub(crate) mod quant;
+#[cfg(test)]
+mod test_data;
 
 pub use context::CpuContext;
 pub use level::{KernelLevel, UnknownKernelLevel};

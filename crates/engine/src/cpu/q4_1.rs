@@ -547,21 +547,7 @@ mod avx512vnni {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A deterministic generator so the tests need no crate and no clock.
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u32 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 33) as u32
-        }
-        fn unit(&mut self) -> f32 {
-            self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
-        }
-    }
+    use crate::cpu::test_data::{extreme_xq, Lcg};
 
     /// Tiles with random nibbles and random small BF16 scales/mins.
     fn random_tiles(count: usize, rng: &mut Lcg) -> Vec<u8> {
@@ -578,12 +564,6 @@ mod tests {
 
     fn half_bf16(v: f32) -> u16 {
         (v.to_bits() >> 16) as u16
-    }
-
-    fn extreme_xq() -> Vec<i8> {
-        (0..256)
-            .map(|c| if c % 3 == 0 { -127 } else { 127 })
-            .collect()
     }
 
     #[test]

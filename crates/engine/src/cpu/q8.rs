@@ -156,23 +156,9 @@ mod avx512vnni {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::test_data::{extreme_xq, Lcg};
     use half::bf16;
     use q4nx::tile::{dequantize_q8_row, pack_q8_tile};
-
-    /// A deterministic generator so the tests need no crate and no clock.
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u32 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 33) as u32
-        }
-        fn unit(&mut self) -> f32 {
-            self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
-        }
-    }
 
     /// Tiles with random signed bytes (all 256 values, -128 included) and small BF16 scales.
     fn random_tiles(count: usize, rng: &mut Lcg) -> Vec<u8> {
@@ -203,9 +189,7 @@ mod tests {
             t
         };
         let random_xq: Vec<i8> = (0..256).map(|_| (rng.next() % 255) as i8).collect();
-        let extreme_xq: Vec<i8> = (0..256)
-            .map(|c| if c % 3 == 0 { -127 } else { 127 })
-            .collect();
+        let extreme_xq = extreme_xq();
         for (tile, xq) in [
             (&tile, &random_xq),
             (&extremes, &extreme_xq),
