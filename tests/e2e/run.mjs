@@ -222,7 +222,8 @@ try {
   await step('kill -9 of the app while an answer is written keeps the conversation and the text so far', async () => {
     // The moment: an answer is streaming and has words on screen (so some are saved). A small
     // model on a fast engine may finish a short answer between two looks; then ask again.
-    const newestAnswer = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; return a.length ? a[a.length - 1].textContent : ""';
+    const newest = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; const m = a[a.length - 1];';
+    const newestAnswer = `${newest} return m ? m.textContent : ""`;
     let answers = 1;
     let caught = null;
     for (let attempt = 1; attempt <= 4 && !caught; attempt++) {
@@ -234,8 +235,7 @@ try {
         const streaming = (await findAll('stop-button')).length === 1;
         if ((await findAll('assistant-message')).length !== answers) return null;
         if (streaming) return (await exec(newestAnswer)).trim().length > 40 ? 'streaming' : null;
-        const receipt = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; return !!a[a.length - 1]?.querySelector(".receipt")';
-        return (await exec(receipt)) ? 'finished' : null;
+        return (await exec(`${newest} return !!m?.querySelector(".receipt")`)) ? 'finished' : null;
       }, 60_000) === 'streaming';
     }
     if (!caught) throw new Error('four answers in a row finished before one could be caught streaming');
