@@ -221,33 +221,40 @@ try {
 
   await step('kill -9 of the app while an answer is written keeps the conversation and the text so far', async () => {
     // The moment: an answer is streaming and has words on screen (so some are saved). A small
-    // model on a fast engine may finish a short answer between two looks; then ask again.
+    // model on a fast engine may finish a short answer between two looks, or between the look
+    // and the kill (the answer then comes back whole, with its receipt); then ask again.
     const newest = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; const m = a[a.length - 1];';
     const newestAnswer = `${newest} return m ? m.textContent : ""`;
+    const newestFinished = `${newest} return !!m?.querySelector(".receipt")`;
     let answers = 1;
-    let caught = null;
-    for (let attempt = 1; attempt <= 4 && !caught; attempt++) {
+    let kept = null;
+    for (let attempt = 1; attempt <= 4 && !kept; attempt++) {
       const input = await find('chat-input');
       await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Tell me a much longer story, in many paragraphs.' });
       await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
       answers += 1;
-      caught = await waitFor('the new answer to stream or finish', async () => {
+      const moment = await waitFor('the new answer to stream or finish', async () => {
         const streaming = (await findAll('stop-button')).length === 1;
         if ((await findAll('assistant-message')).length !== answers) return null;
         if (streaming) return (await exec(newestAnswer)).trim().length > 40 ? 'streaming' : null;
-        return (await exec(`${newest} return !!m?.querySelector(".receipt")`)) ? 'finished' : null;
-      }, 60_000) === 'streaming';
+        return (await exec(newestFinished)) ? 'finished' : null;
+      }, 60_000);
+      if (moment === 'finished') continue;
+      const pids = execFileSync('pgrep', ['-f', app]).toString().trim().split(/\s+/).map(Number);
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+      await stopApp();
+      await startApp();
+      const restored = await waitFor('every answer back after the kill', async () => ((await findAll('assistant-message')).length === answers ? exec(newestAnswer) : null), 30_000);
+      if (restored.includes('Interrupted: the app closed while this answer was being written')) {
+        kept = `killed pid ${pids.join(', ')}; kept: ${JSON.stringify(restored.slice(0, 60))}…`;
+      } else if (!(await exec(newestFinished))) {
+        throw new Error(`the cut answer is not marked interrupted: "${restored.slice(0, 200)}"`);
+      }
     }
-    if (!caught) throw new Error('four answers in a row finished before one could be caught streaming');
-    const pids = execFileSync('pgrep', ['-f', app]).toString().trim().split(/\s+/).map(Number);
-    for (const pid of pids) process.kill(pid, 'SIGKILL');
-    await stopApp();
-    await startApp();
-    const restored = await waitFor('every answer back after the kill', async () => ((await findAll('assistant-message')).length === answers ? exec(newestAnswer) : null), 30_000);
-    if (!restored.includes('Interrupted: the app closed while this answer was being written')) throw new Error(`the cut answer is not marked interrupted: "${restored.slice(0, 200)}"`);
+    if (!kept) throw new Error('four answers in a row finished before one could be cut by the kill');
     const body = await exec('return document.body.innerText');
     if (!body.includes('Tell me a much longer story, in many paragraphs.')) throw new Error('the question asked before the kill is gone');
-    console.log(`        killed pid ${pids.join(', ')}; kept: ${JSON.stringify(restored.slice(0, 60))}…`);
+    console.log(`        ${kept}`);
   });
 
   if (offline) {
