@@ -40,6 +40,10 @@ pub struct Args {
     /// CPU threads [default: one per physical core].
     #[arg(long)]
     threads: Option<usize>,
+    /// Keep every thread at work even while other programs keep CPUs busy (by default fewer
+    /// take part then), to measure what adapting gains.
+    #[arg(long)]
+    fixed_threads: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -120,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Bandwidth before and after the runs (the median of both, so a machine whose speed drifts
     // is compared with itself), each time outside the peak-memory figure. The probe has a pool
     // of the model's size; it sleeps while the model runs.
-    let probe_pool = ThreadPool::new(threads);
+    let probe_pool = ThreadPool::fixed(threads);
     let probe = || bandwidth::measure_read_bandwidth(&probe_pool, args.probe_mib << 20, 5);
     let mut bandwidth_samples = probe().samples_gbps;
     let peak_reset = reset_peak_rss();
@@ -180,6 +184,8 @@ struct Runs {
     /// Tokens per second of each timed repetition.
     prefill: Vec<f64>,
     decode: Vec<f64>,
+    /// Threads taking part at the end of each timed repetition.
+    active_threads: Vec<usize>,
     kv_cache_bytes: usize,
     peak_memory: Option<u64>,
     /// With `--repeat-task`: the task that repeats text, then the one that does not.
@@ -239,6 +245,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         &LoadOptions {
             context_length: Some(context),
             threads: Some(threads),
+            fixed_threads: args.fixed_threads,
             kernel: Some(level),
         },
     )
@@ -277,7 +284,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         max_tokens: args.generate + 1,
         ..greedy
     };
-    let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+    let (mut prefill, mut decode, mut active_threads) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..args.repetitions.max(1) {
         // A different first token each time, so no prefix is reused from the cache.
         let prompt = prompt_tokens(args.prompt, vocab, rep as u64);
@@ -286,6 +293,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         if stats.generated_tokens > 1 && stats.decode_secs > 0.0 {
             decode.push((stats.generated_tokens - 1) as f64 / stats.decode_secs);
         }
+        active_threads.push(model.active_threads());
         tracing::info!(rep, ?stats, "bench repetition");
     }
     let mut tasks = Vec::new();
@@ -299,6 +307,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         first_token_secs,
         prefill,
         decode,
+        active_threads,
         kv_cache_bytes: model.kv_cache_bytes(),
         peak_memory: peak_rss_bytes(),
         tasks,
@@ -387,6 +396,8 @@ impl Summary {
             "model": self.dir.display().to_string(),
             "shape": args.shape,
             "threads": self.threads,
+            "fixed_threads": args.fixed_threads,
+            "active_threads_samples": runs.active_threads,
             "busy_processes": args.busy,
             "kernel_level": self.level.name(),
             "prompt_tokens": args.prompt,
@@ -434,9 +445,14 @@ impl Summary {
         };
         let (runs, footprint) = (&self.runs, &self.footprint);
         writeln!(out, "model            {}", self.dir.display())?;
+        let taking_part = if args.fixed_threads {
+            "all, fixed".to_owned()
+        } else {
+            format!("{:?} at the end of each run", runs.active_threads)
+        };
         writeln!(
             out,
-            "threads          {}   kernels {}   busy processes {}",
+            "threads          {} (taking part: {taking_part})   kernels {}   busy processes {}",
             self.threads, self.level, args.busy
         )?;
         writeln!(

@@ -89,6 +89,7 @@ impl ModelArgs {
             context_length: self.context,
             threads: self.threads,
             kernel: self.kernel,
+            ..LoadOptions::default()
         }
     }
 

@@ -9,7 +9,7 @@ use q4nx::{Family, ModelConfig, WeightFormat, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::chat_template::{ChatMessage, ChatTemplate};
-use crate::cpu::{pool, CpuContext, KernelLevel};
+use crate::cpu::{pool, CpuContext, KernelLevel, ThreadPool};
 use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
 use crate::tokenizer::TextTokenizer;
@@ -34,6 +34,9 @@ pub struct LoadOptions {
     /// Threads for the CPU kernels, in a pool this model owns. By default, one per physical
     /// core.
     pub threads: Option<usize>,
+    /// Keep every thread at work even while other programs keep CPUs busy (by default fewer
+    /// take part then, see `cpu::contention`); for benchmarks that measure the difference.
+    pub fixed_threads: bool,
     /// SIMD level of every CPU kernel of this model (matmuls, attention, f16 widening); the
     /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
     /// the best level this CPU supports.
@@ -175,6 +178,11 @@ impl Model {
     /// Threads this model's kernels run on (its own pool).
     pub fn threads(&self) -> usize {
         self.runner.cpu.threads()
+    }
+
+    /// Of those, the threads taking part now (fewer while other programs keep CPUs busy).
+    pub fn active_threads(&self) -> usize {
+        self.runner.cpu.pool().active_threads()
     }
 
     /// Bytes the KV cache occupies (allocated once, for the whole context).
@@ -344,7 +352,12 @@ fn cpu_context(dir: &Path, options: &LoadOptions) -> Result<CpuContext, Error> {
         Some(level) => level,
         None => KernelLevel::detect(),
     };
-    Ok(CpuContext::new(threads, level))
+    let pool = if options.fixed_threads {
+        ThreadPool::fixed(threads)
+    } else {
+        ThreadPool::new(threads)
+    };
+    Ok(CpuContext::with_pool(pool, level))
 }
 
 /// The most memory the KV cache of one model may take (64 GiB): a context needing more is

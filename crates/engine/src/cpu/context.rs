@@ -15,20 +15,27 @@ pub struct CpuContext {
 }
 
 impl CpuContext {
-    /// A context of `threads` threads (at least one) running the `level` kernels.
+    /// A context of `threads` threads (at least one; fewer take part while other programs
+    /// keep CPUs busy) running the `level` kernels.
     ///
     /// # Panics
     ///
     /// If this CPU cannot run `level` (check [`KernelLevel::is_supported`] first).
     pub fn new(threads: usize, level: KernelLevel) -> CpuContext {
+        CpuContext::with_pool(ThreadPool::new(threads), level)
+    }
+
+    /// A context running the `level` kernels on `pool`.
+    ///
+    /// # Panics
+    ///
+    /// If this CPU cannot run `level`.
+    pub fn with_pool(pool: ThreadPool, level: KernelLevel) -> CpuContext {
         assert!(
             level.is_supported(),
             "this CPU cannot run the {level} kernels"
         );
-        CpuContext {
-            pool: ThreadPool::new(threads),
-            level,
-        }
+        CpuContext { pool, level }
     }
 
     /// A context of `threads` threads at the best level this CPU has.

@@ -11,6 +11,11 @@
 //! A caller whose job is still running elsewhere yields its core after a short spin, so a
 //! descheduled worker can finish its chunk.
 //!
+//! While other programs keep cores busy, fewer threads take part: the caller looks at the
+//! machine's runnable threads every few milliseconds ([`super::contention`]) and the workers
+//! beyond the count it settles on sleep until it rises again. Which threads run never changes a
+//! result: every chunk computes the same sums on whichever thread claims it.
+//!
 //! The job is published like a sequence lock: one 64-bit word holds a generation (odd while
 //! the caller writes the job, even once it is published) and the next unclaimed chunk. A
 //! worker claims a chunk with a compare-and-swap that also checks the generation it read the
@@ -20,6 +25,8 @@ use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Or
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use super::contention::CpuShare;
 
 /// How long an idle worker spins before it sleeps.
 const SPIN: Duration = Duration::from_micros(300);
@@ -33,8 +40,10 @@ type Job = dyn Fn(usize) + Sync;
 pub struct ThreadPool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
-    /// Serializes jobs: a second caller while a job runs computes its job alone.
-    busy: Mutex<()>,
+    /// Serializes jobs (a second caller while a job runs computes its job alone), and holds
+    /// the view of other programs' load that sets how many threads take part (`None`: all,
+    /// always).
+    busy: Mutex<Option<CpuShare>>,
 }
 
 struct Shared {
@@ -47,7 +56,10 @@ struct Shared {
     chunks: AtomicUsize,
     /// Chunks of the current job that have finished.
     done: AtomicUsize,
+    /// Idle workers asleep until the next job (not counting those set aside by `active`).
     sleepers: AtomicUsize,
+    /// Threads that take part in jobs, the caller included: workers `1..active`.
+    active: AtomicUsize,
     shutdown: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
@@ -79,37 +91,55 @@ fn generation(state: u64) -> u64 {
 
 impl ThreadPool {
     /// A pool of `threads` threads in all: the caller of [`ThreadPool::run`] plus
-    /// `threads - 1` workers (at least one thread).
+    /// `threads - 1` workers (at least one thread). Fewer take part while other programs keep
+    /// this machine's CPUs busy.
     pub fn new(threads: usize) -> ThreadPool {
+        ThreadPool::with_share(threads, Some(CpuShare::of_this_machine(threads)))
+    }
+
+    /// A pool whose `threads` threads all take part in every job, however busy the machine
+    /// (to measure what adapting gains, and for tests that oversubscribe on purpose).
+    pub fn fixed(threads: usize) -> ThreadPool {
+        ThreadPool::with_share(threads, None)
+    }
+
+    pub(crate) fn with_share(threads: usize, share: Option<CpuShare>) -> ThreadPool {
+        let threads = threads.max(1);
         let shared = Arc::new(Shared {
             state: AtomicU64::new(0),
             job: AtomicJob(Default::default(), Default::default()),
             chunks: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
+            active: AtomicUsize::new(threads),
             shutdown: AtomicBool::new(false),
             lock: Mutex::new(()),
             wake: Condvar::new(),
         });
-        let workers = (1..threads.max(1))
+        let workers = (1..threads)
             .map(|i| {
                 let shared = Arc::clone(&shared);
                 std::thread::Builder::new()
                     .name(format!("hearth-cpu-{i}"))
-                    .spawn(move || worker(&shared))
+                    .spawn(move || worker(&shared, i))
                     .expect("cannot start a CPU worker thread")
             })
             .collect();
         ThreadPool {
             shared,
             workers,
-            busy: Mutex::new(()),
+            busy: Mutex::new(share),
         }
     }
 
-    /// Threads that run a job (workers plus the caller).
+    /// Threads in the pool (workers plus the caller).
     pub fn threads(&self) -> usize {
         self.workers.len() + 1
+    }
+
+    /// Threads taking part in jobs now (all of them unless other programs keep CPUs busy).
+    pub fn active_threads(&self) -> usize {
+        self.shared.active.load(Ordering::Relaxed)
     }
 
     /// Runs `job(chunk)` for every chunk in `0..chunks` across the pool and returns when all
@@ -126,14 +156,25 @@ impl ThreadPool {
             chunks <= u32::MAX as usize,
             "pool: {chunks} chunks is too many"
         );
-        let guard = match self.busy.try_lock() {
-            Ok(guard) if chunks > 1 && !self.workers.is_empty() => guard,
+        let s = &*self.shared;
+        let mut guard = match self.busy.try_lock() {
+            Ok(guard) if !self.workers.is_empty() => guard,
             _ => {
                 (0..chunks).for_each(job);
                 return;
             }
         };
-        let s = &*self.shared;
+        if let Some(share) = guard.as_mut() {
+            let asleep = s.sleepers.load(Ordering::Relaxed);
+            let ours = s.active.load(Ordering::Relaxed).saturating_sub(asleep);
+            if let Some(active) = share.look(Instant::now(), ours.max(1)) {
+                set_active(s, active);
+            }
+        }
+        if chunks == 1 || s.active.load(Ordering::Relaxed) == 1 {
+            (0..chunks).for_each(job);
+            return;
+        }
         // Only this caller writes `state` outside of claims, and no chunk of the last job is
         // left, so its generation is even and stable here.
         let generation = generation(s.state.load(Ordering::Relaxed)) + 2;
@@ -232,20 +273,44 @@ fn claim_chunks(s: &Shared, generation: u64) {
     }
 }
 
-fn worker(s: &Shared) {
+/// Lets `active` threads take part from the next job on, waking set-aside workers if it grew.
+fn set_active(s: &Shared, active: usize) {
+    let before = s.active.swap(active, Ordering::SeqCst);
+    if active > before {
+        let _lock = s.lock.lock().unwrap_or_else(|e| e.into_inner());
+        s.wake.notify_all();
+    }
+}
+
+/// Worker `index` (1 and up; the caller is thread 0).
+fn worker(s: &Shared, index: usize) {
     let mut seen = 0u64;
     // A published generation this worker has not taken part in yet.
     let fresh = |state: u64, seen: u64| {
         let g = generation(state);
         g != seen && g.is_multiple_of(2)
     };
+    let set_aside = || index >= s.active.load(Ordering::SeqCst);
     loop {
+        if s.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        if set_aside() {
+            // Not counted among the sleepers: jobs need not wake it, only a larger `active`.
+            let mut lock = s.lock.lock().unwrap_or_else(|e| e.into_inner());
+            while set_aside() && !s.shutdown.load(Ordering::SeqCst) {
+                lock = s.wake.wait(lock).unwrap_or_else(|e| e.into_inner());
+            }
+        }
         let started = Instant::now();
         let mut spins = 0u32;
         let mut state = s.state.load(Ordering::Acquire);
         while !fresh(state, seen) {
             if s.shutdown.load(Ordering::Acquire) {
                 return;
+            }
+            if index >= s.active.load(Ordering::Relaxed) {
+                break;
             }
             std::hint::spin_loop();
             spins += 1;
@@ -261,8 +326,10 @@ fn worker(s: &Shared) {
             }
             state = s.state.load(Ordering::Acquire);
         }
-        seen = generation(state);
-        claim_chunks(s, seen);
+        if fresh(state, seen) && !set_aside() {
+            seen = generation(state);
+            claim_chunks(s, seen);
+        }
     }
 }
 
@@ -379,11 +446,51 @@ mod tests {
             out
         };
         let one = ThreadPool::new(1);
-        let many = ThreadPool::new(4 * cores + 1);
+        let many = ThreadPool::fixed(4 * cores + 1);
         for round in 0..3000 {
             let chunks = 1 + round % 37;
             assert_eq!(sums(&many, chunks), sums(&one, chunks), "round {round}");
         }
+    }
+
+    /// A pool that sets workers aside while another program is busy, and takes them back when
+    /// it stops, computes the same sums throughout.
+    #[test]
+    fn workers_set_aside_and_taken_back_compute_the_same_sums() {
+        use super::super::contention::LOOKS;
+        use std::time::Duration;
+        // The machine's runnable threads at each look (popped from the end): the pool's 2 and
+        // one other program for LOOKS looks, then the pool's 1 and the other, then the pool alone.
+        let mut script = vec![1; 40];
+        script.extend([2; 40]);
+        script.extend([3; LOOKS]);
+        let script = Mutex::new(script);
+        let runnable = Box::new(move || script.lock().unwrap().pop());
+        let share = CpuShare::new(2, 2, Duration::ZERO, runnable);
+        let pool = ThreadPool::with_share(2, Some(share));
+        let one = ThreadPool::fixed(1);
+        let data: Vec<f32> = (0..512).map(|i| (i as f32 * 0.11).cos()).collect();
+        let sums = |pool: &ThreadPool| {
+            let mut out = vec![0.0f32; 9];
+            pool.for_each_piece_mut(&mut out, 1, &|c, sum| {
+                sum[0] = data[c * 50..][..64]
+                    .iter()
+                    .fold(c as f32, |acc, v| acc + v * v);
+            });
+            out
+        };
+        let mut active = Vec::new();
+        for _ in 0..LOOKS + 80 {
+            assert_eq!(sums(&pool), sums(&one));
+            active.push(pool.active_threads());
+        }
+        assert_eq!(
+            active[..LOOKS - 1],
+            [2; LOOKS - 1],
+            "a burst is not a busy program"
+        );
+        assert_eq!(active[LOOKS - 1..LOOKS + 40], [1; 41]);
+        assert_eq!(active[LOOKS + 40..], [2; 40]);
     }
 
     #[test]
