@@ -81,14 +81,35 @@ pub fn causal_attention(
         start + tokens <= cache.capacity(),
         "attention past the end of the cache"
     );
+    let group_dim = heads / kv_heads * head_dim;
     let out_ptr = SharedMut(out.as_mut_ptr());
     let level = cpu.level();
-    cpu.pool().run(tokens * kv_heads, &|job| {
-        let (t, kv_head) = (job / kv_heads, job % kv_heads);
-        let row = &q[t * q_dim..(t + 1) * q_dim];
-        // SAFETY: job (t, kv_head) alone writes the heads of KV head `kv_head` of token t,
-        // a range inside `out`, which outlives `run`.
-        let out_row = unsafe { std::slice::from_raw_parts_mut(out_ptr.at(t * q_dim), q_dim) };
+    let tiles = tokens.div_ceil(TILE);
+    cpu.pool().run(tiles * kv_heads, &|job| {
+        // The last tiles first: they attend over the most positions, and the short ones that
+        // come after even out the end of the job.
+        let (tile, kv_head) = (tiles - 1 - job / kv_heads, job % kv_heads);
+        let tile_tokens = tile * TILE..tokens.min((tile + 1) * TILE);
+        let heads_at = |t: usize| t * q_dim + kv_head * group_dim;
+        let q: [&[f32]; TILE] = std::array::from_fn(|i| {
+            let t = tile_tokens.start + i;
+            if t < tile_tokens.end {
+                &q[heads_at(t)..][..group_dim]
+            } else {
+                &[]
+            }
+        });
+        let mut out: [&mut [f32]; TILE] = std::array::from_fn(|i| {
+            let t = tile_tokens.start + i;
+            if t < tile_tokens.end {
+                // SAFETY: job (tile, kv_head) alone writes the heads of KV head `kv_head` of
+                // the tile's tokens: disjoint ranges inside `out`, which outlives `run`.
+                unsafe { std::slice::from_raw_parts_mut(out_ptr.at(heads_at(t)), group_dim) }
+            } else {
+                &mut []
+            }
+        });
+        let n = tile_tokens.len();
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
             let head = KvHead {
@@ -97,9 +118,27 @@ pub fn causal_attention(
                 layer,
                 kv_head,
             };
-            attend_group(shape, row, out_row, head, start + t, scratch);
+            let tile = Tile {
+                q: &q[..n],
+                out: &mut out[..n],
+                first: start + tile_tokens.start,
+            };
+            attend_group(shape, tile, head, scratch);
         });
     });
+}
+
+/// Query tokens of a prefill attended in one job: each block of keys and values is read (and
+/// widened from f16) once for all of them instead of once per token. The sums of each token are
+/// the same as alone, so a prefill gives what one token at a time would.
+const TILE: usize = 8;
+
+/// Consecutive query tokens of one job, at positions `first..first + q.len()`: for each, the
+/// query heads of one KV head (`q`) and where their outputs go (`out`).
+struct Tile<'a, 'o> {
+    q: &'a [&'a [f32]],
+    out: &'a mut [&'o mut [f32]],
+    first: usize,
 }
 
 /// Positions of keys or values read from the cache at a time, as f32 (a whole number of key
@@ -109,7 +148,7 @@ const POSITIONS: usize = 2 * KEY_BLOCK;
 /// Per-thread buffers, reused across calls (no allocation once warm).
 #[derive(Default)]
 struct Scratch {
-    /// `[head][position]` scores, then weights; rows padded to whole key blocks.
+    /// `[token][head][position]` scores, then weights; rows padded to whole key blocks.
     scores: Vec<f32>,
     /// `POSITIONS` keys or values converted to f32.
     rows: Vec<f32>,
@@ -156,32 +195,25 @@ impl Width {
     }
 }
 
-/// All query heads of one KV head for one token at `position`, with the widest kernels the
-/// cache reader's level allows.
-fn attend_group(
-    shape: AttentionShape,
-    q_row: &[f32],
-    out_row: &mut [f32],
-    kv: KvHead<'_>,
-    position: usize,
-    scratch: &mut Scratch,
-) {
+/// All query heads of one KV head for the tile's tokens, with the widest kernels the cache
+/// reader's level allows.
+fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scratch: &mut Scratch) {
     match Width::for_level(kv.level) {
         #[cfg(target_arch = "x86_64")]
         Width::Avx512 => {
             if let Some(avx512) = wide::Avx512::detect() {
-                return attend_group_with(avx512, shape, q_row, out_row, kv, position, scratch);
+                return attend_group_with(avx512, shape, tile, kv, scratch);
             }
         }
         #[cfg(target_arch = "x86_64")]
         Width::Avx2 => {
             if let Some(avx2) = wide::Avx2::detect() {
-                return attend_group_with(avx2, shape, q_row, out_row, kv, position, scratch);
+                return attend_group_with(avx2, shape, tile, kv, scratch);
             }
         }
         Width::Portable => {}
     }
-    attend_group_with(Portable, shape, q_row, out_row, kv, position, scratch)
+    attend_group_with(Portable, shape, tile, kv, scratch)
 }
 
 /// The group's query heads in passes of 8, 4, 2 or 1 heads (the largest that divides the
@@ -189,59 +221,71 @@ fn attend_group(
 fn attend_group_with(
     kernels: impl Kernels,
     shape: AttentionShape,
-    q_row: &[f32],
-    out_row: &mut [f32],
+    tile: Tile<'_, '_>,
     kv: KvHead<'_>,
-    position: usize,
     scratch: &mut Scratch,
 ) {
-    let (hd, group) = (shape.head_dim, shape.heads / shape.kv_heads);
-    let heads = kv.kv_head * group * hd..(kv.kv_head + 1) * group * hd;
-    let (q, out) = (&q_row[heads.clone()], &mut out_row[heads]);
-    let args = (shape, &kv, position, scratch);
-    match group {
-        g if g % 8 == 0 => attend_heads::<8>(kernels, q, out, args),
-        g if g % 4 == 0 => attend_heads::<4>(kernels, q, out, args),
-        g if g % 2 == 0 => attend_heads::<2>(kernels, q, out, args),
-        _ => attend_heads::<1>(kernels, q, out, args),
+    let args = (shape, &kv, scratch);
+    match shape.heads / shape.kv_heads {
+        g if g % 8 == 0 => attend_heads::<8>(kernels, tile, args),
+        g if g % 4 == 0 => attend_heads::<4>(kernels, tile, args),
+        g if g % 2 == 0 => attend_heads::<2>(kernels, tile, args),
+        _ => attend_heads::<1>(kernels, tile, args),
     }
 }
 
-/// `q` and `out` hold the group's heads; attends `G` of them at a time.
+/// Attends `G` of the group's heads at a time, for every token of the tile. Token `i` attends
+/// over positions `0..=first + i`: its scores, softmax and weighted sum run over them in the
+/// same order as for a tile of that token alone.
 fn attend_heads<const G: usize>(
     kernels: impl Kernels,
-    q: &[f32],
-    out: &mut [f32],
-    (shape, kv, position, scratch): (AttentionShape, &KvHead<'_>, usize, &mut Scratch),
+    tile: Tile<'_, '_>,
+    (shape, kv, scratch): (AttentionShape, &KvHead<'_>, &mut Scratch),
 ) {
     let hd = shape.head_dim;
-    let len = position + 1;
-    let stride = len.next_multiple_of(KEY_BLOCK);
+    // Token `i` of the tile attends over `tile.first + i + 1` positions.
+    let longest = tile.first + tile.q.len();
+    let stride = longest.next_multiple_of(KEY_BLOCK);
     let Scratch { scores, rows } = scratch;
     rows.resize(POSITIONS * hd, 0.0);
-    for (q, out) in q.chunks_exact(G * hd).zip(out.chunks_exact_mut(G * hd)) {
+    let pass = G * hd;
+    let group_dim = tile.q.first().map_or(0, |q| q.len());
+    for heads in (0..group_dim).step_by(pass) {
         scores.clear();
-        scores.resize(G * stride, 0.0);
-        for block in (0..len).step_by(POSITIONS) {
-            let end = (block + POSITIONS).min(len);
+        scores.resize(tile.q.len() * G * stride, 0.0);
+        for block in (0..longest).step_by(POSITIONS) {
+            let end = (block + POSITIONS).min(longest);
             kv.cache
                 .read_keys(kv.level, kv.layer, kv.kv_head, block..end, rows);
-            let blocks = (end - block).div_ceil(KEY_BLOCK);
-            for (b, keys) in rows.chunks_exact(KEY_BLOCK * hd).take(blocks).enumerate() {
-                let first = block + b * KEY_BLOCK;
-                kernels.scores::<G>(q, keys, shape.scale, scores, stride, first);
+            for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
+                let positions = end.min(tile.first + i + 1).saturating_sub(block);
+                let q = &tile.q[i][heads..heads + pass];
+                let keys = &rows[..positions.div_ceil(KEY_BLOCK) * KEY_BLOCK * hd];
+                if !keys.is_empty() {
+                    kernels.scores::<G>(q, keys, shape.scale, scores, stride, block);
+                }
             }
         }
-        for head_scores in scores.chunks_exact_mut(stride) {
-            kernels.softmax(&mut head_scores[..len]);
+        for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
+            for head_scores in scores.chunks_exact_mut(stride) {
+                kernels.softmax(&mut head_scores[..tile.first + i + 1]);
+            }
         }
-        out.fill(0.0);
-        for block in (0..len).step_by(POSITIONS) {
-            let end = (block + POSITIONS).min(len);
+        for out in tile.out.iter_mut() {
+            out[heads..heads + pass].fill(0.0);
+        }
+        for block in (0..longest).step_by(POSITIONS) {
+            let end = (block + POSITIONS).min(longest);
             kv.cache
                 .read_values(kv.level, kv.layer, kv.kv_head, block..end, rows);
-            let values = &rows[..(end - block) * hd];
-            kernels.weighted_values::<G>(scores, stride, block, values, out);
+            for (i, weights) in scores.chunks_exact(G * stride).enumerate() {
+                let positions = end.min(tile.first + i + 1).saturating_sub(block);
+                if positions > 0 {
+                    let out = &mut tile.out[i][heads..heads + pass];
+                    let values = &rows[..positions * hd];
+                    kernels.weighted_values::<G>(weights, stride, block, values, out);
+                }
+            }
         }
     }
 }
@@ -249,9 +293,9 @@ fn attend_heads<const G: usize>(
 /// The inner loops of a pass of `G` query heads, at one vector width. Every implementation
 /// sums in the same order, so all give the same results.
 trait Kernels: Copy {
-    /// `scores[g * stride + first + j] = (Σ_d q[g][d] · keys[d][j]) · scale` for the 16
-    /// positions `j` of one key block (`keys` is `[head_dim][KEY_BLOCK]`, `q` is `[G][head_dim]`),
-    /// summed over `d` in order.
+    /// `scores[g * stride + first + j] = (Σ_d q[g][d] · keys[d][j]) · scale` for the positions
+    /// `j` of one or more key blocks (`keys` is blocks of `[head_dim][KEY_BLOCK]`, `q` is
+    /// `[G][head_dim]`), each summed over `d` in order.
     fn scores<const G: usize>(
         self,
         q: &[f32],
@@ -292,13 +336,15 @@ impl Kernels for Portable {
         first: usize,
     ) {
         let hd = q.len() / G;
-        for (g, q) in q.chunks_exact(hd).enumerate() {
-            for j in 0..KEY_BLOCK {
-                let mut acc = 0.0;
-                for (d, q) in q.iter().enumerate() {
-                    acc = q.mul_add(keys[d * KEY_BLOCK + j], acc);
+        for (b, keys) in keys.chunks_exact(hd * KEY_BLOCK).enumerate() {
+            for (g, q) in q.chunks_exact(hd).enumerate() {
+                for j in 0..KEY_BLOCK {
+                    let mut acc = 0.0;
+                    for (d, q) in q.iter().enumerate() {
+                        acc = q.mul_add(keys[d * KEY_BLOCK + j], acc);
+                    }
+                    scores[g * stride + first + b * KEY_BLOCK + j] = acc * scale;
                 }
-                scores[g * stride + first + j] = acc * scale;
             }
         }
     }
@@ -453,8 +499,12 @@ mod wide {
             first: usize,
         ) {
             check_scores::<G>(q, keys, scores, stride, first);
-            // SAFETY: AVX2 and FMA are present (self exists); the bounds were checked above.
-            unsafe { scores_avx2::<G>(q, keys, scale, scores, stride, first) }
+            let block = q.len() / G * KEY_BLOCK;
+            for (b, keys) in keys.chunks_exact(block).enumerate() {
+                let first = first + b * KEY_BLOCK;
+                // SAFETY: AVX2 and FMA are present (self exists); the bounds were checked above.
+                unsafe { scores_avx2::<G>(q, keys, scale, scores, stride, first) }
+            }
         }
 
         fn weighted_values<const G: usize>(
@@ -486,8 +536,9 @@ mod wide {
         first: usize,
     ) {
         let hd = q.len() / G;
-        assert!(q.len() == G * hd && keys.len() == hd * KEY_BLOCK);
-        assert!(first + KEY_BLOCK <= stride && scores.len() >= G * stride);
+        let blocks = keys.len() / (hd * KEY_BLOCK).max(1);
+        assert!(q.len() == G * hd && hd > 0 && blocks > 0 && keys.len() == blocks * hd * KEY_BLOCK);
+        assert!(first + blocks * KEY_BLOCK <= stride && scores.len() >= G * stride);
     }
 
     /// Checks what the unchecked loads and stores of a weighted-values kernel rely on; returns
@@ -516,20 +567,50 @@ mod wide {
         first: usize,
     ) {
         let hd = q.len() / G;
-        let (q, keys) = (q.as_ptr(), keys.as_ptr());
-        let mut acc = [_mm512_setzero_ps(); G];
-        for d in 0..hd {
-            // SAFETY (all loads and stores): the bounds checked by `check_scores`.
-            let k = _mm512_loadu_ps(keys.add(d * KEY_BLOCK));
-            for (g, acc) in acc.iter_mut().enumerate() {
-                let qd = _mm512_set1_ps(*q.add(g * hd + d));
-                *acc = _mm512_fmadd_ps(qd, k, *acc);
-            }
-        }
+        let block = hd * KEY_BLOCK;
+        let blocks = keys.len() / block;
+        let (q, keys, scores) = (q.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
         let scale = _mm512_set1_ps(scale);
-        for (g, acc) in acc.iter().enumerate() {
-            let at = scores.as_mut_ptr().add(g * stride + first);
-            _mm512_storeu_ps(at, _mm512_mul_ps(*acc, scale));
+        // Two blocks at a time share each broadcast of q: 2 G sums in flight, one load of q per
+        // two multiply-adds. Each position's sum is the same as one block at a time.
+        let mut b = 0;
+        while b + 2 <= blocks {
+            let (k0, k1) = (keys.add(b * block), keys.add((b + 1) * block));
+            let mut acc0 = [_mm512_setzero_ps(); G];
+            let mut acc1 = [_mm512_setzero_ps(); G];
+            for d in 0..hd {
+                // SAFETY (all loads and stores): the bounds checked by `check_scores`.
+                let (x0, x1) = (
+                    _mm512_loadu_ps(k0.add(d * KEY_BLOCK)),
+                    _mm512_loadu_ps(k1.add(d * KEY_BLOCK)),
+                );
+                for g in 0..G {
+                    let qd = _mm512_set1_ps(*q.add(g * hd + d));
+                    acc0[g] = _mm512_fmadd_ps(qd, x0, acc0[g]);
+                    acc1[g] = _mm512_fmadd_ps(qd, x1, acc1[g]);
+                }
+            }
+            for g in 0..G {
+                let at = scores.add(g * stride + first + b * KEY_BLOCK);
+                _mm512_storeu_ps(at, _mm512_mul_ps(acc0[g], scale));
+                _mm512_storeu_ps(at.add(KEY_BLOCK), _mm512_mul_ps(acc1[g], scale));
+            }
+            b += 2;
+        }
+        if b < blocks {
+            let k0 = keys.add(b * block);
+            let mut acc = [_mm512_setzero_ps(); G];
+            for d in 0..hd {
+                let x0 = _mm512_loadu_ps(k0.add(d * KEY_BLOCK));
+                for (g, acc) in acc.iter_mut().enumerate() {
+                    let qd = _mm512_set1_ps(*q.add(g * hd + d));
+                    *acc = _mm512_fmadd_ps(qd, x0, *acc);
+                }
+            }
+            for (g, acc) in acc.iter().enumerate() {
+                let at = scores.add(g * stride + first + b * KEY_BLOCK);
+                _mm512_storeu_ps(at, _mm512_mul_ps(*acc, scale));
+            }
         }
     }
 
@@ -698,35 +779,39 @@ mod tests {
                 cache.store(0, p, &row, &half);
             }
             let q: Vec<f32> = (0..heads * 40).map(|i| (i as f32 * 0.23).cos()).collect();
-            let run = |kernels: &dyn Fn(&mut [f32], KvHead<'_>, &mut Scratch)| {
+            let group_dim = heads / kv_heads * 40;
+            let run = |kernels: &dyn Fn(Tile<'_, '_>, KvHead<'_>, &mut Scratch)| {
                 let mut out = vec![f32::NAN; q.len()];
-                for kv_head in 0..kv_heads {
+                for (kv_head, out) in out.chunks_exact_mut(group_dim).enumerate() {
                     let head = KvHead {
                         cache: &cache,
                         level: KernelLevel::Scalar,
                         layer: 0,
                         kv_head,
                     };
-                    kernels(&mut out, head, &mut Scratch::default());
+                    let tile = Tile {
+                        q: &[&q[kv_head * group_dim..][..group_dim]],
+                        out: &mut [out],
+                        first: positions - 1,
+                    };
+                    kernels(tile, head, &mut Scratch::default());
                 }
                 out
             };
-            let last = positions - 1;
-            let portable = run(&|out, head, scratch| {
-                attend_group_with(Portable, shape, &q, out, head, last, scratch)
-            });
+            let portable =
+                run(&|tile, head, scratch| attend_group_with(Portable, shape, tile, head, scratch));
             assert!(portable.iter().all(|x| x.is_finite()));
             #[cfg(target_arch = "x86_64")]
             {
                 if let Some(avx512) = wide::Avx512::detect() {
-                    let wide = run(&|out, head, scratch| {
-                        attend_group_with(avx512, shape, &q, out, head, last, scratch)
+                    let wide = run(&|tile, head, scratch| {
+                        attend_group_with(avx512, shape, tile, head, scratch)
                     });
                     assert_eq!(wide, portable, "AVX-512, {shape:?}, {positions} positions");
                 }
                 if let Some(avx2) = wide::Avx2::detect() {
-                    let wide = run(&|out, head, scratch| {
-                        attend_group_with(avx2, shape, &q, out, head, last, scratch)
+                    let wide = run(&|tile, head, scratch| {
+                        attend_group_with(avx2, shape, tile, head, scratch)
                     });
                     assert_eq!(wide, portable, "AVX2, {shape:?}, {positions} positions");
                 }
@@ -830,6 +915,50 @@ mod tests {
             assert!(scalar.iter().all(|x| x.is_finite()));
             for level in KernelLevel::supported() {
                 assert_eq!(run(level), scalar, "{level}, {precision:?}");
+            }
+        }
+    }
+
+    /// A prefill attends its tokens in tiles; each token's output must be what attending it
+    /// alone gives, bit for bit (speculative decoding and the KV cache's prefix reuse rely on
+    /// it), at every level, for tiles that are full, partial, and cross key blocks.
+    #[test]
+    fn tiles_of_tokens_give_each_tokens_result_alone_exactly() {
+        let shape = AttentionShape {
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 40,
+            scale: 0.3,
+        };
+        let q_dim = shape.heads * shape.head_dim;
+        let kv_dim = shape.kv_heads * shape.head_dim;
+        for (tokens, start) in [(2 * TILE + 3, 0), (TILE, 29), (5, 60)] {
+            let positions = start + tokens;
+            let mut cache = KvCache::new(1, positions, shape.kv_heads, 40, KvPrecision::F16);
+            for p in 0..positions {
+                let row: Vec<f32> = (0..kv_dim)
+                    .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin())
+                    .collect();
+                let values: Vec<f32> = row.iter().map(|x| x * 0.7 - 0.1).collect();
+                cache.store(0, p, &row, &values);
+            }
+            let q: Vec<f32> = (0..tokens * q_dim)
+                .map(|i| (i as f32 * 0.23).cos())
+                .collect();
+            for level in KernelLevel::supported() {
+                let cpu = CpuContext::new(2, level);
+                let mut tiled = vec![f32::NAN; q.len()];
+                causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut tiled);
+                let mut alone = vec![f32::NAN; q.len()];
+                for (t, (q, out)) in q
+                    .chunks_exact(q_dim)
+                    .zip(alone.chunks_exact_mut(q_dim))
+                    .enumerate()
+                {
+                    causal_attention(&cpu, shape, q, 1, start + t, &cache, 0, out);
+                }
+                assert!(alone.iter().all(|x| x.is_finite()));
+                assert_eq!(tiled, alone, "{level}, {tokens} tokens from {start}");
             }
         }
     }
