@@ -16,6 +16,10 @@ the bandwidth Hearth measured in that same run. Prints a Markdown table and writ
 
     python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2 [--no-extra-buffers]
 
+With `--busy N` both engines run beside N busy-looping processes (`hearth bench --busy-loop`,
+started before each engine loads and stopped after its runs): the contended row. `--prompt N`
+gives the long-prompt rows.
+
 With `--model DIR --gguf FILE` it compares a real model instead: `hearth bench --model DIR` (a
 Q4NX folder, for example one `hearth import FILE` made) against llama.cpp on FILE itself.
 """
@@ -162,12 +166,25 @@ def run_hearth(hearth: str, threads: int, args) -> dict:
     model = ["--model", args.model] if args.model else ["--shape", SHAPE]
     cmd = [hearth, "bench", *model, "--threads", str(threads), "--json",
            "--prompt", str(args.prompt), "--generate", str(args.generate),
-           "--repetitions", str(args.repetitions)]
+           "--repetitions", str(args.repetitions), "--busy", str(args.busy)]
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
 def run_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
+    """llama.cpp's runs, beside `--busy` busy loops (the same ones `hearth bench --busy` starts)."""
+    busy = [subprocess.Popen([args.hearth, "bench", "--busy-loop"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(args.busy)]
+    try:
+        return time_llama_cpp(gguf_path, threads, args)
+    finally:
+        for child in busy:
+            child.kill()
+            child.wait()
+
+
+def time_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
     import llama_cpp as L
 
     L.llama_backend_init()
@@ -236,6 +253,8 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--generate", type=int, default=128)
     ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="run both engines beside N busy-looping processes (another program keeping N cores busy)")
     ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
     ap.add_argument("--no-extra-buffers", action="store_true",
                     help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
@@ -258,7 +277,7 @@ def main() -> None:
         llama = run_llama_cpp(gguf_path, threads, args)
         bw = hearth["measured_read_bandwidth_gbps"] * 1e9
         llama["roofline_fraction"] = llama["decode_tokens_per_s"] * hearth["weight_bytes_per_token"] / bw
-        results.append({"threads": threads, "hearth": hearth, "llama_cpp": llama})
+        results.append({"threads": threads, "busy_processes": args.busy, "hearth": hearth, "llama_cpp": llama})
 
     load = os.getloadavg()
     Path(args.out).write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
@@ -272,7 +291,8 @@ def main() -> None:
             print(f"| {r['threads']} | {name} | {x['prefill_tokens_per_s']:.2f} | "
                   f"{x['decode_tokens_per_s']:.2f} | {x['decode_tokens_per_s'] * bpt / 1e9:.2f} | "
                   f"{x['decode_tokens_per_s'] * bpt / 1e9 / bw:.0%} of {bw:.1f} GB/s |")
-    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"\nbusy processes beside each engine: {args.busy}; "
+          f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 if __name__ == "__main__":

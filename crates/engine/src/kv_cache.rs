@@ -17,7 +17,7 @@ use std::ops::Range;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
-use crate::cpu::f16::widen;
+use crate::cpu::f16::{prefetch, widen};
 use crate::cpu::KernelLevel;
 
 /// How keys and values are stored.
@@ -191,7 +191,12 @@ impl Store {
     fn read(&self, level: KernelLevel, at: usize, out: &mut [f32]) {
         match self {
             Store::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
-            Store::F16(v) => widen(level, &v[at..at + out.len()], out),
+            Store::F16(v) => {
+                // The next block of as many positions, usually the next one read.
+                let next = at + out.len();
+                prefetch(v.get(next..next + out.len()).unwrap_or_default());
+                widen(level, &v[at..next], out)
+            }
         }
     }
 }

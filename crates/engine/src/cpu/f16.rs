@@ -31,6 +31,23 @@ pub fn widen(level: KernelLevel, src: &[f16], dst: &mut [f32]) {
     widen_scalar(src, dst);
 }
 
+/// Asks for `src` in the L1 cache ahead of its use (a hint: nothing is read). The KV cache
+/// requests the block it will widen next before widening this one, so a long context's
+/// attention keeps reading memory while it computes.
+pub fn prefetch(src: &[f16]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in src.chunks(32) {
+        // SAFETY: prefetching is a hint, and the address is inside `src`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = src;
+}
+
 fn widen_scalar(src: &[f16], dst: &mut [f32]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d = s.to_f32();
