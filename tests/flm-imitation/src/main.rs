@@ -621,7 +621,7 @@ fn load(server: &Server, tag: &str) -> Result<Model, String> {
         &LoadOptions {
             context_length,
             threads: Some(1),
-            kernel: None,
+            ..LoadOptions::default()
         },
     )
     .map_err(|e| e.to_string())

@@ -309,7 +309,7 @@ fn worker(s: &Shared, index: usize) {
             if s.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            if index >= s.active.load(Ordering::Relaxed) {
+            if set_aside() {
                 break;
             }
             std::hint::spin_loop();
