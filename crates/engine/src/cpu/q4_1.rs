@@ -71,17 +71,8 @@ pub fn row_block(
     t0: usize,
     out: &mut [f32],
 ) {
-    let tokens = out.len() / TILE_ROWS;
-    assert!(out.len().is_multiple_of(TILE_ROWS) && (1..=MAX_TOKENS).contains(&tokens));
-    assert!(
-        t0 + tokens <= acts.tokens(),
-        "row_block: token range out of bounds"
-    );
-    assert_eq!(
-        tiles.len(),
-        acts.cols_padded() / TILE_COLS * TILE_BYTES,
-        "row_block: tiles do not match the activation width"
-    );
+    let tokens = acts.check_row_block(tiles, TILE_BYTES, t0, out);
+    assert!((1..=MAX_TOKENS).contains(&tokens));
     assert!(
         level.is_supported(),
         "kernel level {level} is not supported"

@@ -53,16 +53,7 @@ pub fn row_block(
     t0: usize,
     out: &mut [f32],
 ) {
-    assert!(out.len().is_multiple_of(TILE_ROWS));
-    assert!(
-        t0 + out.len() / TILE_ROWS <= acts.tokens(),
-        "row_block: token range out of bounds"
-    );
-    assert_eq!(
-        tiles.len(),
-        acts.cols_padded() / TILE_COLS * TILE_BYTES,
-        "row_block: tiles do not match the activation width"
-    );
+    acts.check_row_block(tiles, TILE_BYTES, t0, out);
     out.fill(0.0);
     for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
         let d = scales(tile);

@@ -48,14 +48,35 @@ impl QuantizedActivations {
         }
     }
 
-    /// Tokens held.
-    pub fn tokens(&self) -> usize {
-        self.tokens
-    }
-
     /// Columns per token after padding to [`q4nx::tile::TILE_COLS`].
     pub fn cols_padded(&self) -> usize {
         self.cols_padded
+    }
+
+    /// Checks what every row-block kernel relies on, and returns its token count: `out` holds
+    /// whole blocks of [`TILE_ROWS`](q4nx::tile::TILE_ROWS) rows, one per token from `t0`, all
+    /// held here, and `tiles` holds one tile of `tile_bytes` per
+    /// [`TILE_COLS`](q4nx::tile::TILE_COLS) padded columns.
+    pub fn check_row_block(
+        &self,
+        tiles: &[u8],
+        tile_bytes: usize,
+        t0: usize,
+        out: &[f32],
+    ) -> usize {
+        use q4nx::tile::{TILE_COLS, TILE_ROWS};
+        assert!(out.len().is_multiple_of(TILE_ROWS));
+        let tokens = out.len() / TILE_ROWS;
+        assert!(
+            t0 + tokens <= self.tokens,
+            "row_block: token range out of bounds"
+        );
+        assert_eq!(
+            tiles.len(),
+            self.cols_padded / TILE_COLS * tile_bytes,
+            "row_block: tiles do not match the activation width"
+        );
+        tokens
     }
 
     /// Quantized values of token `t` (`cols_padded` of them).
