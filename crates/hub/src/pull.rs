@@ -121,6 +121,7 @@ pub fn pull(
     let spec = resolve(request)?;
     check_name(&spec.name)?;
     if store.registry().read()?.find(&spec.name).is_some() {
+        store.clear_leftover_staging(&spec.name);
         return Ok(PullOutcome::AlreadyInstalled(store.get(&spec.name)?));
     }
     if client.is_offline() {

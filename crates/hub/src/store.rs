@@ -353,19 +353,34 @@ impl Store {
         Ok(folder)
     }
 
-    /// Downloads that were paused or interrupted.
+    /// The staging folder `downloads/<name>` of a model that is registered is what a pull or
+    /// import killed between writing the registry entry and clearing its staging left behind:
+    /// it holds nothing the model needs, so it goes (unless a process holds its lock).
+    pub(crate) fn clear_leftover_staging(&self, name: &str) {
+        if let Err(e) = self.discard_download(name) {
+            tracing::debug!(name, error = %e, "leftover staging folder kept");
+        }
+    }
+
+    /// Downloads that were paused or interrupted (not the leftover staging of a model that is
+    /// registered: see [`Store::clear_leftover_staging`]).
     pub fn partial_downloads(&self) -> Result<Vec<PartialDownload>> {
         let Ok(entries) = std::fs::read_dir(self.downloads_dir()) else {
             return Ok(Vec::new());
         };
+        let registry = self.registry().read()?;
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let dir = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if registry.find(&name).is_some() {
+                continue;
+            }
             let Some(manifest) = Manifest::read(&dir) else {
                 continue;
             };
             out.push(PartialDownload {
-                name: entry.file_name().to_string_lossy().into_owned(),
+                name,
                 done_bytes: fsutil::dir_size(&dir.join("files")),
                 total_bytes: manifest
                     .files
@@ -423,6 +438,7 @@ impl Store {
         let validated = model_dir::validate(dir)?;
         self.check_model(dir, &name)?;
         if self.registry().read()?.find(&name).is_some() {
+            self.clear_leftover_staging(&name);
             return Err(Error::NameTaken { name });
         }
         let names = model_dir::file_names(dir)?;

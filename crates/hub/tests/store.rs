@@ -52,6 +52,40 @@ fn import_copies_validates_hashes_and_registers_both_formats() {
     assert!(matches!(err, Error::NameTaken { .. }), "{err}");
 }
 
+/// A pull or import killed after writing the registry entry, before clearing its staging,
+/// leaves `downloads/<name>`: it is not a paused download, and the next try of that name
+/// clears it.
+#[test]
+fn the_leftover_staging_of_a_registered_model_is_not_a_download_and_is_cleared() {
+    let tmp = TempDir::new("leftover");
+    let store = Store::at(tmp.0.join("data"));
+    store
+        .import(&fixture("tiny-q4nx"), &ImportOptions::default())
+        .unwrap();
+    let leftover = store.downloads_dir().join("tiny-q4nx");
+    std::fs::create_dir_all(leftover.join("files")).unwrap();
+    std::fs::write(leftover.join(".lock"), b"").unwrap();
+    std::fs::write(
+        leftover.join("download.json"),
+        br#"{"query":"a/b","repo":"a/b","requested_revision":"main","commit":"0123",
+            "catalog_id":null,"format":"q4nx","files":[]}"#,
+    )
+    .unwrap();
+    assert!(store.partial_downloads().unwrap().is_empty());
+
+    let err = store
+        .import(&fixture("tiny-q4nx"), &ImportOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, Error::NameTaken { .. }), "{err}");
+    assert!(!leftover.exists(), "the leftover staging is cleared");
+    assert!(store
+        .get("tiny-q4nx")
+        .unwrap()
+        .folder
+        .join("model.q4nx")
+        .is_file());
+}
+
 #[test]
 fn import_refuses_folders_that_are_incomplete_or_invalid() {
     let tmp = TempDir::new("import-bad");
