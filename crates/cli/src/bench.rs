@@ -17,7 +17,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
-use hearth_engine::{ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams};
+use hearth_engine::{
+    ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, WeightsMemory,
+};
 use q4nx::{ModelConfig, Tensor, Weights};
 
 use crate::busy::{self, BusyLoops};
@@ -44,6 +46,10 @@ pub struct Args {
     /// take part then), to measure what adapting gains.
     #[arg(long)]
     fixed_threads: bool,
+    /// Read the weights through the file's memory map, not a copy in huge pages (the default
+    /// when it fits in memory), to measure what the copy gains.
+    #[arg(long)]
+    map_weights: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -187,6 +193,7 @@ struct Runs {
     /// Threads taking part at the end of each timed repetition.
     active_threads: Vec<usize>,
     kv_cache_bytes: usize,
+    weights_memory: WeightsMemory,
     peak_memory: Option<u64>,
     /// With `--repeat-task`: the task that repeats text, then the one that does not.
     tasks: Vec<TaskRuns>,
@@ -246,6 +253,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
             context_length: Some(context),
             threads: Some(threads),
             fixed_threads: args.fixed_threads,
+            map_weights: args.map_weights,
             kernel: Some(level),
         },
     )
@@ -309,6 +317,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         decode,
         active_threads,
         kv_cache_bytes: model.kv_cache_bytes(),
+        weights_memory: model.weights_memory(),
         peak_memory: peak_rss_bytes(),
         tasks,
     })
@@ -414,6 +423,7 @@ impl Summary {
             "roofline_fraction": self.roofline(),
             "model_file_bytes": self.footprint.file_bytes,
             "kv_cache_bytes": runs.kv_cache_bytes,
+            "weights_memory": runs.weights_memory,
             "peak_memory_bytes": runs.peak_memory,
             "peak_memory_is_exact": self.peak_reset,
             "load_secs": runs.load_secs,
@@ -485,9 +495,10 @@ impl Summary {
         )?;
         writeln!(
             out,
-            "peak memory      {} (model file {:.0} MiB)",
+            "peak memory      {} (model file {:.0} MiB, weights in {})",
             mib(runs.peak_memory),
-            footprint.file_bytes as f64 / 1048576.0
+            footprint.file_bytes as f64 / 1048576.0,
+            runs.weights_memory.name()
         )?;
         writeln!(
             out,

@@ -16,7 +16,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: `model` reads the folder; `transformer` holds the weights, the run state and the
+//! Layout: `model` reads the folder, and `weights_memory` decides whether its weights are
+//! copied into huge pages; `transformer` holds the weights, the run state and the
 //! forward pass; `linear` is the one type every matrix product goes through; `kv_cache`;
 //! `sampler`; `tokenizer` and `chat_template`; `draft` guesses tokens from the conversation so
 //! far; `runner` drives prefill and decode (verifying guesses in one pass); [`cpu`] has
@@ -33,6 +34,7 @@ mod runner;
 mod sampler;
 mod tokenizer;
 mod transformer;
+mod weights_memory;
 
 pub use chat_template::{
     check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
@@ -42,3 +44,4 @@ pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
 pub use runner::{ChatOptions, GenerationStats, StopReason};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;
+pub use weights_memory::WeightsMemory;

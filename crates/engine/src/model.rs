@@ -14,6 +14,7 @@ use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
 use crate::tokenizer::TextTokenizer;
 use crate::transformer::TransformerWeights;
+use crate::weights_memory::{self, WeightsMemory};
 use crate::Error;
 
 /// Context length used when [`LoadOptions::context_length`] is unset (capped by the model's
@@ -37,6 +38,10 @@ pub struct LoadOptions {
     /// Keep every thread at work even while other programs keep CPUs busy (by default fewer
     /// take part then, see `cpu::contention`); for benchmarks that measure the difference.
     pub fixed_threads: bool,
+    /// Read the weights through the file's memory map even when a copy in huge pages would fit
+    /// (by default they are copied then, see `weights_memory`); for benchmarks that measure
+    /// the difference.
+    pub map_weights: bool,
     /// SIMD level of every CPU kernel of this model (matmuls, attention, f16 widening); the
     /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
     /// the best level this CPU supports.
@@ -75,6 +80,7 @@ pub struct Model {
     tokenizer: Option<TextTokenizer>,
     template: Option<ChatTemplate>,
     stop_ids: Vec<u32>,
+    weights_memory: WeightsMemory,
 }
 
 impl std::fmt::Debug for Model {
@@ -104,9 +110,13 @@ impl Model {
         };
         // q4nx checks the shape facts the forward pass relies on (sizes, head groups, RoPE).
         let config = ModelConfig::from_path(&dir.join("config.json")).map_err(load_error)?;
-        let weights = Weights::open(dir).map_err(load_error)?;
+        let mut weights = Weights::open(dir).map_err(load_error)?;
         q4nx::validate(&weights, &config).map_err(load_error)?;
-        weights.advise_streaming();
+        let memory = weights_memory::place(
+            &mut weights,
+            options.map_weights,
+            weights_memory::available_memory(),
+        );
         // A quantized model keeps its KV cache as f16; a dense one keeps f32 and computes
         // exactly as the reference (see `kv_cache`).
         let (weight_format, kv_precision) = match weights.format() {
@@ -153,7 +163,7 @@ impl Model {
         };
         tracing::info!(
             model = %info.name, format = weight_format, context_length, ?stop_ids,
-            threads = cpu.threads(), kernel = %cpu.level(), secs = started.elapsed().as_secs_f64(), "model loaded"
+            weights = memory.name(), threads = cpu.threads(), kernel = %cpu.level(), secs = started.elapsed().as_secs_f64(), "model loaded"
         );
         Ok(Model {
             dir: dir.to_path_buf(),
@@ -162,6 +172,7 @@ impl Model {
             tokenizer,
             template,
             stop_ids,
+            weights_memory: memory,
         })
     }
 
@@ -183,6 +194,11 @@ impl Model {
     /// Of those, the threads taking part now (fewer while other programs keep CPUs busy).
     pub fn active_threads(&self) -> usize {
         self.runner.cpu.pool().active_threads()
+    }
+
+    /// Where the weights are: copied into huge pages, or read through the file map.
+    pub fn weights_memory(&self) -> WeightsMemory {
+        self.weights_memory
     }
 
     /// Bytes the KV cache occupies (allocated once, for the whole context).

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 
 use common::{fixture, reference};
 use hearth_engine::{
-    ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, StopReason,
+    ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, StopReason, WeightsMemory,
 };
 
 fn load(name: &str) -> Model {
@@ -173,4 +173,28 @@ fn model_info_describes_the_model() {
     // norms 64+64+32+32) + final norm 64
     let layer = 128 * 64 + 2 * 64 * 64 + 64 * 128 + 3 * 128 * 64 + 64 + 64 + 32 + 32;
     assert_eq!(info.parameter_count, 512 * 64 + 2 * layer + 64);
+}
+
+#[test]
+fn weights_copied_into_huge_pages_give_the_mapped_weights_tokens() {
+    let reference = reference("tiny-llama");
+    let greedy = ChatOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: 8,
+        enable_thinking: None,
+        speculative: None,
+    };
+    let mut copied = load("tiny-llama");
+    assert_eq!(copied.weights_memory(), WeightsMemory::HugePages);
+    let options = LoadOptions {
+        map_weights: true,
+        ..LoadOptions::default()
+    };
+    let mut mapped = Model::load(&fixture("tiny-llama"), &options).expect("loads");
+    assert_eq!(mapped.weights_memory(), WeightsMemory::Mapped);
+    let prompt = &reference.greedy_prompt;
+    assert_eq!(
+        run(&mut copied, prompt, &greedy),
+        run(&mut mapped, prompt, &greedy)
+    );
 }
