@@ -280,7 +280,16 @@ fn matmul_tiles(
             let first = (chunk - first_chunk[i]) * per_chunk;
             let end = (rows / TILE_ROWS).min(first + per_chunk);
             kernel.prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
-            let mut block = [0.0f32; TILE_ROWS * MAX_TOKENS];
+            // Zeroing the buffer is a visible cost in decode (once per chunk), so one token
+            // gets one row block's worth.
+            let (mut one, mut batch);
+            let block: &mut [f32] = if tokens == 1 {
+                one = [0.0f32; TILE_ROWS];
+                &mut one
+            } else {
+                batch = [0.0f32; TILE_ROWS * MAX_TOKENS];
+                &mut batch
+            };
             for rb in first..end {
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
                 for t0 in (0..tokens).step_by(MAX_TOKENS) {

@@ -54,6 +54,16 @@ pub fn row_block(
     out: &mut [f32],
 ) {
     acts.check_row_block(tiles, TILE_BYTES, t0, out);
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported by this CPU"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if level == KernelLevel::Avx512Vnni {
+        // SAFETY: the level was checked supported above; sizes were checked.
+        unsafe { avx512vnni::row_block(tiles, acts, t0, out) };
+        return;
+    }
     out.fill(0.0);
     for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
         let d = scales(tile);
@@ -117,30 +127,70 @@ mod avx512vnni {
         index
     };
 
+    /// The integer sums of group `g` of `tile` for rows 0..16 and 16..32.
+    ///
     /// `vpdpbusd` multiplies unsigned by signed bytes. The weights are signed, so each is
     /// flipped to `q + 128` (xor 0x80) and `128 * Σ xq` is subtracted after: exact in i32.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
-    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+    #[inline(always)]
+    unsafe fn group_sums(tile: *const u8, g: usize, xq: *const i8) -> [__m512i; 2] {
         let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
         let flip = _mm512_set1_epi8(0x80u8 as i8);
-        let values = tile.as_ptr().add(VALUES);
-        for g in 0..GROUPS {
-            let mut acc = [_mm512_setzero_si512(); 2];
-            let mut offset = _mm512_setzero_si512();
-            for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
-                let x = _mm512_set1_epi32(xq.as_ptr().add(c).cast::<i32>().read_unaligned());
-                offset = _mm512_dpbusd_epi32(offset, flip, x);
-                for (h, acc) in acc.iter_mut().enumerate() {
-                    let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
-                    let w = _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip);
-                    *acc = _mm512_dpbusd_epi32(*acc, w, x);
-                }
+        let values = tile.add(VALUES);
+        let mut acc = [_mm512_setzero_si512(); 2];
+        let mut offset = _mm512_setzero_si512();
+        for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
+            // SAFETY (caller): the tile has TILE_BYTES bytes and `xq` 256 values.
+            let x = _mm512_set1_epi32(xq.add(c).cast::<i32>().read_unaligned());
+            offset = _mm512_dpbusd_epi32(offset, flip, x);
+            for (h, acc) in acc.iter_mut().enumerate() {
+                let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
+                let w = _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip);
+                *acc = _mm512_dpbusd_epi32(*acc, w, x);
             }
-            for (h, acc) in acc.into_iter().enumerate() {
-                let sums = _mm512_sub_epi32(acc, offset);
+        }
+        acc.map(|acc| _mm512_sub_epi32(acc, offset))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        for g in 0..GROUPS {
+            let sums = group_sums(tile.as_ptr(), g, xq.as_ptr());
+            for (h, sums) in sums.into_iter().enumerate() {
                 _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), sums);
             }
         }
+    }
+
+    /// [`super::row_block`] with the float part in registers: each group adds
+    /// `(d * sx) * isum` to the 32 row sums, multiplied then added (no fused multiply-add),
+    /// in the scalar twin's order, so the bits are the same.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
+    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            let (xq, sx) = (acts.xq(t0 + t), acts.scales(t0 + t));
+            let mut acc = [_mm512_setzero_ps(); 2];
+            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+                let base = tile.as_ptr();
+                for g in 0..GROUPS {
+                    let sums = group_sums(base, g, xq.as_ptr().add(ct * TILE_COLS));
+                    let sx = _mm512_set1_ps(sx[ct * GROUPS + g]);
+                    for (h, (acc, sums)) in acc.iter_mut().zip(sums).enumerate() {
+                        let d = bf16x16(base.add(SCALES + 2 * (g * TILE_ROWS + h * 16)));
+                        let term = _mm512_mul_ps(_mm512_mul_ps(d, sx), _mm512_cvtepi32_ps(sums));
+                        *acc = _mm512_add_ps(*acc, term);
+                    }
+                }
+            }
+            _mm512_storeu_ps(y.as_mut_ptr(), acc[0]);
+            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[1]);
+        }
+    }
+
+    /// 16 BF16 values at `p` as f32.
+    #[inline(always)]
+    unsafe fn bf16x16(p: *const u8) -> __m512 {
+        let v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
+        _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
     }
 }
 
