@@ -216,8 +216,10 @@ fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scrat
     attend_group_with(Portable, shape, tile, kv, scratch)
 }
 
-/// The group's query heads in passes of 8, 4, 2 or 1 heads (the largest that divides the
-/// group), each pass a compile-time size so the wide kernels keep its sums in registers.
+/// The group's query heads in passes of 8, 4, 3, 2 or 1 heads (the first that divides the
+/// group), each pass a compile-time size so the wide kernels keep its sums in registers. Each
+/// pass widens the group's keys and values again, so a group of 3 (SmolLM2: 9 heads over 3)
+/// runs as one pass, not three.
 fn attend_group_with(
     kernels: impl Kernels,
     shape: AttentionShape,
@@ -229,6 +231,7 @@ fn attend_group_with(
     match shape.heads / shape.kv_heads {
         g if g % 8 == 0 => attend_heads::<8>(kernels, tile, args),
         g if g % 4 == 0 => attend_heads::<4>(kernels, tile, args),
+        g if g % 3 == 0 => attend_heads::<3>(kernels, tile, args),
         g if g % 2 == 0 => attend_heads::<2>(kernels, tile, args),
         _ => attend_heads::<1>(kernels, tile, args),
     }
@@ -821,8 +824,17 @@ mod tests {
 
     #[test]
     fn grouped_heads_match_per_head_reference() {
-        // Groups of 8, 4, 2 and 1 query heads per KV head, and 12 and 3 (passes of 4 and 1).
-        for (heads, kv_heads) in [(16, 2), (8, 2), (4, 2), (2, 2), (12, 1), (6, 2)] {
+        // Groups of 8, 4, 3, 2 and 1 query heads per KV head, and 12 and 9 (passes of 4 and 3).
+        for (heads, kv_heads) in [
+            (16, 2),
+            (8, 2),
+            (4, 2),
+            (9, 3),
+            (2, 2),
+            (1, 1),
+            (12, 1),
+            (18, 2),
+        ] {
             let shape = AttentionShape {
                 heads,
                 kv_heads,
@@ -885,16 +897,23 @@ mod tests {
     /// and every level gives the portable kernels' result bit for bit.
     #[test]
     fn every_level_gives_the_scalar_levels_result_exactly() {
-        let shape = AttentionShape {
-            heads: 8,
-            kv_heads: 2,
-            head_dim: 40,
-            scale: 0.3,
-        };
+        // Passes of 4 heads, and of 3 (SmolLM2's 9 heads over 3).
+        for (heads, kv_heads) in [(8, 2), (9, 3)] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim: 40,
+                scale: 0.3,
+            };
+            every_level_gives_the_scalar_levels_result_exactly_for(shape);
+        }
+    }
+
+    fn every_level_gives_the_scalar_levels_result_exactly_for(shape: AttentionShape) {
         let (tokens, start) = (3, 30);
         let positions = start + tokens;
         let kv_dim = shape.kv_heads * shape.head_dim;
-        let q: Vec<f32> = (0..tokens * 8 * 40)
+        let q: Vec<f32> = (0..tokens * shape.heads * 40)
             .map(|i| (i as f32 * 0.23).cos())
             .collect();
         for precision in [KvPrecision::F32, KvPrecision::F16] {
@@ -914,7 +933,7 @@ mod tests {
             let scalar = run(KernelLevel::Scalar);
             assert!(scalar.iter().all(|x| x.is_finite()));
             for level in KernelLevel::supported() {
-                assert_eq!(run(level), scalar, "{level}, {precision:?}");
+                assert_eq!(run(level), scalar, "{level}, {precision:?}, {shape:?}");
             }
         }
     }
