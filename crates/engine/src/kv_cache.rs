@@ -11,6 +11,10 @@
 //! the memory and half the bytes read per token (f16 rounds at 2^-11, far below what Q4_1 weights
 //! already change); a dense model keeps f32, so Hearth's reference path computes exactly what
 //! transformers computes.
+//!
+//! Both halves live in anonymous memory advised for 2 MiB pages ([`Zeroed`]): a decode step
+//! reads every position of every layer, and with 4 KiB pages that is a TLB miss every 2048
+//! values.
 
 use std::ops::Range;
 
@@ -155,15 +159,15 @@ impl KvCache {
 /// One of the two halves of the cache, in its precision.
 #[derive(Debug)]
 enum Store {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
+    F32(Zeroed<f32>),
+    F16(Zeroed<f16>),
 }
 
 impl Store {
     fn new(precision: KvPrecision, len: usize) -> Self {
         match precision {
-            KvPrecision::F32 => Store::F32(vec![0.0; len]),
-            KvPrecision::F16 => Store::F16(vec![f16::ZERO; len]),
+            KvPrecision::F32 => Store::F32(Zeroed::new(len)),
+            KvPrecision::F16 => Store::F16(Zeroed::new(len)),
         }
     }
 
@@ -198,6 +202,61 @@ impl Store {
                 widen(level, &v[at..next], out)
             }
         }
+    }
+}
+
+/// Types whose all-zero bytes are the value 0 and whose every bit pattern is a value.
+///
+/// # Safety
+/// Implement only for such types (plain IEEE floats).
+unsafe trait ZeroBits: Copy {}
+// SAFETY: IEEE floats: zero bits are +0.0, and every bit pattern is a number or a NaN.
+unsafe impl ZeroBits for f32 {}
+// SAFETY: as above (`f16` is a transparent `u16`).
+unsafe impl ZeroBits for f16 {}
+
+/// `len` zeros of `T` in anonymous memory advised for huge pages, which the kernel hands out
+/// already zeroed (so nothing is written until a position is stored).
+struct Zeroed<T> {
+    map: memmap2::MmapMut,
+    len: usize,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T: ZeroBits> Zeroed<T> {
+    fn new(len: usize) -> Self {
+        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        let map = memmap2::MmapMut::map_anon(bytes)
+            .unwrap_or_else(|e| panic!("could not allocate the KV cache ({bytes} bytes): {e}"));
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Zeroed {
+            map,
+            len,
+            _values: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: ZeroBits> std::ops::Deref for Zeroed<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the map is page-aligned and holds `len` values of `T` (any bit pattern is
+        // one, `ZeroBits`), and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast(), self.len) }
+    }
+}
+
+impl<T: ZeroBits> std::ops::DerefMut for Zeroed<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().cast(), self.len) }
+    }
+}
+
+impl<T> std::fmt::Debug for Zeroed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zeroed").field("len", &self.len).finish()
     }
 }
 
