@@ -21,9 +21,6 @@ use std::ops::Range;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
-use crate::cpu::f16::{prefetch, widen};
-use crate::cpu::KernelLevel;
-
 /// How keys and values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvPrecision {
@@ -78,7 +75,6 @@ impl KvCache {
     }
 
     /// How keys and values are stored.
-    #[cfg(test)]
     pub fn precision(&self) -> KvPrecision {
         match self.keys {
             Store::F32(_) => KvPrecision::F32,
@@ -118,47 +114,114 @@ impl KvCache {
         }
     }
 
-    /// Reads the key blocks covering `positions` (which must start on a block) in `layer` for
-    /// KV head `head` into `out` as f32: `positions.len().div_ceil(KEY_BLOCK)` blocks of
-    /// `[head_dim][KEY_BLOCK]`. Lanes past the last stored position hold zeros or keys of an
-    /// earlier conversation; callers ignore them. An f16 cache is widened with the `level`
-    /// kernels.
-    pub fn read_keys(
+    /// The stored key blocks covering `positions` (which must start on a block) in `layer`
+    /// for KV head `head`, as [`CacheValue`] `E` (the cache's precision): `[head_dim][16]`
+    /// per block, the last block's lanes past `positions` holding whatever was stored there.
+    /// The next run of as many blocks is requested from memory meanwhile.
+    pub(crate) fn key_run<E: CacheValue>(
         &self,
-        level: KernelLevel,
         layer: usize,
         head: usize,
         positions: Range<usize>,
-        out: &mut [f32],
-    ) {
+    ) -> &[E] {
         assert!(
             positions.start.is_multiple_of(KEY_BLOCK),
             "key reads start on a block"
         );
         let at = self.offset(layer, head, positions.start);
         let len = positions.len().div_ceil(KEY_BLOCK) * KEY_BLOCK * self.head_dim;
-        self.keys.read(level, at, &mut out[..len]);
+        run(&self.keys, at, len)
     }
 
-    /// Reads the values of `positions` in `layer` for KV head `head` into `out`, as
-    /// [`read_keys`](Self::read_keys) does.
-    pub fn read_values(
+    /// The stored values of `positions` in `layer` for KV head `head`, `[position][head_dim]`,
+    /// as [`key_run`](Self::key_run) gives keys.
+    pub(crate) fn value_run<E: CacheValue>(
         &self,
-        level: KernelLevel,
         layer: usize,
         head: usize,
         positions: Range<usize>,
-        out: &mut [f32],
-    ) {
+    ) -> &[E] {
         let at = self.offset(layer, head, positions.start);
-        self.values
-            .read(level, at, &mut out[..positions.len() * self.head_dim]);
+        run(&self.values, at, positions.len() * self.head_dim)
+    }
+
+    /// The key blocks covering `positions` as f32 (the tests' view of the cache).
+    #[cfg(test)]
+    pub fn read_keys(&self, layer: usize, head: usize, positions: Range<usize>) -> Vec<f32> {
+        match self.precision() {
+            KvPrecision::F32 => self.key_run::<f32>(layer, head, positions).to_vec(),
+            KvPrecision::F16 => self.key_run::<f16>(layer, head, positions).to_f32_vec(),
+        }
+    }
+
+    /// The values of `positions` as f32 (the tests' view of the cache).
+    #[cfg(test)]
+    pub fn read_values(&self, layer: usize, head: usize, positions: Range<usize>) -> Vec<f32> {
+        match self.precision() {
+            KvPrecision::F32 => self.value_run::<f32>(layer, head, positions).to_vec(),
+            KvPrecision::F16 => self.value_run::<f16>(layer, head, positions).to_f32_vec(),
+        }
+    }
+}
+
+/// `len` values of `store` from `at`, as `E`; prefetches the `len` after them.
+fn run<E: CacheValue>(store: &Store, at: usize, len: usize) -> &[E] {
+    let values = E::of(store).expect("the cache is read at its own precision");
+    E::prefetch(values.get(at + len..at + 2 * len).unwrap_or_default());
+    &values[at..at + len]
+}
+
+/// What the cache stores keys and values as, read back as f32 exactly.
+pub(crate) trait CacheValue: Copy + Send + Sync + 'static {
+    /// The value as f32 (exact).
+    fn to_f32(self) -> f32;
+    /// The values of `store`, if it holds this type.
+    fn of(store: &Store) -> Option<&[Self]>;
+    /// Asks for `values` in the L1 cache ahead of their use (a hint).
+    fn prefetch(values: &[Self]);
+}
+
+impl CacheValue for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn of(store: &Store) -> Option<&[f32]> {
+        match store {
+            Store::F32(v) => Some(v),
+            Store::F16(_) => None,
+        }
+    }
+    fn prefetch(_: &[f32]) {} // the exact reference path; its speed is not the point
+}
+
+impl CacheValue for f16 {
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn of(store: &Store) -> Option<&[f16]> {
+        match store {
+            Store::F16(v) => Some(v),
+            Store::F32(_) => None,
+        }
+    }
+    fn prefetch(values: &[f16]) {
+        #[cfg(target_arch = "x86_64")]
+        for line in values.chunks(32) {
+            // SAFETY: prefetching is a hint, and the address is inside `values`.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    line.as_ptr().cast(),
+                )
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = values;
     }
 }
 
 /// One of the two halves of the cache, in its precision.
 #[derive(Debug)]
-enum Store {
+pub(crate) enum Store {
     F32(Zeroed<f32>),
     F16(Zeroed<f16>),
 }
@@ -191,25 +254,13 @@ impl Store {
             Store::F16(v) => v[at] = f16::from_f32(value),
         }
     }
-
-    fn read(&self, level: KernelLevel, at: usize, out: &mut [f32]) {
-        match self {
-            Store::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
-            Store::F16(v) => {
-                // The next block of as many positions, usually the next one read.
-                let next = at + out.len();
-                prefetch(v.get(next..next + out.len()).unwrap_or_default());
-                widen(level, &v[at..next], out)
-            }
-        }
-    }
 }
 
 /// Types whose all-zero bytes are the value 0 and whose every bit pattern is a value.
 ///
 /// # Safety
 /// Implement only for such types (plain IEEE floats).
-unsafe trait ZeroBits: Copy {}
+pub(crate) unsafe trait ZeroBits: Copy {}
 // SAFETY: IEEE floats: zero bits are +0.0, and every bit pattern is a number or a NaN.
 unsafe impl ZeroBits for f32 {}
 // SAFETY: as above (`f16` is a transparent `u16`).
@@ -217,7 +268,7 @@ unsafe impl ZeroBits for f16 {}
 
 /// `len` zeros of `T` in anonymous memory advised for huge pages, which the kernel hands out
 /// already zeroed (so nothing is written until a position is stored).
-struct Zeroed<T> {
+pub(crate) struct Zeroed<T> {
     map: memmap2::MmapMut,
     len: usize,
     _values: std::marker::PhantomData<T>,
@@ -269,13 +320,14 @@ mod tests {
         let mut cache = KvCache::new(2, 3, 2, 2, KvPrecision::F32);
         cache.store(1, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
         cache.store(1, 1, &[-1.0, -2.0, -3.0, -4.0], &[0.5; 4]);
-        let mut out = [0.0; 4];
-        cache.read_values(KernelLevel::Scalar, 1, 1, 1..3, &mut out);
+        let out = cache.read_values(1, 1, 1..3);
         assert_eq!(out, [0.5, 0.5, 7.0, 8.0], "head 1, positions 1 and 2");
-        cache.read_values(KernelLevel::Scalar, 1, 0, 2..3, &mut out[..2]);
-        assert_eq!(out[..2], [5.0, 6.0]);
-        cache.read_values(KernelLevel::Scalar, 0, 0, 0..2, &mut out);
-        assert_eq!(out, [0.0; 4], "other layers untouched");
+        assert_eq!(cache.read_values(1, 0, 2..3), [5.0, 6.0]);
+        assert_eq!(
+            cache.read_values(0, 0, 0..2),
+            [0.0; 4],
+            "other layers untouched"
+        );
         // Three positions take one block of 16 per (layer, head), keys and values alike.
         assert_eq!(cache.size_bytes(), 2 * (2 * 2 * 16 * 2) * 4);
     }
@@ -289,8 +341,8 @@ mod tests {
             let k: Vec<f32> = (0..2 * head_dim).map(|i| key(p, i / 3, i % 3)).collect();
             cache.store(0, p, &k, &[0.0; 6]);
         }
-        let mut out = vec![f32::NAN; 2 * KEY_BLOCK * head_dim];
-        cache.read_keys(KernelLevel::Scalar, 0, 1, 0..positions, &mut out);
+        let out = cache.read_keys(0, 1, 0..positions);
+        assert_eq!(out.len(), 2 * KEY_BLOCK * head_dim, "whole blocks");
         for p in 0..positions {
             for d in 0..head_dim {
                 let (block, lane) = (p / KEY_BLOCK, p % KEY_BLOCK);
@@ -306,7 +358,7 @@ mod tests {
     #[should_panic(expected = "start on a block")]
     fn key_reads_must_start_on_a_block() {
         let cache = KvCache::new(1, 40, 1, 2, KvPrecision::F32);
-        cache.read_keys(KernelLevel::Scalar, 0, 0, 3..20, &mut [0.0; 64]);
+        cache.read_keys(0, 0, 3..20);
     }
 
     #[test]
@@ -314,14 +366,12 @@ mod tests {
         let mut cache = KvCache::new(1, 16, 1, 4, KvPrecision::F16);
         let key = [1.0, 1.0 / 3.0, -65504.0, 1e-3];
         cache.store(0, 3, &key, &key);
-        let mut out = [0.0; 4];
-        cache.read_values(KernelLevel::Scalar, 0, 0, 3..4, &mut out);
+        let out = cache.read_values(0, 0, 3..4);
         for (got, want) in out.iter().zip(key) {
             assert_eq!(*got, f16::from_f32(want).to_f32());
             assert!((got - want).abs() <= want.abs() * 1e-3);
         }
-        let mut keys = [0.0; 4 * KEY_BLOCK];
-        cache.read_keys(KernelLevel::Scalar, 0, 0, 0..4, &mut keys);
+        let keys = cache.read_keys(0, 0, 0..4);
         for (d, want) in key.iter().enumerate() {
             assert_eq!(keys[d * KEY_BLOCK + 3], f16::from_f32(*want).to_f32());
         }

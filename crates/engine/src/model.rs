@@ -42,7 +42,7 @@ pub struct LoadOptions {
     /// (by default they are copied then, see `weights_memory`); for benchmarks that measure
     /// the difference.
     pub map_weights: bool,
-    /// SIMD level of every CPU kernel of this model (matmuls, attention, f16 widening); the
+    /// SIMD level of every CPU kernel of this model (matmuls, attention); the
     /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
     /// the best level this CPU supports.
     pub kernel: Option<KernelLevel>,

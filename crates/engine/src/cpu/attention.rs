@@ -24,7 +24,8 @@ use super::context::CpuContext;
 use super::exp::exp;
 use super::level::KernelLevel;
 use super::pool::SharedMut;
-use crate::kv_cache::{KvCache, KEY_BLOCK};
+use crate::kv_cache::{CacheValue, KvCache, KvPrecision, KEY_BLOCK};
+use half::f16;
 
 /// Shapes of one attention call.
 #[derive(Debug, Clone, Copy)]
@@ -128,8 +129,8 @@ pub fn causal_attention(
     });
 }
 
-/// Query tokens of a prefill attended in one job: each block of keys and values is read (and
-/// widened from f16) once for all of them instead of once per token. The sums of each token are
+/// Query tokens of a prefill attended in one job: each block of keys and values is read once
+/// for all of them instead of once per token. The sums of each token are
 /// the same as alone, so a prefill gives what one token at a time would.
 const TILE: usize = 8;
 
@@ -141,8 +142,8 @@ struct Tile<'a, 'o> {
     first: usize,
 }
 
-/// Positions of keys or values read from the cache at a time, as f32 (a whole number of key
-/// blocks; 16 KiB at 128 floats per head, so they stay in L1 while the heads use them).
+/// Positions of keys or values read from the cache at a time (a whole number of key blocks;
+/// 8 KiB of f16 at 128 values per head, so they stay in L1 while the heads use them).
 const POSITIONS: usize = 2 * KEY_BLOCK;
 
 /// Per-thread buffers, reused across calls (no allocation once warm).
@@ -150,15 +151,13 @@ const POSITIONS: usize = 2 * KEY_BLOCK;
 struct Scratch {
     /// `[token][head][position]` scores, then weights; rows padded to whole key blocks.
     scores: Vec<f32>,
-    /// `POSITIONS` keys or values converted to f32.
-    rows: Vec<f32>,
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// One KV head of one layer of the cache, read (widened from f16) at `level`.
+/// One KV head of one layer of the cache, read with the kernels `level` allows.
 struct KvHead<'c> {
     cache: &'c KvCache,
     level: KernelLevel,
@@ -218,7 +217,7 @@ fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scrat
 
 /// The group's query heads in passes of 8, 4, 3, 2 or 1 heads (the first that divides the
 /// group), each pass a compile-time size so the wide kernels keep its sums in registers. Each
-/// pass widens the group's keys and values again, so a group of 3 (SmolLM2: 9 heads over 3)
+/// pass reads the group's keys and values again, so a group of 3 (SmolLM2: 9 heads over 3)
 /// runs as one pass, not three.
 fn attend_group_with(
     kernels: impl Kernels,
@@ -227,20 +226,34 @@ fn attend_group_with(
     kv: KvHead<'_>,
     scratch: &mut Scratch,
 ) {
+    match kv.cache.precision() {
+        KvPrecision::F32 => attend_group_as::<f32>(kernels, shape, tile, kv, scratch),
+        KvPrecision::F16 => attend_group_as::<f16>(kernels, shape, tile, kv, scratch),
+    }
+}
+
+/// [`attend_group_with`] for a cache that stores `E`.
+fn attend_group_as<E: Value>(
+    kernels: impl Kernels,
+    shape: AttentionShape,
+    tile: Tile<'_, '_>,
+    kv: KvHead<'_>,
+    scratch: &mut Scratch,
+) {
     let args = (shape, &kv, scratch);
     match shape.heads / shape.kv_heads {
-        g if g % 8 == 0 => attend_heads::<8>(kernels, tile, args),
-        g if g % 4 == 0 => attend_heads::<4>(kernels, tile, args),
-        g if g % 3 == 0 => attend_heads::<3>(kernels, tile, args),
-        g if g % 2 == 0 => attend_heads::<2>(kernels, tile, args),
-        _ => attend_heads::<1>(kernels, tile, args),
+        g if g % 8 == 0 => attend_heads::<8, E>(kernels, tile, args),
+        g if g % 4 == 0 => attend_heads::<4, E>(kernels, tile, args),
+        g if g % 3 == 0 => attend_heads::<3, E>(kernels, tile, args),
+        g if g % 2 == 0 => attend_heads::<2, E>(kernels, tile, args),
+        _ => attend_heads::<1, E>(kernels, tile, args),
     }
 }
 
 /// Attends `G` of the group's heads at a time, for every token of the tile. Token `i` attends
 /// over positions `0..=first + i`: its scores, softmax and weighted sum run over them in the
 /// same order as for a tile of that token alone.
-fn attend_heads<const G: usize>(
+fn attend_heads<const G: usize, E: Value>(
     kernels: impl Kernels,
     tile: Tile<'_, '_>,
     (shape, kv, scratch): (AttentionShape, &KvHead<'_>, &mut Scratch),
@@ -249,8 +262,7 @@ fn attend_heads<const G: usize>(
     // Token `i` of the tile attends over `tile.first + i + 1` positions.
     let longest = tile.first + tile.q.len();
     let stride = longest.next_multiple_of(KEY_BLOCK);
-    let Scratch { scores, rows } = scratch;
-    rows.resize(POSITIONS * hd, 0.0);
+    let Scratch { scores } = scratch;
     let pass = G * hd;
     let group_dim = tile.q.first().map_or(0, |q| q.len());
     for heads in (0..group_dim).step_by(pass) {
@@ -258,14 +270,13 @@ fn attend_heads<const G: usize>(
         scores.resize(tile.q.len() * G * stride, 0.0);
         for block in (0..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
-            kv.cache
-                .read_keys(kv.level, kv.layer, kv.kv_head, block..end, rows);
+            let rows: &[E] = kv.cache.key_run(kv.layer, kv.kv_head, block..end);
             for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
                 let positions = end.min(tile.first + i + 1).saturating_sub(block);
                 let q = &tile.q[i][heads..heads + pass];
                 let keys = &rows[..positions.div_ceil(KEY_BLOCK) * KEY_BLOCK * hd];
                 if !keys.is_empty() {
-                    kernels.scores::<G>(q, keys, shape.scale, scores, stride, block);
+                    kernels.scores::<G, E>(q, keys, shape.scale, scores, stride, block);
                 }
             }
         }
@@ -279,14 +290,13 @@ fn attend_heads<const G: usize>(
         }
         for block in (0..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
-            kv.cache
-                .read_values(kv.level, kv.layer, kv.kv_head, block..end, rows);
+            let rows: &[E] = kv.cache.value_run(kv.layer, kv.kv_head, block..end);
             for (i, weights) in scores.chunks_exact(G * stride).enumerate() {
                 let positions = end.min(tile.first + i + 1).saturating_sub(block);
                 if positions > 0 {
                     let out = &mut tile.out[i][heads..heads + pass];
                     let values = &rows[..positions * hd];
-                    kernels.weighted_values::<G>(weights, stride, block, values, out);
+                    kernels.weighted_values::<G, E>(weights, stride, block, values, out);
                 }
             }
         }
@@ -299,10 +309,10 @@ trait Kernels: Copy {
     /// `scores[g * stride + first + j] = (Σ_d q[g][d] · keys[d][j]) · scale` for the positions
     /// `j` of one or more key blocks (`keys` is blocks of `[head_dim][KEY_BLOCK]`, `q` is
     /// `[G][head_dim]`), each summed over `d` in order.
-    fn scores<const G: usize>(
+    fn scores<const G: usize, E: Value>(
         self,
         q: &[f32],
-        keys: &[f32],
+        keys: &[E],
         scale: f32,
         scores: &mut [f32],
         stride: usize,
@@ -311,12 +321,12 @@ trait Kernels: Copy {
 
     /// `out[g][c] += weights[g * stride + first + p] · values[p][c]` for each position `p` of
     /// `values` (`[positions][head_dim]`) in order; `out` is `[G][head_dim]`.
-    fn weighted_values<const G: usize>(
+    fn weighted_values<const G: usize, E: Value>(
         self,
         weights: &[f32],
         stride: usize,
         first: usize,
-        values: &[f32],
+        values: &[E],
         out: &mut [f32],
     );
 
@@ -324,15 +334,54 @@ trait Kernels: Copy {
     fn softmax(self, x: &mut [f32]);
 }
 
+/// A value type of the cache ([`CacheValue`]: f32, or f16 widened exactly) as the wide
+/// kernels load it: straight from the cache, so no f32 copy of the keys and values is made.
+trait Value: CacheValue {
+    /// 16 values at `p` as f32. Safety: 16 readable values; the caller has AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load16(p: *const Self) -> std::arch::x86_64::__m512;
+    /// 8 values at `p` as f32. Safety: 8 readable values; the caller has AVX and F16C.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl Value for f32 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(p: *const f32) -> std::arch::x86_64::__m512 {
+        std::arch::x86_64::_mm512_loadu_ps(p)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
+        std::arch::x86_64::_mm256_loadu_ps(p)
+    }
+}
+
+impl Value for f16 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(p: *const f16) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        _mm256_cvtph_ps(_mm_loadu_si128(p.cast()))
+    }
+}
+
 /// Plain Rust, the twin the wide kernels are tested against.
 #[derive(Clone, Copy)]
 struct Portable;
 
 impl Kernels for Portable {
-    fn scores<const G: usize>(
+    fn scores<const G: usize, E: Value>(
         self,
         q: &[f32],
-        keys: &[f32],
+        keys: &[E],
         scale: f32,
         scores: &mut [f32],
         stride: usize,
@@ -344,7 +393,7 @@ impl Kernels for Portable {
                 for j in 0..KEY_BLOCK {
                     let mut acc = 0.0;
                     for (d, q) in q.iter().enumerate() {
-                        acc = q.mul_add(keys[d * KEY_BLOCK + j], acc);
+                        acc = q.mul_add(keys[d * KEY_BLOCK + j].to_f32(), acc);
                     }
                     scores[g * stride + first + b * KEY_BLOCK + j] = acc * scale;
                 }
@@ -352,12 +401,12 @@ impl Kernels for Portable {
         }
     }
 
-    fn weighted_values<const G: usize>(
+    fn weighted_values<const G: usize, E: Value>(
         self,
         weights: &[f32],
         stride: usize,
         first: usize,
-        values: &[f32],
+        values: &[E],
         out: &mut [f32],
     ) {
         weighted_columns(G, weights, stride, first, values, out, 0);
@@ -370,12 +419,12 @@ impl Kernels for Portable {
 
 /// [`Kernels::weighted_values`] for the columns `from..head_dim`, one at a time (the portable
 /// kernel, and the wide kernels' last columns).
-fn weighted_columns(
+fn weighted_columns<E: Value>(
     heads: usize,
     weights: &[f32],
     stride: usize,
     first: usize,
-    values: &[f32],
+    values: &[E],
     out: &mut [f32],
     from: usize,
 ) {
@@ -385,7 +434,7 @@ fn weighted_columns(
         let w = &weights[g * stride + first..][..positions];
         for (c, out) in out.iter_mut().enumerate().skip(from) {
             for (w, row) in w.iter().zip(values.chunks_exact(hd)) {
-                *out = w.mul_add(row[c], *out);
+                *out = w.mul_add(row[c].to_f32(), *out);
             }
         }
     }
@@ -433,7 +482,7 @@ fn fold16(x: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
 mod wide {
     use std::arch::x86_64::*;
 
-    use super::{softmax, weighted_columns, Kernels, KEY_BLOCK};
+    use super::{softmax, weighted_columns, Kernels, Value, KEY_BLOCK};
 
     /// Proof that the CPU has AVX-512F: only [`Avx512::detect`] makes one.
     #[derive(Clone, Copy)]
@@ -446,31 +495,31 @@ mod wide {
     }
 
     impl Kernels for Avx512 {
-        fn scores<const G: usize>(
+        fn scores<const G: usize, E: Value>(
             self,
             q: &[f32],
-            keys: &[f32],
+            keys: &[E],
             scale: f32,
             scores: &mut [f32],
             stride: usize,
             first: usize,
         ) {
-            check_scores::<G>(q, keys, scores, stride, first);
+            check_scores::<G, E>(q, keys, scores, stride, first);
             // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
-            unsafe { scores_avx512::<G>(q, keys, scale, scores, stride, first) }
+            unsafe { scores_avx512::<G, E>(q, keys, scale, scores, stride, first) }
         }
 
-        fn weighted_values<const G: usize>(
+        fn weighted_values<const G: usize, E: Value>(
             self,
             weights: &[f32],
             stride: usize,
             first: usize,
-            values: &[f32],
+            values: &[E],
             out: &mut [f32],
         ) {
-            let whole = check_values::<G>(weights, stride, first, values, out, 32);
+            let whole = check_values::<G, E>(weights, stride, first, values, out, 32);
             // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
-            unsafe { values_avx512::<G>(weights, stride, first, values, out, whole) };
+            unsafe { values_avx512::<G, E>(weights, stride, first, values, out, whole) };
             weighted_columns(G, weights, stride, first, values, out, whole);
         }
 
@@ -480,47 +529,49 @@ mod wide {
         }
     }
 
-    /// Proof that the CPU has AVX2 and FMA: only [`Avx2::detect`] makes one.
+    /// Proof that the CPU has AVX2, FMA and F16C: only [`Avx2::detect`] makes one.
     #[derive(Clone, Copy)]
     pub struct Avx2(());
 
     impl Avx2 {
         pub fn detect() -> Option<Self> {
-            (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
-                .then_some(Avx2(()))
+            (is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c"))
+            .then_some(Avx2(()))
         }
     }
 
     impl Kernels for Avx2 {
-        fn scores<const G: usize>(
+        fn scores<const G: usize, E: Value>(
             self,
             q: &[f32],
-            keys: &[f32],
+            keys: &[E],
             scale: f32,
             scores: &mut [f32],
             stride: usize,
             first: usize,
         ) {
-            check_scores::<G>(q, keys, scores, stride, first);
+            check_scores::<G, E>(q, keys, scores, stride, first);
             let block = q.len() / G * KEY_BLOCK;
             for (b, keys) in keys.chunks_exact(block).enumerate() {
                 let first = first + b * KEY_BLOCK;
-                // SAFETY: AVX2 and FMA are present (self exists); the bounds were checked above.
-                unsafe { scores_avx2::<G>(q, keys, scale, scores, stride, first) }
+                // SAFETY: AVX2, FMA and F16C are present (self exists); the bounds were checked above.
+                unsafe { scores_avx2::<G, E>(q, keys, scale, scores, stride, first) }
             }
         }
 
-        fn weighted_values<const G: usize>(
+        fn weighted_values<const G: usize, E: Value>(
             self,
             weights: &[f32],
             stride: usize,
             first: usize,
-            values: &[f32],
+            values: &[E],
             out: &mut [f32],
         ) {
-            let whole = check_values::<G>(weights, stride, first, values, out, 8);
+            let whole = check_values::<G, E>(weights, stride, first, values, out, 8);
             // SAFETY: AVX2 and FMA are present (self exists); the bounds were checked above.
-            unsafe { values_avx2::<G>(weights, stride, first, values, out, whole) };
+            unsafe { values_avx2::<G, E>(weights, stride, first, values, out, whole) };
             weighted_columns(G, weights, stride, first, values, out, whole);
         }
 
@@ -531,9 +582,9 @@ mod wide {
     }
 
     /// Checks what the unchecked loads and stores of a scores kernel rely on.
-    fn check_scores<const G: usize>(
+    fn check_scores<const G: usize, E>(
         q: &[f32],
-        keys: &[f32],
+        keys: &[E],
         scores: &[f32],
         stride: usize,
         first: usize,
@@ -546,11 +597,11 @@ mod wide {
 
     /// Checks what the unchecked loads and stores of a weighted-values kernel rely on; returns
     /// the columns it covers (whole multiples of `width`).
-    fn check_values<const G: usize>(
+    fn check_values<const G: usize, E>(
         weights: &[f32],
         stride: usize,
         first: usize,
-        values: &[f32],
+        values: &[E],
         out: &[f32],
         width: usize,
     ) -> usize {
@@ -561,9 +612,9 @@ mod wide {
     }
 
     #[target_feature(enable = "avx512f")]
-    unsafe fn scores_avx512<const G: usize>(
+    unsafe fn scores_avx512<const G: usize, E: Value>(
         q: &[f32],
-        keys: &[f32],
+        keys: &[E],
         scale: f32,
         scores: &mut [f32],
         stride: usize,
@@ -584,8 +635,8 @@ mod wide {
             for d in 0..hd {
                 // SAFETY (all loads and stores): the bounds checked by `check_scores`.
                 let (x0, x1) = (
-                    _mm512_loadu_ps(k0.add(d * KEY_BLOCK)),
-                    _mm512_loadu_ps(k1.add(d * KEY_BLOCK)),
+                    E::load16(k0.add(d * KEY_BLOCK)),
+                    E::load16(k1.add(d * KEY_BLOCK)),
                 );
                 for g in 0..G {
                     let qd = _mm512_set1_ps(*q.add(g * hd + d));
@@ -604,7 +655,7 @@ mod wide {
             let k0 = keys.add(b * block);
             let mut acc = [_mm512_setzero_ps(); G];
             for d in 0..hd {
-                let x0 = _mm512_loadu_ps(k0.add(d * KEY_BLOCK));
+                let x0 = E::load16(k0.add(d * KEY_BLOCK));
                 for (g, acc) in acc.iter_mut().enumerate() {
                     let qd = _mm512_set1_ps(*q.add(g * hd + d));
                     *acc = _mm512_fmadd_ps(qd, x0, *acc);
@@ -620,11 +671,11 @@ mod wide {
     /// Columns `0..whole` in pieces of 32: two vectors per head stay in registers across all
     /// positions.
     #[target_feature(enable = "avx512f")]
-    unsafe fn values_avx512<const G: usize>(
+    unsafe fn values_avx512<const G: usize, E: Value>(
         weights: &[f32],
         stride: usize,
         first: usize,
-        values: &[f32],
+        values: &[E],
         out: &mut [f32],
         whole: usize,
     ) {
@@ -638,8 +689,8 @@ mod wide {
             let mut hi: [__m512; G] =
                 std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column + 16)));
             for p in 0..positions {
-                let v0 = _mm512_loadu_ps(v.add(p * hd + column));
-                let v1 = _mm512_loadu_ps(v.add(p * hd + column + 16));
+                let v0 = E::load16(v.add(p * hd + column));
+                let v1 = E::load16(v.add(p * hd + column + 16));
                 for g in 0..G {
                     let wg = _mm512_set1_ps(*w.add(g * stride + first + p));
                     lo[g] = _mm512_fmadd_ps(wg, v0, lo[g]);
@@ -659,10 +710,10 @@ mod wide {
     }
 
     /// The key block in two halves of 8 positions.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn scores_avx2<const G: usize>(
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scores_avx2<const G: usize, E: Value>(
         q: &[f32],
-        keys: &[f32],
+        keys: &[E],
         scale: f32,
         scores: &mut [f32],
         stride: usize,
@@ -674,7 +725,7 @@ mod wide {
             let mut acc = [_mm256_setzero_ps(); G];
             for d in 0..hd {
                 // SAFETY (all loads and stores): the bounds checked by `check_scores`.
-                let k = _mm256_loadu_ps(keys.add(d * KEY_BLOCK + lane));
+                let k = E::load8(keys.add(d * KEY_BLOCK + lane));
                 for (g, acc) in acc.iter_mut().enumerate() {
                     let qd = _mm256_set1_ps(*q.add(g * hd + d));
                     *acc = _mm256_fmadd_ps(qd, k, *acc);
@@ -689,12 +740,12 @@ mod wide {
     }
 
     /// Columns `0..whole` in pieces of 8: one vector per head in registers across positions.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn values_avx2<const G: usize>(
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn values_avx2<const G: usize, E: Value>(
         weights: &[f32],
         stride: usize,
         first: usize,
-        values: &[f32],
+        values: &[E],
         out: &mut [f32],
         whole: usize,
     ) {
@@ -706,7 +757,7 @@ mod wide {
             let mut acc: [__m256; G] =
                 std::array::from_fn(|g| _mm256_loadu_ps(o.add(g * hd + column)));
             for p in 0..positions {
-                let vp = _mm256_loadu_ps(v.add(p * hd + column));
+                let vp = E::load8(v.add(p * hd + column));
                 for (g, acc) in acc.iter_mut().enumerate() {
                     let wg = _mm256_set1_ps(*w.add(g * stride + first + p));
                     *acc = _mm256_fmadd_ps(wg, vp, *acc);
@@ -980,6 +1031,46 @@ mod tests {
                 assert_eq!(tiled, alone, "{level}, {tokens} tokens from {start}");
             }
         }
+    }
+
+    /// The wide kernels load f16 keys and values straight from the cache: every f16 bit
+    /// pattern must come out as the f32 the portable kernels use (NaNs as some NaN).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn cached_halves_load_as_their_exact_f32() {
+        use std::arch::x86_64::*;
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        let same = |got: &[f32], src: &[f16], what: &str| {
+            for (a, h) in got.iter().zip(src) {
+                let b = h.to_f32();
+                assert!(
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                    "{what}, {h:?}: {a} vs {b}"
+                );
+            }
+        };
+        if wide::Avx512::detect().is_some() {
+            for chunk in all.chunks_exact(16) {
+                let mut got = [0.0f32; 16];
+                // SAFETY: AVX-512F was detected; 16 values are readable and writable.
+                unsafe { _mm512_storeu_ps(got.as_mut_ptr(), f16::load16(chunk.as_ptr())) };
+                same(&got, chunk, "load16");
+            }
+        }
+        if wide::Avx2::detect().is_some() {
+            for chunk in all.chunks_exact(8) {
+                let mut got = [0.0f32; 8];
+                // SAFETY: AVX2 and F16C were detected; 8 values are readable and writable.
+                unsafe { load8_f16c(chunk, &mut got) };
+                same(&got, chunk, "load8");
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn load8_f16c(src: &[f16], out: &mut [f32; 8]) {
+        std::arch::x86_64::_mm256_storeu_ps(out.as_mut_ptr(), f16::load8(src.as_ptr()));
     }
 
     #[test]

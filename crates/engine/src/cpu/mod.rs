@@ -1,6 +1,6 @@
 //! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
-//! quantization, grouped-query attention (with a vectorizable `exp` and f16 conversion of the
-//! cache), a persistent thread pool (fewer of its threads take part while other programs keep
+//! quantization, grouped-query attention (with a vectorizable `exp`, reading the f16 cache as
+//! it is), a persistent thread pool (fewer of its threads take part while other programs keep
 //! cores busy) and a memory read-bandwidth probe. A loaded model owns a [`CpuContext`] (its pool
 //! and kernel level) and passes it to every kernel.
 //!
@@ -19,8 +19,6 @@ pub mod bandwidth;
 pub(crate) mod contention;
 pub mod context;
 pub(crate) mod exp;
-#[clippy::msrv = "1.89"]
-pub(crate) mod f16;
 #[clippy::msrv = "1.89"]
 pub mod level;
 #[clippy::msrv = "1.89"]
