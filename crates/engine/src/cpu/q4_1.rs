@@ -375,7 +375,7 @@ mod avx512bw {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512vnni {
+pub(super) mod avx512vnni {
     use super::*;
     use std::arch::x86_64::*;
 
@@ -397,9 +397,9 @@ mod avx512vnni {
     const COLUMNS_0_4: [u8; 64] = row_major_index(0);
     const COLUMNS_4_8: [u8; 64] = row_major_index(4);
 
-    /// 16 BF16 values at `p` as f32.
+    /// 16 BF16 values at `p` as f32 (also the Q8 kernel's scales).
     #[inline(always)]
-    pub(super) unsafe fn bf16x16(p: *const u8) -> __m512 {
+    pub(in crate::cpu) unsafe fn bf16x16(p: *const u8) -> __m512 {
         let v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
         _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
     }

@@ -112,6 +112,7 @@ mod scalar {
 #[cfg(target_arch = "x86_64")]
 mod avx512vnni {
     use super::*;
+    use crate::cpu::q4_1::avx512vnni::bf16x16;
     use std::arch::x86_64::*;
 
     /// For 64 bytes holding 4 columns x 16 rows (column-major, as a tile half stores them):
@@ -184,13 +185,6 @@ mod avx512vnni {
             _mm512_storeu_ps(y.as_mut_ptr(), acc[0]);
             _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[1]);
         }
-    }
-
-    /// 16 BF16 values at `p` as f32.
-    #[inline(always)]
-    unsafe fn bf16x16(p: *const u8) -> __m512 {
-        let v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
-        _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
     }
 }
 
