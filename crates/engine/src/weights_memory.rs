@@ -4,8 +4,8 @@
 //! Every token reads all the weights once. Through the page cache they sit in 4 KiB pages: the
 //! TLB misses every few tiles, and the hardware prefetchers stop at every page boundary. A copy
 //! in 2 MiB pages (`q4nx::Weights::copy_into_huge_pages`) removes both. Measured on the 2-core
-//! VM (bench/README.md): SmolLM2-135M decodes about 15% faster on 2 threads and prefills up to
-//! 40% faster. The copy costs a read at load and memory the kernel cannot drop under pressure,
+//! VM (bench/README.md): SmolLM2-135M decodes 10% (1 thread) to 15% (2 threads) faster, and
+//! MiniCPM5-2B about 6%. The copy costs a read at load and memory the kernel cannot drop under pressure,
 //! so it is made only when the weights take at most half the memory the kernel says is
 //! available.
 
