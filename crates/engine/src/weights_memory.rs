@@ -5,9 +5,9 @@
 //! TLB misses every few tiles, and the hardware prefetchers stop at every page boundary. A copy
 //! in 2 MiB pages (`q4nx::Weights::copy_into_huge_pages`) removes both. Measured on the 2-core
 //! VM (bench/README.md): SmolLM2-135M decodes 10% (1 thread) to 15% (2 threads) faster, and
-//! MiniCPM5-2B about 6%. The copy costs a read at load and memory the kernel cannot drop under pressure,
-//! so it is made only when the weights take at most half the memory the kernel says is
-//! available.
+//! MiniCPM5-2B about 6%. The copy costs a read at load and memory the kernel cannot drop under
+//! pressure, so it is made only when the weights take at most half the memory the kernel says
+//! is available.
 
 use q4nx::Weights;
 use serde::{Deserialize, Serialize};
