@@ -20,6 +20,8 @@ use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
 use hearth_engine::{
     ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, WeightsMemory,
 };
+use q4nx::layout::linear_shape;
+use q4nx::tile::GROUP;
 use q4nx::{ModelConfig, Tensor, Weights};
 
 use crate::busy::{self, BusyLoops};
@@ -542,7 +544,8 @@ fn prompt_tokens(len: usize, vocab: usize, seed: u64) -> Vec<u32> {
 
 /// What one decode step reads, and how big the model is.
 struct Footprint {
-    /// Every linear weight's stored bytes plus one embedding row and the norms.
+    /// Every linear weight's bytes that a kernel reads (its stored bytes without the padding)
+    /// plus one embedding row and the norms.
     weight_bytes_per_token: usize,
     file: PathBuf,
     file_bytes: u64,
@@ -555,7 +558,12 @@ impl Footprint {
         let mut bytes = 0usize;
         for name in weights.names() {
             bytes += match weights.get(name)? {
-                Tensor::Q4_1(m) | Tensor::Q8(m) => m.bytes.len(),
+                // The kernels read only the groups that hold real columns, not the padding
+                // of K to whole tiles (a quarter of SmolLM2-135M's tiles).
+                Tensor::Q4_1(m) | Tensor::Q8(m) => {
+                    let k = linear_shape(&config, name).map_or(m.cols, |[_, k]| k);
+                    m.bytes.len() / (m.cols / GROUP) * k.div_ceil(GROUP)
+                }
                 Tensor::Dense(d) if name == "model.embed_tokens.weight" => {
                     d.bytes.len() / config.vocab_size
                 }

@@ -225,9 +225,9 @@ impl TileKernel {
         }
     }
 
-    fn prefetch_start(self, tiles: &[u8]) {
+    fn prefetch_start(self, tiles: &[u8], acts: &QuantizedActivations) {
         match self {
-            TileKernel::Q4_1 => q4_1::prefetch_start(tiles),
+            TileKernel::Q4_1 => q4_1::prefetch_start(tiles, acts),
             TileKernel::Q8 => {} // the hardware prefetchers keep up with its plain loop
         }
     }
@@ -279,7 +279,7 @@ fn matmul_tiles(
             let (rows, block_bytes) = (matrix.rows, matrix.cols / TILE_COLS * kernel.tile_bytes());
             let first = (chunk - first_chunk[i]) * per_chunk;
             let end = (rows / TILE_ROWS).min(first + per_chunk);
-            kernel.prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes]);
+            kernel.prefetch_start(&matrix.bytes[first * block_bytes..end * block_bytes], acts);
             // Zeroing the buffer is a visible cost in decode (once per chunk), so one token
             // gets one row block's worth.
             let (mut one, mut batch);

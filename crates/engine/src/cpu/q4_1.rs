@@ -19,15 +19,18 @@ use super::quant::{QuantizedActivations, BLOCK};
 
 /// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
 pub const MAX_TOKENS: usize = 8;
-/// How far ahead of the tile being computed the SIMD kernels prefetch into L2: far enough that
-/// many requests are in flight at once, which is what keeps memory busy (measured on the
-/// 2-thread decode: 88% of the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with
-/// this pair).
+/// How far ahead of the step being computed the SIMD kernels prefetch into L2, in steps (one
+/// step is one group of one half: 320 bytes): 8 whole tiles, far enough that many requests are
+/// in flight at once, which is what keeps memory busy (measured on the 2-thread decode: 88% of
+/// the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with this pair).
 #[cfg(target_arch = "x86_64")]
-const PREFETCH_L2_DISTANCE: usize = 8 * TILE_BYTES;
+const PREFETCH_L2_STEPS: usize = 8 * STEPS_PER_TILE;
 /// ... and into L1, from L2, shortly before use.
 #[cfg(target_arch = "x86_64")]
-const PREFETCH_L1_DISTANCE: usize = 2 * TILE_BYTES;
+const PREFETCH_L1_STEPS: usize = 2 * STEPS_PER_TILE;
+/// Steps of a whole tile: 8 groups in each of its 2 halves.
+#[cfg(target_arch = "x86_64")]
+const STEPS_PER_TILE: usize = 2 * GROUPS;
 
 /// The integer sums of one tile against 256 quantized activations:
 /// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
@@ -63,6 +66,7 @@ pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS
 /// `out[t * 32 + r]` = row `r` of the block times token `t0 + t`.
 ///
 /// `tiles` holds the block's `cols_padded / 256` tiles, in order. At most [`MAX_TOKENS`] tokens.
+/// Only the groups that hold real columns are read ([`QuantizedActivations::groups`]).
 /// Panics if `level` is not supported or the sizes disagree.
 pub fn row_block(
     level: KernelLevel,
@@ -99,42 +103,130 @@ pub fn row_block(
     }
 }
 
-/// Requests the first tiles of `tiles` (up to the L2 prefetch distance): called where a thread
-/// starts on a new run of row blocks, which the kernels' own look-ahead has not covered.
-pub fn prefetch_start(tiles: &[u8]) {
+/// Requests the first steps of `tiles` (up to the L2 prefetch distance, real groups only, as
+/// the kernels read them): called where a thread starts on a new run of row blocks, which the
+/// kernels' own look-ahead has not covered.
+pub fn prefetch_start(tiles: &[u8], acts: &QuantizedActivations) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-        for offset in (0..tiles.len().min(PREFETCH_L2_DISTANCE)).step_by(64) {
-            let line = tiles[offset..].as_ptr().cast();
-            // SAFETY: prefetching is a hint, and the address is inside `tiles`.
-            unsafe {
-                if offset < PREFETCH_L1_DISTANCE {
-                    _mm_prefetch::<_MM_HINT_T0>(line)
-                } else {
-                    _mm_prefetch::<_MM_HINT_T1>(line)
+        use std::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1};
+        let block_bytes = acts.cols_padded() / TILE_COLS * TILE_BYTES;
+        let steps = (tiles.len() / block_bytes.max(1) * 2 * acts.groups()).min(PREFETCH_L2_STEPS);
+        let mut step = Step::ahead_of(tiles.as_ptr(), acts, 0);
+        for s in 0..steps {
+            if s < PREFETCH_L1_STEPS {
+                step.request::<_MM_HINT_T0>();
+            } else {
+                step.request::<_MM_HINT_T1>();
+            }
+            step.advance(acts);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (tiles, acts);
+}
+
+/// One step of the order every kernel reads a row block in (column tile by column tile, half 0
+/// then half 1, group by group over the groups that hold real columns), continuing into the
+/// row blocks after it. The kernels' look-ahead walks this order some steps in front of them,
+/// so it requests exactly the lines they will read, and never the padding.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Step {
+    tile: *const u8,
+    column_tile: usize,
+    half: usize,
+    group: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Step {
+    /// The step `ahead` steps after the first one of the row block starting at `block`, for
+    /// row blocks as wide as `acts`.
+    fn ahead_of(block: *const u8, acts: &QuantizedActivations, ahead: usize) -> Step {
+        let per_block = (2 * acts.groups()).max(1);
+        let (blocks, mut rest) = (ahead / per_block, ahead % per_block);
+        let mut column_tile = 0;
+        while rest > 0 && rest >= 2 * acts.tile_groups(column_tile) {
+            rest -= 2 * acts.tile_groups(column_tile);
+            column_tile += 1;
+        }
+        let groups = acts.tile_groups(column_tile).max(1);
+        let column_tiles = acts.cols_padded() / TILE_COLS;
+        Step {
+            // Tiles are stored row block after row block, so the ones ahead follow on.
+            tile: block.wrapping_add((blocks * column_tiles + column_tile) * TILE_BYTES),
+            column_tile,
+            half: rest / groups,
+            group: rest % groups,
+        }
+    }
+
+    /// Requests the lines this step reads with `HINT`: its group's 256 bytes of nibbles, and in
+    /// half 0 the group's 32 scales and 32 mins (half 1 reads the same lines).
+    #[inline(always)]
+    fn request<const HINT: i32>(self) {
+        use std::arch::x86_64::_mm_prefetch;
+        let nibbles = self
+            .tile
+            .wrapping_add(NIBBLES + self.half * 2048 + self.group * 256);
+        // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
+        unsafe {
+            for line in 0..4 {
+                _mm_prefetch::<HINT>(nibbles.wrapping_add(line * 64).cast());
+            }
+            if self.half == 0 {
+                let index = 2 * self.group * TILE_ROWS;
+                _mm_prefetch::<HINT>(self.tile.wrapping_add(SCALES + index).cast());
+                _mm_prefetch::<HINT>(self.tile.wrapping_add(MINS + index).cast());
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, acts: &QuantizedActivations) {
+        self.group += 1;
+        if self.group >= acts.tile_groups(self.column_tile) {
+            self.group = 0;
+            self.half += 1;
+            if self.half == 2 {
+                self.half = 0;
+                self.tile = self.tile.wrapping_add(TILE_BYTES);
+                self.column_tile += 1;
+                if self.column_tile == acts.cols_padded() / TILE_COLS {
+                    self.column_tile = 0;
                 }
             }
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = tiles;
 }
 
-/// Requests the 5 cache lines of step `step` (0..16) of the tiles at both prefetch distances
-/// ahead of `tile`: one sixteenth of a tile per group step, so whole tiles arrive in time.
+/// The kernels' look-ahead: requests the lines of the step [`PREFETCH_L2_STEPS`] in front into
+/// L2 and of the step [`PREFETCH_L1_STEPS`] in front into L1, one step per step computed.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_ahead(tile: *const u8, step: usize) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-    let far = tile.wrapping_add(PREFETCH_L2_DISTANCE + step * 320);
-    let near = tile.wrapping_add(PREFETCH_L1_DISTANCE + step * 320);
-    for line in 0..5 {
-        // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T1>(far.wrapping_add(line * 64).cast());
-            _mm_prefetch::<_MM_HINT_T0>(near.wrapping_add(line * 64).cast());
+struct Lookahead<'a> {
+    acts: &'a QuantizedActivations,
+    far: Step,
+    near: Step,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a> Lookahead<'a> {
+    fn new(tiles: &[u8], acts: &'a QuantizedActivations) -> Lookahead<'a> {
+        Lookahead {
+            acts,
+            far: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L2_STEPS),
+            near: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L1_STEPS),
         }
+    }
+
+    #[inline(always)]
+    fn step(&mut self) {
+        use std::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1};
+        self.far.request::<_MM_HINT_T1>();
+        self.far.advance(self.acts);
+        self.near.request::<_MM_HINT_T0>();
+        self.near.advance(self.acts);
     }
 }
 
@@ -170,7 +262,7 @@ mod scalar {
                 let sums = &acts.sums(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
                 let mut isums = [0i32; TILE_ROWS * GROUPS];
                 tile_isums(tile, xq, &mut isums);
-                for g in 0..GROUPS {
+                for g in 0..acts.tile_groups(ct) {
                     for (r, y) in y.iter_mut().enumerate() {
                         let j = g * TILE_ROWS + r;
                         let d = bf16(&tile[SCALES..], j) * scales[g];
@@ -254,12 +346,13 @@ mod avx2 {
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
             let mut acc = [_mm256_setzero_ps(); 4];
+            let mut lookahead = Lookahead::new(tiles, acts);
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
                 for h in 0..2 {
-                    for g in 0..GROUPS {
+                    for g in 0..acts.tile_groups(ct) {
                         let gi = ct * GROUPS + g;
-                        prefetch_ahead(base, h * GROUPS + g);
+                        lookahead.step();
                         let sx = _mm256_set1_ps(scales[gi]);
                         let xs = _mm256_set1_ps(sums[gi]);
                         let nib = base.add(NIBBLES + h * 2048 + g * 256);
@@ -347,12 +440,13 @@ mod avx512bw {
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
             let mut acc = [_mm512_setzero_ps(); 2];
+            let mut lookahead = Lookahead::new(tiles, acts);
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
                 for (h, acc) in acc.iter_mut().enumerate() {
-                    for g in 0..GROUPS {
+                    for g in 0..acts.tile_groups(ct) {
                         let gi = ct * GROUPS + g;
-                        prefetch_ahead(base, h * GROUPS + g);
+                        lookahead.step();
                         let sx = _mm512_set1_ps(scales[gi]);
                         let xs = _mm512_set1_ps(sums[gi]);
                         let isum = group_half(
@@ -474,7 +568,7 @@ pub(super) mod avx512vnni {
             let mut acc = [_mm512_setzero_ps(); N];
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
-                for g in 0..GROUPS {
+                for g in 0..acts.tile_groups(ct) {
                     let gi = ct * GROUPS + g;
                     let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
                     let j = g * TILE_ROWS + h * 16;
@@ -508,13 +602,14 @@ pub(super) mod avx512vnni {
             scales[t] = acts.scales(t0 + t).as_ptr();
             sums[t] = acts.sums(t0 + t).as_ptr();
         }
+        let mut lookahead = Lookahead::new(tiles, acts);
         for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
             let base = tile.as_ptr();
             // Half-major order reads the tile front to back.
             for h in 0..2 {
-                for g in 0..GROUPS {
+                for g in 0..acts.tile_groups(ct) {
                     let gi = ct * GROUPS + g;
-                    prefetch_ahead(base, h * GROUPS + g);
+                    lookahead.step();
                     let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
                     let j = g * TILE_ROWS + h * 16;
                     let d = bf16x16(base.add(SCALES + 2 * j));
@@ -644,6 +739,80 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Group `g` (and every group after it) of column tile `ct` of a one-row-block `tiles`
+    /// overwritten with `fill` bytes: scales, mins and nibbles.
+    fn fill_groups_from(tiles: &mut [u8], ct: usize, g: usize, fill: u8) {
+        let tile = &mut tiles[ct * TILE_BYTES..(ct + 1) * TILE_BYTES];
+        for group in g..GROUPS {
+            let j = 2 * group * TILE_ROWS;
+            tile[SCALES + j..SCALES + j + 64].fill(fill);
+            tile[MINS + j..MINS + j + 64].fill(fill);
+            for h in 0..2 {
+                let at = NIBBLES + h * 2048 + group * 256;
+                tile[at..at + 256].fill(fill);
+            }
+        }
+    }
+
+    #[test]
+    fn padding_groups_are_never_read() {
+        // K = 600: 19 groups hold columns (the last one partly), the 5 after them pad the
+        // third tile. Zero padding and NaN padding (0xFFFF scales and mins) must give the same
+        // bits at every level and token count: the kernels skip those groups.
+        let mut rng = Lcg(5);
+        let cols = 600;
+        let mut zeroed = random_tiles(3, &mut rng);
+        fill_groups_from(&mut zeroed, 2, 3, 0);
+        let mut poisoned = zeroed.clone();
+        fill_groups_from(&mut poisoned, 2, 3, 0xFF);
+        for tokens in [1, 3, MAX_TOKENS] {
+            let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(&x, tokens, cols);
+            assert_eq!(acts.groups(), 19);
+            for level in KernelLevel::supported() {
+                let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
+                row_block(level, &zeroed, &acts, 0, &mut a);
+                row_block(level, &poisoned, &acts, 0, &mut b);
+                assert!(b.iter().all(|v| v.is_finite()), "{level} read the padding");
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a), bits(&b), "{level}, {tokens} tokens");
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn lookahead_walks_the_steps_the_kernels_compute() {
+        // Row blocks of K = 600 (tiles of 8, 8 and 3 groups), walked over four row blocks: the
+        // step `k` ahead of a block's start is the one `k` advances reach, and the order is
+        // tile by tile, half by half, real group by real group.
+        let mut acts = QuantizedActivations::new();
+        acts.resize(1, 600);
+        let base = std::ptr::null::<u8>();
+        let mut expected = Vec::new();
+        for block in 0..4 {
+            for ct in 0..3 {
+                for h in 0..2 {
+                    for g in 0..acts.tile_groups(ct) {
+                        expected.push(((block * 3 + ct) * TILE_BYTES, ct, h, g));
+                    }
+                }
+            }
+        }
+        let as_tuple = |s: Step| (s.tile as usize, s.column_tile, s.half, s.group);
+        let mut walked = Step::ahead_of(base, &acts, 0);
+        for (k, want) in expected.iter().enumerate() {
+            assert_eq!(as_tuple(walked), *want, "step {k} by advancing");
+            assert_eq!(
+                as_tuple(Step::ahead_of(base, &acts, k)),
+                *want,
+                "step {k} directly"
+            );
+            walked.advance(&acts);
         }
     }
 

@@ -44,8 +44,9 @@ pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS
 /// Computes one row block for tokens `t0 .. t0 + out.len() / 32` of `acts`:
 /// `out[t * 32 + r]` = row `r` of the block times token `t0 + t`.
 ///
-/// `tiles` holds the block's `cols_padded / 256` tiles, in order. Panics if `level` is not
-/// supported or the sizes disagree.
+/// `tiles` holds the block's `cols_padded / 256` tiles, in order. Only the groups that hold
+/// real columns count ([`QuantizedActivations::groups`]; the AVX-512 VNNI kernel reads no
+/// others). Panics if `level` is not supported or the sizes disagree.
 pub fn row_block(
     level: KernelLevel,
     tiles: &[u8],
@@ -71,7 +72,7 @@ pub fn row_block(
             let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
             let sx = &acts.scales(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];
             let isums = tile_isums(level, tile, xq);
-            for (g, &sx) in sx.iter().enumerate() {
+            for (g, &sx) in sx.iter().enumerate().take(acts.tile_groups(ct)) {
                 let j = g * TILE_ROWS;
                 for ((y, d), isum) in y.iter_mut().zip(&d[j..]).zip(&isums[j..]) {
                     *y += d * sx * *isum as f32;
@@ -172,7 +173,7 @@ mod avx512vnni {
             let mut acc = [_mm512_setzero_ps(); 2];
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
-                for g in 0..GROUPS {
+                for g in 0..acts.tile_groups(ct) {
                     let sums = group_sums(base, g, xq.as_ptr().add(ct * TILE_COLS));
                     let sx = _mm512_set1_ps(sx[ct * GROUPS + g]);
                     for (h, (acc, sums)) in acc.iter_mut().zip(sums).enumerate() {
@@ -297,6 +298,44 @@ mod tests {
                 let mut out = vec![f32::NAN; tokens * 32];
                 row_block(level, &tiles, &acts, 0, &mut out);
                 assert_eq!(out, reference, "{level} differs from the scalar twin");
+            }
+        }
+    }
+
+    #[test]
+    fn padding_groups_add_nothing_and_their_scales_are_never_read() {
+        // K = 600 leaves groups 3..8 of the third tile as padding: NaN scales (0xFFFF) and
+        // any values there change no bit at any level.
+        let mut rng = Lcg(4);
+        let cols = 600;
+        let zeroed = {
+            let mut tiles = random_tiles(3, &mut rng);
+            let tile = &mut tiles[2 * TILE_BYTES..];
+            tile[SCALES + 2 * 3 * TILE_ROWS..SCALES + 512].fill(0);
+            for h in 0..2 {
+                tile[VALUES + h * 4096 + 3 * BLOCK * 16..VALUES + (h + 1) * 4096].fill(0);
+            }
+            tiles
+        };
+        let mut poisoned = zeroed.clone();
+        let tile = &mut poisoned[2 * TILE_BYTES..];
+        tile[SCALES + 2 * 3 * TILE_ROWS..SCALES + 512].fill(0xFF);
+        for h in 0..2 {
+            tile[VALUES + h * 4096 + 3 * BLOCK * 16..VALUES + (h + 1) * 4096].fill(0x81);
+        }
+        for tokens in [1, 3] {
+            let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(&x, tokens, cols);
+            for level in KernelLevel::supported() {
+                let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
+                row_block(level, &zeroed, &acts, 0, &mut a);
+                row_block(level, &poisoned, &acts, 0, &mut b);
+                assert!(
+                    b.iter().all(|v| v.is_finite()),
+                    "{level} used a padding scale"
+                );
+                assert_eq!(a, b, "{level}, {tokens} tokens");
             }
         }
     }

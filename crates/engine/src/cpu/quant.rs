@@ -13,6 +13,7 @@ pub const BLOCK: usize = q4nx::tile::GROUP;
 pub struct QuantizedActivations {
     tokens: usize,
     cols_padded: usize,
+    groups: usize,
     xq: Vec<i8>,     // (tokens, cols_padded)
     scale: Vec<f32>, // (tokens, cols_padded / BLOCK)
     sum: Vec<f32>,   // (tokens, cols_padded / BLOCK)
@@ -28,6 +29,7 @@ impl QuantizedActivations {
     pub fn resize(&mut self, tokens: usize, cols: usize) {
         self.tokens = tokens;
         self.cols_padded = q4nx::layout::padded_cols(cols);
+        self.groups = cols.div_ceil(BLOCK);
         let blocks = tokens * self.cols_padded / BLOCK;
         self.xq.resize(tokens * self.cols_padded, 0);
         self.scale.resize(blocks, 0.0);
@@ -51,6 +53,22 @@ impl QuantizedActivations {
     /// Columns per token after padding to [`q4nx::tile::TILE_COLS`].
     pub fn cols_padded(&self) -> usize {
         self.cols_padded
+    }
+
+    /// Blocks per token that hold real columns. The tiles pad K to whole tiles with zero
+    /// columns, whose activations are zero too, so a kernel skips the blocks from here on:
+    /// they would add nothing, and their bytes are never read (SmolLM2's K of 576 is padded
+    /// to 768, a quarter of its tiles).
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// Of those, the ones in column tile `ct` (0 past the last).
+    pub fn tile_groups(&self, ct: usize) -> usize {
+        use q4nx::tile::GROUPS_PER_TILE;
+        self.groups
+            .saturating_sub(ct * GROUPS_PER_TILE)
+            .min(GROUPS_PER_TILE)
     }
 
     /// Checks what every row-block kernel relies on, and returns its token count: `out` holds
