@@ -19,16 +19,16 @@ use super::quant::{QuantizedActivations, BLOCK};
 
 /// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
 pub const MAX_TOKENS: usize = 8;
-/// How far ahead of the step being computed the SIMD kernels prefetch into L2, in steps (one
-/// step is one group of one half: 320 bytes): 8 whole tiles, far enough that many requests are
-/// in flight at once, which is what keeps memory busy (measured on the 2-thread decode: 88% of
-/// the read bandwidth with one L1 prefetch 4 tiles ahead, 92% with this pair).
+/// How far ahead of the tile being computed the SIMD kernels prefetch into L2, in tiles: far
+/// enough that many requests are in flight at once, which is what keeps memory busy (measured
+/// on the 2-thread decode: 88% of the read bandwidth with one L1 prefetch 4 tiles ahead, 92%
+/// with this pair).
 #[cfg(target_arch = "x86_64")]
-const PREFETCH_L2_STEPS: usize = 8 * STEPS_PER_TILE;
+const PREFETCH_L2_TILES: usize = 8;
 /// ... and into L1, from L2, shortly before use.
 #[cfg(target_arch = "x86_64")]
-const PREFETCH_L1_STEPS: usize = 2 * STEPS_PER_TILE;
-/// Steps of a whole tile: 8 groups in each of its 2 halves.
+const PREFETCH_L1_TILES: usize = 2;
+/// Steps of a whole tile: 8 groups in each of its 2 halves (one step reads 320 bytes).
 #[cfg(target_arch = "x86_64")]
 const STEPS_PER_TILE: usize = 2 * GROUPS;
 
@@ -86,35 +86,69 @@ pub fn row_block(
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx2 => {
             // SAFETY: AVX2 and FMA are present and sizes were checked above.
-            unsafe { avx2::row_block(tiles, acts, t0, out) }
+            unsafe {
+                match acts.is_padded() {
+                    true => avx2::row_block::<true>(tiles, acts, t0, out),
+                    false => avx2::row_block::<false>(tiles, acts, t0, out),
+                }
+            }
         }
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx512Bw => {
             // SAFETY: AVX-512F/BW are present and sizes were checked above.
-            unsafe { avx512bw::row_block(tiles, acts, t0, out) }
+            unsafe {
+                match acts.is_padded() {
+                    true => avx512bw::row_block::<true>(tiles, acts, t0, out),
+                    false => avx512bw::row_block::<false>(tiles, acts, t0, out),
+                }
+            }
         }
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx512Vnni => {
             // SAFETY: AVX-512F/BW/VNNI/VBMI are present and sizes were checked above.
-            unsafe { avx512vnni::row_block(tiles, acts, t0, out) }
+            unsafe {
+                match acts.is_padded() {
+                    true => avx512vnni::row_block::<true>(tiles, acts, t0, out),
+                    false => avx512vnni::row_block::<false>(tiles, acts, t0, out),
+                }
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         _ => scalar::row_block(tiles, acts, t0, out),
     }
 }
 
-/// Requests the first steps of `tiles` (up to the L2 prefetch distance, real groups only, as
-/// the kernels read them): called where a thread starts on a new run of row blocks, which the
-/// kernels' own look-ahead has not covered.
+/// Requests the first tiles of `tiles` (up to the L2 prefetch distance; of a padded matrix,
+/// the real groups only, as the kernels read them): called where a thread starts on a new run
+/// of row blocks, which the kernels' own look-ahead has not covered.
 pub fn prefetch_start(tiles: &[u8], acts: &QuantizedActivations) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1};
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+        if !acts.is_padded() {
+            let (near, far) = (
+                PREFETCH_L1_TILES * TILE_BYTES,
+                PREFETCH_L2_TILES * TILE_BYTES,
+            );
+            for offset in (0..tiles.len().min(far)).step_by(64) {
+                let line = tiles[offset..].as_ptr().cast();
+                // SAFETY: prefetching is a hint, and the address is inside `tiles`.
+                unsafe {
+                    if offset < near {
+                        _mm_prefetch::<_MM_HINT_T0>(line)
+                    } else {
+                        _mm_prefetch::<_MM_HINT_T1>(line)
+                    }
+                }
+            }
+            return;
+        }
         let block_bytes = acts.cols_padded() / TILE_COLS * TILE_BYTES;
-        let steps = (tiles.len() / block_bytes.max(1) * 2 * acts.groups()).min(PREFETCH_L2_STEPS);
+        let blocks = tiles.len() / block_bytes.max(1);
+        let steps = (blocks * 2 * acts.groups()).min(PREFETCH_L2_TILES * STEPS_PER_TILE);
         let mut step = Step::ahead_of(tiles.as_ptr(), acts, 0);
         for s in 0..steps {
-            if s < PREFETCH_L1_STEPS {
+            if s < PREFETCH_L1_TILES * STEPS_PER_TILE {
                 step.request::<_MM_HINT_T0>();
             } else {
                 step.request::<_MM_HINT_T1>();
@@ -124,6 +158,34 @@ pub fn prefetch_start(tiles: &[u8], acts: &QuantizedActivations) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (tiles, acts);
+}
+
+/// Requests the 5 cache lines of step `step` (0..16) of the tiles at both prefetch distances
+/// ahead of `tile`: one sixteenth of a tile per group step, so whole tiles arrive in time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_ahead(tile: *const u8, step: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+    let far = tile.wrapping_add(PREFETCH_L2_TILES * TILE_BYTES + step * 320);
+    let near = tile.wrapping_add(PREFETCH_L1_TILES * TILE_BYTES + step * 320);
+    for line in 0..5 {
+        // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T1>(far.wrapping_add(line * 64).cast());
+            _mm_prefetch::<_MM_HINT_T0>(near.wrapping_add(line * 64).cast());
+        }
+    }
+}
+
+/// The kernels' look-ahead for the step that reads group `g` of half `h` of `tile`: the
+/// [`Lookahead`]'s walk for a padded matrix, else [`prefetch_ahead`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn look_ahead(lookahead: &mut Option<Lookahead<'_>>, tile: *const u8, h: usize, g: usize) {
+    match lookahead {
+        Some(walk) => walk.step(),
+        None => prefetch_ahead(tile, h * GROUPS + g),
+    }
 }
 
 /// One step of the order every kernel reads a row block in (column tile by column tile, half 0
@@ -201,8 +263,10 @@ impl Step {
     }
 }
 
-/// The kernels' look-ahead: requests the lines of the step [`PREFETCH_L2_STEPS`] in front into
-/// L2 and of the step [`PREFETCH_L1_STEPS`] in front into L1, one step per step computed.
+/// The look-ahead of the kernels' `PADDED` variant: requests the lines of the step
+/// [`PREFETCH_L2_TILES`] whole tiles in front into L2 and of the step [`PREFETCH_L1_TILES`]
+/// in front into L1, one step per step computed. (On a matrix without padding that is what
+/// [`prefetch_ahead`] requests, at more cost.)
 #[cfg(target_arch = "x86_64")]
 struct Lookahead<'a> {
     acts: &'a QuantizedActivations,
@@ -215,8 +279,8 @@ impl<'a> Lookahead<'a> {
     fn new(tiles: &[u8], acts: &'a QuantizedActivations) -> Lookahead<'a> {
         Lookahead {
             acts,
-            far: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L2_STEPS),
-            near: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L1_STEPS),
+            far: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L2_TILES * STEPS_PER_TILE),
+            near: Step::ahead_of(tiles.as_ptr(), acts, PREFETCH_L1_TILES * STEPS_PER_TILE),
         }
     }
 
@@ -342,17 +406,22 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+    pub unsafe fn row_block<const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
             let mut acc = [_mm256_setzero_ps(); 4];
-            let mut lookahead = Lookahead::new(tiles, acts);
+            let mut lookahead = PADDED.then(|| Lookahead::new(tiles, acts));
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
                 for h in 0..2 {
-                    for g in 0..acts.tile_groups(ct) {
+                    for g in 0..acts.groups_in::<PADDED>(ct) {
                         let gi = ct * GROUPS + g;
-                        lookahead.step();
+                        look_ahead(&mut lookahead, base, h, g);
                         let sx = _mm256_set1_ps(scales[gi]);
                         let xs = _mm256_set1_ps(sums[gi]);
                         let nib = base.add(NIBBLES + h * 2048 + g * 256);
@@ -436,17 +505,22 @@ mod avx512bw {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
-    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+    pub unsafe fn row_block<const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let (xq, scales, sums) = (acts.xq(t0 + t), acts.scales(t0 + t), acts.sums(t0 + t));
             let mut acc = [_mm512_setzero_ps(); 2];
-            let mut lookahead = Lookahead::new(tiles, acts);
+            let mut lookahead = PADDED.then(|| Lookahead::new(tiles, acts));
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
                 for (h, acc) in acc.iter_mut().enumerate() {
-                    for g in 0..acts.tile_groups(ct) {
+                    for g in 0..acts.groups_in::<PADDED>(ct) {
                         let gi = ct * GROUPS + g;
-                        lookahead.step();
+                        look_ahead(&mut lookahead, base, h, g);
                         let sx = _mm512_set1_ps(scales[gi]);
                         let xs = _mm512_set1_ps(sums[gi]);
                         let isum = group_half(
@@ -543,11 +617,16 @@ pub(super) mod avx512vnni {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
-    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+    pub unsafe fn row_block<const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
         if out.len() == MAX_TOKENS * TILE_ROWS {
-            row_block_batch::<MAX_TOKENS>(tiles, acts, t0, out)
+            row_block_batch::<MAX_TOKENS, PADDED>(tiles, acts, t0, out)
         } else {
-            row_block_any(tiles, acts, t0, out)
+            row_block_any::<PADDED>(tiles, acts, t0, out)
         }
     }
 
@@ -555,7 +634,7 @@ pub(super) mod avx512vnni {
     /// stay in registers and each unpacked group serves all `N` tokens.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
-    unsafe fn row_block_batch<const N: usize>(
+    unsafe fn row_block_batch<const N: usize, const PADDED: bool>(
         tiles: &[u8],
         acts: &QuantizedActivations,
         t0: usize,
@@ -568,7 +647,7 @@ pub(super) mod avx512vnni {
             let mut acc = [_mm512_setzero_ps(); N];
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
-                for g in 0..acts.tile_groups(ct) {
+                for g in 0..acts.groups_in::<PADDED>(ct) {
                     let gi = ct * GROUPS + g;
                     let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
                     let j = g * TILE_ROWS + h * 16;
@@ -591,7 +670,12 @@ pub(super) mod avx512vnni {
     /// Any token count up to [`MAX_TOKENS`], reading the tiles front to back once.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     #[allow(clippy::needless_range_loop)] // `h` and `t` index several parallel arrays
-    unsafe fn row_block_any(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+    unsafe fn row_block_any<const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
         let tokens = out.len() / TILE_ROWS;
         let mut acc = [[_mm512_setzero_ps(); 2]; MAX_TOKENS];
         let mut xq = [std::ptr::null::<i8>(); MAX_TOKENS];
@@ -602,14 +686,14 @@ pub(super) mod avx512vnni {
             scales[t] = acts.scales(t0 + t).as_ptr();
             sums[t] = acts.sums(t0 + t).as_ptr();
         }
-        let mut lookahead = Lookahead::new(tiles, acts);
+        let mut lookahead = PADDED.then(|| Lookahead::new(tiles, acts));
         for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
             let base = tile.as_ptr();
             // Half-major order reads the tile front to back.
             for h in 0..2 {
-                for g in 0..acts.tile_groups(ct) {
+                for g in 0..acts.groups_in::<PADDED>(ct) {
                     let gi = ct * GROUPS + g;
-                    lookahead.step();
+                    look_ahead(&mut lookahead, base, h, g);
                     let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
                     let j = g * TILE_ROWS + h * 16;
                     let d = bf16x16(base.add(SCALES + 2 * j));

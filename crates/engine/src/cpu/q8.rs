@@ -62,7 +62,12 @@ pub fn row_block(
     #[cfg(target_arch = "x86_64")]
     if level == KernelLevel::Avx512Vnni {
         // SAFETY: the level was checked supported above; sizes were checked.
-        unsafe { avx512vnni::row_block(tiles, acts, t0, out) };
+        unsafe {
+            match acts.is_padded() {
+                true => avx512vnni::row_block::<true>(tiles, acts, t0, out),
+                false => avx512vnni::row_block::<false>(tiles, acts, t0, out),
+            }
+        };
         return;
     }
     out.fill(0.0);
@@ -167,13 +172,18 @@ mod avx512vnni {
     /// `(d * sx) * isum` to the 32 row sums, multiplied then added (no fused multiply-add),
     /// in the scalar twin's order, so the bits are the same.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
-    pub unsafe fn row_block(tiles: &[u8], acts: &QuantizedActivations, t0: usize, out: &mut [f32]) {
+    pub unsafe fn row_block<const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let (xq, sx) = (acts.xq(t0 + t), acts.scales(t0 + t));
             let mut acc = [_mm512_setzero_ps(); 2];
             for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
                 let base = tile.as_ptr();
-                for g in 0..acts.tile_groups(ct) {
+                for g in 0..acts.groups_in::<PADDED>(ct) {
                     let sums = group_sums(base, g, xq.as_ptr().add(ct * TILE_COLS));
                     let sx = _mm512_set1_ps(sx[ct * GROUPS + g]);
                     for (h, (acc, sums)) in acc.iter_mut().zip(sums).enumerate() {

@@ -71,6 +71,26 @@ impl QuantizedActivations {
             .min(GROUPS_PER_TILE)
     }
 
+    /// Whether K was padded to whole tiles, so that the last tile of each row block holds
+    /// groups that are never read. The kernels have a `PADDED` variant for such matrices; the
+    /// others keep loops of a constant 8 groups, which the compiler unrolls (a loop over
+    /// [`Self::tile_groups`] and the padding-aware look-ahead cost them 4–17% of a MiniCPM5-2B
+    /// decode).
+    pub fn is_padded(&self) -> bool {
+        self.groups * BLOCK != self.cols_padded
+    }
+
+    /// The groups of column tile `ct` that a kernel's `PADDED` variant computes: all of them
+    /// (a constant) without padding, else [`Self::tile_groups`].
+    #[inline(always)]
+    pub fn groups_in<const PADDED: bool>(&self, ct: usize) -> usize {
+        if PADDED {
+            self.tile_groups(ct)
+        } else {
+            q4nx::tile::GROUPS_PER_TILE
+        }
+    }
+
     /// Checks what every row-block kernel relies on, and returns its token count: `out` holds
     /// whole blocks of [`TILE_ROWS`](q4nx::tile::TILE_ROWS) rows, one per token from `t0`, all
     /// held here, and `tiles` holds one tile of `tile_bytes` per
