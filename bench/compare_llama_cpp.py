@@ -10,6 +10,11 @@
    llama.cpp's own converter does.
 3. llama.cpp (PyPI `llama-cpp-python`, built from source on this machine) runs the same test:
    one warm-up, then 5 repetitions of a 512-token prefill and 128 single-token decode steps.
+4. llama.cpp runs it again on its best 4-bit path: the GGUF requantized to Q4_0 by its own
+   quantizer (`llama_model_quantize`, what `llama-quantize FILE OUT Q4_0` writes: Q4_0 matrices,
+   its default type for the output head), which it repacks at load for its AVX2/AVX-512 kernels
+   (`--no-extra-buffers` turns the repacking off). Its bandwidth fraction counts the bytes its
+   own tensors hold.
 
 For each thread count, Hearth then llama.cpp run back to back, and both bandwidth fractions use
 the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON.
@@ -162,6 +167,42 @@ def write_gguf(q4nx_dir: Path, out: Path) -> None:
     os.replace(str(out) + ".partial", out)
 
 
+def requantized_q4_0(src: Path) -> Path:
+    """`src` requantized to Q4_0 by llama.cpp's quantizer, written once into Hearth's bench cache."""
+    import llama_cpp as L
+
+    out = cache_dir().parent / f"{src.stem}-requantized-q4_0.gguf"
+    if out.exists() and out.stat().st_mtime >= src.stat().st_mtime:
+        return out
+    print(f"requantizing {src.name} to Q4_0 with llama.cpp (once): {out}", file=sys.stderr, flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    params = L.llama_model_quantize_default_params()
+    params.ftype = L.LLAMA_FTYPE_MOSTLY_Q4_0
+    params.allow_requantize = True  # the source is already 4-bit: dequantized, then quantized
+    params.nthread = os.cpu_count() or 1
+    partial = out.with_name(out.name + ".partial")
+    rc = L.llama_model_quantize(str(src).encode(), str(partial).encode(), params)
+    if rc != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"llama.cpp could not requantize {src} to Q4_0 (llama_model_quantize returned {rc})")
+    os.replace(partial, out)
+    return out
+
+
+def gguf_bytes_per_token(path: Path) -> dict:
+    """What one decode step reads from a GGUF: every tensor but the embedding, one embedding row,
+    and the embedding again as the head when the file ties them; with the head's type."""
+    import gguf
+
+    tensors = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+    emb = tensors["token_embd.weight"]
+    head = tensors.get("output.weight", emb)
+    rows = int(emb.shape[-1])  # GGUF lists dimensions innermost first: [hidden, vocab]
+    total = sum(int(t.n_bytes) for name, t in tensors.items() if name != "token_embd.weight")
+    total += int(emb.n_bytes) // rows + (int(emb.n_bytes) if head is emb else 0)
+    return {"weight_bytes_per_token": total, "head_type": head.tensor_type.name}
+
+
 def run_hearth(hearth: str, threads: int, args) -> dict:
     model = ["--model", args.model] if args.model else ["--shape", SHAPE]
     cmd = [hearth, "bench", *model, "--threads", str(threads), "--json",
@@ -260,6 +301,8 @@ def main() -> None:
                     help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
                          "VM whose CPU advertises AMX that the kernel does not enable, where llama.cpp's "
                          "AMX kernels die with SIGILL")
+    ap.add_argument("--no-q4-0", action="store_true",
+                    help="skip llama.cpp's run on the GGUF requantized to Q4_0")
     ap.add_argument("--model", metavar="DIR", help="a real Q4NX model folder for hearth bench (with --gguf)")
     ap.add_argument("--gguf", metavar="FILE", help="the GGUF that folder was imported from, for llama.cpp")
     args = ap.parse_args()
@@ -276,8 +319,17 @@ def main() -> None:
         print(f"llama.cpp, {threads} thread(s)", file=sys.stderr, flush=True)
         llama = run_llama_cpp(gguf_path, threads, args)
         bw = hearth["measured_read_bandwidth_gbps"] * 1e9
+        llama["weight_bytes_per_token"] = hearth["weight_bytes_per_token"]  # the same codes
         llama["roofline_fraction"] = llama["decode_tokens_per_s"] * hearth["weight_bytes_per_token"] / bw
-        results.append({"threads": threads, "busy_processes": args.busy, "hearth": hearth, "llama_cpp": llama})
+        row = {"threads": threads, "busy_processes": args.busy, "hearth": hearth, "llama_cpp": llama}
+        if not args.no_q4_0:
+            q4_0_path = requantized_q4_0(gguf_path)
+            print(f"llama.cpp on Q4_0, {threads} thread(s)", file=sys.stderr, flush=True)
+            q4_0 = run_llama_cpp(q4_0_path, threads, args)
+            q4_0.update(gguf_bytes_per_token(q4_0_path))
+            q4_0["roofline_fraction"] = q4_0["decode_tokens_per_s"] * q4_0["weight_bytes_per_token"] / bw
+            row["llama_cpp_q4_0"] = q4_0
+        results.append(row)
 
     load = os.getloadavg()
     Path(args.out).write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
@@ -285,12 +337,17 @@ def main() -> None:
           "| decode GB/s | fraction of measured read bandwidth |")
     print("|---|---|---|---|---|---|")
     for r in results:
-        h, l, bpt = r["hearth"], r["llama_cpp"], r["hearth"]["weight_bytes_per_token"]
+        h = r["hearth"]
         bw = h["measured_read_bandwidth_gbps"]
-        for name, x in (("Hearth (" + h["kernel_level"] + ")", h), ("llama.cpp", l)):
+        rows = [("Hearth (" + h["kernel_level"] + ")", h), ("llama.cpp Q4_1", r["llama_cpp"])]
+        if "llama_cpp_q4_0" in r:
+            q4_0 = r["llama_cpp_q4_0"]
+            repack = ", repacked" if q4_0["extra_buffer_types"] else ""
+            rows.append((f"llama.cpp Q4_0 (head {q4_0['head_type']}{repack})", q4_0))
+        for name, x in rows:
+            gbps = x["decode_tokens_per_s"] * x["weight_bytes_per_token"] / 1e9
             print(f"| {r['threads']} | {name} | {x['prefill_tokens_per_s']:.2f} | "
-                  f"{x['decode_tokens_per_s']:.2f} | {x['decode_tokens_per_s'] * bpt / 1e9:.2f} | "
-                  f"{x['decode_tokens_per_s'] * bpt / 1e9 / bw:.0%} of {bw:.1f} GB/s |")
+                  f"{x['decode_tokens_per_s']:.2f} | {gbps:.2f} | {gbps / bw:.0%} of {bw:.1f} GB/s |")
     print(f"\nbusy processes beside each engine: {args.busy}; "
           f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
