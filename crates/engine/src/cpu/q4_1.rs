@@ -143,9 +143,8 @@ pub fn prefetch_start(tiles: &[u8], acts: &QuantizedActivations) {
             }
             return;
         }
-        let block_bytes = acts.cols_padded() / TILE_COLS * TILE_BYTES;
-        let blocks = tiles.len() / block_bytes.max(1);
-        let steps = (blocks * 2 * acts.groups()).min(PREFETCH_L2_TILES * STEPS_PER_TILE);
+        let blocks = tiles.len() / (acts.column_tiles() * TILE_BYTES).max(1);
+        let steps = (blocks * Step::per_block(acts)).min(PREFETCH_L2_TILES * STEPS_PER_TILE);
         let mut step = Step::ahead_of(tiles.as_ptr(), acts, 0);
         for s in 0..steps {
             if s < PREFETCH_L1_TILES * STEPS_PER_TILE {
@@ -203,10 +202,15 @@ struct Step {
 
 #[cfg(target_arch = "x86_64")]
 impl Step {
+    /// Steps in a row block as wide as `acts`: one per real group in each of the 2 halves.
+    fn per_block(acts: &QuantizedActivations) -> usize {
+        2 * acts.groups()
+    }
+
     /// The step `ahead` steps after the first one of the row block starting at `block`, for
     /// row blocks as wide as `acts`.
     fn ahead_of(block: *const u8, acts: &QuantizedActivations, ahead: usize) -> Step {
-        let per_block = (2 * acts.groups()).max(1);
+        let per_block = Step::per_block(acts).max(1);
         let (blocks, mut rest) = (ahead / per_block, ahead % per_block);
         let mut column_tile = 0;
         while rest > 0 && rest >= 2 * acts.tile_groups(column_tile) {
@@ -214,10 +218,9 @@ impl Step {
             column_tile += 1;
         }
         let groups = acts.tile_groups(column_tile).max(1);
-        let column_tiles = acts.cols_padded() / TILE_COLS;
         Step {
             // Tiles are stored row block after row block, so the ones ahead follow on.
-            tile: block.wrapping_add((blocks * column_tiles + column_tile) * TILE_BYTES),
+            tile: block.wrapping_add((blocks * acts.column_tiles() + column_tile) * TILE_BYTES),
             column_tile,
             half: rest / groups,
             group: rest % groups,
@@ -255,7 +258,7 @@ impl Step {
                 self.half = 0;
                 self.tile = self.tile.wrapping_add(TILE_BYTES);
                 self.column_tile += 1;
-                if self.column_tile == acts.cols_padded() / TILE_COLS {
+                if self.column_tile == acts.column_tiles() {
                     self.column_tile = 0;
                 }
             }

@@ -55,6 +55,11 @@ impl QuantizedActivations {
         self.cols_padded
     }
 
+    /// Tiles per row block: [`q4nx::tile::TILE_COLS`] padded columns each.
+    pub fn column_tiles(&self) -> usize {
+        self.cols_padded / q4nx::tile::TILE_COLS
+    }
+
     /// Blocks per token that hold real columns. The tiles pad K to whole tiles with zero
     /// columns, whose activations are zero too, so a kernel skips the blocks from here on:
     /// they would add nothing, and their bytes are never read (SmolLM2's K of 576 is padded
@@ -102,7 +107,7 @@ impl QuantizedActivations {
         t0: usize,
         out: &[f32],
     ) -> usize {
-        use q4nx::tile::{TILE_COLS, TILE_ROWS};
+        use q4nx::tile::TILE_ROWS;
         assert!(out.len().is_multiple_of(TILE_ROWS));
         let tokens = out.len() / TILE_ROWS;
         assert!(
@@ -111,7 +116,7 @@ impl QuantizedActivations {
         );
         assert_eq!(
             tiles.len(),
-            self.cols_padded / TILE_COLS * tile_bytes,
+            self.column_tiles() * tile_bytes,
             "row_block: tiles do not match the activation width"
         );
         tokens
