@@ -633,8 +633,12 @@ pub(super) mod avx512vnni {
         }
     }
 
-    /// Exactly `N` tokens: one half (16 rows) at a time over all tiles, so the `N` accumulators
-    /// stay in registers and each unpacked group serves all `N` tokens.
+    /// Exactly `N` tokens, reading the tiles front to back once (with the look-ahead, like
+    /// [`row_block_any`]): in each half of each tile the `N` accumulators of that half stay in
+    /// registers and each unpacked group serves all `N` tokens. (Running one half over all the
+    /// tiles and then the other kept them in registers too, but read each tile twice, half by
+    /// half, with no look-ahead: a pass of 8 tokens that memory bounds, as a speculative
+    /// verification is, took twice the time of a pass of 7.)
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
     unsafe fn row_block_batch<const N: usize, const PADDED: bool>(
@@ -646,12 +650,15 @@ pub(super) mod avx512vnni {
         let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
         let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
         let sums: [*const f32; N] = std::array::from_fn(|t| acts.sums(t0 + t).as_ptr());
-        for h in 0..2 {
-            let mut acc = [_mm512_setzero_ps(); N];
-            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
-                let base = tile.as_ptr();
+        let mut acc = [[_mm512_setzero_ps(); N]; 2];
+        let mut lookahead = PADDED.then(|| Lookahead::new(tiles, acts));
+        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+            let base = tile.as_ptr();
+            for h in 0..2 {
+                let mut half = acc[h];
                 for g in 0..acts.groups_in::<PADDED>(ct) {
                     let gi = ct * GROUPS + g;
+                    look_ahead(&mut lookahead, base, h, g);
                     let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
                     let j = g * TILE_ROWS + h * 16;
                     let d = bf16x16(base.add(SCALES + 2 * j));
@@ -659,13 +666,16 @@ pub(super) mod avx512vnni {
                     for t in 0..N {
                         let isum = dot(&w, xq[t].add(gi * BLOCK));
                         let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*scales[t].add(gi)));
-                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, acc[t]);
-                        acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
+                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, half[t]);
+                        half[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
                     }
                 }
+                acc[h] = half;
             }
-            for t in 0..N {
-                _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[t]);
+        }
+        for t in 0..N {
+            for h in 0..2 {
+                _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[h][t]);
             }
         }
     }
