@@ -67,11 +67,22 @@ pub struct Args {
     /// Kernel level to force: scalar, avx2, avx512bw, avx512vnni [default: the best available].
     #[arg(long, value_name = "LEVEL")]
     kernel: Option<String>,
-    /// Also time two greedy chat tasks with speculative decoding off and on: one that repeats
-    /// text (a paragraph, then "rewrite it with one change") and one that does not. Needs a
-    /// model with a tokenizer and a chat template (random shapes have neither).
+    /// Also time two chat tasks with speculative decoding off, on, and as by default (while
+    /// drafts pay): one that repeats text (a paragraph, then "rewrite it with one change") and
+    /// one that does not. Needs a model with a tokenizer and a chat template (random shapes
+    /// have neither).
     #[arg(long)]
     repeat_task: bool,
+    /// Temperature of the `--repeat-task` answers: 0 is greedy; above 0 the other sampling
+    /// settings keep their defaults and repetition R is seeded with R. Either way every
+    /// answer must be the plain one token for token.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "T",
+        requires = "repeat_task"
+    )]
+    task_temperature: f32,
     /// Bytes of the bandwidth probe's buffer, in MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     probe_mib: usize,
@@ -218,17 +229,21 @@ const TASKS: [(&str, &str); 2] = [
     ),
 ];
 
-/// One task's greedy runs with speculative decoding off and on.
+/// One task's runs with speculative decoding off, on, and as by default.
 struct TaskRuns {
     name: &'static str,
-    /// Decode tokens per second of each repetition, plain and speculative.
+    /// Decode tokens per second of each repetition: plain, drafting wherever a draft is found,
+    /// and drafting while it pays (the default).
     plain: Vec<f64>,
     speculative: Vec<f64>,
-    /// Summed over the speculative repetitions.
+    default: Vec<f64>,
+    /// Summed over the speculative repetitions (drafting wherever it can).
     decoded: usize,
     drafted: usize,
     accepted: usize,
-    /// Whether every speculative answer had the plain answer's tokens.
+    /// Drafted tokens summed over the default's repetitions.
+    default_drafted: usize,
+    /// Whether every answer had the plain answer's tokens.
     same_tokens: bool,
 }
 
@@ -240,6 +255,25 @@ impl TaskRuns {
     /// Decoded tokens per forward pass: each pass yields its accepted drafts and one token more.
     fn tokens_per_pass(&self) -> f64 {
         self.decoded as f64 / (self.decoded - self.accepted).max(1) as f64
+    }
+
+    /// The object of `--json`'s `tasks`.
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "task": self.name,
+            "plain_decode_tokens_per_s": bandwidth::median(&self.plain),
+            "speculative_decode_tokens_per_s": bandwidth::median(&self.speculative),
+            "default_decode_tokens_per_s": bandwidth::median(&self.default),
+            "plain_samples": self.plain,
+            "speculative_samples": self.speculative,
+            "default_samples": self.default,
+            "drafted_tokens": self.drafted,
+            "accepted_drafts": self.accepted,
+            "acceptance_rate": self.acceptance(),
+            "tokens_per_pass": self.tokens_per_pass(),
+            "default_drafted_tokens": self.default_drafted,
+            "same_tokens": self.same_tokens,
+        })
     }
 }
 
@@ -325,44 +359,58 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
     })
 }
 
-/// Answers `message` greedily `--repetitions` times with speculative decoding off, then on.
+/// Answers `message` `--repetitions` times with speculative decoding off, on, then as by
+/// default, at `--task-temperature`.
 fn time_task(
     model: &mut Model,
     name: &'static str,
     message: &str,
     args: &Args,
 ) -> anyhow::Result<TaskRuns> {
-    let options = |speculative| ChatOptions {
-        sampling: SamplingParams::greedy(),
+    let options = |speculative: Option<bool>, rep: usize| ChatOptions {
+        sampling: SamplingParams {
+            temperature: args.task_temperature,
+            seed: rep as u64,
+            ..SamplingParams::default()
+        },
         max_tokens: args.generate + 1,
         enable_thinking: None,
-        speculative: Some(speculative),
+        speculative,
     };
     let messages = [ChatMessage::new(Role::User, message)];
     let prompt = model
-        .tokenize_chat(&messages, &options(false))
+        .tokenize_chat(&messages, &options(Some(false), 0))
         .context("--repeat-task needs a model with a tokenizer and a chat template")?;
     let mut runs = TaskRuns {
         name,
         plain: Vec::new(),
         speculative: Vec::new(),
+        default: Vec::new(),
         decoded: 0,
         drafted: 0,
         accepted: 0,
+        default_drafted: 0,
         same_tokens: true,
     };
     for rep in 0..args.repetitions.max(1) {
-        let (plain, stats) =
-            model.generate(&prompt, &options(false), &mut |_| ControlFlow::Continue(()))?;
+        let mut answer = |speculative| {
+            model.generate(&prompt, &options(speculative, rep), &mut |_| {
+                ControlFlow::Continue(())
+            })
+        };
+        let (plain, stats) = answer(Some(false))?;
         runs.plain.extend(stats.decode_tokens_per_sec());
-        let (fast, stats) =
-            model.generate(&prompt, &options(true), &mut |_| ControlFlow::Continue(()))?;
+        let (fast, stats) = answer(Some(true))?;
         runs.speculative.extend(stats.decode_tokens_per_sec());
         runs.decoded += stats.generated_tokens.saturating_sub(1);
         runs.drafted += stats.drafted_tokens;
         runs.accepted += stats.accepted_drafts;
-        runs.same_tokens &= fast == plain;
-        tracing::info!(rep, name, ?stats, "bench task repetition");
+        tracing::info!(rep, name, ?stats, "bench task repetition, drafting");
+        let (default, stats) = answer(None)?;
+        runs.default.extend(stats.decode_tokens_per_sec());
+        runs.default_drafted += stats.drafted_tokens;
+        runs.same_tokens &= fast == plain && default == plain;
+        tracing::info!(rep, name, ?stats, "bench task repetition, by default");
     }
     Ok(runs)
 }
@@ -432,18 +480,8 @@ impl Summary {
             "first_token_secs": runs.first_token_secs,
             "page_cache_read_secs": self.page_cache_secs,
             "total_secs": total_secs,
-            "tasks": runs.tasks.iter().map(|t| serde_json::json!({
-                "task": t.name,
-                "plain_decode_tokens_per_s": bandwidth::median(&t.plain),
-                "speculative_decode_tokens_per_s": bandwidth::median(&t.speculative),
-                "plain_samples": t.plain,
-                "speculative_samples": t.speculative,
-                "drafted_tokens": t.drafted,
-                "accepted_drafts": t.accepted,
-                "acceptance_rate": t.acceptance(),
-                "tokens_per_pass": t.tokens_per_pass(),
-                "same_tokens": t.same_tokens,
-            })).collect::<Vec<_>>(),
+            "task_temperature": args.task_temperature,
+            "tasks": runs.tasks.iter().map(TaskRuns::json).collect::<Vec<_>>(),
         })
     }
 
@@ -509,19 +547,19 @@ impl Summary {
             runs.load_secs, runs.first_token_secs, self.page_cache_secs
         )?;
         for t in &runs.tasks {
-            let (plain, fast) = (
-                bandwidth::median(&t.plain),
-                bandwidth::median(&t.speculative),
-            );
+            let [plain, fast, default] =
+                [&t.plain, &t.speculative, &t.default].map(|runs| bandwidth::median(runs));
             writeln!(
                 out,
-                "{:<6} task      plain {plain:.2} tok/s, speculative {fast:.2} tok/s ({:.2}x; \
-                 {:.0}% of {} drafts accepted, {:.2} tokens per pass; same tokens: {})",
+                "{:<6} task      plain {plain:.2} tok/s, drafting {fast:.2} tok/s ({:.2}x; \
+                 {:.0}% of {} drafts accepted, {:.2} tokens per pass), by default {default:.2} \
+                 tok/s ({:.2}x); same tokens: {}",
                 t.name,
                 fast / plain,
                 t.acceptance() * 100.0,
                 t.drafted,
                 t.tokens_per_pass(),
+                default / plain,
                 if t.same_tokens { "yes" } else { "NO" }
             )?;
         }

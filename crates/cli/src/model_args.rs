@@ -247,7 +247,8 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = ChatOptions::default().max_tokens, value_parser = crate::bounds::count(1..=crate::bounds::MAX_TOKENS))]
     pub max_tokens: usize,
     /// Speculative decoding (drafts copied from earlier in the conversation, checked in one
-    /// pass): on or off [default: off]. With --temperature 0 the answer is the same either way.
+    /// pass): on (wherever a draft is found) or off [default: while drafts save time]. The
+    /// answer is the same token for token either way, for the same seed.
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     pub speculative: Option<bool>,
 }

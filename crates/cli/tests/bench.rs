@@ -46,3 +46,49 @@ fn bench_json_reports_speed_bandwidth_and_memory() {
         "the random model is cached under XDG_CACHE_HOME"
     );
 }
+
+/// `--repeat-task` on the bundled demo model, sampled: both tasks run off, on and by default,
+/// and every answer is the plain one token for token (the bench reports it; speed is not
+/// asserted).
+#[test]
+fn repeat_task_answers_are_the_plain_answers_when_sampled() {
+    let home = tempfile::tempdir().unwrap();
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/demo");
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("bench")
+        .arg("--model")
+        .arg(&demo)
+        .args([
+            "--threads",
+            "1",
+            "--json",
+            "--prompt",
+            "8",
+            "--generate",
+            "24",
+        ])
+        .args(["--repetitions", "2", "--probe-mib", "8", "--repeat-task"])
+        .args(["--task-temperature", "0.7"])
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .output()
+        .expect("hearth runs");
+    assert!(
+        out.status.success(),
+        "hearth bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tasks = json["tasks"].as_array().unwrap();
+    let names: Vec<_> = tasks.iter().map(|t| t["task"].as_str().unwrap()).collect();
+    assert_eq!(names, ["repeat", "free"]);
+    for task in tasks {
+        assert_eq!(task["same_tokens"], true, "{task}");
+        for key in ["plain_samples", "speculative_samples", "default_samples"] {
+            assert_eq!(task[key].as_array().map(Vec::len), Some(2), "{key}: {task}");
+        }
+    }
+    let temperature = json["task_temperature"].as_f64().unwrap();
+    assert!((temperature - 0.7).abs() < 1e-6, "{temperature}");
+}

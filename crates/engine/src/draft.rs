@@ -38,6 +38,70 @@ pub fn draft(history: &[u32], max: usize) -> Vec<u32> {
     Vec::new()
 }
 
+/// Whether drafting pays on this machine for this model, judged from the passes themselves:
+/// seconds per generated token of the recent draft passes against those of the recent plain
+/// steps (exponential averages, so a stretch of text that stops repeating soon shows). A draft
+/// pass costs more than a plain step (on the CPU a pass of 9 tokens of MiniCPM5-2B takes about
+/// 2.5 plain steps, bench/README.md), so drafts that are mostly rejected lose time. While they
+/// cost more per token than plain steps, drafting pauses for [`PAUSE`] tokens, then tries
+/// again judged afresh. Which passes draft never changes a token (`runner`), only the speed.
+#[derive(Debug, Default)]
+pub(crate) struct Payoff {
+    /// Seconds per token of plain steps, averaged.
+    plain: Option<f64>,
+    /// Seconds per generated token of draft passes since drafting last resumed, averaged, and
+    /// how many passes that is.
+    drafted: Option<f64>,
+    passes: usize,
+    /// Plain steps left before drafting resumes.
+    paused: usize,
+}
+
+/// Plain steps taken before drafting is tried again after it stopped paying.
+pub(crate) const PAUSE: usize = 32;
+
+/// Draft passes judged together before drafting can pause (a single rejected draft is common
+/// even in text that repeats).
+const JUDGED: usize = 3;
+
+/// Weight of the newest pass in the averages.
+const NEWEST: f64 = 0.25;
+
+impl Payoff {
+    /// Whether the next pass may draft. Also false once, to time a plain step, when only
+    /// draft passes have run (a conversation that repeats from its first token).
+    pub(crate) fn drafting(&self) -> bool {
+        self.paused == 0 && (self.plain.is_some() || self.passes < JUDGED)
+    }
+
+    /// A plain step of `secs` seconds (one token).
+    pub(crate) fn plain_step(&mut self, secs: f64) {
+        self.plain = Some(average(self.plain, secs));
+        self.paused = self.paused.saturating_sub(1);
+        self.judge();
+    }
+
+    /// A draft pass of `secs` seconds that generated `tokens` (the drafts kept and one more).
+    pub(crate) fn draft_pass(&mut self, secs: f64, tokens: usize) {
+        self.drafted = Some(average(self.drafted, secs / tokens.max(1) as f64));
+        self.passes += 1;
+        self.judge();
+    }
+
+    /// Pauses drafting once enough draft passes cost more per token than plain steps.
+    fn judge(&mut self) {
+        if let (Some(plain), Some(drafted)) = (self.plain, self.drafted) {
+            if self.passes >= JUDGED && drafted > plain {
+                (self.drafted, self.passes, self.paused) = (None, 0, PAUSE);
+            }
+        }
+    }
+}
+
+fn average(mean: Option<f64>, value: f64) -> f64 {
+    mean.map_or(value, |mean| mean + NEWEST * (value - mean))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +140,51 @@ mod tests {
             draft(&history, MAX_DRAFT),
             (3..3 + MAX_DRAFT as u32).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn drafts_that_save_time_go_on() {
+        let mut payoff = Payoff::default();
+        payoff.plain_step(0.040);
+        for _ in 0..100 {
+            assert!(payoff.drafting());
+            payoff.draft_pass(0.090, 6); // 15 ms per token
+        }
+    }
+
+    #[test]
+    fn drafts_that_cost_time_pause_then_are_tried_afresh() {
+        let mut payoff = Payoff::default();
+        payoff.plain_step(0.040);
+        for _ in 0..JUDGED - 1 {
+            payoff.draft_pass(0.050, 1); // rejected: 50 ms for one token
+            assert!(payoff.drafting(), "judged only after {JUDGED} passes");
+        }
+        payoff.draft_pass(0.050, 1);
+        for _ in 0..PAUSE {
+            assert!(!payoff.drafting());
+            payoff.plain_step(0.040);
+        }
+        // Afresh: the passes before the pause no longer count.
+        assert!(payoff.drafting());
+        payoff.draft_pass(0.090, 9);
+        payoff.draft_pass(0.090, 9);
+        payoff.draft_pass(0.050, 1);
+        assert!(
+            payoff.drafting(),
+            "10, 10 and 50 ms per token average under 40"
+        );
+    }
+
+    #[test]
+    fn a_conversation_that_drafts_from_the_start_times_one_plain_step() {
+        let mut payoff = Payoff::default();
+        for _ in 0..JUDGED {
+            assert!(payoff.drafting());
+            payoff.draft_pass(0.050, 1);
+        }
+        assert!(!payoff.drafting(), "a plain step to compare with");
+        payoff.plain_step(0.040);
+        assert!(!payoff.drafting(), "then 50 ms per token is found to lose");
     }
 }

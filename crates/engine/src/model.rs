@@ -689,7 +689,7 @@ mod tests {
                                 },
                                 max_tokens,
                                 enable_thinking: None,
-                                speculative: Some(speculative),
+                                speculative,
                             };
                             let mut seen = 0;
                             let (tokens, stats) = model
@@ -703,8 +703,10 @@ mod tests {
                                 .unwrap();
                             (tokens, stats)
                         };
-                        let (plain, plain_stats) = run(false);
-                        let (fast, fast_stats) = run(true);
+                        let (plain, plain_stats) = run(Some(false));
+                        // The default drafts while drafting pays: the same tokens too.
+                        assert_eq!(run(None).0, plain);
+                        let (fast, fast_stats) = run(Some(true));
                         let case = format!("{} penalty {penalty} max {max_tokens}", dir.display());
                         assert_eq!(fast, plain, "{case}");
                         assert_eq!(fast_stats.stop_reason, plain_stats.stop_reason, "{case}");
@@ -723,31 +725,47 @@ mod tests {
         }
     }
 
-    /// Sampling with drafts (asked for) gives valid, reproducible tokens and stops as asked.
+    /// Sampling with drafts writes what sampling without them writes for the same seed, token
+    /// for token (each row is sampled with plain decoding's random numbers), on prompts that
+    /// repeat, with drafts always tried (`Some(true)`) and while they pay (the default).
     #[test]
-    fn speculative_sampling_is_reproducible_per_seed() {
-        let mut model = Model::load(&fixture("tiny-qwen3"), &LoadOptions::default()).unwrap();
-        let prompt: Vec<u32> = [3, 1, 4, 1, 5, 9, 2, 6].repeat(4);
-        let options = ChatOptions {
-            sampling: SamplingParams {
-                temperature: 0.8,
-                seed: 5,
-                ..SamplingParams::default()
-            },
-            max_tokens: 40,
-            enable_thinking: None,
-            speculative: Some(true),
-        };
-        let mut run = || {
-            let (tokens, stats) = model
-                .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
-                .unwrap();
-            assert_eq!(stats.generated_tokens, tokens.len());
-            assert!(tokens.len() <= 40);
-            tokens
-        };
-        let first = run();
-        assert_eq!(run(), first);
+    fn speculative_sampling_equals_plain_sampling_per_seed() {
+        for name in ["tiny-llama", "tiny-qwen3"] {
+            let mut model = Model::load(&fixture(name), &LoadOptions::default()).unwrap();
+            let vocab = model.config().vocab_size as u32;
+            let phrase: Vec<u32> = (0..9u32).map(|i| (i * 31 + 5) % vocab).collect();
+            let prompt: Vec<u32> = phrase.iter().cycle().take(36).copied().collect();
+            let mut run = |sampling, speculative| {
+                let options = ChatOptions {
+                    sampling,
+                    max_tokens: 48,
+                    enable_thinking: None,
+                    speculative,
+                };
+                model
+                    .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
+                    .unwrap()
+            };
+            let greedy = run(SamplingParams::greedy(), Some(false)).0;
+            let (mut accepted, mut sampled) = (0, 0);
+            for seed in 0..6 {
+                let sampling = SamplingParams {
+                    temperature: 0.3,
+                    seed,
+                    ..SamplingParams::default()
+                };
+                let (plain, plain_stats) = run(sampling, Some(false));
+                sampled += usize::from(plain != greedy);
+                for speculative in [Some(true), None] {
+                    let (tokens, stats) = run(sampling, speculative);
+                    assert_eq!(tokens, plain, "{name} seed {seed} {speculative:?}");
+                    assert_eq!(stats.stop_reason, plain_stats.stop_reason);
+                    accepted += stats.accepted_drafts;
+                }
+            }
+            assert!(accepted > 0, "{name}: no draft was ever accepted");
+            assert!(sampled > 0, "{name}: every seed wrote the greedy answer");
+        }
     }
 
     /// Feeding one token at a time through the KV cache gives the logits of one full pass, across

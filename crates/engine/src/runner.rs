@@ -11,9 +11,9 @@ use q4nx::ModelConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuContext;
-use crate::draft::{draft, MAX_DRAFT};
+use crate::draft::{draft, Payoff, MAX_DRAFT};
 use crate::kv_cache::{KvCache, KvPrecision};
-use crate::sampler::{sample, sample_with_draft, Rng, SamplingParams};
+use crate::sampler::{sample, Rng, SamplingParams};
 use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
 use crate::Error;
 
@@ -39,11 +39,13 @@ pub struct ChatOptions {
     pub enable_thinking: Option<bool>,
     /// Speculative decoding by prompt lookup: up to 8 tokens copied from earlier in the
     /// conversation (`draft`) are verified in one pass with the next token, which reads the
-    /// weights once for all of them. Greedy output is the same token for token, since a pass
-    /// of several tokens computes each one's logits bit for bit as a pass of one does; sampled
-    /// output keeps its distribution (`sampler::sample_with_draft`) but not the same tokens
-    /// for a seed. By default, unset, which is off: on SmolLM2-135M it decoded a repeating
-    /// answer 1.7x as fast but a free one about 0.9x (bench/README.md), so it is asked for.
+    /// weights once for all of them. The answer is the same token for token, greedy or sampled
+    /// with a seed, since a pass of several tokens computes each one's logits bit for bit as a
+    /// pass of one does and each row is sampled with the random numbers plain decoding would
+    /// use there (a draft is kept when it is the token drawn: with probability p(draft), the
+    /// standard acceptance rule for a draft of one certain token). `Some(true)` drafts
+    /// wherever a draft is found, `Some(false)` never; by default, unset, it drafts while the
+    /// passes show it pays (`draft::Payoff`).
     pub speculative: Option<bool>,
 }
 
@@ -286,7 +288,9 @@ impl Runner {
             "prefill done"
         );
 
-        let speculate = options.speculative.unwrap_or(false);
+        let mut payoff = Payoff::default();
+        // When the last decode pass started (none before the first).
+        let mut pass_started: Option<Instant> = None;
         let mut rng = Rng::new(options.sampling.seed);
         let mut history = prompt.to_vec(); // what the repetition penalty and the drafts read
         let mut generated = Vec::new();
@@ -306,10 +310,8 @@ impl Runner {
                     true => &mut self.state.logits[..],
                     false => &mut rows[i][..],
                 };
-                let token = match drafts.get(i) {
-                    Some(&d) => sample_with_draft(logits, &history, &options.sampling, &mut rng, d),
-                    None => sample(logits, &history, &options.sampling, &mut rng),
-                };
+                // The same context and random numbers as plain decoding at this position.
+                let token = sample(logits, &history, &options.sampling, &mut rng);
                 let now = Instant::now();
                 first_token_at.get_or_insert_with(|| {
                     stats.ttft_secs = now.duration_since(started).as_secs_f64();
@@ -344,20 +346,28 @@ impl Runner {
             // Draft as far as the model has been agreeing: a draft kept whole doubles the next
             // one's length, a rejection cuts it to what was kept plus one, so text that does not
             // repeat costs a few passes of 2 tokens rather than of 9.
+            let kept = self.cached.len() - position;
             if !drafts.is_empty() {
-                let kept = self.cached.len() - position;
                 draft_len = match kept == drafts.len() {
                     true => (2 * draft_len).min(MAX_DRAFT),
                     false => kept + 1,
                 };
             }
+            if let Some(started) = pass_started {
+                let secs = started.elapsed().as_secs_f64();
+                match drafts.is_empty() {
+                    true => payoff.plain_step(secs),
+                    false => payoff.draft_pass(secs, kept + 1),
+                }
+            }
             // The next pass: the new token and the drafts that fit the cache and max_tokens.
             let room =
                 (limit - self.cached.len() - 1).min(options.max_tokens - generated.len() - 1);
-            drafts = match speculate {
+            drafts = match options.speculative.unwrap_or_else(|| payoff.drafting()) {
                 true => draft(&history, room.min(draft_len)),
                 false => Vec::new(),
             };
+            pass_started = Some(Instant::now());
             if drafts.is_empty() {
                 self.feed(&[next], None)?;
             } else {

@@ -129,36 +129,7 @@ pub fn sample(logits: &mut [f32], context: &[u32], params: &SamplingParams, rng:
         return argmax(logits);
     }
     let kept = Distribution::new(logits, params);
-    kept.draw(rng.next_f32() * kept.total, None)
-}
-
-/// Picks the next token as [`sample`] would, given a `draft` of it: the draft is kept with the
-/// probability `p(draft)` that [`sample`] would choose it, and otherwise a token is drawn from
-/// that distribution without the draft (renormalized), so the token has exactly [`sample`]'s
-/// distribution (the rule of speculative sampling for a draft that is a single token). Greedy
-/// keeps the draft when it is the argmax.
-///
-/// It draws other random numbers than [`sample`], so a seeded run that drafts samples other
-/// (equally distributed) tokens than one that does not; greedy choices are the same.
-pub fn sample_with_draft(
-    logits: &mut [f32],
-    context: &[u32],
-    params: &SamplingParams,
-    rng: &mut Rng,
-    draft: u32,
-) -> u32 {
-    if params.repetition_penalty != 1.0 {
-        apply_repetition_penalty(logits, context, params.repetition_penalty);
-    }
-    if params.temperature == 0.0 {
-        return argmax(logits);
-    }
-    let kept = Distribution::new(logits, params);
-    let p_draft = kept.weight(draft);
-    if rng.next_f32() * kept.total < p_draft {
-        return draft;
-    }
-    kept.draw(rng.next_f32() * (kept.total - p_draft), Some(draft))
+    kept.draw(rng.next_f32() * kept.total)
 }
 
 /// What sampling draws from, after temperature, top-k, min-p and top-p: the kept candidates,
@@ -211,28 +182,16 @@ impl Distribution {
         }
     }
 
-    /// The kept probability of `token` (0 when it is not kept).
-    fn weight(&self, token: u32) -> f32 {
-        let at = self.candidates.iter().position(|c| c.0 == token);
-        at.map_or(0.0, |i| self.probs[i])
-    }
-
-    /// The candidate where `r` (in `0..total`, less `skip`'s share) falls, walking the kept
-    /// candidates in order and passing over `skip`.
-    fn draw(&self, mut r: f32, skip: Option<u32>) -> u32 {
-        let mut last = None;
+    /// The candidate where `r` (in `0..total`) falls, walking the kept candidates in order.
+    fn draw(&self, mut r: f32) -> u32 {
         for (candidate, p) in self.candidates.iter().zip(&self.probs) {
-            if Some(candidate.0) == skip {
-                continue;
-            }
             r -= p;
             if r < 0.0 {
                 return candidate.0;
             }
-            last = Some(candidate.0);
         }
-        // Rounding left r just above 0: the last candidate walked.
-        last.unwrap_or(self.candidates[0].0)
+        // Rounding left r just above 0: the last candidate.
+        self.candidates[self.candidates.len() - 1].0
     }
 }
 
@@ -350,60 +309,6 @@ mod tests {
         }
         let share = counts[1] as f32 / 4000.0;
         assert!((share - 0.75).abs() < 0.03, "share of token 1 is {share}");
-    }
-
-    /// Shares of each token over `trials` choices made by `choose`.
-    fn shares(trials: usize, tokens: usize, mut choose: impl FnMut() -> u32) -> Vec<f32> {
-        let mut counts = vec![0usize; tokens];
-        (0..trials).for_each(|_| counts[choose() as usize] += 1);
-        counts.iter().map(|&c| c as f32 / trials as f32).collect()
-    }
-
-    /// Whatever the draft, a token chosen with it has the distribution plain sampling has:
-    /// after temperature, top-k and min-p here, with a draft the filters drop among them.
-    #[test]
-    fn drafting_leaves_the_distribution_unchanged() {
-        // Temperature 2 over logits 2 ln p: probabilities 0.5, 0.3, 0.15, 0.05; min-p 0.2
-        // drops the last (0.05 < 0.1), top-k 4 the fifth.
-        let logits = [0.5f32, 0.3, 0.15, 0.05, 0.01].map(|p| 2.0 * p.ln());
-        let filters = params(2.0, 4, 1.0, 0.2);
-        let expected = [0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0.0, 0.0];
-        let mut rng = Rng::new(11);
-        let trials = 40_000;
-        let plain = shares(trials, 5, || {
-            sample(&mut logits.clone(), &[], &filters, &mut rng)
-        });
-        for draft in 0..5 {
-            let drafted = shares(trials, 5, || {
-                sample_with_draft(&mut logits.clone(), &[], &filters, &mut rng, draft)
-            });
-            for t in 0..5 {
-                let (a, b, e) = (drafted[t], plain[t], expected[t]);
-                assert!(
-                    (a - e).abs() < 0.015 && (b - e).abs() < 0.015,
-                    "draft {draft}, token {t}: drafted {a}, plain {b}, expected {e}"
-                );
-            }
-        }
-    }
-
-    /// The repetition penalty sees the same context either way: greedy with a draft picks
-    /// what greedy picks, and a kept draft is the only token of a one-token distribution.
-    #[test]
-    fn drafting_applies_the_repetition_penalty_to_the_same_context() {
-        let context = [0, 0, 2];
-        let mut penalized = params(0.0, 0, 1.0, 0.0);
-        penalized.repetition_penalty = 3.0;
-        let logits = [2.0f32, 1.0, 1.5, -1.0];
-        let mut rng = Rng::new(1);
-        let plain = sample(&mut logits.clone(), &context, &penalized, &mut rng);
-        for draft in 0..4 {
-            let mut with_draft = logits;
-            let token = sample_with_draft(&mut with_draft, &context, &penalized, &mut rng, draft);
-            assert_eq!(token, plain, "draft {draft}");
-            assert_eq!(with_draft, [2.0 / 3.0, 1.0, 0.5, -1.0], "penalized once");
-        }
-        assert_eq!(plain, 1);
     }
 
     #[test]
