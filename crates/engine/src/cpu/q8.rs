@@ -168,9 +168,10 @@ mod avx512vnni {
         }
     }
 
-    /// [`super::row_block`] with the float part in registers: each group adds
-    /// `(d * sx) * isum` to the 32 row sums, multiplied then added (no fused multiply-add),
-    /// in the scalar twin's order, so the bits are the same.
+    /// Tokens that share one read of the tiles (their sums and accumulators fit in registers).
+    const BATCH: usize = 4;
+
+    /// [`super::row_block`] with the float part in registers, [`BATCH`] tokens at a time.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
     pub unsafe fn row_block<const PADDED: bool>(
         tiles: &[u8],
@@ -178,23 +179,68 @@ mod avx512vnni {
         t0: usize,
         out: &mut [f32],
     ) {
-        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
-            let (xq, sx) = (acts.xq(t0 + t), acts.scales(t0 + t));
-            let mut acc = [_mm512_setzero_ps(); 2];
-            for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
-                let base = tile.as_ptr();
-                for g in 0..acts.groups_in::<PADDED>(ct) {
-                    let sums = group_sums(base, g, xq.as_ptr().add(ct * TILE_COLS));
-                    let sx = _mm512_set1_ps(sx[ct * GROUPS + g]);
-                    for (h, (acc, sums)) in acc.iter_mut().zip(sums).enumerate() {
+        for (b, y) in out.chunks_mut(BATCH * TILE_ROWS).enumerate() {
+            let t = t0 + b * BATCH;
+            match y.len() / TILE_ROWS {
+                4 => batch::<4, PADDED>(tiles, acts, t, y),
+                3 => batch::<3, PADDED>(tiles, acts, t, y),
+                2 => batch::<2, PADDED>(tiles, acts, t, y),
+                _ => batch::<1, PADDED>(tiles, acts, t, y),
+            }
+        }
+    }
+
+    /// `N` tokens over one read of the tiles: each 64-byte run of weights is turned into row
+    /// lanes and flipped once (as [`group_sums`] does) and serves all `N`. Each group adds
+    /// `(d * sx) * isum` to the 32 row sums, multiplied then added (no fused multiply-add), in
+    /// the scalar twin's order, so the bits are the same.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
+    unsafe fn batch<const N: usize, const PADDED: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
+        let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
+        let flip = _mm512_set1_epi8(0x80u8 as i8);
+        let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
+        let sx: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
+        let mut acc = [[_mm512_setzero_ps(); 2]; N];
+        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+            let (base, values) = (tile.as_ptr(), tile.as_ptr().add(VALUES));
+            for g in 0..acts.groups_in::<PADDED>(ct) {
+                let mut isum = [[_mm512_setzero_si512(); 2]; N];
+                let mut offset = [_mm512_setzero_si512(); N];
+                for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
+                    // SAFETY (caller): the tile has TILE_BYTES bytes and each token's `xq`
+                    // the tiles' columns.
+                    let w = [0, 1].map(|h| {
+                        let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
+                        _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip)
+                    });
+                    for t in 0..N {
+                        let x = xq[t].add(ct * TILE_COLS + c).cast::<i32>().read_unaligned();
+                        let x = _mm512_set1_epi32(x);
+                        offset[t] = _mm512_dpbusd_epi32(offset[t], flip, x);
+                        isum[t][0] = _mm512_dpbusd_epi32(isum[t][0], w[0], x);
+                        isum[t][1] = _mm512_dpbusd_epi32(isum[t][1], w[1], x);
+                    }
+                }
+                for t in 0..N {
+                    let sx = _mm512_set1_ps(*sx[t].add(ct * GROUPS + g));
+                    for h in 0..2 {
                         let d = bf16x16(base.add(SCALES + 2 * (g * TILE_ROWS + h * 16)));
-                        let term = _mm512_mul_ps(_mm512_mul_ps(d, sx), _mm512_cvtepi32_ps(sums));
-                        *acc = _mm512_add_ps(*acc, term);
+                        let sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t][h], offset[t]));
+                        let term = _mm512_mul_ps(_mm512_mul_ps(d, sx), sums);
+                        acc[t][h] = _mm512_add_ps(acc[t][h], term);
                     }
                 }
             }
-            _mm512_storeu_ps(y.as_mut_ptr(), acc[0]);
-            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[1]);
+        }
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            _mm512_storeu_ps(y.as_mut_ptr(), acc[t][0]);
+            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[t][1]);
         }
     }
 }
@@ -278,7 +324,7 @@ mod tests {
                 row
             })
             .collect();
-        for tokens in [1, 3, 9] {
+        for tokens in [1, 2, 3, 6, 9] {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
             acts.quantize(&x, tokens, cols);
@@ -333,7 +379,7 @@ mod tests {
         for h in 0..2 {
             tile[VALUES + h * 4096 + 3 * BLOCK * 16..VALUES + (h + 1) * 4096].fill(0x81);
         }
-        for tokens in [1, 3] {
+        for tokens in [1, 3, 5] {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
             acts.quantize(&x, tokens, cols);
