@@ -1,18 +1,19 @@
 //! `hearth bench` end to end on the tiny random shape: the figures its JSON promises (the
 //! comparison script and README read them). Speed itself is never asserted.
 
+use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn bench_json_reports_speed_bandwidth_and_memory() {
-    let home = tempfile::tempdir().unwrap();
+/// `hearth bench --json ARGS` with a small bandwidth probe, its XDG folders under `home`: the
+/// JSON it printed.
+fn bench(home: &Path, args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["bench", "--shape", "tiny", "--threads", "1", "--json"])
-        .args(["--prompt", "8", "--generate", "4", "--repetitions", "1"])
-        .args(["--probe-mib", "8"])
-        .env("XDG_CACHE_HOME", home.path().join("cache"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .arg("bench")
+        .args(["--json", "--probe-mib", "8"])
+        .args(args)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
         .output()
         .expect("hearth runs");
     assert!(
@@ -20,7 +21,27 @@ fn bench_json_reports_speed_bandwidth_and_memory() {
         "hearth bench failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn bench_json_reports_speed_bandwidth_and_memory() {
+    let home = tempfile::tempdir().unwrap();
+    let json = bench(
+        home.path(),
+        &[
+            "--shape",
+            "tiny",
+            "--threads",
+            "1",
+            "--prompt",
+            "8",
+            "--generate",
+            "4",
+            "--repetitions",
+            "1",
+        ],
+    );
     for key in [
         "decode_tokens_per_s",
         "prefill_tokens_per_s",
@@ -39,6 +60,7 @@ fn bench_json_reports_speed_bandwidth_and_memory() {
     }
     assert_eq!(json["threads"], 1);
     assert_eq!(json["prompt_tokens"], 8);
+    assert_eq!(json["repetitions"], 1);
     assert_eq!(json["bandwidth_samples_gbps"].as_array().unwrap().len(), 10);
     assert!(json["kernel_level"].is_string());
     assert!(
@@ -53,33 +75,25 @@ fn bench_json_reports_speed_bandwidth_and_memory() {
 #[test]
 fn repeat_task_answers_are_the_plain_answers_when_sampled() {
     let home = tempfile::tempdir().unwrap();
-    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/demo");
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .arg("bench")
-        .arg("--model")
-        .arg(&demo)
-        .args([
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/demo");
+    let json = bench(
+        home.path(),
+        &[
+            "--model",
+            demo.to_str().unwrap(),
             "--threads",
             "1",
-            "--json",
             "--prompt",
             "8",
             "--generate",
             "24",
-        ])
-        .args(["--repetitions", "2", "--probe-mib", "8", "--repeat-task"])
-        .args(["--task-temperature", "0.7"])
-        .env("XDG_CACHE_HOME", home.path().join("cache"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .output()
-        .expect("hearth runs");
-    assert!(
-        out.status.success(),
-        "hearth bench failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+            "--repetitions",
+            "2",
+            "--repeat-task",
+            "--task-temperature",
+            "0.7",
+        ],
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let tasks = json["tasks"].as_array().unwrap();
     let names: Vec<_> = tasks.iter().map(|t| t["task"].as_str().unwrap()).collect();
     assert_eq!(names, ["repeat", "free"]);
