@@ -41,8 +41,8 @@ pub fn draft(history: &[u32], max: usize) -> Vec<u32> {
 /// Whether drafting pays on this machine for this model, judged from the passes themselves:
 /// seconds per generated token of the recent draft passes against those of the recent plain
 /// steps (exponential averages, so a stretch of text that stops repeating soon shows). A draft
-/// pass costs more than a plain step (on the CPU a pass of 9 tokens of MiniCPM5-2B takes about
-/// 2.5 plain steps, bench/README.md), so drafts that are mostly rejected lose time. While they
+/// pass costs more than a plain step (on the CPU a pass of 9 tokens of MiniCPM5-2B's shape takes
+/// 2 to 2.3 plain steps, bench/README.md), so drafts that are mostly rejected lose time. While they
 /// cost more per token than plain steps, drafting pauses for [`PAUSE`] tokens, then tries
 /// again judged afresh. Which passes draft never changes a token (`runner`), only the speed.
 #[derive(Debug, Default)]
@@ -58,7 +58,7 @@ pub(crate) struct Payoff {
 }
 
 /// Plain steps taken before drafting is tried again after it stopped paying.
-pub(crate) const PAUSE: usize = 32;
+const PAUSE: usize = 32;
 
 /// Draft passes judged together before drafting can pause (a single rejected draft is common
 /// even in text that repeats).
