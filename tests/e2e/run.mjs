@@ -224,6 +224,11 @@ try {
     // model on a fast engine (the starter decodes over 100 tok/s) may finish a short answer
     // between two looks, or between the look and the kill (the answer then comes back whole,
     // with its receipt); then ask again. So the look is one script and repeats with no pause.
+    // Each try asks for another story: asked the same again, the model retells the last one,
+    // which speculative decoding (on by default) checks up to 9 tokens a pass, so each retry
+    // would finish faster than the one before.
+    const topics = ['a lighthouse keeper', 'a dragon who bakes bread', 'a river that runs uphill', "a clockmaker's apprentice"];
+    const question = (attempt) => `Tell me a much longer story about ${topics[attempt - 1]}, in many paragraphs.`;
     const newest = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; const m = a[a.length - 1];';
     const newestAnswer = `${newest} return m ? m.textContent : ""`;
     const newestFinished = `${newest} return !!m?.querySelector(".receipt")`;
@@ -232,9 +237,11 @@ try {
       return m.querySelector(".receipt") ? "finished" : null;`;
     let answers = 1;
     let kept = null;
-    for (let attempt = 1; attempt <= 4 && !kept; attempt++) {
+    let asked = null;
+    for (let attempt = 1; attempt <= topics.length && !kept; attempt++) {
       const input = await find('chat-input');
-      await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Tell me a much longer story, in many paragraphs.' });
+      asked = question(attempt);
+      await wd('POST', `/session/${session}/element/${input}/value`, { text: asked });
       await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
       answers += 1;
       const moment = await waitFor('the new answer to stream or finish', () => exec(momentOf(answers)), 60_000, 0);
@@ -252,7 +259,7 @@ try {
     }
     if (!kept) throw new Error('four answers in a row finished before one could be cut by the kill');
     const body = await exec('return document.body.innerText');
-    if (!body.includes('Tell me a much longer story, in many paragraphs.')) throw new Error('the question asked before the kill is gone');
+    if (!body.includes(asked)) throw new Error('the question asked before the kill is gone');
     console.log(`        ${kept}`);
   });
 
