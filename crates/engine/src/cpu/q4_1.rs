@@ -626,15 +626,21 @@ pub(super) mod avx512vnni {
         t0: usize,
         out: &mut [f32],
     ) {
-        if out.len() == MAX_TOKENS * TILE_ROWS {
-            row_block_batch::<MAX_TOKENS, PADDED>(tiles, acts, t0, out)
-        } else {
-            row_block_any::<PADDED>(tiles, acts, t0, out)
+        const { assert!(MAX_TOKENS == 8, "one arm per token count") };
+        match out.len() / TILE_ROWS {
+            8 => row_block_batch::<8, PADDED>(tiles, acts, t0, out),
+            7 => row_block_batch::<7, PADDED>(tiles, acts, t0, out),
+            6 => row_block_batch::<6, PADDED>(tiles, acts, t0, out),
+            5 => row_block_batch::<5, PADDED>(tiles, acts, t0, out),
+            4 => row_block_batch::<4, PADDED>(tiles, acts, t0, out),
+            3 => row_block_batch::<3, PADDED>(tiles, acts, t0, out),
+            2 => row_block_batch::<2, PADDED>(tiles, acts, t0, out),
+            _ => row_block_batch::<1, PADDED>(tiles, acts, t0, out),
         }
     }
 
-    /// Exactly `N` tokens, reading the tiles front to back once (with the look-ahead, like
-    /// [`row_block_any`]): in each half of each tile the `N` accumulators of that half stay in
+    /// Exactly `N` tokens (up to [`MAX_TOKENS`]), reading the tiles front to back once with the
+    /// look-ahead: in each half of each tile the `N` accumulators of that half stay in
     /// registers and each unpacked group serves all `N` tokens. (Running one half over all the
     /// tiles and then the other kept them in registers too, but read each tile twice, half by
     /// half, with no look-ahead: a pass of 8 tokens that memory bounds, as a speculative
@@ -677,52 +683,6 @@ pub(super) mod avx512vnni {
             for h in 0..2 {
                 _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[h][t]);
             }
-        }
-    }
-
-    /// Any token count up to [`MAX_TOKENS`], reading the tiles front to back once.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
-    #[allow(clippy::needless_range_loop)] // `h` and `t` index several parallel arrays
-    unsafe fn row_block_any<const PADDED: bool>(
-        tiles: &[u8],
-        acts: &QuantizedActivations,
-        t0: usize,
-        out: &mut [f32],
-    ) {
-        let tokens = out.len() / TILE_ROWS;
-        let mut acc = [[_mm512_setzero_ps(); 2]; MAX_TOKENS];
-        let mut xq = [std::ptr::null::<i8>(); MAX_TOKENS];
-        let mut scales = [std::ptr::null::<f32>(); MAX_TOKENS];
-        let mut sums = [std::ptr::null::<f32>(); MAX_TOKENS];
-        for t in 0..tokens {
-            xq[t] = acts.xq(t0 + t).as_ptr();
-            scales[t] = acts.scales(t0 + t).as_ptr();
-            sums[t] = acts.sums(t0 + t).as_ptr();
-        }
-        let mut lookahead = PADDED.then(|| Lookahead::new(tiles, acts));
-        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
-            let base = tile.as_ptr();
-            // Half-major order reads the tile front to back.
-            for h in 0..2 {
-                for g in 0..acts.groups_in::<PADDED>(ct) {
-                    let gi = ct * GROUPS + g;
-                    look_ahead(&mut lookahead, base, h, g);
-                    let w = unpack_group_half(base.add(NIBBLES + h * 2048 + g * 256));
-                    let j = g * TILE_ROWS + h * 16;
-                    let d = bf16x16(base.add(SCALES + 2 * j));
-                    let m = bf16x16(base.add(MINS + 2 * j));
-                    for t in 0..tokens {
-                        let isum = dot(&w, xq[t].add(gi * BLOCK));
-                        let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*scales[t].add(gi)));
-                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, acc[t][h]);
-                        acc[t][h] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
-                    }
-                }
-            }
-        }
-        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
-            _mm512_storeu_ps(y.as_mut_ptr(), acc[t][0]);
-            _mm512_storeu_ps(y.as_mut_ptr().add(16), acc[t][1]);
         }
     }
 }
@@ -810,7 +770,7 @@ mod tests {
         let cols = 600; // padded to 768: three tiles
         let tiles = random_tiles(3, &mut rng);
         let rows = dequantize(&tiles);
-        for tokens in [1, 3, MAX_TOKENS] {
+        for tokens in 1..=MAX_TOKENS {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
             acts.quantize(&x, tokens, cols);
