@@ -134,34 +134,43 @@ mod avx512vnni {
         index
     };
 
-    /// The integer sums of group `g` of `tile` for rows 0..16 and 16..32.
+    /// The integer sums of group `g` of `tile` for rows 0..16 and 16..32, for each of `N`
+    /// tokens whose activations for the tile's columns start at `xq[t]`: each 64-byte run of
+    /// weights is turned into row lanes once and serves all `N`.
     ///
     /// `vpdpbusd` multiplies unsigned by signed bytes. The weights are signed, so each is
     /// flipped to `q + 128` (xor 0x80) and `128 * Σ xq` is subtracted after: exact in i32.
     #[inline(always)]
-    unsafe fn group_sums(tile: *const u8, g: usize, xq: *const i8) -> [__m512i; 2] {
+    unsafe fn group_sums<const N: usize>(
+        tile: *const u8,
+        g: usize,
+        xq: &[*const i8; N],
+    ) -> [[__m512i; 2]; N] {
         let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
         let flip = _mm512_set1_epi8(0x80u8 as i8);
         let values = tile.add(VALUES);
-        let mut acc = [_mm512_setzero_si512(); 2];
-        let mut offset = _mm512_setzero_si512();
+        let mut acc = [[_mm512_setzero_si512(); 2]; N];
+        let mut offset = [_mm512_setzero_si512(); N];
         for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
-            // SAFETY (caller): the tile has TILE_BYTES bytes and `xq` 256 values.
-            let x = _mm512_set1_epi32(xq.add(c).cast::<i32>().read_unaligned());
-            offset = _mm512_dpbusd_epi32(offset, flip, x);
-            for (h, acc) in acc.iter_mut().enumerate() {
+            // SAFETY (caller): the tile has TILE_BYTES bytes and each `xq[t]` 256 values.
+            let w = [0, 1].map(|h| {
                 let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
-                let w = _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip);
-                *acc = _mm512_dpbusd_epi32(*acc, w, x);
+                _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip)
+            });
+            for ((acc, offset), xq) in acc.iter_mut().zip(&mut offset).zip(xq) {
+                let x = _mm512_set1_epi32(xq.add(c).cast::<i32>().read_unaligned());
+                *offset = _mm512_dpbusd_epi32(*offset, flip, x);
+                acc[0] = _mm512_dpbusd_epi32(acc[0], w[0], x);
+                acc[1] = _mm512_dpbusd_epi32(acc[1], w[1], x);
             }
         }
-        acc.map(|acc| _mm512_sub_epi32(acc, offset))
+        std::array::from_fn(|t| acc[t].map(|acc| _mm512_sub_epi32(acc, offset[t])))
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
-            let sums = group_sums(tile.as_ptr(), g, xq.as_ptr());
+            let [sums] = group_sums(tile.as_ptr(), g, &[xq.as_ptr()]);
             for (h, sums) in sums.into_iter().enumerate() {
                 _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), sums);
             }
@@ -190,8 +199,7 @@ mod avx512vnni {
         }
     }
 
-    /// `N` tokens over one read of the tiles: each 64-byte run of weights is turned into row
-    /// lanes and flipped once (as [`group_sums`] does) and serves all `N`. Each group adds
+    /// `N` tokens over one read of the tiles ([`group_sums`] serves all `N`). Each group adds
     /// `(d * sx) * isum` to the 32 row sums, multiplied then added (no fused multiply-add), in
     /// the scalar twin's order, so the bits are the same.
     #[inline(always)]
@@ -202,36 +210,19 @@ mod avx512vnni {
         t0: usize,
         out: &mut [f32],
     ) {
-        let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
-        let flip = _mm512_set1_epi8(0x80u8 as i8);
         let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
         let sx: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
         let mut acc = [[_mm512_setzero_ps(); 2]; N];
         for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
-            let (base, values) = (tile.as_ptr(), tile.as_ptr().add(VALUES));
+            let base = tile.as_ptr();
+            let xq = xq.map(|xq| xq.add(ct * TILE_COLS));
             for g in 0..acts.groups_in::<PADDED>(ct) {
-                let mut isum = [[_mm512_setzero_si512(); 2]; N];
-                let mut offset = [_mm512_setzero_si512(); N];
-                for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
-                    // SAFETY (caller): the tile has TILE_BYTES bytes and each token's `xq`
-                    // the tiles' columns.
-                    let w = [0, 1].map(|h| {
-                        let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
-                        _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip)
-                    });
-                    for t in 0..N {
-                        let x = xq[t].add(ct * TILE_COLS + c).cast::<i32>().read_unaligned();
-                        let x = _mm512_set1_epi32(x);
-                        offset[t] = _mm512_dpbusd_epi32(offset[t], flip, x);
-                        isum[t][0] = _mm512_dpbusd_epi32(isum[t][0], w[0], x);
-                        isum[t][1] = _mm512_dpbusd_epi32(isum[t][1], w[1], x);
-                    }
-                }
+                let isums = group_sums(base, g, &xq);
                 for t in 0..N {
                     let sx = _mm512_set1_ps(*sx[t].add(ct * GROUPS + g));
                     for h in 0..2 {
                         let d = bf16x16(base.add(SCALES + 2 * (g * TILE_ROWS + h * 16)));
-                        let sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t][h], offset[t]));
+                        let sums = _mm512_cvtepi32_ps(isums[t][h]);
                         let term = _mm512_mul_ps(_mm512_mul_ps(d, sx), sums);
                         acc[t][h] = _mm512_add_ps(acc[t][h], term);
                     }
