@@ -760,6 +760,8 @@ mod tests {
                     let (tokens, stats) = run(sampling, speculative);
                     assert_eq!(tokens, plain, "{name} seed {seed} {speculative:?}");
                     assert_eq!(stats.stop_reason, plain_stats.stop_reason);
+                    assert_eq!(stats.generated_tokens, tokens.len());
+                    assert!(tokens.len() <= 48);
                     accepted += stats.accepted_drafts;
                 }
             }
