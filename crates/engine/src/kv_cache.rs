@@ -117,7 +117,6 @@ impl KvCache {
     /// The stored key blocks covering `positions` (which must start on a block) in `layer`
     /// for KV head `head`, as [`CacheValue`] `E` (the cache's precision): `[head_dim][16]`
     /// per block, the last block's lanes past `positions` holding whatever was stored there.
-    /// The next run of as many blocks is requested from memory meanwhile.
     pub(crate) fn key_run<E: CacheValue>(
         &self,
         layer: usize,
@@ -164,10 +163,9 @@ impl KvCache {
     }
 }
 
-/// `len` values of `store` from `at`, as `E`; prefetches the `len` after them.
+/// `len` values of `store` from `at`, as `E`.
 fn run<E: CacheValue>(store: &Store, at: usize, len: usize) -> &[E] {
     let values = E::of(store).expect("the cache is read at its own precision");
-    E::prefetch(values.get(at + len..at + 2 * len).unwrap_or_default());
     &values[at..at + len]
 }
 
@@ -177,8 +175,6 @@ pub(crate) trait CacheValue: Copy + Send + Sync + 'static {
     fn to_f32(self) -> f32;
     /// The values of `store`, if it holds this type.
     fn of(store: &Store) -> Option<&[Self]>;
-    /// Asks for `values` in the L1 cache ahead of their use (a hint).
-    fn prefetch(values: &[Self]);
 }
 
 impl CacheValue for f32 {
@@ -191,7 +187,6 @@ impl CacheValue for f32 {
             Store::F16(_) => None,
         }
     }
-    fn prefetch(_: &[f32]) {} // the exact reference path; its speed is not the point
 }
 
 impl CacheValue for f16 {
@@ -203,19 +198,6 @@ impl CacheValue for f16 {
             Store::F16(v) => Some(v),
             Store::F32(_) => None,
         }
-    }
-    fn prefetch(values: &[f16]) {
-        #[cfg(target_arch = "x86_64")]
-        for line in values.chunks(32) {
-            // SAFETY: prefetching is a hint, and the address is inside `values`.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    line.as_ptr().cast(),
-                )
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = values;
     }
 }
 
