@@ -505,6 +505,28 @@ mod wide {
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD)) }
     }
 
+    /// `acc + x · splat(*s)`, as `_mm512_fmadd_ps` computes it (rounded once), in one
+    /// `vfmadd231ps` that broadcasts `*s` as it loads it. Written out because LLVM hoists a
+    /// broadcast that two multiply-adds share into a `vbroadcastss` of its own: on Zen 4 that
+    /// extra instruction per pair of products made attention's arithmetic about 15% slower
+    /// (bench/README.md). Safety: `s` is readable.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fmadd_splat(acc: __m512, x: __m512, s: *const f32) -> __m512 {
+        let mut acc = acc;
+        // SAFETY: reads the one f32 at `s` (the caller's promise); touches no memory else.
+        unsafe {
+            std::arch::asm!(
+                "vfmadd231ps {acc}, {x}, dword ptr [{s}]{{1to16}}",
+                acc = inout(zmm_reg) acc,
+                x = in(zmm_reg) x,
+                s = in(reg) s,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        acc
+    }
+
     /// Whether row `d` of a key block (`KEY_BLOCK` values of `E`) starts a 64-byte cache line:
     /// the rows at which a scores kernel prefetches.
     #[inline(always)]
@@ -672,9 +694,9 @@ mod wide {
                     E::load16(k1.add(d * KEY_BLOCK)),
                 );
                 for g in 0..G {
-                    let qd = _mm512_set1_ps(*q.add(g * hd + d));
-                    acc0[g] = _mm512_fmadd_ps(qd, x0, acc0[g]);
-                    acc1[g] = _mm512_fmadd_ps(qd, x1, acc1[g]);
+                    let qd = q.add(g * hd + d);
+                    acc0[g] = fmadd_splat(acc0[g], x0, qd);
+                    acc1[g] = fmadd_splat(acc1[g], x1, qd);
                 }
             }
             for g in 0..G {
@@ -733,9 +755,9 @@ mod wide {
                 let v0 = E::load16(v.add(p * hd + column));
                 let v1 = E::load16(v.add(p * hd + column + 16));
                 for g in 0..G {
-                    let wg = _mm512_set1_ps(*w.add(g * stride + first + p));
-                    lo[g] = _mm512_fmadd_ps(wg, v0, lo[g]);
-                    hi[g] = _mm512_fmadd_ps(wg, v1, hi[g]);
+                    let wg = w.add(g * stride + first + p);
+                    lo[g] = fmadd_splat(lo[g], v0, wg);
+                    hi[g] = fmadd_splat(hi[g], v1, wg);
                 }
             }
             for g in 0..G {
