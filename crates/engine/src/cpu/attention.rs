@@ -11,9 +11,9 @@
 //!   scores per vector, with no horizontal sums;
 //! - output: `out[g][d..d + D] += weight[g][p] · values[p][d..d + D]` over `p`.
 //!
-//! Both stream the cache once per pass, and the wide kernels ask for the bytes 8 KiB ahead of
-//! their loads as they go (`wide::AHEAD`): the hardware prefetcher alone leaves a long decode
-//! step waiting on memory.
+//! Both stream the cache once per pass, and the wide kernels ask for the bytes 16 KiB ahead of
+//! their loads as they go, into L2 (`wide::AHEAD`): the hardware prefetcher alone leaves a long
+//! decode step waiting on memory.
 //!
 //! Every sum runs in the same order (over `d`, then over `p`, from the first), whatever the
 //! vector width, and adds each product with one fused multiply-add (rounded once; the portable
@@ -492,17 +492,20 @@ mod wide {
     use super::{softmax, weighted_columns, Kernels, Value, KEY_BLOCK};
 
     /// How far ahead of its loads a kernel asks for the cache's bytes. A decode step reads each
-    /// KV head's keys, then its values, in one stream; with this hint it spends about a fifth
-    /// less time in attention at 4096 positions than with the hardware prefetcher alone
-    /// (bench/README.md). 4 KiB is too close; 8 and 16 KiB measure the same.
-    pub(super) const AHEAD: usize = 8 * 1024;
+    /// KV head's keys, then its values, in one stream. Measured on MiniCPM5-2B's shape at 4096
+    /// positions (2 threads, all 42 layers, the cache in DRAM): see bench/README.md; asking
+    /// 16 KiB ahead into L2 brings attention near its time with the cache in L3, where the
+    /// hardware prefetcher alone, or asking 8 KiB ahead into L1, leaves it waiting on memory.
+    /// Into L1, each request probably holds one of the core's few L1 miss buffers until its
+    /// line arrives, which caps one core's stream.
+    pub(super) const AHEAD: usize = 16 * 1024;
 
-    /// Asks for the cache line [`AHEAD`] bytes past `p`. A hint only: that address may lie past
-    /// the end of the cache and is never read.
+    /// Asks for the cache line [`AHEAD`] bytes past `p`, into L2. A hint only: that address
+    /// may lie past the end of the cache and is never read.
     #[inline(always)]
     fn prefetch_ahead<E>(p: *const E) {
         // SAFETY: prefetching reads nothing and cannot fault, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD)) }
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast::<i8>().wrapping_add(AHEAD)) }
     }
 
     /// `acc + x · splat(*s)`, as `_mm512_fmadd_ps` computes it (rounded once), in one
@@ -1172,5 +1175,61 @@ mod tests {
                 "{got} vs {want}"
             );
         }
+    }
+
+    /// Not a check: times attention on MiniCPM5-2B's shape (16 query heads over 2 KV heads of
+    /// 128, an f16 cache) for bench/README.md. `HEARTH_ATTENTION="P L N T"` (default
+    /// `4096 42 1 2`): N tokens (1, a decode step; 64, a prefill chunk) at the end of P cached
+    /// positions, in each of L layers (42 hold 180 MB: memory; 1 stays in L3), on T threads.
+    /// Prints the median of 20 runs through the layers.
+    #[test]
+    #[ignore = "a timing probe, run by hand: bench/README.md"]
+    fn time_attention_on_minicpm5_shape() {
+        let setting = std::env::var("HEARTH_ATTENTION").unwrap_or("4096 42 1 2".into());
+        let numbers: Vec<usize> = setting.split_whitespace().flat_map(str::parse).collect();
+        let &[positions, layers, tokens, threads] = numbers.as_slice() else {
+            panic!("HEARTH_ATTENTION is \"positions layers tokens threads\", not {setting:?}");
+        };
+        let (heads, kv_heads, hd) = (16, 2, 128);
+        let shape = AttentionShape {
+            heads,
+            kv_heads,
+            head_dim: hd,
+            scale: 1.0 / (hd as f32).sqrt(),
+        };
+        let mut cache = KvCache::new(layers, positions, kv_heads, hd, KvPrecision::F16);
+        for p in 0..positions {
+            let row: Vec<f32> = (0..kv_heads * hd)
+                .map(|i| ((p * 7 + i) as f32 * 0.37).sin())
+                .collect();
+            for layer in 0..layers {
+                cache.store(layer, p, &row, &row);
+            }
+        }
+        let cpu = CpuContext::best(threads);
+        let q: Vec<f32> = (0..tokens * heads * hd)
+            .map(|i| (i as f32 * 0.23).cos())
+            .collect();
+        let mut out = vec![0.0; q.len()];
+        let start = positions - tokens;
+        let mut secs: Vec<f64> = (0..20)
+            .map(|_| {
+                let clock = std::time::Instant::now();
+                for layer in 0..layers {
+                    causal_attention(&cpu, shape, &q, tokens, start, &cache, layer, &mut out);
+                }
+                clock.elapsed().as_secs_f64()
+            })
+            .collect();
+        secs.sort_by(f64::total_cmp);
+        let median = secs[secs.len() / 2];
+        let pairs = (tokens * start + tokens * (tokens + 1) / 2) * layers;
+        let fmas = (pairs * heads * hd * 2) as f64;
+        println!(
+            "{positions} positions, {tokens} tokens, {layers} layers, {threads} threads: \
+             {:.3} ms, {:.1} G multiply-adds/s",
+            median * 1e3,
+            fmas / median / 1e9
+        );
     }
 }
