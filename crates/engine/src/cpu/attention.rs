@@ -498,7 +498,7 @@ mod wide {
     /// hardware prefetcher alone, or asking 8 KiB ahead into L1, leaves it waiting on memory.
     /// Into L1, each request probably holds one of the core's few L1 miss buffers until its
     /// line arrives, which caps one core's stream.
-    pub(super) const AHEAD: usize = 16 * 1024;
+    const AHEAD: usize = 16 * 1024;
 
     /// Asks for the cache line [`AHEAD`] bytes past `p`, into L2. A hint only: that address
     /// may lie past the end of the cache and is never read.
@@ -530,12 +530,11 @@ mod wide {
         acc
     }
 
-    /// Whether row `d` of a key block (`KEY_BLOCK` values of `E`) starts a 64-byte cache line:
-    /// the rows at which a scores kernel prefetches.
+    /// Whether the value `offset` values of `E` into a run starts a 64-byte cache line (runs
+    /// start on one): the kernels prefetch once per line, at the loads that start one.
     #[inline(always)]
-    fn starts_line<E>(d: usize) -> bool {
-        let rows_per_line = (64 / (KEY_BLOCK * size_of::<E>())).max(1);
-        d.is_multiple_of(rows_per_line)
+    fn starts_line<E>(offset: usize) -> bool {
+        (offset * size_of::<E>()).is_multiple_of(64)
     }
 
     /// Proof that the CPU has AVX-512F: only [`Avx512::detect`] makes one.
@@ -687,7 +686,7 @@ mod wide {
             let mut acc0 = [_mm512_setzero_ps(); G];
             let mut acc1 = [_mm512_setzero_ps(); G];
             for d in 0..hd {
-                if starts_line::<E>(d) {
+                if starts_line::<E>(d * KEY_BLOCK) {
                     prefetch_ahead(k0.wrapping_add(d * KEY_BLOCK));
                     prefetch_ahead(k1.wrapping_add(d * KEY_BLOCK));
                 }
@@ -713,13 +712,12 @@ mod wide {
             let k0 = keys.add(b * block);
             let mut acc = [_mm512_setzero_ps(); G];
             for d in 0..hd {
-                if starts_line::<E>(d) {
+                if starts_line::<E>(d * KEY_BLOCK) {
                     prefetch_ahead(k0.wrapping_add(d * KEY_BLOCK));
                 }
                 let x0 = E::load16(k0.add(d * KEY_BLOCK));
                 for (g, acc) in acc.iter_mut().enumerate() {
-                    let qd = _mm512_set1_ps(*q.add(g * hd + d));
-                    *acc = _mm512_fmadd_ps(qd, x0, *acc);
+                    *acc = fmadd_splat(*acc, x0, q.add(g * hd + d));
                 }
             }
             for (g, acc) in acc.iter().enumerate() {
@@ -750,10 +748,10 @@ mod wide {
             let mut hi: [__m512; G] =
                 std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column + 16)));
             for p in 0..positions {
-                // 32 values: one cache line of f16, two of f32.
-                prefetch_ahead(v.wrapping_add(p * hd + column));
-                if size_of::<E>() > 2 {
-                    prefetch_ahead(v.wrapping_add(p * hd + column + 16));
+                for half in [column, column + 16] {
+                    if starts_line::<E>(half) {
+                        prefetch_ahead(v.wrapping_add(p * hd + half));
+                    }
                 }
                 let v0 = E::load16(v.add(p * hd + column));
                 let v1 = E::load16(v.add(p * hd + column + 16));
@@ -790,7 +788,7 @@ mod wide {
         for lane in [0, 8] {
             let mut acc = [_mm256_setzero_ps(); G];
             for d in 0..hd {
-                if lane == 0 && starts_line::<E>(d) {
+                if lane == 0 && starts_line::<E>(d * KEY_BLOCK) {
                     prefetch_ahead(keys.wrapping_add(d * KEY_BLOCK));
                 }
                 // SAFETY (all loads and stores): the bounds checked by `check_scores`.
@@ -825,10 +823,8 @@ mod wide {
             // SAFETY (all loads and stores): the bounds checked by `check_values`.
             let mut acc: [__m256; G] =
                 std::array::from_fn(|g| _mm256_loadu_ps(o.add(g * hd + column)));
-            // The pass whose columns start a cache line asks for that line.
-            let line_start = (column * size_of::<E>()).is_multiple_of(64);
             for p in 0..positions {
-                if line_start {
+                if starts_line::<E>(column) {
                     prefetch_ahead(v.wrapping_add(p * hd + column));
                 }
                 let vp = E::load8(v.add(p * hd + column));
