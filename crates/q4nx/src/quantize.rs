@@ -135,6 +135,7 @@ mod tests {
             name: "w",
             rows,
             cols: 512,
+            last_groups: 8,
             bytes: &tiles,
         };
         let deq = m.dequantize();

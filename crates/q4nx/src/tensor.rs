@@ -137,6 +137,10 @@ pub struct TileMatrix<'a> {
     pub rows: usize,
     /// K padded to a multiple of 256 (the padding dequantizes to 0).
     pub cols: usize,
+    /// Groups (of 32 columns) the last tile of each row block holds: 8, as files store them,
+    /// or fewer once [`crate::Weights::copy_into_huge_pages`] narrowed a padded matrix to the
+    /// groups of its real columns ([`tile::TileLayout`]).
+    pub last_groups: usize,
     /// All tiles back to back.
     pub bytes: &'a [u8],
 }
@@ -157,9 +161,10 @@ impl<'a> TileMatrix<'a> {
         self.cols / TILE_COLS
     }
 
-    /// Bytes per tile (5120 or 8704).
+    /// Bytes per whole tile (5120 or 8704).
     pub fn tile_bytes(&self) -> usize {
-        self.bytes.len() / (self.row_blocks() * self.col_tiles()).max(1)
+        let groups = self.col_tiles().saturating_sub(1) * tile::GROUPS_PER_TILE + self.last_groups;
+        self.bytes.len() / (self.row_blocks() * groups).max(1) * tile::GROUPS_PER_TILE
     }
 
     /// Whether the tiles are Q8 (8704 bytes) rather than Q4_1 (5120 bytes).
@@ -167,11 +172,28 @@ impl<'a> TileMatrix<'a> {
         self.tile_bytes() == Self::Q8_TILE_BYTES
     }
 
-    /// The bytes of one tile.
+    /// Whether the last tile of each row block is narrow (holds fewer than 8 groups).
+    pub fn is_narrow(&self) -> bool {
+        self.last_groups < tile::GROUPS_PER_TILE
+    }
+
+    /// Bytes of one row block's tiles (the last one narrow or not).
+    pub fn row_block_bytes(&self) -> usize {
+        let whole = self.tile_bytes();
+        self.col_tiles().saturating_sub(1) * whole
+            + whole / tile::GROUPS_PER_TILE * self.last_groups
+    }
+
+    /// The bytes of one tile (the last of a row block may be narrow).
     pub fn tile(&self, row_block: usize, col_tile: usize) -> &'a [u8] {
-        let size = self.tile_bytes();
-        let t = row_block * self.col_tiles() + col_tile;
-        &self.bytes[t * size..(t + 1) * size]
+        let whole = self.tile_bytes();
+        let start = row_block * self.row_block_bytes() + col_tile * whole;
+        let len = if col_tile + 1 == self.col_tiles() {
+            whole / tile::GROUPS_PER_TILE * self.last_groups
+        } else {
+            whole
+        };
+        &self.bytes[start..start + len]
     }
 
     /// Reference (scalar) dequantization of one row; `out.len()` must equal `cols`.
@@ -240,6 +262,7 @@ mod tests {
             name: "w",
             rows: 64,
             cols: 512,
+            last_groups: 8,
             bytes: &bytes,
         };
         assert_eq!(

@@ -27,6 +27,81 @@ pub const Q8_TILE_BYTES: usize = 8704;
 /// Bytes of one Q4_K tile (newer MoE models; recognised, not supported).
 pub const Q4_K_TILE_BYTES: usize = 4736;
 
+/// Bytes one group (32 rows x 32 columns) takes in a Q4_1 tile: scales, mins and codes.
+pub const Q4_1_GROUP_BYTES: usize = Q4_1_TILE_BYTES / GROUPS_PER_TILE;
+/// Bytes one group takes in a Q8 tile: scales and values.
+pub const Q8_GROUP_BYTES: usize = Q8_TILE_BYTES / GROUPS_PER_TILE;
+
+/// Where the parts of a tile of `groups` groups lie (8 for a whole tile, fewer for a narrow
+/// one); offsets from the tile's first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileLayout {
+    /// Groups (of 32 columns) the tile holds.
+    pub groups: usize,
+}
+
+impl TileLayout {
+    /// A whole tile.
+    pub const WHOLE: TileLayout = TileLayout {
+        groups: GROUPS_PER_TILE,
+    };
+
+    /// The layout of a tile of `len` bytes of Q4_1 (`q8` false) or Q8 groups.
+    pub fn of(len: usize, q8: bool) -> TileLayout {
+        let group = if q8 { Q8_GROUP_BYTES } else { Q4_1_GROUP_BYTES };
+        TileLayout {
+            groups: len / group,
+        }
+    }
+
+    /// Where a Q4_1 tile's BF16 mins start.
+    pub fn q4_1_mins(self) -> usize {
+        64 * self.groups
+    }
+
+    /// Where the codes of half `half` (rows `16 half ..`) of a Q4_1 tile start.
+    pub fn q4_1_codes(self, half: usize) -> usize {
+        128 * self.groups + half * 256 * self.groups
+    }
+
+    /// Where the values of half `half` of a Q8 tile start.
+    pub fn q8_values(self, half: usize) -> usize {
+        64 * self.groups + half * 512 * self.groups
+    }
+}
+
+/// The parts of a whole tile that its narrow form with `groups` groups keeps, as (offset in
+/// the whole tile, length), in the order the narrow tile stores them back to back. No part
+/// moves to a higher offset, so a matrix can be narrowed in place, part after part.
+pub fn narrow_pieces(q8: bool, groups: usize) -> Vec<(usize, usize)> {
+    let (whole, narrow) = (TileLayout::WHOLE, TileLayout { groups });
+    let mut pieces = vec![(0, 64 * groups)]; // scales
+    if q8 {
+        for half in 0..2 {
+            pieces.push((
+                whole.q8_values(half),
+                narrow.q8_values(1) - narrow.q8_values(0),
+            ));
+        }
+    } else {
+        pieces.push((whole.q4_1_mins(), 64 * groups));
+        for half in 0..2 {
+            pieces.push((
+                whole.q4_1_codes(half),
+                narrow.q4_1_codes(1) - narrow.q4_1_codes(0),
+            ));
+        }
+    }
+    pieces
+}
+
+/// Narrows the whole tile `tile` to its first `groups` groups, into `out`.
+pub fn narrow_tile(tile: &[u8], q8: bool, groups: usize, out: &mut Vec<u8>) {
+    for (at, len) in narrow_pieces(q8, groups) {
+        out.extend_from_slice(&tile[at..at + len]);
+    }
+}
+
 /// Where the 256 BF16 scales start in a Q4_1 or Q8 tile.
 pub const SCALES_AT: usize = 0;
 /// Where the 256 BF16 mins start in a Q4_1 tile.
@@ -85,25 +160,36 @@ pub fn q4_1_code(tile: &[u8], row: usize, col: usize) -> u8 {
     }
 }
 
-/// Dequantizes one row of a Q4_1 tile into `out[..256]` (`code * d + m`, in f32).
+/// Dequantizes one row of a Q4_1 tile, whole or narrow, into `out[..256]` (`code * d + m`, in
+/// f32; the columns a narrow tile does not hold are 0).
 pub fn dequantize_q4_1_row(tile: &[u8], row: usize, out: &mut [f32]) {
-    for g in 0..GROUPS_PER_TILE {
-        let d = scale(tile, row, g);
-        let m = min(tile, row, g);
+    let layout = TileLayout::of(tile.len(), false);
+    let codes = &tile[layout.q4_1_codes(row / 16)..];
+    for g in 0..layout.groups {
+        let j = scale_index(row, g);
+        let d = bf16_at(tile, SCALES_AT + 2 * j);
+        let m = bf16_at(tile, layout.q4_1_mins() + 2 * j);
         for (c, o) in out.iter_mut().enumerate().skip(g * GROUP).take(GROUP) {
-            *o = f32::from(q4_1_code(tile, row, c)) * d + m;
+            let byte = codes[c * 8 + (row % 16) / 2];
+            let code = if row % 2 == 1 { byte >> 4 } else { byte & 0x0f };
+            *o = f32::from(code) * d + m;
         }
     }
+    out[layout.groups * GROUP..TILE_COLS].fill(0.0);
 }
 
-/// Dequantizes one row of a Q8 tile into `out[..256]` (`q * d`, in f32).
+/// Dequantizes one row of a Q8 tile, whole or narrow, into `out[..256]` (`q * d`, in f32; the
+/// columns a narrow tile does not hold are 0).
 pub fn dequantize_q8_row(tile: &[u8], row: usize, out: &mut [f32]) {
-    for g in 0..GROUPS_PER_TILE {
-        let d = scale(tile, row, g);
+    let layout = TileLayout::of(tile.len(), true);
+    let values = &tile[layout.q8_values(row / 16)..];
+    for g in 0..layout.groups {
+        let d = bf16_at(tile, SCALES_AT + 2 * scale_index(row, g));
         for (c, o) in out.iter_mut().enumerate().skip(g * GROUP).take(GROUP) {
-            *o = f32::from(tile[q8_value_at(row, c)] as i8) * d;
+            *o = f32::from(values[c * 16 + row % 16] as i8) * d;
         }
     }
+    out[layout.groups * GROUP..TILE_COLS].fill(0.0);
 }
 
 /// Packs one Q4_1 tile from logical arrays: `codes[row][col]` (0..=15),

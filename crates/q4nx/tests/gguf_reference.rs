@@ -106,6 +106,7 @@ fn our_quantizer_stays_within_its_bound_and_close_to_gguf() {
         name: "w",
         rows: N,
         cols: KP,
+        last_groups: 8,
         bytes: &bytes,
     };
     let deq = ours.dequantize();

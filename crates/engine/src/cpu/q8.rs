@@ -13,8 +13,8 @@
 //! of every decode step: SmolLM2-135M's is 49 152 x 576.
 
 use q4nx::tile::{
-    GROUPS_PER_TILE as GROUPS, Q8_TILE_BYTES as TILE_BYTES, Q8_VALUES_AT as VALUES,
-    SCALES_AT as SCALES, TILE_COLS, TILE_ROWS,
+    TileLayout, GROUPS_PER_TILE as GROUPS, Q8_GROUP_BYTES as GROUP_BYTES,
+    Q8_TILE_BYTES as TILE_BYTES, Q8_VALUES_AT as VALUES, SCALES_AT as SCALES, TILE_COLS, TILE_ROWS,
 };
 
 use super::level::KernelLevel;
@@ -44,17 +44,19 @@ pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS
 /// Computes one row block for tokens `t0 .. t0 + out.len() / 32` of `acts`:
 /// `out[t * 32 + r]` = row `r` of the block times token `t0 + t`.
 ///
-/// `tiles` holds the block's `cols_padded / 256` tiles, in order. Only the groups that hold
-/// real columns count ([`QuantizedActivations::groups`]; the AVX-512 VNNI kernel reads no
-/// others). Panics if `level` is not supported or the sizes disagree.
+/// `tiles` holds the block's `cols_padded / 256` tiles, in order, the last one narrow if
+/// `narrow` ([`TileLayout`]). Only the groups that hold real columns count
+/// ([`QuantizedActivations::groups`]; the AVX-512 VNNI kernel reads no others). Panics if
+/// `level` is not supported or the sizes disagree.
 pub fn row_block(
     level: KernelLevel,
     tiles: &[u8],
+    narrow: bool,
     acts: &QuantizedActivations,
     t0: usize,
     out: &mut [f32],
 ) {
-    acts.check_row_block(tiles, TILE_BYTES, t0, out);
+    acts.check_row_block(tiles, TILE_BYTES, narrow, t0, out);
     assert!(
         level.is_supported(),
         "kernel level {level} is not supported by this CPU"
@@ -63,15 +65,29 @@ pub fn row_block(
     if level == KernelLevel::Avx512Vnni {
         // SAFETY: the level was checked supported above; sizes were checked.
         unsafe {
-            match acts.is_padded() {
-                true => avx512vnni::row_block::<true>(tiles, acts, t0, out),
-                false => avx512vnni::row_block::<false>(tiles, acts, t0, out),
+            match (narrow, acts.is_padded()) {
+                (true, _) => avx512vnni::row_block::<true, true>(tiles, acts, t0, out),
+                (false, true) => avx512vnni::row_block::<true, false>(tiles, acts, t0, out),
+                (false, false) => avx512vnni::row_block::<false, false>(tiles, acts, t0, out),
             }
         };
         return;
     }
+    // The scalar twin widens a narrow last tile back to a whole one (zeros where it holds no
+    // groups) and reads every tile the one way the format describes.
     out.fill(0.0);
-    for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
+    let mut widened = vec![0u8; TILE_BYTES];
+    for ct in 0..acts.column_tiles() {
+        let mut tile = &tiles[(ct * TILE_BYTES).min(tiles.len())..];
+        tile = &tile[..tile.len().min(TILE_BYTES)];
+        if narrow && ct + 1 == acts.column_tiles() {
+            let mut from = 0;
+            for (at, len) in q4nx::tile::narrow_pieces(true, acts.tile_groups(ct)) {
+                widened[at..at + len].copy_from_slice(&tile[from..from + len]);
+                from += len;
+            }
+            tile = &widened;
+        }
         let d = scales(tile);
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
@@ -143,18 +159,19 @@ mod avx512vnni {
     #[inline(always)]
     unsafe fn group_sums<const N: usize>(
         tile: *const u8,
+        layout: TileLayout,
         g: usize,
         xq: &[*const i8; N],
     ) -> [[__m512i; 2]; N] {
         let index = _mm512_loadu_si512(ROWS_TO_LANES.as_ptr().cast());
         let flip = _mm512_set1_epi8(0x80u8 as i8);
-        let values = tile.add(VALUES);
         let mut acc = [[_mm512_setzero_si512(); 2]; N];
         let mut offset = [_mm512_setzero_si512(); N];
         for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
-            // SAFETY (caller): the tile has TILE_BYTES bytes and each `xq[t]` 256 values.
+            // SAFETY (caller): the tile holds group `g` as `layout` lays it out, and each
+            // `xq[t]` 256 values.
             let w = [0, 1].map(|h| {
-                let w = _mm512_loadu_si512(values.add(h * 4096 + c * 16).cast());
+                let w = _mm512_loadu_si512(tile.add(layout.q8_values(h) + c * 16).cast());
                 _mm512_xor_si512(_mm512_permutexvar_epi8(index, w), flip)
             });
             for ((acc, offset), xq) in acc.iter_mut().zip(&mut offset).zip(xq) {
@@ -170,7 +187,7 @@ mod avx512vnni {
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
         for g in 0..GROUPS {
-            let [sums] = group_sums(tile.as_ptr(), g, &[xq.as_ptr()]);
+            let [sums] = group_sums(tile.as_ptr(), TileLayout::WHOLE, g, &[xq.as_ptr()]);
             for (h, sums) in sums.into_iter().enumerate() {
                 _mm512_storeu_si512(out.as_mut_ptr().add(g * TILE_ROWS + h * 16).cast(), sums);
             }
@@ -182,7 +199,7 @@ mod avx512vnni {
 
     /// [`super::row_block`] with the float part in registers, [`BATCH`] tokens at a time.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi")]
-    pub unsafe fn row_block<const PADDED: bool>(
+    pub unsafe fn row_block<const PADDED: bool, const NARROW: bool>(
         tiles: &[u8],
         acts: &QuantizedActivations,
         t0: usize,
@@ -191,10 +208,10 @@ mod avx512vnni {
         for (b, y) in out.chunks_mut(BATCH * TILE_ROWS).enumerate() {
             let t = t0 + b * BATCH;
             match y.len() / TILE_ROWS {
-                4 => batch::<4, PADDED>(tiles, acts, t, y),
-                3 => batch::<3, PADDED>(tiles, acts, t, y),
-                2 => batch::<2, PADDED>(tiles, acts, t, y),
-                _ => batch::<1, PADDED>(tiles, acts, t, y),
+                4 => batch::<4, PADDED, NARROW>(tiles, acts, t, y),
+                3 => batch::<3, PADDED, NARROW>(tiles, acts, t, y),
+                2 => batch::<2, PADDED, NARROW>(tiles, acts, t, y),
+                _ => batch::<1, PADDED, NARROW>(tiles, acts, t, y),
             }
         }
     }
@@ -204,7 +221,7 @@ mod avx512vnni {
     /// the scalar twin's order, so the bits are the same.
     #[inline(always)]
     #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
-    unsafe fn batch<const N: usize, const PADDED: bool>(
+    unsafe fn batch<const N: usize, const PADDED: bool, const NARROW: bool>(
         tiles: &[u8],
         acts: &QuantizedActivations,
         t0: usize,
@@ -213,11 +230,16 @@ mod avx512vnni {
         let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
         let sx: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
         let mut acc = [[_mm512_setzero_ps(); 2]; N];
-        for (ct, tile) in tiles.chunks_exact(TILE_BYTES).enumerate() {
-            let base = tile.as_ptr();
+        let mut base = tiles.as_ptr();
+        for ct in 0..acts.column_tiles() {
+            let groups = acts.groups_in::<PADDED>(ct);
+            let layout = match NARROW {
+                true => TileLayout { groups },
+                false => TileLayout::WHOLE,
+            };
             let xq = xq.map(|xq| xq.add(ct * TILE_COLS));
-            for g in 0..acts.groups_in::<PADDED>(ct) {
-                let isums = group_sums(base, g, &xq);
+            for g in 0..groups {
+                let isums = group_sums(base, layout, g, &xq);
                 for t in 0..N {
                     let sx = _mm512_set1_ps(*sx[t].add(ct * GROUPS + g));
                     for h in 0..2 {
@@ -228,6 +250,8 @@ mod avx512vnni {
                     }
                 }
             }
+            // One past the end after the last tile: never read.
+            base = base.wrapping_add(layout.groups * GROUP_BYTES);
         }
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             _mm512_storeu_ps(y.as_mut_ptr(), acc[t][0]);
@@ -320,7 +344,7 @@ mod tests {
             let mut acts = QuantizedActivations::new();
             acts.quantize(&x, tokens, cols);
             let mut reference = vec![0.0; tokens * 32];
-            row_block(KernelLevel::Scalar, &tiles, &acts, 0, &mut reference);
+            row_block(KernelLevel::Scalar, &tiles, false, &acts, 0, &mut reference);
             for t in 0..tokens {
                 for (r, row) in rows.iter().enumerate() {
                     let xt = &x[t * cols..(t + 1) * cols];
@@ -343,7 +367,7 @@ mod tests {
             }
             for level in KernelLevel::supported() {
                 let mut out = vec![f32::NAN; tokens * 32];
-                row_block(level, &tiles, &acts, 0, &mut out);
+                row_block(level, &tiles, false, &acts, 0, &mut out);
                 assert_eq!(out, reference, "{level} differs from the scalar twin");
             }
         }
@@ -376,13 +400,22 @@ mod tests {
             acts.quantize(&x, tokens, cols);
             for level in KernelLevel::supported() {
                 let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
-                row_block(level, &zeroed, &acts, 0, &mut a);
-                row_block(level, &poisoned, &acts, 0, &mut b);
+                row_block(level, &zeroed, false, &acts, 0, &mut a);
+                row_block(level, &poisoned, false, &acts, 0, &mut b);
                 assert!(
                     b.iter().all(|v| v.is_finite()),
                     "{level} used a padding scale"
                 );
                 assert_eq!(a, b, "{level}, {tokens} tokens");
+                // The same tiles narrowed (the third keeps its 3 groups of real columns), as
+                // `Weights::copy_into_huge_pages` narrows them: the same bits.
+                let mut narrow = zeroed[..2 * TILE_BYTES].to_vec();
+                q4nx::tile::narrow_tile(&zeroed[2 * TILE_BYTES..], true, 3, &mut narrow);
+                assert_eq!(narrow.len(), 2 * TILE_BYTES + 3 * GROUP_BYTES);
+                let mut c = vec![0.0; tokens * 32];
+                row_block(level, &narrow, true, &acts, 0, &mut c);
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a), bits(&c), "{level}, {tokens} tokens, narrow");
             }
         }
     }

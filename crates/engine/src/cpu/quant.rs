@@ -99,11 +99,13 @@ impl QuantizedActivations {
     /// Checks what every row-block kernel relies on, and returns its token count: `out` holds
     /// whole blocks of [`TILE_ROWS`](q4nx::tile::TILE_ROWS) rows, one per token from `t0`, all
     /// held here, and `tiles` holds one tile of `tile_bytes` per
-    /// [`TILE_COLS`](q4nx::tile::TILE_COLS) padded columns.
+    /// [`TILE_COLS`](q4nx::tile::TILE_COLS) padded columns, the last one narrow (only the
+    /// groups of real columns, [`q4nx::tile::TileLayout`]) if `narrow`.
     pub fn check_row_block(
         &self,
         tiles: &[u8],
         tile_bytes: usize,
+        narrow: bool,
         t0: usize,
         out: &[f32],
     ) -> usize {
@@ -114,9 +116,14 @@ impl QuantizedActivations {
             t0 + tokens <= self.tokens,
             "row_block: token range out of bounds"
         );
+        let last = self.column_tiles().saturating_sub(1);
+        let last_bytes = match narrow {
+            true => tile_bytes / q4nx::tile::GROUPS_PER_TILE * self.tile_groups(last),
+            false => tile_bytes,
+        };
         assert_eq!(
             tiles.len(),
-            self.column_tiles() * tile_bytes,
+            last * tile_bytes + last_bytes,
             "row_block: tiles do not match the activation width"
         );
         tokens
