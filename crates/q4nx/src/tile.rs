@@ -102,6 +102,17 @@ pub fn narrow_tile(tile: &[u8], q8: bool, groups: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// Writes the narrow tile `narrow` (Q8 if `q8`, else Q4_1) back into the whole tile `whole`,
+/// zeros where it holds no groups: the inverse of [`narrow_tile`].
+pub fn widen_tile(narrow: &[u8], q8: bool, whole: &mut [u8]) {
+    whole.fill(0);
+    let mut from = 0;
+    for (at, len) in narrow_pieces(q8, TileLayout::of(narrow.len(), q8).groups) {
+        whole[at..at + len].copy_from_slice(&narrow[from..from + len]);
+        from += len;
+    }
+}
+
 /// Where the 256 BF16 scales start in a Q4_1 or Q8 tile.
 pub const SCALES_AT: usize = 0;
 /// Where the 256 BF16 mins start in a Q4_1 tile.
@@ -275,6 +286,36 @@ mod tests {
         dequantize_q4_1_row(&tile, 0, &mut row);
         assert_eq!(row[0], 3.0);
         assert_eq!(row[1], 0.0);
+    }
+
+    #[test]
+    fn a_narrow_tile_keeps_its_groups_and_widens_back_with_zeros() {
+        for (q8, whole_len) in [(false, Q4_1_TILE_BYTES), (true, Q8_TILE_BYTES)] {
+            let whole: Vec<u8> = (0..whole_len).map(|i| (i % 253) as u8 + 1).collect();
+            let mut narrow = Vec::new();
+            narrow_tile(&whole, q8, 3, &mut narrow);
+            assert_eq!(TileLayout::of(narrow.len(), q8).groups, 3, "q8 {q8}");
+            let mut widened = vec![0xAA; whole_len];
+            widen_tile(&narrow, q8, &mut widened);
+            let mut a = [0f32; TILE_COLS];
+            let mut b = [0f32; TILE_COLS];
+            for row in [0, 15, 16, 31] {
+                let dequantize = if q8 {
+                    dequantize_q8_row
+                } else {
+                    dequantize_q4_1_row
+                };
+                dequantize(&whole, row, &mut a);
+                dequantize(&narrow, row, &mut b);
+                assert_eq!(a[..96], b[..96], "q8 {q8}, row {row}");
+                assert!(b[96..].iter().all(|v| *v == 0.0), "q8 {q8}, row {row}");
+                dequantize(&widened, row, &mut b);
+                assert_eq!(a[..96], b[..96], "q8 {q8}, row {row}, widened");
+            }
+            // What the narrow tile dropped reads back as zeros.
+            let kept: usize = narrow_pieces(q8, 3).iter().map(|(_, len)| len).sum();
+            assert_eq!(widened.iter().filter(|&&b| b != 0).count(), kept);
+        }
     }
 
     #[test]

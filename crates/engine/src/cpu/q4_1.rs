@@ -349,18 +349,9 @@ mod scalar {
         out: &mut [f32],
     ) {
         out.fill(0.0);
-        let mut widened = vec![0u8; TILE_BYTES];
+        let mut widened = Vec::new();
         for ct in 0..acts.column_tiles() {
-            let mut tile = &tiles[(ct * TILE_BYTES).min(tiles.len())..];
-            tile = &tile[..tile.len().min(TILE_BYTES)];
-            if narrow && ct + 1 == acts.column_tiles() {
-                let mut from = 0;
-                for (at, len) in q4nx::tile::narrow_pieces(false, acts.tile_groups(ct)) {
-                    widened[at..at + len].copy_from_slice(&tile[from..from + len]);
-                    from += len;
-                }
-                tile = &widened;
-            }
+            let tile = acts.whole_tile(tiles, TILE_BYTES, narrow, ct, &mut widened);
             for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
                 let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];
                 let scales = &acts.scales(t0 + t)[ct * GROUPS..(ct + 1) * GROUPS];

@@ -76,18 +76,9 @@ pub fn row_block(
     // The scalar twin widens a narrow last tile back to a whole one (zeros where it holds no
     // groups) and reads every tile the one way the format describes.
     out.fill(0.0);
-    let mut widened = vec![0u8; TILE_BYTES];
+    let mut widened = Vec::new();
     for ct in 0..acts.column_tiles() {
-        let mut tile = &tiles[(ct * TILE_BYTES).min(tiles.len())..];
-        tile = &tile[..tile.len().min(TILE_BYTES)];
-        if narrow && ct + 1 == acts.column_tiles() {
-            let mut from = 0;
-            for (at, len) in q4nx::tile::narrow_pieces(true, acts.tile_groups(ct)) {
-                widened[at..at + len].copy_from_slice(&tile[from..from + len]);
-                from += len;
-            }
-            tile = &widened;
-        }
+        let tile = acts.whole_tile(tiles, TILE_BYTES, narrow, ct, &mut widened);
         let d = scales(tile);
         for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
             let xq = &acts.xq(t0 + t)[ct * TILE_COLS..(ct + 1) * TILE_COLS];

@@ -129,6 +129,28 @@ impl QuantizedActivations {
         tokens
     }
 
+    /// Column tile `ct` of a row block's `tiles` (laid out as [`Self::check_row_block`] checks)
+    /// as a whole tile of `tile_bytes`: a narrow last tile is widened into `widened`, zeros
+    /// where it holds no groups. For the scalar twins, which read every tile the one way the
+    /// format describes.
+    pub fn whole_tile<'t>(
+        &self,
+        tiles: &'t [u8],
+        tile_bytes: usize,
+        narrow: bool,
+        ct: usize,
+        widened: &'t mut Vec<u8>,
+    ) -> &'t [u8] {
+        let tile = &tiles[ct * tile_bytes..tiles.len().min((ct + 1) * tile_bytes)];
+        if !(narrow && ct + 1 == self.column_tiles()) {
+            return tile;
+        }
+        widened.resize(tile_bytes, 0);
+        let q8 = tile_bytes == q4nx::tile::Q8_TILE_BYTES;
+        q4nx::tile::widen_tile(tile, q8, widened);
+        widened
+    }
+
     /// Quantized values of token `t` (`cols_padded` of them).
     pub fn xq(&self, t: usize) -> &[i8] {
         &self.xq[t * self.cols_padded..(t + 1) * self.cols_padded]
