@@ -177,11 +177,14 @@ impl<'a> TileMatrix<'a> {
         self.last_groups < tile::GROUPS_PER_TILE
     }
 
+    /// Bytes of the last tile of a row block (narrow or not).
+    fn last_tile_bytes(&self) -> usize {
+        self.tile_bytes() / tile::GROUPS_PER_TILE * self.last_groups
+    }
+
     /// Bytes of one row block's tiles (the last one narrow or not).
     pub fn row_block_bytes(&self) -> usize {
-        let whole = self.tile_bytes();
-        self.col_tiles().saturating_sub(1) * whole
-            + whole / tile::GROUPS_PER_TILE * self.last_groups
+        self.col_tiles().saturating_sub(1) * self.tile_bytes() + self.last_tile_bytes()
     }
 
     /// The bytes of one tile (the last of a row block may be narrow).
@@ -189,7 +192,7 @@ impl<'a> TileMatrix<'a> {
         let whole = self.tile_bytes();
         let start = row_block * self.row_block_bytes() + col_tile * whole;
         let len = if col_tile + 1 == self.col_tiles() {
-            whole / tile::GROUPS_PER_TILE * self.last_groups
+            self.last_tile_bytes()
         } else {
             whole
         };

@@ -125,9 +125,9 @@ pub fn row_block(
 }
 
 /// The layout of a column tile with `groups` real groups in the kernels' `NARROW` variant
-/// (narrow tiles: that many groups), else a whole tile.
+/// (narrow tiles: that many groups), else a whole tile. (The Q8 kernel's too.)
 #[inline(always)]
-fn layout<const NARROW: bool>(groups: usize) -> TileLayout {
+pub(super) fn layout<const NARROW: bool>(groups: usize) -> TileLayout {
     if NARROW {
         TileLayout { groups }
     } else {

@@ -224,10 +224,7 @@ mod avx512vnni {
         let mut base = tiles.as_ptr();
         for ct in 0..acts.column_tiles() {
             let groups = acts.groups_in::<PADDED>(ct);
-            let layout = match NARROW {
-                true => TileLayout { groups },
-                false => TileLayout::WHOLE,
-            };
+            let layout = crate::cpu::q4_1::layout::<NARROW>(groups);
             let xq = xq.map(|xq| xq.add(ct * TILE_COLS));
             for g in 0..groups {
                 let isums = group_sums(base, layout, g, &xq);
