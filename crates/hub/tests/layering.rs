@@ -36,8 +36,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("hearth-engine", &["q4nx"]),
     ("hearth-hub", &["q4nx"]),
-    ("hearth-npu", &["xrt-sys"]),
-    ("xrt-sys", &[]),
+    ("hearth-npu", &[]),
     ("q4nx", &[]),
 ];
 
