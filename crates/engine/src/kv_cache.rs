@@ -21,6 +21,8 @@ use std::ops::Range;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
+use crate::Error;
+
 /// How keys and values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvPrecision {
@@ -28,6 +30,68 @@ pub enum KvPrecision {
     F32,
     /// 2 bytes per value, IEEE half.
     F16,
+}
+
+impl KvPrecision {
+    /// Bytes one stored value takes.
+    fn bytes(self) -> u64 {
+        match self {
+            KvPrecision::F32 => 4,
+            KvPrecision::F16 => 2,
+        }
+    }
+}
+
+/// The memory a cache of `capacity` positions needs, for the messages that refuse it.
+#[derive(Debug, Clone, Copy)]
+struct KvSize {
+    capacity: usize,
+    /// Bytes of keys and values per position, all layers and heads.
+    per_position: u64,
+}
+
+impl KvSize {
+    fn bytes(self) -> u64 {
+        self.per_position.saturating_mul(self.capacity as u64)
+    }
+
+    /// Refuses a cache larger than the `available` memory (`MemAvailable`; unknown passes):
+    /// the kernel would hand out the map, then kill Hearth once the context fills.
+    fn check_fits(self, available: Option<u64>) -> Result<(), Error> {
+        match available {
+            Some(free) if self.bytes() > free => {
+                Err(self.error(&format!("this machine has {} available", gib(free))))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for a cache that cannot be had, with `why`, naming its size and a context
+    /// that would take at most half of what is available now.
+    fn error(self, why: &str) -> Error {
+        let fits = crate::weights_memory::available_memory()
+            .map(|free| free / 2 / self.per_position.max(1))
+            .filter(|&n| n > 0 && n < self.capacity as u64);
+        let advice = match fits {
+            Some(n) => format!("load the model with a shorter context, e.g. {n} tokens"),
+            None => "load the model with a shorter context".to_owned(),
+        };
+        Error::InvalidLoadOption {
+            reason: format!(
+                "a context of {} tokens needs a KV cache of {} ({} bytes), and it cannot be \
+                 allocated: {why}; {advice} (`--context` in hearth run, chat and serve), or \
+                 close other programs",
+                self.capacity,
+                gib(self.bytes()),
+                self.bytes()
+            ),
+        }
+    }
+}
+
+/// `bytes` as GiB with one decimal, for messages.
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
 /// Positions side by side in a block of the key layout.
@@ -48,25 +112,39 @@ pub struct KvCache {
 
 impl KvCache {
     /// A zeroed cache for `capacity` positions of `layers` layers with `kv_heads` heads of
-    /// `head_dim` values each.
+    /// `head_dim` values each. Fails, naming the size and a context that fits, when the cache
+    /// needs more memory than the machine has available or the allocation itself fails.
     pub fn new(
         layers: usize,
         capacity: usize,
         kv_heads: usize,
         head_dim: usize,
         precision: KvPrecision,
-    ) -> Self {
+    ) -> Result<Self, Error> {
         let slots = capacity.next_multiple_of(KEY_BLOCK);
-        let len = layers * kv_heads * slots * head_dim;
-        KvCache {
+        let size = KvSize {
+            capacity,
+            per_position: (layers as u64)
+                .saturating_mul(kv_heads as u64)
+                .saturating_mul(head_dim as u64)
+                .saturating_mul(2 * precision.bytes()),
+        };
+        size.check_fits(crate::weights_memory::available_memory())?;
+        let len = layers
+            .checked_mul(kv_heads)
+            .and_then(|n| n.checked_mul(slots))
+            .and_then(|n| n.checked_mul(head_dim))
+            .ok_or_else(|| size.error("its size overflows this machine's addresses"))?;
+        let store = || Store::new(precision, len).map_err(|e| size.error(&e.to_string()));
+        Ok(KvCache {
             layers,
             capacity,
             slots,
             kv_heads,
             head_dim,
-            keys: Store::new(precision, len),
-            values: Store::new(precision, len),
-        }
+            keys: store()?,
+            values: store()?,
+        })
     }
 
     /// Positions the cache can hold (the context length).
@@ -209,11 +287,11 @@ pub(crate) enum Store {
 }
 
 impl Store {
-    fn new(precision: KvPrecision, len: usize) -> Self {
-        match precision {
-            KvPrecision::F32 => Store::F32(Zeroed::new(len)),
-            KvPrecision::F16 => Store::F16(Zeroed::new(len)),
-        }
+    fn new(precision: KvPrecision, len: usize) -> std::io::Result<Self> {
+        Ok(match precision {
+            KvPrecision::F32 => Store::F32(Zeroed::new(len)?),
+            KvPrecision::F16 => Store::F16(Zeroed::new(len)?),
+        })
     }
 
     fn size_bytes(&self) -> usize {
@@ -257,17 +335,20 @@ pub(crate) struct Zeroed<T> {
 }
 
 impl<T: ZeroBits> Zeroed<T> {
-    fn new(len: usize) -> Self {
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
-        let map = memmap2::MmapMut::map_anon(bytes)
-            .unwrap_or_else(|e| panic!("could not allocate the KV cache ({bytes} bytes): {e}"));
+    /// Maps `len` zeros; fails when the size overflows or the kernel refuses the map.
+    fn new(len: usize) -> std::io::Result<Self> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| std::io::Error::other("the size overflows"))?
+            .max(1);
+        let map = memmap2::MmapMut::map_anon(bytes)?;
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
-        Zeroed {
+        Ok(Zeroed {
             map,
             len,
             _values: std::marker::PhantomData,
-        }
+        })
     }
 }
 
@@ -299,7 +380,7 @@ mod tests {
 
     #[test]
     fn stored_heads_read_back_per_layer_head_and_position() {
-        let mut cache = KvCache::new(2, 3, 2, 2, KvPrecision::F32);
+        let mut cache = KvCache::new(2, 3, 2, 2, KvPrecision::F32).unwrap();
         cache.store(1, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
         cache.store(1, 1, &[-1.0, -2.0, -3.0, -4.0], &[0.5; 4]);
         let out = cache.read_values(1, 1, 1..3);
@@ -317,7 +398,7 @@ mod tests {
     #[test]
     fn keys_read_back_as_blocks_of_sixteen_positions_side_by_side() {
         let (positions, head_dim) = (20, 3);
-        let mut cache = KvCache::new(1, positions, 2, head_dim, KvPrecision::F32);
+        let mut cache = KvCache::new(1, positions, 2, head_dim, KvPrecision::F32).unwrap();
         let key = |p: usize, head: usize, d: usize| (p * 100 + head * 10 + d) as f32;
         for p in 0..positions {
             let k: Vec<f32> = (0..2 * head_dim).map(|i| key(p, i / 3, i % 3)).collect();
@@ -339,13 +420,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "start on a block")]
     fn key_reads_must_start_on_a_block() {
-        let cache = KvCache::new(1, 40, 1, 2, KvPrecision::F32);
+        let cache = KvCache::new(1, 40, 1, 2, KvPrecision::F32).unwrap();
         cache.read_keys(0, 0, 3..20);
     }
 
     #[test]
     fn f16_cache_rounds_to_half_and_takes_half_the_memory() {
-        let mut cache = KvCache::new(1, 16, 1, 4, KvPrecision::F16);
+        let mut cache = KvCache::new(1, 16, 1, 4, KvPrecision::F16).unwrap();
         let key = [1.0, 1.0 / 3.0, -65504.0, 1e-3];
         cache.store(0, 3, &key, &key);
         let out = cache.read_values(0, 0, 3..4);
@@ -359,5 +440,43 @@ mod tests {
         }
         assert_eq!(cache.precision(), KvPrecision::F16);
         assert_eq!(cache.size_bytes(), 2 * 16 * 4 * 2);
+    }
+
+    #[test]
+    fn a_cache_larger_than_the_available_memory_is_refused_naming_its_size() {
+        let size = KvSize {
+            capacity: 1 << 20,
+            per_position: 11_520,
+        };
+        let err = size.check_fits(Some(8 << 30)).unwrap_err().to_string();
+        assert!(
+            err.contains("1048576 tokens")
+                && err.contains("12079595520 bytes")
+                && err.contains("shorter context"),
+            "the message names the context, the size and what to do: {err}"
+        );
+        assert!(size.check_fits(Some(16 << 30)).is_ok(), "it fits in 16 GiB");
+        assert!(
+            size.check_fits(None).is_ok(),
+            "unknown memory is not refused"
+        );
+    }
+
+    #[test]
+    fn a_cache_the_kernel_cannot_map_is_an_error_not_a_panic() {
+        // 2^61 bytes: past any machine's memory, and past the 47-bit address space.
+        let result = Zeroed::<f32>::new(1 << 59);
+        assert!(result.is_err(), "the map is refused");
+        let err = KvCache::new(1 << 16, 1 << 20, 64, 128, KvPrecision::F32).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidLoadOption { .. }) && err.to_string().contains("bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cache_whose_size_overflows_is_an_error() {
+        let err = KvCache::new(usize::MAX, 1 << 20, 8, 128, KvPrecision::F16).unwrap_err();
+        assert!(err.to_string().contains("KV cache"), "{err}");
     }
 }

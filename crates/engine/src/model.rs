@@ -168,7 +168,7 @@ impl Model {
         Ok(Model {
             dir: dir.to_path_buf(),
             info,
-            runner: Runner::new(config, weights, cpu, context_length, kv_precision),
+            runner: Runner::new(config, weights, cpu, context_length, kv_precision)?,
             tokenizer,
             template,
             stop_ids,

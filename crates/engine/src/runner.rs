@@ -129,28 +129,28 @@ impl Runner {
         cpu: CpuContext,
         context: usize,
         precision: KvPrecision,
-    ) -> Self {
+    ) -> Result<Self, Error> {
         let cache = KvCache::new(
             config.num_hidden_layers,
             context,
             config.num_key_value_heads,
             config.head_dim,
             precision,
-        );
+        )?;
         tracing::debug!(
             bytes = cache.size_bytes(),
             context,
             ?precision,
             "allocated the KV cache"
         );
-        Runner {
+        Ok(Runner {
             state: RunState::new(&config, context),
             config,
             weights,
             cpu,
             cache,
             cached: Vec::new(),
-        }
+        })
     }
 
     /// Bytes the KV cache occupies.

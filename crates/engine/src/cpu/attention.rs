@@ -894,7 +894,7 @@ mod tests {
                 head_dim: 40,
                 scale: 0.3,
             };
-            let mut cache = KvCache::new(1, positions, kv_heads, 40, KvPrecision::F32);
+            let mut cache = KvCache::new(1, positions, kv_heads, 40, KvPrecision::F32).unwrap();
             for p in 0..positions {
                 let row: Vec<f32> = (0..kv_heads * 40)
                     .map(|i| ((p * 40 + i) as f32 * 0.37).sin())
@@ -985,7 +985,7 @@ mod tests {
                     .collect()
             };
             let (k, v) = (stored(0.37), stored(0.11));
-            let mut cache = KvCache::new(2, positions + 3, shape.kv_heads, 24, precision);
+            let mut cache = KvCache::new(2, positions + 3, shape.kv_heads, 24, precision).unwrap();
             for p in 0..positions {
                 let row = p * kv_dim..(p + 1) * kv_dim;
                 cache.store(1, p, &k[row.clone()], &v[row]);
@@ -1039,7 +1039,7 @@ mod tests {
             .map(|i| (i as f32 * 0.23).cos())
             .collect();
         for precision in [KvPrecision::F32, KvPrecision::F16] {
-            let mut cache = KvCache::new(1, positions, shape.kv_heads, 40, precision);
+            let mut cache = KvCache::new(1, positions, shape.kv_heads, 40, precision).unwrap();
             for p in 0..positions {
                 let row: Vec<f32> = (0..kv_dim)
                     .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin())
@@ -1082,7 +1082,8 @@ mod tests {
             (5, POSITIONS + 60),
         ] {
             let positions = start + tokens;
-            let mut cache = KvCache::new(1, positions, shape.kv_heads, 40, KvPrecision::F16);
+            let mut cache =
+                KvCache::new(1, positions, shape.kv_heads, 40, KvPrecision::F16).unwrap();
             for p in 0..positions {
                 let row: Vec<f32> = (0..kv_dim)
                     .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin())
@@ -1193,7 +1194,7 @@ mod tests {
             head_dim: hd,
             scale: 1.0 / (hd as f32).sqrt(),
         };
-        let mut cache = KvCache::new(layers, positions, kv_heads, hd, KvPrecision::F16);
+        let mut cache = KvCache::new(layers, positions, kv_heads, hd, KvPrecision::F16).unwrap();
         for p in 0..positions {
             let row: Vec<f32> = (0..kv_heads * hd)
                 .map(|i| ((p * 7 + i) as f32 * 0.37).sin())
