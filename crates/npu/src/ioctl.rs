@@ -1,13 +1,22 @@
-//! `DRM_IOCTL_AMDXDNA_GET_INFO` on `/dev/accel/accelN`: the amdxdna driver's query interface,
-//! which needs no XRT.
+//! `DRM_IOCTL_AMDXDNA_GET_INFO` and `DRM_IOCTL_AMDXDNA_GET_ARRAY` on `/dev/accel/accelN`: the
+//! amdxdna driver's query interface, which needs no XRT.
 //!
-//! The argument is `struct amdxdna_drm_get_info { u32 param; u32 buffer_size; u64 buffer; }`
-//! (16 bytes): `buffer_size` is the capacity going in and the bytes written coming out. The
-//! decoders here work on plain byte slices so they are tested on exact layouts; [`get_info`] is
-//! the one place that calls the kernel.
+//! Layouts are those of the kernel's `include/uapi/drm/amdxdna_accel.h` (Linux 7.1, and AMD's
+//! amdxdna staging driver of 2026-07, which only appends fields):
 //!
-//! Every GET_INFO wakes the NPU from runtime suspend, so telemetry calls it only while a
-//! generation runs.
+//! - `struct amdxdna_drm_get_info { u32 param; u32 buffer_size; u64 buffer; }` (16 bytes):
+//!   `buffer_size` is the capacity going in and the bytes written coming out.
+//! - `struct amdxdna_drm_get_array { u32 param @0; u32 element_size @4; u32 num_element @8;
+//!   u32 pad @12; u64 buffer @16; }` (24 bytes): `element_size` and `num_element` are the most
+//!   the caller takes going in, and what the driver wrote coming out. The driver writes
+//!   `min(element_size, its own struct size)` bytes per element, so an older kernel's smaller
+//!   records come back with their own size (see [`crate::contexts`]).
+//!
+//! The decoders work on plain byte slices so they are tested on exact layouts; [`get_info`] and
+//! [`get_array`] are the only places that call the kernel.
+//!
+//! Every query wakes the NPU from runtime suspend, so telemetry calls them only while a
+//! generation runs, and the doctor once.
 
 use serde::Serialize;
 use std::fs::File;
@@ -15,6 +24,17 @@ use std::io;
 
 /// `_IOWR('d', DRM_COMMAND_BASE + 7, struct amdxdna_drm_get_info)`.
 pub const DRM_IOCTL_AMDXDNA_GET_INFO: u64 = 0xC010_6447;
+
+/// `_IOWR('d', DRM_COMMAND_BASE + 10, struct amdxdna_drm_get_array)`.
+pub const DRM_IOCTL_AMDXDNA_GET_ARRAY: u64 = 0xC018_644A;
+
+/// GET_ARRAY `param` values used by Hearth.
+pub mod array_param {
+    /// Every hardware context this user may see (`struct amdxdna_drm_hwctx_entry` records).
+    pub const HW_CONTEXT_ALL: u32 = 0;
+    /// The last asynchronous error the NPU raised (`struct amdxdna_async_error`, 24 bytes).
+    pub const HW_LAST_ASYNC_ERR: u32 = 2;
+}
 
 /// GET_INFO `param` values used by Hearth.
 pub mod param {
@@ -26,6 +46,8 @@ pub mod param {
     pub const FIRMWARE_VERSION: u32 = 8;
     /// Power mode: one u8.
     pub const POWER_MODE: u32 = 9;
+    /// Resource info: 5 x u64, among them the hardware context limit and count.
+    pub const RESOURCE_INFO: u32 = 12;
 }
 
 /// Size of one sensor record (`struct amdxdna_drm_query_sensor`).
@@ -194,6 +216,71 @@ pub fn get_info(device: &File, param: u32, capacity: usize) -> io::Result<Vec<u8
     Ok(buffer)
 }
 
+/// The 24-byte GET_ARRAY argument.
+#[repr(C)]
+struct GetArray {
+    param: u32,
+    element_size: u32,
+    num_element: u32,
+    pad: u32,
+    buffer: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<GetArray>() == 24);
+
+/// What a GET_ARRAY query wrote: `count` records of `element_size` bytes each, in `bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArrayReply {
+    /// The size of one record as the driver wrote it (at most the size asked for).
+    pub element_size: u32,
+    /// How many records the driver wrote.
+    pub count: u32,
+    /// The buffer, cut to what the records cover (never longer than the buffer given).
+    pub bytes: Vec<u8>,
+}
+
+/// Runs GET_ARRAY(`param`) on an open accel device, taking at most `count` records of at most
+/// `element_size` bytes each. Errors come back as the `io::Error` for the caller to word.
+pub fn get_array(
+    device: &File,
+    param: u32,
+    element_size: u32,
+    count: u32,
+) -> io::Result<ArrayReply> {
+    use std::os::fd::AsRawFd;
+    let capacity = element_size as usize * count as usize;
+    let mut buffer = vec![0u8; capacity];
+    let mut arg = GetArray {
+        param,
+        element_size,
+        num_element: count,
+        pad: 0,
+        buffer: buffer.as_mut_ptr() as u64,
+    };
+    // SAFETY: `arg` is a live, correctly laid out amdxdna_drm_get_array whose `buffer` points to
+    // `element_size * num_element` writable bytes owned by `buffer`, which outlives the call; the
+    // driver writes at most that many bytes there and updates the two counts.
+    let rc = unsafe {
+        libc::ioctl(
+            device.as_raw_fd(),
+            DRM_IOCTL_AMDXDNA_GET_ARRAY as _,
+            &mut arg as *mut GetArray,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let written = (arg.element_size as usize)
+        .saturating_mul(arg.num_element as usize)
+        .min(capacity);
+    buffer.truncate(written);
+    Ok(ArrayReply {
+        element_size: arg.element_size,
+        count: arg.num_element,
+        bytes: buffer,
+    })
+}
+
 /// Reads every sensor (up to 16 records) from an open device.
 pub fn read_sensors(device: &File) -> io::Result<Vec<Sensor>> {
     get_info(device, param::SENSORS, 16 * SENSOR_RECORD_BYTES).map(|b| decode_sensors(&b))
@@ -220,6 +307,22 @@ mod tests {
         // _IOWR = dir 3 << 30 | size << 16 | type << 8 | nr
         let expected = (3u64 << 30) | (16 << 16) | ((b'd' as u64) << 8) | 0x47;
         assert_eq!(DRM_IOCTL_AMDXDNA_GET_INFO, expected);
+    }
+
+    #[test]
+    fn get_array_number_matches_iowr_d_4a_24_bytes() {
+        let expected = (3u64 << 30) | (24 << 16) | ((b'd' as u64) << 8) | 0x4A;
+        assert_eq!(DRM_IOCTL_AMDXDNA_GET_ARRAY, expected);
+        assert_eq!(std::mem::offset_of!(GetArray, element_size), 4);
+        assert_eq!(std::mem::offset_of!(GetArray, num_element), 8);
+        assert_eq!(std::mem::offset_of!(GetArray, buffer), 16);
+    }
+
+    #[test]
+    fn get_array_on_a_plain_file_fails_cleanly() {
+        let f = tempfile::tempfile().unwrap();
+        let err = get_array(&f, array_param::HW_CONTEXT_ALL, 160, 4).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTTY));
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //!   it, the memlock limit, XRT and FastFlowLM, each reported apart with its fix.
 //! - [`PowerSources`] reads power and utilization once, each value with its source or the reason
 //!   it is missing ([`Metric`]): safe to poll while idle (it never wakes the NPU).
+//! - [`DeviceContexts`] looks inside the device through the driver's ioctls, in pure Rust: every
+//!   hardware context with its health, the free context slots, and the last error the NPU
+//!   raised; [`check_faults_since`] tells a failed answer whether the NPU itself reported a fault.
 //! - [`Telemetry`] samples about once a second on its own thread during a generation and
 //!   [`TelemetryHandle::finish`] integrates joules over prefill and decode apart
 //!   ([`EnergyReport`]).
@@ -19,6 +22,7 @@
 
 mod access;
 mod battery;
+pub mod contexts;
 mod cpu;
 mod device;
 mod diagnosis;
@@ -33,6 +37,7 @@ mod sample;
 pub mod software;
 mod telemetry;
 
+pub use contexts::{check_faults_since, DeviceContexts, FaultCheck, HwContext};
 pub use device::{Detection, Generation, NpuDevice};
 pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};
 pub use energy::{BatteryUse, EnergyReport, Meter, MeterEnergy, Phase};
