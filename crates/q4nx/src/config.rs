@@ -49,10 +49,35 @@ pub struct ModelConfig {
     pub eos_token_ids: Vec<u32>,
 }
 
+/// Largest `config.json` read (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Widest hidden size Hearth's engine runs (Llama 3.1 405B uses 16384).
+pub const MAX_HIDDEN_SIZE: usize = 1 << 16;
+
+/// Widest feed-forward layer Hearth's engine runs (Llama 3.1 405B uses 53248).
+pub const MAX_INTERMEDIATE_SIZE: usize = 1 << 18;
+
 impl ModelConfig {
-    /// Reads and parses a `config.json`.
+    /// Reads and parses a `config.json` (at most [`MAX_CONFIG_BYTES`]: a real one is a few
+    /// KB, and a model folder found on disk may hold anything).
     pub fn from_path(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut text = String::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| Error::io(path, e))?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(Error::Config {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "config.json is larger than {} KiB, which no model's config is; the folder \
+                     is not a model as Hearth knows them",
+                    MAX_CONFIG_BYTES >> 10
+                ),
+            });
+        }
         Self::parse(&text, path)
     }
 
@@ -195,6 +220,22 @@ impl ModelConfig {
                 "num_hidden_layers {} is implausibly large",
                 self.num_hidden_layers
             ));
+        }
+        // What the engine runs: its per-thread buffers are sized by these widths.
+        for (name, value, max) in [
+            ("hidden_size", self.hidden_size, MAX_HIDDEN_SIZE),
+            (
+                "intermediate_size",
+                self.intermediate_size,
+                MAX_INTERMEDIATE_SIZE,
+            ),
+        ] {
+            if value > max {
+                return Err(format!(
+                    "{name} {value} is more than Hearth's engine runs (at most {max}; the \
+                     largest released models use about a quarter of that)"
+                ));
+            }
         }
         for (name, value) in [
             ("hidden_size", self.hidden_size),

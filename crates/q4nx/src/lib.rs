@@ -24,7 +24,7 @@ pub mod tile;
 mod validate;
 mod weights;
 
-pub use config::{Family, ModelConfig};
+pub use config::{Family, ModelConfig, MAX_CONFIG_BYTES, MAX_HIDDEN_SIZE, MAX_INTERMEDIATE_SIZE};
 pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Variant};
 pub use dtype::Dtype;
 pub use error::Error;

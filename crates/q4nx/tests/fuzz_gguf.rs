@@ -2,19 +2,31 @@
 //! truncated, overwritten at random offsets or given random counts, lengths and offsets. No
 //! input may panic, and whatever is accepted must be safe to slice and decode.
 //!
-//! CI runs a bounded number of cases; for a long run:
+//! Runs are reproducible: a fixed number of cases from a fixed seed, no failure-persistence
+//! file, nothing timed. For a long run:
 //! `PROPTEST_CASES=200000 cargo test -p q4nx --release --test fuzz_gguf`.
 
 use std::path::Path;
 
 use proptest::prelude::*;
-use q4nx::gguf::{dequantize, parse, write::GgufWriter, GgmlType, Header, Value};
+use proptest::test_runner::RngSeed;
+use q4nx::gguf::{dequantize, parse, write::GgufWriter, Array, GgmlType, Header, Value};
 
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// `cases` cases from a fixed seed, without a failure-persistence file.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        rng_seed: RngSeed::Fixed(0x4747_5546),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 const TYPES: [GgmlType; 11] = [
@@ -43,26 +55,43 @@ fn value() -> impl Strategy<Value = Value> {
         any::<f64>().prop_map(Value::F64),
     ];
     prop_oneof![
-        4 => leaf.clone(),
-        1 => proptest::collection::vec("[a-z]{0,4}".prop_map(Value::String), 0..6).prop_map(Value::Array),
-        1 => proptest::collection::vec(any::<i32>().prop_map(Value::I32), 0..6).prop_map(Value::Array),
+        4 => leaf,
+        1 => proptest::collection::vec("[a-z]{0,4}", 0..6).prop_map(|v| Value::Array(Array::String(v))),
+        1 => proptest::collection::vec(any::<i32>(), 0..6).prop_map(|v| Value::Array(Array::I32(v))),
+        1 => proptest::collection::vec(any::<u8>(), 0..9).prop_map(|v| Value::Array(Array::U8(v))),
+        1 => proptest::collection::vec(any::<bool>(), 0..6).prop_map(|v| Value::Array(Array::Bool(v))),
+        1 => proptest::collection::vec(any::<f64>(), 0..4).prop_map(|v| Value::Array(Array::F64(v))),
+        1 => proptest::collection::vec(proptest::collection::vec(any::<u16>(), 0..3), 0..3)
+            .prop_map(|v| Value::Array(Array::Array(v.into_iter().map(Array::U16).collect()))),
     ]
 }
 
-/// A valid file: a few key/values and tensors of every type with random bytes.
-fn valid_file() -> impl Strategy<Value = Vec<u8>> {
+/// A key Hearth reads (decoded) or one it skips, with a random tail.
+fn key() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["general.", "tokenizer.", "llama.", "other.", ""]),
+        "[a-z.]{1,10}",
+    )
+        .prop_map(|(prefix, tail)| format!("{prefix}{tail}"))
+}
+
+/// A valid file: a few key/values and tensors of every type with random bytes; with it, the
+/// key/values it holds.
+fn valid_file_and_values() -> impl Strategy<Value = (Vec<u8>, Vec<(String, Value)>)> {
     (
         2u32..=3,
-        proptest::collection::vec(("[a-z.]{1,10}", value()), 0..5),
+        proptest::collection::vec((key(), value()), 0..5),
         proptest::collection::vec((0usize..TYPES.len(), 1u64..3, 1u64..3, any::<u8>()), 0..4),
         prop::sample::select(vec![None, Some(1u32), Some(16), Some(32), Some(64)]),
     )
         .prop_map(|(version, kvs, tensors, alignment)| {
             let mut w = GgufWriter::new(version);
             let mut seen = std::collections::HashSet::new();
+            let mut written = Vec::new();
             for (k, v) in kvs {
                 if seen.insert(k.clone()) && k != "general.alignment" {
-                    w.kv(&k, v);
+                    w.kv(&k, v.clone());
+                    written.push((k, v));
                 }
             }
             if let Some(a) = alignment {
@@ -74,8 +103,12 @@ fn valid_file() -> impl Strategy<Value = Vec<u8>> {
                 let bytes = vec![fill; (blocks * rows) as usize * kind.block_bytes()];
                 w.tensor(&format!("t{i}"), &dims, kind, &bytes);
             }
-            w.finish()
+            (w.finish(), written)
         })
+}
+
+fn valid_file() -> impl Strategy<Value = Vec<u8>> {
+    valid_file_and_values().prop_map(|(bytes, _)| bytes)
 }
 
 #[derive(Debug, Clone)]
@@ -143,12 +176,21 @@ fn check_accepted(h: &Header, bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(3000)))]
+    #![proptest_config(config(cases(3000)))]
 
     #[test]
-    fn valid_files_parse(bytes in valid_file()) {
+    fn valid_files_parse((bytes, values) in valid_file_and_values()) {
         let h = parse(&bytes, Path::new("f.gguf")).expect("the writer's files parse");
         check_accepted(&h, &bytes);
+        for (key, value) in &values {
+            if q4nx::gguf::is_read_key(key) {
+                let got = h.get(key).expect("a key Hearth reads is kept");
+                // NaN is not equal to itself: compare the encodings.
+                prop_assert_eq!(format!("{got:?}"), format!("{value:?}"), "{}", key);
+            } else {
+                prop_assert!(h.get(key).is_none(), "{key} is skipped, not decoded");
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! starts at the first multiple of the alignment after the tensor table.
 //!
 //! Every count, length and offset is checked against the bytes that remain before anything is
-//! allocated or sliced, so a damaged or hostile file gives an error, never a panic.
+//! allocated or sliced, so a damaged or hostile file gives an error, never a panic. A header read
+//! costs about what the header is: only the keys Hearth reads are decoded ([`is_read_key`]),
+//! arrays are typed vectors, and the decoded metadata, array lengths and the tensor count are
+//! capped ([`MAX_METADATA_BYTES`], [`MAX_ARRAY_LEN`], [`MAX_TENSORS`]).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -30,6 +33,28 @@ const MAX_DIMS: u32 = 4;
 
 /// Deepest nesting of arrays accepted (real files use 1; nested arrays are legal but rare).
 const MAX_ARRAY_DEPTH: usize = 3;
+
+/// Most elements in one array Hearth decodes. The largest vocabularies have about 260,000
+/// tokens (and as many merges, scores and types), so four times that is never a real model.
+pub const MAX_ARRAY_LEN: u64 = 1 << 20;
+
+/// Most bytes the decoded metadata of one file may take in memory (strings, arrays and the
+/// bookkeeping of each), so a header read costs about what the header is, and never more.
+pub const MAX_METADATA_BYTES: u64 = 128 << 20;
+
+/// Most tensors in one file. A model of 4096 layers with a dozen tensors each stays below it;
+/// the table's names and shapes are held in memory, so a larger table is refused unread.
+pub const MAX_TENSORS: u64 = 1 << 16;
+
+/// The metadata keys Hearth reads: the general facts, split parts, the tokenizer and the
+/// hyperparameters of the architectures it imports. Any other key is checked for length and
+/// skipped without decoding, so unknown (or hostile) keys cost no memory.
+const READ_PREFIXES: [&str; 5] = ["general.", "split.", "tokenizer.", "llama.", "qwen3."];
+
+/// Whether the value of `key` is decoded (see [`READ_PREFIXES`]).
+pub fn is_read_key(key: &str) -> bool {
+    READ_PREFIXES.iter().any(|p| key.starts_with(p))
+}
 
 /// A metadata value.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +78,136 @@ pub enum Value {
     /// Type 8.
     String(String),
     /// Type 9: elements all of one type.
-    Array(Vec<Value>),
+    Array(Array),
     /// Type 10.
     U64(u64),
     /// Type 11.
     I64(i64),
     /// Type 12.
     F64(f64),
+}
+
+/// An array value, held as one vector of its element type: a `u8` element costs one byte, as
+/// in the file, never a boxed [`Value`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Array {
+    /// Elements of type 0.
+    U8(Vec<u8>),
+    /// Elements of type 1.
+    I8(Vec<i8>),
+    /// Elements of type 2.
+    U16(Vec<u16>),
+    /// Elements of type 3.
+    I16(Vec<i16>),
+    /// Elements of type 4.
+    U32(Vec<u32>),
+    /// Elements of type 5.
+    I32(Vec<i32>),
+    /// Elements of type 6.
+    F32(Vec<f32>),
+    /// Elements of type 7.
+    Bool(Vec<bool>),
+    /// Elements of type 8.
+    String(Vec<String>),
+    /// Elements of type 9 (arrays of arrays).
+    Array(Vec<Array>),
+    /// Elements of type 10.
+    U64(Vec<u64>),
+    /// Elements of type 11.
+    I64(Vec<i64>),
+    /// Elements of type 12.
+    F64(Vec<f64>),
+}
+
+impl Array {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Array::U8(v) => v.len(),
+            Array::I8(v) => v.len(),
+            Array::U16(v) => v.len(),
+            Array::I16(v) => v.len(),
+            Array::U32(v) => v.len(),
+            Array::I32(v) => v.len(),
+            Array::F32(v) => v.len(),
+            Array::Bool(v) => v.len(),
+            Array::String(v) => v.len(),
+            Array::Array(v) => v.len(),
+            Array::U64(v) => v.len(),
+            Array::I64(v) => v.len(),
+            Array::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The GGUF type id of the elements.
+    pub fn element_type(&self) -> u32 {
+        match self {
+            Array::U8(_) => 0,
+            Array::I8(_) => 1,
+            Array::U16(_) => 2,
+            Array::I16(_) => 3,
+            Array::U32(_) => 4,
+            Array::I32(_) => 5,
+            Array::F32(_) => 6,
+            Array::Bool(_) => 7,
+            Array::String(_) => 8,
+            Array::Array(_) => 9,
+            Array::U64(_) => 10,
+            Array::I64(_) => 11,
+            Array::F64(_) => 12,
+        }
+    }
+
+    /// The elements, if they are strings.
+    pub fn as_strings(&self) -> Option<&[String]> {
+        match self {
+            Array::String(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Every element as a signed integer, if the elements are integers (of any width) and
+    /// each fits.
+    pub fn to_i64s(&self) -> Option<Vec<i64>> {
+        fn all<T: Copy>(v: &[T], f: impl Fn(T) -> Option<i64>) -> Option<Vec<i64>> {
+            v.iter().map(|&x| f(x)).collect()
+        }
+        match self {
+            Array::U8(v) => all(v, |x| Some(x.into())),
+            Array::I8(v) => all(v, |x| Some(x.into())),
+            Array::U16(v) => all(v, |x| Some(x.into())),
+            Array::I16(v) => all(v, |x| Some(x.into())),
+            Array::U32(v) => all(v, |x| Some(x.into())),
+            Array::I32(v) => all(v, |x| Some(x.into())),
+            Array::U64(v) => all(v, |x| i64::try_from(x).ok()),
+            Array::I64(v) => all(v, Some),
+            _ => None,
+        }
+    }
+
+    /// Element `i` as a [`Value`] (a copy), if there is one.
+    pub fn get(&self, i: usize) -> Option<Value> {
+        Some(match self {
+            Array::U8(v) => Value::U8(*v.get(i)?),
+            Array::I8(v) => Value::I8(*v.get(i)?),
+            Array::U16(v) => Value::U16(*v.get(i)?),
+            Array::I16(v) => Value::I16(*v.get(i)?),
+            Array::U32(v) => Value::U32(*v.get(i)?),
+            Array::I32(v) => Value::I32(*v.get(i)?),
+            Array::F32(v) => Value::F32(*v.get(i)?),
+            Array::Bool(v) => Value::Bool(*v.get(i)?),
+            Array::String(v) => Value::String(v.get(i)?.clone()),
+            Array::Array(v) => Value::Array(v.get(i)?.clone()),
+            Array::U64(v) => Value::U64(*v.get(i)?),
+            Array::I64(v) => Value::I64(*v.get(i)?),
+            Array::F64(v) => Value::F64(*v.get(i)?),
+        })
+    }
 }
 
 impl Value {
@@ -114,15 +262,15 @@ impl Value {
         }
     }
 
-    /// The elements, if the value is an array.
-    pub fn as_array(&self) -> Option<&[Value]> {
+    /// The array, if the value is one.
+    pub fn as_array(&self) -> Option<&Array> {
         match self {
             Value::Array(a) => Some(a),
             _ => None,
         }
     }
 
-    /// A short description for error messages (`u32 7`, `array of 49152`).
+    /// A short description for error messages (`U32(7)`, `an array of 49152`).
     pub fn describe(&self) -> String {
         match self {
             Value::String(s) if s.len() > 40 => format!("a string of {} bytes", s.len()),
@@ -250,7 +398,15 @@ struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
     path: &'a Path,
+    /// Bytes of decoded metadata still allowed (see [`MAX_METADATA_BYTES`]).
+    budget: u64,
 }
+
+/// What a decoded string costs beyond its bytes (the `String` and its allocation).
+const STRING_OVERHEAD: u64 = 32;
+
+/// What a kept key/value or a tensor entry costs beyond its name (the entry and its vectors).
+const ENTRY_OVERHEAD: u64 = 96;
 
 impl<'a> Cursor<'a> {
     fn remaining(&self) -> usize {
@@ -288,9 +444,11 @@ impl<'a> Cursor<'a> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    fn string(&mut self, what: &str) -> Result<String, Error> {
+    /// A string, its bytes plus `overhead` charged to the budget before it is allocated.
+    fn string(&mut self, what: &str, overhead: u64) -> Result<String, Error> {
         let len = self.u64(what)?;
         let bytes = self.take(len, what)?;
+        self.charge(len + overhead, what)?;
         // Token texts of a few vocabularies are not valid UTF-8; keep what can be kept.
         Ok(String::from_utf8_lossy(bytes).into_owned())
     }
@@ -312,6 +470,22 @@ impl<'a> Cursor<'a> {
         Ok(count as usize)
     }
 
+    /// Counts `bytes` of decoded metadata against the budget; refuses the file past it.
+    fn charge(&mut self, bytes: u64, what: &str) -> Result<(), Error> {
+        if bytes > self.budget {
+            return Err(malformed(
+                self.path,
+                format!(
+                    "{what}: the metadata would take more than {} MiB in memory; Hearth reads \
+                     at most that (a real model's header takes a few MiB)",
+                    MAX_METADATA_BYTES >> 20
+                ),
+            ));
+        }
+        self.budget -= bytes;
+        Ok(())
+    }
+
     fn value(&mut self, kind: u32, what: &str, depth: usize) -> Result<Value, Error> {
         Ok(match kind {
             0 => Value::U8(self.array::<1>(what)?[0]),
@@ -321,39 +495,9 @@ impl<'a> Cursor<'a> {
             4 => Value::U32(self.u32(what)?),
             5 => Value::I32(i32::from_le_bytes(self.array(what)?)),
             6 => Value::F32(f32::from_le_bytes(self.array(what)?)),
-            7 => match self.array::<1>(what)?[0] {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                b => {
-                    return Err(malformed(
-                        self.path,
-                        format!("{what}: boolean byte {b} is neither 0 nor 1"),
-                    ))
-                }
-            },
-            8 => Value::String(self.string(what)?),
-            9 => {
-                if depth >= MAX_ARRAY_DEPTH {
-                    return Err(malformed(
-                        self.path,
-                        format!("{what}: arrays nested deeper than {MAX_ARRAY_DEPTH}"),
-                    ));
-                }
-                let element = self.u32(what)?;
-                let count = self.u64(what)?;
-                let min = min_value_size(element).ok_or_else(|| {
-                    malformed(
-                        self.path,
-                        format!("{what}: unknown array element type {element}"),
-                    )
-                })?;
-                let count = self.check_count(count, min, what)?;
-                let mut items = Vec::with_capacity(count);
-                for _ in 0..count {
-                    items.push(self.value(element, what, depth + 1)?);
-                }
-                Value::Array(items)
-            }
+            7 => Value::Bool(self.boolean(what)?),
+            8 => Value::String(self.string(what, STRING_OVERHEAD)?),
+            9 => Value::Array(self.read_array(what, depth)?),
             10 => Value::U64(self.u64(what)?),
             11 => Value::I64(i64::from_le_bytes(self.array(what)?)),
             12 => Value::F64(f64::from_le_bytes(self.array(what)?)),
@@ -364,6 +508,131 @@ impl<'a> Cursor<'a> {
                 ))
             }
         })
+    }
+
+    fn boolean(&mut self, what: &str) -> Result<bool, Error> {
+        match self.array::<1>(what)?[0] {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(malformed(
+                self.path,
+                format!("{what}: boolean byte {b} is neither 0 nor 1"),
+            )),
+        }
+    }
+
+    /// The element type and count of an array whose header is next, both checked: the type
+    /// known, the nesting, the count against the bytes that remain and [`MAX_ARRAY_LEN`].
+    fn array_header(&mut self, what: &str, depth: usize) -> Result<(u32, usize), Error> {
+        if depth >= MAX_ARRAY_DEPTH {
+            return Err(malformed(
+                self.path,
+                format!("{what}: arrays nested deeper than {MAX_ARRAY_DEPTH}"),
+            ));
+        }
+        let element = self.u32(what)?;
+        let count = self.u64(what)?;
+        let min = min_value_size(element).ok_or_else(|| {
+            malformed(
+                self.path,
+                format!("{what}: unknown array element type {element}"),
+            )
+        })?;
+        let count = self.check_count(count, min, what)?;
+        Ok((element, count))
+    }
+
+    /// `count` elements of `N` bytes each, decoded by `from` into one vector.
+    fn fixed<T, const N: usize>(
+        &mut self,
+        count: usize,
+        what: &str,
+        from: fn([u8; N]) -> T,
+    ) -> Result<Vec<T>, Error> {
+        self.charge((count * std::mem::size_of::<T>()) as u64, what)?;
+        let bytes = self.take((count * N) as u64, what)?;
+        Ok(bytes
+            .chunks_exact(N)
+            .map(|c| from(c.try_into().expect("chunks of N bytes")))
+            .collect())
+    }
+
+    fn read_array(&mut self, what: &str, depth: usize) -> Result<Array, Error> {
+        let (element, count) = self.array_header(what, depth)?;
+        if count as u64 > MAX_ARRAY_LEN {
+            return Err(malformed(
+                self.path,
+                format!(
+                    "{what} holds {count} entries; Hearth reads arrays of at most \
+                     {MAX_ARRAY_LEN} (the largest vocabularies have about 260000 tokens)"
+                ),
+            ));
+        }
+        Ok(match element {
+            0 => Array::U8(self.fixed(count, what, |[b]| b)?),
+            1 => Array::I8(self.fixed(count, what, |[b]| b as i8)?),
+            2 => Array::U16(self.fixed(count, what, u16::from_le_bytes)?),
+            3 => Array::I16(self.fixed(count, what, i16::from_le_bytes)?),
+            4 => Array::U32(self.fixed(count, what, u32::from_le_bytes)?),
+            5 => Array::I32(self.fixed(count, what, i32::from_le_bytes)?),
+            6 => Array::F32(self.fixed(count, what, f32::from_le_bytes)?),
+            7 => {
+                self.charge(count as u64, what)?;
+                let mut items = Vec::with_capacity(count);
+                for _ in 0..count {
+                    items.push(self.boolean(what)?);
+                }
+                Array::Bool(items)
+            }
+            8 => {
+                self.charge(count as u64 * STRING_OVERHEAD, what)?;
+                let mut items = Vec::with_capacity(count);
+                for _ in 0..count {
+                    items.push(self.string(what, 0)?);
+                }
+                Array::String(items)
+            }
+            9 => {
+                self.charge(count as u64 * std::mem::size_of::<Array>() as u64, what)?;
+                let mut items = Vec::with_capacity(count);
+                for _ in 0..count {
+                    items.push(self.read_array(what, depth + 1)?);
+                }
+                Array::Array(items)
+            }
+            10 => Array::U64(self.fixed(count, what, u64::from_le_bytes)?),
+            11 => Array::I64(self.fixed(count, what, i64::from_le_bytes)?),
+            _ => Array::F64(self.fixed(count, what, f64::from_le_bytes)?),
+        })
+    }
+
+    /// Steps over a value of type `kind` without decoding it, checking only that its lengths
+    /// fit in the file: the cost is the time to walk it, no memory.
+    fn skip(&mut self, kind: u32, what: &str, depth: usize) -> Result<(), Error> {
+        match kind {
+            8 => {
+                let len = self.u64(what)?;
+                self.take(len, what)?;
+            }
+            9 => {
+                let (element, count) = self.array_header(what, depth)?;
+                if element == 8 || element == 9 {
+                    for _ in 0..count {
+                        self.skip(element, what, depth + 1)?;
+                    }
+                } else {
+                    let size = min_value_size(element).expect("checked by array_header");
+                    self.take(count as u64 * size, what)?;
+                }
+            }
+            other => {
+                let size = min_value_size(other).ok_or_else(|| {
+                    malformed(self.path, format!("{what}: unknown value type {other}"))
+                })?;
+                self.take(size, what)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -386,6 +655,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Header, Error> {
         bytes,
         pos: 0,
         path,
+        budget: MAX_METADATA_BYTES,
     };
     let magic: [u8; 4] = c.array("the GGUF magic")?;
     if &magic != MAGIC {
@@ -408,14 +678,26 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Header, Error> {
     let kv_count = c.u64("the metadata count")?;
     // A key/value is at least a string length, a type and a one-byte value.
     let kv_count = c.check_count(kv_count, 13, "the metadata table")?;
-    let mut metadata = Vec::with_capacity(kv_count);
+    let mut metadata = Vec::new();
     let mut keys = HashSet::new();
-    for i in 0..kv_count {
-        let key = c.string(&format!("metadata key {i}"))?;
-        let kind = c.u32(&format!("the type of {key}"))?;
-        let value = c.value(kind, &key, 0)?;
+    for _ in 0..kv_count {
+        let len = c.u64("a metadata key")?;
+        let key = String::from_utf8_lossy(c.take(len, "a metadata key")?);
+        // Long keys are cut in messages: a hostile key must not make a huge error.
+        let shown: String = key.chars().take(80).collect();
+        let kind = c.u32(&format!("the type of {shown}"))?;
+        if !is_read_key(&key) {
+            c.skip(kind, &shown, 0)?;
+            continue;
+        }
+        let key = key.into_owned();
+        c.charge(key.len() as u64 + ENTRY_OVERHEAD, &shown)?;
+        let value = c.value(kind, &shown, 0)?;
         if !keys.insert(key.clone()) {
-            return Err(malformed(path, format!("metadata key {key} appears twice")));
+            return Err(malformed(
+                path,
+                format!("metadata key {shown} appears twice"),
+            ));
         }
         metadata.push((key, value));
     }
@@ -434,10 +716,19 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Header, Error> {
     };
     // A tensor entry is at least a name length, a dim count, one dim, a type and an offset.
     let tensor_count = c.check_count(tensor_count, 32, "the tensor table")?;
+    if tensor_count as u64 > MAX_TENSORS {
+        return Err(malformed(
+            path,
+            format!(
+                "the tensor table lists {tensor_count} tensors; Hearth reads at most \
+                 {MAX_TENSORS} (a model of thousands of layers has fewer)"
+            ),
+        ));
+    }
     let mut raw = Vec::with_capacity(tensor_count);
     let mut names = HashSet::new();
     for i in 0..tensor_count {
-        let name = c.string(&format!("the name of tensor {i}"))?;
+        let name = c.string(&format!("the name of tensor {i}"), ENTRY_OVERHEAD)?;
         let n_dims = c.u32(&format!("the dimension count of {name}"))?;
         if n_dims == 0 || n_dims > MAX_DIMS {
             return Err(malformed(
@@ -547,9 +838,10 @@ mod tests {
         w.kv("general.alignment", Value::U32(64));
         w.kv(
             "tokenizer.ggml.tokens",
-            Value::Array(vec![Value::String("a".into()), Value::String("b".into())]),
+            Value::Array(Array::String(vec!["a".into(), "b".into()])),
         );
-        w.kv("x.f", Value::F64(1.5));
+        w.kv("general.f", Value::F64(1.5));
+        w.kv("other.bytes", Value::Array(Array::U8(vec![1, 2, 3])));
         w.tensor("t.weight", &[32, 2], GgmlType::Q8_0, &[7u8; 68]);
         w.tensor("n.weight", &[3], GgmlType::F32, &[0u8; 12]);
         w.finish()
@@ -566,7 +858,12 @@ mod tests {
             h.get("general.architecture").unwrap().as_str(),
             Some("llama")
         );
-        assert_eq!(h.get("x.f").unwrap().as_f64(), Some(1.5));
+        assert_eq!(h.get("general.f").unwrap().as_f64(), Some(1.5));
+        assert_eq!(
+            h.get("other.bytes"),
+            None,
+            "a key Hearth does not read is skipped"
+        );
         assert_eq!(
             h.get("tokenizer.ggml.tokens")
                 .unwrap()

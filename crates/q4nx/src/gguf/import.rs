@@ -31,6 +31,9 @@ use crate::tile::{
 use crate::weights::{Q4NX_FILE, SHAPE_KEY_PREFIX};
 use crate::{ConvertProgress, Dtype, Error, Family, ModelConfig, Weights};
 
+/// BF16 bytes of embedding and norm rows converted per write.
+const EMBEDDING_CHUNK_BYTES: usize = 4 << 20;
+
 /// What an import produced.
 #[derive(Debug, Clone)]
 pub struct GgufImportReport {
@@ -537,7 +540,10 @@ fn write_q4nx(
                 let row_bytes = p.source.kind.bytes_for(row);
                 let mut floats = vec![0f32; row];
                 let mut bytes = Vec::new();
-                for chunk in data.chunks(row_bytes * 1024) {
+                // Whole rows of about EMBEDDING_CHUNK_BYTES of BF16 output per write, so memory
+                // stays the same whatever the row length.
+                let rows_per_chunk = (EMBEDDING_CHUNK_BYTES / (row * 2)).max(1);
+                for chunk in data.chunks(row_bytes * rows_per_chunk) {
                     bytes.clear();
                     for src in chunk.chunks_exact(row_bytes) {
                         dequantize(p.source.kind, src, &mut floats);

@@ -9,6 +9,9 @@ mod tokenizer;
 pub mod write;
 
 pub use dequant::{dequantize, GgmlType};
-pub use file::{parse, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC};
+pub use file::{
+    is_read_key, parse, Array, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC,
+    MAX_ARRAY_LEN, MAX_METADATA_BYTES, MAX_TENSORS,
+};
 pub use import::{check_header, import_gguf, GgufImportReport};
 pub use tokenizer::{tokenizer_files, TokenizerFiles};

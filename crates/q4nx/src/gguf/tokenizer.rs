@@ -34,19 +34,23 @@ pub struct TokenizerFiles {
     pub vocab_size: usize,
 }
 
+/// Most tokens in a vocabulary Hearth imports: twice the largest real one (Gemma's 262,144).
+/// The vocabulary is rebuilt as JSON in memory, so this bounds what a header check costs.
+pub const MAX_VOCAB: usize = 1 << 19;
+
 fn strings<'h>(h: &'h Header, key: &str) -> Result<Vec<&'h str>, String> {
     let items = h
         .get(key)
         .ok_or_else(|| format!("the file has no {key}; it carries no tokenizer Hearth can use"))?
         .as_array()
         .ok_or_else(|| format!("{key} is not an array"))?;
-    items
-        .iter()
-        .map(|v| {
-            v.as_str()
-                .ok_or_else(|| format!("{key} holds {}, not strings", v.describe()))
-        })
-        .collect()
+    let strings = items.as_strings().ok_or_else(|| {
+        format!(
+            "{key} holds elements of GGUF type {}, not strings",
+            items.element_type()
+        )
+    })?;
+    Ok(strings.iter().map(String::as_str).collect())
 }
 
 fn id(h: &Header, key: &str, vocab: usize) -> Result<Option<u32>, String> {
@@ -92,6 +96,13 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
         .and_then(Value::as_str)
         .unwrap_or("default");
     let tokens = strings(h, "tokenizer.ggml.tokens")?;
+    if tokens.len() > MAX_VOCAB {
+        return Err(format!(
+            "its vocabulary has {} tokens; Hearth imports vocabularies of up to {MAX_VOCAB} \
+             (the largest real ones have about 262000)",
+            tokens.len()
+        ));
+    }
     let merges = strings(h, "tokenizer.ggml.merges")?;
     let vocab_size = tokens.len();
     let types: Vec<i64> = match h.get("tokenizer.ggml.token_type") {
@@ -106,12 +117,8 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
                     a.len()
                 ));
             }
-            a.iter()
-                .map(|t| {
-                    t.as_i64()
-                        .ok_or("tokenizer.ggml.token_type holds a non-integer")
-                })
-                .collect::<Result<_, _>>()?
+            a.to_i64s()
+                .ok_or("tokenizer.ggml.token_type holds a non-integer")?
         }
     };
     let bos_id = id(h, "tokenizer.ggml.bos_token_id", vocab_size)?;
@@ -239,8 +246,8 @@ fn split_then_bytes(regex: &str) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gguf::parse;
     use crate::gguf::write::GgufWriter;
+    use crate::gguf::{parse, Array};
     use std::path::Path;
 
     fn header(model: &str, pre: &str) -> Header {
@@ -248,20 +255,18 @@ mod tests {
         let s = |t: &str| Value::String(t.into());
         w.kv("tokenizer.ggml.model", s(model));
         w.kv("tokenizer.ggml.pre", s(pre));
+        let strings = |list: &[&str]| {
+            Value::Array(Array::String(list.iter().map(|t| t.to_string()).collect()))
+        };
         w.kv(
             "tokenizer.ggml.tokens",
-            Value::Array(vec![s("<|end|>"), s("a"), s("b"), s("ab")]),
+            strings(&["<|end|>", "a", "b", "ab"]),
         );
         w.kv(
             "tokenizer.ggml.token_type",
-            Value::Array(vec![
-                Value::I32(3),
-                Value::I32(1),
-                Value::I32(1),
-                Value::I32(1),
-            ]),
+            Value::Array(Array::I32(vec![3, 1, 1, 1])),
         );
-        w.kv("tokenizer.ggml.merges", Value::Array(vec![s("a b")]));
+        w.kv("tokenizer.ggml.merges", strings(&["a b"]));
         w.kv("tokenizer.ggml.eos_token_id", Value::U32(0));
         w.kv("tokenizer.chat_template", s("{{ messages }}"));
         parse(&w.finish(), Path::new("t.gguf")).unwrap()

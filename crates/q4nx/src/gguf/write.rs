@@ -1,7 +1,7 @@
 //! Writes GGUF files: small ones built by tests (hand-made blocks, malformed tables) and the
 //! fuzz target. The converter only reads GGUF; this is the other half of the same layout.
 
-use crate::gguf::{GgmlType, Value, DEFAULT_ALIGNMENT};
+use crate::gguf::{Array, GgmlType, Value, DEFAULT_ALIGNMENT};
 
 /// A GGUF file under construction, kept in memory.
 #[derive(Debug, Clone)]
@@ -153,21 +153,22 @@ pub fn tiny_model(architecture: &str) -> GgufWriter {
     );
     w.kv("tokenizer.ggml.model", s("gpt2"));
     w.kv("tokenizer.ggml.pre", s("smollm"));
-    let tokens: Vec<Value> = (0..vocab)
+    let tokens: Vec<String> = (0..vocab)
         .map(|i| {
             if i == 0 {
-                s("<|end|>")
+                "<|end|>".to_string()
             } else {
-                s(&format!("t{i}"))
+                format!("t{i}")
             }
         })
         .collect();
-    w.kv("tokenizer.ggml.tokens", Value::Array(tokens));
-    let types: Vec<Value> = (0..vocab)
-        .map(|i| Value::I32(if i == 0 { 3 } else { 1 }))
-        .collect();
-    w.kv("tokenizer.ggml.token_type", Value::Array(types));
-    w.kv("tokenizer.ggml.merges", Value::Array(vec![s("t 1")]));
+    w.kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)));
+    let types: Vec<i32> = (0..vocab).map(|i| if i == 0 { 3 } else { 1 }).collect();
+    w.kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)));
+    w.kv(
+        "tokenizer.ggml.merges",
+        Value::Array(Array::String(vec!["t 1".into()])),
+    );
     w.kv("tokenizer.ggml.eos_token_id", Value::U32(0));
     w.kv(
         "tokenizer.chat_template",
@@ -254,6 +255,26 @@ fn type_of(value: &Value) -> u32 {
     }
 }
 
+fn put_array(out: &mut Vec<u8>, array: &Array) {
+    out.extend_from_slice(&array.element_type().to_le_bytes());
+    out.extend_from_slice(&(array.len() as u64).to_le_bytes());
+    match array {
+        Array::U8(v) => out.extend_from_slice(v),
+        Array::I8(v) => out.extend(v.iter().map(|&x| x as u8)),
+        Array::U16(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::I16(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::U32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::I32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::F32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::Bool(v) => out.extend(v.iter().map(|&x| u8::from(x))),
+        Array::String(v) => v.iter().for_each(|s| put_string(out, s)),
+        Array::Array(v) => v.iter().for_each(|a| put_array(out, a)),
+        Array::U64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::I64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        Array::F64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+    }
+}
+
 fn put_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::U8(v) => out.push(*v),
@@ -265,15 +286,7 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
         Value::F32(v) => out.extend_from_slice(&v.to_le_bytes()),
         Value::Bool(v) => out.push(u8::from(*v)),
         Value::String(s) => put_string(out, s),
-        Value::Array(items) => {
-            // An empty array's element type is arbitrary: say u8.
-            let element = items.first().map_or(0, type_of);
-            out.extend_from_slice(&element.to_le_bytes());
-            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
-            for item in items {
-                put_value(out, item);
-            }
-        }
+        Value::Array(items) => put_array(out, items),
         Value::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
         Value::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
         Value::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
