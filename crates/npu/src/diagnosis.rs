@@ -4,6 +4,7 @@
 //! a [`Diagnosis`]: a list of [`Check`]s in plain words, and `ready` when none is a problem.
 
 use crate::access::{self, Holder, NodeAccess, OpenOutcome};
+use crate::contexts::DeviceContexts;
 use crate::device::{self, Detection, Generation, Kernel, NpuDevice};
 use crate::fsroot::FsRoot;
 use crate::ioctl::{self, FirmwareVersion, Sensor};
@@ -58,6 +59,8 @@ pub enum CheckId {
     FlmValidate,
     /// Do the driver's power sensors answer?
     Sensors,
+    /// Are the NPU's hardware contexts healthy, and is a context slot free?
+    Contexts,
 }
 
 /// One finding, in plain words.
@@ -114,6 +117,10 @@ pub struct Diagnosis {
     pub holders: Vec<Holder>,
     /// The driver's sensors, read once through the ioctl when the device opened.
     pub sensors: Metric<Vec<Sensor>>,
+    /// The NPU's hardware contexts, slots and last error, read once through the ioctls when the
+    /// device opened (not sent to the desktop app's UI yet).
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub contexts: Metric<DeviceContexts>,
     /// The findings, in order.
     pub checks: Vec<Check>,
 }
@@ -132,6 +139,7 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
     let mut checks = Vec::new();
     let mut holders = Vec::new();
     let mut sensors = Metric::unavailable("no NPU device: the sensors ioctl was not run");
+    let mut contexts = Metric::unavailable("no NPU device: the context query was not run");
 
     checks.push(device_check(&detection, kernel.as_ref()));
     checks.push(kernel_check(&root, kernel.as_ref(), &detection));
@@ -143,7 +151,9 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
             holders = access::holders(&root, &dev.node);
             let facts = access::node_access(&root, &dev.node);
             sensors = read_sensors(&outcome, facts.as_ref());
+            contexts = read_contexts(&root, &outcome, facts.as_ref());
             checks.push(access_check(dev, &outcome, facts.as_ref(), &holders));
+            checks.push(contexts_check(&contexts));
         }
     }
     let memlock = MemlockLimits::read(&root);
@@ -183,6 +193,7 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
         fastflowlm,
         holders,
         sensors,
+        contexts,
         checks,
     }
 }
@@ -215,6 +226,20 @@ impl Diagnosis {
     /// updates `ready` and `summary` to count them.
     pub fn add_checks(&mut self, checks: impl IntoIterator<Item = Check>) {
         self.checks.extend(checks);
+        let (ready, summary) = verdict(&self.detection, &self.checks);
+        self.ready = ready;
+        self.summary = summary;
+    }
+
+    /// Replaces the hardware contexts (read from the device elsewhere, or decoded from a saved
+    /// reply) and the check that judges them.
+    pub fn set_contexts(&mut self, contexts: Metric<DeviceContexts>) {
+        let check = contexts_check(&contexts);
+        match self.checks.iter_mut().find(|c| c.id == CheckId::Contexts) {
+            Some(old) => *old = check,
+            None => self.checks.push(check),
+        }
+        self.contexts = contexts;
         let (ready, summary) = verdict(&self.detection, &self.checks);
         self.ready = ready;
         self.summary = summary;
@@ -458,6 +483,111 @@ fn read_sensors(outcome: &OpenOutcome, facts: Option<&NodeAccess>) -> Metric<Vec
     }
 }
 
+fn read_contexts(
+    root: &FsRoot,
+    outcome: &OpenOutcome,
+    facts: Option<&NodeAccess>,
+) -> Metric<DeviceContexts> {
+    match outcome {
+        OpenOutcome::Opened(file) if facts.is_some_and(|f| f.is_char_device) => {
+            match DeviceContexts::read(file) {
+                Ok(mut c) => {
+                    c.name_processes(root);
+                    Metric::available(c, "amdxdna GET_ARRAY hardware contexts ioctl")
+                }
+                Err(e) => Metric::unavailable(e.to_string()),
+            }
+        }
+        OpenOutcome::Opened(_) => Metric::unavailable(
+            "the device node is not a character device: the context query was not run",
+        ),
+        _ => Metric::unavailable("the device could not be opened"),
+    }
+}
+
+/// The health of every context and whether a slot is free for FastFlowLM.
+fn contexts_check(contexts: &Metric<DeviceContexts>) -> Check {
+    let view = match contexts {
+        Metric::Available { value, .. } => value,
+        Metric::Unavailable { unavailable } => {
+            return Check::new(
+                CheckId::Contexts,
+                Status::Info,
+                format!("The NPU's hardware contexts could not be read: {unavailable}"),
+            )
+        }
+    };
+    let slots = &view.slots;
+    let faulty: Vec<String> = view
+        .faulty()
+        .map(|c| {
+            format!(
+                "context {} of {} ({})",
+                c.context_id,
+                c.owner(),
+                c.fault().unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut summaries = Vec::new();
+    let mut fixes = Vec::new();
+    if !faulty.is_empty() {
+        summaries.push(format!("The NPU reports a fault in {}", faulty.join("; ")));
+        fixes.push(
+            "Stop the program that owns the faulty context (for FastFlowLM, Hearth restarts it on the next answer). If faults come back, `sudo dmesg | grep -i amdxdna` shows the driver's view; `hearth doctor --report FILE` collects what to send to Hearth's developers."
+                .to_string(),
+        );
+    }
+    if slots.full() {
+        let owners = owners(view);
+        summaries.push(format!(
+            "All {} NPU context slots are in use{}: no other model can load onto the NPU until one is freed",
+            slots.total,
+            if owners.is_empty() { String::new() } else { format!(" ({owners})") }
+        ));
+        fixes.push(
+            "Close programs that use the NPU (other AI apps, another FastFlowLM), or unload models you do not need; the slots are shared by every program on this computer."
+                .to_string(),
+        );
+    }
+    if summaries.is_empty() {
+        let mut summary = format!(
+            "{} of {} NPU context slots in use; no context reports a fault",
+            slots.used, slots.total
+        );
+        if let Some(e) = &view.last_async_error {
+            summary.push_str(&format!(
+                " (the last error the NPU raised since the driver loaded: {})",
+                e.describe()
+            ));
+        }
+        return Check::new(CheckId::Contexts, Status::Ok, summary);
+    }
+    Check::new(CheckId::Contexts, Status::Warning, summaries.join(". ")).fix(fixes.join(" "))
+}
+
+/// "flm (process 4242) x2, python3 (process 77)": who holds the visible contexts.
+fn owners(view: &DeviceContexts) -> String {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for c in &view.contexts {
+        let owner = c.owner();
+        match seen.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((owner, 1)),
+        }
+    }
+    seen.iter()
+        .map(|(o, n)| {
+            if *n > 1 {
+                format!("{o} x{n}")
+            } else {
+                o.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Check {
     match memlock {
         Ok(l) if l.is_unlimited() => Check::new(
@@ -571,6 +701,91 @@ fn flm_check(flm: &FlmInfo) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contexts::{encode_context, ContextState, HwContext, ResourceInfo};
+    use crate::ioctl::ArrayReply;
+
+    fn flm_context(id: u32) -> HwContext {
+        HwContext {
+            context_id: id,
+            firmware_id: id,
+            start_col: 0,
+            num_col: 4,
+            pid: 4242,
+            process: Some("flm".into()),
+            submitted: 10,
+            completed: 10,
+            errors: 0,
+            migrations: 0,
+            preemptions: 0,
+            suspensions: 0,
+            heap_bytes: 0,
+            state: ContextState::Idle,
+            txn_op_idx: u32::MAX,
+            ctx_pc: u32::MAX,
+            fatal_error_type: 0,
+            fatal_error_exception_type: 0,
+            fatal_error_exception_pc: 0,
+            fatal_error_app_module: 0,
+        }
+    }
+
+    fn view(list: &[HwContext], used: u64) -> Metric<DeviceContexts> {
+        let reply = ArrayReply {
+            element_size: 160,
+            count: list.len() as u32,
+            bytes: list.iter().flat_map(|c| encode_context(c, 160)).collect(),
+        };
+        let res = ResourceInfo {
+            clock_max_mhz: 1800,
+            tops_max: 50,
+            context_slots: 16,
+            tops_now: 0,
+            contexts_now: used,
+        };
+        Metric::available(
+            DeviceContexts::from_replies(&reply, Ok(res), Ok(None)).unwrap(),
+            "test",
+        )
+    }
+
+    #[test]
+    fn contexts_healthy_with_free_slots_are_ok() {
+        let c = contexts_check(&view(&[flm_context(1), flm_context(2)], 2));
+        assert_eq!(c.status, Status::Ok);
+        assert_eq!(
+            c.summary,
+            "2 of 16 NPU context slots in use; no context reports a fault"
+        );
+    }
+
+    #[test]
+    fn no_free_slot_is_a_warning_naming_the_holders() {
+        let c = contexts_check(&view(&[flm_context(1), flm_context(2)], 16));
+        assert_eq!(c.status, Status::Warning);
+        assert!(
+            c.summary
+                .starts_with("All 16 NPU context slots are in use (flm (process 4242) x2)"),
+            "{}",
+            c.summary
+        );
+        assert!(c.fix.as_deref().unwrap().contains("Close programs"));
+    }
+
+    #[test]
+    fn a_faulty_context_is_a_warning_with_its_fault() {
+        let mut bad = flm_context(3);
+        bad.fatal_error_type = 2;
+        bad.fatal_error_exception_pc = 0x40;
+        let c = contexts_check(&view(&[flm_context(1), bad], 2));
+        assert_eq!(c.status, Status::Warning);
+        assert!(
+            c.summary.starts_with(
+                "The NPU reports a fault in context 3 of flm (process 4242) (fatal error type 0x2"
+            ),
+            "{}",
+            c.summary
+        );
+    }
 
     #[test]
     fn empty_root_reports_each_problem_apart() {

@@ -331,7 +331,7 @@ message: string, } };
 /**
  * What a check looks at.
  */
-export type CheckId = "device" | "kernel" | "firmware" | "access" | "memlock" | "xrt" | "fastflowlm" | "flm_validate" | "sensors";
+export type CheckId = "device" | "kernel" | "firmware" | "access" | "memlock" | "xrt" | "fastflowlm" | "flm_validate" | "sensors" | "contexts";
 
 /**
  * How a check came out.
