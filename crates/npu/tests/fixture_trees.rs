@@ -1,7 +1,9 @@
 //! The doctor, power sources and telemetry on fixture trees with real sysfs/procfs layouts
 //! (`tests/fixtures/npu/`, written by `make_fixtures.py` there).
 
+use hearth_npu::contexts::{AsyncError, ContextState, DeviceContexts, ResourceInfo};
 use hearth_npu::gpu_metrics::GpuMetrics;
+use hearth_npu::ioctl::ArrayReply;
 use hearth_npu::ioctl::{decode_sensors, FirmwareVersion, SensorKind};
 use hearth_npu::{
     diagnose, diagnose_with, CheckId, Detection, Meter, Metric, PowerSources, Status,
@@ -10,6 +12,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
 
 fn tree(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -357,4 +360,90 @@ fn telemetry_on_a_fixture_laptop() {
         npu_meter.source,
         "amdgpu gpu_metrics (card1) average_ipu_power"
     );
+}
+
+/// The replies of a machine where FastFlowLM's decode context crashed and every slot is taken,
+/// as the driver writes them (`blobs/`, built from the uapi header by make_fixtures.py).
+fn crashed_contexts(records: &str, element_size: u32) -> DeviceContexts {
+    let blob = |n: &str| fs::read(tree("blobs").join(n)).unwrap();
+    let reply = ArrayReply {
+        element_size,
+        count: 2,
+        bytes: blob(records),
+    };
+    DeviceContexts::from_replies(
+        &reply,
+        ResourceInfo::decode(&blob("resource_info_full.bin")),
+        AsyncError::decode(&blob("async_error.bin")),
+    )
+    .unwrap()
+}
+
+#[test]
+fn context_blobs_decode_at_either_element_size() {
+    let named = crashed_contexts("hwctx_named.bin", 160);
+    let old = crashed_contexts("hwctx_linux_7_1.bin", 144);
+    for d in [&named, &old] {
+        assert_eq!(d.contexts.len(), 2);
+        let c = &d.contexts[1];
+        assert_eq!(
+            (c.context_id, c.pid, c.start_col, c.num_col),
+            (2, 4242, 4, 4)
+        );
+        assert_eq!((c.submitted, c.completed, c.pending()), (3301, 3300, 1));
+        assert_eq!(c.state, ContextState::Active);
+        assert_eq!((c.txn_op_idx, c.ctx_pc), (17, 0x1C3C));
+        assert_eq!((c.fatal_error_type, c.fatal_error_exception_type), (2, 5));
+        assert_eq!(c.fatal_error_exception_pc, 0x1C40);
+        assert_eq!(d.contexts[0].fault(), None);
+        assert_eq!(d.contexts[0].heap_bytes, 64 << 20);
+        assert_eq!((d.slots.used, d.slots.total), (16, 16));
+        let e = d.last_async_error.unwrap();
+        assert_eq!((e.code, e.extra), (0x0000_0004_0001_0203, 0x0302));
+    }
+    assert_eq!(named.contexts[1].process.as_deref(), Some("flm"));
+    assert_eq!(
+        old.contexts[1].process, None,
+        "a 144-byte record has no name"
+    );
+    let raised = UNIX_EPOCH + Duration::from_secs(1_796_428_800);
+    let faults = named.faults_since(raised - Duration::from_secs(30));
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].starts_with("context 2 of flm (process 4242): fatal error type 0x2"));
+    assert!(faults[1].starts_with("the NPU raised error 0x400010203"));
+    assert_eq!(
+        named.faults_since(raised + Duration::from_secs(30)).len(),
+        1,
+        "an error raised before the answer began is not its fault"
+    );
+}
+
+#[test]
+fn doctor_warns_of_the_crashed_context_and_the_full_slots() {
+    let mut d = diagnose(&tree("strix-busy"));
+    assert!(
+        check(&d, CheckId::Contexts)
+            .summary
+            .contains("not a character device"),
+        "the fixture node is a plain file, so the ioctl must not run"
+    );
+    d.set_contexts(Metric::available(
+        crashed_contexts("hwctx_named.bin", 160),
+        "fixture",
+    ));
+    let c = check(&d, CheckId::Contexts);
+    assert_eq!(c.status, Status::Warning);
+    assert!(
+        c.summary
+            .starts_with("The NPU reports a fault in context 2 of flm (process 4242)"),
+        "{}",
+        c.summary
+    );
+    assert!(
+        c.summary
+            .contains("All 16 NPU context slots are in use (flm (process 4242) x2)"),
+        "{}",
+        c.summary
+    );
+    assert!(d.ready, "a warning does not block the NPU path");
 }
