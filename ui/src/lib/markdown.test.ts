@@ -5,7 +5,18 @@ describe('renderMarkdown', () => {
   it('renders code blocks and emphasis', () => {
     const html = renderMarkdown('Some **bold** text\n\n```rust\nfn main() {}\n```');
     expect(html).toContain('<strong>bold</strong>');
-    expect(html).toContain('<pre><code class="language-rust">fn main() {}');
+    expect(html).toContain('<pre><code class="hljs language-rust"><span class="hljs-keyword">fn</span>');
+  });
+
+  it('colours code of known languages (aliases too) and leaves others plain and escaped', () => {
+    expect(renderMarkdown('```py\nprint("hi")\n```')).toContain('class="hljs language-python"');
+    const plain = renderMarkdown('```klingon\n<b>qapla</b>\n```');
+    expect(plain).toContain('<pre><code>&lt;b&gt;qapla&lt;/b&gt;');
+    const tricky = renderMarkdown('```js\nconst s = "<img src=x onerror=alert(1)>";\n```');
+    const dom = document.createElement('div');
+    dom.innerHTML = tricky;
+    expect(dom.querySelectorAll('img, [onerror]').length).toBe(0);
+    expect(dom.textContent).toContain('<img src=x onerror=alert(1)>');
   });
 
   it('never keeps script, event handlers or javascript: urls', () => {

@@ -3,6 +3,7 @@
 // and the hooks below turn images into their alt text and links into inert text with a title.
 import { Marked } from 'marked';
 import DOMPurify from 'dompurify';
+import { highlightCode, knownLanguage } from './highlight';
 
 function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -17,6 +18,13 @@ const marked = new Marked({
   renderer: {
     html(token) {
       return escapeHtml(token.text);
+    },
+    code(token) {
+      // A known language gets colours and its name on the block; anything else stays plain.
+      const language = knownLanguage(token.lang);
+      const body = language ? highlightCode(token.text, language) : escapeHtml(token.text);
+      const cls = language ? ` class="hljs language-${language}"` : '';
+      return `<pre><code${cls}>${body}</code></pre>\n`;
     },
     image(token) {
       const alt = token.text ?? '';
