@@ -18,10 +18,19 @@ interface MockControl {
   npuModels: Record<string, boolean>;
   /** Milliseconds select_model takes on the NPU. */
   npuLoadMs: number;
+  /** Why answers end when not stopped ('end of turn', 'length limit', ...). */
+  stopReason: string;
+  /** Milliseconds the pretend model reads the prompt before its first word. */
+  prefillMs: number;
   /** Send a `fallback` event after this many tokens (null: never). */
   fallbackAfter: number | null;
-  /** What the folder and save dialogs return (null: the user cancelled). */
+  /** What the folder, file and save dialogs return (null: the user cancelled). */
   pickedFolder: string | null;
+  pickedFile: string | null;
+  /** The options the last open dialog was shown with (title, filters, directory). */
+  lastDialog: Json | null;
+  /** Tauri's event emitter, so a test can send what the shell sends (a file dropped). */
+  emit: typeof emit;
   savePath: string | null;
   calls: { cmd: string; args: Json }[];
 }
@@ -35,7 +44,12 @@ const control: MockControl = {
   npuModels: {},
   npuLoadMs: 300,
   fallbackAfter: null,
+  stopReason: 'end of turn',
+  prefillMs: 0,
   pickedFolder: '/home/ana/models/MyModel',
+  pickedFile: '/home/ana/Downloads/SmolLM2-135M-Instruct.Q4_1.gguf',
+  lastDialog: null,
+  emit,
   savePath: '/home/ana/Documents/chat.md',
   calls: [],
 };
@@ -151,6 +165,7 @@ async function startAnswer(args: Json) {
   const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
   send({ event: 'started', data: { user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
+  if (control.prefillMs) await new Promise((r) => setTimeout(r, control.prefillMs));
   let first = 0;
   let count = 0;
   for (const piece of tokensOf(control.answer)) {
@@ -172,7 +187,7 @@ async function startAnswer(args: Json) {
   answer.receipt = {
     model_name: current.name, model_sha256: current.backend_kind === 'remote' ? null : 'ab12', backend_kind: current.backend_kind, backend: current.backend, device: current.device, runtime_version: null, counts_exact: true, backend_timings: null, prompt_tokens: control.promptTokens,
     generated_tokens: count, ttft_secs: ((first || started) - started) / 1000, decode_secs: decode,
-    tokens_per_second: count > 1 ? (count - 1) / decode : 0, stop_reason: cancelled ? 'stopped' : 'end of turn', trimmed_messages: 0, finished_at: now(),
+    tokens_per_second: count > 1 ? (count - 1) / decode : 0, stop_reason: cancelled ? 'stopped' : control.stopReason, trimmed_messages: 0, finished_at: now(),
     energy: mockEnergy(count),
   };
   c.updated_at = now();
@@ -193,6 +208,11 @@ const npuReady = {
 let powerTick = 0;
 function powerSample() {
   powerTick++;
+  // window.__mockNoSensor = true (before the app starts): a computer with no power sensor.
+  if ((window as any).__mockNoSensor) {
+    const none = { unavailable: 'no amdgpu hwmon in /sys/class/hwmon; no amdgpu gpu_metrics file' };
+    return { t_secs: 0, npu_watts: none, npu_percent: none, package_watts: none, battery_watts: { unavailable: 'no battery' }, cpu_percent: { value: 20, source: '/proc/stat' }, igpu_percent: none };
+  }
   return {
     t_secs: 0,
     npu_watts: { value: 1.5 + (powerTick % 3) / 10, source: 'amdgpu gpu_metrics (card1) average_ipu_power' },
@@ -212,7 +232,8 @@ function mockEnergy(tokens: number) {
       { meter: 'package', source: 'amdgpu hwmon4 power1_input (PPT)', prefill_joules: 2.5, decode_joules: 14, total_joules: 16.5, average_watts: 13.75, readings: 3 },
       { meter: 'npu', source: 'amdgpu gpu_metrics (card1) average_ipu_power', prefill_joules: 0.3, decode_joules: 1.6, total_joules: 1.9, average_watts: 1.6, readings: 3 },
     ],
-    battery: null, samples: 3,
+    // window.__mockBattery = true: on battery, with a 60 Wh battery.
+    battery: (window as any).__mockBattery ? { average_watts: 15, capacity_wh: 60, percent_per_hour: 25 } : null, samples: 3,
   };
 }
 
@@ -323,7 +344,8 @@ mockIPC(async (cmd, raw) => {
       get(args.id);
       return args.path ?? `/home/user/Downloads/export.${args.format === 'json' ? 'json' : 'md'}`;
     case 'plugin:dialog|open':
-      return control.pickedFolder;
+      control.lastDialog = args.options;
+      return args.options?.directory ? control.pickedFolder : control.pickedFile;
     case 'plugin:dialog|save':
       return control.savePath;
     case 'compare_backends':

@@ -143,6 +143,34 @@ const found = [
   },
 ];
 
+/** import_model: a .gguf path is converted (progress on the Channel) and installed under its
+ *  file name; a folder fails as one without config.json does; a missing path says so. */
+async function importModel(args: Json): Promise<Json> {
+  const path = String(args.path ?? '');
+  if (path.includes('missing')) fail('not_found', `There is nothing at ${path}. Check the path, or choose the file with Browse.`);
+  if (!/\.gguf$/i.test(path)) fail('invalid_model', `hub: ${path} does not hold a model Hearth can use: missing config.json.`);
+  const name = args.name ?? path.split('/').pop()!.replace(/\.gguf$/i, '');
+  if (installed.some((i) => i.name === name)) {
+    fail('invalid_input', `hub: A model called ${name} is already installed. Remove it first (\`hearth rm ${name}\`) or choose another name`);
+  }
+  const channel = args.onProgress as { id: number };
+  let index = 0;
+  const total = 140_000_000;
+  for (let i = 1; i <= 4; i++) {
+    await new Promise((r) => setTimeout(r, modelsControl.stepMs * 3));
+    (window as any).__TAURI_INTERNALS__.runCallback(channel.id, {
+      message: { name, phase: 'converting', file: null, filesDone: i, fileCount: 4, doneBytes: (total * i) / 4, totalBytes: total, bytesPerSec: 0, etaSecs: null, message: null },
+      index: index++,
+    });
+  }
+  const model = {
+    name, tag: '', folder: `/data/hearth/models/${name}`, sizeBytes: 90_000_000, source: `import:${path}`, repo: null, revision: null,
+    catalogId: null, format: 'q4nx', backends: ['cpu'], isDefault: false, builtin: false, files: {},
+  };
+  installed.push(model);
+  return model;
+}
+
 async function importFound(args: Json): Promise<Json> {
   const model = found.find((f) => f.path === args.path) ?? fail('storage', `hub: cannot open ${args.path}.`);
   if (modelsControl.failImportFound) {
@@ -199,7 +227,7 @@ export function modelsCommand(cmd: string, args: Json): unknown {
       return { name: removed.name, freedBytes: removed.sizeBytes };
     }
     case 'import_model':
-      fail('invalid_model', `hub: ${args.dir} does not hold a model Hearth can use: missing config.json.`);
+      return importModel(args);
     case 'found_models':
       return found;
     case 'import_found':

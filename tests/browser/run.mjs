@@ -269,11 +269,11 @@ test('a message streams an answer with a grey line of numbers and the receipt un
   assert(text.includes('Hello! I am a mock answer.'), `answer text: ${text}`);
   assert((await answer.locator('strong').textContent()) === 'mock', 'markdown rendered');
   const line = await answer.getByTestId('answer-line').textContent();
-  assert(/^\d+(\.\d)? tok\/s · \d+ ms to first word · 16\.5 J$/.test(line), `speed, first word and energy: ${line}`);
+  assert(/^\d+(\.\d)? tok\/s · \d+ ms to first word · 4\.6 mWh$/.test(line), `speed, first word and energy in watt-hours: ${line}`);
   assert((await page.locator('.stats, [aria-label="Live numbers"]').count()) === 0, 'no stats footer');
-  await answer.locator('.receipt > summary').click();
-  const receipt = await answer.locator('.receipt').textContent();
-  assert(receipt.includes("this computer's processor") && receipt.includes('16.5 J'), `plain facts first: ${receipt}`);
+  await answer.getByRole('button', { name: 'How this answer was made' }).click();
+  const receipt = await answer.getByTestId('receipt').textContent();
+  assert(receipt.includes("this computer's processor") && receipt.includes('4.6 mWh (16.5 J)'), `plain facts first: ${receipt}`);
   assert(!(await answer.getByText('ab12').isVisible()), 'the hash is under the technical details');
   const list = page.getByTestId('conversation-list');
   assert((await list.textContent()).includes('Hello there'), 'conversation listed under its first message');
@@ -333,7 +333,7 @@ test('the picker offers a model on the NPU or the processor, shows the NPU loadi
   await page.waitForFunction(() => document.querySelector('[data-testid="model-picker"] option[value="npu:Llama-3.2-1B-NPU2"]'));
   assert((await picker.locator('option').last().textContent()) === 'Manage models…', 'Manage models… last');
   const reason = await picker.locator('option[value="npu:Qwen3-0.6B"]').textContent();
-  assert(reason.includes('FastFlowLM is not installed') && (await picker.locator('option[value="npu:Qwen3-0.6B"]').isDisabled()), `the NPU's reason in plain words: ${reason}`);
+  assert(reason === 'Qwen3-0.6B on the NPU: needs FastFlowLM (see Performance)' && (await picker.locator('option[value="npu:Qwen3-0.6B"]').isDisabled()), `the NPU's reason in a short line: ${reason}`);
   await picker.selectOption('npu:Llama-3.2-1B-NPU2');
   const loading = page.getByTestId('model-loading');
   await loading.waitFor();
@@ -628,8 +628,8 @@ test('a remote server is tested, saved and chosen, and the app says messages lea
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
   await sendAndWait(page, 'Where do you run?');
   const answer = page.getByTestId('assistant-message').last();
-  await answer.locator('.receipt > summary').click();
-  assert((await answer.locator('.receipt .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
+  await answer.getByRole('button', { name: 'How this answer was made' }).click();
+  assert((await answer.locator('.receipt-panel .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
 });
 
 test('every control has an accessible name', async ({ page }) => {
@@ -758,16 +758,320 @@ test('cancel stops a download; delete asks first and says what it freed; set as 
   assert((await page.getByTestId('models-notice').textContent()).includes('1.30 GB freed'), 'says how much was freed');
 });
 
-test('import: Browse picks the folder, a failure is explained under the form and the typed name is kept', async ({ page }) => {
+test('review #1 (S1): a .gguf file is imported from the file picker, by typed path and by a drop on the window', async ({ page }) => {
   await openModels(page);
-  await page.getByTestId('import-name-input').fill('My model');
+  const form = page.locator('section[aria-labelledby="import-title"]');
+  assert((await form.textContent()).includes('A .gguf file or a model folder'), 'the form says what it takes');
+  assert((await form.textContent()).includes('drag a .gguf file onto this window'), 'and that a drop works');
+  // The file picker: GGUF files only, its title says so.
+  await page.getByTestId('browse-file-button').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="import-dir-input"]').value.endsWith('.gguf'));
+  const dialog = await page.evaluate(() => window.__mock.lastDialog);
+  assert(dialog.directory === false && dialog.filters[0].extensions.includes('gguf') && /\.gguf/.test(dialog.title), `a GGUF file picker: ${JSON.stringify(dialog)}`);
+  await page.getByTestId('import-button').click();
+  await page.getByTestId('import-progress').waitFor();
+  assert((await page.getByTestId('import-progress').textContent()).includes('SmolLM2-135M-Instruct.Q4_1.gguf'), 'progress names the file');
+  await page.waitForFunction(() => document.querySelector('[data-testid="models-notice"]')?.textContent.includes('Imported SmolLM2-135M-Instruct.Q4_1'));
+  assert((await page.getByTestId('import-dir-input').inputValue()) === '', 'the form clears after the import');
+  // A typed path that names nothing: a plain error, cleared as soon as the path is edited.
+  await page.getByTestId('import-dir-input').fill('/home/ana/missing.gguf');
+  await page.getByTestId('import-button').click();
+  await page.getByTestId('import-error').waitFor();
+  assert((await page.getByTestId('import-error').textContent()).includes('There is nothing at /home/ana/missing.gguf'), await page.getByTestId('import-error').textContent());
+  await page.getByTestId('import-dir-input').fill('/home/ana/Downloads/tiny.gguf');
+  assert((await page.getByTestId('import-error').count()) === 0, 'review #19: the old error goes once the path changes');
+  // A folder without config.json: says what to choose instead.
   await page.getByTestId('browse-button').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="import-dir-input"]').value === '/home/ana/models/MyModel');
+  await page.getByTestId('import-name-input').fill('My model');
   await page.getByTestId('import-button').click();
-  const error = page.getByTestId('import-error');
-  await error.waitFor();
-  assert((await error.locator('.summary').textContent()).includes('does not hold a model Hearth can use'), await error.textContent());
-  assert((await page.getByTestId('import-name-input').inputValue()) === 'My model', 'typed text kept');
+  await page.getByTestId('import-error').waitFor();
+  assert((await page.getByTestId('import-error').locator('.summary').textContent()).includes('Choose a .gguf file'), await page.getByTestId('import-error').textContent());
+  assert((await page.getByTestId('import-name-input').inputValue()) === 'My model', 'typed name kept');
+  // A drop on the window (the shell's drag-drop events): an overlay while dragging, then the import.
+  await page.getByRole('button', { name: 'Close Models' }).click();
+  await page.evaluate(() => window.__mock.emit('tauri://drag-enter', { paths: ['/home/ana/Downloads/Dropped.gguf'], position: { x: 10, y: 10 } }));
+  await page.getByTestId('drop-overlay').waitFor();
+  await page.evaluate(() => window.__mock.emit('tauri://drag-drop', { paths: ['/home/ana/Downloads/Dropped.gguf'], position: { x: 10, y: 10 } }));
+  await page.getByTestId('models-view').waitFor();
+  assert((await page.getByTestId('drop-overlay').count()) === 0, 'the overlay goes after the drop');
+  await page.waitForFunction(() => document.querySelector('[data-testid="models-notice"]')?.textContent.includes('Imported Dropped'));
+  // Anything else dropped is explained, not imported.
+  await page.evaluate(() => window.__mock.emit('tauri://drag-drop', { paths: ['/home/ana/report.pdf'], position: { x: 1, y: 1 } }));
+  await page.getByText('report.pdf is neither').waitFor();
+});
+
+test('review #10 and #20 (S2/S3): a found model already imported says so, and the list can be scanned again', async ({ page }) => {
+  await openModels(page);
+  const row = page.getByTestId('found-tiny-latest');
+  await row.getByRole('button', { name: 'Import' }).click();
+  await row.getByTestId('found-imported').waitFor();
+  assert((await row.textContent()).includes('In Hearth as tiny-latest'), await row.textContent());
+  assert((await row.getByRole('button', { name: 'Import' }).count()) === 0, 'no second Import');
+  const before = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'found_models').length);
+  await page.getByTestId('found-rescan').click();
+  await page.waitForFunction((n) => window.__mock.calls.filter((c) => c.cmd === 'found_models').length > n, before);
+});
+
+test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
+  await send(page, 'Summarise this long text');
+  const reading = page.getByTestId('reading-line');
+  await reading.waitFor();
+  assert(/Reading your message and the conversation \(1,800 tokens\)… \d s/.test(await reading.textContent()), await reading.textContent());
+  await page.waitForFunction(() => /^\d+(\.\d)? tok\/s · \d+(\.\d)? W$/.test(document.querySelector('[data-testid="live-line"]')?.textContent.trim() ?? ''));
+  const hint = await page.locator('#composer-hint').textContent();
+  assert(hint.includes('Writing the answer…') && hint.includes('Escape stops it.'), hint);
+  await page.getByTestId('send-button').waitFor({ timeout: 15000 });
+  assert((await page.getByTestId('live-line').count()) === 0, 'the receipt takes over after the answer');
+  // A second long prompt: the first answer measured the reading speed, so a share done is shown.
+  await send(page, 'And again');
+  await page.waitForFunction(() => /about \d+%/.test(document.querySelector('[data-testid="reading-line"]')?.textContent ?? ''));
+  await page.getByTestId('send-button').waitFor({ timeout: 15000 });
+});
+
+test('review #9 (S2): without a power sensor, plain words instead of a bare dash; energy in watt-hours and battery', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="stats-power"]')?.textContent.includes("Can't be measured"));
+  assert((await page.getByTestId('stats-power').getAttribute('title')) === null, 'no tooltip of sensor paths');
+  const why = page.getByTestId('power-why');
+  assert(!(await why.getByText('/sys/class/hwmon', { exact: false }).isVisible()), 'the paths tried are folded under Why');
+  assert(!(await page.getByTestId('performance-view').textContent()).includes('—'), 'no bare dash');
+  await page.getByRole('button', { name: 'Close Performance' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Hello');
+  const answer = page.getByTestId('assistant-message').last();
+  await answer.getByRole('button', { name: 'How this answer was made' }).click();
+  const battery = await answer.getByTestId('receipt-battery').textContent();
+  assert(/less than 0\.01% of the battery; at this rate a full battery lasts\s+about 4 h 00 min of writing/.test(battery), battery);
+}, () => { window.__mockNoSensor = true; window.__mockBattery = true; });
+
+test('review #3 (S2): the wheel scrolls up while an answer streams, and "Jump to" brings the view back', async ({ page }) => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 25; window.__mock.answer = 'A line of the long essay.\n\n'.repeat(150); });
+  await send(page, 'Write a long essay');
+  const list = page.getByTestId('message-list');
+  await page.waitForFunction(() => { const l = document.querySelector('[data-testid="message-list"]'); return l.scrollHeight > l.clientHeight * 2; });
+  await list.hover();
+  for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -60);
+  await page.waitForTimeout(600);
+  const gap = await list.evaluate((l) => l.scrollHeight - l.scrollTop - l.clientHeight);
+  assert(gap > 150, `the view stays where the user scrolled while tokens arrive (${gap} px from the bottom)`);
+  await page.getByTestId('jump-to-latest').click();
+  await page.waitForTimeout(200);
+  const after = await list.evaluate((l) => l.scrollHeight - l.scrollTop - l.clientHeight);
+  assert(after < 10, `back at the newest text (${after} px)`);
+  await page.getByTestId('stop-button').click();
+});
+
+test('review #4 (S2): an answer cut at the length limit says so and offers Continue', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.stopReason = 'length limit'; });
+  await sendAndWait(page, 'What is the capital of France?');
+  const note = page.getByTestId('length-note');
+  assert((await note.textContent()).includes('stopped at the length limit (Settings › Advanced › Longest answer)'), await note.textContent());
+  await page.evaluate(() => { window.__mock.stopReason = 'end of turn'; });
+  await note.getByTestId('continue-button').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="user-message"]').length === 2);
+  assert((await page.getByTestId('user-message').last().textContent()).includes('Please continue where you stopped.'), 'Continue asks the model to go on');
+  await page.getByTestId('send-button').waitFor();
+  assert((await page.getByTestId('length-note').count()) === 1, 'only the cut answer carries the note');
+});
+
+test('review #5 (S2): start, New conversation, Ctrl+N and switching put the cursor in the message box', async ({ page }) => {
+  const focused = () => page.evaluate(() => document.activeElement?.dataset.testid);
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === 'chat-input');
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'First');
+  await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
+  assert((await focused()) === 'chat-input', 'after New conversation');
+  await page.getByRole('button', { name: 'Open conversation First' }).focus();
+  await page.keyboard.press('Control+n');
+  assert((await focused()) === 'chat-input', 'after Ctrl+N');
+  await page.getByRole('button', { name: 'Open conversation First' }).click();
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === 'chat-input');
+  await page.getByRole('button', { name: 'Open conversation First' }).focus();
+  await page.keyboard.press('Control+l');
+  assert((await focused()) === 'chat-input', 'Ctrl+L goes to the message box');
+});
+
+test('review #6 (S2): the message box grows with long or pasted text, up to a third of the window', async ({ page }) => {
+  const box = page.getByTestId('chat-input');
+  const h0 = await box.evaluate((el) => el.getBoundingClientRect().height);
+  await box.fill(Array.from({ length: 6 }, (_, i) => `line ${i + 1}`).join('\n'));
+  const h1 = await box.evaluate((el) => el.getBoundingClientRect().height);
+  assert(h1 > h0 * 2, `grows for six lines: ${h0} -> ${h1}`);
+  await box.fill('paragraph\n'.repeat(80));
+  const h2 = await box.evaluate((el) => el.getBoundingClientRect().height);
+  const third = await page.evaluate(() => window.innerHeight / 3);
+  assert(h2 <= third + 2 && h2 > h1, `capped at a third of the window: ${h2} of ${third}`);
+  await box.fill('');
+  const h3 = await box.evaluate((el) => el.getBoundingClientRect().height);
+  assert(Math.abs(h3 - h0) < 2, `shrinks back when emptied: ${h3} vs ${h0}`);
+});
+
+test('review #7 (S2): a remote server cannot be saved after its test failed', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const section = page.getByTestId('remote-settings');
+  await page.getByLabel('Address').fill('http://nowhere:9/v1');
+  assert(await page.getByTestId('remote-save').isDisabled(), 'Save waits for a test');
+  await section.getByRole('button', { name: 'Test connection' }).click();
+  await page.getByTestId('remote-test-result').waitFor();
+  assert(await page.getByTestId('remote-save').isDisabled(), 'still no Save after a failed test');
+  assert((await page.getByTestId('remote-save-hint').textContent()).includes('The test failed'), await page.getByTestId('remote-save-hint').textContent());
+  await page.getByLabel('Address').fill('http://gpu-box:8000/v1');
+  await section.getByRole('button', { name: 'Test connection' }).click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="remote-save"]').disabled);
+  await page.getByLabel('Address').fill('http://other-box:8000/v1');
+  assert(await page.getByTestId('remote-save').isDisabled(), 'a changed address needs its own test');
+});
+
+test('review #8 (S2): an NPU without FastFlowLM is not "ready", and the picker line is short', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="npu-line"]')?.textContent.includes('FastFlowLM'));
+  const line = await page.getByTestId('npu-line').textContent();
+  assert(line.includes('The NPU is ready, but FastFlowLM') && line.includes('Hearth uses the processor'), line);
+  await page.getByTestId('npu-how-to-fix').click();
+  const step = page.getByTestId('npu-helper-step');
+  await step.waitFor();
+  assert((await step.textContent()).includes('Next step: install FastFlowLM'), await step.textContent());
+  const option = page.getByTestId('model-picker').locator('option[value="npu:Qwen3-0.6B"]');
+  const text = await option.textContent();
+  assert(text.length < 70 && (await option.getAttribute('title')) === null, `short, no long tooltip: ${text}`);
+  const width = await page.getByTestId('model-picker').evaluate((el) => el.getBoundingClientRect().width);
+  assert(width <= 330, `the picker keeps its width: ${width}`);
+}, () => { window.__mock.npuModels = { 'Qwen3-0.6B': false }; });
+
+test('review #12 and #13 (S3): the action row stays above the box, and the receipt opens below it, aligned', async ({ page }) => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Answer line.\n\n'.repeat(40); });
+  await sendAndWait(page, 'Long one');
+  await page.waitForTimeout(200);
+  const answer = page.getByTestId('assistant-message').last();
+  const details = answer.getByRole('button', { name: 'How this answer was made' });
+  const box = await page.locator('.composer-wrap').boundingBox();
+  const row = await details.boundingBox();
+  assert(row.y + row.height <= box.y, `the actions are in view above the message box (${row.y + row.height} <= ${box.y})`);
+  const before = await details.boundingBox();
+  await details.click();
+  const after = await details.boundingBox();
+  assert(Math.abs(before.x - after.x) < 1 && Math.abs(before.y - after.y) < 1, 'opening Details moves nothing beside it');
+  const lefts = await answer.getByTestId('receipt').evaluate((el) => [...el.querySelectorAll(':scope > dl > dd')].map((dd) => Math.round(dd.getBoundingClientRect().left)));
+  assert(new Set(lefts).size === 1, `every value starts in one column: ${lefts}`);
+});
+
+test('review #15 and #16 (S3): Reset shows the saved values again; threads beyond the cores are questioned', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  await page.getByTestId('advanced').locator('summary').click();
+  const creativity = page.locator('#default-temperature');
+  await creativity.fill('5');
+  await creativity.press('Enter');
+  await creativity.blur();
+  await page.getByTestId('field-problem').waitFor();
+  await page.getByRole('button', { name: 'Reset to defaults' }).click();
+  await page.waitForFunction(() => document.querySelector('#default-temperature').value === '0.7');
+  await page.locator('#setting-threads').fill('99');
+  await page.locator('#setting-threads').blur();
+  await page.waitForFunction(() => document.querySelector('[data-testid="threads-help"]').textContent.includes('makes answers slower'));
+  const help = await page.getByTestId('threads-help').textContent();
+  assert(/This computer runs \d+ threads at once; 99 makes answers slower/.test(help), help);
+});
+
+test('review #17 (S3): search snippets mark the match, and opening a result finds it in the conversation', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Intro.\n\n' + 'Filler text.\n\n'.repeat(40) + 'The paysage of France is varied.\n\n' + 'More filler.\n\n'.repeat(20); });
+  await sendAndWait(page, 'Tell me about paysage');
+  await page.getByRole('button', { name: 'New conversation (Ctrl+N)' }).click();
+  await page.getByLabel('Search conversations').fill('paysage');
+  const snippet = page.getByTestId('search-snippet').first();
+  await snippet.waitFor();
+  assert((await snippet.locator('mark').first().textContent()).toLowerCase() === 'paysage', 'the match is marked');
+  await page.getByRole('button', { name: /^Open conversation/ }).first().click();
+  await page.getByTestId('find-bar').waitFor();
+  assert((await page.getByTestId('find-count').textContent()).includes('1 of 2'), await page.getByTestId('find-count').textContent());
+  const focus = await page.evaluate(() => document.activeElement?.id + ' ' + document.activeElement?.dataset.testid);
+  await page.keyboard.press('Enter');
+  assert((await page.getByTestId('find-count').textContent()).includes('2 of 2'), `Enter goes to the next match (focus: ${focus}): ${await page.getByTestId('find-count').textContent()}`);
+  const current = await page.locator('article.find-current').getAttribute('data-testid');
+  assert(current === 'assistant-message', `the answer with the match is marked: ${current}`);
+});
+
+test('find in conversation: Ctrl+F, counts, Escape closes and returns to the message box', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Bread needs flour, water and salt. Knead the bread.'; });
+  await sendAndWait(page, 'How do I bake bread?');
+  await page.keyboard.press('Control+f');
+  await page.getByLabel('Find in this conversation').fill('BREAD');
+  await page.waitForFunction(() => document.querySelector('[data-testid="find-count"]').textContent.includes('1 of 3'));
+  await page.getByLabel('Find in this conversation').fill('cake');
+  await page.waitForFunction(() => document.querySelector('[data-testid="find-count"]').textContent.includes('No matches'));
+  await page.keyboard.press('Escape');
+  assert((await page.getByTestId('find-bar').count()) === 0, 'Escape closes find');
+  assert(await page.evaluate(() => document.activeElement?.dataset.testid === 'chat-input'), 'back in the message box');
+});
+
+test('review #22 and #24 (S3): no tooltip over the close buttons; arrow keys move through a menu; the shortcuts list', async ({ page }) => {
+  assert((await page.getByTestId('status-item').getAttribute('title')) === null, 'the status item has no tooltip to cover ✕');
+  await page.getByTestId('header-menu').focus();
+  await page.keyboard.press('Enter');
+  const active = () => page.evaluate(() => document.activeElement?.textContent.trim());
+  await page.waitForFunction(() => document.activeElement?.closest('[role="menu"]'));
+  assert((await active()).startsWith('New conversation'), `the first item takes the focus: ${await active()}`);
+  await page.keyboard.press('ArrowDown');
+  assert((await active()) === 'Manage models…', await active());
+  await page.keyboard.press('End');
+  assert((await active()).startsWith('Keyboard shortcuts'), await active());
+  await page.keyboard.press('ArrowDown');
+  assert((await active()).startsWith('New conversation'), 'wraps around');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+/');
+  const list = page.getByTestId('shortcuts');
+  await list.waitFor();
+  for (const keys of ['Ctrl+N', 'Ctrl+F', 'Ctrl+L', 'Escape', 'Shift+Enter']) assert((await list.textContent()).includes(keys), `lists ${keys}`);
+  await page.keyboard.press('Escape');
+  assert((await list.count()) === 0, 'Escape closes the list');
+});
+
+test('review #23 (S3): at 700x520 the safe choice of Delete all comes first and in view', async ({ page }) => {
+  await page.setViewportSize({ width: 700, height: 520 });
+  await page.keyboard.press('Control+,');
+  await page.getByRole('button', { name: 'Delete all conversations…' }).click();
+  const confirm = page.getByTestId('delete-all-confirm');
+  await confirm.waitFor();
+  const buttons = await confirm.getByRole('button').allTextContents();
+  assert(buttons[0] === 'Keep them', `the safe choice first: ${buttons}`);
+  const keep = await confirm.getByRole('button', { name: 'Keep them' }).boundingBox();
+  const body = await page.locator('.page-body').boundingBox();
+  assert(keep.y + keep.height <= body.y + body.height + 1, 'Keep them is visible without scrolling');
+});
+
+test('review #26 (S3): the window opens no taller than a 768-pixel screen leaves room for', async () => {
+  const conf = JSON.parse(await rf(join(root, 'src-tauri', 'tauri.conf.json'), 'utf8'));
+  const w = conf.app.windows[0];
+  assert(w.height <= 700 && w.width <= 1280, `default ${w.width}x${w.height}`);
+});
+
+test('review #28 (S3): without an NPU the recommended model carries no NPU name', async ({ page }) => {
+  await page.waitForTimeout(200);
+  await openModels(page);
+  const card = page.getByTestId('catalog-item-llama-3.2-1b-npu2');
+  assert((await card.getByTestId('recommended-badge').count()) === 1, 'still the smallest that fits');
+  assert((await card.locator('h4').textContent()) === 'Llama-3.2-1B', await card.locator('h4').textContent());
+}, () => { window.__mockNpu = { ready: false, summary: '', detection: { state: 'not_found' }, checks: [] }; });
+
+test('review #29 (S3): code blocks are coloured and labelled with their language, and stay inert', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = '```python\ndef add(a, b):\n    return a + b  # "<img src=x onerror=alert(1)>"\n```'; });
+  await sendAndWait(page, 'A Python function');
+  const pre = page.getByTestId('assistant-message').last().locator('pre');
+  assert((await pre.locator('.hljs-keyword').first().textContent()) === 'def', 'keywords coloured');
+  assert((await pre.locator('.code-lang').textContent()) === 'python', 'language label');
+  assert((await pre.locator('img').count()) === 0, 'no element from the model text');
+  const colour = await pre.locator('.hljs-keyword').first().evaluate((el) => getComputedStyle(el).color);
+  const plain = await pre.locator('code').evaluate((el) => getComputedStyle(el).color);
+  assert(colour !== plain, `a colour of its own: ${colour}`);
+});
+
+test('review #32 (S3): the welcome card can be closed with ✕, for good', async ({ page }) => {
+  await page.getByTestId('welcome-card').getByRole('button', { name: 'Close the welcome' }).click();
+  assert((await page.getByTestId('welcome-card').count()) === 0, 'closed');
+  assert((await page.evaluate(() => localStorage.getItem('hearth.welcome-dismissed'))) === '1', 'remembered');
 });
 
 if (process.env.SCREENSHOTS) {

@@ -102,6 +102,12 @@ export const api = {
   /** The system's folder picker; null when the user cancelled. */
   pickFolder: (title: string) =>
     call<string | null>('plugin:dialog|open', { options: { directory: true, multiple: false, title } }),
+  /** The system's file picker showing only GGUF files (and folders to walk through); null when
+   *  the user cancelled. */
+  pickModelFile: (title: string) =>
+    call<string | null>('plugin:dialog|open', {
+      options: { directory: false, multiple: false, title, filters: [{ name: 'GGUF model (.gguf)', extensions: ['gguf', 'GGUF'] }] },
+    }),
   /** The system's save dialog; null when the user cancelled. */
   pickSavePath: (title: string, defaultPath: string, extension: string) =>
     call<string | null>('plugin:dialog|save', {
@@ -129,7 +135,21 @@ export const api = {
   pauseDownload: (name: string) => call<void>('pause_download', { name }),
   cancelDownload: (name: string) => call<number>('cancel_download', { name }),
   removeModel: (name: string) => call<Removed>('remove_model', { name }),
-  importModel: (dir: string, name: string | null) => call<InstalledModel>('import_model', { dir, name }),
+  /** Import a GGUF file or a model folder (a GGUF file is converted; the original stays);
+   *  progress on `onProgress`. */
+  importModel: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => {
+    const channel = new Channel<PullProgress>();
+    channel.onmessage = onProgress;
+    return call<InstalledModel>('import_model', { path, name, onProgress: channel });
+  },
+  /** Files dragged over the window and dropped on it (Tauri's drag-drop events carry their
+   *  paths); resolves to the function that stops listening. */
+  onFileDrag: (handler: (drag: FileDrag) => void) =>
+    Promise.all([
+      listen<{ paths: string[] }>('tauri://drag-enter', (e) => handler({ kind: 'over', paths: e.payload.paths ?? [] })),
+      listen('tauri://drag-leave', () => handler({ kind: 'leave', paths: [] })),
+      listen<{ paths: string[] }>('tauri://drag-drop', (e) => handler({ kind: 'drop', paths: e.payload.paths ?? [] })),
+    ]).then((stops) => () => stops.forEach((stop) => stop())),
   setDefaultModel: (name: string) => call<void>('set_default_model', { name }),
   /** Models other programs keep on this computer (their folders are only read). */
   foundModels: () => call<FoundModel[]>('found_models'),
@@ -142,3 +162,9 @@ export const api = {
 };
 
 export type Api = typeof api;
+
+/** A drag of files over the window: entering (with the paths), leaving, or dropped. */
+export interface FileDrag {
+  kind: 'over' | 'leave' | 'drop';
+  paths: string[];
+}

@@ -33,6 +33,9 @@ export type Memory = Pick<Storage, 'getItem' | 'setItem'>;
 /** Fallback when the backend has not said how long a message may be. */
 export const DEFAULT_MAX_MESSAGE_CHARS = 100_000;
 
+/** What "Continue" sends after an answer cut at the length limit. */
+export const CONTINUE_TEXT = 'Please continue where you stopped.';
+
 /** How long an info toast stays before it closes by itself. */
 export const TOAST_MS = 6000;
 
@@ -118,6 +121,10 @@ export class ChatStore {
   editingId = $state<number | null>(null);
   /** Whether the first-run welcome card was closed (remembered). */
   welcomeDismissed = $state(false);
+  /** Bumped whenever the message box should take the focus (start, new or opened conversation). */
+  focusRequest = $state(0);
+  /** When the answer being written started (ms, performance clock): the reading time counts from it. */
+  answerStartedAt = $state(0);
 
   private nextToast = 1;
 
@@ -226,6 +233,7 @@ export class ChatStore {
       if (!this.current && !this.streaming && this.conversations.length > 0 && !this.drafts[NEW]) {
         await this.openConversation(this.conversations[0].id);
       }
+      this.focusRequest++;
     } catch (error) {
       this.fail(error);
     }
@@ -256,6 +264,7 @@ export class ChatStore {
     if (!this.streaming) this.live = null;
     this.promptTokens = 0;
     this.trimmedMessages = 0;
+    this.focusRequest++;
   }
 
   async openConversation(id: string): Promise<void> {
@@ -265,6 +274,7 @@ export class ChatStore {
       this.view = 'chat';
       this.editingId = null;
       this.composerError = null;
+      this.focusRequest++;
       if (this.streaming) return;
       // Show the numbers of the conversation's last answer until a new one starts.
       const receipt = this.lastReceipt;
@@ -465,6 +475,11 @@ export class ChatStore {
     return sent;
   }
 
+  /** Ask the model to go on after an answer that stopped at the length limit. */
+  async continueAnswer(): Promise<boolean> {
+    return this.send(CONTINUE_TEXT);
+  }
+
   async regenerate(): Promise<boolean> {
     return this.run({ kind: 'regenerate' });
   }
@@ -497,6 +512,7 @@ export class ChatStore {
     this.streamingId = conversation.id;
     this.stopping = false;
     this.live = { generated_tokens: 0, ttft_secs: null, tokens_per_second: null, elapsed_secs: 0 };
+    this.answerStartedAt = performance.now();
     let finished = false;
     const onEvent = (event: ChatEvent) => {
       finished = this.apply(conversation.id, action, event) || finished;

@@ -19,7 +19,8 @@ const KNOWN: [RegExp, string][] = [
   [/not enough free disk|no space left/i, 'There is not enough free disk space. Free some space, then try again.'],
   [/no such file or directory|does not exist/i, 'That folder does not exist. Choose another folder.'],
   [/permission denied/i, 'Hearth may not read that folder. Choose a folder of your own.'],
-  [/missing config\.json|does not hold a model|not a model folder/i, "That folder does not hold a model Hearth can use. Choose the folder that holds the model's config.json."],
+  [/missing config\.json|does not hold a model|not a model folder/i, "That folder does not hold a model Hearth can use. Choose a .gguf file, or the folder that holds the model's config.json."],
+  [/is already installed|name is taken/i, 'A model with this name is already in Hearth. Type another name in the Name field, or delete the other model under Installed first.'],
   [/is not a model Hearth knows|was not found on|404/i, 'Hearth could not find that model. Check the name, or choose one from the list.'],
   [/sha256|checksum|corrupt/i, 'The download was damaged on the way. Try again: Hearth fetches the damaged part anew.'],
 ];

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { answerLine, contextWarning, dayGroup, formatRate, formatSeconds } from './format';
+import {
+  answerLine,
+  batteryLife,
+  contextWarning,
+  dayGroup,
+  formatBatteryShare,
+  formatRate,
+  formatSeconds,
+  formatWattHours,
+  liveLine,
+  readingProgress,
+  readingRate,
+} from './format';
 
 describe('format', () => {
   it('formats speed and time', () => {
@@ -22,7 +34,7 @@ describe('format', () => {
 describe('answerLine and dayGroup', () => {
   it('shows speed, time to first word and energy when measured', () => {
     expect(answerLine({ tokens_per_second: 12.34, ttft_secs: 0.3 })).toBe('12.3 tok/s · 300 ms to first word');
-    expect(answerLine({ tokens_per_second: 12.34, ttft_secs: 0.3, energy: { total_joules: 16.5 } })).toBe('12.3 tok/s · 300 ms to first word · 16.5 J');
+    expect(answerLine({ tokens_per_second: 12.34, ttft_secs: 0.3, energy: { total_joules: 16.5 } })).toBe('12.3 tok/s · 300 ms to first word · 4.6 mWh');
     expect(answerLine({ tokens_per_second: 5, ttft_secs: 1.5, energy: { total_joules: null } })).toBe('5.0 tok/s · 1.50 s to first word');
   });
 
@@ -33,5 +45,42 @@ describe('answerLine and dayGroup', () => {
     expect(dayGroup(at(new Date(2026, 10, 30, 23, 0)), now)).toBe('Yesterday');
     expect(dayGroup(at(new Date(2026, 10, 26)), now)).toBe('Previous 7 days');
     expect(dayGroup(at(new Date(2026, 9, 1)), now)).toBe('Older');
+  });
+});
+
+describe('live numbers and energy in units people know', () => {
+  it('the live line has the speed, and the power only when a sensor measured it', () => {
+    expect(liveLine(null, null)).toBe('');
+    expect(liveLine(42.44, null)).toBe('42.4 tok/s');
+    expect(liveLine(42.44, 13.26)).toBe('42.4 tok/s · 13.3 W');
+    expect(liveLine(null, 9)).toBe('9.0 W');
+  });
+
+  it('reading a prompt: tokens and seconds, and a share done once a reading speed is known', () => {
+    expect(readingProgress(2300, 3.4, null)).toEqual({ text: 'Reading your message and the conversation (2,300 tokens)… 3 s', percent: null });
+    const p = readingProgress(2000, 2, 500);
+    expect(p.percent).toBe(50);
+    expect(p.text).toContain('about 50%, about 2 s left');
+    expect(readingProgress(2000, 10, 500).percent).toBe(99);
+    expect(readingProgress(2000, 10, 500).text).toContain('almost done');
+  });
+
+  it('the reading speed comes from the backend when it reports one, else from earlier receipts', () => {
+    expect(readingRate([])).toBeNull();
+    expect(readingRate([{ prompt_tokens: 12, ttft_secs: 0.1 }])).toBeNull();
+    expect(readingRate([{ prompt_tokens: 1000, ttft_secs: 2 }])).toBe(500);
+    expect(readingRate([{ prompt_tokens: 1000, ttft_secs: 2, backend_timings: { prefill_tokens_per_s: 800 } }])).toBe(800);
+  });
+
+  it('watt-hours, share of the battery and battery life', () => {
+    expect(formatWattHours(16.5)).toBe('4.6 mWh');
+    expect(formatWattHours(90)).toBe('25 mWh');
+    expect(formatWattHours(3600)).toBe('1.00 Wh');
+    expect(formatWattHours(null)).toBe('—');
+    expect(formatBatteryShare(16.5, 60)).toBe('less than 0.01%');
+    expect(formatBatteryShare(360, 50)).toBe('0.20%');
+    expect(batteryLife(60, 15)).toBe('about 4 h 00 min');
+    expect(batteryLife(10, 15)).toBe('about 40 minutes');
+    expect(batteryLife(0, 15)).toBeNull();
   });
 });

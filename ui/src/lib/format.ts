@@ -1,5 +1,4 @@
 // Small formatting helpers for numbers the user sees.
-import { formatJoules } from './npu';
 
 /** "12.3 tok/s", or an em dash when there is nothing to show yet. */
 export function formatRate(tokensPerSecond: number | null | undefined): string {
@@ -52,7 +51,8 @@ export function relativeTime(unixSecs: number, nowSecs: number): string {
   return `${Math.floor(d / 86400)} d ago`;
 }
 
-/** The small grey line under an answer: speed, time to first word, energy when measured. */
+/** The small grey line under an answer: speed, time to first word, energy (in watt-hours) when
+ *  measured; the receipt has the joules beside them. */
 export function answerLine(r: {
   tokens_per_second: number;
   ttft_secs: number;
@@ -60,7 +60,7 @@ export function answerLine(r: {
 }): string {
   const parts = [formatRate(r.tokens_per_second), `${formatSeconds(r.ttft_secs)} to first word`];
   const joules = r.energy?.total_joules;
-  if (joules != null && Number.isFinite(joules)) parts.push(formatJoules(joules));
+  if (joules != null && Number.isFinite(joules)) parts.push(formatWattHours(joules));
   return parts.join(' · ');
 }
 
@@ -71,4 +71,69 @@ export function dayGroup(unixSecs: number, now: Date): 'Today' | 'Yesterday' | '
   if (unixSecs >= startOfToday - 86400) return 'Yesterday';
   if (unixSecs >= startOfToday - 7 * 86400) return 'Previous 7 days';
   return 'Older';
+}
+
+/** The quiet line beside "Writing the answer": the live speed and, when a sensor measures it,
+ *  the power now. Empty until the first numbers come. */
+export function liveLine(tokensPerSecond: number | null | undefined, watts: number | null): string {
+  const parts: string[] = [];
+  if (tokensPerSecond != null && Number.isFinite(tokensPerSecond)) parts.push(formatRate(tokensPerSecond));
+  if (watts != null && Number.isFinite(watts)) parts.push(`${watts >= 100 ? watts.toFixed(0) : watts.toFixed(1)} W`);
+  return parts.join(' · ');
+}
+
+/** How fast this model read earlier prompts, tokens per second, from receipts (the backend's own
+ *  prefill rate when it reports one, else prompt tokens over the time to the first word). */
+export function readingRate(
+  receipts: { prompt_tokens: number; ttft_secs: number; backend_timings?: { prefill_tokens_per_s: number | null } | null }[],
+): number | null {
+  for (let i = receipts.length - 1; i >= 0; i--) {
+    const r = receipts[i];
+    const own = r.backend_timings?.prefill_tokens_per_s;
+    if (own != null && Number.isFinite(own) && own > 0) return own;
+    if (r.prompt_tokens >= 32 && r.ttft_secs > 0) return r.prompt_tokens / r.ttft_secs;
+  }
+  return null;
+}
+
+/** What to say while the model reads the prompt: how much it reads, for how long already, and
+ *  (when an earlier answer measured its reading speed) about how much is done. */
+export function readingProgress(
+  promptTokens: number,
+  elapsedSecs: number,
+  rate: number | null,
+): { text: string; percent: number | null } {
+  const tokens = promptTokens.toLocaleString('en');
+  const secs = Math.max(0, Math.floor(elapsedSecs));
+  if (rate == null || rate <= 0 || promptTokens <= 0) {
+    return { text: `Reading your message and the conversation (${tokens} tokens)… ${secs} s`, percent: null };
+  }
+  const total = promptTokens / rate;
+  const percent = Math.min(99, Math.floor((elapsedSecs / total) * 100));
+  const left = Math.max(0, Math.ceil(total - elapsedSecs));
+  const rest = left > 0 ? `, about ${left} s left` : ', almost done';
+  return { text: `Reading your message and the conversation (${tokens} tokens): about ${percent}%${rest}`, percent };
+}
+
+/** Energy as people know it: "4.6 mWh", "0.12 Wh", "1.3 Wh". */
+export function formatWattHours(joules: number | null | undefined): string {
+  if (joules == null || !Number.isFinite(joules)) return '—';
+  const wh = joules / 3600;
+  if (wh < 0.1) return `${(wh * 1000).toFixed(wh * 1000 >= 10 ? 0 : 1)} mWh`;
+  return `${wh.toFixed(wh >= 10 ? 0 : 2)} Wh`;
+}
+
+/** A share of the battery, "0.02%", "less than 0.01%". */
+export function formatBatteryShare(joules: number, capacityWh: number): string {
+  const percent = (joules / 3600 / capacityWh) * 100;
+  if (percent < 0.01) return 'less than 0.01%';
+  return `${percent < 1 ? percent.toFixed(2) : percent.toFixed(1)}%`;
+}
+
+/** How long a full battery lasts at `watts`: "about 3 h 20 min", "about 45 minutes". */
+export function batteryLife(capacityWh: number, watts: number): string | null {
+  if (!(capacityWh > 0) || !(watts > 0)) return null;
+  const minutes = Math.round((capacityWh / watts) * 60);
+  if (minutes < 90) return `about ${minutes} minutes`;
+  return `about ${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }

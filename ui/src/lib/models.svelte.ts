@@ -19,7 +19,7 @@ export interface ModelsApi {
   pauseDownload: (name: string) => Promise<void>;
   cancelDownload: (name: string) => Promise<number>;
   removeModel: (name: string) => Promise<Removed>;
-  importModel: (dir: string, name: string | null) => Promise<InstalledModel>;
+  importModel: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
   setDefaultModel: (name: string) => Promise<void>;
   foundModels: () => Promise<FoundModel[]>;
   importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
@@ -39,6 +39,8 @@ export class ModelsStore {
   errors = $state<Record<string, string>>({});
   /** Why the last import failed, shown under the import form. */
   importError = $state<string | null>(null);
+  /** The import of the form running now: its path and latest progress (null: starting). */
+  importRunning = $state<{ path: string; progress: PullProgress | null } | null>(null);
   notice = $state<string | null>(null);
   /** Models other programs keep on this computer; null until looked for. */
   found = $state<FoundModel[] | null>(null);
@@ -136,17 +138,24 @@ export class ModelsStore {
     await this.refresh();
   }
 
-  /** Import a model folder; true when it was installed (the form then clears). */
-  async importDir(dir: string, name: string | null): Promise<boolean> {
+  /** Import a GGUF file or a model folder; true when it was installed (the form then clears). */
+  async importPath(path: string, name: string | null): Promise<boolean> {
+    if (this.importRunning) return false;
     this.importError = null;
+    this.notice = null;
+    this.importRunning = { path, progress: null };
     let ok = false;
     try {
-      const model = await this.api.importModel(dir, name);
-      this.notice = `Imported ${model.name} (${formatBytes(model.sizeBytes)}).`;
+      const model = await this.api.importModel(path, name, (p) => {
+        if (this.importRunning) this.importRunning = { path, progress: p };
+      });
+      this.notice = `Imported ${model.name} (${formatBytes(model.sizeBytes)}); the original stays where it was.`;
       this.onChanged();
       ok = true;
     } catch (e) {
-      this.importError = (e as Error).message;
+      this.importError = (e as Error).message ?? String(e);
+    } finally {
+      this.importRunning = null;
     }
     await this.refresh();
     return ok;

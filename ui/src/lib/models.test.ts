@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, foundSourceLabel, percentDone, phaseLabel, plainSummary, recommendedId, type PullProgress } from './models';
+import { formatBytes, formatEta, foundSourceLabel, importedAs, looksImportable, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type FoundModel, type InstalledModel, type PullProgress } from './models';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -65,5 +65,29 @@ describe('found models', () => {
       doneBytes: 250, totalBytes: 1000, bytesPerSec: 0, etaSecs: null, message: null,
     };
     expect(phaseLabel(p)).toBe('Converting for Hearth: 25%');
+  });
+});
+
+describe('importing what people have', () => {
+  it('takes a .gguf file or a folder by its look, and refuses other files', () => {
+    expect(looksImportable('/home/ana/Downloads/SmolLM2-135M-Instruct.Q4_1.gguf')).toBe(true);
+    expect(looksImportable('/home/ana/Downloads/MODEL.GGUF')).toBe(true);
+    expect(looksImportable('/home/ana/models/MyModel/')).toBe(true);
+    expect(looksImportable('/home/ana/Documents/report.pdf')).toBe(false);
+  });
+
+  it('a found model already imported is recognised by its source or its name', () => {
+    const found = { path: '/home/u/.lmstudio/models/x/tiny.gguf', importName: 'tiny' } as FoundModel;
+    const byPath = { name: 'Other', source: 'import:/home/u/.lmstudio/models/x/tiny.gguf' } as InstalledModel;
+    const byName = { name: 'tiny', source: 'import:/elsewhere' } as InstalledModel;
+    expect(importedAs(found, [byPath])?.name).toBe('Other');
+    expect(importedAs(found, [byName])?.name).toBe('tiny');
+    expect(importedAs(found, [{ name: 'demo', source: 'built-in' } as InstalledModel])).toBeNull();
+  });
+
+  it('NPU ports lose their -NPU2 on a computer without an NPU', () => {
+    const entry = { name: 'Llama-3.2-1B-NPU2' } as Parameters<typeof shownName>[0];
+    expect(shownName(entry, true)).toBe('Llama-3.2-1B-NPU2');
+    expect(shownName(entry, false)).toBe('Llama-3.2-1B');
   });
 });

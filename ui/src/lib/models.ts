@@ -21,7 +21,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { BuiltinKind, CatalogEntry, CatalogItem, FoundSource, PullProgress } from './bindings';
+import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -117,4 +117,27 @@ export function foundSourceLabel(source: FoundSource): string {
 /** How the picker names the model that came with Hearth. */
 export function builtinLabel(kind: BuiltinKind): string {
   return kind === 'starter' ? 'small, built in' : 'tiny demo';
+}
+
+/** The installed model a found one was imported as (its source names the found path), or one
+ *  already installed under the name the import would take. */
+export function importedAs(found: FoundModel, installed: InstalledModel[]): InstalledModel | null {
+  return (
+    installed.find((m) => m.source === `import:${found.path}`) ??
+    installed.find((m) => m.name === found.importName) ??
+    null
+  );
+}
+
+/** Whether a dragged or typed path is something the import takes by its look: a .gguf file,
+ *  or anything without a file extension (a folder). */
+export function looksImportable(path: string): boolean {
+  const last = path.replace(/[/\\]+$/, '').split(/[/\\]/).pop() ?? '';
+  return /\.gguf$/i.test(last) || !/\.[A-Za-z0-9]{1,5}$/.test(last);
+}
+
+/** A catalog model's name as shown: the "-NPU2" of NPU ports is left out on a computer
+ *  without an NPU, where it only confuses (they run on the processor too). */
+export function shownName(entry: CatalogEntry, hasNpu: boolean): string {
+  return hasNpu ? entry.name : entry.name.replace(/-NPU\d*$/i, '');
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explain, firstBlockingStep, fixPieces, formatJoules, formatWatts, headlinePower, npuState, polyline, pushPoint, runningLabel, valueOf, type NpuDiagnosis, type PowerSample } from './npu';
+import { explain, firstBlockingStep, fixPieces, formatJoules, formatWatts, headlinePower, npuModelReason, npuState, polyline, pushPoint, runningLabel, valueOf, type NpuDiagnosis, type PowerSample } from './npu';
 
 const na = (why: string) => ({ unavailable: why });
 const sample = (over: Partial<PowerSample> = {}): PowerSample => ({
@@ -90,6 +90,24 @@ describe('the NPU in plain words', () => {
       { text: 'sudo usermod -aG render ana', command: true },
       { text: ', then log out.', command: false },
     ]);
+  });
+
+  it('an NPU that is ready without FastFlowLM is not called ready, and the picker reason says why', () => {
+    const d = diagnosis({ ready: true, summary: '', detection: found, checks: [] });
+    const missing = 'FastFlowLM is not installed (looked for flm and oflm on PATH, /opt/fastflowlm/bin/flm): install it';
+    const models = [
+      { builtin: 'starter', backends: [{ kind: 'cpu', usable: true, reason: null }] },
+      { builtin: null, backends: [{ kind: 'npu', usable: false, reason: missing }, { kind: 'cpu', usable: true, reason: null }] },
+    ];
+    const reason = npuModelReason(models);
+    expect(reason).toBe(missing);
+    const state = npuState(d, null, reason);
+    expect(state.kind).toBe('needs-work');
+    expect(state.sentence).toContain('FastFlowLM');
+    expect(state.sentence).not.toContain('/opt');
+    expect(npuState(d, null, npuModelReason([models[0]]))).toEqual({ kind: 'ready', sentence: 'The NPU is ready.' });
+    const usable = [{ backends: [{ kind: 'npu', usable: true, reason: null }] }, models[1]];
+    expect(npuModelReason(usable)).toBeNull();
   });
 
   it('labels where answers are computed', () => {

@@ -99,12 +99,22 @@ export interface NpuState {
   sentence: string;
 }
 
-/** The NPU's state in plain words. No NPU at all is a normal state, said neutrally. */
-export function npuState(diagnosis: NpuDiagnosis | null, error: string | null = null): NpuState {
+/** The NPU's state in plain words. No NPU at all is a normal state, said neutrally. `modelReason`
+ *  is why the models here cannot run on the NPU (from their availability), when none can: an
+ *  NPU that is ready without the program that runs models on it is not "ready" to the user. */
+export function npuState(diagnosis: NpuDiagnosis | null, error: string | null = null, modelReason: string | null = null): NpuState {
   if (error) return { kind: 'unknown', sentence: 'Hearth could not check the NPU. It uses the processor.' };
   if (!diagnosis) return { kind: 'checking', sentence: 'Checking the NPU…' };
   if (diagnosis.detection.state === 'not_found') {
     return { kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' };
+  }
+  if (diagnosis.ready && modelReason) {
+    return {
+      kind: 'needs-work',
+      sentence: /FastFlowLM is not installed/i.test(modelReason)
+        ? 'The NPU is ready, but FastFlowLM, the program Hearth runs models on the NPU with, is not installed. Until then Hearth uses the processor.'
+        : 'The NPU is ready, but Hearth cannot run models on it yet. Until then Hearth uses the processor.',
+    };
   }
   if (diagnosis.ready) return { kind: 'ready', sentence: 'The NPU is ready.' };
   return {
@@ -139,4 +149,12 @@ export function runningLabel(
   if (model.backend_kind === 'remote') return `Answers from ${model.device}`;
   if (model.backend_kind === 'npu') return npuWatts != null ? `Running on the NPU · ${formatWatts(npuWatts)}` : 'Running on the NPU';
   return 'Running on the processor';
+}
+
+/** Why no model here can run on the NPU: the first reason their availability gives, when none
+ *  is usable there (null when one is, or when none was judged for the NPU). */
+export function npuModelReason(models: { builtin?: unknown; backends?: { kind: string; usable: boolean; reason: string | null }[] }[]): string | null {
+  const npu = models.flatMap((m) => (m.backends ?? []).filter((b) => b.kind === 'npu'));
+  if (npu.length === 0 || npu.some((b) => b.usable)) return null;
+  return npu.find((b) => b.reason)?.reason ?? null;
 }
