@@ -9,8 +9,10 @@
 //!
 //! Those folders belong to other programs: nothing here writes, moves or deletes anything in
 //! them. A folder that does not exist is skipped; a file that cannot be read is listed with the
-//! reason. Every walk is bounded in depth and entries, and a folder reached twice (a symbolic
-//! link loop) is walked once.
+//! reason. A scan is bounded as a whole: every folder entry it looks at, under every root,
+//! comes out of one budget, and so does every model it judges; walks are bounded in depth, and a
+//! folder reached twice (a symbolic link loop) is walked once. A file there may be hostile: a
+//! GGUF header read is capped by `q4nx`, and JSON files are read only up to 1 MB.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::gguf_import::{clean_name, is_gguf_file, name_from_file};
+use crate::gguf_import::{clean_name, gguf_magic, is_gguf_file, name_from_file};
 use crate::model_dir;
 use crate::progress::{Phase, Progress};
 use crate::store::{ImportOptions, InstalledModel, Store};
@@ -89,8 +91,10 @@ pub struct FoundRoots {
     pub huggingface: Vec<PathBuf>,
     /// Deepest folder level walked below a root. By default, 6.
     pub max_depth: usize,
-    /// Most folder entries looked at under one root. By default, 20 000.
+    /// Most folder entries looked at in one scan, under all roots together. By default, 20 000.
     pub max_entries: usize,
+    /// Most models judged (a header read each) in one scan. By default, 500.
+    pub max_models: usize,
 }
 
 impl Default for FoundRoots {
@@ -102,6 +106,7 @@ impl Default for FoundRoots {
             huggingface: Vec::new(),
             max_depth: 6,
             max_entries: 20_000,
+            max_models: 500,
         }
     }
 }
@@ -169,13 +174,14 @@ pub fn scan(roots: &FoundRoots) -> Vec<FoundModel> {
         _ => false,
     };
     let mut found = Vec::new();
-    let limits = Limits {
+    let mut budget = Budget {
         depth: roots.max_depth,
         entries: roots.max_entries,
+        models: roots.max_models,
     };
     for root in &roots.ollama {
         if first_visit(root) {
-            found.extend(scan_ollama(root, limits));
+            scan_ollama(root, &mut budget, &mut found);
         }
     }
     for (source, list) in [
@@ -184,7 +190,10 @@ pub fn scan(roots: &FoundRoots) -> Vec<FoundModel> {
     ] {
         for root in list {
             if first_visit(root) {
-                for file in gguf_files(root, limits) {
+                for file in gguf_files(root, budget.depth, &mut budget) {
+                    if !budget.take_model() {
+                        break;
+                    }
                     let name = gguf_name(&file);
                     found.push(gguf_model(name, file, source));
                 }
@@ -193,8 +202,16 @@ pub fn scan(roots: &FoundRoots) -> Vec<FoundModel> {
     }
     for root in &roots.huggingface {
         if first_visit(root) {
-            found.extend(scan_huggingface(root, limits));
+            scan_huggingface(root, &mut budget, &mut found);
         }
+    }
+    if budget.entries == 0 || budget.models == 0 {
+        tracing::warn!(
+            models = found.len(),
+            "stopped looking for models after {} folder entries or {} models",
+            roots.max_entries,
+            roots.max_models
+        );
     }
     tracing::debug!(models = found.len(), "scanned for models on this computer");
     found
@@ -274,41 +291,68 @@ pub fn import_found(
     Ok(model)
 }
 
-/// How far a walk may go.
-#[derive(Debug, Clone, Copy)]
-struct Limits {
+/// What is left of a scan's limits: every walk and every model judged draws on one budget.
+#[derive(Debug)]
+struct Budget {
+    /// Deepest folder level below a root.
     depth: usize,
+    /// Folder entries still to look at.
     entries: usize,
+    /// Models still to judge.
+    models: usize,
 }
 
-/// The files under `root` (symbolic links followed, each folder walked once), at most
-/// `limits.depth` folders down and `limits.entries` entries in all, sorted by path.
-fn walk_files(root: &Path, limits: Limits) -> Vec<PathBuf> {
+impl Budget {
+    /// Takes one folder entry; false when none are left.
+    fn take_entry(&mut self) -> bool {
+        let some = self.entries > 0;
+        self.entries = self.entries.saturating_sub(1);
+        some
+    }
+
+    /// Takes one model to judge; false when none are left.
+    fn take_model(&mut self) -> bool {
+        let some = self.models > 0;
+        self.models = self.models.saturating_sub(1);
+        some
+    }
+
+    /// The entries of `dir`, each taken from the budget (as many as it allows).
+    fn read_dir(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            tracing::debug!(dir = %dir.display(), "cannot read folder; skipped");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            if !self.take_entry() {
+                break;
+            }
+            out.push(entry.path());
+        }
+        out
+    }
+}
+
+/// The files under `root` (symbolic links followed, each folder walked once), at most `depth`
+/// folders down and as many entries as `budget` has left, sorted by path.
+fn walk_files(root: &Path, depth: usize, budget: &mut Budget) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut seen = HashSet::new();
-    let mut budget = limits.entries;
     let mut stack = vec![(root.to_path_buf(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
+    while let Some((dir, level)) = stack.pop() {
+        if budget.entries == 0 {
+            break;
+        }
         let Ok(real) = dir.canonicalize() else {
             continue;
         };
         if !seen.insert(real) {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            tracing::debug!(dir = %dir.display(), "cannot read folder; skipped");
-            continue;
-        };
-        for entry in entries.flatten() {
-            if budget == 0 {
-                tracing::warn!(root = %root.display(), "stopped after {} entries", limits.entries);
-                files.sort();
-                return files;
-            }
-            budget -= 1;
-            let path = entry.path();
+        for path in budget.read_dir(&dir) {
             match std::fs::metadata(&path) {
-                Ok(m) if m.is_dir() && depth < limits.depth => stack.push((path, depth + 1)),
+                Ok(m) if m.is_dir() && level < depth => stack.push((path, level + 1)),
                 Ok(m) if m.is_file() => files.push(path),
                 _ => {}
             }
@@ -325,8 +369,8 @@ fn has_extension(path: &Path, ext: &str) -> bool {
 
 /// The GGUF model files under `root`, leaving out vision projectors (`mmproj-*.gguf`), which
 /// are parts of a model rather than models.
-fn gguf_files(root: &Path, limits: Limits) -> Vec<PathBuf> {
-    walk_files(root, limits)
+fn gguf_files(root: &Path, depth: usize, budget: &mut Budget) -> Vec<PathBuf> {
+    walk_files(root, depth, budget)
         .into_iter()
         .filter(|p| has_extension(p, "gguf"))
         .filter(|p| {
@@ -378,24 +422,26 @@ fn q4nx_reason(error: q4nx::Error) -> String {
 /// A found GGUF file, judged by the importer's check of its header.
 fn gguf_model(name: String, file: PathBuf, source: FoundSource) -> FoundModel {
     let size_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-    let (architecture, verdict) = if !is_gguf_file(&file) {
-        (
+    let (architecture, verdict) = match gguf_magic(&file) {
+        Err(e) => (None, Err(format!("it cannot be read: {e}"))),
+        Ok(false) => (
             None,
             Err("it is not a GGUF file (it does not start with \"GGUF\")".to_string()),
-        )
-    } else {
-        // The map is read only where the header is: the tensor data stays on disk.
-        match q4nx::gguf::GgufFile::open(&file) {
-            Ok(gguf) => {
-                let h = gguf.header();
-                let arch = h
-                    .get("general.architecture")
-                    .and_then(q4nx::gguf::Value::as_str)
-                    .map(str::to_string);
-                let verdict = q4nx::gguf::check_header(h, &file).map_err(q4nx_reason);
-                (arch, verdict)
+        ),
+        Ok(true) => {
+            // The map is read only where the header is: the tensor data stays on disk.
+            match q4nx::gguf::GgufFile::open(&file) {
+                Ok(gguf) => {
+                    let h = gguf.header();
+                    let arch = h
+                        .get("general.architecture")
+                        .and_then(q4nx::gguf::Value::as_str)
+                        .map(str::to_string);
+                    let verdict = q4nx::gguf::check_header(h, &file).map_err(q4nx_reason);
+                    (arch, verdict)
+                }
+                Err(e) => (None, Err(q4nx_reason(e))),
             }
-            Err(e) => (None, Err(q4nx_reason(e))),
         }
     };
     finish(
@@ -433,11 +479,13 @@ fn finish(
 
 /// Ollama's store: `manifests/<registry>/<namespace>/<model>/<tag>` (JSON naming the layers)
 /// and `blobs/sha256-<hex>` (the model layer is a GGUF file).
-fn scan_ollama(root: &Path, limits: Limits) -> Vec<FoundModel> {
+fn scan_ollama(root: &Path, budget: &mut Budget, out: &mut Vec<FoundModel>) {
     const MODEL_LAYER: &str = "application/vnd.ollama.image.model";
     let manifests = root.join("manifests");
-    let mut out = Vec::new();
-    for manifest in walk_files(&manifests, limits) {
+    for manifest in walk_files(&manifests, budget.depth, budget) {
+        if !budget.take_model() {
+            break;
+        }
         let Ok(rel) = manifest.strip_prefix(&manifests) else {
             continue;
         };
@@ -500,7 +548,6 @@ fn scan_ollama(root: &Path, limits: Limits) -> Vec<FoundModel> {
         }
         out.push(gguf_model(name, blob, FoundSource::Ollama));
     }
-    out
 }
 
 /// A JSON file of at most 1 MB, or why not (a manifest or config.json is a few KB).
@@ -518,37 +565,31 @@ fn read_small_json(path: &Path) -> std::result::Result<serde_json::Value, String
 
 /// The Hugging Face cache: `models--<org>--<name>/snapshots/<rev>/` with GGUF files, or with
 /// config.json and safetensors weights.
-fn scan_huggingface(root: &Path, limits: Limits) -> Vec<FoundModel> {
-    let mut repos: Vec<PathBuf> = match std::fs::read_dir(root) {
-        Ok(entries) => entries
-            .flatten()
-            .take(limits.entries)
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("models--"))
-            })
-            .collect(),
-        Err(_) => return Vec::new(),
-    };
+fn scan_huggingface(root: &Path, budget: &mut Budget, out: &mut Vec<FoundModel>) {
+    let mut repos: Vec<PathBuf> = budget
+        .read_dir(root)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("models--"))
+        })
+        .collect();
     repos.sort();
-    let mut out = Vec::new();
+    // Snapshots (or repos) linked to one folder are judged once.
+    let mut seen = HashSet::new();
     for repo in repos {
         let folder = repo
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let repo_id = folder.trim_start_matches("models--").replacen("--", "/", 1);
-        let mut snapshots: Vec<PathBuf> = match std::fs::read_dir(repo.join("snapshots")) {
-            Ok(entries) => entries
-                .flatten()
-                .take(limits.entries)
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect(),
-            Err(_) => continue,
-        };
+        let mut snapshots: Vec<PathBuf> = budget
+            .read_dir(&repo.join("snapshots"))
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .collect();
         snapshots.sort();
+        snapshots.retain(|s| s.canonicalize().is_ok_and(|real| seen.insert(real)));
         let several = snapshots.len() > 1;
         for snapshot in snapshots {
             let rev = snapshot
@@ -560,11 +601,10 @@ fn scan_huggingface(root: &Path, limits: Limits) -> Vec<FoundModel> {
             } else {
                 repo_id.clone()
             };
-            let inner = Limits {
-                depth: limits.depth.min(3),
-                ..limits
-            };
-            for file in gguf_files(&snapshot, inner) {
+            for file in gguf_files(&snapshot, budget.depth.min(3), budget) {
+                if !budget.take_model() {
+                    break;
+                }
                 let stem = file
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
@@ -575,20 +615,27 @@ fn scan_huggingface(root: &Path, limits: Limits) -> Vec<FoundModel> {
                     FoundSource::Huggingface,
                 ));
             }
-            if let Some(model) = safetensors_snapshot(repo_name, &snapshot) {
+            if budget.models == 0 {
+                break;
+            }
+            if let Some(model) = safetensors_snapshot(repo_name, &snapshot, budget) {
                 out.push(model);
             }
         }
     }
-    out
 }
 
 /// A snapshot with config.json and `*.safetensors` at its top, judged by the folder import's
 /// own validation (which reads the safetensors headers, not the weights).
-fn safetensors_snapshot(name: String, dir: &Path) -> Option<FoundModel> {
-    let names = model_dir::file_names(dir).ok()?;
+fn safetensors_snapshot(name: String, dir: &Path, budget: &mut Budget) -> Option<FoundModel> {
+    let names: Vec<String> = budget
+        .read_dir(dir)
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
     let has_weights = names.iter().any(|n| n.ends_with(".safetensors"));
-    if !has_weights || !names.iter().any(|n| n == "config.json") {
+    if !has_weights || !names.iter().any(|n| n == "config.json") || !budget.take_model() {
         return None;
     }
     let size_bytes = names

@@ -43,15 +43,26 @@ pub(crate) fn clean_name(text: &str) -> String {
     name.trim_start_matches(['.', '-']).to_string()
 }
 
-/// Whether `path` is a file that starts with GGUF's magic.
+/// Whether `path` is a file that starts with GGUF's magic (false when it cannot be read; see
+/// [`gguf_magic`] to tell the two apart).
 pub fn is_gguf_file(path: &Path) -> bool {
+    gguf_magic(path).unwrap_or(false)
+}
+
+/// Whether `path` is a regular file that starts with GGUF's magic, or why it cannot be read
+/// (so that an unreadable GGUF file is reported as unreadable, not as "not a GGUF file").
+pub fn gguf_magic(path: &Path) -> std::io::Result<bool> {
     use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Ok(false);
+    }
     let mut magic = [0u8; 4];
-    path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && &magic == q4nx::gguf::MAGIC
+    let mut file = std::fs::File::open(path)?;
+    match file.read_exact(&mut magic) {
+        Ok(()) => Ok(&magic == q4nx::gguf::MAGIC),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 impl Store {

@@ -25,6 +25,7 @@ mod fsutil;
 pub use fsutil::write_atomic;
 mod gguf_import;
 mod hub_api;
+pub mod kernels;
 mod machine;
 mod model_dir;
 mod names;
@@ -43,8 +44,9 @@ pub use error::{Error, Result};
 pub use found::{
     import_found, scan as scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource,
 };
-pub use gguf_import::{is_gguf_file, name_from_file, GgufImportOptions};
+pub use gguf_import::{gguf_magic, is_gguf_file, name_from_file, GgufImportOptions};
 pub use hub_api::HubClient;
+pub use kernels::{kernel_status, KernelStatus};
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
 pub use progress::{DownloadControl, Phase, Progress, Request};

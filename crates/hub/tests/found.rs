@@ -348,3 +348,150 @@ fn a_found_safetensors_snapshot_is_copied_never_moved() {
         "the store holds the bytes, not a link into the cache"
     );
 }
+
+#[test]
+fn the_entry_budget_is_for_the_whole_scan_not_each_walk() {
+    // The review (N10): 20 HF repos x 20 snapshot links to one big folder took 63 s, each walk
+    // with its own 20,000 entries. Here, a small copy: an LM Studio folder of 50 files uses the
+    // budget of 54 entries, so the Jan root after it gets only what is left.
+    let tmp = TempDir::new("found-budget");
+    let lmstudio = tmp.0.join("lmstudio");
+    for i in 0..50 {
+        write(&lmstudio.join(format!("pub/repo/f{i:02}.txt")), b"x");
+    }
+    let jan = tmp.0.join("jan");
+    write(&jan.join("a/b/c/tiny.gguf"), &tiny_model("llama").finish());
+    let roots = |max_entries| FoundRoots {
+        lmstudio: vec![lmstudio.clone()],
+        jan: vec![jan.clone()],
+        max_entries,
+        ..FoundRoots::default()
+    };
+    assert_eq!(scan_found(&roots(1000)).len(), 1, "found with a big budget");
+    // LM Studio takes 52 entries (two folders and 50 files), Jan needs 4.
+    assert!(
+        scan_found(&roots(54)).is_empty(),
+        "the LM Studio walk spent the scan's budget"
+    );
+}
+
+#[test]
+fn snapshots_linked_to_one_folder_are_judged_once() {
+    let tmp = TempDir::new("found-links");
+    let hub = tmp.0.join("hub");
+    let big = tmp.0.join("big");
+    write(&big.join("tiny.gguf"), &tiny_model("llama").finish());
+    for r in 0..4 {
+        let snapshots = hub.join(format!("models--org--r{r}/snapshots"));
+        std::fs::create_dir_all(&snapshots).unwrap();
+        for s in 0..4 {
+            std::os::unix::fs::symlink(&big, snapshots.join(format!("rev{s}"))).unwrap();
+        }
+    }
+    let roots = FoundRoots {
+        huggingface: vec![hub],
+        ..FoundRoots::default()
+    };
+    assert_eq!(scan_found(&roots).len(), 1, "{:#?}", scan_found(&roots));
+}
+
+#[test]
+fn the_models_judged_in_one_scan_are_capped() {
+    let tmp = TempDir::new("found-models");
+    let jan = tmp.0.join("jan");
+    let tiny = tiny_model("llama").finish();
+    for i in 0..5 {
+        write(&jan.join(format!("m{i}/model.gguf")), &tiny);
+    }
+    let roots = FoundRoots {
+        jan: vec![jan],
+        max_models: 3,
+        ..FoundRoots::default()
+    };
+    assert_eq!(scan_found(&roots).len(), 3);
+}
+
+#[test]
+fn a_huge_config_json_in_a_snapshot_is_refused_unread() {
+    // The review (N10): a 1 GB sparse config.json cost 1 GB of memory. Here 64 MiB, sparse.
+    let tmp = TempDir::new("found-config");
+    let hub = tmp.0.join("hub");
+    let snapshot = hf_snapshot(
+        &hub,
+        "org",
+        "huge-config",
+        &[
+            ("tokenizer.json", b"{}".to_vec()),
+            ("tokenizer_config.json", b"{}".to_vec()),
+            ("model.safetensors", small_safetensors()),
+        ],
+    );
+    let config = std::fs::File::create(snapshot.join("config.json")).unwrap();
+    config.set_len(64 << 20).unwrap();
+    let roots = FoundRoots {
+        huggingface: vec![hub],
+        ..FoundRoots::default()
+    };
+    let found = scan_found(&roots);
+    let model = by_name(&found, "org/huge-config");
+    assert!(!model.runnable);
+    let reason = model.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("larger than 1024 KiB"), "{reason}");
+}
+
+#[test]
+fn an_unreadable_gguf_is_listed_as_unreadable_not_as_another_format() {
+    // /proc/self/mem is a regular file whose first bytes cannot be read (EIO), whoever runs
+    // the test (root reads a chmod 000 file).
+    let tmp = TempDir::new("found-unreadable");
+    let lmstudio = tmp.0.join("lmstudio");
+    std::fs::create_dir_all(lmstudio.join("pub/repo")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/mem", lmstudio.join("pub/repo/x.gguf")).unwrap();
+    let roots = FoundRoots {
+        lmstudio: vec![lmstudio],
+        ..FoundRoots::default()
+    };
+    let found = scan_found(&roots);
+    let reason = found[0].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("cannot be read"), "{reason}");
+}
+
+#[test]
+fn a_256_mib_hostile_gguf_in_a_watched_folder_is_listed_not_fatal() {
+    // The review's N3 reproduction, under LM Studio's folder: a u8 array of 2^28 (sparse).
+    // Before, `list --found` aborted on an 8 GiB allocation.
+    let tmp = TempDir::new("found-hostile");
+    let lmstudio = tmp.0.join("lmstudio");
+    let path = lmstudio.join("p/r/evil.gguf");
+    let mut head = b"GGUF".to_vec();
+    head.extend_from_slice(&3u32.to_le_bytes());
+    head.extend_from_slice(&0u64.to_le_bytes());
+    head.extend_from_slice(&1u64.to_le_bytes());
+    head.extend_from_slice(&10u64.to_le_bytes());
+    head.extend_from_slice(b"evil.bytes");
+    head.extend_from_slice(&9u32.to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes());
+    head.extend_from_slice(&(1u64 << 28).to_le_bytes());
+    write(&path, &head);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(head.len() as u64 + (1 << 28) + 32)
+        .unwrap();
+    let roots = FoundRoots {
+        lmstudio: vec![lmstudio],
+        ..FoundRoots::default()
+    };
+    let found = scan_found(&roots);
+    assert_eq!(found.len(), 1);
+    assert!(!found[0].runnable);
+    assert!(
+        found[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("general.architecture")),
+        "{:?}",
+        found[0].reason
+    );
+}

@@ -112,6 +112,16 @@ impl Weights {
             path: index.to_path_buf(),
             detail,
         };
+        // An index names each tensor once: a few MB for the largest models.
+        const MAX_INDEX_BYTES: u64 = 64 << 20;
+        let len = std::fs::metadata(index)
+            .map_err(|e| Error::io(index, e))?
+            .len();
+        if len > MAX_INDEX_BYTES {
+            return Err(bad(format!(
+                "is {len} bytes, more than the {MAX_INDEX_BYTES} an index of any real model takes"
+            )));
+        }
         let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
