@@ -107,6 +107,15 @@ pub enum Error {
         actual: String,
     },
 
+    /// A model's kernel list (model_info.json) and its kernel files disagree.
+    #[error("hub: the NPU kernels of {origin} do not match its kernel list (model_info.json): {detail}. Nothing was registered: the model's publisher has to fix the list or the kernels; until then use another revision or model")]
+    KernelMismatch {
+        /// The repository or folder.
+        origin: String,
+        /// Which kernel, and how it differs.
+        detail: String,
+    },
+
     /// The Hub's metadata contradicts itself or the bytes received.
     #[error("hub: {file}: {detail}. Nothing was registered; run the same command again")]
     MetadataMismatch {

@@ -5,7 +5,8 @@
 //!    `downloads/<name>/download.json`, so a resumed download fetches the same commit even if
 //!    the branch moved meanwhile);
 //! 2. check the free disk space for what is still missing;
-//! 3. download each file with resume and checksum (see [`crate::download`]);
+//! 3. download each file with resume and checksum (see [`crate::download`]), and check the
+//!    NPU kernels against the model's kernel list when it has one (see [`crate::kernels`]);
 //! 4. validate the folder with `q4nx` (and the store's model check: the chat template);
 //! 5. move it into `models/` and register it (see [`crate::store`]).
 
@@ -18,6 +19,7 @@ use crate::download::{self, DownloadOptions, FileEvent, FileJob, FileOutcome};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
 use crate::hub_api::{is_repo_id, HubClient, RemoteFile};
+use crate::kernels::{self, KERNEL_LIST_FILE};
 use crate::model_dir::{self, ValidatedModel};
 use crate::names::check_name;
 use crate::progress::{DownloadControl, Phase, Progress, Request, SpeedMeter};
@@ -210,9 +212,10 @@ pub fn pull(
         }
     };
 
-    // 4. The folder as a whole, with q4nx.
+    // 4. The kernels against the model's list, then the folder as a whole, with q4nx.
     reporter.phase(Phase::Validating, None);
-    let checked = model_dir::validate(&files_dir)
+    let checked = check_kernels(&files_dir, &records, &manifest.repo)
+        .and_then(|()| model_dir::validate(&files_dir))
         .and_then(|v| store.check_model(&files_dir, &spec.name).map(|()| v));
     let validated = match checked {
         Ok(v) => v,
@@ -239,7 +242,10 @@ fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Res
     let commit = client.commit_of(&spec.repo, &spec.revision, control)?;
     let remote = client.files(&spec.repo, &commit, control)?;
     let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
-    let selected = model_dir::select(&names, &spec.repo)?;
+    let mut selected = model_dir::select(&names, &spec.repo)?;
+    if names.iter().any(|n| n == KERNEL_LIST_FILE) {
+        selected.files.push(KERNEL_LIST_FILE.to_string());
+    }
     Ok(Manifest {
         query: spec.query.clone(),
         repo: spec.repo.clone(),
@@ -252,6 +258,29 @@ fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Res
             .filter(|f| selected.files.contains(&f.name))
             .collect(),
     })
+}
+
+/// Checks every kernel the model's kernel list names (when it has one) among the verified
+/// `records`: its size and sha256 must be the listed ones.
+fn check_kernels(
+    files_dir: &Path,
+    records: &BTreeMap<String, FileRecord>,
+    repo: &str,
+) -> Result<()> {
+    let path = files_dir.join(KERNEL_LIST_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("read", &path, e)),
+    };
+    let listed = kernels::parse_kernel_list(&bytes, repo)?;
+    kernels::verify_kernels(&listed, records, repo)?;
+    tracing::info!(
+        repo,
+        kernels = listed.len(),
+        "kernels verified against the list"
+    );
+    Ok(())
 }
 
 /// Bytes of `file` already in `files_dir`: all of it once verified and renamed, else what its

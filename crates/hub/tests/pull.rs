@@ -494,3 +494,70 @@ fn a_download_that_fails_the_model_check_is_refused_and_deleted() {
         "the refused files are not kept for a resume"
     );
 }
+
+/// The tiny model with two kernels and a kernel list naming them (`kernel_sha` overrides the
+/// listed sha256 of `attn.xclbin`).
+fn hub_with_kernels(kernel_sha: Option<&str>) -> MockHub {
+    let mut files = repo_files("tiny-q4nx");
+    let kernel = |name: &str, bytes: &[u8]| common::MockFile {
+        name: name.into(),
+        bytes: bytes.to_vec(),
+        lfs: true,
+    };
+    let attn = kernel("attn.xclbin", b"an attention kernel");
+    let mm = kernel("mm.xclbin", b"a matmul kernel");
+    let list = serde_json::json!([
+        {"type": "file", "path": "attn.xclbin", "size": attn.bytes.len(),
+         "lfs": {"oid": kernel_sha.map_or(attn.sha256(), str::to_string), "size": attn.bytes.len()}},
+        {"type": "file", "path": "mm.xclbin", "size": mm.bytes.len(),
+         "lfs": {"oid": mm.sha256(), "size": mm.bytes.len()}},
+        {"type": "file", "path": "config.json", "size": 3}
+    ]);
+    files.push(attn);
+    files.push(mm);
+    files.push(common::MockFile {
+        name: "model_info.json".into(),
+        bytes: list.to_string().into_bytes(),
+        lfs: false,
+    });
+    let hub = MockHub::start();
+    hub.add_repo(REPO, COMMIT, files);
+    hub
+}
+
+#[test]
+fn listed_kernels_are_verified_and_listed_as_such() {
+    let tmp = TempDir::new("kernels");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_kernels(None);
+    let PullOutcome::Installed(model) = pull_query(&store, &hub, REPO).unwrap() else {
+        panic!("expected Installed")
+    };
+    assert!(model.folder.join("model_info.json").is_file());
+    assert!(model.folder.join("attn.xclbin").is_file());
+    let status = hearth_hub::kernel_status(&model.folder, &model.files);
+    assert_eq!(status.words(), "kernels verified (2)");
+
+    let plain = TempDir::new("no-kernel-list");
+    let store = Store::at(plain.0.clone());
+    let PullOutcome::Installed(model) = pull_query(&store, &hub_with_tiny(), REPO).unwrap() else {
+        panic!("expected Installed")
+    };
+    let status = hearth_hub::kernel_status(&model.folder, &model.files);
+    assert_eq!(status.words(), "no kernel list");
+}
+
+#[test]
+fn a_kernel_unlike_its_list_registers_nothing() {
+    let tmp = TempDir::new("kernel-mismatch");
+    let store = Store::at(tmp.0.clone());
+    let hub = hub_with_kernels(Some(&"ab".repeat(32)));
+    let e = pull_query(&store, &hub, REPO).unwrap_err();
+    assert!(matches!(e, Error::KernelMismatch { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("attn.xclbin") && text.contains("the list says abab"),
+        "{text}"
+    );
+    assert_nothing_registered(&store);
+}
