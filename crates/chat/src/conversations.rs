@@ -259,6 +259,49 @@ CREATE TABLE IF NOT EXISTS answer_versions (
 CREATE INDEX IF NOT EXISTS answer_versions_by_message ON answer_versions(message_id, id);
 ";
 
+/// Makes the database and its `-wal`/`-shm` files readable by this user only (0600): the
+/// history holds everything the user typed. A missing database is created 0600 first, and
+/// SQLite gives the files it adds the database's own mode. Best effort: a file that cannot
+/// be changed (another owner) is left as it is, with a warning, and SQLite still opens it.
+fn make_private(path: &Path) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if !path.exists() {
+        // An empty file is a new database to SQLite.
+        if let Err(e) = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            tracing::debug!("conversations: could not create {}: {e}", path.display());
+        }
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for file in [
+        path.to_path_buf(),
+        path.with_file_name(format!("{name}-wal")),
+        path.with_file_name(format!("{name}-shm")),
+    ] {
+        let Ok(meta) = std::fs::metadata(&file) else {
+            continue;
+        };
+        if meta.permissions().mode() & 0o077 == 0 {
+            continue;
+        }
+        match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
+            Ok(()) => tracing::info!(
+                "conversations: {} was readable by others; now by you only (0600)",
+                file.display()
+            ),
+            Err(e) => tracing::warn!(
+                "conversations: {} is readable by others and could not be narrowed to 0600 ({e}); \
+                 run `chmod 600` on it",
+                file.display()
+            ),
+        }
+    }
+}
+
 /// Whether `error` says the database file itself is damaged (or is not a database at all).
 fn is_corruption(error: &rusqlite::Error) -> bool {
     matches!(
@@ -308,6 +351,7 @@ impl ConversationStore {
             path: path.to_path_buf(),
             source,
         };
+        make_private(path);
         let conn = Connection::open(path).map_err(sqlite)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(sqlite)?;
@@ -833,6 +877,42 @@ fn snippet(text: &str, query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn history_files_are_private_when_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth/conversations.db");
+        let (store, _) = ConversationStore::open(&path).unwrap();
+        store.create(&ConversationSettings::default()).unwrap();
+        for name in [
+            "conversations.db",
+            "conversations.db-wal",
+            "conversations.db-shm",
+        ] {
+            let file = path.with_file_name(name);
+            assert_eq!(mode(&file), 0o600, "{name} holds what the user typed");
+        }
+    }
+
+    #[test]
+    fn history_files_readable_by_others_are_narrowed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        drop(ConversationStore::open(&path).unwrap());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let wal = dir.path().join("conversations.db-wal");
+        std::fs::write(&wal, b"").unwrap();
+        std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let _store = ConversationStore::open(&path).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&wal), 0o600);
+    }
 
     fn store() -> (tempfile::TempDir, ConversationStore) {
         let dir = tempfile::tempdir().unwrap();
