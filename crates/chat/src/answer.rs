@@ -288,6 +288,14 @@ pub fn answer(
         }
     };
     let result = backend.generate(prompt, &options, &mut |piece: &str| {
+        if piece.is_empty() {
+            // Nothing written (a remote backend waiting): only a chance to stop.
+            if on_event(AnswerEvent::Stats(live(pieces, first))).is_break() {
+                stopped_by_caller = true;
+                return ControlFlow::Break(());
+            }
+            return ControlFlow::Continue(());
+        }
         let now = Instant::now();
         if first.is_none() {
             first = Some(now);

@@ -269,6 +269,8 @@ impl BackendError {
 }
 
 /// Receives answer text as it is written; `ControlFlow::Break(())` stops the generation.
+/// An empty piece carries no text: a backend waiting on a server sends one now and then so
+/// that a Stop is seen while nothing arrives.
 pub type TextSink<'a> = &'a mut dyn FnMut(&str) -> ControlFlow<()>;
 
 /// A place that runs one model. `Send` so the app and the server can answer on a worker thread.

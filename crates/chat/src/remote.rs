@@ -3,7 +3,8 @@
 //!
 //! - [`openai`]: the blocking client (`/v1/models`, streamed `/v1/chat/completions`), its errors
 //!   in plain words, and the API key that is never shown;
-//! - [`config`]: the server's address, key and model, saved privately (0600) as `remote.json`.
+//! - [`config`]: the server's address, key and model, saved privately (0600) as `remote.json`;
+//! - [`sse`]: server-sent events read with a bound on each event.
 //!
 //! Counting: the server's `usage` is exact and used whenever it is sent. Before the answer (to
 //! fit the conversation) and when a server sends no `usage`, Hearth counts with the model's
@@ -13,6 +14,7 @@
 
 pub mod config;
 pub mod openai;
+pub mod sse;
 
 use hearth_engine::{ChatMessage, ChatOptions, StopReason, TextTokenizer};
 

@@ -23,18 +23,29 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::ops::ControlFlow;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::backend::{BackendError, BackendTimings, FailureKind, TextSink};
+use crate::remote::sse::{EventReader, Item, SseError};
 
 /// Most bytes of a JSON reply (`/v1/models`, an error body, a non-streamed answer) read.
 const MAX_JSON_BODY: u64 = 8 << 20;
-/// Longest line of an event stream accepted (one chunk of JSON).
-const MAX_EVENT_LINE: u64 = 4 << 20;
+/// Most bytes of one event of a stream (all its lines together: one chunk of JSON).
+pub const MAX_EVENT_BYTES: usize = 4 << 20;
+/// How often a caller waiting on a silent stream gets an empty piece, to check its Stop.
+pub const STOP_CHECK_EVERY: Duration = Duration::from_secs(1);
+/// Pieces an answer may run past `max_tokens` (servers count tokens their own way): a quarter
+/// more, plus this many.
+const ANSWER_MARGIN_TOKENS: usize = 64;
+/// A generous bound on the bytes of one token, to bound an answer sent in few large pieces.
+const MAX_BYTES_PER_TOKEN: usize = 16;
+/// The answer length assumed when a request names none.
+const DEFAULT_MAX_TOKENS: usize = 32_768;
 /// Most characters of a server's own words quoted in a message.
 const MAX_QUOTE: usize = 200;
 
@@ -68,8 +79,9 @@ impl std::fmt::Debug for ApiKey {
 pub struct ClientOptions {
     /// Longest wait for a connection (name lookup, TCP, TLS). By default, 10 s.
     pub connect_timeout: Duration,
-    /// Longest silence while waiting for a reply or in the middle of a stream: a server silent
-    /// for longer is reported as stalled. By default, 60 s (tests use about 1 s).
+    /// Longest silence while waiting for a reply or in the middle of a stream, and longest
+    /// time a stream may go on without text (keep-alive comments do not count): a server
+    /// silent for longer is reported as stalled. By default, 60 s (tests use about 1 s).
     pub read_timeout: Duration,
     /// Keep connections open between requests. FastFlowLM closes its socket after every
     /// response, so reusing one fails: turn this off for it. By default, on.
@@ -483,8 +495,77 @@ impl OpenAiClient {
 
     /// Streams the answer to `request` (`POST /v1/chat/completions`, `stream: true`), passing
     /// its text to `on_text` as it arrives; `ControlFlow::Break(())` from `on_text` drops the
-    /// connection at once and ends with [`StreamOutcome::cancelled`] set.
+    /// connection and ends with [`StreamOutcome::cancelled`] set.
+    ///
+    /// The answer is read on a worker thread, so `on_text` is also called with an empty piece
+    /// every [`STOP_CHECK_EVERY`] while nothing arrives: a Stop is seen even when the server
+    /// sends no text. The answer is bounded: each event by [`MAX_EVENT_BYTES`], its length by
+    /// `max_tokens` plus a margin (then it ends as `finish_reason` "length"), and a stream with
+    /// no text for [`ClientOptions::read_timeout`] (keep-alive comments or not) is a stall.
     pub fn stream_chat(
+        &self,
+        request: &ChatRequest,
+        on_text: TextSink<'_>,
+    ) -> Result<StreamOutcome, BackendError> {
+        // Bounded, so a server faster than the caller waits for it.
+        let (tx, rx) = mpsc::sync_channel::<Piece>(64);
+        let client = self.clone();
+        let worker_request = request.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-answer-stream".into())
+            .spawn(move || {
+                let sender = tx.clone();
+                let result = client.stream_chat_here(&worker_request, &mut |text: &str| {
+                    // A send fails once the caller stopped listening: stop reading then.
+                    match sender.send(Piece::Text(text.to_owned())) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(_) => ControlFlow::Break(()),
+                    }
+                });
+                let _ = tx.send(Piece::End(result));
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("no thread to read the answer on ({e}); reading it here");
+            return self.stream_chat_here(request, on_text);
+        }
+        // A backstop for a server that keeps a line open with a byte now and then: the worker
+        // sees only whole lines.
+        let no_text_limit = self.options.read_timeout + STOP_CHECK_EVERY;
+        let mut last_text = Instant::now();
+        loop {
+            let piece = match rx.recv_timeout(STOP_CHECK_EVERY) {
+                Ok(Piece::End(result)) => return result,
+                Ok(Piece::Text(text)) => text,
+                Err(mpsc::RecvTimeoutError::Timeout) => String::new(),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(self.failed(
+                        FailureKind::Cut,
+                        format!(
+                            "Reading the answer from {} failed inside Hearth. The part that \
+                             arrived is kept; try again.",
+                            self.base_url
+                        ),
+                    ))
+                }
+            };
+            if !piece.is_empty() {
+                last_text = Instant::now();
+            } else if last_text.elapsed() >= no_text_limit {
+                return Err(self.no_text_error());
+            }
+            if on_text(&piece).is_break() {
+                // Dropping the receiver ends the worker at its next piece.
+                return Ok(StreamOutcome {
+                    cancelled: true,
+                    ..StreamOutcome::default()
+                });
+            }
+        }
+    }
+
+    /// [`OpenAiClient::stream_chat`] on this thread: `on_text` is called only as the stream
+    /// gives something (text, or an empty piece for a keep-alive comment).
+    fn stream_chat_here(
         &self,
         request: &ChatRequest,
         on_text: TextSink<'_>,
@@ -513,17 +594,21 @@ impl OpenAiClient {
             .unwrap_or("")
             .to_ascii_lowercase();
         let reader = response.into_body().into_reader();
-        let mut stream = Stream {
-            client: self,
-            request,
-            reader: BufReader::with_capacity(16 * 1024, reader),
-            on_text,
-            outcome: StreamOutcome::default(),
-            in_think: false,
-            done: false,
-            texts: 0,
-        };
-        stream.run(&content_type)
+        let reader = BufReader::with_capacity(16 * 1024, reader);
+        Stream::new(self, request, reader, on_text, MAX_EVENT_BYTES).run(&content_type)
+    }
+
+    /// A stream that went on without text for longer than the read timeout.
+    fn no_text_error(&self) -> BackendError {
+        self.failed(
+            FailureKind::Timeout,
+            format!(
+                "The server at {} sent no text for {}, only signs that it is still there. It \
+                 may be stuck; try again, or restart it.",
+                self.base_url,
+                Self::secs(self.options.read_timeout)
+            ),
+        )
     }
 
     // ---- errors, in plain words ----
@@ -871,23 +956,65 @@ fn server_words(body: &str, key: Option<&ApiKey>) -> Option<String> {
     }
 }
 
+/// What the worker reading an answer passes to the caller.
+enum Piece {
+    /// Answer text; empty for a keep-alive comment.
+    Text(String),
+    /// The stream ended.
+    End(Result<StreamOutcome, BackendError>),
+}
+
 /// One streamed answer being read.
 struct Stream<'c, 's, R: Read> {
     client: &'c OpenAiClient,
     request: &'c ChatRequest,
-    reader: BufReader<R>,
+    events: EventReader<BufReader<R>>,
     on_text: TextSink<'s>,
     outcome: StreamOutcome,
     in_think: bool,
     done: bool,
+    /// Text pieces passed on, and their bytes.
     texts: usize,
+    text_bytes: usize,
+    /// When text last came (or the stream began).
+    last_text: Instant,
+    /// Most pieces and bytes read before the answer is cut at its length.
+    max_pieces: usize,
+    max_bytes: usize,
 }
 
-impl<R: Read> Stream<'_, '_, R> {
+impl<'c, 's, R: Read> Stream<'c, 's, R> {
+    fn new(
+        client: &'c OpenAiClient,
+        request: &'c ChatRequest,
+        reader: BufReader<R>,
+        on_text: TextSink<'s>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let asked = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_pieces = asked
+            .saturating_add(asked / 4)
+            .saturating_add(ANSWER_MARGIN_TOKENS);
+        Stream {
+            client,
+            request,
+            events: EventReader::new(reader, max_event_bytes),
+            on_text,
+            outcome: StreamOutcome::default(),
+            in_think: false,
+            done: false,
+            texts: 0,
+            text_bytes: 0,
+            last_text: Instant::now(),
+            max_pieces,
+            max_bytes: max_pieces.saturating_mul(MAX_BYTES_PER_TOKEN),
+        }
+    }
+
     fn run(&mut self, content_type: &str) -> Result<StreamOutcome, BackendError> {
         let json_body = content_type.contains("json") || {
             // No or another content type: look at the first byte.
-            let peek = match self.reader.fill_buf() {
+            let peek = match self.events.get_mut().fill_buf() {
                 Ok(peek) => peek,
                 Err(e) => return Err(self.read_error(e)),
             };
@@ -927,7 +1054,8 @@ impl<R: Read> Stream<'_, '_, R> {
     /// a server that ignored `stream: true` and sent the answer at once.
     fn read_json_answer(&mut self) -> Result<(), BackendError> {
         let mut text = String::new();
-        (&mut self.reader)
+        self.events
+            .get_mut()
             .take(MAX_JSON_BODY)
             .read_to_string(&mut text)
             .map_err(|e| self.read_error(e))?;
@@ -955,67 +1083,38 @@ impl<R: Read> Stream<'_, '_, R> {
         Ok(())
     }
 
-    /// Server-sent events, one line at a time as they arrive.
+    /// Server-sent events, one at a time as they arrive.
     fn read_events(&mut self) -> Result<(), BackendError> {
-        let mut line = Vec::new();
-        let mut data = String::new();
-        let mut event_name = String::new();
         loop {
-            line.clear();
-            let n = (&mut self.reader)
-                .take(MAX_EVENT_LINE)
-                .read_until(b'\n', &mut line)
-                .map_err(|e| self.read_error(e))?;
-            let at_end = n == 0;
-            if !at_end && !line.ends_with(b"\n") && n as u64 >= MAX_EVENT_LINE {
-                return Err(self
-                    .client
-                    .bad_reply("one of its events is longer than 4 MiB"));
-            }
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim_end_matches(['\n', '\r']);
-            if text.is_empty() {
-                // A blank line (or the end) dispatches the event gathered so far.
-                if !data.is_empty() || !event_name.is_empty() {
-                    let flow = self.handle_event(&event_name, &data)?;
-                    data.clear();
-                    event_name.clear();
-                    if flow.is_break() {
-                        self.outcome.cancelled = true;
-                        return Ok(());
-                    }
-                    if self.done {
-                        return Ok(());
-                    }
+            let item = match self.events.next_item() {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                Err(SseError::Io(e)) => return Err(self.read_error(e)),
+                Err(e @ SseError::EventTooLong { .. }) => {
+                    return Err(self.client.bad_reply(&e.to_string()))
                 }
-                if at_end {
-                    break;
-                }
-                continue;
-            }
-            if text.starts_with(':') {
-                continue; // a comment (keep-alive)
-            }
-            let (field, value) = match text.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (text, ""),
             };
-            match field {
-                "data" => {
-                    if !data.is_empty() {
-                        data.push('\n');
-                    }
-                    data.push_str(value);
-                }
-                "event" => event_name = value.to_owned(),
-                "id" | "retry" => {}
-                _ if self.texts == 0 && self.outcome.model.is_none() => {
+            let flow = match item {
+                Item::Event { name, data } => self.handle_event(&name, &data)?,
+                // A keep-alive: a chance for the caller to stop, but not text.
+                Item::Comment => (self.on_text)(""),
+                Item::Unknown(line) if self.texts == 0 && self.outcome.model.is_none() => {
                     return Err(self.client.bad_reply(&format!(
                         "it is not an event stream (a line reads {})",
-                        quote(text, self.client.key.as_ref())
+                        quote(&line, self.client.key.as_ref())
                     )));
                 }
-                _ => {} // unknown fields are ignored, as the format says
+                Item::Unknown(_) => ControlFlow::Continue(()), // ignored, as the format says
+            };
+            if flow.is_break() {
+                self.outcome.cancelled = true;
+                return Ok(());
+            }
+            if self.done {
+                return Ok(());
+            }
+            if self.last_text.elapsed() >= self.client.options.read_timeout {
+                return Err(self.client.no_text_error());
             }
         }
         self.close_think();
@@ -1098,6 +1197,21 @@ impl<R: Read> Stream<'_, '_, R> {
             return ControlFlow::Continue(());
         }
         self.texts += 1;
+        self.text_bytes += piece.len();
+        self.last_text = Instant::now();
+        if self.texts > self.max_pieces || self.text_bytes > self.max_bytes {
+            // The server ignores max_tokens: end the answer at its length here.
+            tracing::warn!(
+                pieces = self.texts,
+                bytes = self.text_bytes,
+                max_tokens = ?self.request.max_tokens,
+                "the server went on past the answer's length; Hearth stopped reading"
+            );
+            self.outcome.finish_reason = Some("length".into());
+            self.close_think();
+            self.done = true;
+            return ControlFlow::Continue(());
+        }
         (self.on_text)(&piece)
     }
 
@@ -1226,23 +1340,28 @@ mod tests {
         content_type: &str,
         req: &ChatRequest,
     ) -> (Result<StreamOutcome, BackendError>, Vec<String>) {
+        read_limited(body, content_type, req, MAX_EVENT_BYTES)
+    }
+
+    /// [`read`] with events of at most `max_event_bytes`. Empty pieces (keep-alives) are not
+    /// collected.
+    fn read_limited(
+        body: &str,
+        content_type: &str,
+        req: &ChatRequest,
+        max_event_bytes: usize,
+    ) -> (Result<StreamOutcome, BackendError>, Vec<String>) {
         let client = client();
         let mut pieces = Vec::new();
         let mut sink = |t: &str| {
-            pieces.push(t.to_owned());
+            if !t.is_empty() {
+                pieces.push(t.to_owned());
+            }
             ControlFlow::Continue(())
         };
-        let mut stream = Stream {
-            client: &client,
-            request: req,
-            reader: BufReader::new(body.as_bytes()),
-            on_text: &mut sink,
-            outcome: StreamOutcome::default(),
-            in_think: false,
-            done: false,
-            texts: 0,
-        };
-        let result = stream.run(content_type);
+        let reader = BufReader::new(body.as_bytes());
+        let result =
+            Stream::new(&client, req, reader, &mut sink, max_event_bytes).run(content_type);
         (result, pieces)
     }
 
@@ -1450,17 +1569,10 @@ mod tests {
             ControlFlow::Break(())
         };
         let req = request();
-        let mut stream = Stream {
-            client: &client,
-            request: &req,
-            reader: BufReader::new(body.as_bytes()),
-            on_text: &mut sink,
-            outcome: StreamOutcome::default(),
-            in_think: false,
-            done: false,
-            texts: 0,
-        };
-        let out = stream.run("text/event-stream").unwrap();
+        let reader = BufReader::new(body.as_bytes());
+        let out = Stream::new(&client, &req, reader, &mut sink, MAX_EVENT_BYTES)
+            .run("text/event-stream")
+            .unwrap();
         assert!(out.cancelled);
         assert_eq!(seen, ["a"]);
     }
@@ -1581,5 +1693,46 @@ mod tests {
         let (out, pieces) = read(body, "text/event-stream", &request());
         out.unwrap();
         assert_eq!(pieces, ["x"]);
+    }
+
+    fn chunk(text: &str) -> String {
+        format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    }
+
+    #[test]
+    fn an_event_is_bounded_in_all_its_data_lines() {
+        // Each line is short, but together they pass the limit: refused, not gathered.
+        let body = format!("{}\n\n", "data: 0123456789012345678\n".repeat(10));
+        let (out, _) = read_limited(&body, "text/event-stream", &request(), 100);
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::BadReply, "{e}");
+        assert!(e.to_string().contains("events is longer than"), "{e}");
+        // Events under the limit, one after another, are all read.
+        let body = format!("{}data: [DONE]\n\n", chunk("ab").repeat(20));
+        let (out, pieces) = read_limited(&body, "text/event-stream", &request(), 100);
+        out.unwrap();
+        assert_eq!(pieces.concat(), "ab".repeat(20));
+    }
+
+    #[test]
+    fn an_answer_past_max_tokens_ends_at_its_length() {
+        let mut req = request();
+        req.max_tokens = Some(8);
+        let body = chunk("tok").repeat(1000);
+        let (out, pieces) = read(&body, "text/event-stream", &req);
+        let out = out.unwrap();
+        assert_eq!(out.finish_reason.as_deref(), Some("length"));
+        assert!(
+            pieces.len() <= 8 + 2 + ANSWER_MARGIN_TOKENS,
+            "{}",
+            pieces.len()
+        );
+        // Few pieces of many bytes are bounded too.
+        let big = "x".repeat(4000);
+        let body = chunk(&big).repeat(100);
+        let (out, pieces) = read(&body, "text/event-stream", &req);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("length"));
+        let bytes: usize = pieces.iter().map(String::len).sum();
+        assert!(bytes <= (8 + 2 + ANSWER_MARGIN_TOKENS) * MAX_BYTES_PER_TOKEN + big.len());
     }
 }
