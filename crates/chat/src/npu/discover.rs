@@ -3,17 +3,14 @@
 //! `validate --json` report folded into Hearth's NPU checks, and whether it can run a given
 //! model ([`npu_support`]: kernels under its kernel root and an engine for the model's family).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use hearth_hub::registry::FlmEntry;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::backend::{Availability, BackendKind};
-use crate::npu::NpuError;
+use crate::npu::{bounded, NpuError};
 
 /// The oldest FastFlowLM Hearth drives (the one Lemonade requires on Linux).
 pub const MIN_VERSION: &str = hearth_npu::software::FLM_MIN_VERSION;
@@ -51,9 +48,6 @@ pub const ENGINE_FAMILIES: &[&str] = &[
     "nanbeige",
     "hunyuan",
 ];
-
-/// How long `version` and `validate` may take.
-const QUICK_COMMAND_LIMIT: Duration = Duration::from_secs(10);
 
 /// Which program it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,8 +103,9 @@ pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
     }
 }
 
-/// Runs `exe args...` with the update check off, stdin closed, and a time limit; returns the
-/// exit success and stdout. stderr is discarded (`validate` writes device errors there).
+/// Runs `exe args...` with the update check off, stdin closed, and bounds on its time and
+/// output ([`bounded::run_flm`]); returns the exit success and stdout. stderr is discarded
+/// (`validate` writes device errors there).
 pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<(bool, String), NpuError> {
     run_quick_with(exe, args, None)
 }
@@ -121,61 +116,8 @@ fn run_quick_with(
     args: &[&str],
     config: Option<&Path>,
 ) -> Result<(bool, String), NpuError> {
-    let what = format!("{} {}", exe.display(), args.join(" "));
-    let spawn = || {
-        let mut cmd = Command::new(exe);
-        if let Some(config) = config {
-            cmd.env("FLM_CONFIG_PATH", config);
-        }
-        cmd.args(args)
-            .env("FLM_DISABLE_UPDATE_CHECK", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-    };
-    // ETXTBSY: the file was being written a moment ago (an update, or a test's build).
-    let mut attempt = spawn();
-    for _ in 0..10 {
-        match &attempt {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(Duration::from_millis(50));
-                attempt = spawn();
-            }
-            _ => break,
-        }
-    }
-    let mut child = attempt.map_err(|e| NpuError::Run {
-        what: what.clone(),
-        detail: e.to_string(),
-    })?;
-    // Read stdout on a thread so a chatty program cannot block on a full pipe.
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
-    let deadline = Instant::now() + QUICK_COMMAND_LIMIT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(NpuError::Run {
-                    what,
-                    detail: format!(
-                        "it did not finish within {} s",
-                        QUICK_COMMAND_LIMIT.as_secs()
-                    ),
-                });
-            }
-        }
-    };
-    let out = reader.join().unwrap_or_default();
-    Ok((status.success(), out))
+    let out = bounded::run_flm(exe, args, config)?;
+    Ok((out.success, out.stdout))
 }
 
 /// The version `version --json` prints (`{ "version": "1.0.6" }`), or failing that the one in

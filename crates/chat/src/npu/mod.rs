@@ -7,6 +7,10 @@
 //! - [`process`]: one `flm serve` on a free loopback port, started on demand and ready when its
 //!   log says so and it answers; its output drained into a private, rotated log; stopped with
 //!   SIGTERM then SIGKILL, and never left behind when Hearth dies (`PR_SET_PDEATHSIG`);
+//! - [`bounded`]: FastFlowLM's output read with bounds (lines of 64 KiB; `version` and
+//!   `validate` capped in size and time);
+//! - [`marker`]: the mark every process of a server carries, to stop those that left its
+//!   process group and those a Hearth killed uncleanly left behind;
 //! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that; answers stream through
 //!   the OpenAI client of [`crate::remote::openai`], with no connection reuse (FastFlowLM
 //!   closes every connection after its response).
@@ -15,7 +19,9 @@
 //! model folders (`FLM_MODEL_PATH`): nothing is copied, nothing is written into FastFlowLM's files.
 
 pub mod backend;
+pub mod bounded;
 pub mod discover;
+pub mod marker;
 pub mod process;
 
 use std::path::PathBuf;

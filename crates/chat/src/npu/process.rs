@@ -6,11 +6,16 @@
 //! (`PR_SET_PDEATHSIG`), and checks right after that its parent is still Hearth (the parent
 //! may have died between `fork` and `prctl`). The kernel sends that signal when the *thread*
 //! that forked ends, so every child is forked by one launcher thread that lives as long as the
-//! process.
+//! process. An `flm` that is a wrapper script, or that forks the server and exits, leaves
+//! processes that signal does not reach: stopping signals the child's whole process group
+//! (even when the child itself has exited) and every process carrying the server's mark
+//! ([`marker`]), and a start first stops what a Hearth killed uncleanly left behind.
+//!
+//! Its output is read in lines of at most [`MAX_LINE_BYTES`] ([`LineSplitter`]).
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -20,6 +25,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::npu::bounded::{exited_unreaped, LineSplitter, MAX_LINE_BYTES};
+use crate::npu::marker::{self, ServerMark, MARK_VARIABLE};
 use crate::npu::NpuError;
 use crate::remote::openai::{ClientOptions, OpenAiClient};
 
@@ -66,12 +73,15 @@ pub struct FlmServer {
     tag: String,
     ctx_len: usize,
     log: Arc<LogShared>,
+    /// The mark every process of this server carries.
+    mark: ServerMark,
     stopped: bool,
 }
 
 impl FlmServer {
     /// Starts `flm serve` and waits until it is ready (or failed, or out of time).
     pub fn start(config: &ServeConfig) -> Result<FlmServer, NpuError> {
+        marker::clean_up_leftovers();
         // A port found free can be taken before FastFlowLM binds it; try another then.
         let mut last = None;
         for _ in 0..3 {
@@ -110,11 +120,15 @@ impl FlmServer {
 
     /// Whether the process is still running; if not, how it ended.
     pub fn exit_status(&mut self) -> Option<String> {
-        match self.child.try_wait() {
-            Ok(Some(status)) => Some(describe_status(status)),
-            Ok(None) => None,
-            Err(e) => Some(format!("unknown ({e})")),
+        if self.stopped {
+            return Some(match self.child.try_wait() {
+                Ok(Some(status)) => describe_status(status),
+                Ok(None) => "stopping".into(),
+                Err(e) => format!("unknown ({e})"),
+            });
         }
+        // Not reaped here: until `terminate`, its id names its process group.
+        exited_unreaped(self.child.id() as libc::pid_t).map(describe_status)
     }
 
     /// Its last log lines (ANSI colours removed), oldest first.
@@ -153,7 +167,7 @@ impl FlmServer {
             return;
         }
         self.stopped = true;
-        terminate(&mut self.child);
+        terminate(&mut self.child, &self.mark);
         tracing::info!(pid = self.child.id(), "FastFlowLM stopped");
     }
 }
@@ -164,31 +178,39 @@ impl Drop for FlmServer {
     }
 }
 
-/// SIGTERM to the child's process group, up to [`STOP_GRACE`] to exit, then SIGKILL; reaped.
-fn terminate(child: &mut Child) {
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
+/// SIGTERM to the child's process group, up to [`STOP_GRACE`] for the child to exit, then
+/// SIGKILL to the group; then the same for every process with the server's mark (those that
+/// left the group); the child is reaped last. The group is signalled even when the child has
+/// already exited: what it started may still run.
+fn terminate(child: &mut Child, mark: &ServerMark) {
     let pid = child.id() as libc::pid_t;
-    // SAFETY: kill has no memory effects; the child was made leader of its own group at spawn,
-    // and it is not reaped yet (try_wait above), so neither id can name another process.
+    // SAFETY: kill has no memory effects; the child was made leader of its own group at spawn
+    // and is not reaped before the end of this function (nothing else reaps it), so neither
+    // id can name another process.
     unsafe {
         libc::kill(-pid, libc::SIGTERM);
         libc::kill(pid, libc::SIGTERM);
     }
     let deadline = Instant::now() + STOP_GRACE;
-    while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
+    while exited_unreaped(pid).is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    tracing::warn!(pid, "FastFlowLM ignored SIGTERM for 5 s: killing it");
+    if exited_unreaped(pid).is_none() {
+        tracing::warn!(pid, "FastFlowLM ignored SIGTERM for 5 s: killing it");
+    }
     // SAFETY: as above; the child is still not reaped.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
     }
     let _ = child.kill();
+    let escaped = mark.stop_all(STOP_GRACE);
+    if escaped > 0 {
+        tracing::info!(
+            pid,
+            escaped,
+            "stopped FastFlowLM processes that had left its process group"
+        );
+    }
     let _ = child.wait();
 }
 
@@ -226,6 +248,7 @@ fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
         config.tag,
         config.ctx_len
     ));
+    let mark = ServerMark::new();
     let mut cmd = Command::new(&config.program);
     cmd.arg("serve")
         .arg(&config.tag)
@@ -239,6 +262,7 @@ fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
         .env("FLM_MODEL_PATH", &config.models_root)
         .env("FLM_SERVE_PORT", port.to_string())
         .env("FLM_DISABLE_UPDATE_CHECK", "1")
+        .env(MARK_VARIABLE, mark.value())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -259,6 +283,7 @@ fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
         tag: config.tag.clone(),
         ctx_len: config.ctx_len,
         log,
+        mark,
         stopped: false,
     };
     match wait_ready(&mut server, config.start_timeout) {
@@ -581,30 +606,36 @@ fn open_private(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Reads `pipe` to its end on a thread, line by line (`\r` ends a line too: progress bars),
-/// into the log. A full pipe would block FastFlowLM, so this never stops early.
-fn drain(pipe: impl Read + Send + 'static, log: Arc<LogShared>, name: &str) {
+/// Reads `pipe` to its end on a thread, in lines of at most [`MAX_LINE_BYTES`] (`\r` ends a
+/// line too: progress bars), into the log. A full pipe would block FastFlowLM, so this never
+/// stops early; the rest of a longer line is read and dropped.
+fn drain(mut pipe: impl Read + Send + 'static, log: Arc<LogShared>, name: &str) {
     let spawned = std::thread::Builder::new()
         .name(format!("hearth-flm-{name}"))
         .spawn({
             let log = Arc::clone(&log);
             move || {
-                let mut reader = BufReader::new(pipe);
-                let mut buf = Vec::new();
+                let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
+                let mut on_line = |line: &str, cut: bool| {
+                    log.line(&strip_ansi(line));
+                    if cut {
+                        log.note(&format!(
+                            "---- hearth: the line above was longer than {} KiB; the rest of \
+                             it was dropped",
+                            MAX_LINE_BYTES / 1024
+                        ));
+                    }
+                };
+                let mut buf = vec![0u8; 16 * 1024];
                 loop {
-                    buf.clear();
-                    match reader.read_until(b'\n', &mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            let text = String::from_utf8_lossy(&buf);
-                            for piece in text.split(['\n', '\r']) {
-                                if !piece.is_empty() {
-                                    log.line(&strip_ansi(piece));
-                                }
-                            }
-                        }
+                    match pipe.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => splitter.push(&buf[..n], &mut on_line),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
                     }
                 }
+                splitter.finish(&mut on_line);
                 log.closed();
             }
         });
