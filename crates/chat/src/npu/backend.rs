@@ -738,6 +738,7 @@ impl Backend for NpuBackend {
             ));
         }
         let ctx_len = self.ctx_len_for(prompt.count.tokens + options.max_tokens);
+        let answer_began = std::time::SystemTime::now();
         self.ensure_server(ctx_len)?;
         let port = {
             let mut slot = self.shared.lock();
@@ -760,9 +761,34 @@ impl Backend for NpuBackend {
                 self.crashes_in_a_row = 0;
                 Ok(generation)
             }
-            Err(Failure::Done(e)) => Err(e),
-            Err(Failure::Cut(cause)) => Err(self.after_cut(cause)),
+            Err(Failure::Done(e)) => Err(with_npu_faults(e, answer_began)),
+            Err(Failure::Cut(cause)) => Err(with_npu_faults(self.after_cut(cause), answer_began)),
         }
+    }
+}
+
+// ---------------------------------------------------------------- the NPU's own word
+
+/// Adds to an answer FastFlowLM cut or let time out whether the NPU itself reported a fault
+/// since the answer began (its hardware contexts and last device error, read through the
+/// driver by `hearth_npu::check_faults_since`), so a device fault is told apart from a
+/// FastFlowLM failure. Other errors pass unchanged.
+fn with_npu_faults(error: BackendError, answer_began: std::time::SystemTime) -> BackendError {
+    match error {
+        BackendError::Failed {
+            kind: kind @ (FailureKind::Cut | FailureKind::Timeout),
+            message,
+            retry_after_secs,
+        } => {
+            let npu = hearth_npu::check_faults_since(answer_began);
+            tracing::warn!(?npu, "the NPU's own word on a failed answer");
+            BackendError::Failed {
+                kind,
+                message: format!("{message} {}", npu.words()),
+                retry_after_secs,
+            }
+        }
+        other => other,
     }
 }
 
