@@ -1092,6 +1092,61 @@ if (process.env.SCREENSHOTS) {
   }, () => { window.__mockNpu = null; });
 }
 
+// UX_SHOTS=dir node tests/browser/run.mjs: screenshots of the chat, Models and Performance at the
+// screen sizes of the UX review, light and dark, to look at (not kept in the repository).
+if (process.env.UX_SHOTS) {
+  test('UX screenshots at 1366x768, 800x600 and 700x520, light and dark', async ({ page }) => {
+    const dir = process.env.UX_SHOTS;
+    await mkdir(dir, { recursive: true });
+    await page.getByTestId('welcome-card').getByRole('button', { name: 'Close the welcome' }).click();
+    await page.evaluate(() => {
+      window.__mock.tokenDelayMs = 1;
+      window.__mock.stopReason = 'length limit';
+      window.__mock.answer = 'Here is a function:\n\n```python\ndef add(a, b):\n    """Add two numbers."""\n    return a + b  # the sum\n```\n\nIt returns the sum of the bread and the';
+    });
+    await sendAndWait(page, 'Write a Python function about bread');
+    await page.getByTestId('assistant-message').last().getByRole('button', { name: 'How this answer was made' }).click();
+    const shots = async (name) => {
+      for (const [w, h] of [[1366, 768], [800, 600], [700, 520]]) {
+        await page.setViewportSize({ width: w, height: h });
+        for (const theme of ['light', 'dark']) {
+          await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+          await page.waitForTimeout(120);
+          await page.screenshot({ path: join(dir, `${name}-${w}x${h}-${theme}.png`) });
+        }
+      }
+    };
+    await shots('chat-receipt');
+    await page.keyboard.press('Control+f');
+    await page.getByLabel('Find in this conversation').fill('bread');
+    await shots('chat-find');
+    await page.keyboard.press('Escape');
+    await page.evaluate(() => { window.__mock.tokenDelayMs = 60; window.__mock.prefillMs = 4000; window.__mock.promptTokens = 2400; window.__mock.stopReason = 'end of turn'; window.__mock.answer = 'word '.repeat(200); });
+    await send(page, 'A long question');
+    await page.getByTestId('reading-line').waitFor();
+    await page.setViewportSize({ width: 1366, height: 768 });
+    await page.evaluate(() => { document.documentElement.dataset.theme = 'light'; });
+    await page.screenshot({ path: join(dir, 'chat-reading-1366x768-light.png') });
+    await page.getByTestId('live-line').waitFor({ timeout: 10000 });
+    await page.waitForTimeout(1500);
+    await shots('chat-live');
+    await page.getByTestId('stop-button').click();
+    await page.getByTestId('send-button').waitFor();
+    await page.keyboard.press('Control+/');
+    await shots('shortcuts');
+    await page.keyboard.press('Escape');
+    await openModels(page);
+    await page.locator('#import-title').scrollIntoViewIfNeeded();
+    await shots('models-import');
+    await page.getByRole('button', { name: 'Close Models' }).click();
+    await page.evaluate(() => window.__mock.emit('tauri://drag-enter', { paths: ['/x/a.gguf'], position: { x: 1, y: 1 } }));
+    await shots('drop-overlay');
+    await page.evaluate(() => window.__mock.emit('tauri://drag-leave', {}));
+    await page.getByTestId('status-item').click();
+    await shots('performance');
+  }, () => { window.__mockNoSensor = true; window.__mockBattery = true; window.__mock && (window.__mock.npuModels = { 'Qwen3-0.6B': false }); });
+}
+
 let passed = 0;
 let failed = 0;
 // ONLY=words runs the tests whose name contains them.

