@@ -16,6 +16,7 @@ mod logits;
 mod model_args;
 mod progress;
 mod pull;
+mod report;
 mod rm;
 mod run;
 mod selftest;
@@ -42,7 +43,7 @@ enum Command {
     Chat(chat::Args),
     /// Convert a Hugging Face model folder (safetensors) to a Q4NX model folder
     Convert(convert::Args),
-    /// Check whether the NPU can run models here, and explain what to fix
+    /// Check whether the NPU can run models here, and explain what to fix (--report FILE for testers)
     Doctor(doctor::Args),
     /// Generate token ids after given ones (checks a port against this engine; --json)
     Generate(generate::Args),

@@ -1,0 +1,468 @@
+//! `hearth doctor --report FILE`: everything a tester on a Ryzen AI laptop can send back, in one
+//! JSON file: the doctor's findings (device, hardware contexts, sensors, power), FastFlowLM's
+//! version and its own `validate`, and with `--model`, a short run of the same model on the NPU
+//! and on the CPU (the self-test's fixed prompts, then one timed answer on each: tokens/s, time
+//! to first token, watts and joules).
+//!
+//! The report holds no text of the user's: the prompts are Hearth's fixed ones. Home folders,
+//! user names and other programs' command lines are replaced before it is written
+//! ([`Redactor`]). Hearth only writes it to FILE and prints it; it never sends it anywhere.
+
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use hearth_chat::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
+use hearth_chat::{AnswerRequest, Backend, BackendKind, CpuBackend, Input, Receipt};
+use hearth_engine::{ChatMessage, Role};
+use hearth_npu::{Diagnosis, PowerSample};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::model_args::{BackendArgs, ModelArgs};
+
+/// Changes when the report's layout changes, so whoever reads it knows which one it is.
+pub const REPORT_FORMAT: u32 = 1;
+
+/// What the report promises about privacy; written into it.
+pub const PRIVACY: &str = "This report holds no prompt or answer of yours (the runs use \
+Hearth's fixed test prompts). Home folders, user names and other programs' command lines are \
+replaced by <home>, <user> and null. Hearth never sends it: it is only written to the file and \
+printed, for you to read before you share it.";
+
+/// Answer length of the timed runs, in tokens.
+const TIMED_TOKENS: usize = 64;
+
+/// The timed answer of one backend.
+#[derive(Debug, Serialize)]
+pub struct TimedRun {
+    /// `npu` or `cpu`.
+    pub backend: BackendKind,
+    /// Decode speed, tokens/s.
+    pub tokens_per_second: f64,
+    /// Time to first token, s.
+    pub ttft_secs: f64,
+    /// Tokens written.
+    pub generated_tokens: usize,
+    /// Energy of the whole answer, J (headline meter), when power could be read.
+    pub joules: Option<f64>,
+    /// Average power over the answer, W (headline meter), when power could be read.
+    pub watts: Option<f64>,
+    /// The full receipt (timings, every power meter and its source); it holds no text.
+    pub receipt: Receipt,
+}
+
+impl TimedRun {
+    fn from_receipt(receipt: Receipt) -> TimedRun {
+        let joules = receipt.energy.as_ref().and_then(|e| e.total_joules);
+        let secs = receipt
+            .energy
+            .as_ref()
+            .map(|e| e.prefill_secs + e.decode_secs)
+            .unwrap_or(0.0);
+        TimedRun {
+            backend: receipt.backend_kind,
+            tokens_per_second: receipt.tokens_per_second,
+            ttft_secs: receipt.ttft_secs,
+            generated_tokens: receipt.generated_tokens,
+            joules,
+            watts: joules.filter(|_| secs > 0.0).map(|j| j / secs),
+            receipt,
+        }
+    }
+}
+
+/// Runs the self-test and one timed answer per backend for `model` (an installed model's
+/// name), each part an object or `{"failed": reason}`.
+pub fn runs(model: &str) -> Value {
+    let args = ModelArgs {
+        model: model.to_string(),
+        context: None,
+        threads: None,
+        kernel: None,
+    };
+    let local = match args.resolve() {
+        Ok(local) => local,
+        Err(e) => return json!({ "failed": format!("{e:#}") }),
+    };
+    let mut cpu = match CpuBackend::open(
+        &local.dir,
+        &local.name,
+        &args.load_options(),
+        local.sha256.clone(),
+    ) {
+        Ok(cpu) => cpu,
+        Err(e) => return json!({ "failed": format!("the model could not load on the CPU: {e}") }),
+    };
+    let npu_args = BackendArgs {
+        backend: Some(BackendKind::Npu),
+        url: None,
+        api_key_env: None,
+    };
+    let mut npu = match npu_args.open(&args) {
+        Ok(npu) => npu,
+        Err(e) => {
+            return json!({
+                "model": local.name,
+                "selftest": { "failed": format!("the NPU backend could not open: {e:#}") },
+                "cpu": timed(&mut cpu),
+            })
+        }
+    };
+    // The self-test first: it also loads the model onto the NPU, so the timed answers measure
+    // answering, not loading.
+    let fidelity = selftest::run(npu.as_mut(), &mut cpu, PROMPTS, DEFAULT_MAX_TOKENS);
+    json!({
+        "model": local.name,
+        "selftest": {
+            "identical": fidelity.identical_count(),
+            "of": fidelity.prompts.len(),
+            "report": fidelity,
+        },
+        "npu": timed(npu.as_mut()),
+        "cpu": timed(&mut cpu),
+    })
+}
+
+/// One greedy answer to the first fixed prompt, with power read on this machine.
+fn timed(backend: &mut dyn Backend) -> Value {
+    let request = AnswerRequest {
+        input: Input::Chat(vec![ChatMessage::new(Role::User, PROMPTS[0])]),
+        options: selftest::greedy_options(TIMED_TOKENS),
+        stops: Vec::new(),
+        telemetry_root: Some(Path::new("/")),
+        trim_to_fit: false,
+    };
+    match hearth_chat::answer(backend, request, &mut |_| ControlFlow::Continue(())) {
+        Ok(answer) => serde_json::to_value(TimedRun::from_receipt(answer.receipt))
+            .unwrap_or_else(|e| json!({ "failed": e.to_string() })),
+        Err(e) => json!({ "failed": e.to_string() }),
+    }
+}
+
+/// FastFlowLM as this machine has it: its version and what its own `validate --json` says.
+pub fn fastflowlm() -> Value {
+    use hearth_chat::npu::{find, validate, Lookup};
+    match find(&Lookup::from_env()) {
+        Ok(program) => json!({
+            "program": program.label(),
+            "path": program.path,
+            "version": program.version,
+            "validate": match validate(&program.path) {
+                Ok(report) => serde_json::to_value(report).unwrap_or(Value::Null),
+                Err(e) => json!({ "failed": e.to_string() }),
+            },
+        }),
+        Err(e) => json!({ "not_found": e.to_string() }),
+    }
+}
+
+/// The machine in a few facts: kernel, CPU model, memory.
+fn machine(root: &Path) -> Value {
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_string())
+    };
+    let cpuinfo = read("proc/cpuinfo");
+    let meminfo = read("proc/meminfo");
+    json!({
+        "kernel": read("proc/sys/kernel/osrelease").trim(),
+        "cpu": field(&cpuinfo, "model name"),
+        "memory": field(&meminfo, "MemTotal"),
+    })
+}
+
+/// Everything gathered, as one redacted JSON document. `fastflowlm` and `runs` are what
+/// [`fastflowlm`] and [`runs`] gave (or why they were not run).
+pub fn build(
+    root: &Path,
+    diagnosis: &Diagnosis,
+    power: &PowerSample,
+    fastflowlm: Value,
+    runs: Value,
+) -> Value {
+    let mut report = json!({
+        "report_format": REPORT_FORMAT,
+        "hearth_version": env!("CARGO_PKG_VERSION"),
+        "privacy": PRIVACY,
+        "machine": machine(root),
+        "doctor": crate::doctor::json(diagnosis, power),
+        "fastflowlm": fastflowlm,
+        "runs": runs,
+    });
+    Redactor::for_system(root).value(&mut report);
+    report
+}
+
+/// Replaces what could name the person from a report: home folders (`/home/<name>` and this
+/// user's `$HOME`), the names of people's accounts (`/etc/passwd` entries with uid 1000 to
+/// 59999, and `$USER`), and other programs' command lines (every `command` field).
+#[derive(Debug, Default)]
+pub struct Redactor {
+    homes: Vec<String>,
+    users: Vec<String>,
+}
+
+impl Redactor {
+    /// The home folders and user names of the system under `root` (and, on `/`, of this
+    /// session's `HOME` and `USER`).
+    pub fn for_system(root: &Path) -> Redactor {
+        let mut r = Redactor::default();
+        let passwd = std::fs::read_to_string(root.join("etc/passwd")).unwrap_or_default();
+        for line in passwd.lines() {
+            let f: Vec<&str> = line.split(':').collect();
+            let person = f
+                .get(2)
+                .and_then(|uid| uid.parse::<u32>().ok())
+                .is_some_and(|uid| (1000..60000).contains(&uid));
+            if person && f.len() >= 6 {
+                r.add_user(f[0]);
+                r.add_home(f[5]);
+            }
+        }
+        if root == Path::new("/") {
+            for var in ["USER", "LOGNAME"] {
+                if let Ok(name) = std::env::var(var) {
+                    r.add_user(&name);
+                }
+            }
+            if let Ok(home) = std::env::var("HOME") {
+                r.add_home(&home);
+            }
+        }
+        r
+    }
+
+    fn add_user(&mut self, name: &str) {
+        // One-letter names would erase letters everywhere; "root" is not a person.
+        if name.len() >= 2 && name != "root" && !self.users.iter().any(|u| u == name) {
+            self.users.push(name.to_string());
+        }
+    }
+
+    fn add_home(&mut self, home: &str) {
+        let home = home.trim_end_matches('/');
+        if home.len() > 1 && !self.homes.iter().any(|h| h == home) {
+            self.homes.push(home.to_string());
+        }
+    }
+
+    /// `text` with home folders and user names replaced.
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        // Longest first, so /home/ana/work is not left as <home>/work's parent's leftovers.
+        let mut homes = self.homes.clone();
+        homes.sort_by_key(|h| std::cmp::Reverse(h.len()));
+        for home in &homes {
+            out = out.replace(home.as_str(), "<home>");
+        }
+        out = redact_home_segments(&out);
+        for user in &self.users {
+            out = replace_word(&out, user, "<user>");
+        }
+        out
+    }
+
+    /// Redacts every string of a JSON document in place, and empties every `command` field
+    /// (other programs' command lines).
+    pub fn value(&self, v: &mut Value) {
+        match v {
+            Value::String(s) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if key == "command" {
+                        *item = Value::Null;
+                    } else {
+                        self.value(item);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `/home/<anything>` becomes `/home/<user>`, for homes `/etc/passwd` does not list.
+fn redact_home_segments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("/home/") {
+        out.push_str(&rest[..at + "/home/".len()]);
+        rest = &rest[at + "/home/".len()..];
+        let end = rest
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'' || c == ':')
+            .unwrap_or(rest.len());
+        if end > 0 && !rest.starts_with('<') {
+            out.push_str("<user>");
+        } else {
+            out.push_str(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Replaces `word` where it stands alone (not inside a longer name or word).
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(is_name_char) || after.is_some_and(is_name_char) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor() -> Redactor {
+        let mut r = Redactor::default();
+        r.add_user("ana");
+        r.add_home("/home/ana");
+        r.add_user("root");
+        r.add_user("x");
+        r
+    }
+
+    #[test]
+    fn home_paths_and_user_names_are_replaced() {
+        let r = redactor();
+        assert_eq!(
+            r.text("/home/ana/.local/bin/flm serve"),
+            "<home>/.local/bin/flm serve"
+        );
+        assert_eq!(
+            r.text("`sudo usermod -aG render ana`"),
+            "`sudo usermod -aG render <user>`"
+        );
+        assert_eq!(
+            r.text("/home/bob/x and /home/"),
+            "/home/<user>/x and /home/"
+        );
+        assert_eq!(
+            r.text("banana anastasia ana."),
+            "banana anastasia <user>.",
+            "a name inside another word stays"
+        );
+        assert_eq!(r.text("root x /sys/class"), "root x /sys/class");
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/npu")
+            .join(name)
+    }
+
+    /// Copies a fixture tree (keeping symlinks) so a test can change it.
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            let ty = e.file_type().unwrap();
+            if ty.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+            } else if ty.is_dir() {
+                copy_tree(&src, &dst);
+            } else {
+                std::fs::copy(&src, &dst).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn report_on_a_fixture_laptop_names_no_one() {
+        // ana may not open the NPU (so the fix names her), and FastFlowLM, run from her home,
+        // holds it with a command line that names her files.
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("strix-busy"), dir.path());
+        std::fs::write(
+            dir.path().join("proc/4242/cmdline"),
+            b"/home/ana/.local/bin/flm\0serve\0/home/ana/models/secret-project\0",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("proc/cpuinfo"),
+            "model name\t: AMD Ryzen AI 9 HX 370\n",
+        )
+        .unwrap();
+        let d = hearth_npu::diagnose_with(dir.path(), |_| {
+            Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        });
+        let fix = d
+            .checks
+            .iter()
+            .find_map(|c| c.fix.clone().filter(|f| f.contains("usermod")))
+            .expect("the access fix names the user");
+        assert!(fix.contains("ana"), "{fix}");
+        let p = hearth_npu::PowerSources::discover(dir.path()).sample(0.0);
+        let report = build(
+            dir.path(),
+            &d,
+            &p,
+            json!({"path": "/home/ana/.local/bin/flm"}),
+            json!({"not_run": "test"}),
+        );
+        for section in [
+            "report_format",
+            "privacy",
+            "machine",
+            "doctor",
+            "fastflowlm",
+            "runs",
+        ] {
+            assert!(report.get(section).is_some(), "no {section} in {report:#}");
+        }
+        for part in [
+            "detection",
+            "checks",
+            "contexts",
+            "holders",
+            "sensors",
+            "power",
+        ] {
+            assert!(report["doctor"].get(part).is_some(), "no doctor.{part}");
+        }
+        assert_eq!(report["machine"]["cpu"], "AMD Ryzen AI 9 HX 370");
+        assert_eq!(report["doctor"]["holders"][0]["name"], "flm");
+        let text = serde_json::to_string(&report).unwrap();
+        assert!(!text.contains("/home/ana"), "a home path is left: {text}");
+        assert!(
+            !text.contains("secret-project"),
+            "a command line is left: {text}"
+        );
+        assert!(
+            !text
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "ana"),
+            "the user name is left: {text}"
+        );
+        // The node's group is whatever group owns the copied file: only the name matters.
+        assert!(text.contains(" <user>`. Then log out"), "{text}");
+        assert!(text.contains("<home>/.local/bin/flm"), "{text}");
+    }
+
+    #[test]
+    fn command_fields_are_emptied_everywhere() {
+        let mut v = json!({"holders": [{"pid": 1, "name": "flm", "command": "flm serve /home/ana/m"}],
+                           "path": "/home/ana/bin"});
+        redactor().value(&mut v);
+        assert_eq!(v["holders"][0]["command"], Value::Null);
+        assert_eq!(v["holders"][0]["name"], "flm");
+        assert_eq!(v["path"], "<home>/bin");
+    }
+}
