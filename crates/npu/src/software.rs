@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 /// XRT older than this cannot drive the NPU.
 pub const XRT_MIN_VERSION: &str = "2.20";
 
-/// The oldest FastFlowLM Hearth drives (the one AMD's Lemonade requires on Linux).
-pub const FLM_MIN_VERSION: &str = "1.0.2";
+/// The oldest FastFlowLM Hearth drives: 0.9.45, the last 0.9.x release, whose behaviour the NPU
+/// tests check as they check 1.0.x's (AMD's Lemonade requires 1.0.2 on Linux).
+pub const FLM_MIN_VERSION: &str = "0.9.45";
 
 const LIB_DIRS: &[&str] = &[
     "/opt/xilinx/xrt/lib",
@@ -179,8 +180,37 @@ pub struct FlmLookup {
     pub path: Option<OsString>,
     /// The standard install location ([`FLM_STANDARD_PROGRAM`]).
     pub standard: PathBuf,
+    /// Folders where the portable tarball (`fastflowlm_<version>_linux.tar.gz`: `flm`,
+    /// `flm-real`, `lib/`, `xclbins/`) is unpacked for one user; `flm` is looked for in each
+    /// and in each of its subfolders. By default none; [`FlmLookup::from_env`] gives
+    /// [`user_installs`].
+    pub user_installs: Vec<PathBuf>,
     /// Where the paths above are resolved: `/` for the live system, a fixture tree in tests.
     pub root: PathBuf,
+}
+
+/// Where this user's portable FastFlowLM may be: `$XDG_DATA_HOME/fastflowlm` (or
+/// `~/.local/share/fastflowlm`), where Hearth's README says to unpack the tarball, and
+/// `~/.cache/lemonade/bin/flm/npu`, where AMD's Lemonade installs it for its user.
+pub fn user_installs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.as_ref().map(|h| h.join(".cache")));
+    [
+        data.map(|d| d.join("fastflowlm")),
+        cache.map(|c| c.join("lemonade/bin/flm/npu")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 impl Default for FlmLookup {
@@ -189,6 +219,7 @@ impl Default for FlmLookup {
             hearth_flm: None,
             path: None,
             standard: PathBuf::from(FLM_STANDARD_PROGRAM),
+            user_installs: Vec::new(),
             root: PathBuf::from("/"),
         }
     }
@@ -196,13 +227,15 @@ impl Default for FlmLookup {
 
 impl FlmLookup {
     /// The lookup of this process: `HEARTH_FLM` (when not empty), `PATH`,
-    /// [`FLM_STANDARD_PROGRAM`], on the live system.
+    /// [`FLM_STANDARD_PROGRAM`], this user's portable installs ([`user_installs`]), on the live
+    /// system.
     pub fn from_env() -> FlmLookup {
         FlmLookup {
             hearth_flm: std::env::var_os("HEARTH_FLM")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             path: std::env::var_os("PATH"),
+            user_installs: user_installs(),
             ..FlmLookup::default()
         }
     }
@@ -235,6 +268,25 @@ impl FlmLookup {
         is_executable(&self.on_disk(path))
     }
 
+    /// `flm` in a user install folder or one of its subfolders (the tarball may unpack into
+    /// `fastflowlm_<version>_linux/`), the first in name order.
+    fn in_user_install(&self) -> Option<PathBuf> {
+        self.user_installs.iter().find_map(|dir| {
+            let mut subfolders: Vec<PathBuf> = std::fs::read_dir(self.on_disk(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| dir.join(e.file_name()))
+                .collect();
+            subfolders.sort();
+            std::iter::once(dir.clone())
+                .chain(subfolders)
+                .map(|d| d.join("flm"))
+                .find(|p| self.is_executable(p))
+        })
+    }
+
     fn on_path(&self, name: &str) -> Option<PathBuf> {
         std::env::split_paths(self.path.as_ref()?)
             .filter(|d| d.is_absolute())
@@ -252,6 +304,8 @@ pub enum FlmSource {
     FlmOnPath,
     /// The standard install ([`FlmLookup::standard`]).
     Standard,
+    /// A portable install of this user ([`FlmLookup::user_installs`]).
+    UserInstall,
     /// The open-kernel fork `oflm` in a `PATH` folder.
     OflmOnPath,
 }
@@ -283,8 +337,8 @@ pub enum FlmNotFound {
 }
 
 /// Finds the FastFlowLM executable: `HEARTH_FLM` (only it, when set), then `flm` on `PATH`, then
-/// the standard install, then the fork `oflm` on `PATH`. Each is taken only if it is an
-/// executable file.
+/// the standard install, then this user's portable installs, then the fork `oflm` on `PATH`.
+/// Each is taken only if it is an executable file.
 pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
     let found = |path: PathBuf, source: FlmSource| FlmLocation { path, source };
     if let Some(p) = &lookup.hearth_flm {
@@ -305,11 +359,20 @@ pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
         })
         .or_else(|| {
             lookup
+                .in_user_install()
+                .map(|p| found(p, FlmSource::UserInstall))
+        })
+        .or_else(|| {
+            lookup
                 .on_path("oflm")
                 .map(|p| found(p, FlmSource::OflmOnPath))
         })
-        .ok_or_else(|| FlmNotFound::NotInstalled {
-            searched: format!("flm and oflm on PATH, {}", standard.display()),
+        .ok_or_else(|| {
+            let mut searched = format!("flm and oflm on PATH, {}", standard.display());
+            for dir in &lookup.user_installs {
+                searched.push_str(&format!(", {}", dir.display()));
+            }
+            FlmNotFound::NotInstalled { searched }
         })
 }
 
@@ -647,6 +710,32 @@ mod tests {
     }
 
     #[test]
+    fn a_portable_install_of_this_user_is_found_after_the_standard_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let unpacked = dir.path().join("share/fastflowlm/fastflowlm_1.0.6_linux");
+        fs::create_dir_all(&unpacked).unwrap();
+        let flm = unpacked.join("flm");
+        fs::write(&flm, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&flm, fs::Permissions::from_mode(0o755)).unwrap();
+        let lookup = FlmLookup {
+            standard: dir.path().join("none/flm"),
+            user_installs: vec![
+                dir.path().join("cache/lemonade"),
+                dir.path().join("share/fastflowlm"),
+            ],
+            ..FlmLookup::default()
+        };
+        let found = locate_flm(&lookup).unwrap();
+        assert_eq!((found.path, found.source), (flm, FlmSource::UserInstall));
+        let empty = FlmLookup {
+            user_installs: vec![dir.path().join("cache/lemonade")],
+            ..lookup
+        };
+        let e = locate_flm(&empty).unwrap_err();
+        assert!(e.to_string().contains("cache/lemonade"), "{e}");
+    }
+
+    #[test]
     fn lookup_on_a_fixture_root_never_reads_the_live_environment() {
         let dir = tempfile::tempdir().unwrap();
         let lookup = FlmLookup::under(&FsRoot::new(dir.path()));
@@ -656,6 +745,7 @@ mod tests {
                 hearth_flm: None,
                 path: Some("/usr/local/bin:/usr/bin:/bin".into()),
                 standard: FLM_STANDARD_PROGRAM.into(),
+                user_installs: Vec::new(),
                 root: dir.path().to_path_buf(),
             },
             "HEARTH_FLM and PATH of this process must not leak into a fixture"
