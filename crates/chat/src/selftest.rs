@@ -88,6 +88,7 @@ pub fn greedy_options(max_tokens: usize) -> ChatOptions {
         max_tokens,
         enable_thinking: Some(false),
         speculative: None,
+        format: hearth_engine::ResponseFormat::Text,
     }
 }
 

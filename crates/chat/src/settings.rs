@@ -53,6 +53,7 @@ impl ConversationSettings {
             max_tokens: self.max_tokens.clamp(1, MAX_ANSWER_TOKENS),
             enable_thinking: self.enable_thinking,
             speculative: None,
+            format: hearth_engine::ResponseFormat::Text,
         }
     }
 }

@@ -350,6 +350,7 @@ fn the_cpu_engine_answers_through_the_loop() {
                 max_tokens: 12,
                 enable_thinking: None,
                 speculative: None,
+                format: hearth_engine::ResponseFormat::Text,
             },
             &mut |piece| {
                 direct.push_str(piece);

@@ -158,6 +158,7 @@ fn answers_through_llama_cpp_server() {
             max_tokens,
             enable_thinking: None,
             speculative: None,
+            format: hearth_engine::ResponseFormat::Text,
         },
         stops: Vec::new(),
         telemetry_root: None,

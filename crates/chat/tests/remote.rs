@@ -51,6 +51,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
             max_tokens: 64,
             enable_thinking: None,
             speculative: None,
+            format: hearth_engine::ResponseFormat::Text,
         },
         stops: Vec::new(),
         telemetry_root: None,

@@ -18,7 +18,8 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
 use hearth_engine::{
-    ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, WeightsMemory,
+    ChatMessage, ChatOptions, LoadOptions, Model, ResponseFormat, Role, SamplingParams,
+    WeightsMemory,
 };
 use q4nx::layout::linear_shape;
 use q4nx::tile::GROUP;
@@ -305,6 +306,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         enable_thinking: None,
         // The decode figure is one token per pass; `--repeat-task` measures speculation.
         speculative: Some(false),
+        format: ResponseFormat::Text,
     };
 
     // First token of a short prompt right after loading: what a user waits for.
@@ -376,6 +378,7 @@ fn time_task(
         max_tokens: args.generate + 1,
         enable_thinking: None,
         speculative,
+        format: ResponseFormat::Text,
     };
     let messages = [ChatMessage::new(Role::User, message)];
     let prompt = model

@@ -268,6 +268,7 @@ impl SamplingArgs {
             max_tokens: self.max_tokens,
             enable_thinking,
             speculative: self.speculative,
+            format: hearth_engine::ResponseFormat::Text,
         }
     }
 }

@@ -110,6 +110,13 @@ pub enum Error {
         /// Which setting and why.
         reason: String,
     },
+    /// A response format (structured output) that cannot be followed: a schema keyword Hearth
+    /// does not enforce, a schema no value can match, or a vocabulary that cannot write it.
+    #[error("engine: cannot follow the response format: {reason}")]
+    ResponseFormat {
+        /// What, where in the schema, and what to do instead.
+        reason: String,
+    },
     /// A load setting (context length, threads) outside what this model or machine can do.
     #[error("engine: invalid load setting: {reason}")]
     InvalidLoadOption {

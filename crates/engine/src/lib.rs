@@ -22,11 +22,17 @@
 //! `sampler`; `tokenizer` and `chat_template`; `draft` guesses tokens from the conversation so
 //! far; `runner` drives prefill and decode (verifying guesses in one pass); [`cpu`] has
 //! the kernels and the [`cpu::CpuContext`] (threads and kernel level) each model owns.
+//! Structured output: `json_schema` compiles a [`ResponseFormat`] into a grammar,
+//! `json_automaton` follows it byte by byte, and `constraint` tells the sampler which tokens
+//! keep an answer on it.
 
 mod chat_template;
+mod constraint;
 pub mod cpu;
 mod draft;
 mod error;
+mod json_automaton;
+mod json_schema;
 mod kv_cache;
 mod linear;
 mod model;
@@ -40,6 +46,7 @@ pub use chat_template::{
     check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
 };
 pub use error::Error;
+pub use json_schema::ResponseFormat;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
 pub use runner::{ChatOptions, GenerationStats, StopReason};
 pub use sampler::SamplingParams;

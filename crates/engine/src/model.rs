@@ -3,12 +3,14 @@
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use q4nx::{Family, ModelConfig, WeightFormat, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::chat_template::{ChatMessage, ChatTemplate};
+use crate::constraint::{Constraint, TokenBytes};
 use crate::cpu::{pool, CpuContext, KernelLevel, ThreadPool};
 use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
@@ -81,6 +83,8 @@ pub struct Model {
     template: Option<ChatTemplate>,
     stop_ids: Vec<u32>,
     weights_memory: WeightsMemory,
+    /// What each token writes, computed the first time an answer is constrained.
+    token_bytes: OnceLock<TokenBytes>,
 }
 
 impl std::fmt::Debug for Model {
@@ -173,6 +177,7 @@ impl Model {
             template,
             stop_ids,
             weights_memory: memory,
+            token_bytes: OnceLock::new(),
         })
     }
 
@@ -300,6 +305,13 @@ impl Model {
         })?;
         let mut stream = tokenizer.stream();
         let stop_ids = &self.stop_ids;
+        let mut constraint = constraint(
+            options,
+            Some(tokenizer),
+            &self.token_bytes,
+            stop_ids,
+            &self.dir,
+        )?;
         let mut failure = None;
         let mut on_token = |token: u32| {
             if stop_ids.contains(&token) {
@@ -314,9 +326,14 @@ impl Model {
                 }
             }
         };
-        let (_, stats) = self
-            .runner
-            .generate(prompt, options, stop_ids, started, &mut on_token)?;
+        let (_, stats) = self.runner.generate(
+            prompt,
+            options,
+            stop_ids,
+            started,
+            constraint.as_mut(),
+            &mut on_token,
+        )?;
         match failure {
             Some(e) => Err(e),
             None => Ok(stats),
@@ -331,8 +348,22 @@ impl Model {
         options: &ChatOptions,
         on_token: &mut dyn FnMut(u32) -> ControlFlow<()>,
     ) -> Result<(Vec<u32>, GenerationStats), Error> {
-        self.runner
-            .generate(prompt, options, &self.stop_ids, Instant::now(), on_token)
+        let stop_ids = &self.stop_ids;
+        let mut constraint = constraint(
+            options,
+            self.tokenizer.as_ref(),
+            &self.token_bytes,
+            stop_ids,
+            &self.dir,
+        )?;
+        self.runner.generate(
+            prompt,
+            options,
+            stop_ids,
+            Instant::now(),
+            constraint.as_mut(),
+            on_token,
+        )
     }
 
     /// The logits of every position of `tokens` (one vocabulary-sized row each), computed from
@@ -346,6 +377,25 @@ impl Model {
             dir: self.dir.clone(),
         })
     }
+}
+
+/// The constraint `options.format` puts on an answer, over the tokenizer's vocabulary (its
+/// bytes computed once, into `token_bytes`); None for free text.
+fn constraint<'m>(
+    options: &ChatOptions,
+    tokenizer: Option<&TextTokenizer>,
+    token_bytes: &'m OnceLock<TokenBytes>,
+    stop_ids: &'m [u32],
+    dir: &Path,
+) -> Result<Option<Constraint<'m>>, Error> {
+    let Some(grammar) = options.format.grammar()? else {
+        return Ok(None);
+    };
+    let tokenizer = tokenizer.ok_or_else(|| Error::NoTokenizer {
+        dir: dir.to_path_buf(),
+    })?;
+    let vocab = token_bytes.get_or_init(|| TokenBytes::new(tokenizer));
+    Ok(Some(Constraint::new(grammar, vocab, stop_ids)))
 }
 
 /// The model's own pool and kernel level, as `options` ask (an unsupported level is an error).
@@ -690,6 +740,7 @@ mod tests {
                                 max_tokens,
                                 enable_thinking: None,
                                 speculative,
+                                format: Default::default(),
                             };
                             let mut seen = 0;
                             let (tokens, stats) = model
@@ -741,6 +792,7 @@ mod tests {
                     max_tokens: 48,
                     enable_thinking: None,
                     speculative,
+                    format: Default::default(),
                 };
                 model
                     .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))

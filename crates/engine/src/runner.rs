@@ -10,10 +10,12 @@ use std::time::Instant;
 use q4nx::ModelConfig;
 use serde::{Deserialize, Serialize};
 
+use crate::constraint::Constraint;
 use crate::cpu::CpuContext;
 use crate::draft::{draft, Payoff, MAX_DRAFT};
+use crate::json_schema::ResponseFormat;
 use crate::kv_cache::{KvCache, KvPrecision};
-use crate::sampler::{sample, Rng, SamplingParams};
+use crate::sampler::{sample, sample_allowed, Rng, SamplingParams};
 use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
 use crate::Error;
 
@@ -47,6 +49,11 @@ pub struct ChatOptions {
     /// wherever a draft is found, `Some(false)` never; by default, unset, it drafts while the
     /// passes show it pays (`draft::Payoff`).
     pub speculative: Option<bool>,
+    /// The shape the answer must have: with a JSON format, only tokens that keep the answer
+    /// valid JSON (matching the schema) are chosen, and it ends right after the value. Drafts
+    /// are verified under the same rule, so speculative decoding keeps it. By default, free
+    /// text.
+    pub format: ResponseFormat,
 }
 
 impl Default for ChatOptions {
@@ -56,6 +63,7 @@ impl Default for ChatOptions {
             max_tokens: 1024,
             enable_thinking: None,
             speculative: None,
+            format: ResponseFormat::Text,
         }
     }
 }
@@ -242,13 +250,17 @@ impl Runner {
 
     /// Generates after `prompt`, reusing the longest prefix already in the cache. `on_token`
     /// sees every generated id (a final end-of-turn id included) and can stop generation.
-    /// `started` is when the caller received the request (for time to first token).
+    /// `started` is when the caller received the request (for time to first token). With a
+    /// `constraint`, every token is one it allows, and generation ends when it allows none
+    /// after a complete answer (a model without stop ids).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn generate(
         &mut self,
         prompt: &[u32],
         options: &ChatOptions,
         stop_ids: &[u32],
         started: Instant,
+        mut constraint: Option<&mut Constraint<'_>>,
         on_token: &mut dyn FnMut(u32) -> ControlFlow<()>,
     ) -> Result<(Vec<u32>, GenerationStats), Error> {
         self.check_tokens(prompt)?;
@@ -311,7 +323,29 @@ impl Runner {
                     false => &mut rows[i][..],
                 };
                 // The same context and random numbers as plain decoding at this position.
-                let token = sample(logits, &history, &options.sampling, &mut rng);
+                let token = match constraint.as_deref_mut() {
+                    None => sample(logits, &history, &options.sampling, &mut rng),
+                    Some(c) => {
+                        match sample_allowed(logits, &history, &options.sampling, &mut rng, c) {
+                            Some(token) => {
+                                c.accept(token);
+                                token
+                            }
+                            None => {
+                                self.cached.truncate(position + i);
+                                if !c.is_complete() {
+                                    return Err(Error::ResponseFormat {
+                                        reason: "no token of the model's vocabulary continues the \
+                                             answer; use another model or a simpler schema"
+                                            .into(),
+                                    });
+                                }
+                                stats.stop_reason = StopReason::EndOfTurn;
+                                break 'decode;
+                            }
+                        }
+                    }
+                };
                 let now = Instant::now();
                 first_token_at.get_or_insert_with(|| {
                     stats.ttft_secs = now.duration_since(started).as_secs_f64();

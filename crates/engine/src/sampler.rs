@@ -1,9 +1,11 @@
 //! Choosing the next token from logits: repetition penalty, then greedy (temperature 0) or
 //! temperature, top-k, top-p and min-p sampling. The random source is passed in, so a seed makes
-//! a run reproducible and tests are deterministic.
+//! a run reproducible and tests are deterministic. Under a [`Constraint`] (structured output),
+//! the choice is made among the tokens it allows ([`sample_allowed`]).
 
 use serde::{Deserialize, Serialize};
 
+use crate::constraint::Constraint;
 use crate::Error;
 
 /// How the next token is chosen.
@@ -132,6 +134,70 @@ pub fn sample(logits: &mut [f32], context: &[u32], params: &SamplingParams, rng:
     kept.draw(rng.next_f32() * kept.total)
 }
 
+/// How many of the most likely tokens a greedy choice under a constraint tries one by one
+/// before it scans the whole vocabulary for the allowed ones.
+const FIRST_LOOK: usize = 64;
+
+/// Picks the next token as [`sample`] does, among the tokens `constraint` allows: greedy takes
+/// the most likely allowed token; sampling draws from the kept candidates that are allowed
+/// (renormalized), or, when none of them is, applies top-k, min-p and top-p to the allowed
+/// tokens alone. The same one random number is drawn as in [`sample`]. None when no token is
+/// allowed.
+pub(crate) fn sample_allowed(
+    logits: &mut [f32],
+    context: &[u32],
+    params: &SamplingParams,
+    rng: &mut Rng,
+    constraint: &Constraint<'_>,
+) -> Option<u32> {
+    if params.repetition_penalty != 1.0 {
+        apply_repetition_penalty(logits, context, params.repetition_penalty);
+    }
+    if params.temperature == 0.0 {
+        let mut first: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
+        if first.len() > FIRST_LOOK {
+            first.select_nth_unstable_by(FIRST_LOOK - 1, most_likely_first);
+            first.truncate(FIRST_LOOK);
+        }
+        first.sort_unstable_by(most_likely_first);
+        if let Some(&(token, _)) = first.iter().find(|c| constraint.allows(c.0)) {
+            return Some(token);
+        }
+        return constraint
+            .allowed()
+            .into_iter()
+            .map(|t| (t, logits[t as usize]))
+            .min_by(most_likely_first)
+            .map(|c| c.0);
+    }
+    let r = rng.next_f32();
+    let kept = Distribution::new(logits, params);
+    let drawn = match kept.only(|token| constraint.allows(token)) {
+        Some(allowed) => allowed,
+        None => {
+            let allowed: Vec<(u32, f32)> = constraint
+                .allowed()
+                .into_iter()
+                .map(|t| (t, logits[t as usize] / params.temperature))
+                .collect();
+            if allowed.is_empty() {
+                return None;
+            }
+            Distribution::over(allowed, params)
+        }
+    };
+    Some(drawn.draw(r * drawn.total))
+}
+
+/// Candidates by logit, most likely first, ties with the lower id first: a total order.
+fn most_likely_first(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
 /// What sampling draws from, after temperature, top-k, min-p and top-p: the kept candidates,
 /// most likely first, and their probabilities under the softmax of the top k (kept ones sum
 /// to `total`).
@@ -143,15 +209,21 @@ struct Distribution {
 
 impl Distribution {
     fn new(logits: &[f32], params: &SamplingParams) -> Self {
-        // Candidates sorted by logit, most likely first, ties with the lower id first. That
-        // order is total, so selecting the top k first (linear time, instead of sorting a whole
-        // vocabulary of 130 000 on every token) keeps exactly what a full sort would.
-        let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        let mut candidates: Vec<(u32, f32)> = logits
+        let candidates: Vec<(u32, f32)> = logits
             .iter()
             .enumerate()
             .map(|(i, &l)| (i as u32, l / params.temperature))
             .collect();
+        Self::over(candidates, params)
+    }
+
+    /// The distribution over `candidates` (ids with logits already divided by the
+    /// temperature; at least one).
+    fn over(mut candidates: Vec<(u32, f32)>, params: &SamplingParams) -> Self {
+        // Candidates sorted by logit, most likely first, ties with the lower id first. That
+        // order is total, so selecting the top k first (linear time, instead of sorting a whole
+        // vocabulary of 130 000 on every token) keeps exactly what a full sort would.
+        let order = most_likely_first;
         if params.top_k > 0 && params.top_k < candidates.len() {
             candidates.select_nth_unstable_by(params.top_k - 1, order);
             candidates.truncate(params.top_k);
@@ -180,6 +252,24 @@ impl Distribution {
             probs,
             total,
         }
+    }
+
+    /// The kept candidates for which `keep` holds, with their probabilities; None when
+    /// there are none.
+    fn only(mut self, keep: impl Fn(u32) -> bool) -> Option<Self> {
+        let mut probs = self.probs.iter();
+        let (candidates, probs): (Vec<(u32, f32)>, Vec<f32>) = self
+            .candidates
+            .iter()
+            .map(|&c| (c, *probs.next().expect("one probability per candidate")))
+            .filter(|(c, _)| keep(c.0))
+            .unzip();
+        if candidates.is_empty() {
+            return None;
+        }
+        self.total = probs.iter().sum();
+        (self.candidates, self.probs) = (candidates, probs);
+        Some(self)
     }
 
     /// The candidate where `r` (in `0..total`) falls, walking the kept candidates in order.

@@ -73,6 +73,29 @@ impl TextTokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// The bytes every id writes, indexed by id (None for special tokens, which write no
+    /// text, and ids the vocabulary lacks): byte-level vocabularies (GPT-2 style, `Ġhello`)
+    /// are mapped back through their byte alphabet; others spell bytes as `<0x0A>` and spaces
+    /// as `▁` (SentencePiece). Computed in one pass; a token may hold part of a character.
+    pub(crate) fn token_bytes(&self) -> Vec<Option<Vec<u8>>> {
+        let added = self.inner.get_added_tokens_decoder();
+        let byte_level = self
+            .inner
+            .get_decoder()
+            .and_then(|d| serde_json::to_value(d).ok())
+            .is_some_and(|d| names_type(&d, "ByteLevel"));
+        let alphabet = byte_level.then(byte_level_alphabet);
+        (0..self.vocab_size() as u32)
+            .map(|id| {
+                if let Some(token) = added.get(&id) {
+                    return (!token.special).then(|| token.content.as_bytes().to_vec());
+                }
+                let spelling = self.inner.id_to_token(id)?;
+                Some(spelled_bytes(&spelling, alphabet.as_ref()))
+            })
+            .collect()
+    }
+
     /// A streaming decoder: feed generated ids one by one, get each complete piece of text.
     pub fn stream(&self) -> TextStream<'_> {
         TextStream {
@@ -99,6 +122,63 @@ impl TextStream<'_> {
         self.inner.step(id).map_err(|e| Error::Tokenize {
             reason: format!("cannot decode token {id}: {e}"),
         })
+    }
+}
+
+/// Whether a serialized decoder (possibly a sequence of them) has one of type `name`.
+fn names_type(decoder: &serde_json::Value, name: &str) -> bool {
+    match decoder {
+        serde_json::Value::Object(fields) => {
+            fields.get("type").and_then(|t| t.as_str()) == Some(name)
+                || fields.values().any(|v| names_type(v, name))
+        }
+        serde_json::Value::Array(items) => items.iter().any(|v| names_type(v, name)),
+        _ => false,
+    }
+}
+
+/// GPT-2's byte alphabet, reversed: the character each byte is spelled as, to the byte. The
+/// printable bytes stand for themselves; the others (controls, space, 127 to 160, 173) are
+/// spelled with the characters from U+0100 on, in byte order.
+fn byte_level_alphabet() -> std::collections::HashMap<char, u8> {
+    let mut next = 256u32;
+    (0..=255u8)
+        .map(|b| {
+            let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+            let c = if printable {
+                char::from(b)
+            } else {
+                next += 1;
+                char::from_u32(next - 1).expect("U+0100 to U+0143 are characters")
+            };
+            (c, b)
+        })
+        .collect()
+}
+
+/// The bytes a vocabulary spelling stands for: through the byte-level alphabet when there is
+/// one (a character outside it stands for itself), else SentencePiece's `<0xHH>` and `▁`.
+fn spelled_bytes(
+    spelling: &str,
+    alphabet: Option<&std::collections::HashMap<char, u8>>,
+) -> Vec<u8> {
+    if let Some(alphabet) = alphabet {
+        let mapped: Option<Vec<u8>> = spelling
+            .chars()
+            .map(|c| alphabet.get(&c).copied())
+            .collect();
+        if let Some(bytes) = mapped {
+            return bytes;
+        }
+    }
+    let hex = spelling
+        .strip_prefix("<0x")
+        .and_then(|rest| rest.strip_suffix('>'))
+        .filter(|h| h.len() == 2)
+        .and_then(|h| u8::from_str_radix(h, 16).ok());
+    match hex {
+        Some(byte) => vec![byte],
+        None => spelling.replace('\u{2581}', " ").into_bytes(),
     }
 }
 
@@ -158,5 +238,45 @@ mod tests {
     fn a_missing_file_names_its_path() {
         let err = TextTokenizer::from_file(Path::new("no/such/tokenizer.json")).unwrap_err();
         assert!(err.to_string().contains("no/such/tokenizer.json"), "{err}");
+    }
+
+    #[test]
+    fn token_bytes_spell_what_decoding_writes() {
+        let t = tiny();
+        let table = t.token_bytes();
+        assert_eq!(table.len(), t.vocab_size());
+        let mut whole = 0;
+        for (id, bytes) in table.iter().enumerate() {
+            let decoded = t.decode(&[id as u32], false).unwrap();
+            match bytes {
+                // A token holding part of a character decodes to a replacement character.
+                Some(bytes) => match std::str::from_utf8(bytes) {
+                    Ok(text) => {
+                        whole += 1;
+                        assert_eq!(text, decoded, "token {id}");
+                    }
+                    Err(_) => assert!(decoded.contains('\u{FFFD}'), "token {id}: {decoded:?}"),
+                },
+                None => assert!(t.id_to_token(id as u32).unwrap().starts_with("<|")),
+            }
+        }
+        assert!(whole > 200, "most tokens are whole text: {whole}");
+        let ids = t.encode("🙂 x", false).unwrap();
+        let bytes: Vec<u8> = ids
+            .iter()
+            .flat_map(|&id| table[id as usize].clone().unwrap())
+            .collect();
+        assert_eq!(bytes, "🙂 x".as_bytes(), "split characters join up");
+    }
+
+    #[test]
+    fn sentencepiece_spellings_map_to_bytes() {
+        assert_eq!(spelled_bytes("<0x0A>", None), b"\n");
+        assert_eq!(spelled_bytes("\u{2581}hello", None), b" hello");
+        assert_eq!(spelled_bytes("<0xZZ>", None), b"<0xZZ>");
+        let alphabet = byte_level_alphabet();
+        assert_eq!(alphabet.len(), 256);
+        assert_eq!(spelled_bytes("\u{120}hi", Some(&alphabet)), b" hi");
+        assert_eq!(spelled_bytes("\u{10A}", Some(&alphabet)), b"\n");
     }
 }

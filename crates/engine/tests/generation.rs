@@ -27,6 +27,7 @@ fn sampled(seed: u64, max_tokens: usize) -> ChatOptions {
         max_tokens,
         enable_thinking: None,
         speculative: None,
+        format: Default::default(),
     }
 }
 
@@ -144,6 +145,7 @@ fn a_full_context_stops_generation_with_its_reason() {
         max_tokens: 100,
         enable_thinking: None,
         speculative: None,
+        format: Default::default(),
     };
     let (tokens, stats) = model
         .generate(prompt, &greedy, &mut |_| ControlFlow::Continue(()))
@@ -183,6 +185,7 @@ fn weights_copied_into_huge_pages_give_the_mapped_weights_tokens() {
         max_tokens: 8,
         enable_thinking: None,
         speculative: None,
+        format: Default::default(),
     };
     let mut copied = load("tiny-llama");
     assert_eq!(copied.weights_memory(), WeightsMemory::HugePages);

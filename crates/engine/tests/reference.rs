@@ -31,6 +31,7 @@ fn check_greedy(name: &str) {
         max_tokens: reference.greedy_tokens.len(),
         enable_thinking: None,
         speculative: None,
+        format: Default::default(),
     };
     let (tokens, stats) = model
         .generate(&reference.greedy_prompt, &options, &mut |_| {
