@@ -411,22 +411,51 @@ pub fn sha256_file(path: &Path) -> Result<FileRecord> {
     })
 }
 
-/// Copies `from` to `to`, returning the size and sha256 of what was written.
-pub(crate) fn copy_hashed(from: &Path, to: &Path) -> Result<FileRecord> {
-    let mut src = File::open(from).map_err(|e| Error::io("open", from, e))?;
-    let mut dst = File::create(to).map_err(|e| Error::io("create", to, e))?;
+/// Copies the open file `src` (which `from` names) to a new file `to` created with the
+/// permission bits `mode` (the umask narrows them further), returning the size and sha256 of
+/// what was written. More than `max` bytes is refused (the file grew, or is not what its size
+/// said), with the partial copy removed.
+pub(crate) fn copy_hashed(
+    src: &mut File,
+    from: &Path,
+    to: &Path,
+    mode: u32,
+    max: u64,
+) -> Result<FileRecord> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut dst = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(to)
+        .map_err(|e| Error::io("create", to, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
+    let mut limited = src.take(max.saturating_add(1));
     loop {
-        let n = src.read(&mut buf).map_err(|e| Error::io("read", from, e))?;
+        let n = limited
+            .read(&mut buf)
+            .map_err(|e| Error::io("read", from, e))?;
         if n == 0 {
             break;
+        }
+        size += n as u64;
+        if size > max {
+            drop(dst);
+            let _ = fs::remove_file(to);
+            return Err(Error::io(
+                "copy",
+                from,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("it holds more than the {max} bytes a file of its kind may"),
+                ),
+            ));
         }
         dst.write_all(&buf[..n])
             .map_err(|e| Error::io("write", to, e))?;
         hasher.update(&buf[..n]);
-        size += n as u64;
     }
     dst.sync_all().map_err(|e| Error::io("sync", to, e))?;
     Ok(FileRecord {

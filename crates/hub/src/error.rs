@@ -175,6 +175,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// `import --move` of a folder inside Hearth's own store (a registered model's folder).
+    #[error("hub: {} is inside Hearth's model store, and moving its files would empty a model that stays registered. Import it without --move (its files are copied), or remove the old model with `hearth rm` after a copy", dir.display())]
+    MoveFromStore {
+        /// The folder asked to be moved.
+        dir: PathBuf,
+    },
+
     /// The model folder is complete but failed the store's model check (its chat template).
     #[error("hub: {name} was refused and nothing was registered: {reason}")]
     RefusedModel {

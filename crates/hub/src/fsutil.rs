@@ -3,17 +3,21 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
 /// An exclusive `flock(2)` lock, held until dropped.
 ///
 /// `flock` locks belong to the open file description, so two `FileLock`s taken in one process
-/// (from two threads) exclude each other just as two processes do.
+/// (from two threads) exclude each other just as two processes do. A lock is ours only while
+/// its path still names the file we locked, so a holder may delete the lock file
+/// ([`FileLock::remove`]): whoever opened the old file retries on the new one.
 #[derive(Debug)]
 pub struct FileLock {
+    /// Held open for the lock's lifetime (the lock is the open file's).
     _file: File,
+    path: PathBuf,
 }
 
 impl FileLock {
@@ -28,25 +32,48 @@ impl FileLock {
     }
 
     fn take(path: &Path, operation: libc::c_int) -> Result<Option<FileLock>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io("open lock file", path, e))?;
         loop {
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::io("open lock file", path, e))?;
             // SAFETY: `file` is an open file for the whole call; flock only reads the descriptor.
             let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
-            if rc == 0 {
-                return Ok(Some(FileLock { _file: file }));
+            if rc != 0 {
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EWOULDBLOCK) => return Ok(None),
+                    _ => return Err(Error::io("lock", path, err)),
+                }
             }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EWOULDBLOCK) => return Ok(None),
-                _ => return Err(Error::io("lock", path, err)),
+            // The holder before us may have deleted the file after we opened it: then the
+            // lock we hold is on a file nobody else will open, so open the path again.
+            if same_file(&file, path) {
+                return Ok(Some(FileLock {
+                    _file: file,
+                    path: path.to_path_buf(),
+                }));
             }
         }
+    }
+
+    /// Deletes the lock file, then releases the lock.
+    pub fn remove(self) {
+        if let Err(e) = fs::remove_file(&self.path) {
+            tracing::debug!(path = %self.path.display(), error = %e, "lock file not removed");
+        }
+    }
+}
+
+/// Whether the open `file` is the file `path` names now.
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -162,6 +189,26 @@ mod tests {
         );
         drop(first);
         assert!(FileLock::try_exclusive(&path).unwrap().is_some());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_removed_lock_file_is_not_shared_by_two_holders() {
+        let dir = temp_dir("lock-remove");
+        let path = dir.join("x.lock");
+        let first = FileLock::try_exclusive(&path).unwrap().unwrap();
+        // A second process opened the file before it was removed, and locks it after.
+        let stale = File::open(&path).unwrap();
+        first.remove();
+        assert!(!path.exists(), "removed by its holder");
+        // SAFETY: `stale` is open; flock only reads the descriptor.
+        assert_eq!(unsafe { libc::flock(stale.as_raw_fd(), libc::LOCK_EX) }, 0);
+        assert!(
+            !same_file(&stale, &path),
+            "the stale file is not the lock any more"
+        );
+        let new = FileLock::try_exclusive(&path).unwrap();
+        assert!(new.is_some(), "a new holder locks a new file");
         fs::remove_dir_all(dir).unwrap();
     }
 

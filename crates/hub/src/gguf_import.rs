@@ -65,7 +65,60 @@ pub fn gguf_magic(path: &Path) -> std::io::Result<bool> {
     }
 }
 
+/// The hidden work folder of the GGUF import of `name`, and its lock file, in `downloads`.
+fn work_paths(downloads: &Path, name: &str) -> (PathBuf, PathBuf) {
+    (
+        downloads.join(format!("{CONVERSION_PREFIX}{name}")),
+        downloads.join(format!("{CONVERSION_PREFIX}{name}.lock")),
+    )
+}
+
+/// What the hidden work folders of GGUF imports start with.
+const CONVERSION_PREFIX: &str = ".gguf-";
+
 impl Store {
+    /// Deletes what killed GGUF imports left in the downloads folder (their hidden work
+    /// folders, up to a whole converted model, and lock files), except the work of an import
+    /// that is running now (its lock is held). Returns the bytes freed. Runs at the start of
+    /// every import; the app may call it at start-up.
+    pub fn clear_abandoned_imports(&self) -> u64 {
+        let downloads = self.downloads_dir();
+        let Ok(entries) = std::fs::read_dir(&downloads) else {
+            return 0;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let rest = file.strip_prefix(CONVERSION_PREFIX)?;
+                Some(rest.strip_suffix(".lock").unwrap_or(rest).to_string())
+            })
+            .filter(|name| names::check_name(name).is_ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut freed = 0;
+        for name in names {
+            let (work, lock_path) = work_paths(&downloads, &name);
+            match fsutil::FileLock::try_exclusive(&lock_path) {
+                Ok(Some(lock)) => {
+                    let bytes = fsutil::dir_size(&work);
+                    match fsutil::remove_dir_all(&work) {
+                        Ok(()) => freed += bytes,
+                        Err(e) => tracing::warn!(error = %e, "abandoned GGUF import kept"),
+                    }
+                    lock.remove();
+                }
+                Ok(None) => {} // running now
+                Err(e) => tracing::debug!(error = %e, "abandoned GGUF import not checked"),
+            }
+        }
+        if freed > 0 {
+            tracing::info!(freed, "removed what killed GGUF imports left behind");
+        }
+        freed
+    }
+
     /// Converts the GGUF `file` to Q4NX and registers it. `progress` sees the conversion;
     /// returns the installed model and what the conversion did.
     pub fn import_gguf(
@@ -82,14 +135,13 @@ impl Store {
         let origin = file
             .canonicalize()
             .map_err(|e| Error::io("open", file, e))?;
+        self.clear_abandoned_imports();
         // Hidden, Hearth's own, and beside the staging folder of the folder import.
-        let work = self.downloads_dir().join(format!(".gguf-{name}"));
+        let (work, lock_path) = work_paths(&self.downloads_dir(), &name);
         fsutil::create_dir_all(&self.downloads_dir())?;
         // Held until the end: a second import under the same name waits its turn elsewhere.
-        let _lock = fsutil::FileLock::try_exclusive(
-            &self.downloads_dir().join(format!(".gguf-{name}.lock")),
-        )?
-        .ok_or_else(|| Error::AlreadyDownloading { name: name.clone() })?;
+        let lock = fsutil::FileLock::try_exclusive(&lock_path)?
+            .ok_or_else(|| Error::AlreadyDownloading { name: name.clone() })?;
         fsutil::remove_dir_all(&work)?;
         fsutil::create_dir_all(&work)?;
         let converted: PathBuf = work.join("model");
@@ -112,6 +164,7 @@ impl Store {
         if let Err(e) = fsutil::remove_dir_all(&work) {
             tracing::warn!(dir = %work.display(), error = %e, "could not remove the conversion folder");
         }
+        lock.remove();
         result
     }
 }

@@ -1,7 +1,7 @@
 //! What a model folder must hold, which of a repository's files to keep, and the final check
 //! (by `q4nx`) that the weights match the config.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,125 @@ pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
         .map_err(|e| Error::io("read folder", dir, e))?
         .flatten()
         .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
+}
+
+/// Most bytes a file of the model may have, by what it is for: the weights are bounded only by
+/// the disk (checked before copying), a companion `*.q4nx` by the main weights' size, an NPU
+/// kernel by what a kernel binary ever is, and the small JSON and text files by what they hold.
+/// `model_bytes` is the size of `model.q4nx`, when the folder has one.
+pub fn max_file_size(name: &str, model_bytes: Option<u64>) -> u64 {
+    const MIB: u64 = 1 << 20;
+    match name {
+        "model.q4nx" => u64::MAX,
+        n if n.ends_with(".safetensors") => u64::MAX,
+        n if n.ends_with(".q4nx") => model_bytes.unwrap_or(u64::MAX),
+        // FastFlowLM's kernels (attn, dequant, layer, mm, lm_head) are a few MB each.
+        n if n.ends_with(".xclbin") => 64 * MIB,
+        // The largest vocabularies (262k tokens) take about 35 MB of tokenizer.json.
+        "tokenizer.json" | "tokenizer.model" | "vocab.json" | "merges.txt" => 128 * MIB,
+        "model.safetensors.index.json" => 64 * MIB,
+        // config.json, tokenizer_config.json, chat templates, generation defaults.
+        _ => 16 * MIB,
+    }
+}
+
+/// A file of a model folder, checked to be the model's own (see [`source_file`]).
+#[derive(Debug)]
+pub(crate) struct SourceFile {
+    /// The file, open for reading.
+    pub file: std::fs::File,
+    /// Where it really is (links resolved).
+    pub real: PathBuf,
+    /// Its size in bytes.
+    pub len: u64,
+    /// Its permission bits.
+    pub mode: u32,
+    /// Whether `name` in the folder is a symbolic link.
+    pub is_link: bool,
+}
+
+/// The Hugging Face cache's `blobs/` folder for `dir`, when `dir` (canonical) is a snapshot
+/// of a cache repository (`models--<org>--<name>/snapshots/<revision>`), whose files are links
+/// into it.
+fn snapshot_blobs(dir: &Path) -> Option<PathBuf> {
+    let snapshots = dir.parent()?;
+    let repo = snapshots.parent()?;
+    let is_repo = repo
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("models--"));
+    if snapshots.file_name()? != "snapshots" || !is_repo {
+        return None;
+    }
+    repo.join("blobs").canonicalize().ok()
+}
+
+/// Opens `name` in the model folder `dir` (canonical) if it is the model's own: a regular file
+/// in the folder, or a link whose target (all links resolved) is a regular file inside the
+/// folder or, for a Hugging Face cache snapshot, inside that repository's `blobs/`. Links out
+/// of the folder (to another file of the user's, `/proc`, a device) and files larger than
+/// their use allows ([`max_file_size`]) are refused, naming the file.
+pub(crate) fn source_file(dir: &Path, name: &str, model_bytes: Option<u64>) -> Result<SourceFile> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = dir.join(name);
+    let refuse = |reason: String| Error::InvalidModel {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let is_link = std::fs::symlink_metadata(&path)
+        .map_err(|e| Error::io("read", &path, e))?
+        .is_symlink();
+    let real = path
+        .canonicalize()
+        .map_err(|e| Error::io("resolve", &path, e))?;
+    if is_link {
+        let inside = |root: &Path| real.starts_with(root) && real != root;
+        if !(inside(dir) || snapshot_blobs(dir).is_some_and(|blobs| inside(&blobs))) {
+            return Err(refuse(format!(
+                "{name} is a link to {}, outside the folder; Hearth copies only the folder's \
+                 own files. If that file belongs to the model, copy it into the folder",
+                real.display()
+            )));
+        }
+    }
+    // Opened without following a link: the checked path must still be a plain file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&real)
+        .map_err(|e| Error::io("open", &real, e))?;
+    let meta = file.metadata().map_err(|e| Error::io("read", &real, e))?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "{name} is not a regular file (a device, pipe or socket); a model's files are \
+             plain files"
+        )));
+    }
+    let max = max_file_size(name, model_bytes);
+    if meta.len() > max {
+        return Err(refuse(format!(
+            "{name} is {} bytes, more than the {max} a file of its kind may be",
+            meta.len()
+        )));
+    }
+    Ok(SourceFile {
+        file,
+        real,
+        len: meta.len(),
+        mode: meta.mode() & 0o7777,
+        is_link,
+    })
+}
+
+/// The names of every entry of `dir` that is not a folder: files, links (also broken ones),
+/// pipes and devices. An import picks the model's files from these, so that one that is not a
+/// plain file is refused by name rather than left out unnoticed.
+pub(crate) fn entry_names(dir: &Path) -> Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|e| Error::io("read folder", dir, e))?
+        .flatten()
+        .filter(|e| !std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect())
 }

@@ -412,9 +412,23 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Validates a local Q4NX or safetensors model folder and registers a copy of it.
+    /// Validates a local Q4NX or safetensors model folder and registers a copy of it. Only
+    /// the folder's own files are taken (see [`model_dir::max_file_size`] for their sizes): a
+    /// link out of the folder is refused, except a Hugging Face cache snapshot's links into
+    /// its `blobs/`. With `move_files`, a folder inside the store is refused, since its files
+    /// may be a registered model's.
     pub fn import(&self, dir: &Path, options: &ImportOptions) -> Result<InstalledModel> {
         let origin = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if options.move_files {
+            if let Ok(root) = self.root.canonicalize() {
+                if origin.starts_with(&root) {
+                    return Err(Error::MoveFromStore {
+                        dir: dir.to_path_buf(),
+                    });
+                }
+            }
+        }
+        self.clear_abandoned_imports();
         self.import_from(dir, options, &origin)
     }
 
@@ -441,8 +455,20 @@ impl Store {
             self.clear_leftover_staging(&name);
             return Err(Error::NameTaken { name });
         }
-        let names = model_dir::file_names(dir)?;
+        let names = model_dir::entry_names(dir)?;
         let selected = model_dir::select(&names, &dir.display().to_string())?;
+        // Every file is checked to be the model's own before anything is written.
+        let real_dir = dir.canonicalize().map_err(|e| Error::io("open", dir, e))?;
+        let model_bytes = std::fs::metadata(real_dir.join("model.q4nx"))
+            .ok()
+            .map(|m| m.len());
+        let mut sources = Vec::new();
+        for file in &selected.files {
+            sources.push((
+                file.clone(),
+                model_dir::source_file(&real_dir, file, model_bytes)?,
+            ));
+        }
 
         let staging_root = self.downloads_dir().join(&name);
         fsutil::create_dir_all(&staging_root)?;
@@ -459,11 +485,9 @@ impl Store {
         let mut sources_to_remove: Vec<PathBuf> = Vec::new();
         let result = (|| {
             let mut needed: u64 = 0;
-            for file in &selected.files {
-                let from = dir.join(file);
-                let meta = std::fs::metadata(&from).map_err(|e| Error::io("read", &from, e))?;
-                if !(options.move_files && same_file_system(&from, &staging)) {
-                    needed = needed.saturating_add(meta.len());
+            for (_, source) in &sources {
+                if !(options.move_files && same_file_system(&source.real, &staging)) {
+                    needed = needed.saturating_add(source.len);
                 }
             }
             let available = fsutil::free_space(&staging)?;
@@ -475,17 +499,24 @@ impl Store {
                 });
             }
             let mut files = BTreeMap::new();
-            for file in &selected.files {
-                let (from, to) = (dir.join(file), staging.join(file));
+            for (file, source) in &mut sources {
+                let (from, to) = (dir.join(&*file), staging.join(&*file));
+                // The store's files are never more readable than the source (and never
+                // executable or group-writable): its mode masked by 0644.
+                let mode = source.mode & STORE_FILE_MODE;
                 // A symbolic link (a Hugging Face snapshot's files are links to its blobs) is
-                // copied through: a hard link would link the link, not the file.
-                let is_link = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_symlink());
-                let linked =
-                    options.move_files && !is_link && std::fs::hard_link(&from, &to).is_ok();
+                // copied through: a hard link would link the link, not the file. A file whose
+                // mode is wider than the store's is copied too, so the user's file keeps its
+                // mode until it is removed.
+                let linked = options.move_files
+                    && !source.is_link
+                    && mode == source.mode
+                    && std::fs::hard_link(&from, &to).is_ok();
                 let record = if linked {
                     crate::download::sha256_file(&to)?
                 } else {
-                    copy_hashed(&from, &to)?
+                    let max = model_dir::max_file_size(file, model_bytes);
+                    copy_hashed(&mut source.file, &source.real, &to, mode, max)?
                 };
                 if options.move_files {
                     sources_to_remove.push(from);
@@ -660,6 +691,10 @@ fn same_file_system(a: &Path, b: &Path) -> bool {
         false
     }
 }
+
+/// The widest permission bits a file in the store gets: read and write for its owner, read for
+/// others, as a download is written (a copy keeps a narrower source mode).
+const STORE_FILE_MODE: u32 = 0o644;
 
 /// The file `register` puts in a model folder while it moves it into `models/` and writes its
 /// entry. A folder in `models/` without an entry is Hearth's (and may be replaced) only if it
