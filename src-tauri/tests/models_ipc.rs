@@ -45,7 +45,7 @@ fn import_then_default_then_delete() {
     let model = invoke(
         &app,
         "import_model",
-        json!({"dir": hub_fixture("tiny-safetensors"), "name": "Tiny"}),
+        json!({"path": hub_fixture("tiny-safetensors"), "name": "Tiny", "onProgress": "__CHANNEL__:5"}),
     )
     .expect("import");
     assert_eq!(model["name"], "Tiny");
@@ -78,15 +78,54 @@ fn import_then_default_then_delete() {
 }
 
 #[test]
+fn a_gguf_file_is_imported_from_its_path_or_its_folder() {
+    let app = app();
+    let downloads = tempfile::tempdir().unwrap();
+    let file = downloads.path().join("Tiny-Chat.Q4_1.gguf");
+    let bytes = q4nx::gguf::write::tiny_model("llama").finish();
+    std::fs::write(&file, &bytes).unwrap();
+    let model = invoke(
+        &app,
+        "import_model",
+        json!({"path": file, "name": null, "onProgress": "__CHANNEL__:11"}),
+    )
+    .expect("import the GGUF file");
+    assert_eq!(model["name"], "Tiny-Chat.Q4_1", "named after the file");
+    assert_eq!(model["format"], "q4nx", "converted: {model}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        bytes,
+        "the GGUF file is only read"
+    );
+    let again = invoke(
+        &app,
+        "import_model",
+        json!({"path": downloads.path(), "name": "From-folder", "onProgress": "__CHANNEL__:12"}),
+    )
+    .expect("a folder holding one GGUF file imports that file");
+    assert_eq!(again["name"], "From-folder");
+    let e = invoke(
+        &app,
+        "import_model",
+        json!({"path": file, "name": null, "onProgress": "__CHANNEL__:13"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e["code"], "invalid_input",
+        "a second import under the same name: {e}"
+    );
+}
+
+#[test]
 fn errors_say_what_is_wrong() {
     let app = app();
     let e = invoke(
         &app,
         "import_model",
-        json!({"dir": "/no/such/folder", "name": null}),
+        json!({"path": "/no/such/folder", "name": null, "onProgress": "__CHANNEL__:6"}),
     )
     .unwrap_err();
-    assert_eq!(e["code"], "storage", "{e}");
+    assert_eq!(e["code"], "not_found", "{e}");
     let e = invoke(&app, "pause_download", json!({"name": "Nothing"})).unwrap_err();
     assert_eq!(e["code"], "not_found");
     assert_eq!(

@@ -71,7 +71,7 @@ fn app_with_npu(fault: &str) -> Option<TestApp> {
     invoke(
         &app,
         "import_model",
-        json!({"dir": demo.to_str().unwrap(), "name": NAME}),
+        json!({"path": demo.to_str().unwrap(), "name": NAME, "onProgress": "__CHANNEL__:2"}),
     )
     .unwrap();
     Some(app)

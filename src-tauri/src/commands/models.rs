@@ -6,7 +6,7 @@
 //! call: the hub continues from the bytes on disk.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hearth_hub::{
@@ -202,22 +202,68 @@ pub async fn remove_model(state: State<'_, AppState>, name: String) -> CommandRe
     blocking(move || store.remove(&name).map_err(hub_error)).await
 }
 
-/// Validate and register a local model folder (copied into Hearth's store).
+/// What the user chose to import: a GGUF file as it is, a model folder, or a folder holding
+/// exactly one GGUF file (and no config.json), which stands for that file. A file that is not
+/// GGUF is refused with what to choose instead.
+fn import_target(path: &Path) -> CommandResult<PathBuf> {
+    if !path.exists() {
+        return Err(CommandError::new(
+            "not_found",
+            format!(
+                "There is nothing at {}. Check the path, or choose the file with Browse.",
+                path.display()
+            ),
+        ));
+    }
+    if path.is_file() {
+        if hearth_hub::is_gguf_file(path) {
+            return Ok(path.to_path_buf());
+        }
+        return Err(CommandError::new(
+            "invalid_model",
+            format!(
+                "{} is not a GGUF file (it does not start with \"GGUF\"). Choose a .gguf file, or \
+                 the folder that holds a model's config.json.",
+                path.display()
+            ),
+        ));
+    }
+    if path.is_dir() && !path.join("config.json").exists() {
+        let ggufs: Vec<PathBuf> = std::fs::read_dir(path)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| hearth_hub::is_gguf_file(p))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let [only] = ggufs.as_slice() {
+            return Ok(only.clone());
+        }
+    }
+    Ok(path.to_path_buf())
+}
+
+/// Import a model from this computer: a GGUF file (converted to Q4NX; the file is only read) or
+/// a model folder (validated and copied), as `hearth import` does. Progress streams on
+/// `on_progress`.
 #[tauri::command]
+#[tracing::instrument(skip(state, on_progress))]
 pub async fn import_model(
     state: State<'_, AppState>,
-    dir: String,
+    path: String,
     name: Option<String>,
+    on_progress: Channel<Progress>,
 ) -> CommandResult<InstalledModel> {
     let store = store(state.inner());
-    let options = hearth_hub::ImportOptions {
-        name: name.filter(|n| !n.trim().is_empty()),
-        move_files: false,
-    };
     blocking(move || {
-        store
-            .import(&PathBuf::from(dir), &options)
-            .map_err(hub_error)
+        let target = import_target(Path::new(path.trim()))?;
+        hearth_hub::import_found(&store, &target, name, &mut |p| {
+            if let Err(error) = on_progress.send(p) {
+                tracing::warn!("the window stopped listening to the import: {error}");
+            }
+        })
+        .map_err(hub_error)
     })
     .await
 }
@@ -285,6 +331,64 @@ mod tests {
         assert_eq!(
             error.code, "corrupt",
             "the UI shows corrupted downloads apart"
+        );
+    }
+
+    fn write(path: &Path, bytes: &[u8]) {
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_missing_path_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = import_target(&dir.path().join("gone.gguf")).unwrap_err();
+        assert_eq!(error.code, "not_found");
+        assert!(error.message.contains("gone.gguf"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_gguf_file_is_imported_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tiny.gguf");
+        write(&file, b"GGUF\x03\0\0\0");
+        assert_eq!(import_target(&file).unwrap(), file);
+    }
+
+    #[test]
+    fn a_file_that_is_not_gguf_is_refused_with_what_to_choose() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.txt");
+        write(&file, b"hello");
+        let error = import_target(&file).unwrap_err();
+        assert_eq!(error.code, "invalid_model");
+        assert!(
+            error.message.contains("Choose a .gguf file"),
+            "says what to pick: {}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_folder_with_one_gguf_and_no_config_stands_for_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("model.Q4_1.gguf");
+        write(&file, b"GGUF\x03\0\0\0");
+        write(&dir.path().join("README.md"), b"# model");
+        assert_eq!(import_target(dir.path()).unwrap(), file);
+    }
+
+    #[test]
+    fn a_model_folder_or_one_with_several_ggufs_stays_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        write(&dir.path().join("a.gguf"), b"GGUF\x03\0\0\0");
+        write(&dir.path().join("b.gguf"), b"GGUF\x03\0\0\0");
+        assert_eq!(import_target(dir.path()).unwrap(), dir.path());
+        write(&dir.path().join("config.json"), b"{}");
+        std::fs::remove_file(dir.path().join("b.gguf")).unwrap();
+        assert_eq!(
+            import_target(dir.path()).unwrap(),
+            dir.path(),
+            "a folder with config.json is a model folder even beside a GGUF file"
         );
     }
 }

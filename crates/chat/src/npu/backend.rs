@@ -694,6 +694,9 @@ impl Backend for NpuBackend {
                     .into(),
             ));
         };
+        if !options.format.is_text() {
+            return Err(BackendError::structured_output_unsupported("FastFlowLM"));
+        }
         let count = match (&self.template, &self.tokenizer) {
             (Some(template), Some(tokenizer)) => {
                 let text = template.render(messages, true, options.enable_thinking)?;
@@ -731,6 +734,9 @@ impl Backend for NpuBackend {
                 "FastFlowLM only answers conversations, not raw text".into(),
             ));
         };
+        if !options.format.is_text() {
+            return Err(BackendError::structured_output_unsupported("FastFlowLM"));
+        }
         if self.crashes_in_a_row >= 2 {
             return Err(BackendError::failed(
                 FailureKind::NotReady,
