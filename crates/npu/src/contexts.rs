@@ -380,16 +380,36 @@ impl AsyncError {
         UNIX_EPOCH + Duration::from_micros(self.at_unix_us)
     }
 
-    /// "error 0x… (detail 0x…)".
+    /// "error 0x40001 (detail 0x302) at 2026-12-05 00:00:00 UTC".
     pub fn describe(&self) -> String {
         format!(
-            "error {:#x} (detail {:#x}) at unix time {}.{:06}",
+            "error {:#x} (detail {:#x}) at {}",
             self.code,
             self.extra,
-            self.at_unix_us / 1_000_000,
-            self.at_unix_us % 1_000_000
+            utc(self.at_unix_us / 1_000_000)
         )
     }
+}
+
+/// Unix seconds as "2026-12-05 00:00:00 UTC" (the proleptic Gregorian calendar).
+fn utc(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date, after Howard Hinnant's `civil_from_days`.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// How many context slots are taken, of how many.
@@ -796,6 +816,17 @@ mod tests {
         assert_eq!(
             d.slots.total, 16,
             "zero slots from the driver means it did not say"
+        );
+    }
+
+    #[test]
+    fn error_times_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_428_800), "2026-12-05 00:00:00 UTC");
+        assert_eq!(utc(951_782_400 + 3661), "2000-02-29 01:01:01 UTC");
+        assert!(
+            utc(u64::MAX / 1_000_000).ends_with(" UTC"),
+            "no panic on a wild timestamp"
         );
     }
 
