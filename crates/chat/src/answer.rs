@@ -27,7 +27,8 @@ pub struct AnswerRequest<'a> {
     /// Sampling, answer length, thinking switch.
     pub options: ChatOptions,
     /// Strings that end the answer (it is cut before the first one). Applied here on every
-    /// backend, since many servers ignore them.
+    /// backend, since many servers ignore them; not under a JSON `options.format`, whose
+    /// answer ends right after its value and could meet a stop string inside it.
     pub stops: Vec<String>,
     /// Where to read power from (`/` on a real machine, a fixture tree in tests); None to take
     /// no readings.
@@ -268,6 +269,16 @@ pub fn answer(
         )
     });
 
+    // A JSON answer ends after its value by itself; a stop string met inside it (a "\n\n" in
+    // a string, a "}") would cut it short of parsing.
+    let stops = if options.format.is_text() {
+        stops
+    } else {
+        if !stops.is_empty() {
+            tracing::debug!(?stops, "stop strings left out under a JSON format");
+        }
+        Vec::new()
+    };
     let mut filter = StopFilter::new(stops);
     let mut text = String::new();
     let mut pieces = 0usize;

@@ -246,6 +246,16 @@ impl BackendError {
         }
     }
 
+    /// The refusal of a backend that cannot hold its answers to a JSON format or schema
+    /// (`ChatOptions::format`); `runner` names the program that runs the model.
+    pub fn structured_output_unsupported(runner: &str) -> Self {
+        BackendError::Unsupported(format!(
+            "structured output (a JSON format or schema) needs the processor backend: {runner} \
+             cannot hold the model's answer to a format; answer this request on the cpu backend \
+             (`--backend cpu`, or the processor in the app's model menu)"
+        ))
+    }
+
     /// A stable code for the UI and scripts.
     pub fn code(&self) -> &'static str {
         match self {
@@ -286,7 +296,10 @@ pub trait Backend: Send {
     fn count_text(&self, text: &str) -> TokenCount;
 
     /// Generates the answer to `prompt`, streaming its text to `on_text` (stop strings are
-    /// applied by the caller, not here).
+    /// applied by the caller, not here). Under a JSON `options.format` the answer is that JSON
+    /// (the cpu backend constrains its sampling, a remote one passes the format on as OpenAI's
+    /// `response_format`), or the backend refuses with
+    /// [`BackendError::structured_output_unsupported`].
     fn generate(
         &mut self,
         prompt: Prompt,
@@ -340,6 +353,17 @@ mod tests {
         assert!(BackendKind::Remote.leaves_this_computer());
         assert!(!BackendKind::Cpu.leaves_this_computer());
         assert!(!BackendKind::Npu.leaves_this_computer());
+    }
+
+    #[test]
+    fn the_structured_output_refusal_says_where_it_works() {
+        let e = BackendError::structured_output_unsupported("FastFlowLM");
+        assert_eq!(e.code(), "unsupported");
+        let words = e.to_string();
+        assert!(
+            words.contains("FastFlowLM") && words.contains("--backend cpu"),
+            "{words}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The `cpu` backend: Hearth's own engine ([`hearth_engine::Model`]) on this computer's
 //! processor. Always available for a model folder the engine can load; the reference every other
-//! backend is checked against.
+//! backend is checked against. It is where structured output is enforced: the engine samples
+//! under `ChatOptions::format`, so a JSON answer that ends always parses and matches its schema.
 
 use std::path::Path;
 

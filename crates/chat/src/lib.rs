@@ -34,6 +34,7 @@ pub use backend::{
     Generation, Input, Prompt, TokenCount,
 };
 pub use cpu::CpuBackend;
+pub use hearth_engine::ResponseFormat;
 pub use remote::{RemoteBackend, RemoteConfig};
 pub use settings::ConversationSettings;
 

@@ -16,7 +16,7 @@ pub mod config;
 pub mod openai;
 pub mod sse;
 
-use hearth_engine::{ChatMessage, ChatOptions, StopReason, TextTokenizer};
+use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, StopReason, TextTokenizer};
 
 use crate::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
@@ -187,6 +187,9 @@ impl RemoteBackend {
                 serde_json::json!({ "enable_thinking": thinking }),
             );
         }
+        if let Some(format) = openai_response_format(&options.format) {
+            extra.insert("response_format".into(), format);
+        }
         ChatRequest {
             model: self.info.model.clone(),
             messages,
@@ -295,4 +298,17 @@ fn raw_unsupported() -> BackendError {
          cpu backend for raw text"
             .into(),
     )
+}
+
+/// `format` as OpenAI's `response_format` (vLLM, llama.cpp's server, Ollama's OpenAI API and
+/// Hearth's own accept it); None for free text, which is every server's default.
+fn openai_response_format(format: &ResponseFormat) -> Option<serde_json::Value> {
+    match format {
+        ResponseFormat::Text => None,
+        ResponseFormat::JsonObject => Some(serde_json::json!({ "type": "json_object" })),
+        ResponseFormat::JsonSchema(schema) => Some(serde_json::json!({
+            "type": "json_schema",
+            "json_schema": { "name": "answer", "schema": schema, "strict": true }
+        })),
+    }
 }
