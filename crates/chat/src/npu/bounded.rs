@@ -55,12 +55,14 @@ impl LineSplitter {
             if b == b'\n' || b == b'\r' {
                 self.dropping = false;
                 self.emit(false, on_line);
-            } else if !self.dropping {
+            } else if self.dropping {
+                continue;
+            } else if self.line.len() == self.max_line {
+                // One byte past the bound: the line is cut here.
+                self.emit(true, on_line);
+                self.dropping = true;
+            } else {
                 self.line.push(b);
-                if self.line.len() == self.max_line {
-                    self.emit(true, on_line);
-                    self.dropping = true;
-                }
             }
         }
     }
