@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChatStore, messageLength, validateMessage } from './chat.svelte';
+import { CONTINUE_TEXT, ChatStore, messageLength, validateMessage } from './chat.svelte';
 import type { Api } from './api';
 import type { ChatAction, ChatEvent, Conversation, Message } from './types';
 
@@ -220,5 +220,28 @@ describe('ChatStore and the remote server', () => {
     await store.selectModel('x', 'remote');
     expect(store.pickerError).toContain('has no model named');
     expect(store.toasts).toEqual([]);
+  });
+});
+
+describe('ChatStore: focus and Continue', () => {
+  it('asks for the message box focus on a new or opened conversation', async () => {
+    const store = new ChatStore(fakeApi(() => []));
+    const before = store.focusRequest;
+    store.newConversation();
+    expect(store.focusRequest).toBe(before + 1);
+    await store.openConversation('c1');
+    expect(store.focusRequest).toBe(before + 2);
+  });
+
+  it('Continue asks the model to go on, as a message of its own', async () => {
+    const sent: ChatAction[] = [];
+    const store = new ChatStore(
+      fakeApi((action) => {
+        sent.push(action);
+        return [];
+      }),
+    );
+    await store.continueAnswer();
+    expect(sent).toEqual([{ kind: 'send', content: CONTINUE_TEXT }]);
   });
 });
