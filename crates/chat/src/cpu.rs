@@ -81,6 +81,8 @@ impl Backend for CpuBackend {
     }
 
     fn prepare(&mut self, input: Input, options: &ChatOptions) -> Result<Prompt, BackendError> {
+        // A schema Hearth cannot follow is refused before the answer starts.
+        options.format.validate()?;
         let tokens = match &input {
             Input::Chat(messages) => self.model.tokenize_chat(messages, options)?,
             Input::Raw(text) => self.model.tokenize(text)?,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{Script, ScriptedServer};
-use hearth_chat::answer::{answer, AnswerRequest, AnswerStop};
+use hearth_chat::answer::{answer, AnswerError, AnswerRequest, AnswerStop};
 use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{CpuBackend, Input, ResponseFormat};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
@@ -82,6 +82,7 @@ fn a_bad_schema_is_refused_before_the_answer_starts() {
         &mut |_| ControlFlow::Continue(()),
     )
     .unwrap_err();
+    assert!(matches!(err, AnswerError::NotStarted(_)), "{err:?}");
     assert!(err.to_string().contains("\"pattern\""), "{err}");
 }
 
