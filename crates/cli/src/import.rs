@@ -32,7 +32,18 @@ pub struct Args {
 /// Validates (or converts), copies (or moves) and registers the model.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = crate::list::open_store()?;
-    if hearth_hub::is_gguf_file(&args.path) {
+    let is_gguf = match hearth_hub::gguf_magic(&args.path) {
+        Ok(is_gguf) => is_gguf,
+        // A file that cannot be read says so, rather than "not a GGUF file".
+        Err(e) if args.path.is_file() => {
+            anyhow::bail!(
+                "{} cannot be read: {e}",
+                safe(&args.path.display().to_string())
+            )
+        }
+        Err(_) => false,
+    };
+    if is_gguf {
         let options = GgufImportOptions {
             name: args.name,
             threads: args.threads,
@@ -40,19 +51,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut bar = Progress::new("importing");
         let (model, report) = store.import_gguf(&args.path, &options, &mut |p| bar.update(&p))?;
         bar.finish();
+        // The architecture and the name come from the file: shown escaped, never obeyed.
         println!(
             "imported {} ({} GGUF{}) as {} ({}, {}) into {}",
-            args.path.display(),
-            report.architecture,
+            safe(&args.path.display().to_string()),
+            safe(&report.architecture),
             report
                 .model_name
                 .as_deref()
-                .map(|n| format!(" \"{n}\""))
+                .map(|n| format!(" \"{}\"", safe(n)))
                 .unwrap_or_default(),
-            model.name,
-            model.tag,
+            safe(&model.name),
+            safe(&model.tag),
             human_bytes(model.size_bytes),
-            model.folder.display()
+            safe(&model.folder.display().to_string())
         );
         for (how, count) in &report.linear_paths {
             println!("  {count:4} linear weights: {how}");
@@ -69,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{} is a file but not a GGUF file (it does not start with \"GGUF\"); import a GGUF \
              file or a model folder",
-            args.path.display()
+            safe(&args.path.display().to_string())
         );
     }
     let options = ImportOptions {

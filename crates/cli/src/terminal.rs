@@ -5,10 +5,11 @@
 
 use std::borrow::Cow;
 
-/// `text` with every control character other than a line break or a tab written as an escape
-/// (`\u{1b}`), so that it shows as text and never drives the terminal.
+/// `text` with every control character other than a line break or a tab, and every bidirectional
+/// formatting character (U+202E turns the rest of a line around), written as an escape
+/// (`\u{1b}`), so that it shows as text and never drives the terminal or hides what it says.
 pub fn safe(text: &str) -> Cow<'_, str> {
-    let is_control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let is_control = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_format(c);
     if !text.chars().any(is_control) {
         return Cow::Borrowed(text);
     }
@@ -23,9 +24,23 @@ pub fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The Unicode bidirectional formatting characters: marks, embeddings, overrides and isolates.
+fn is_bidi_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::safe;
+
+    #[test]
+    fn bidi_overrides_are_shown_not_obeyed() {
+        assert_eq!(safe("abc\u{202e}fdp.exe"), "abc\\u{202e}fdp.exe");
+        assert_eq!(safe("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+    }
 
     #[test]
     fn escape_sequences_are_shown_not_obeyed() {
