@@ -3,16 +3,20 @@
 //! string methods available, `raise_exception` and a non-escaping `tojson`.
 //!
 //! A template comes with a downloaded model, so it is outside input: every render runs within
-//! [`limits`] (work, output size, nesting), and [`check_chat_template`] refuses a model whose
-//! template goes past them before the model is installed.
+//! [`limits`] (work, output size, nesting of blocks and of values), on a thread of its own with a
+//! known stack, and [`check_chat_template`] refuses a model whose template goes past them before
+//! the model is installed. `template_program` compiles the template with a check before every
+//! store; `template_values` holds the checks and Hearth's own `tojson`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
-use minijinja::{Environment, ErrorKind, Value};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{AutoEscape, Environment, ErrorKind, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::template_program::{self, Program};
+use crate::template_values::RenderGuard;
 use crate::Error;
 
 /// Who said a message.
@@ -75,21 +79,32 @@ pub mod limits {
     pub const OUTPUT_PER_TEXT_BYTE: usize = 4;
     /// More output per message (role markers, turn separators).
     pub const OUTPUT_PER_MESSAGE: usize = 1024;
-    //
-    // Not bounded yet: minijinja 3.1 concatenates lists lazily and, past 32 nested
-    // concatenations, copies the whole list without charging fuel, so a template that doubles
-    // a list 40 times still runs until memory runs out.
-    /// How deep loops, macros and blocks may nest (minijinja's default is 500, which a small
-    /// thread stack may not hold).
+    /// How deep loops, macros and blocks may nest (minijinja's default is 500).
     pub const NESTING: usize = 64;
+    /// How deep a value a template stores or prints may nest: lists in lists, maps in maps.
+    /// Real templates nest a tool's JSON schema a dozen levels at most.
+    pub const VALUE_DEPTH: usize = 128;
+    /// Namespaces one render may make (real templates make one or two).
+    pub const NAMESPACES: usize = 64;
+    /// The widest `indent` Hearth's `tojson` takes.
+    pub const TOJSON_INDENT: usize = 16;
+    /// The largest width or precision a `str.format` field may ask for.
+    pub const FORMAT_WIDTH: u64 = 4096;
+    /// The longest template source, in bytes (real ones are a few KiB; the longest known,
+    /// with tool-use sections, about 20 KiB).
+    pub const SOURCE_BYTES: usize = 256 << 10;
+    /// The stack of the thread each compile and render runs on. The limits above bound how
+    /// deep minijinja recurses (through values, expressions and nested blocks) to well within
+    /// it, whatever thread calls the render (a server's worker stack may be 2 MiB).
+    pub const STACK_BYTES: usize = 64 << 20;
 }
 
-/// A compiled chat template plus the special-token strings templates may print.
+/// A chat template (checked to compile) plus the special-token strings templates may print.
 #[derive(Debug)]
 pub struct ChatTemplate {
-    env: Environment<'static>,
-    /// The template source (used to find the end-of-turn marker it writes).
+    /// The template source (also used to find the end-of-turn marker it writes).
     pub(crate) source: String,
+    syntax: SyntaxConfig,
     special_tokens: BTreeMap<String, String>,
     /// The model it belongs to, as errors name it.
     model: String,
@@ -98,27 +113,21 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// Compiles `source`; `special_tokens` maps `bos_token`, `eos_token`, ... to their text.
     pub fn new(source: &str, special_tokens: BTreeMap<String, String>) -> Result<Self, String> {
-        let mut env = Environment::new();
-        let syntax = minijinja::syntax::SyntaxConfig::builder()
+        if source.len() > limits::SOURCE_BYTES {
+            return Err(source_too_long(source.len()));
+        }
+        let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
             .build()
             .map_err(|e| format!("{e:#}"))?;
-        env.set_syntax(syntax);
-        env.set_recursion_limit(limits::NESTING);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function(
-            "raise_exception",
-            |message: String| -> Result<Value, minijinja::Error> {
-                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
-            },
-        );
-        env.add_filter("tojson", tojson);
-        env.add_template_owned("chat", source.to_owned())
+        // Compiling recurses through the template's expressions: do it on the render stack.
+        on_template_stack(|| template_program::compile(source, &syntax).map(drop))
+            .map_err(|e| e.to_string())?
             .map_err(|e| format!("{e:#}"))?;
         Ok(ChatTemplate {
-            env,
             source: source.to_owned(),
+            syntax,
             special_tokens,
             model: "this model".to_owned(),
         })
@@ -171,6 +180,12 @@ impl ChatTemplate {
                 _ => return Ok(None),
             }
         };
+        if source.len() > limits::SOURCE_BYTES {
+            return Err(Error::ChatTemplateLimit {
+                model,
+                limit: source_too_long(source.len()),
+            });
+        }
         let mut template =
             ChatTemplate::new(&source, special_tokens).map_err(|reason| Error::Tokenizer {
                 path,
@@ -243,54 +258,73 @@ impl ChatTemplate {
         if let Some(thinking) = enable_thinking {
             ctx.insert("enable_thinking".into(), Value::from(thinking));
         }
-        // The limits grow with the conversation; the environment is cheap to clone (its
-        // compiled template is shared).
+        // The limits grow with the conversation.
         let budget = limits::BASE_FUEL
             .saturating_add(limits::FUEL_PER_MESSAGE.saturating_mul(message_count as u64))
             .saturating_add(limits::FUEL_PER_TEXT_BYTE.saturating_mul(text_bytes as u64));
-        let mut env = self.env.clone();
-        env.set_fuel(Some(budget));
-        let mut out = BoundedOutput {
-            text: Vec::new(),
-            limit: limits::BASE_OUTPUT_BYTES
-                .saturating_add(limits::OUTPUT_PER_MESSAGE.saturating_mul(message_count))
-                .saturating_add(limits::OUTPUT_PER_TEXT_BYTE.saturating_mul(text_bytes)),
-        };
-        let template = env.get_template("chat").map_err(|e| Error::ChatTemplate {
-            reason: format!("{e:#}"),
-        })?;
-        let captured = template
-            .render_captured_to(Value::from_object(ctx), &mut out)
-            .map_err(|e| self.render_error(&e, out.limit))?;
-        let used = captured
-            .state()
-            .fuel_levels()
-            .map_or(0, |(consumed, _)| consumed);
-        let text = String::from_utf8(out.text).map_err(|e| Error::ChatTemplate {
-            reason: format!("the chat template wrote text that is not UTF-8: {e}"),
-        })?;
+        let output_limit = limits::BASE_OUTPUT_BYTES
+            .saturating_add(limits::OUTPUT_PER_MESSAGE.saturating_mul(message_count))
+            .saturating_add(limits::OUTPUT_PER_TEXT_BYTE.saturating_mul(text_bytes));
+        let root = Value::from_object(ctx);
+        let (text, used) = on_template_stack(|| self.run(root, budget, output_limit))??;
         let fuel = Fuel { used, budget };
         tracing::trace!(fuel.used, fuel.budget, "chat template rendered");
         Ok((text, fuel))
     }
 
-    /// A limit the render went past, in plain words, or the template's own message.
-    fn render_error(&self, e: &minijinja::Error, output_limit: usize) -> Error {
-        let limit = match (e.kind(), e.detail()) {
+    /// Compiles and renders the template with `root` as its context, within `fuel` and
+    /// `output_limit`: the text and the fuel it used.
+    fn run(&self, root: Value, fuel: u64, output_limit: usize) -> Result<(String, u64), Error> {
+        let program: Program<'_> =
+            template_program::compile(&self.source, &self.syntax).map_err(|e| {
+                Error::ChatTemplate {
+                    reason: format!("{e:#}"),
+                }
+            })?;
+        let guard = RenderGuard::new(output_limit);
+        let mut env = Environment::new();
+        env.set_recursion_limit(limits::NESTING);
+        env.set_fuel(Some(fuel));
+        env.add_function(
+            "raise_exception",
+            |message: String| -> Result<Value, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
+        guard.install(&mut env);
+        let mut text = String::new();
+        let rendered = minijinja::machinery::eval(
+            &env,
+            &program.instructions,
+            root,
+            &program.blocks,
+            &mut minijinja::machinery::make_string_output(&mut text),
+            AutoEscape::None,
+        );
+        match rendered {
+            Ok((_, state)) => {
+                let used = state.fuel_levels().map_or(0, |(consumed, _)| consumed);
+                Ok((text, used))
+            }
+            Err(e) => Err(self.render_error(&e, guard.stopped())),
+        }
+    }
+
+    /// A limit the render went past, in plain words (`stopped` when Hearth's own checks
+    /// stopped it), or the template's own message.
+    fn render_error(&self, e: &minijinja::Error, stopped: Option<String>) -> Error {
+        let limit = stopped.or_else(|| match (e.kind(), e.detail()) {
             (ErrorKind::OutOfFuel, _) => Some(
                 "it did far more work than any chat template needs (it loops without end or \
                  builds huge text)"
                     .to_owned(),
             ),
-            (ErrorKind::WriteFailure, _) => Some(format!(
-                "it wrote more than {output_limit} bytes for this conversation"
-            )),
             (ErrorKind::InvalidOperation, Some("recursion limit exceeded")) => Some(format!(
                 "it nests loops, macros or blocks more than {} levels deep",
                 limits::NESTING
             )),
             _ => None,
-        };
+        });
         match limit {
             Some(limit) => Error::ChatTemplateLimit {
                 model: self.model.clone(),
@@ -334,26 +368,6 @@ fn messages_text_bytes(messages: &[ChatMessage]) -> usize {
         .fold(0usize, |sum, m| sum.saturating_add(m.content.len()))
 }
 
-/// A render's output, refusing to grow past `limit` bytes.
-struct BoundedOutput {
-    text: Vec<u8>,
-    limit: usize,
-}
-
-impl Write for BoundedOutput {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.text.len().saturating_add(bytes.len()) > self.limit {
-            return Err(std::io::Error::other("chat template output limit reached"));
-        }
-        self.text.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// `bos_token`, `eos_token`, `pad_token`, `unk_token` as text: tokenizer_config.json writes each
 /// as a string or as an object with a `content` field.
 fn special_token_strings(config: Option<&serde_json::Value>) -> BTreeMap<String, String> {
@@ -374,83 +388,29 @@ fn special_token_strings(config: Option<&serde_json::Value>) -> BTreeMap<String,
     out
 }
 
-/// Python's `json.dumps(value, ensure_ascii=False)` (with `indent=` when given), as transformers'
-/// template environment defines `tojson`; minijinja's own escapes HTML characters.
-fn tojson(value: &Value, indent: Option<usize>) -> Result<Value, minijinja::Error> {
-    let json = to_json(value);
-    let text = match indent {
-        None => python_compact(&json),
-        Some(n) => {
-            let indent = vec![b' '; n];
-            let mut buf = Vec::new();
-            let formatter = serde_json::ser::PrettyFormatter::with_indent(&indent);
-            let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-            json.serialize(&mut ser)
-                .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
-            String::from_utf8(buf).unwrap_or_default()
-        }
-    };
-    Ok(Value::from_safe_string(text))
+/// The refusal of a template `bytes` long.
+fn source_too_long(bytes: usize) -> String {
+    format!(
+        "it is {bytes} bytes long (at most {} KiB)",
+        limits::SOURCE_BYTES >> 10
+    )
 }
 
-/// Compact JSON with Python's default separators (`", "` and `": "`).
-fn python_compact(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(python_compact).collect();
-            format!("[{}]", parts.join(", "))
-        }
-        serde_json::Value::Object(map) => {
-            let parts: Vec<String> = map
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}: {}",
-                        serde_json::Value::from(k.as_str()),
-                        python_compact(v)
-                    )
-                })
-                .collect();
-            format!("{{{}}}", parts.join(", "))
-        }
-        other => other.to_string(),
-    }
-}
-
-fn to_json(value: &Value) -> serde_json::Value {
-    use minijinja::value::ValueKind;
-    match value.kind() {
-        ValueKind::Undefined | ValueKind::None => serde_json::Value::Null,
-        ValueKind::Bool => serde_json::Value::Bool(value.is_true()),
-        ValueKind::Number => {
-            if let Ok(i) = i64::try_from(value.clone()) {
-                serde_json::Value::from(i)
-            } else {
-                f64::try_from(value.clone())
-                    .map_or(serde_json::Value::Null, serde_json::Value::from)
-            }
-        }
-        ValueKind::String => {
-            serde_json::Value::String(value.as_str().unwrap_or_default().to_owned())
-        }
-        ValueKind::Seq | ValueKind::Iterable => serde_json::Value::Array(
-            value
-                .try_iter()
-                .map(|it| it.map(|v| to_json(&v)).collect())
-                .unwrap_or_default(),
-        ),
-        ValueKind::Map => {
-            let mut map = serde_json::Map::new();
-            if let Ok(keys) = value.try_iter() {
-                for key in keys {
-                    let item = value.get_item(&key).unwrap_or_default();
-                    map.insert(key.to_string(), to_json(&item));
-                }
-            }
-            serde_json::Value::Object(map)
-        }
-        _ => serde_json::Value::String(value.to_string()),
-    }
+/// Runs `work` on a thread with a stack of [`limits::STACK_BYTES`], whatever the caller's
+/// stack: how deep minijinja recurses is bounded by the limits, not by the caller.
+fn on_template_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Error> {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("chat-template".into())
+            .stack_size(limits::STACK_BYTES)
+            .spawn_scoped(scope, work)
+            .map_err(|e| Error::ChatTemplate {
+                reason: format!("cannot start the template thread: {e}"),
+            })?;
+        handle.join().map_err(|_| Error::ChatTemplate {
+            reason: "the template renderer failed unexpectedly".to_owned(),
+        })
+    })
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ mod linear;
 mod model;
 mod runner;
 mod sampler;
+mod template_program;
+mod template_values;
 mod tokenizer;
 mod transformer;
 mod weights_memory;
