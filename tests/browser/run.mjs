@@ -1144,6 +1144,14 @@ if (process.env.UX_SHOTS) {
     await page.evaluate(() => window.__mock.emit('tauri://drag-leave', {}));
     await page.getByTestId('status-item').click();
     await shots('performance');
+    await page.setViewportSize({ width: 1366, height: 768 });
+    await page.getByTestId('npu-how-to-fix').click();
+    await shots('npu-help');
+    await page.keyboard.press('Control+,');
+    await page.getByLabel('Address').fill('http://nowhere:9/v1');
+    await page.getByTestId('remote-settings').getByRole('button', { name: 'Test connection' }).click();
+    await page.getByTestId('remote-save-hint').scrollIntoViewIfNeeded();
+    await shots('remote-failed');
   }, () => { window.__mockNoSensor = true; window.__mockBattery = true; window.__mock && (window.__mock.npuModels = { 'Qwen3-0.6B': false }); });
 }
 
