@@ -951,10 +951,15 @@ test('review #12 and #13 (S3): the action row stays above the box, and the recei
   const box = await page.locator('.composer-wrap').boundingBox();
   const row = await details.boundingBox();
   assert(row.y + row.height <= box.y, `the actions are in view above the message box (${row.y + row.height} <= ${box.y})`);
+  const copy = answer.getByRole('button', { name: 'Copy this message' });
   const before = await details.boundingBox();
   await details.click();
+  await answer.getByTestId('receipt').waitFor();
   const after = await details.boundingBox();
-  assert(Math.abs(before.x - after.x) < 1 && Math.abs(before.y - after.y) < 1, 'opening Details moves nothing beside it');
+  const copyAfter = await copy.boundingBox();
+  assert(Math.abs(before.x - after.x) < 1 && Math.abs(copyAfter.y - after.y) < 1, 'opening Details keeps it in its row (it does not wrap or shift)');
+  const panel = await answer.getByTestId('receipt').boundingBox();
+  assert(panel.y >= after.y + after.height - 1 && panel.y + panel.height <= box.y + 1, 'the receipt opens below the row, scrolled into view');
   const lefts = await answer.getByTestId('receipt').evaluate((el) => [...el.querySelectorAll(':scope > dl > dd')].map((dd) => Math.round(dd.getBoundingClientRect().left)));
   assert(new Set(lefts).size === 1, `every value starts in one column: ${lefts}`);
 });
