@@ -236,3 +236,47 @@ fn context_lengths_beyond_the_model_or_memory_are_refused_with_a_plain_message()
     assert!(matches!(err, Error::InvalidLoadOption { .. }), "{err}");
     assert!(err.to_string().contains("KV cache"), "{err}");
 }
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (None off Linux).
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Review N9: a KV cache the machine cannot hold was a panic when its map failed (and a kill
+/// by the kernel later when it did not). Now the load fails with a message naming the size
+/// and what to do.
+#[test]
+fn a_kv_cache_larger_than_the_available_memory_is_refused_naming_its_size() {
+    let dir = copy_fixture("tiny-qwen3");
+    let path = dir.path().join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["max_position_embeddings"] = serde_json::json!(1u64 << 40);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let field = |name: &str| config[name].as_u64().unwrap();
+    let head_dim = config["head_dim"]
+        .as_u64()
+        .unwrap_or_else(|| field("hidden_size") / field("num_attention_heads"));
+    // Keys and values at 4 bytes: the largest context the 64 GiB limit lets through, whose
+    // cache (32 or 64 GiB) is more than this machine has.
+    let per_position = field("num_hidden_layers") * field("num_key_value_heads") * head_dim * 2 * 4;
+    let context = (64u64 << 30) / per_position;
+    if available_memory().is_none_or(|free| free >= 32 << 30) {
+        eprintln!("skipped: this machine has 32 GiB or more available, or says nothing");
+        return;
+    }
+    let options = LoadOptions {
+        context_length: Some(context as usize),
+        ..LoadOptions::default()
+    };
+    let err = Model::load(dir.path(), &options).expect_err("the cache does not fit");
+    let text = err.to_string();
+    assert!(matches!(err, Error::InvalidLoadOption { .. }), "{text}");
+    assert!(
+        text.contains("KV cache") && text.contains("bytes") && text.contains("shorter context"),
+        "the message names the cache, its size and what to do: {text}"
+    );
+}
