@@ -20,13 +20,13 @@
 //! ```
 
 mod chat;
+mod connections;
 mod error;
 mod guard;
 mod models;
 pub mod openai;
 mod state;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -36,9 +36,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Router};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::sync::Semaphore;
 
 pub use error::{AppError, Error};
 pub use state::{
@@ -79,9 +76,10 @@ async fn method_not_allowed() -> AppError {
 /// generation runs on its blocking threads.
 ///
 /// The accept loop survives accept errors (out of file descriptors: it waits and retries),
-/// serves at most `max_connections` connections at once (the rest wait in the backlog), and
-/// closes connections that are slow to send headers or idle between requests
-/// (`header_timeout`) or slow to send a body (`body_timeout`, 408).
+/// serves at most `max_connections` connections at once, closes connections that are slow to
+/// send headers or idle between requests (`header_timeout`, shorter under load) or slow to
+/// send a body (`body_timeout`, 408), and is fair to a real client under a flood of silent
+/// sockets (see `connections`).
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result<(), Error> {
     state.options().validate()?;
     let options = state.options().clone();
@@ -89,47 +87,14 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result
         (options.body_timeout, options.body_limit),
         body_timeout,
     ));
-    let slots = Arc::new(Semaphore::new(options.max_connections));
-    loop {
-        // A free slot first: past the cap, new connections wait in the kernel's backlog.
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return Ok(());
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) if is_connection_error(&e) => continue,
-            Err(e) => {
-                // Typically out of file descriptors: wait for some to close, keep serving.
-                tracing::warn!("accept failed ({e}); retrying shortly");
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
-        let service = TowerToHyperService::new(router.clone());
-        let header_timeout = options.header_timeout;
-        tokio::spawn(async move {
-            let _slot = slot;
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = connection.await {
-                tracing::debug!("connection ended: {e}");
-            }
-        });
-    }
-}
-
-/// How long the accept loop waits after an accept error that is not the peer's doing.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
-
-fn is_connection_error(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::ConnectionRefused
-            | std::io::ErrorKind::ConnectionAborted
-            | std::io::ErrorKind::ConnectionReset
+    connections::serve_connections(
+        listener,
+        router,
+        options.max_connections,
+        options.header_timeout,
     )
+    .await;
+    Ok(())
 }
 
 /// Reads the whole request body within `timeout` (bodies are bounded by the body limit), so a
