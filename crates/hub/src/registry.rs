@@ -197,6 +197,20 @@ impl RegistryFile {
     }
 }
 
+/// Largest registry read: FastFlowLM's own list of 37 models is about 20 KB, and the file is
+/// shared with other tools, so it is read with a bound.
+const MAX_REGISTRY_BYTES: u64 = 16 << 20;
+
+/// The bytes of `path`, or None if it holds more than `max`.
+fn read_capped(path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(max + 1)
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max).then_some(bytes))
+}
+
 /// The registry file of one data folder.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -218,10 +232,17 @@ impl Registry {
     /// Reads the registry (an empty one if the file does not exist yet). No lock is needed:
     /// writers replace the file by rename.
     pub fn read(&self) -> Result<RegistryFile> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Registry {
+        match read_capped(&self.path, MAX_REGISTRY_BYTES) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes).map_err(|e| Error::Registry {
                 path: self.path.clone(),
                 detail: e.to_string(),
+            }),
+            Ok(None) => Err(Error::Registry {
+                path: self.path.clone(),
+                detail: format!(
+                    "it is larger than {} MiB, which a list of models never is",
+                    MAX_REGISTRY_BYTES >> 20
+                ),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(RegistryFile {
                 model_path: self.models_dir.display().to_string(),

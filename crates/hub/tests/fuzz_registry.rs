@@ -3,15 +3,39 @@
 //! text), listing, looking up and removing models never panics and never deletes anything
 //! outside the models folder.
 //!
-//! CI runs a bounded number of cases; for a long run:
+//! Entries written by Hearth read back as written, and fields other tools wrote are kept.
+//!
+//! Runs are reproducible: a fixed number of cases from a fixed seed, no failure-persistence
+//! file, nothing timed. For a long run:
 //! `PROPTEST_CASES=20000 cargo test -p hearth-hub --release --test fuzz_registry`.
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use common::TempDir;
+use hearth_hub::registry::{FlmDetails, FlmEntry, Registry};
 use hearth_hub::Store;
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use serde_json::{json, Value};
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `cases` cases from a fixed seed, without a failure-persistence file.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        rng_seed: RngSeed::Fixed(0x464c_4d52),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
 
 fn folder_name() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -80,8 +104,74 @@ fn registry() -> impl Strategy<Value = String> {
         })
 }
 
+/// An entry as Hearth or FastFlowLM writes it, with fields Hearth does not know.
+fn flm_entry() -> impl Strategy<Value = FlmEntry> {
+    (
+        "[a-z][a-z0-9.-]{0,10}",
+        any::<u64>(),
+        prop::collection::vec("[a-z.]{1,12}", 0..4),
+        prop::option::of(any::<u64>()),
+        "[a-z0-9-]{1,8}",
+        any::<bool>(),
+        prop::option::of("[a-zA-Z ]{0,10}"),
+    )
+        .prop_map(|(name, size, files, context, family, think, label)| {
+            let mut extra = serde_json::Map::new();
+            if let Some(label) = label {
+                extra.insert("label".into(), json!(label));
+            }
+            FlmEntry {
+                name,
+                url: String::new(),
+                size,
+                flm_min_version: None,
+                files,
+                default_context_length: context,
+                details: FlmDetails {
+                    family,
+                    think,
+                    think_toggleable: false,
+                    parameter_size: "1B".into(),
+                    quantization_level: "Q4_1".into(),
+                    extra: Default::default(),
+                },
+                hearth: None,
+                extra,
+            }
+        })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(config(cases(64)))]
+
+    #[test]
+    fn entries_read_back_as_written_with_foreign_fields_kept(
+        entries in prop::collection::vec(("[a-z]{1,6}", "[a-z0-9.]{1,4}", flm_entry()), 0..6),
+    ) {
+        let tmp = TempDir::new("fuzz-registry-trip");
+        let registry = Registry::new(tmp.0.join("model_list.json"), tmp.0.join("models"));
+        let mut expected: BTreeMap<String, BTreeMap<String, FlmEntry>> = BTreeMap::new();
+        for (family, size, entry) in &entries {
+            expected.entry(family.clone()).or_default().insert(size.clone(), entry.clone());
+        }
+        registry
+            .update(|file| {
+                file.models = expected.clone();
+                Ok(())
+            })
+            .unwrap();
+        let read = registry.read().unwrap();
+        prop_assert_eq!(&read.models, &expected);
+        // Another tool's top-level field survives Hearth's next write.
+        let mut raw: Value =
+            serde_json::from_slice(&std::fs::read(registry.path()).unwrap()).unwrap();
+        raw["flm_extra"] = json!({"kept": true});
+        std::fs::write(registry.path(), raw.to_string()).unwrap();
+        registry.update(|_| Ok(())).unwrap();
+        let raw: Value =
+            serde_json::from_slice(&std::fs::read(registry.path()).unwrap()).unwrap();
+        prop_assert_eq!(&raw["flm_extra"], &json!({"kept": true}));
+    }
 
     #[test]
     fn any_registry_is_read_or_refused_and_nothing_outside_models_is_deleted(
@@ -111,4 +201,16 @@ proptest! {
         }
         prop_assert!(store.models_dir().is_dir(), "the models folder itself stays");
     }
+}
+
+#[test]
+fn a_registry_larger_than_any_list_of_models_is_refused_unread() {
+    // Sparse: 64 MiB of zeros costs nothing to make, and must cost nothing to refuse.
+    let tmp = TempDir::new("registry-huge");
+    let store = Store::at(tmp.0.join("data"));
+    std::fs::create_dir_all(store.root()).unwrap();
+    let file = std::fs::File::create(store.registry_path()).unwrap();
+    file.set_len(64 << 20).unwrap();
+    let err = store.list().unwrap_err().to_string();
+    assert!(err.contains("larger than 16 MiB"), "{err}");
 }
