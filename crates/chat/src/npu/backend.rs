@@ -9,7 +9,8 @@
 //! When FastFlowLM dies in the middle of an answer, the text so far is kept by the answer loop,
 //! the error says what happened ([`FailureKind::Cut`], with FastFlowLM's last log lines), and
 //! FastFlowLM is restarted once; after a second crash in a row it is left stopped so the caller
-//! can fall back to the CPU.
+//! can fall back to the CPU. Before a conversation that does not go on from what FastFlowLM's
+//! prompt cache holds, the cache is cleared ([`crate::npu::prompt_cache`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -25,7 +26,9 @@ use crate::backend::{
     Generation, Input, Prompt, TextSink, TokenCount,
 };
 use crate::npu::discover::{self, FlmProgram};
+use crate::npu::known_issues;
 use crate::npu::process::{FlmServer, ServeConfig};
+use crate::npu::prompt_cache::{clearing_messages, CacheState};
 use crate::remote::openai::{ChatRequest, ClientOptions, OpenAiClient, ServerUsage};
 
 /// The smallest `--ctx-len` FastFlowLM accepts.
@@ -53,6 +56,9 @@ pub struct NpuOptions {
     /// How long to wait for each piece of an answer (the first one includes reading the
     /// prompt). By default, 300 s.
     pub read_timeout: Duration,
+    /// Run a model on the NPU even when FastFlowLM is known to fail with it
+    /// ([`crate::npu::known_issues`]), for testers. By default, off.
+    pub npu_anyway: bool,
 }
 
 impl NpuOptions {
@@ -63,6 +69,7 @@ impl NpuOptions {
             start_timeout: Duration::from_secs(180),
             idle_stop: Some(Duration::from_secs(600)),
             read_timeout: Duration::from_secs(300),
+            npu_anyway: false,
         }
     }
 }
@@ -122,6 +129,8 @@ struct Slot {
     busy: bool,
     closed: bool,
     aborted_streams: u32,
+    /// What the running server's prompt cache holds.
+    cache: CacheState,
 }
 
 struct Shared {
@@ -199,7 +208,18 @@ impl NpuBackend {
                 ),
             )
         })?;
-        let availability = discover::npu_support(&program, entry);
+        let availability = if options.npu_anyway {
+            if let Some(issue) = known_issues::known_issue(&program.version, entry) {
+                tracing::warn!(
+                    model = %entry.name,
+                    issue = issue.issue,
+                    "npu: trying a model FastFlowLM is known to fail with, as asked"
+                );
+            }
+            discover::npu_support_anyway(&program, entry)
+        } else {
+            discover::npu_support(&program, entry)
+        };
         if let Some(reason) = availability.reason {
             return Err(BackendError::failed(FailureKind::NotReady, reason));
         }
@@ -251,6 +271,7 @@ impl NpuBackend {
                 busy: false,
                 closed: false,
                 aborted_streams: 0,
+                cache: CacheState::Fresh,
             }),
             wake: Condvar::new(),
             sink: Mutex::new(None),
@@ -442,6 +463,7 @@ impl NpuBackend {
             pid: server.pid(),
         });
         slot.server = Some(server);
+        slot.cache = CacheState::Fresh;
         slot.last_used = Instant::now();
         *owner = Some(Arc::downgrade(&self.shared));
         Ok(())
@@ -514,18 +536,11 @@ impl NpuBackend {
         }
     }
 
-    /// Streams one answer from the server on `port` through the OpenAI client, with no
-    /// connection reuse (FastFlowLM closes every connection after its response).
-    fn stream(
-        &mut self,
-        port: u16,
-        request: &ChatRequest,
-        prompt_count: TokenCount,
-        on_text: TextSink<'_>,
-    ) -> Result<Generation, Failure> {
-        let base = format!("http://127.0.0.1:{port}");
-        let client = OpenAiClient::new(
-            &base,
+    /// The OpenAI client for the server on `port`, with no connection reuse (FastFlowLM
+    /// closes every connection after its response).
+    fn client(&self, port: u16) -> Result<OpenAiClient, BackendError> {
+        OpenAiClient::new(
+            &format!("http://127.0.0.1:{port}"),
             None,
             ClientOptions {
                 connect_timeout: Duration::from_secs(5),
@@ -533,10 +548,45 @@ impl NpuBackend {
                 reuse_connections: false,
             },
         )
-        .map_err(Failure::Done)?;
+    }
+
+    /// Clears the prompt cache of the server on `port` before `messages`: one answer of one
+    /// token to [`clearing_messages`], which FastFlowLM never takes from its cache.
+    fn clear_prompt_cache(
+        &mut self,
+        port: u16,
+        messages: &[ChatMessage],
+        options: &ChatOptions,
+    ) -> Result<(), Failure> {
+        tracing::info!(model = %self.tag, "npu: clearing FastFlowLM's prompt cache");
+        let mut request = self.chat_request(&clearing_messages(messages), options);
+        request.max_tokens = Some(1);
+        let client = self.client(port).map_err(Failure::Done)?;
+        match client.stream_chat(&request, &mut |_| std::ops::ControlFlow::Continue(())) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Failure::Cut(format!(
+                "clearing FastFlowLM's prompt cache failed: {}",
+                flm_words(&e.to_string(), &format!("http://127.0.0.1:{port}"))
+            ))),
+        }
+    }
+
+    /// Streams one answer from the server on `port` through the OpenAI client; `answer` gets
+    /// the whole text FastFlowLM wrote.
+    fn stream(
+        &mut self,
+        port: u16,
+        request: &ChatRequest,
+        prompt_count: TokenCount,
+        on_text: TextSink<'_>,
+        answer: &mut String,
+    ) -> Result<Generation, Failure> {
+        let base = format!("http://127.0.0.1:{port}");
+        let client = self.client(port).map_err(Failure::Done)?;
         let mut pieces = 0usize;
         let result = client.stream_chat(request, &mut |text: &str| {
             pieces += usize::from(!text.is_empty());
+            answer.push_str(text);
             on_text(text)
         });
         let outcome = match result {
@@ -752,14 +802,30 @@ impl Backend for NpuBackend {
             slot.server.as_ref().map(FlmServer::port)
         };
         let request = self.chat_request(messages, options);
+        let clear = self.shared.lock().cache.needs_clearing(messages);
+        let mut answer = String::new();
         let result = match port {
-            Some(port) => self.stream(port, &request, prompt.count, on_text),
+            Some(port) => {
+                let cleared = if clear {
+                    self.clear_prompt_cache(port, messages, options)
+                } else {
+                    Ok(())
+                };
+                cleared
+                    .and_then(|()| self.stream(port, &request, prompt.count, on_text, &mut answer))
+            }
             None => Err(Failure::Cut("FastFlowLM was stopped".into())),
         };
         {
             let mut slot = self.shared.lock();
             slot.busy = false;
             slot.last_used = Instant::now();
+            slot.cache = match &result {
+                Ok(g) if g.stop_reason != StopReason::Cancelled => {
+                    CacheState::answered(messages, &answer)
+                }
+                _ => CacheState::Unknown,
+            };
         }
         self.shared.wake.notify_all();
         match result {

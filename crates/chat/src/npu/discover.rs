@@ -10,9 +10,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::backend::{Availability, BackendKind};
-use crate::npu::{bounded, NpuError};
+use crate::npu::install::Layout;
+use crate::npu::{bounded, known_issues, NpuError};
 
-/// The oldest FastFlowLM Hearth drives (the one Lemonade requires on Linux).
+/// The oldest FastFlowLM Hearth drives (0.9.45; the NPU tests run against 0.9.45 and 1.0.x).
 pub const MIN_VERSION: &str = hearth_npu::software::FLM_MIN_VERSION;
 
 /// Where the FastFlowLM packages install the program.
@@ -68,6 +69,8 @@ pub struct FlmProgram {
     pub flavor: Flavor,
     /// Its version, "1.0.6".
     pub version: String,
+    /// How its install is laid out, and its NPU runtime (XRT or HRX).
+    pub layout: Layout,
 }
 
 impl FlmProgram {
@@ -170,6 +173,7 @@ pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
     check_version(&path, &version)?;
     Ok(FlmProgram {
         flavor: flavor_of(&path),
+        layout: Layout::of(&path),
         path,
         version,
     })
@@ -367,7 +371,8 @@ pub fn npu_status(root: &Path) -> hearth_npu::Diagnosis {
 // ---------------------------------------------------------------- kernels and models
 
 /// The folder holding FastFlowLM's `xclbins/`, found as FastFlowLM finds it: `FLM_XCLBIN_PATH`
-/// (a trailing `/xclbins` is dropped), the program's own folder (after resolving links), then
+/// (a trailing `/xclbins` is dropped), the program's own folder (after resolving links), its
+/// prefix's `share/flm` (1.0.x installs a package relocatably there), then
 /// [`STANDARD_KERNEL_ROOT`]. A path that does not hold `xclbins/` is skipped, as FastFlowLM does.
 pub fn kernel_root(program: &Path, flm_xclbin_path: Option<&Path>) -> Option<PathBuf> {
     let from_env = flm_xclbin_path.map(|p| {
@@ -379,20 +384,34 @@ pub fn kernel_root(program: &Path, flm_xclbin_path: Option<&Path>) -> Option<Pat
         .canonicalize()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
-    [from_env, exe_dir, Some(PathBuf::from(STANDARD_KERNEL_ROOT))]
-        .into_iter()
-        .flatten()
-        .find(|root| root.join("xclbins").is_dir())
+    let share = exe_dir
+        .as_ref()
+        .and_then(|d| d.parent())
+        .map(|prefix| prefix.join("share/flm"));
+    [
+        from_env,
+        exe_dir,
+        share,
+        Some(PathBuf::from(STANDARD_KERNEL_ROOT)),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|root| root.join("xclbins").is_dir())
 }
 
 /// Whether FastFlowLM `program` can run the registry entry `entry` on the NPU: it needs an
 /// engine for the entry's family and kernels in `xclbins/<name>/` under its kernel root
-/// (`FLM_XCLBIN_PATH` is read from this process's environment).
+/// (`FLM_XCLBIN_PATH` is read from this process's environment), and the model must not be one
+/// it is known to fail with ([`known_issues`]).
 pub fn npu_support(program: &FlmProgram, entry: &FlmEntry) -> Availability {
-    let xclbin_env = std::env::var_os("FLM_XCLBIN_PATH")
+    npu_support_with(program, entry, xclbin_env().as_deref())
+}
+
+/// `FLM_XCLBIN_PATH` of this process, when set.
+fn xclbin_env() -> Option<PathBuf> {
+    std::env::var_os("FLM_XCLBIN_PATH")
         .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    npu_support_with(program, entry, xclbin_env.as_deref())
+        .map(PathBuf::from)
 }
 
 /// [`npu_support`] for the FastFlowLM this process finds ([`Lookup::from_env`]); when none is
@@ -445,12 +464,39 @@ pub fn registry_availabilities(registry: &Path, names: &[&str]) -> Vec<Availabil
         .collect()
 }
 
+/// [`npu_support`] without the table of known incompatibilities: whether FastFlowLM has what
+/// the model needs, for a tester who tries the NPU anyway.
+pub fn npu_support_anyway(program: &FlmProgram, entry: &FlmEntry) -> Availability {
+    installed_support(program, entry, xclbin_env().as_deref())
+}
+
 /// [`npu_support`] with `FLM_XCLBIN_PATH` given.
 pub fn npu_support_with(
     program: &FlmProgram,
     entry: &FlmEntry,
     flm_xclbin_path: Option<&Path>,
 ) -> Availability {
+    let installed = installed_support(program, entry, flm_xclbin_path);
+    if !installed.usable {
+        return installed;
+    }
+    match known_issues::known_issue(&program.version, entry) {
+        Some(issue) => {
+            Availability::unusable(BackendKind::Npu, issue.words(&entry.name, &program.label()))
+        }
+        None => installed,
+    }
+}
+
+/// Whether `program` has an engine for the entry's family and kernels for its name.
+fn installed_support(
+    program: &FlmProgram,
+    entry: &FlmEntry,
+    flm_xclbin_path: Option<&Path>,
+) -> Availability {
+    if let Some(missing) = program.layout.missing(&program.path) {
+        return Availability::unusable(BackendKind::Npu, missing);
+    }
     let family = entry.details.family.as_str();
     if !ENGINE_FAMILIES.contains(&family) {
         return Availability::unusable(
@@ -537,12 +583,13 @@ mod tests {
 
     #[test]
     fn too_old_says_which_version_is_needed() {
-        let e = check_version(Path::new("/x/flm"), "0.9.45").unwrap_err();
+        let e = check_version(Path::new("/x/flm"), "0.9.44").unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("0.9.45") && text.contains(MIN_VERSION),
+            text.contains("0.9.44") && text.contains(MIN_VERSION),
             "{text}"
         );
+        check_version(Path::new("/x/flm"), "0.9.45").unwrap();
         check_version(Path::new("/x/flm"), "1.0.2").unwrap();
         check_version(Path::new("/x/flm"), "1.0.10").unwrap();
     }

@@ -13,7 +13,13 @@
 //!   process group and those a Hearth killed uncleanly left behind;
 //! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that; answers stream through
 //!   the OpenAI client of [`crate::remote::openai`], with no connection reuse (FastFlowLM
-//!   closes every connection after its response).
+//!   closes every connection after its response);
+//! - [`install`]: which kind of install it is (portable tarball, package with the system's
+//!   XRT, package built for the HRX runtime) and what each needs;
+//! - [`known_issues`]: models FastFlowLM is known to fail with, by version and issue (they run
+//!   on the processor unless a tester asks for the NPU anyway);
+//! - [`prompt_cache`]: clearing FastFlowLM's prompt cache when a conversation does not go on
+//!   from what it holds (its checksum misses some edits).
 //!
 //! FastFlowLM reads Hearth's own registry (`FLM_CONFIG_PATH` = Hearth's `model_list.json`) and
 //! model folders (`FLM_MODEL_PATH`): nothing is copied, nothing is written into FastFlowLM's files.
@@ -21,15 +27,19 @@
 pub mod backend;
 pub mod bounded;
 pub mod discover;
+pub mod install;
+pub mod known_issues;
 pub mod marker;
 pub mod process;
+pub mod prompt_cache;
 
 use std::path::PathBuf;
 
 pub use backend::{NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
 pub use discover::{
-    find, fold_validate, npu_availability, npu_status, npu_support, registry_availabilities,
-    registry_availability, validate, Flavor, FlmProgram, Lookup, ValidateReport, MIN_VERSION,
+    find, fold_validate, npu_availability, npu_status, npu_support, npu_support_anyway,
+    registry_availabilities, registry_availability, validate, Flavor, FlmProgram, Lookup,
+    ValidateReport, MIN_VERSION,
 };
 
 use crate::backend::{BackendError, FailureKind};

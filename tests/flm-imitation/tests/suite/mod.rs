@@ -1,5 +1,7 @@
 //! Hearth's NPU backend (`hearth_chat::npu`) against the FastFlowLM imitation built by this
-//! package (`flm`), which answers with Hearth's CPU engine on the demo model.
+//! package (`flm`), which answers with Hearth's CPU engine on the demo model. The suite runs
+//! once per FastFlowLM release imitated: `npu_flm.rs` as 1.0.6, `npu_flm_0_9.rs` as 0.9.45
+//! ([`super::FLM_VERSION`]).
 //!
 //! Each test gets its own folder: Hearth's registry and model folder (a link to `models/demo`),
 //! a wrapper script `flm` that sets the imitation's fault and runs it (FastFlowLM's portable
@@ -75,7 +77,8 @@ fn fixture_with(fault: &str, env: &[(&str, &str)]) -> Fixture {
     )
     .unwrap();
     let mut script = format!(
-        "#!/bin/sh\nexport FLM_IMITATION_FAULT='{fault}'\n: \"${{FLM_CONFIG_PATH:={}}}\"\nexport FLM_CONFIG_PATH\n",
+        "#!/bin/sh\nexport FLM_IMITATION_FAULT='{fault}'\nexport FLM_IMITATION_VERSION='{}'\n: \"${{FLM_CONFIG_PATH:={}}}\"\nexport FLM_CONFIG_PATH\n",
+        super::FLM_VERSION,
         stock.display()
     );
     for (k, v) in env {
@@ -229,15 +232,12 @@ fn servers_of(f: &Fixture) -> Vec<u32> {
 fn imitation_verbs_print_what_flm_prints() {
     let f = fixture("");
     assert_eq!(f.run(&["version"]).0, 0);
-    assert_eq!(f.run(&["version"]).1, "FLM v1.0.6\n");
+    let v = super::FLM_VERSION;
+    assert_eq!(f.run(&["version"]).1, format!("FLM v{v}\n"));
     let (code, out, _) = f.run(&["version", "--json"]);
-    assert_eq!((code, out.as_str()), (0, "{ \"version\": \"1.0.6\" }\n"));
+    assert_eq!((code, out), (0, format!("{{ \"version\": \"{v}\" }}\n")));
     let (code, out, _) = f.run(&["--version"]);
-    assert_eq!(
-        (code, out.as_str()),
-        (1, "FLM v1.0.6\n"),
-        "--version exits 1"
-    );
+    assert_eq!((code, out), (1, format!("FLM v{v}\n")), "--version exits 1");
     let (code, out, _) = f.run(&["list", "--json", "--filter", "installed"]);
     assert_eq!(code, 0);
     let list: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -275,23 +275,7 @@ fn the_imitation_serves_exact_paths_and_falls_back_silently() {
     let f = fixture("");
     let mut backend = f.backend();
     backend.start().unwrap();
-    let port = {
-        // The port is in the log's start-up line.
-        let log = std::fs::read_to_string(backend.log_path()).unwrap();
-        let line = log
-            .lines()
-            .find(|l| l.contains("WebServer started on port"))
-            .unwrap()
-            .to_string();
-        line.split("port ")
-            .nth(1)
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse::<u16>()
-            .unwrap()
-    };
+    let port = port_of(&backend);
     let tags = raw(port, "GET /api/tags HTTP/1.1\r\n\r\n");
     assert!(tags.starts_with("HTTP/1.1 200"), "{tags}");
     assert!(tags.contains(TAG));
@@ -324,6 +308,21 @@ fn the_imitation_serves_exact_paths_and_falls_back_silently() {
     assert!(reply.contains("\"error\""), "{reply}");
 }
 
+/// The port of `backend`'s running server, from the log's start-up line.
+fn port_of(backend: &NpuBackend) -> u16 {
+    let log = std::fs::read_to_string(backend.log_path()).unwrap();
+    let line = log
+        .lines()
+        .rfind(|l| l.contains("WebServer started on port"))
+        .expect("a start-up line")
+        .to_string();
+    line.split("port ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .expect("a port number")
+}
+
 /// Sends `request` as it is and reads the reply to its end (the server closes the connection).
 fn raw(port: u16, request: &str) -> String {
     use std::io::Write;
@@ -346,13 +345,115 @@ fn post(port: u16, body: &serde_json::Value) -> String {
     )
 }
 
+// ---------------------------------------------------------------- the prompt cache
+
+/// A message, and an edit of it that FastFlowLM's checksum does not see: as JSON text
+/// (`"Tell me about a red cat, ...`) the 8-byte words " red cat" and " big dog" are swapped,
+/// and a sum of words does not see their order.
+const CAT: &str = "Tell me about a red cat, not a  big dog.";
+const CAT_EDITED: &str = "Tell me about a big dog, not a  red cat.";
+
+fn greedy_answer(backend: &mut dyn hearth_chat::Backend, messages: &[ChatMessage]) -> String {
+    let request = AnswerRequest {
+        input: Input::Chat(messages.to_vec()),
+        ..request("", 12)
+    };
+    answer(backend, request, &mut |_| ControlFlow::Continue(()))
+        .unwrap()
+        .text
+}
+
+/// The edited conversation: the first message edited, the answer kept, a new question.
+fn edited(first_answer: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(Role::User, CAT_EDITED),
+        ChatMessage::new(Role::Assistant, first_answer),
+        ChatMessage::new(Role::User, "Which animal?"),
+    ]
+}
+
+fn completion(port: u16, messages: &[ChatMessage]) -> String {
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+        .collect();
+    let body = serde_json::json!({"model": TAG, "stream": false, "max_tokens": 12,
+        "temperature": 0.0, "top_k": 1, "messages": messages});
+    let reply = post(port, &body);
+    let json = reply.split("\r\n\r\n").nth(1).expect("a body");
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an answer: {v}"))
+        .to_string()
+}
+
+#[test]
+fn the_imitation_reuses_its_cache_for_an_edit_its_checksum_misses() {
+    let _npu = serial();
+    let f = fixture("");
+    let mut backend = f.backend();
+    backend.start().unwrap();
+    let port = port_of(&backend);
+    let first = completion(port, &[ChatMessage::new(Role::User, CAT)]);
+    let edited = edited(&first);
+    completion(port, &edited);
+    let log = std::fs::read_to_string(backend.log_path()).unwrap();
+    assert!(
+        log.contains("[FLM]  Use cached prompt!"),
+        "the edit collides: {log}"
+    );
+    let read = log
+        .lines()
+        .rfind(|l| l.contains("the model reads"))
+        .expect("what the model read");
+    if super::FLM_VERSION.starts_with("1.") {
+        assert!(read.contains(CAT), "1.0.x reads the old text: {read}");
+    } else {
+        assert!(
+            read.contains(CAT_EDITED),
+            "0.9.45's token check reads the edit: {read}"
+        );
+    }
+}
+
+#[test]
+fn an_edited_conversation_is_answered_from_the_edit() {
+    let _npu = serial();
+    let f = fixture("");
+    let mut backend = f.backend();
+    let first = greedy_answer(&mut backend, &[ChatMessage::new(Role::User, CAT)]);
+    let edited = edited(&first);
+    let on_npu = greedy_answer(&mut backend, &edited);
+    let log = std::fs::read_to_string(backend.log_path()).unwrap();
+    assert!(
+        !log.contains("Use cached prompt!"),
+        "Hearth cleared the cache first: {log}"
+    );
+    let read = log
+        .lines()
+        .rfind(|l| l.contains("the model reads"))
+        .expect("what the model read");
+    assert!(read.contains(CAT_EDITED), "the edit is read: {read}");
+    // A conversation that goes on is still taken from the cache.
+    let mut next = edited.clone();
+    next.push(ChatMessage::new(Role::Assistant, on_npu.clone()));
+    next.push(ChatMessage::new(Role::User, "Thanks."));
+    greedy_answer(&mut backend, &next);
+    let log = std::fs::read_to_string(backend.log_path()).unwrap();
+    assert_eq!(log.matches("Use cached prompt!").count(), 1, "{log}");
+    drop(backend);
+    let mut cpu = CpuBackend::open(&demo_model(), NAME, &LoadOptions::default(), None).unwrap();
+    assert_eq!(on_npu, greedy_answer(&mut cpu, &edited));
+}
+
 // ---------------------------------------------------------------- discovery
 
 #[test]
 fn discovery_follows_hearth_flm_then_path() {
     let f = fixture("");
     let p = f.program();
-    assert_eq!(p.version, "1.0.6");
+    assert_eq!(p.version, super::FLM_VERSION);
     assert_eq!(p.path, f.flm);
     let on_path = discover::find(&Lookup {
         hearth_flm: None,
@@ -382,7 +483,7 @@ fn an_install_without_its_own_model_list_still_runs_hearths_models() {
 
 #[test]
 fn an_old_flm_is_refused_with_the_version_needed() {
-    let f = fixture_with("", &[("FLM_IMITATION_VERSION", "0.9.45")]);
+    let f = fixture_with("", &[("FLM_IMITATION_VERSION", "0.9.44")]);
     let e = discover::find(&Lookup {
         hearth_flm: Some(f.flm.clone()),
         path: None,
@@ -391,7 +492,10 @@ fn an_old_flm_is_refused_with_the_version_needed() {
     })
     .unwrap_err();
     let text = e.to_string();
-    assert!(text.contains("0.9.45") && text.contains("1.0.2"), "{text}");
+    assert!(
+        text.contains("0.9.44") && text.contains(discover::MIN_VERSION),
+        "{text}"
+    );
 }
 
 #[test]
@@ -463,8 +567,11 @@ fn answers_stream_with_receipts_and_match_the_cpu() {
     assert!(!done.text.is_empty());
     assert_eq!(done.text, streamed);
     let r = &done.receipt;
-    assert_eq!(r.runtime_version.as_deref(), Some("1.0.6"));
-    assert_eq!(r.backend, "npu (FastFlowLM 1.0.6)");
+    assert_eq!(r.runtime_version.as_deref(), Some(super::FLM_VERSION));
+    assert_eq!(
+        r.backend,
+        format!("npu (FastFlowLM {})", super::FLM_VERSION)
+    );
     let timings = r.backend_timings.clone().expect("FastFlowLM's timings");
     assert!(timings.decode_secs.is_some() && timings.prefill_secs.is_some());
     assert!(timings.load_secs.is_some());
@@ -770,7 +877,7 @@ fn no_orphan_when_hearth_is_killed() {
     let mut helper = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "helper_hold_a_server",
+            "suite::helper_hold_a_server",
             "--nocapture",
             "--test-threads",
             "1",
