@@ -23,8 +23,8 @@ use super::quant::{QuantizedActivations, BLOCK};
 /// The integer sums of one tile against 256 quantized activations:
 /// `out[g * 32 + r] = Σ_{c in group g} q[r, c] * xq[c]` (the scales' index order).
 ///
-/// AVX-512 VNNI (with VBMI) has its own kernel; the other levels use the scalar twin.
-/// Panics if `level` is not supported by this CPU or the slices are short.
+/// AVX-512 VNNI (with VBMI) has its own kernel; AVX2 and AVX-512BW use the AVX2 kernel; the
+/// scalar level uses the scalar twin. Panics if `level` is not supported by this CPU or the slices are short.
 pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS * GROUPS] {
     assert!(tile.len() >= TILE_BYTES && xq.len() >= TILE_COLS);
     assert!(
@@ -36,9 +36,28 @@ pub fn tile_isums(level: KernelLevel, tile: &[u8], xq: &[i8]) -> [i32; TILE_ROWS
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level was checked supported above; slice lengths were checked.
         KernelLevel::Avx512Vnni => unsafe { avx512vnni::tile_isums(tile, xq, &mut out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `runs_avx2` checked that this CPU has AVX2; slice lengths were checked.
+        _ if runs_avx2(level) => unsafe { avx2::tile_isums(tile, xq, &mut out) },
         _ => scalar::tile_isums(tile, xq, &mut out),
     }
     out
+}
+
+/// Whether `level` runs the AVX2 kernel: the AVX2 level, and AVX-512BW (whose 512-bit
+/// `vpmaddubsw` would need the same shuffles as AVX2 for no fewer instructions per byte) on a
+/// CPU that has AVX2 too, as every AVX-512 CPU does.
+fn runs_avx2(level: KernelLevel) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        matches!(level, KernelLevel::Avx2 | KernelLevel::Avx512Bw)
+            && is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = level;
+        false
+    }
 }
 
 /// Computes one row block for tokens `t0 .. t0 + out.len() / 32` of `acts`:
@@ -69,6 +88,18 @@ pub fn row_block(
                 (true, _) => avx512vnni::row_block::<true, true>(tiles, acts, t0, out),
                 (false, true) => avx512vnni::row_block::<true, false>(tiles, acts, t0, out),
                 (false, false) => avx512vnni::row_block::<false, false>(tiles, acts, t0, out),
+            }
+        };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if runs_avx2(level) {
+        // SAFETY: `runs_avx2` checked that this CPU has AVX2; sizes were checked.
+        unsafe {
+            match (narrow, acts.is_padded()) {
+                (true, _) => avx2::row_block::<true, true>(tiles, acts, t0, out),
+                (false, true) => avx2::row_block::<true, false>(tiles, acts, t0, out),
+                (false, false) => avx2::row_block::<false, false>(tiles, acts, t0, out),
             }
         };
         return;
@@ -248,6 +279,153 @@ mod avx512vnni {
     }
 }
 
+/// The AVX2 kernel, for CPUs without AVX-512 VNNI. `vpmaddubsw` multiplies unsigned by signed
+/// bytes into pairs summed in i16, so each product is taken as `|q| * (xq * sign q)`: at most
+/// 128 * 127, a pair at most 32 512, which fits i16 (activations are -127..=127, never -128).
+/// `vpmaddwd` by ones then sums the two pairs of a row into i32, exactly.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Within each 128-bit lane of 8 bytes of column `a` then 8 of column `b` (rows `i..i+8`):
+    /// row `i + j`'s `a` and `b` side by side.
+    const PAIR_ROWS: [i8; 16] = [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15];
+
+    /// 16 rows x 4 columns of a tile half (columns `c..c+4`, 64 bytes from `p`) as each row's
+    /// 4 bytes in one 32-bit lane, the order of the activations `xq[c..c+4]`: rows 0..4 | 8..12
+    /// and rows 4..8 | 12..16.
+    #[inline(always)]
+    unsafe fn rows_to_lanes(p: *const u8) -> [__m256i; 2] {
+        let pairs = _mm256_broadcastsi128_si256(_mm_loadu_si128(PAIR_ROWS.as_ptr().cast()));
+        // SAFETY (caller): `p` has 64 readable bytes. Columns c | c+1, then c+2 | c+3, each
+        // rearranged to rows 0..8 | rows 8..16 of the two columns side by side.
+        let [ab, cd] = [0, 32].map(|o| {
+            let v = _mm256_loadu_si256(p.add(o).cast());
+            _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0b11_01_10_00), pairs)
+        });
+        [_mm256_unpacklo_epi16(ab, cd), _mm256_unpackhi_epi16(ab, cd)]
+    }
+
+    /// The integer sums of group `g` of `tile` for rows 0..16 and 16..32 (each as rows
+    /// 0..8, 8..16 of the half), for each of `N` tokens whose activations for the tile's
+    /// columns start at `xq[t]`.
+    #[inline(always)]
+    unsafe fn group_sums<const N: usize>(
+        tile: *const u8,
+        layout: TileLayout,
+        g: usize,
+        xq: &[*const i8; N],
+    ) -> [[__m256i; 4]; N] {
+        let ones = _mm256_set1_epi16(1);
+        // Per half: rows 0..4 | 8..12 and rows 4..8 | 12..16.
+        let mut acc = [[_mm256_setzero_si256(); 4]; N];
+        for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
+            // SAFETY (caller): the tile holds group `g` as `layout` lays it out, and each
+            // `xq[t]` 256 values.
+            let w = [0, 1].map(|h| rows_to_lanes(tile.add(layout.q8_values(h) + c * 16)));
+            let w = [w[0][0], w[0][1], w[1][0], w[1][1]];
+            let magnitude = w.map(|w| _mm256_abs_epi8(w));
+            for (acc, xq) in acc.iter_mut().zip(xq) {
+                let x = _mm256_set1_epi32(xq.add(c).cast::<i32>().read_unaligned());
+                for i in 0..4 {
+                    let pairs = _mm256_maddubs_epi16(magnitude[i], _mm256_sign_epi8(x, w[i]));
+                    acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        // Back to row order: rows 0..8 and 8..16 of each half.
+        acc.map(|[a0, a1, b0, b1]| {
+            [
+                _mm256_permute2x128_si256(a0, a1, 0x20),
+                _mm256_permute2x128_si256(a0, a1, 0x31),
+                _mm256_permute2x128_si256(b0, b1, 0x20),
+                _mm256_permute2x128_si256(b0, b1, 0x31),
+            ]
+        })
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
+        for g in 0..GROUPS {
+            let [sums] = group_sums(tile.as_ptr(), TileLayout::WHOLE, g, &[xq.as_ptr()]);
+            for (i, sums) in sums.into_iter().enumerate() {
+                _mm256_storeu_si256(out.as_mut_ptr().add(g * TILE_ROWS + i * 8).cast(), sums);
+            }
+        }
+    }
+
+    /// Tokens that share one read of the tiles (fewer than AVX-512's 4: AVX2 has 16 vector
+    /// registers, and each token holds 4 integer sums and 4 float accumulators).
+    const BATCH: usize = 2;
+
+    /// [`super::row_block`] with the float part in registers, [`BATCH`] tokens at a time.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn row_block<const PADDED: bool, const NARROW: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
+        for (b, y) in out.chunks_mut(BATCH * TILE_ROWS).enumerate() {
+            let t = t0 + b * BATCH;
+            match y.len() / TILE_ROWS {
+                2 => batch::<2, PADDED, NARROW>(tiles, acts, t, y),
+                _ => batch::<1, PADDED, NARROW>(tiles, acts, t, y),
+            }
+        }
+    }
+
+    /// `N` tokens over one read of the tiles. Each group adds `(d * sx) * isum` to the 32 row
+    /// sums, multiplied then added (no fused multiply-add), in the scalar twin's order, so the
+    /// bits are the same.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // `t` indexes several parallel arrays
+    unsafe fn batch<const N: usize, const PADDED: bool, const NARROW: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        t0: usize,
+        out: &mut [f32],
+    ) {
+        let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
+        let sx: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
+        let mut acc = [[_mm256_setzero_ps(); 4]; N];
+        let mut base = tiles.as_ptr();
+        for ct in 0..acts.column_tiles() {
+            let groups = acts.groups_in::<PADDED>(ct);
+            let layout = crate::cpu::q4_1::layout::<NARROW>(groups);
+            let xq = xq.map(|xq| xq.add(ct * TILE_COLS));
+            for g in 0..groups {
+                let isums = group_sums(base, layout, g, &xq);
+                for t in 0..N {
+                    let sx = _mm256_set1_ps(*sx[t].add(ct * GROUPS + g));
+                    for i in 0..4 {
+                        let d = bf16x8(base.add(SCALES + 2 * (g * TILE_ROWS + i * 8)));
+                        let sums = _mm256_cvtepi32_ps(isums[t][i]);
+                        let term = _mm256_mul_ps(_mm256_mul_ps(d, sx), sums);
+                        acc[t][i] = _mm256_add_ps(acc[t][i], term);
+                    }
+                }
+            }
+            // One past the end after the last tile: never read.
+            base = base.wrapping_add(layout.groups * GROUP_BYTES);
+        }
+        for (t, y) in out.chunks_exact_mut(TILE_ROWS).enumerate() {
+            for i in 0..4 {
+                _mm256_storeu_ps(y.as_mut_ptr().add(i * 8), acc[t][i]);
+            }
+        }
+    }
+
+    /// 8 BF16 values from `p` as f32.
+    #[inline(always)]
+    unsafe fn bf16x8(p: *const u8) -> __m256 {
+        // SAFETY (caller): `p` has 16 readable bytes.
+        let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast()));
+        _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +582,85 @@ mod tests {
                 row_block(level, &narrow, true, &acts, 0, &mut c);
                 let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&a), bits(&c), "{level}, {tokens} tokens, narrow");
+            }
+        }
+    }
+
+    /// Every level against the scalar twin, bit for bit, at every token count a row block is
+    /// given in practice (1 to 9: a decode step, draft passes, and batches of 4 and 2 with a
+    /// remainder), starting at token 0 and 1, for whole tiles with and without padding
+    /// columns and for the same matrix narrowed.
+    #[test]
+    fn every_level_equals_the_scalar_twin_at_every_token_count_narrow_and_whole() {
+        let mut rng = Lcg(17);
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for cols in [600usize, 768] {
+            let real_groups = cols.div_ceil(BLOCK) - 2 * GROUPS;
+            let mut tiles = random_tiles(3, &mut rng);
+            // Padding groups of a narrowed tile read as zeros in the scalar twin's widening.
+            let last = &mut tiles[2 * TILE_BYTES..];
+            last[SCALES + 2 * real_groups * TILE_ROWS..SCALES + 512].fill(0);
+            for h in 0..2 {
+                last[VALUES + h * 4096 + real_groups * BLOCK * 16..VALUES + (h + 1) * 4096].fill(0);
+            }
+            let mut narrow = tiles[..2 * TILE_BYTES].to_vec();
+            q4nx::tile::narrow_tile(&tiles[2 * TILE_BYTES..], true, real_groups, &mut narrow);
+            for tokens in 1..=10 {
+                let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit() * 3.0).collect();
+                let mut acts = QuantizedActivations::new();
+                acts.quantize(&x, tokens, cols);
+                for t0 in [0, 1].into_iter().filter(|&t0| t0 < tokens) {
+                    let n = tokens - t0;
+                    let mut reference = vec![0.0; n * 32];
+                    row_block(
+                        KernelLevel::Scalar,
+                        &tiles,
+                        false,
+                        &acts,
+                        t0,
+                        &mut reference,
+                    );
+                    for level in KernelLevel::supported() {
+                        for (tiles, is_narrow) in [(&tiles, false), (&narrow, true)] {
+                            let mut out = vec![f32::NAN; n * 32];
+                            row_block(level, tiles, is_narrow, &acts, t0, &mut out);
+                            assert_eq!(
+                                bits(&out),
+                                bits(&reference),
+                                "{level}, {cols} columns, tokens {t0}..{tokens}, \
+                                 narrow: {is_narrow}: differs from the scalar twin"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The AVX2 kernel's weight shuffle, checked against the layout on its own: a single
+    /// nonzero weight at each row and column of a group lands in that row's sum.
+    #[test]
+    fn avx2_sums_find_each_row_and_column() {
+        if !KernelLevel::Avx2.is_supported() {
+            return;
+        }
+        let xq: Vec<i8> = (0..256).map(|c| (c % 127) as i8 - 63).collect();
+        for r in 0..TILE_ROWS {
+            for c in [0, 1, 2, 3, 37, 255] {
+                let mut tile = vec![0u8; TILE_BYTES];
+                tile[VALUES + (r / 16) * 4096 + c * 16 + r % 16] = (-128i8) as u8;
+                let sums = tile_isums(KernelLevel::Avx2, &tile, &xq);
+                let expected = -128 * i32::from(xq[c]);
+                assert_eq!(
+                    sums[(c / BLOCK) * TILE_ROWS + r],
+                    expected,
+                    "row {r} column {c}"
+                );
+                assert_eq!(
+                    sums.iter().filter(|&&s| s != 0).count(),
+                    usize::from(expected != 0),
+                    "row {r} column {c}: only its own sum moves"
+                );
             }
         }
     }
