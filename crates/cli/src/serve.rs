@@ -1,5 +1,7 @@
-//! `hearth serve`: a local OpenAI-compatible HTTP API over one model, for other programs on this
-//! machine. It can front any backend: Hearth's engine, the NPU, or a remote server.
+//! `hearth serve`: a local HTTP API for other programs on this machine, in OpenAI's shape
+//! (`/v1/...`) and Ollama's (`/api/...`). Without `--model` it serves every installed model,
+//! loading the one a request names on Hearth's engine; with `--model` it serves that one, on
+//! any backend: Hearth's engine, the NPU, or a remote server.
 
 use std::io::Write;
 use std::net::{IpAddr, TcpListener};
@@ -7,22 +9,38 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use hearth_chat::BackendKind;
-use hearth_server::{AppState, ServerOptions, DEFAULT_QUEUE};
+use hearth_engine::cpu::KernelLevel;
+use hearth_engine::LoadOptions;
+use hearth_server::{AppState, KeepAlive, LocalModel, LocalModels, ServerOptions, DEFAULT_QUEUE};
 
 use crate::model_args::{BackendArgs, ModelArgs};
 
-/// Serve a model over a local OpenAI-compatible API.
+/// Serve models over a local OpenAI- and Ollama-compatible API.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[command(flatten)]
-    model: ModelArgs,
+    /// Serve only this model: an installed model's name or tag, or a model folder (with
+    /// `--backend remote`, the server's model id). Without it, every installed model is served
+    /// and the one a request names is loaded on demand.
+    #[arg(long, value_name = "NAME|DIR")]
+    model: Option<String>,
+    /// Context length in tokens (prompt plus answer) [default: min(4096, the model's maximum)].
+    /// A request's `num_ctx` above it loads the model again with that much.
+    #[arg(long, value_name = "TOKENS", value_parser = crate::bounds::context())]
+    context: Option<usize>,
+    /// CPU threads for the matrix kernels [default: one per core].
+    #[arg(long, env = "HEARTH_THREADS", value_parser = crate::bounds::threads())]
+    threads: Option<usize>,
+    /// SIMD level of the CPU kernels (avx512vnni, avx512bw, avx2, scalar) [default: the best this
+    /// CPU has].
+    #[arg(long, env = "HEARTH_KERNEL", value_name = "LEVEL")]
+    kernel: Option<KernelLevel>,
     #[command(flatten)]
     backend: BackendArgs,
-    /// Address to listen on. Anything but a loopback address exposes the model to the network.
+    /// Address to listen on. Anything but a loopback address exposes the models to the network.
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
-    /// Port to listen on (0: any free port).
-    #[arg(long, default_value_t = 11435)]
+    /// Port to listen on (0: any free port; 11434 is the port Ollama's clients call).
+    #[arg(long, env = "HEARTH_PORT", default_value_t = 11435)]
     port: u16,
     /// Requests that may wait while one is answered; more get "busy" (503).
     #[arg(long, default_value_t = DEFAULT_QUEUE,
@@ -32,30 +50,39 @@ pub struct Args {
     /// network with --host, e.g. --allow-host mylaptop.lan).
     #[arg(long, value_name = "NAME")]
     allow_host: Vec<String>,
+    /// Also answer web pages and apps from this origin, with CORS headers (repeatable, or
+    /// comma-separated in HEARTH_ORIGINS; one `*` matches anything), e.g. app://obsidian.md,
+    /// vscode-webview://*, chrome-extension://ID. Pages on this machine (localhost) are always
+    /// answered.
+    #[arg(
+        long,
+        env = "HEARTH_ORIGINS",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    allow_origin: Vec<String>,
+    /// How long a model stays loaded after a request that does not say (`keep_alive`):
+    /// seconds, or a duration such as 5m or 1h; -1 keeps it loaded [default: 5m; with --model,
+    /// -1].
+    #[arg(long, env = "HEARTH_KEEP_ALIVE", value_name = "DURATION",
+          value_parser = parse_keep_alive, allow_hyphen_values = true)]
+    keep_alive: Option<KeepAlive>,
 }
 
-/// Runs the verb: loads the model, binds, prints how to call it, serves until interrupted.
+fn parse_keep_alive(text: &str) -> Result<KeepAlive, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) => KeepAlive::from_seconds(seconds),
+        Err(_) => KeepAlive::parse(text),
+    }
+}
+
+/// Runs the verb: opens the models, binds, prints how to call it, serves until interrupted.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let backend = match args.backend.kind(&args.model) {
-        BackendKind::Cpu => {
-            let local = args.model.resolve()?;
-            let cpu = hearth_chat::CpuBackend::open(
-                &local.dir,
-                &local.name,
-                &args.model.load_options(),
-                local.sha256,
-            )
-            .with_context(|| format!("could not load the model in {}", local.dir.display()))?;
-            cpu.require_chat()?;
-            Box::new(cpu) as Box<dyn hearth_chat::Backend>
-        }
-        _ => args.backend.open(&args.model)?,
-    };
-    let mut allowed_hosts = args.allow_host;
+    let mut allowed_hosts = args.allow_host.clone();
     if !args.host.is_loopback() {
         eprintln!(
             "warning: listening on {}, not on loopback: other machines on the network can use \
-             this model without any password. Use the default --host 127.0.0.1 to keep it \
+             these models without any password. Use the default --host 127.0.0.1 to keep it \
              private.",
             args.host
         );
@@ -63,16 +90,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             allowed_hosts.push(args.host.to_string());
         }
     }
+    let allowed_origins: Vec<String> = args
+        .allow_origin
+        .iter()
+        .map(|o| o.trim().to_owned())
+        .filter(|o| !o.is_empty())
+        .collect();
     let options = ServerOptions {
         queue: args.queue,
         allowed_hosts,
+        allowed_origins,
+        keep_alive: args.keep_alive.unwrap_or(if args.model.is_some() {
+            KeepAlive::Forever
+        } else {
+            hearth_server::DEFAULT_KEEP_ALIVE
+        }),
         ..ServerOptions::default()
     };
-    let state = AppState::new(backend, options);
+    let state = open_models(&args, options)?;
     let listener = TcpListener::bind((args.host, args.port)).with_context(|| {
         format!(
-            "could not listen on {}:{}; is another server using the port? Try --port with \
-             another number (or 0 for any free port)",
+            "could not listen on {}:{}; is another server (Ollama?) using the port? Try --port \
+             with another number (or 0 for any free port)",
             args.host, args.port
         )
     })?;
@@ -81,24 +120,119 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ip if ip.is_unspecified() => format!("http://127.0.0.1:{}", address.port()),
         _ => format!("http://{address}"),
     };
-    let model_id = crate::terminal::safe(state.model_id()).into_owned();
-    // How to call it. Whoever started the server may stop reading its output (a closed pipe):
-    // that must not stop the server, so write errors are ignored.
+    print_usage(&state, &base);
+    hearth_server::serve_blocking(listener, state).context("the server stopped")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The server's models: the one `--model` names (loaded now, so a bad model fails here), or
+/// every installed model, loaded on demand.
+fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> {
+    let load = LoadOptions {
+        context_length: args.context,
+        threads: args.threads,
+        kernel: args.kernel,
+        ..LoadOptions::default()
+    };
+    let Some(name) = &args.model else {
+        if args.backend.backend.is_some_and(|k| k != BackendKind::Cpu) || args.backend.url.is_some()
+        {
+            anyhow::bail!(
+                "--backend npu and --backend remote serve one model: give it with --model"
+            );
+        }
+        let models = installed_models()?;
+        if models.is_empty() {
+            eprintln!(
+                "warning: no model is installed yet; `hearth pull` downloads one, and the server \
+                 serves it once restarted"
+            );
+        }
+        return Ok(AppState::on_demand(LocalModels::new(models, load), options));
+    };
+    let model = ModelArgs {
+        model: name.clone(),
+        context: args.context,
+        threads: args.threads,
+        kernel: args.kernel,
+    };
+    if args.backend.kind(&model) != BackendKind::Cpu {
+        return Ok(AppState::new(args.backend.open(&model)?, options));
+    }
+    let local = model.resolve()?;
+    let models = LocalModels::new(
+        vec![LocalModel {
+            name: local.name.clone(),
+            dir: local.dir.clone(),
+            sha256: local.sha256,
+        }],
+        load,
+    );
+    let state = AppState::on_demand(models, options);
+    state.preload(&local.name).map_err(|e| {
+        anyhow::anyhow!(
+            "could not load the model in {}: {}",
+            local.dir.display(),
+            e.message()
+        )
+    })?;
+    Ok(state)
+}
+
+/// Every installed model Hearth's engine can run, as the server names them.
+fn installed_models() -> anyhow::Result<Vec<LocalModel>> {
+    let store = crate::list::open_store()?;
+    let installed = store.list()?;
+    Ok(installed
+        .into_iter()
+        .filter(|m| m.backends.contains(&hearth_hub::Backend::Cpu) && m.folder.is_dir())
+        .map(|m| {
+            let sha256 = ["model.q4nx", "model.safetensors"]
+                .iter()
+                .find_map(|f| m.files.get(*f))
+                .map(|record| record.sha256.clone());
+            LocalModel {
+                name: m.name,
+                dir: m.folder,
+                sha256,
+            }
+        })
+        .collect())
+}
+
+/// How to call it. Whoever started the server may stop reading its output (a closed pipe):
+/// that must not stop the server, so write errors are ignored.
+fn print_usage(state: &AppState, base: &str) {
+    let names = state.model_names();
+    let first = names
+        .first()
+        .map(|n| crate::terminal::safe(n).into_owned())
+        .unwrap_or_else(|| "MODEL".to_owned());
+    let listed = names
+        .iter()
+        .map(|n| crate::terminal::safe(n).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "Hearth is serving {model_id} at {base}/v1 (OpenAI-compatible). Ctrl-C stops it."
+        "Hearth is serving {listed} at {base} (OpenAI-compatible at {base}/v1, \
+         Ollama-compatible at {base}/api). Ctrl-C stops it."
     )
     .and_then(|()| writeln!(out, "Try:"))
     .and_then(|()| {
         writeln!(
             out,
             "  curl {base}/v1/chat/completions -H 'Content-Type: application/json' \\\n    \
-             -d '{{\"model\": \"{model_id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+             -d '{{\"model\": \"{first}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+        )
+    })
+    .and_then(|()| {
+        writeln!(
+            out,
+            "  curl {base}/api/chat -d '{{\"model\": \"{first}\", \"messages\": \
+             [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
         )
     })
     .and_then(|()| out.flush());
-    drop(out);
-    hearth_server::serve_blocking(listener, state).context("the server stopped")?;
-    Ok(ExitCode::SUCCESS)
 }

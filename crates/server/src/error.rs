@@ -1,5 +1,6 @@
-//! Errors: [`AppError`] is what a request can fail with, turned into a status and an
-//! OpenAI-style body `{"error": {"message", "type", "code"}}`; [`Error`] is what setting up a
+//! Errors: [`AppError`] is what a request can fail with, turned into a status and a body in the
+//! shape of the API the request used: OpenAI's `{"error": {"message", "type", "code"}}`, or
+//! Ollama's `{"error": "..."}` for the `/api/` routes ([`Api`]); [`Error`] is what setting up a
 //! server can fail with.
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -40,8 +41,26 @@ pub enum AppError {
     ModelNotFound {
         /// The name asked for.
         requested: String,
-        /// The model that is served.
+        /// The models that are served, comma-separated.
         served: String,
+    },
+    /// A request asks for more context (`num_ctx`) than the model can have (400).
+    ContextTooLarge {
+        /// The model.
+        model: String,
+        /// Positions asked for.
+        requested: usize,
+        /// The most it can have.
+        limit: usize,
+        /// False when the model cannot be loaded again with more (a backend opened at start).
+        reloadable: bool,
+    },
+    /// Loading a model failed (500): its files are damaged, or memory ran out.
+    LoadFailed {
+        /// The model.
+        model: String,
+        /// What went wrong.
+        message: String,
     },
     /// No such route (404).
     RouteNotFound {
@@ -106,7 +125,9 @@ impl AppError {
     /// The HTTP status this error is answered with.
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::BadRequest { .. } | AppError::ContextFull { .. } => StatusCode::BAD_REQUEST,
+            AppError::BadRequest { .. }
+            | AppError::ContextFull { .. }
+            | AppError::ContextTooLarge { .. } => StatusCode::BAD_REQUEST,
             AppError::ModelNotFound { .. } | AppError::RouteNotFound { .. } => {
                 StatusCode::NOT_FOUND
             }
@@ -115,7 +136,7 @@ impl AppError {
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Backend { .. } => StatusCode::BAD_GATEWAY,
-            AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Internal | AppError::LoadFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -131,12 +152,35 @@ impl AppError {
                  the server with a larger --context"
             ),
             AppError::ModelNotFound { requested, served } => format!(
-                "model '{requested}' is not served here; this server serves '{served}' \
-                 (see GET /v1/models)"
+                "model '{requested}' not found; this server has: {served} (see GET /api/tags \
+                 or GET /v1/models)"
             ),
+            AppError::ContextTooLarge {
+                model,
+                requested,
+                limit,
+                reloadable: true,
+            } => format!(
+                "num_ctx {requested} is more than '{model}' can hold: it was trained for \
+                 {limit} positions; use num_ctx {limit} or less"
+            ),
+            AppError::ContextTooLarge {
+                model,
+                requested,
+                limit,
+                reloadable: false,
+            } => format!(
+                "num_ctx {requested} is more than '{model}' was loaded with ({limit}); restart \
+                 hearth serve with --context {requested}, or use num_ctx {limit} or less"
+            ),
+            AppError::LoadFailed { model, message } => {
+                format!("could not load model '{model}': {message}")
+            }
             AppError::RouteNotFound { what } => format!(
-                "no such endpoint: {what}; this server offers GET /v1/models, \
-                 POST /v1/chat/completions, GET /api/tags and GET /api/version"
+                "no such endpoint: {what}; this server offers the OpenAI routes GET /v1/models, \
+                 POST /v1/chat/completions and POST /v1/completions, and the Ollama routes \
+                 POST /api/chat, /api/generate, /api/show, GET /api/tags, /api/ps and \
+                 /api/version"
             ),
             AppError::MethodNotAllowed => "this endpoint does not accept that method".to_owned(),
             AppError::PayloadTooLarge { limit } => format!(
@@ -157,12 +201,16 @@ impl AppError {
         match self {
             AppError::BadRequest { .. }
             | AppError::ContextFull { .. }
+            | AppError::ContextTooLarge { .. }
             | AppError::ModelNotFound { .. }
             | AppError::RouteNotFound { .. }
             | AppError::MethodNotAllowed
             | AppError::PayloadTooLarge { .. } => "invalid_request_error",
             AppError::Forbidden { .. } => "permission_error",
-            AppError::Busy { .. } | AppError::Backend { .. } | AppError::Internal => "server_error",
+            AppError::Busy { .. }
+            | AppError::Backend { .. }
+            | AppError::LoadFailed { .. }
+            | AppError::Internal => "server_error",
         }
     }
 
@@ -170,6 +218,8 @@ impl AppError {
         match self {
             AppError::BadRequest { .. } => None,
             AppError::ContextFull { .. } => Some("context_length_exceeded"),
+            AppError::ContextTooLarge { .. } => Some("context_length_exceeded"),
+            AppError::LoadFailed { .. } => Some("model_load_failed"),
             AppError::ModelNotFound { .. } => Some("model_not_found"),
             AppError::RouteNotFound { .. } => Some("not_found"),
             AppError::MethodNotAllowed => Some("method_not_allowed"),
@@ -208,6 +258,9 @@ impl From<hearth_engine::Error> for AppError {
             limit @ E::ChatTemplateLimit { .. } => {
                 AppError::bad_field("messages", limit.to_string())
             }
+            E::ResponseFormat { reason } => {
+                AppError::bad_field("format", format!("invalid format: {reason}"))
+            }
             other => {
                 tracing::error!(error = %other, "generation failed");
                 AppError::Internal
@@ -244,29 +297,90 @@ impl From<hearth_chat::AnswerError> for AppError {
     }
 }
 
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let message = self.message();
-        if status.is_server_error() {
-            tracing::warn!(%status, %message, "request failed");
+/// Which API a request used, so its errors come in that API's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/...`: `{"error": {"message", "type", "param", "code"}}`.
+    OpenAi,
+    /// `/api/...`: `{"error": "..."}`, as Ollama answers.
+    Ollama,
+}
+
+impl Api {
+    /// The API a request path belongs to.
+    pub fn of_path(path: &str) -> Api {
+        if path == "/api" || path.starts_with("/api/") {
+            Api::Ollama
         } else {
-            tracing::debug!(%status, %message, "request refused");
+            Api::OpenAi
         }
-        let body = serde_json::json!({
-            "error": ErrorObject {
-                message: &message,
-                kind: self.kind(),
-                param: self.param(),
-                code: self.code(),
-            }
-        });
+    }
+}
+
+/// An error answered in Ollama's shape, `{"error": "..."}`, with the same status.
+#[derive(Debug)]
+pub struct OllamaError(pub AppError);
+
+impl From<AppError> for OllamaError {
+    fn from(err: AppError) -> Self {
+        OllamaError(err)
+    }
+}
+
+impl IntoResponse for OllamaError {
+    fn into_response(self) -> Response {
+        self.0.into_response_for(Api::Ollama)
+    }
+}
+
+impl AppError {
+    /// The error body in `api`'s shape (the status is the same in both).
+    pub fn body(&self, api: Api) -> serde_json::Value {
+        let message = self.message();
+        match api {
+            Api::Ollama => serde_json::json!({ "error": message }),
+            Api::OpenAi => serde_json::json!({
+                "error": ErrorObject {
+                    message: &message,
+                    kind: self.kind(),
+                    param: self.param(),
+                    code: self.code(),
+                }
+            }),
+        }
+    }
+
+    /// The response to send for this error in `api`'s shape.
+    pub fn into_response_for(self, api: Api) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(%status, message = %self.message(), "request failed");
+        } else {
+            tracing::debug!(%status, message = %self.message(), "request refused");
+        }
+        let body = self.body(api);
         let mut response = (status, axum::Json(body)).into_response();
-        if let AppError::Busy { .. } = self {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        match self {
+            AppError::Busy { .. } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+            }
+            AppError::PayloadTooLarge { .. } => {
+                // The rest of the body is not read, so the connection cannot carry another
+                // request: say so, or a client reusing it finds it closed.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            _ => {}
         }
         response
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        self.into_response_for(Api::OpenAi)
     }
 }

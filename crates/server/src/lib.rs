@@ -1,11 +1,15 @@
-//! Hearth's local HTTP API: OpenAI-compatible chat completions (plain and streamed) and
-//! Ollama-style readiness routes over one [`hearth_chat::Backend`] (Hearth's CPU engine, the NPU
-//! through FastFlowLM, or a remote server), answering through the same loop as the app.
+//! Hearth's local HTTP API, in the two shapes other programs already speak: OpenAI's (chat
+//! completions and legacy completions, plain and streamed) and Ollama's (`/api/chat`,
+//! `/api/generate`, `/api/show`, `/api/tags`, `/api/ps`, ...). Every route answers through the
+//! same loop as the app, over one [`hearth_chat::Backend`] at a time: Hearth's CPU engine (models
+//! loaded on demand, see [`LocalModels`]), the NPU through FastFlowLM, or a remote server.
 //!
 //! Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`,
-//! `GET /api/tags`, `GET /api/version`. Every request must be addressed to this machine
-//! (loopback `Host`, and a loopback `Origin` when a browser sends one). One generation runs at a
-//! time on a blocking thread; a few requests may wait, more get 503.
+//! `POST /v1/completions`; `POST /api/chat`, `POST /api/generate`, `POST /api/show`,
+//! `GET /api/tags`, `GET /api/ps`, `GET /api/version`, `POST /api/embed` (refused: no embedding
+//! model yet); `GET /` says the server runs. Every request must be addressed to this machine
+//! (loopback `Host`, and a loopback or operator-allowed `Origin` when a browser sends one). One
+//! generation runs at a time on a blocking thread; a few requests may wait, more get 503.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,13 +23,18 @@
 //! # Ok(()) }
 //! ```
 
+mod catalog;
 mod chat;
 mod connections;
+mod completions;
 mod error;
 mod guard;
+mod keep_alive;
 mod models;
+pub mod ollama;
 pub mod openai;
 mod state;
+mod worker;
 
 use std::time::Duration;
 
@@ -37,7 +46,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Router};
 
-pub use error::{AppError, Error};
+pub use catalog::{LocalModel, LocalModels};
+pub use error::{Api, AppError, Error, OllamaError};
+pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
 pub use state::{
     AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,
@@ -50,8 +61,16 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/models", get(models::list_models))
         .route("/v1/models/{id}", get(models::get_model))
         .route("/v1/chat/completions", post(chat::chat_completions))
-        .route("/api/tags", get(models::tags))
-        .route("/api/version", get(models::version))
+        .route("/v1/completions", post(completions::completions))
+        .route("/api/chat", post(ollama::chat::chat))
+        .route("/api/generate", post(ollama::generate::generate))
+        .route("/api/show", post(ollama::models::show))
+        .route("/api/tags", get(ollama::models::tags))
+        .route("/api/ps", get(ollama::models::ps))
+        .route("/api/version", get(ollama::models::version))
+        .route("/api/embed", post(ollama::models::embed))
+        .route("/api/embeddings", post(ollama::models::embed))
+        .route("/", get(running))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -62,14 +81,20 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn route_not_found(method: Method, uri: Uri) -> AppError {
+/// `GET /`: what Ollama's clients probe to see a server is up.
+async fn running() -> &'static str {
+    "Hearth is running"
+}
+
+async fn route_not_found(method: Method, uri: Uri) -> Response {
     AppError::RouteNotFound {
         what: format!("{method} {}", uri.path()),
     }
+    .into_response_for(Api::of_path(uri.path()))
 }
 
-async fn method_not_allowed() -> AppError {
-    AppError::MethodNotAllowed
+async fn method_not_allowed(uri: Uri) -> Response {
+    AppError::MethodNotAllowed.into_response_for(Api::of_path(uri.path()))
 }
 
 /// Serves [`app`] on `listener` until the process ends, on a small runtime of its own;
@@ -83,10 +108,12 @@ async fn method_not_allowed() -> AppError {
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result<(), Error> {
     state.options().validate()?;
     let options = state.options().clone();
+    let state_for_sweep = state.clone();
     let router = app(state).layer(middleware::from_fn_with_state(
         (options.body_timeout, options.body_limit),
         body_timeout,
     ));
+    tokio::spawn(unload_when_expired(state_for_sweep));
     connections::serve_connections(
         listener,
         router,
@@ -97,6 +124,18 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result
     Ok(())
 }
 
+/// Unloads a model whose keep-alive ended, checking about once a second.
+async fn unload_when_expired(state: AppState) {
+    let mut tick = tokio::time::interval(EXPIRY_CHECK);
+    loop {
+        tick.tick().await;
+        state.unload_expired(std::time::Instant::now());
+    }
+}
+
+/// How often [`unload_when_expired`] looks.
+const EXPIRY_CHECK: Duration = Duration::from_secs(1);
+
 /// Reads the whole request body within `timeout` (bodies are bounded by the body limit), so a
 /// client that trickles its body cannot hold a connection and a queue place forever.
 async fn body_timeout(
@@ -105,6 +144,7 @@ async fn body_timeout(
     next: Next,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    let api = Api::of_path(parts.uri.path());
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -113,7 +153,7 @@ async fn body_timeout(
         Ok(Err(e)) => {
             // Past the body limit, or a broken stream: refuse without reading more.
             tracing::debug!("request body refused: {e}");
-            AppError::PayloadTooLarge { limit }.into_response()
+            AppError::PayloadTooLarge { limit }.into_response_for(api)
         }
         Err(_) => (
             StatusCode::REQUEST_TIMEOUT,

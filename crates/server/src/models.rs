@@ -1,58 +1,50 @@
-//! The read-only routes: `GET /v1/models` (OpenAI), `GET /api/tags` and `GET /api/version`
-//! (Ollama-style, for readiness probes).
+//! OpenAI's read-only routes: `GET /v1/models` and `GET /v1/models/{id}`, every model this
+//! server can answer with (loaded or not).
 
 use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::catalog::ModelEntry;
 use crate::error::AppError;
 use crate::state::AppState;
 
-/// `GET /v1/models`: the one served model.
+/// `GET /v1/models`: every model the server can answer with.
 pub async fn list_models(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "object": "list", "data": [model_object(&state)] }))
+    let data: Vec<Value> = state
+        .catalog()
+        .iter()
+        .map(|entry| model_object(&state, entry))
+        .collect();
+    Json(json!({ "object": "list", "data": data }))
 }
 
-/// `GET /v1/models/{id}`: the served model, or 404.
+/// `GET /v1/models/{id}`: one model, or 404.
 pub async fn get_model(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
-    if id != state.model_id() {
-        return Err(AppError::ModelNotFound {
-            requested: id,
-            served: state.model_id().to_owned(),
-        });
-    }
-    Ok(Json(model_object(&state)))
+    let entry = state.entry(&id)?;
+    Ok(Json(model_object(&state, &entry)))
 }
 
-fn model_object(state: &AppState) -> Value {
-    let info = state.info();
+/// A model in OpenAI's shape, with Hearth's extras: its context (as loaded when it is, else
+/// as trained), where it runs, and whether it is loaded.
+fn model_object(state: &AppState, entry: &ModelEntry) -> Value {
+    let running = state.running().filter(|r| r.entry.name == entry.name);
+    let context = running
+        .as_ref()
+        .and_then(|r| r.info.context_length)
+        .or(entry.trained_context);
+    let device = running.as_ref().map(|r| r.info.device.clone());
     json!({
-        "id": info.model,
+        "id": entry.name,
         "object": "model",
         "created": state.started_unix(),
         "owned_by": "hearth",
-        "context_length": info.context_length,
-        "backend": info.kind,
-        "device": info.device,
+        "context_length": context,
+        "backend": entry.kind,
+        "device": device,
+        "loaded": running.is_some(),
     })
-}
-
-/// `GET /api/tags`: the served model in Ollama's shape.
-pub async fn tags(State(state): State<AppState>) -> Json<Value> {
-    let info = state.info();
-    Json(json!({
-        "models": [{
-            "name": info.model,
-            "model": info.model,
-            "details": { "backend": info.label },
-        }]
-    }))
-}
-
-/// `GET /api/version`: Hearth's version.
-pub async fn version() -> Json<Value> {
-    Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
 }

@@ -2,7 +2,7 @@
 //! ignored), its translation into engine options, and the response and chunk bodies.
 
 use hearth_chat::Receipt;
-use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
+use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, Role, SamplingParams};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
@@ -39,6 +39,10 @@ pub struct ChatRequest {
     /// Stop strings: one or a list.
     #[serde(default)]
     pub stop: Option<StopStrings>,
+    /// `{"type": "text" | "json_object"}`, or `{"type": "json_schema", "json_schema":
+    /// {"name", "schema", "strict"}}`: the shape the answer must have.
+    #[serde(default)]
+    pub response_format: Option<serde_json::Value>,
 }
 
 /// `stop`: a string or a list of strings.
@@ -112,54 +116,17 @@ impl ChatRequest {
             .map(|(i, m)| m.into_chat_message(i))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let mut options = ChatOptions::default();
-        if let Some(max) = self.max_completion_tokens.or(self.max_tokens) {
-            if max == 0 {
-                return Err(AppError::bad_field(
-                    "max_tokens",
-                    "'max_tokens' must be at least 1",
-                ));
-            }
-            options.max_tokens = usize::try_from(max).unwrap_or(usize::MAX);
-        }
-        let mut sampling = SamplingParams {
-            seed: self.seed.unwrap_or(default_seed),
-            ..SamplingParams::default()
-        };
-        if let Some(t) = self.temperature {
-            if !(0.0..=2.0).contains(&t) {
-                return Err(AppError::bad_field(
-                    "temperature",
-                    format!("'temperature' is {t}; it must be between 0 and 2"),
-                ));
-            }
-            sampling.temperature = t;
-        }
-        if let Some(p) = self.top_p {
-            if !(p > 0.0 && p <= 1.0) {
-                return Err(AppError::bad_field(
-                    "top_p",
-                    format!("'top_p' is {p}; it must be more than 0 and at most 1"),
-                ));
-            }
-            sampling.top_p = p;
-        }
-        options.sampling = sampling;
-
-        let stops = match self.stop {
-            None => Vec::new(),
-            Some(StopStrings::One(s)) => vec![s],
-            Some(StopStrings::Many(list)) => list,
-        };
-        if stops.len() > MAX_STOP_STRINGS {
-            return Err(AppError::bad_field(
-                "stop",
-                format!(
-                    "'stop' has {} strings; give at most {MAX_STOP_STRINGS}",
-                    stops.len()
-                ),
-            ));
-        }
+        let (options, stops) = translate(
+            Requested {
+                max_tokens: self.max_completion_tokens.or(self.max_tokens),
+                temperature: self.temperature,
+                top_p: self.top_p,
+                seed: self.seed,
+                stop: self.stop,
+                response_format: self.response_format,
+            },
+            default_seed,
+        )?;
         Ok(Generation {
             messages,
             options,
@@ -167,6 +134,119 @@ impl ChatRequest {
             stream: self.stream.unwrap_or(false),
         })
     }
+}
+
+/// OpenAI's `response_format` as the engine's format; a schema Hearth cannot follow is refused
+/// before any work.
+fn response_format(value: Option<&serde_json::Value>) -> Result<ResponseFormat, AppError> {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(ResponseFormat::Text);
+    };
+    let bad = |message: String| AppError::bad_field("response_format", message);
+    let format = match value.get("type").and_then(|t| t.as_str()) {
+        Some("text") => ResponseFormat::Text,
+        Some("json_object") => ResponseFormat::JsonObject,
+        Some("json_schema") => {
+            let schema = value
+                .get("json_schema")
+                .and_then(|j| j.get("schema"))
+                .filter(|s| s.is_object())
+                .ok_or_else(|| {
+                    bad(
+                        "'response_format' of type json_schema needs json_schema.schema, a \
+                         JSON Schema object"
+                            .to_owned(),
+                    )
+                })?;
+            ResponseFormat::JsonSchema(schema.clone())
+        }
+        _ => {
+            return Err(bad(format!(
+                "'response_format' is {value}; use {{\"type\": \"text\"}}, \
+                 {{\"type\": \"json_object\"}} or {{\"type\": \"json_schema\", \
+                 \"json_schema\": {{\"name\": ..., \"schema\": {{...}}}}}}"
+            )))
+        }
+    };
+    format
+        .validate()
+        .map_err(|e| bad(format!("invalid response_format: {e}")))?;
+    Ok(format)
+}
+
+/// The sampling fields both OpenAI routes share, as the request gave them.
+#[derive(Debug, Default)]
+pub struct Requested {
+    /// Most tokens to generate.
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling mass.
+    pub top_p: Option<f32>,
+    /// Seed.
+    pub seed: Option<u64>,
+    /// Stop strings.
+    pub stop: Option<StopStrings>,
+    /// `response_format`, as sent.
+    pub response_format: Option<serde_json::Value>,
+}
+
+/// Checks the sampling fields and translates them for the engine; `default_seed` is used when
+/// the request gives none.
+pub fn translate(
+    requested: Requested,
+    default_seed: u64,
+) -> Result<(ChatOptions, Vec<String>), AppError> {
+    let mut options = ChatOptions::default();
+    if let Some(max) = requested.max_tokens {
+        if max == 0 {
+            return Err(AppError::bad_field(
+                "max_tokens",
+                "'max_tokens' must be at least 1",
+            ));
+        }
+        options.max_tokens = usize::try_from(max).unwrap_or(usize::MAX);
+    }
+    let mut sampling = SamplingParams {
+        seed: requested.seed.unwrap_or(default_seed),
+        ..SamplingParams::default()
+    };
+    if let Some(t) = requested.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(AppError::bad_field(
+                "temperature",
+                format!("'temperature' is {t}; it must be between 0 and 2"),
+            ));
+        }
+        sampling.temperature = t;
+    }
+    if let Some(p) = requested.top_p {
+        if !(p > 0.0 && p <= 1.0) {
+            return Err(AppError::bad_field(
+                "top_p",
+                format!("'top_p' is {p}; it must be more than 0 and at most 1"),
+            ));
+        }
+        sampling.top_p = p;
+    }
+    options.sampling = sampling;
+    options.format = response_format(requested.response_format.as_ref())?;
+
+    let stops = match requested.stop {
+        None => Vec::new(),
+        Some(StopStrings::One(s)) => vec![s],
+        Some(StopStrings::Many(list)) => list,
+    };
+    if stops.len() > MAX_STOP_STRINGS {
+        return Err(AppError::bad_field(
+            "stop",
+            format!(
+                "'stop' has {} strings; give at most {MAX_STOP_STRINGS}",
+                stops.len()
+            ),
+        ));
+    }
+    Ok((options, stops))
 }
 
 impl RequestMessage {
