@@ -346,6 +346,27 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_of_file_has_a_size_bound_by_its_use() {
+        assert_eq!(
+            max_file_size("model.q4nx", Some(10)),
+            u64::MAX,
+            "weights: the disk"
+        );
+        assert_eq!(
+            max_file_size("model-00001-of-00002.safetensors", None),
+            u64::MAX
+        );
+        assert_eq!(
+            max_file_size("vision.q4nx", Some(10)),
+            10,
+            "a companion: the model's"
+        );
+        assert_eq!(max_file_size("attn.xclbin", None), 64 << 20);
+        assert_eq!(max_file_size("tokenizer.json", None), 128 << 20);
+        assert_eq!(max_file_size("config.json", None), 16 << 20);
+    }
+
+    #[test]
     fn unsafe_names_are_refused() {
         for bad in ["", ".hidden", "../x", "a/b", "a\\b"] {
             assert!(!is_safe_file_name(bad), "{bad:?}");

@@ -246,6 +246,23 @@ fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Res
     if names.iter().any(|n| n == KERNEL_LIST_FILE) {
         selected.files.push(KERNEL_LIST_FILE.to_string());
     }
+    // Each file's declared size must fit its use, as an import checks the files on disk.
+    let model_bytes = remote
+        .iter()
+        .find(|f| f.name == "model.q4nx")
+        .map(|f| f.size);
+    for f in remote.iter().filter(|f| selected.files.contains(&f.name)) {
+        let max = model_dir::max_file_size(&f.name, model_bytes);
+        if f.size > max {
+            return Err(Error::RefusedModel {
+                name: spec.repo.clone(),
+                reason: format!(
+                    "{} is declared as {} bytes, more than the {max} a file of its kind may be",
+                    f.name, f.size
+                ),
+            });
+        }
+    }
     Ok(Manifest {
         query: spec.query.clone(),
         repo: spec.repo.clone(),
