@@ -1,15 +1,19 @@
 //! Property tests (a fuzz target) for chat templates, which come with downloaded models:
-//! templates assembled from Jinja pieces (loops, string building, output, macros, raises,
-//! broken syntax) and random conversations must compile or fail with an error, and render or
-//! fail with an error, always within the limits: never a panic, a hang or unbounded memory.
-//! (A list doubled more than 32 times is left out: minijinja does not bound it yet.)
+//! templates assembled from Jinja pieces (loops, string and list building, values nested
+//! through namespaces, output, macros, raises, `tojson` and `str.format` with hostile
+//! arguments, broken syntax) and random conversations must compile or fail with an error, and
+//! render or fail with an error, always within the limits: never a panic, a stack overflow, a
+//! hang or unbounded memory. Renders run on a 2 MiB stack, as a server's worker thread has.
 //!
-//! CI runs a bounded number of cases; for a long run:
-//! `PROPTEST_CASES=20000 cargo test -p hearth-engine --release --test fuzz_chat_template`.
+//! The cases are the same on every run (a fixed seed and count); for a long run with another
+//! seed: `PROPTEST_CASES=20000 PROPTEST_RNG_SEED=7 cargo test -p hearth-engine --release
+//! --test fuzz_chat_template`.
+
+mod common;
 
 use std::collections::BTreeMap;
 
-use hearth_engine::{ChatMessage, ChatTemplate, Role};
+use hearth_engine::{ChatMessage, ChatTemplate, Error, Role};
 use proptest::prelude::*;
 
 fn piece() -> impl Strategy<Value = String> {
@@ -26,6 +30,17 @@ fn piece() -> impl Strategy<Value = String> {
         Just("{{ raise_exception('no') }}".to_owned()),
         Just("{% if add_generation_prompt %}<|assistant|>{% endif %}".to_owned()),
         Just("{{ messages | tojson }}".to_owned()),
+        Just("{{ messages | tojson(4) }}".to_owned()),
+        Just("{{ messages | tojson(100000000000) }}".to_owned()),
+        Just("{{ '{:>2000000000}'.format('x') }}".to_owned()),
+        Just("{% set ns = namespace(x=[1], l=[1]) %}".to_owned()),
+        Just("{% set ns.x = [[[[[[[[ns.x]]]]]]]] %}".to_owned()),
+        Just("{% set ns.x = {'a': ns.x} %}".to_owned()),
+        Just("{% set ns.x = [ns] %}".to_owned()),
+        Just("{% set ns.l = ns.l + ns.l %}".to_owned()),
+        Just("{% set ns.l = [ns.l, ns.l] %}".to_owned()),
+        Just("{{ ns.x }}{{ ns.x == ns.l }}{{ ns.x ~ '' }}".to_owned()),
+        Just("{{ ns.l | tojson | length }}{{ ns.x | tojson }}".to_owned()),
         Just("{{ messages[0].content.split(' ')[-1].strip() }}".to_owned()),
         Just("{% if enable_thinking is defined %}{{ enable_thinking }}{% endif %}".to_owned()),
         Just("{{ bos_token }}".to_owned()),
@@ -43,8 +58,23 @@ fn message() -> impl Strategy<Value = ChatMessage> {
         .prop_map(|(role, content)| ChatMessage::new(role, content))
 }
 
+/// Renders on a thread with a 2 MiB stack; a stack overflow would abort the test binary.
+fn render_on_a_small_stack(
+    template: ChatTemplate,
+    messages: Vec<ChatMessage>,
+    generation_prompt: bool,
+    thinking: Option<bool>,
+) -> Result<String, Error> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || template.render(&messages, generation_prompt, thinking))
+        .unwrap()
+        .join()
+        .expect("a render returns an error, it never panics")
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(common::fixed_proptest_config(96))]
 
     #[test]
     fn any_template_compiles_or_fails_and_renders_within_the_limits(
@@ -57,15 +87,23 @@ proptest! {
         let mut special = BTreeMap::new();
         special.insert("bos_token".to_owned(), "<s>".to_owned());
         if let Ok(template) = ChatTemplate::new(&source, special) {
-            let rendered = template.render(&messages, generation_prompt, thinking);
+            let text_bytes: usize = messages.iter().map(|m| m.content.len()).sum();
+            let count = messages.len();
+            let rendered = render_on_a_small_stack(template, messages, generation_prompt, thinking);
+            prop_assert!(
+                !matches!(rendered, Err(ref e) if !matches!(
+                    e,
+                    Error::ChatTemplate { .. } | Error::ChatTemplateLimit { .. }
+                )),
+                "a render fails only with a template error: {rendered:?}"
+            );
             if let Ok(text) = rendered {
                 use hearth_engine::template_limits as limits;
-                let text_bytes: usize = messages.iter().map(|m| m.content.len()).sum();
                 prop_assert!(
                     text.len()
                         <= limits::BASE_OUTPUT_BYTES
                             + limits::OUTPUT_PER_TEXT_BYTE * text_bytes
-                            + limits::OUTPUT_PER_MESSAGE * messages.len()
+                            + limits::OUTPUT_PER_MESSAGE * count
                 );
             }
         }

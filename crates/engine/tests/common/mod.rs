@@ -53,3 +53,23 @@ pub fn copy_fixture(name: &str) -> tempfile::TempDir {
     }
     dir
 }
+
+/// Property-test settings that try the same cases on every run: `default_cases` cases from a
+/// fixed seed, unless `PROPTEST_CASES` or `PROPTEST_RNG_SEED` ask for a longer or another run.
+/// Nothing is written to disk for failures (the seed reproduces them).
+pub fn fixed_proptest_config(default_cases: u32) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, RngSeed};
+    let env = |name: &str| std::env::var(name).ok();
+    Config {
+        cases: env("PROPTEST_CASES")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default_cases),
+        rng_seed: RngSeed::Fixed(
+            env("PROPTEST_RNG_SEED")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0x4865_6172_7468),
+        ),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
