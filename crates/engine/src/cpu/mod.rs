@@ -1,8 +1,8 @@
 //! The CPU backend's hot loops: Q4_1 tile kernels at several SIMD levels, activation
 //! quantization, grouped-query attention (with a vectorizable `exp`, reading the f16 cache as
 //! it is), a persistent thread pool (fewer of its threads take part while other programs keep
-//! cores busy) and a memory read-bandwidth probe. A loaded model owns a [`CpuContext`] (its pool
-//! and kernel level) and passes it to every kernel.
+//! cores busy), a memory read-bandwidth probe and an arithmetic peak probe. A loaded model owns
+//! a [`CpuContext`] (its pool and kernel level) and passes it to every kernel.
 //!
 //! Decoding reads every weight once per token, so the kernels aim at the memory-bandwidth limit:
 //! each activation is quantized once per matmul to int8 blocks of 32 and the products with the
@@ -21,6 +21,8 @@ pub mod context;
 pub(crate) mod exp;
 #[clippy::msrv = "1.89"]
 pub mod level;
+#[clippy::msrv = "1.89"]
+pub mod peak;
 #[clippy::msrv = "1.89"]
 pub mod pool;
 #[clippy::msrv = "1.89"]

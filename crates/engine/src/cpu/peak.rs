@@ -1,0 +1,273 @@
+//! Measures how many multiply-adds per second this machine's cores can do: the ceiling of an
+//! arithmetic-bound pass (a long prefill), as [`super::bandwidth`] measures the ceiling of a
+//! memory-bound one (a decode step).
+//!
+//! Two kinds, the ones the kernels spend their time in: f32 fused multiply-adds (attention) and
+//! int8 dot products (the matmuls, on quantized activations). Each thread runs independent
+//! chains of one instruction on registers, enough chains to hide its latency, so the figure is
+//! the instruction's throughput with nothing else in the way: no loads, no shuffles. Chunks of
+//! work are claimed from the pool like the matmul chunks; the figure is the median over
+//! repetitions.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use super::bandwidth::median;
+use super::pool::ThreadPool;
+
+/// Loop iterations of one chunk; each thread claims about [`CHUNKS_PER_THREAD`] chunks. On a
+/// Zen 4 core this is about 2 ms of f32 multiply-adds per chunk.
+const ITERATIONS: usize = 1 << 18;
+const CHUNKS_PER_THREAD: usize = 8;
+
+/// One arithmetic kind this CPU can run, measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PeakRate {
+    /// The instruction measured, e.g. `"vpdpbusd zmm (AVX-512 VNNI)"`.
+    pub instruction: &'static str,
+    /// Median over the repetitions, in 10^9 multiply-adds per second (all threads).
+    pub gmacs: f64,
+    /// Every repetition's figure, in measurement order.
+    pub samples_gmacs: Vec<f64>,
+}
+
+/// The result of [`measure_peak`]; a kind is None where this CPU has no SIMD instruction for it
+/// (a scalar loop would measure the compiler, not the machine).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ArithmeticPeak {
+    /// f32 multiply-adds: `vfmadd231ps` on 512-bit vectors with AVX-512F, else 256-bit (FMA).
+    pub f32: Option<PeakRate>,
+    /// int8 products summed into wider integers: `vpdpbusd` with AVX-512 VNNI, else AVX2
+    /// `vpmaddubsw` (each followed by the `vpaddw` that a kernel sums its pairs with).
+    pub int8: Option<PeakRate>,
+    /// Threads that computed.
+    pub threads: usize,
+}
+
+/// Measures both kinds `repetitions` times with every thread of `pool` (after one untimed pass
+/// that wakes the cores up).
+pub fn measure_peak(pool: &ThreadPool, repetitions: usize) -> ArithmeticPeak {
+    let kinds = kernels();
+    let measure = |kernel: Option<Kernel>| {
+        kernel.map(|kernel| {
+            let samples_gmacs = measure_kernel(pool, &kernel, repetitions);
+            PeakRate {
+                instruction: kernel.instruction,
+                gmacs: median(&samples_gmacs),
+                samples_gmacs,
+            }
+        })
+    };
+    ArithmeticPeak {
+        f32: measure(kinds.f32),
+        int8: measure(kinds.int8),
+        threads: pool.threads(),
+    }
+}
+
+/// One measuring loop: `run(iterations)` does `macs_per_iteration` multiply-adds per iteration
+/// and returns a value that depends on all of them (so none can be optimized away).
+#[derive(Clone, Copy)]
+struct Kernel {
+    instruction: &'static str,
+    macs_per_iteration: usize,
+    run: fn(usize) -> u32,
+}
+
+struct Kernels {
+    f32: Option<Kernel>,
+    int8: Option<Kernel>,
+}
+
+/// The loops this CPU can run, best first.
+fn kernels() -> Kernels {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let f32 = if is_x86_feature_detected!("avx512f") {
+            Some(Kernel {
+                instruction: "vfmadd231ps zmm (AVX-512F)",
+                macs_per_iteration: x86::CHAINS * 16,
+                // SAFETY: AVX-512F was detected just above.
+                run: |n| unsafe { x86::fma_avx512(n) },
+            })
+        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            Some(Kernel {
+                instruction: "vfmadd231ps ymm (FMA)",
+                macs_per_iteration: x86::CHAINS * 8,
+                // SAFETY: AVX2 and FMA were detected just above.
+                run: |n| unsafe { x86::fma_avx2(n) },
+            })
+        } else {
+            None
+        };
+        let int8 = if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512f")
+        {
+            Some(Kernel {
+                instruction: "vpdpbusd zmm (AVX-512 VNNI)",
+                macs_per_iteration: x86::CHAINS * 64,
+                // SAFETY: AVX-512F and VNNI were detected just above.
+                run: |n| unsafe { x86::dpbusd_avx512(n) },
+            })
+        } else if is_x86_feature_detected!("avx2") {
+            Some(Kernel {
+                instruction: "vpmaddubsw + vpaddw ymm (AVX2)",
+                macs_per_iteration: x86::CHAINS * 32,
+                // SAFETY: AVX2 was detected just above.
+                run: |n| unsafe { x86::maddubs_avx2(n) },
+            })
+        } else {
+            None
+        };
+        Kernels { f32, int8 }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Kernels {
+        f32: None,
+        int8: None,
+    }
+}
+
+/// `repetitions` timed passes of `kernel` over the pool, in 10^9 multiply-adds per second.
+fn measure_kernel(pool: &ThreadPool, kernel: &Kernel, repetitions: usize) -> Vec<f64> {
+    let chunks = pool.threads() * CHUNKS_PER_THREAD;
+    let sink = AtomicU32::new(0);
+    let pass = || {
+        pool.run(chunks, &|_| {
+            sink.fetch_add((kernel.run)(ITERATIONS), Ordering::Relaxed);
+        })
+    };
+    pass();
+    let macs = (chunks * ITERATIONS * kernel.macs_per_iteration) as f64;
+    let samples = (0..repetitions.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            pass();
+            macs / start.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    std::hint::black_box(sink.load(Ordering::Relaxed));
+    samples
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// Independent accumulators per loop: more than latency x throughput of any of these
+    /// instructions on current cores (4-5 cycles x 2 per cycle), and few enough to stay in the
+    /// 16 registers AVX2 has, beside the two operands.
+    pub const CHAINS: usize = 12;
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn fma_avx512(iterations: usize) -> u32 {
+        // acc = acc * m + b converges to b / (1 - m): finite, never denormal.
+        let (m, b) = (_mm512_set1_ps(0.999), _mm512_set1_ps(0.001));
+        let mut acc = [_mm512_set1_ps(1.0); CHAINS];
+        for _ in 0..iterations {
+            for a in &mut acc {
+                *a = _mm512_fmadd_ps(*a, m, b);
+            }
+        }
+        let total = acc
+            .iter()
+            .fold(_mm512_setzero_ps(), |s, a| _mm512_add_ps(s, *a));
+        _mm512_reduce_add_ps(total).to_bits()
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn fma_avx2(iterations: usize) -> u32 {
+        let (m, b) = (_mm256_set1_ps(0.999), _mm256_set1_ps(0.001));
+        let mut acc = [_mm256_set1_ps(1.0); CHAINS];
+        for _ in 0..iterations {
+            for a in &mut acc {
+                *a = _mm256_fmadd_ps(*a, m, b);
+            }
+        }
+        let total = acc
+            .iter()
+            .fold(_mm256_setzero_ps(), |s, a| _mm256_add_ps(s, *a));
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), total);
+        lanes.iter().sum::<f32>().to_bits()
+    }
+
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub unsafe fn dpbusd_avx512(iterations: usize) -> u32 {
+        // The sums wrap in i32, which changes nothing about the work done.
+        let (u, s) = (_mm512_set1_epi8(0x5A), _mm512_set1_epi8(-0x33));
+        let mut acc = [_mm512_setzero_si512(); CHAINS];
+        for _ in 0..iterations {
+            for a in &mut acc {
+                *a = _mm512_dpbusd_epi32(*a, u, s);
+            }
+        }
+        let total = acc
+            .iter()
+            .fold(_mm512_setzero_si512(), |t, a| _mm512_add_epi32(t, *a));
+        _mm512_reduce_add_epi32(total) as u32
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn maddubs_avx2(iterations: usize) -> u32 {
+        let (u, s) = (_mm256_set1_epi8(0x5A), _mm256_set1_epi8(-0x33));
+        let mut acc = [_mm256_setzero_si256(); CHAINS];
+        for _ in 0..iterations {
+            for a in &mut acc {
+                *a = _mm256_add_epi16(*a, _mm256_maddubs_epi16(u, s));
+            }
+        }
+        let total = acc
+            .iter()
+            .fold(_mm256_setzero_si256(), |t, a| _mm256_add_epi16(t, *a));
+        let mut lanes = [0u32; 8];
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), total);
+        lanes.iter().fold(0u32, |t, l| t.wrapping_add(*l))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_reports_a_positive_rate_for_each_kind_the_cpu_has() {
+        let pool = ThreadPool::fixed(2);
+        let peak = measure_peak(&pool, 2);
+        assert_eq!(peak.threads, 2);
+        for rate in [&peak.f32, &peak.int8].into_iter().flatten() {
+            assert_eq!(rate.samples_gmacs.len(), 2, "{}", rate.instruction);
+            assert!(
+                rate.gmacs > 0.0 && rate.gmacs.is_finite(),
+                "{}",
+                rate.instruction
+            );
+        }
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            assert!(
+                peak.f32.is_some() && peak.int8.is_some(),
+                "AVX2 has both kinds"
+            );
+        }
+    }
+
+    /// The loops compute what their arithmetic says (so the work cannot have been dropped).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn integer_loops_sum_what_they_multiply() {
+        // Each vpmaddubsw lane: 0x5A * -0x33 twice = -9180; 12 chains, 3 iterations, 16 lanes.
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected just above.
+            let got = unsafe { x86::maddubs_avx2(3) };
+            let lane = (-9180i16).wrapping_mul(36); // 12 chains x 3 iterations, wrapping in i16
+            let pair = (lane as u16 as u32) | ((lane as u16 as u32) << 16);
+            assert_eq!(got, pair.wrapping_mul(8));
+        }
+        if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F and VNNI were detected just above.
+            let got = unsafe { x86::dpbusd_avx512(3) };
+            // 4 products of 90 * -51 per lane, 16 lanes, 12 chains, 3 iterations.
+            assert_eq!(got as i32, 4 * 90 * -51 * 16 * 12 * 3);
+        }
+    }
+}
