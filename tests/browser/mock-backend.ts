@@ -218,7 +218,7 @@ function powerSample() {
     npu_watts: { value: 1.5 + (powerTick % 3) / 10, source: 'amdgpu gpu_metrics (card1) average_ipu_power' },
     npu_percent: { value: 45, source: 'amdgpu gpu_metrics (card1) average_ipu_activity' },
     package_watts: { value: 12 + (powerTick % 5), source: 'amdgpu hwmon4 power1_input (PPT)' },
-    battery_watts: { unavailable: 'on mains power (BAT0 is charging)' },
+    battery_watts: (window as any).__mockBattery ? { value: 15, source: 'BAT0 power_now' } : { unavailable: 'on mains power (BAT0 is charging)' },
     cpu_percent: { value: 20, source: '/proc/stat' },
     igpu_percent: { value: 3, source: 'amdgpu gpu_metrics (card1) average_gfx_activity' },
   };

@@ -824,11 +824,14 @@ test('live line (issue 38 item 3): speed and power beside "Writing the answer", 
   assert(hint.includes('Writing the answer…') && hint.includes('Escape stops it.'), hint);
   await page.getByTestId('send-button').waitFor({ timeout: 15000 });
   assert((await page.getByTestId('live-line').count()) === 0, 'the receipt takes over after the answer');
-  // A second long prompt: the first answer measured the reading speed, so a share done is shown.
+  // A second long prompt: the first answer measured the reading speed, so a share done is shown;
+  // on battery, with its capacity known from that answer's receipt, the live line says how long
+  // a full battery lasts at this rate.
   await send(page, 'And again');
   await page.waitForFunction(() => /about \d+%/.test(document.querySelector('[data-testid="reading-line"]')?.textContent ?? ''));
+  await page.waitForFunction(() => (document.querySelector('[data-testid="live-line"]')?.textContent ?? '').includes('a full battery lasts about 4 h 00 min at this rate'));
   await page.getByTestId('send-button').waitFor({ timeout: 15000 });
-});
+}, () => { window.__mockBattery = true; });
 
 test('review #9 (S2): without a power sensor, plain words instead of a bare dash; energy in watt-hours and battery', async ({ page }) => {
   await page.getByTestId('status-item').click();

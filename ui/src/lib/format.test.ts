@@ -54,6 +54,7 @@ describe('live numbers and energy in units people know', () => {
     expect(liveLine(42.44, null)).toBe('42.4 tok/s');
     expect(liveLine(42.44, 13.26)).toBe('42.4 tok/s · 13.3 W');
     expect(liveLine(null, 9)).toBe('9.0 W');
+    expect(liveLine(40, 15, 'about 4 h 00 min')).toBe('40.0 tok/s · 15.0 W · a full battery lasts about 4 h 00 min at this rate');
   });
 
   it('reading a prompt: tokens and seconds, and a share done once a reading speed is known', () => {

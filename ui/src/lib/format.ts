@@ -74,11 +74,13 @@ export function dayGroup(unixSecs: number, now: Date): 'Today' | 'Yesterday' | '
 }
 
 /** The quiet line beside "Writing the answer": the live speed and, when a sensor measures it,
- *  the power now. Empty until the first numbers come. */
-export function liveLine(tokensPerSecond: number | null | undefined, watts: number | null): string {
+ *  the power now, and on battery how long a full one lasts at this rate ("about 4 h 00 min").
+ *  Empty until the first numbers come. */
+export function liveLine(tokensPerSecond: number | null | undefined, watts: number | null, batteryLasts: string | null = null): string {
   const parts: string[] = [];
   if (tokensPerSecond != null && Number.isFinite(tokensPerSecond)) parts.push(formatRate(tokensPerSecond));
   if (watts != null && Number.isFinite(watts)) parts.push(`${watts >= 100 ? watts.toFixed(0) : watts.toFixed(1)} W`);
+  if (batteryLasts) parts.push(`a full battery lasts ${batteryLasts} at this rate`);
   return parts.join(' · ');
 }
 
