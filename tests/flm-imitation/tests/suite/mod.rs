@@ -546,6 +546,49 @@ fn npu_support_needs_an_engine_and_kernels() {
     assert!(!a.usable && a.reason.unwrap().contains("\"llama\""));
 }
 
+#[test]
+fn a_model_known_to_fail_runs_on_the_processor_unless_tried_anyway() {
+    let _npu = serial();
+    let f = fixture("");
+    const PACK: &str = "MiniCPM5-2B-NPU2";
+    let models = f.registry.parent().unwrap().join("models");
+    std::os::unix::fs::symlink(demo_model().canonicalize().unwrap(), models.join(PACK)).unwrap();
+    std::fs::create_dir_all(f.flm.with_file_name("xclbins").join(PACK)).unwrap();
+    let registry = registry_json(&models, "llama3")
+        .replace(NAME, PACK)
+        .replace("\"demo\"", "\"minicpm5\"")
+        .replace("\"5m\"", "\"2b\"");
+    std::fs::write(&f.registry, registry).unwrap();
+    let open = |anyway: bool| {
+        NpuBackend::open(
+            f.program(),
+            &f.registry,
+            "minicpm5:2b",
+            NpuOptions {
+                npu_anyway: anyway,
+                ..f.options()
+            },
+        )
+    };
+    if super::FLM_VERSION.starts_with("1.") {
+        let e = open(false).err().expect("refused");
+        let text = e.to_string();
+        assert!(
+            text.contains("runs on the processor here") && text.contains("issue 712"),
+            "{text}"
+        );
+    } else {
+        assert!(open(false).is_ok(), "issue 712 was not reported on 0.9.45");
+    }
+    // A tester tries it anyway: the imitation runs it (real FastFlowLM fails at the first token).
+    let mut backend = open(true).unwrap();
+    let done = answer(&mut backend, request("Hi", 4), &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(done.receipt.generated_tokens > 0);
+}
+
 // ---------------------------------------------------------------- answering
 
 #[test]
