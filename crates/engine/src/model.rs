@@ -372,6 +372,26 @@ impl Model {
         self.runner.logits(tokens)
     }
 
+    /// Runs `tokens` after what the context holds (after nothing with `restart`), computing
+    /// with `cpu` (its threads and kernel level) in place of the model's own context, which is
+    /// back in place afterwards; the logits are left unread. For benchmarks that alternate two
+    /// settings pass by pass in one process (`hearth bench --ab`).
+    pub fn feed_with(
+        &mut self,
+        tokens: &[u32],
+        restart: bool,
+        cpu: &mut CpuContext,
+    ) -> Result<(), Error> {
+        self.runner.check_tokens(tokens)?;
+        if restart {
+            self.runner.reset();
+        }
+        std::mem::swap(&mut self.runner.cpu, cpu);
+        let result = self.runner.feed(tokens, None);
+        std::mem::swap(&mut self.runner.cpu, cpu);
+        result
+    }
+
     fn require_tokenizer(&self) -> Result<&TextTokenizer, Error> {
         self.tokenizer.as_ref().ok_or_else(|| Error::NoTokenizer {
             dir: self.dir.clone(),
@@ -648,6 +668,41 @@ mod tests {
         q4nx::synthetic::write_random_model(dir.path(), &parsed, 7).unwrap();
         std::fs::write(dir.path().join("config.json"), config).unwrap();
         dir
+    }
+
+    /// `feed_with` computes with the context it is given (the logits of a model loaded at
+    /// that level, bit for bit), continues the cache, and leaves both contexts where they were.
+    #[test]
+    fn feed_with_computes_with_the_given_context_and_gives_it_back() {
+        let q4nx = synthetic_q4nx();
+        let mut model = Model::load(q4nx.path(), &LoadOptions::default()).unwrap();
+        let own = (model.threads(), model.info().kernel.clone());
+        let tokens: Vec<u32> = (0..40u32).map(|i| (i * 7919 + 13) % 511).collect();
+        for level in KernelLevel::supported() {
+            let mut cpu = CpuContext::new(1, level);
+            model.feed_with(&tokens[..30], true, &mut cpu).unwrap();
+            model.feed_with(&tokens[30..], false, &mut cpu).unwrap();
+            let options = LoadOptions {
+                kernel: Some(level),
+                threads: Some(1),
+                ..LoadOptions::default()
+            };
+            let mut at_level = Model::load(q4nx.path(), &options).unwrap();
+            at_level.runner.feed(&tokens, None).unwrap();
+            assert_eq!(
+                model.runner.last_logits(),
+                at_level.runner.last_logits(),
+                "{level}: feed_with computes as a model loaded at that level"
+            );
+            assert_eq!((cpu.threads(), cpu.level()), (1, level));
+            assert_eq!((model.threads(), model.info().kernel.clone()), own);
+        }
+        let mut cpu = CpuContext::new(1, KernelLevel::Scalar);
+        let err = model.feed_with(&[600], false, &mut cpu).unwrap_err();
+        assert!(
+            matches!(err, Error::TokenOutOfRange { token: 600, .. }),
+            "{err}"
+        );
     }
 
     /// Speculative decoding verifies drafts in one pass and relies on this: a token's logits do
