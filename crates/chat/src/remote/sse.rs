@@ -33,19 +33,20 @@ pub enum SseError {
     #[error("reading the event stream failed: {0}")]
     Io(#[from] io::Error),
     /// One event's lines add up to more than the limit.
-    #[error("one of its events is longer than {} MiB", limit_words(*.limit))]
+    #[error("one of its events is longer than {}", limit_words(*.limit))]
     EventTooLong {
         /// The limit, in bytes.
         limit: usize,
     },
 }
 
+/// "4 MiB" for whole mebibytes, else the bytes.
 fn limit_words(limit: usize) -> String {
-    let mib = limit as f64 / (1024.0 * 1024.0);
-    if mib.fract() == 0.0 {
-        format!("{mib:.0}")
+    const MIB: usize = 1024 * 1024;
+    if limit >= MIB && limit % MIB == 0 {
+        format!("{} MiB", limit / MIB)
     } else {
-        format!("{mib:.3}")
+        format!("{limit} bytes")
     }
 }
 
