@@ -452,7 +452,7 @@ impl AppState {
 
     /// Loads the model `request` names and sets its keep-alive, without generating (Ollama's
     /// empty prompt); with a zero keep-alive, unloads it instead if it is loaded. Returns
-    /// whether it is loaded afterwards.
+    /// whether it is loaded afterwards (a pinned backend always is).
     pub(crate) fn load_or_unload(&self, request: &ModelRequest) -> Result<bool, AppError> {
         let unload = request.keep_alive.is_some_and(KeepAlive::is_zero);
         if unload {
@@ -460,7 +460,7 @@ impl AppState {
             if slot.as_ref().is_some_and(|l| l.name == request.name) {
                 self.keep_after_use(&mut slot, request.keep_alive, Instant::now());
             }
-            return Ok(slot.is_some());
+            return Ok(slot.as_ref().is_some_and(|l| l.name == request.name));
         }
         self.with_model(request, |_| ())?;
         Ok(true)

@@ -17,7 +17,6 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::chat::done_only;
 use super::{created_at, metrics, ndjson_response, required_model, Common, Shape};
 use crate::error::{AppError, OllamaError};
-use crate::keep_alive::KeepAlive;
 use crate::state::{AppState, ModelRequest};
 use crate::worker::{self, Job};
 
@@ -141,15 +140,15 @@ impl GenerateRequest {
 }
 
 /// Loads the model (or with `keep_alive: 0` unloads it) without generating, as Ollama does for
-/// an empty prompt; Ollama's `done_reason` for it: `load` or `unload`.
+/// an empty prompt; Ollama's `done_reason` for it: `load` when the model is loaded afterwards
+/// (a pinned backend stays), else `unload`.
 pub(crate) async fn load_or_unload(
     state: &AppState,
     permit: OwnedSemaphorePermit,
     model: ModelRequest,
 ) -> Result<&'static str, AppError> {
-    let unload = model.keep_alive.is_some_and(KeepAlive::is_zero);
     let state = state.clone();
-    tokio::task::spawn_blocking(move || {
+    let loaded = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         state.load_or_unload(&model)
     })
@@ -158,7 +157,7 @@ pub(crate) async fn load_or_unload(
         tracing::error!("loading failed: {e}");
         AppError::Internal
     })??;
-    Ok(if unload { "unload" } else { "load" })
+    Ok(if loaded { "load" } else { "unload" })
 }
 
 const SHAPE: Shape = Shape { piece, last };
