@@ -2,7 +2,8 @@
 //! finding N3), each rebuilt here as a sparse file so that a "256 MiB" file costs nothing to
 //! make. Before the reader kept arrays as typed vectors, skipped the keys Hearth never reads and
 //! capped what a header may decode, each of these aborted the process on an allocation of
-//! gigabytes or took seconds; now each one is read in bounded memory or refused plainly.
+//! gigabytes or took seconds; now each one is read in bounded memory or refused plainly. The
+//! same holds for a safetensors header (Q4NX is one), whose limit is 16 MiB.
 
 use std::fs::File;
 use std::io::Write;
@@ -193,4 +194,20 @@ fn a_hidden_size_wider_than_the_engine_runs_is_refused_from_the_header() {
         .to_string();
     assert!(err.contains("hidden_size 16777216"), "{err}");
     assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn a_safetensors_header_larger_than_any_real_one_is_refused_unread() {
+    // A declared header of 64 MiB (sparse): a model folder in a watched cache could hold one,
+    // and its JSON values would take up to 16 times that.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("model.safetensors");
+    let mut f = File::create(&path).unwrap();
+    f.write_all(&(64u64 << 20).to_le_bytes()).unwrap();
+    f.set_len(8 + (64 << 20)).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let err = q4nx::container::parse(&bytes, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("limit"), "{err}");
 }
