@@ -571,7 +571,7 @@ fn a_model_known_to_fail_runs_on_the_processor_unless_tried_anyway() {
         )
     };
     if super::FLM_VERSION.starts_with("1.") {
-        let e = open(false).err().expect("refused");
+        let e = open(false).expect_err("refused");
         let text = e.to_string();
         assert!(
             text.contains("runs on the processor here") && text.contains("issue 712"),
