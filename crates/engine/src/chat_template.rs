@@ -484,6 +484,42 @@ mod tests {
         );
     }
 
+    #[test]
+    fn tojson_with_an_indent_matches_python_json_dumps() {
+        let t = template("{{ {'a': [1, 2.5], 'b': {}, 'c': []} | tojson(2) }}");
+        assert_eq!(
+            t.render(&[], false, None).unwrap(),
+            "{\n  \"a\": [\n    1,\n    2.5\n  ],\n  \"b\": {},\n  \"c\": []\n}"
+        );
+    }
+
+    #[test]
+    fn values_as_deep_as_the_limit_are_stored_and_printed() {
+        let depth = limits::VALUE_DEPTH;
+        let source = format!(
+            "{{% set ns = namespace(x=1) %}}{{% for i in range({depth}) %}}\
+             {{% set ns.x = [ns.x] %}}{{% endfor %}}{{{{ ns.x | tojson }}}}"
+        );
+        let text = template(&source).render(&[], false, None).unwrap();
+        assert_eq!(text, format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
+        let one_more = source.replace(&format!("range({depth})"), &format!("range({})", depth + 1));
+        let err = template(&one_more).render(&[], false, None).unwrap_err();
+        assert!(matches!(err, Error::ChatTemplateLimit { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_flag_set_per_message_beside_a_long_list_stays_cheap() {
+        // Only the assigned attribute is walked after `set ns.x`, not the whole namespace.
+        let t = template(
+            "{% set ns = namespace(all=messages, seen=0) %}{% for m in messages %}\
+             {% set ns.seen = ns.seen + 1 %}{% endfor %}{{ ns.seen }}",
+        );
+        let messages = conversation(4_000, 10);
+        let (text, fuel) = t.render_measured(&messages, false, None).unwrap();
+        assert_eq!(text, "4000");
+        assert!(fuel.used * 10 < fuel.budget, "{fuel:?}");
+    }
+
     /// Alternating user and assistant turns (with a system turn first), `count` in all, each
     /// `bytes` long.
     fn conversation(count: usize, bytes: usize) -> Vec<ChatMessage> {

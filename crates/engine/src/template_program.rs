@@ -23,7 +23,7 @@ use minijinja::{AutoEscape, Value};
 pub(crate) const STORE_CHECK: &str = "hearth:store";
 /// The function called with a namespace about to be assigned to; it returns the namespace.
 pub(crate) const NAMESPACE_REMEMBER: &str = "hearth:namespace";
-/// The function called (no arguments) after the assignment, to check the namespace.
+/// The function called with the attribute's name after the assignment, to check its value.
 pub(crate) const NAMESPACE_CHECK: &str = "hearth:namespace-stored";
 
 /// A compiled template: the root instructions and those of its blocks.
@@ -53,27 +53,26 @@ pub(crate) fn compile<'source>(
 }
 
 /// The instructions placed before and after `instruction`.
-fn around(
-    instruction: &Instruction<'_>,
-) -> (
-    &'static [Instruction<'static>],
-    &'static [Instruction<'static>],
-) {
-    const STORE: &[Instruction<'static>] = &[Instruction::CallFunction(STORE_CHECK, Some(1))];
-    const BEFORE_SET_ATTR: &[Instruction<'static>] =
-        &[Instruction::CallFunction(NAMESPACE_REMEMBER, Some(1))];
-    const AFTER_SET_ATTR: &[Instruction<'static>] = &[
-        Instruction::CallFunction(NAMESPACE_CHECK, Some(0)),
-        Instruction::DiscardTop,
-    ];
-    const EMIT: &[Instruction<'static>] = &[Instruction::Emit];
-    match instruction {
-        Instruction::StoreLocal(_) => (STORE, &[]),
-        // Before `SetAttr` the namespace is on top of the stack, the value under it.
-        Instruction::SetAttr(_) => (BEFORE_SET_ATTR, AFTER_SET_ATTR),
+fn around<'s>(instruction: &Instruction<'s>) -> (Vec<Instruction<'s>>, Vec<Instruction<'s>>) {
+    match *instruction {
+        Instruction::StoreLocal(_) => (
+            vec![Instruction::CallFunction(STORE_CHECK, Some(1))],
+            vec![],
+        ),
+        // Before `SetAttr` the namespace is on top of the stack, the value under it; after it,
+        // the check reads the attribute back and walks it (through the namespace, if the value
+        // holds it: a namespace made to hold itself is nested without end).
+        Instruction::SetAttr(name) => (
+            vec![Instruction::CallFunction(NAMESPACE_REMEMBER, Some(1))],
+            vec![
+                Instruction::LoadConst(Value::from(name)),
+                Instruction::CallFunction(NAMESPACE_CHECK, Some(1)),
+                Instruction::DiscardTop,
+            ],
+        ),
         // `EmitRaw` becomes `LoadConst` + `Emit` (see `replacement`).
-        Instruction::EmitRaw(_) => (&[], EMIT),
-        _ => (&[], &[]),
+        Instruction::EmitRaw(_) => (vec![], vec![Instruction::Emit]),
+        _ => (vec![], vec![]),
     }
 }
 
@@ -110,10 +109,10 @@ fn with_checks<'s>(old: &Instructions<'s>) -> Instructions<'s> {
     for i in 0..count {
         let instruction = old.get(i).expect("counted");
         let (before, after) = around(instruction);
-        let added = std::iter::empty()
-            .chain(before.iter().cloned())
+        let added = before
+            .into_iter()
             .chain(std::iter::once(replacement(instruction, &new_index)))
-            .chain(after.iter().cloned());
+            .chain(after);
         for each in added {
             // Keep the source location, so errors still point at the template's line.
             match (old.get_span(i), old.get_line(i)) {

@@ -76,9 +76,9 @@ impl RenderGuard {
             Ok(namespace)
         });
         let guard = self.clone();
-        env.add_function(NAMESPACE_CHECK, move |state: &State| {
+        env.add_function(NAMESPACE_CHECK, move |state: &State, name: &str| {
             if let Some(namespace) = lock(&guard.assigned).take() {
-                guard.walk(state, &namespace)?;
+                guard.walk(state, &namespace.get_attr(name)?)?;
             }
             Ok(Value::UNDEFINED)
         });
