@@ -19,11 +19,12 @@ pub(crate) struct TokenBytes {
 
 impl TokenBytes {
     pub(crate) fn new(tokenizer: &TextTokenizer) -> Self {
-        let bytes: Vec<Vec<u8>> = tokenizer
-            .token_bytes()
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect();
+        let bytes = tokenizer.token_bytes();
+        Self::from_bytes(bytes.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// The table of `bytes`, by id (empty for tokens that write no text).
+    pub(crate) fn from_bytes(bytes: Vec<Vec<u8>>) -> Self {
         let mut sorted: Vec<u32> = (0..bytes.len() as u32)
             .filter(|&id| !bytes[id as usize].is_empty())
             .collect();
@@ -114,5 +115,102 @@ impl<'a> Constraint<'a> {
         if !self.stop_ids.contains(&token) {
             self.state = self.state.advanced(&self.grammar, self.vocab.get(token));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A vocabulary of every single byte (ids 0 to 255), a few longer pieces, and a special
+    /// token that writes nothing (the stop id).
+    fn vocab() -> TokenBytes {
+        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for piece in [
+            "{\"", "\":", "\"}", "true", "tr", "name", "na", "\\u00e9", "é", " \n",
+        ] {
+            bytes.push(piece.as_bytes().to_vec());
+        }
+        bytes.push(Vec::new());
+        TokenBytes::from_bytes(bytes)
+    }
+
+    fn schema() -> Grammar {
+        Grammar::from_schema(&json!({
+            "type": "object",
+            "properties": {"name": {"type": "boolean"}},
+            "required": ["name"],
+            "additionalProperties": false
+        }))
+        .unwrap()
+    }
+
+    fn id(vocab: &TokenBytes, text: &str) -> u32 {
+        (0..vocab.bytes.len() as u32)
+            .find(|&t| vocab.get(t) == text.as_bytes())
+            .unwrap_or_else(|| panic!("no token {text:?}"))
+    }
+
+    #[test]
+    fn the_scan_finds_exactly_the_tokens_allowed_one_by_one() {
+        let vocab = vocab();
+        let stop = [vocab.bytes.len() as u32 - 1];
+        let mut constraint = Constraint::new(schema(), &vocab, &stop);
+        for piece in ["{\"", "na", "m", "e", "\":", "tr", "u", "e", "}"] {
+            let mut scanned = constraint.allowed();
+            scanned.sort_unstable();
+            let one_by_one: Vec<u32> = (0..vocab.bytes.len() as u32)
+                .filter(|&t| constraint.allows(t))
+                .collect();
+            assert_eq!(scanned, one_by_one, "before {piece:?}");
+            let token = id(&vocab, piece);
+            assert!(scanned.contains(&token), "{piece:?}");
+            constraint.accept(token);
+        }
+        assert!(constraint.is_complete());
+    }
+
+    #[test]
+    fn the_stop_id_is_allowed_exactly_when_the_value_is_complete() {
+        let vocab = vocab();
+        let stop = [vocab.bytes.len() as u32 - 1];
+        let mut constraint = Constraint::new(schema(), &vocab, &stop);
+        assert!(!constraint.allows(stop[0]));
+        for piece in ["{\"", "name", "\":", "true"] {
+            constraint.accept(id(&vocab, piece));
+            assert!(!constraint.allows(stop[0]), "after {piece:?}");
+        }
+        constraint.accept(id(&vocab, "}"));
+        assert!(constraint.is_complete());
+        assert_eq!(
+            constraint.allowed(),
+            stop,
+            "only the stop id after the value"
+        );
+    }
+
+    #[test]
+    fn tokens_may_split_a_character() {
+        let vocab = TokenBytes::from_bytes(vec![
+            b"\"".to_vec(),
+            vec![0xC3],
+            vec![0xA9, b'"'],
+            vec![0xA9],
+        ]);
+        let grammar = Grammar::from_schema(&json!({"type": "string"})).unwrap();
+        let mut constraint = Constraint::new(grammar, &vocab, &[]);
+        constraint.accept(0);
+        assert_eq!(
+            constraint.allowed(),
+            [0, 1],
+            "a quote or the first half of é"
+        );
+        constraint.accept(1);
+        let mut allowed = constraint.allowed();
+        allowed.sort_unstable();
+        assert_eq!(allowed, [2, 3], "only the second half may follow");
+        constraint.accept(2);
+        assert!(constraint.is_complete());
     }
 }

@@ -290,13 +290,21 @@ fn literal(grammar: &Grammar, node: NodeId) -> &[Vec<u8>] {
     }
 }
 
-/// The texts of `texts[lo..hi]` whose byte at `pos` is `b`: a sub-range, since they are
-/// sorted and share their first `pos` bytes.
-fn narrow(texts: &[Vec<u8>], lo: u32, hi: u32, pos: u32, b: u8) -> (u32, u32) {
-    let range = &texts[lo as usize..hi as usize];
-    let at = |t: &Vec<u8>| t.get(pos as usize).copied();
-    let start = range.partition_point(|t| at(t).is_none_or(|c| c < b));
-    let end = range.partition_point(|t| at(t).is_none_or(|c| c <= b));
+/// The items of `items[lo..hi]` whose text (`text` of each) has byte `b` at `pos`: a
+/// sub-range, since the texts are sorted and share their first `pos` bytes. For literals and
+/// for object keys.
+fn narrow<T>(
+    items: &[T],
+    text: impl Fn(&T) -> &[u8],
+    lo: u32,
+    hi: u32,
+    pos: u32,
+    b: u8,
+) -> (u32, u32) {
+    let range = &items[lo as usize..hi as usize];
+    let at = |item: &T| text(item).get(pos as usize).copied();
+    let start = range.partition_point(|item| at(item).is_none_or(|c| c < b));
+    let end = range.partition_point(|item| at(item).is_none_or(|c| c <= b));
     (lo + start as u32, lo + end as u32)
 }
 
@@ -315,7 +323,7 @@ fn step(grammar: &Grammar, mut thread: Thread, b: u8, out: &mut Vec<Thread>) {
         }
         Frame::Literal { node, lo, hi, pos } => {
             let texts = literal(grammar, node);
-            let (lo2, hi2) = narrow(texts, lo, hi, pos, b);
+            let (lo2, hi2) = narrow(texts, Vec::as_slice, lo, hi, pos, b);
             if lo2 < hi2 {
                 let mut next = thread.clone();
                 set_top(
@@ -531,7 +539,7 @@ fn key(
         Lexed::Started(l) | Lexed::Continued(l) => l,
         Lexed::Closed => unreachable!(),
     };
-    let (lo, hi) = narrow_keys(properties, lo, hi, pos, b);
+    let (lo, hi) = narrow(properties, |p| &p.key, lo, hi, pos, b);
     if additional.is_none() && !(lo..hi).any(unseen) {
         return;
     }
@@ -545,20 +553,6 @@ fn key(
         },
     );
     emit(thread, out);
-}
-
-fn narrow_keys(
-    properties: &[crate::json_schema::Property],
-    lo: u32,
-    hi: u32,
-    pos: u32,
-    b: u8,
-) -> (u32, u32) {
-    let range = &properties[lo as usize..hi as usize];
-    let at = |p: &crate::json_schema::Property| p.key.get(pos as usize).copied();
-    let start = range.partition_point(|p| at(p).is_none_or(|c| c < b));
-    let end = range.partition_point(|p| at(p).is_none_or(|c| c <= b));
-    (lo + start as u32, lo + end as u32)
 }
 
 /// The next part and digit count of a number after byte `b`, if `b` continues it.
@@ -606,7 +600,7 @@ fn start(grammar: &Grammar, node: NodeId, mut thread: Thread, b: u8, out: &mut V
             return;
         }
         Node::Literals(texts) => {
-            let (lo, hi) = narrow(texts, 0, texts.len() as u32, 0, b);
+            let (lo, hi) = narrow(texts, Vec::as_slice, 0, texts.len() as u32, 0, b);
             if lo == hi {
                 return;
             }

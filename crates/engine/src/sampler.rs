@@ -423,6 +423,81 @@ mod tests {
         assert_eq!(logits, [1.0, -4.0, 1.0]);
     }
 
+    /// Runs `check` with a constraint over the 256 one-byte tokens that allows only a JSON
+    /// boolean (`t` or `f` first, or whitespace before it, which [`unlikely_whitespace`]
+    /// keeps out of the way).
+    fn with_boolean_constraint(check: impl FnOnce(&Constraint<'_>)) {
+        use crate::constraint::TokenBytes;
+        use crate::json_schema::Grammar;
+        let vocab = TokenBytes::from_bytes((0..=255u8).map(|b| vec![b]).collect());
+        let grammar = Grammar::from_schema(&serde_json::json!({"type": "boolean"})).unwrap();
+        check(&Constraint::new(grammar, &vocab, &[]));
+    }
+
+    fn unlikely_whitespace(logits: &mut [f32]) {
+        logits[b' ' as usize] = -100.0;
+        logits[b'\n' as usize] = -100.0;
+    }
+
+    #[test]
+    fn greedy_under_a_constraint_takes_the_most_likely_allowed_token() {
+        with_boolean_constraint(|constraint| {
+            let mut logits = [0.0f32; 256];
+            logits[b'x' as usize] = 9.0;
+            logits[b't' as usize] = 2.0;
+            logits[b'f' as usize] = 1.0;
+            unlikely_whitespace(&mut logits);
+            let greedy = SamplingParams::greedy();
+            let token = sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint);
+            assert_eq!(token, Some(b't' as u32));
+        });
+    }
+
+    #[test]
+    fn greedy_scans_the_vocabulary_when_no_likely_token_is_allowed() {
+        with_boolean_constraint(|constraint| {
+            let mut logits = [5.0f32; 256];
+            logits[b't' as usize] = 0.5;
+            logits[b'f' as usize] = 1.0;
+            unlikely_whitespace(&mut logits);
+            let greedy = SamplingParams::greedy();
+            let token = sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint);
+            assert_eq!(
+                token,
+                Some(b'f' as u32),
+                "past the {FIRST_LOOK} most likely"
+            );
+        });
+    }
+
+    #[test]
+    fn sampling_under_a_constraint_draws_allowed_tokens_in_proportion() {
+        with_boolean_constraint(|constraint| {
+            let mut rng = Rng::new(9);
+            let mut counts = [0usize; 2];
+            for top_k in [0, 3] {
+                for _ in 0..2000 {
+                    let mut logits = [0.0f32; 256];
+                    logits[b't' as usize] = (3.0f32).ln(); // 0.75 of t and f together
+                    unlikely_whitespace(&mut logits);
+                    // With top_k 3 these three fill the kept candidates: the allowed tokens
+                    // are then drawn from alone.
+                    for high in [b'a', b'b', b'c'] {
+                        logits[high as usize] = 4.0;
+                    }
+                    let params = params(1.0, top_k, 1.0, 0.0);
+                    match sample_allowed(&mut logits, &[], &params, &mut rng, constraint) {
+                        Some(t) if t == b't' as u32 => counts[0] += 1,
+                        Some(t) if t == b'f' as u32 => counts[1] += 1,
+                        other => panic!("{other:?} is not allowed"),
+                    }
+                }
+            }
+            let share = counts[0] as f32 / 4000.0;
+            assert!((share - 0.75).abs() < 0.03, "share of t is {share}");
+        });
+    }
+
     #[test]
     fn out_of_range_settings_are_rejected() {
         assert!(params(-1.0, 0, 1.0, 0.0).validate().is_err());
