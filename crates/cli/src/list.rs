@@ -41,14 +41,16 @@ pub fn open_store() -> anyhow::Result<Store> {
     })
 }
 
-/// An installed model as `hearth list --json` prints it: the registry's facts, and whether the
-/// NPU can run it here (with the reason when not).
+/// An installed model as `hearth list --json` prints it: the registry's facts, whether the
+/// NPU can run it here (with the reason when not), and whether its NPU kernels were verified
+/// ("kernels verified (N)" or "no kernel list").
 #[derive(Serialize)]
 struct Listed<'a> {
     #[serde(flatten)]
     model: &'a hearth_hub::InstalledModel,
     npu: bool,
     npu_reason: Option<&'a str>,
+    kernels: String,
 }
 
 /// Prints the list.
@@ -102,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 model,
                 npu: npu.usable,
                 npu_reason: npu.reason.as_deref(),
+                kernels: hearth_hub::kernel_status(&model.folder, &model.files).words(),
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
@@ -115,14 +118,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (m, npu) in models.iter().zip(&npu) {
         let runs = if npu.usable { "npu+cpu" } else { "cpu" };
         println!(
-            "{} {:<24} {:<20} {:>9}  {:<11} {:<7} {}",
+            "{} {:<24} {:<20} {:>9}  {:<11} {:<7} {:<11} {}",
             if m.is_default { "*" } else { " " },
             safe(&m.name),
             safe(&m.tag),
             human_bytes(m.size_bytes),
             m.format.to_string(),
             runs,
-            safe(&m.source)
+            safe(&m.source),
+            safe(&hearth_hub::kernel_status(&m.folder, &m.files).words())
         );
     }
     // Why the NPU cannot run them, once when the reason is the same for all (no FastFlowLM).

@@ -134,7 +134,25 @@ impl BackendArgs {
 
     /// Opens the backend for `model`.
     pub fn open(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
-        match self.kind(model) {
+        self.open_with(model, false)
+    }
+
+    /// Opens `model` on the NPU even when FastFlowLM is known to fail with it
+    /// (`hearth run --npu-anyway`, for testers).
+    pub fn open_npu_anyway(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
+        if matches!(self.backend, Some(kind) if kind != BackendKind::Npu) || self.url.is_some() {
+            anyhow::bail!("--npu-anyway runs the model on the NPU: leave out --backend and --url, or give --backend npu");
+        }
+        self.open_with(model, true)
+    }
+
+    fn open_with(&self, model: &ModelArgs, npu_anyway: bool) -> anyhow::Result<Box<dyn Backend>> {
+        let kind = if npu_anyway {
+            BackendKind::Npu
+        } else {
+            self.kind(model)
+        };
+        match kind {
             BackendKind::Cpu => {
                 let local = model.resolve()?;
                 let backend =
@@ -149,7 +167,10 @@ impl BackendArgs {
                 let mut npu = NpuBackend::open_found(
                     &store.registry_path(),
                     &model.model,
-                    NpuOptions::new(state_home()?.join("hearth")),
+                    NpuOptions {
+                        npu_anyway,
+                        ..NpuOptions::new(state_home()?.join("hearth"))
+                    },
                 )?;
                 // Loading a model onto the NPU takes a while: say what is happening.
                 npu.set_event_sink(Box::new(|event| eprintln!("hearth: {}", event.words())));

@@ -44,6 +44,10 @@ pub struct Args {
     /// Do not print timings on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Run on the NPU even a model FastFlowLM is known to fail with (`hearth list` says which
+    /// and why), to test a new FastFlowLM or kernel pack.
+    #[arg(long)]
+    npu_anyway: bool,
 }
 
 /// What `hearth run --json` prints.
@@ -64,7 +68,11 @@ struct RunReport<'a> {
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut backend = args.backend.open(&args.model)?;
+    let mut backend = if args.npu_anyway {
+        args.backend.open_npu_anyway(&args.model)?
+    } else {
+        args.backend.open(&args.model)?
+    };
     let thinking = match (args.think, args.no_think) {
         (true, _) => Some(true),
         (_, true) => Some(false),

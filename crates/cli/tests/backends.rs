@@ -323,3 +323,45 @@ fn an_npu_model_answers_through_fastflowlm_and_matches_the_cpu() {
         "the doctor reports FastFlowLM: {doctor}"
     );
 }
+
+#[test]
+fn a_model_fastflowlm_fails_with_runs_on_the_cpu_unless_tried_anyway() {
+    let mut home = Home::new();
+    // Named like the MiniCPM5 pack of FastFlowLM issue 712 (the imitation plays 1.0.6).
+    const NAME: &str = "MiniCPM5-Demo";
+    if !install_imitation(&mut home, NAME) {
+        return;
+    }
+    home.ok(&["import", demo_model().to_str().unwrap(), "--name", NAME]);
+    let listed = home.json(&["list", "--json"]);
+    let model = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == NAME)
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(model["npu"], false, "{model}");
+    let reason = model["npu_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("runs on the processor here") && reason.contains("issue 712"),
+        "{reason}"
+    );
+    assert_eq!(model["kernels"], "no kernel list", "{model}");
+
+    let refused = home.run(&["run", "--backend", "npu", "--model", NAME, "hi"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("issue 712"), "{stderr}");
+
+    let report = home.json(&[
+        "run",
+        "--npu-anyway",
+        "--model",
+        NAME,
+        "--max-tokens",
+        "4",
+        "--json",
+        "hi",
+    ]);
+    assert_eq!(report["backend"], "npu", "{report}");
+}
