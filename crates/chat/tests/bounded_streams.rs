@@ -4,7 +4,8 @@
 //! - one event split over many `data:` lines is refused at 4 MiB in all, not gathered;
 //! - an endless stream that ignores `max_tokens` ends at the answer's length;
 //! - keep-alive comments do not keep a token-less answer open past the read timeout;
-//! - Stop ends an answer while the server sends nothing at all.
+//! - Stop ends an answer while the server sends nothing at all, and the answer loop takes the
+//!   empty pieces that carry it for a chance to stop, not for tokens.
 //!
 //! Loopback only. Servers stop on their own after a bounded number of writes, so a broken
 //! client fails instead of hanging.
@@ -15,10 +16,14 @@ use std::ops::ControlFlow;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use hearth_chat::backend::TextSink;
 use hearth_chat::remote::sse::{EventReader, Item, SseError};
 use hearth_chat::remote::{ChatRequest, ClientOptions, OpenAiClient};
-use hearth_chat::{BackendError, FailureKind};
-use hearth_engine::{ChatMessage, Role};
+use hearth_chat::{
+    answer, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError, BackendInfo,
+    BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,
+};
+use hearth_engine::{ChatMessage, ChatOptions, Role, StopReason};
 use proptest::prelude::*;
 
 /// A server that answers one chat request with event-stream headers, then lets `body` write
@@ -170,6 +175,98 @@ fn stop_ends_an_answer_while_nothing_arrives() {
     // The server is not waited for: the connection closes when the reading thread next
     // wakes (at the read timeout, as nothing comes).
     drop(server);
+}
+
+/// A backend that waits on a server sending nothing: it only hands the answer loop empty
+/// pieces, as the remote client does once a second.
+struct Waiting {
+    info: BackendInfo,
+}
+
+impl Backend for Waiting {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, input: Input, _: &ChatOptions) -> Result<Prompt, BackendError> {
+        let count = TokenCount {
+            tokens: 4,
+            exact: false,
+        };
+        Ok(Prompt {
+            input,
+            count,
+            tokens: None,
+        })
+    }
+
+    fn count_text(&self, _: &str) -> TokenCount {
+        TokenCount {
+            tokens: 1,
+            exact: false,
+        }
+    }
+
+    fn generate(
+        &mut self,
+        prompt: Prompt,
+        _: &ChatOptions,
+        on_text: TextSink<'_>,
+    ) -> Result<Generation, BackendError> {
+        for _ in 0..100 {
+            if on_text("").is_break() {
+                return Ok(Generation {
+                    prompt_tokens: prompt.count,
+                    generated_tokens: TokenCount {
+                        tokens: 0,
+                        exact: true,
+                    },
+                    stop_reason: StopReason::Cancelled,
+                    timings: BackendTimings::default(),
+                });
+            }
+        }
+        Err(BackendError::failed(FailureKind::Timeout, "no Stop seen"))
+    }
+}
+
+#[test]
+fn the_answer_loop_lets_stop_through_on_an_empty_piece_and_counts_no_token() {
+    let mut backend = Waiting {
+        info: BackendInfo {
+            kind: BackendKind::Remote,
+            label: "remote (waiting)".into(),
+            device: "127.0.0.1:9".into(),
+            model: "m".into(),
+            context_length: Some(64),
+            model_sha256: None,
+            runtime_version: None,
+        },
+    };
+    let request = AnswerRequest {
+        input: Input::Chat(vec![ChatMessage::new(Role::User, "hi")]),
+        options: ChatOptions::default(),
+        stops: Vec::new(),
+        telemetry_root: None,
+        trim_to_fit: true,
+    };
+    let mut stats = Vec::new();
+    let answer = answer(&mut backend, request, &mut |event| match event {
+        AnswerEvent::Stats(live) => {
+            stats.push(live);
+            ControlFlow::Break(()) // the user pressed Stop while nothing came
+        }
+        AnswerEvent::Text(text) => panic!("no text was written, got {text:?}"),
+        AnswerEvent::Started(_) => ControlFlow::Continue(()),
+    })
+    .expect("a stopped answer");
+    assert_eq!(answer.stop, AnswerStop::Cancelled);
+    assert_eq!(answer.text, "");
+    assert!(!stats.is_empty());
+    for live in &stats {
+        assert_eq!(live.generated_tokens, 0, "an empty piece is not a token");
+        assert_eq!(live.ttft_secs, None, "nor the first one");
+    }
 }
 
 // ---------------------------------------------------------------- the event reader

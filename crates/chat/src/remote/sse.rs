@@ -43,7 +43,7 @@ pub enum SseError {
 /// "4 MiB" for whole mebibytes, else the bytes.
 fn limit_words(limit: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if limit >= MIB && limit % MIB == 0 {
+    if limit >= MIB && limit.is_multiple_of(MIB) {
         format!("{} MiB", limit / MIB)
     } else {
         format!("{limit} bytes")
