@@ -218,7 +218,7 @@ fn is_whitespace(b: u8) -> bool {
 }
 
 impl JsonState {
-    /// Before the first byte of an answer of `grammar`.
+    /// Before the first byte of an answer.
     pub(crate) fn new() -> Self {
         JsonState {
             threads: vec![Thread {
