@@ -204,6 +204,30 @@ proptest! {
         }
     }
 
+    /// The tiny Llama with one key Hearth reads given a random value (a wrong type, a count
+    /// that disagrees, an id out of range): the import's header check refuses or accepts it,
+    /// never panics.
+    #[test]
+    fn hostile_values_of_the_keys_hearth_reads_never_panic(
+        which in 0usize..64,
+        replacement in value(),
+    ) {
+        let tiny = q4nx::gguf::write::tiny_model("llama").finish();
+        let parsed = parse(&tiny, Path::new("tiny.gguf")).unwrap();
+        let target = which % parsed.metadata.len();
+        let mut w = GgufWriter::new(3);
+        for (i, (k, v)) in parsed.metadata.iter().enumerate() {
+            w.kv(k, if i == target { replacement.clone() } else { v.clone() });
+        }
+        for t in &parsed.tensors {
+            w.tensor(&t.name, &t.dims, t.kind, &tiny[t.range.clone()]);
+        }
+        let bytes = w.finish();
+        if let Ok(h) = parse(&bytes, Path::new("f.gguf")) {
+            let _ = q4nx::gguf::check_header(&h, Path::new("f.gguf"));
+        }
+    }
+
     #[test]
     fn random_bytes_after_the_magic_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..400)) {
         let mut bytes = b"GGUF\x03\x00\x00\x00".to_vec();
