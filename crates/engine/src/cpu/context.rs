@@ -43,6 +43,20 @@ impl CpuContext {
         CpuContext::new(threads, KernelLevel::detect())
     }
 
+    /// Runs the `level` kernels from now on, on the same pool (for benchmarks that alternate
+    /// levels step by step on one pool, `hearth bench --ab kernel=...`).
+    ///
+    /// # Panics
+    ///
+    /// If this CPU cannot run `level`.
+    pub fn set_level(&mut self, level: KernelLevel) {
+        assert!(
+            level.is_supported(),
+            "this CPU cannot run the {level} kernels"
+        );
+        self.level = level;
+    }
+
     /// The pool every parallel kernel of this model runs on.
     pub fn pool(&self) -> &ThreadPool {
         &self.pool

@@ -44,6 +44,26 @@ pub struct ArithmeticPeak {
     pub threads: usize,
 }
 
+impl ArithmeticPeak {
+    /// This measurement and a `later` one of the same pool as one: every sample, in order, and
+    /// the median of all (as `hearth bench` does with its probes before and after its runs).
+    pub fn merge(self, later: ArithmeticPeak) -> ArithmeticPeak {
+        let join = |a: Option<PeakRate>, b: Option<PeakRate>| match (a, b) {
+            (Some(mut a), Some(b)) => {
+                a.samples_gmacs.extend(b.samples_gmacs);
+                a.gmacs = median(&a.samples_gmacs);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
+        ArithmeticPeak {
+            f32: join(self.f32, later.f32),
+            int8: join(self.int8, later.int8),
+            threads: self.threads,
+        }
+    }
+}
+
 /// Measures both kinds `repetitions` times with every thread of `pool` (after one untimed pass
 /// that wakes the cores up).
 pub fn measure_peak(pool: &ThreadPool, repetitions: usize) -> ArithmeticPeak {
@@ -151,22 +171,54 @@ fn measure_kernel(pool: &ThreadPool, kernel: &Kernel, repetitions: usize) -> Vec
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    //! The loops are written in `asm!`: LLVM folds intrinsics on constant operands (it turned
+    //! the multiply-add chains into a constant), and an instruction's throughput is what is
+    //! measured here, so each loop is exactly its 12 instructions (24 for AVX2's pairs).
+
+    use std::arch::asm;
     use std::arch::x86_64::*;
 
     /// Independent accumulators per loop: more than latency x throughput of any of these
     /// instructions on current cores (4-5 cycles x 2 per cycle), and few enough to stay in the
-    /// 16 registers AVX2 has, beside the two operands.
+    /// 16 registers AVX2 has, beside the two operands and two temporaries.
     pub const CHAINS: usize = 12;
 
     #[target_feature(enable = "avx512f")]
     pub unsafe fn fma_avx512(iterations: usize) -> u32 {
-        // acc = acc * m + b converges to b / (1 - m): finite, never denormal.
-        let (m, b) = (_mm512_set1_ps(0.999), _mm512_set1_ps(0.001));
+        // acc += m * b: small steps, never overflowing or denormal.
+        let (m, b) = (_mm512_set1_ps(1e-3), _mm512_set1_ps(1e-3));
         let mut acc = [_mm512_set1_ps(1.0); CHAINS];
         for _ in 0..iterations {
-            for a in &mut acc {
-                *a = _mm512_fmadd_ps(*a, m, b);
-            }
+            // SAFETY: register-only arithmetic on AVX-512F, which the caller checked.
+            asm!(
+                "vfmadd231ps {a0}, {m}, {b}",
+                "vfmadd231ps {a1}, {m}, {b}",
+                "vfmadd231ps {a2}, {m}, {b}",
+                "vfmadd231ps {a3}, {m}, {b}",
+                "vfmadd231ps {a4}, {m}, {b}",
+                "vfmadd231ps {a5}, {m}, {b}",
+                "vfmadd231ps {a6}, {m}, {b}",
+                "vfmadd231ps {a7}, {m}, {b}",
+                "vfmadd231ps {a8}, {m}, {b}",
+                "vfmadd231ps {a9}, {m}, {b}",
+                "vfmadd231ps {a10}, {m}, {b}",
+                "vfmadd231ps {a11}, {m}, {b}",
+                a0 = inout(zmm_reg) acc[0],
+                a1 = inout(zmm_reg) acc[1],
+                a2 = inout(zmm_reg) acc[2],
+                a3 = inout(zmm_reg) acc[3],
+                a4 = inout(zmm_reg) acc[4],
+                a5 = inout(zmm_reg) acc[5],
+                a6 = inout(zmm_reg) acc[6],
+                a7 = inout(zmm_reg) acc[7],
+                a8 = inout(zmm_reg) acc[8],
+                a9 = inout(zmm_reg) acc[9],
+                a10 = inout(zmm_reg) acc[10],
+                a11 = inout(zmm_reg) acc[11],
+                m = in(zmm_reg) m,
+                b = in(zmm_reg) b,
+                options(nomem, nostack, preserves_flags),
+            );
         }
         let total = acc
             .iter()
@@ -176,12 +228,39 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn fma_avx2(iterations: usize) -> u32 {
-        let (m, b) = (_mm256_set1_ps(0.999), _mm256_set1_ps(0.001));
+        let (m, b) = (_mm256_set1_ps(1e-3), _mm256_set1_ps(1e-3));
         let mut acc = [_mm256_set1_ps(1.0); CHAINS];
         for _ in 0..iterations {
-            for a in &mut acc {
-                *a = _mm256_fmadd_ps(*a, m, b);
-            }
+            // SAFETY: register-only arithmetic on AVX2 and FMA, which the caller checked.
+            asm!(
+                "vfmadd231ps {a0}, {m}, {b}",
+                "vfmadd231ps {a1}, {m}, {b}",
+                "vfmadd231ps {a2}, {m}, {b}",
+                "vfmadd231ps {a3}, {m}, {b}",
+                "vfmadd231ps {a4}, {m}, {b}",
+                "vfmadd231ps {a5}, {m}, {b}",
+                "vfmadd231ps {a6}, {m}, {b}",
+                "vfmadd231ps {a7}, {m}, {b}",
+                "vfmadd231ps {a8}, {m}, {b}",
+                "vfmadd231ps {a9}, {m}, {b}",
+                "vfmadd231ps {a10}, {m}, {b}",
+                "vfmadd231ps {a11}, {m}, {b}",
+                a0 = inout(ymm_reg) acc[0],
+                a1 = inout(ymm_reg) acc[1],
+                a2 = inout(ymm_reg) acc[2],
+                a3 = inout(ymm_reg) acc[3],
+                a4 = inout(ymm_reg) acc[4],
+                a5 = inout(ymm_reg) acc[5],
+                a6 = inout(ymm_reg) acc[6],
+                a7 = inout(ymm_reg) acc[7],
+                a8 = inout(ymm_reg) acc[8],
+                a9 = inout(ymm_reg) acc[9],
+                a10 = inout(ymm_reg) acc[10],
+                a11 = inout(ymm_reg) acc[11],
+                m = in(ymm_reg) m,
+                b = in(ymm_reg) b,
+                options(nomem, nostack, preserves_flags),
+            );
         }
         let total = acc
             .iter()
@@ -197,9 +276,36 @@ mod x86 {
         let (u, s) = (_mm512_set1_epi8(0x5A), _mm512_set1_epi8(-0x33));
         let mut acc = [_mm512_setzero_si512(); CHAINS];
         for _ in 0..iterations {
-            for a in &mut acc {
-                *a = _mm512_dpbusd_epi32(*a, u, s);
-            }
+            // SAFETY: register-only arithmetic on AVX-512 VNNI, which the caller checked.
+            asm!(
+                "vpdpbusd {a0}, {u}, {s}",
+                "vpdpbusd {a1}, {u}, {s}",
+                "vpdpbusd {a2}, {u}, {s}",
+                "vpdpbusd {a3}, {u}, {s}",
+                "vpdpbusd {a4}, {u}, {s}",
+                "vpdpbusd {a5}, {u}, {s}",
+                "vpdpbusd {a6}, {u}, {s}",
+                "vpdpbusd {a7}, {u}, {s}",
+                "vpdpbusd {a8}, {u}, {s}",
+                "vpdpbusd {a9}, {u}, {s}",
+                "vpdpbusd {a10}, {u}, {s}",
+                "vpdpbusd {a11}, {u}, {s}",
+                a0 = inout(zmm_reg) acc[0],
+                a1 = inout(zmm_reg) acc[1],
+                a2 = inout(zmm_reg) acc[2],
+                a3 = inout(zmm_reg) acc[3],
+                a4 = inout(zmm_reg) acc[4],
+                a5 = inout(zmm_reg) acc[5],
+                a6 = inout(zmm_reg) acc[6],
+                a7 = inout(zmm_reg) acc[7],
+                a8 = inout(zmm_reg) acc[8],
+                a9 = inout(zmm_reg) acc[9],
+                a10 = inout(zmm_reg) acc[10],
+                a11 = inout(zmm_reg) acc[11],
+                u = in(zmm_reg) u,
+                s = in(zmm_reg) s,
+                options(nomem, nostack, preserves_flags),
+            );
         }
         let total = acc
             .iter()
@@ -212,9 +318,50 @@ mod x86 {
         let (u, s) = (_mm256_set1_epi8(0x5A), _mm256_set1_epi8(-0x33));
         let mut acc = [_mm256_setzero_si256(); CHAINS];
         for _ in 0..iterations {
-            for a in &mut acc {
-                *a = _mm256_add_epi16(*a, _mm256_maddubs_epi16(u, s));
-            }
+            // SAFETY: register-only arithmetic on AVX2, which the caller checked.
+            asm!(
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a0}, {a0}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a1}, {a1}, {t1}",
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a2}, {a2}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a3}, {a3}, {t1}",
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a4}, {a4}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a5}, {a5}, {t1}",
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a6}, {a6}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a7}, {a7}, {t1}",
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a8}, {a8}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a9}, {a9}, {t1}",
+                "vpmaddubsw {t0}, {u}, {s}",
+                "vpaddw {a10}, {a10}, {t0}",
+                "vpmaddubsw {t1}, {u}, {s}",
+                "vpaddw {a11}, {a11}, {t1}",
+                a0 = inout(ymm_reg) acc[0],
+                a1 = inout(ymm_reg) acc[1],
+                a2 = inout(ymm_reg) acc[2],
+                a3 = inout(ymm_reg) acc[3],
+                a4 = inout(ymm_reg) acc[4],
+                a5 = inout(ymm_reg) acc[5],
+                a6 = inout(ymm_reg) acc[6],
+                a7 = inout(ymm_reg) acc[7],
+                a8 = inout(ymm_reg) acc[8],
+                a9 = inout(ymm_reg) acc[9],
+                a10 = inout(ymm_reg) acc[10],
+                a11 = inout(ymm_reg) acc[11],
+                u = in(ymm_reg) u,
+                s = in(ymm_reg) s,
+                t0 = out(ymm_reg) _,
+                t1 = out(ymm_reg) _,
+                options(nomem, nostack, preserves_flags),
+            );
         }
         let total = acc
             .iter()
@@ -251,10 +398,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn merge_keeps_every_sample_and_takes_the_median_of_all() {
+        let rate = |samples: &[f64]| PeakRate {
+            instruction: "test",
+            gmacs: median(samples),
+            samples_gmacs: samples.to_vec(),
+        };
+        let first = ArithmeticPeak {
+            f32: Some(rate(&[1.0, 2.0, 9.0])),
+            int8: None,
+            threads: 2,
+        };
+        let later = ArithmeticPeak {
+            f32: Some(rate(&[3.0, 4.0])),
+            int8: Some(rate(&[5.0])),
+            threads: 2,
+        };
+        let merged = first.merge(later);
+        let f32 = merged.f32.unwrap();
+        assert_eq!(f32.samples_gmacs, [1.0, 2.0, 9.0, 3.0, 4.0]);
+        assert_eq!(f32.gmacs, 3.0);
+        assert_eq!(
+            merged.int8.unwrap().gmacs,
+            5.0,
+            "a kind measured once stays"
+        );
+    }
+
     /// The loops compute what their arithmetic says (so the work cannot have been dropped).
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn integer_loops_sum_what_they_multiply() {
+    fn loops_compute_what_they_multiply() {
         // Each vpmaddubsw lane: 0x5A * -0x33 twice = -9180; 12 chains, 3 iterations, 16 lanes.
         if is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 was detected just above.
@@ -262,6 +437,12 @@ mod tests {
             let lane = (-9180i16).wrapping_mul(36); // 12 chains x 3 iterations, wrapping in i16
             let pair = (lane as u16 as u32) | ((lane as u16 as u32) << 16);
             assert_eq!(got, pair.wrapping_mul(8));
+        }
+        if is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F was detected just above.
+            let got = f32::from_bits(unsafe { x86::fma_avx512(3) });
+            // 16 lanes x 12 chains, each 1 + 3 x 1e-3 x 1e-3.
+            assert!((got - 192.0 * (1.0 + 3e-6)).abs() < 1e-3, "{got}");
         }
         if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512f") {
             // SAFETY: AVX-512F and VNNI were detected just above.
