@@ -3,8 +3,10 @@
 //! so bandwidth is its ceiling).
 //!
 //! In the manner of llama-bench: a warm-up, then `--repetitions` runs of a `--prompt`-token
-//! prefill followed by `--generate` decoded tokens; medians are reported. The read bandwidth is
-//! measured 5 times before and 5 times after the runs. `--shape` benchmarks a
+//! prefill followed by `--generate` decoded tokens; medians are reported. The read bandwidth and
+//! the arithmetic peak (f32 and int8 multiply-adds per second, the ceiling of prefill) are
+//! measured 5 times before and 5 times after the runs. `--ab` instead alternates two settings
+//! of one switch decode step by decode step in one process (see [`ab`]). `--shape` benchmarks a
 //! random-weight Q4NX model of a known shape, generated once and cached under
 //! `$XDG_CACHE_HOME/hearth/bench/` (by default `~/.cache/hearth/bench/`).
 
@@ -16,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use hearth_engine::cpu::peak::{self, ArithmeticPeak};
 use hearth_engine::cpu::{bandwidth, pool, KernelLevel, ThreadPool};
 use hearth_engine::{
     ChatMessage, ChatOptions, LoadOptions, Model, ResponseFormat, Role, SamplingParams,
@@ -26,6 +29,8 @@ use q4nx::tile::GROUP;
 use q4nx::{ModelConfig, Tensor, Weights};
 
 use crate::busy::{self, BusyLoops};
+
+mod ab;
 
 /// Measure prefill and decode speed against the machine's memory bandwidth.
 #[derive(clap::Args, Debug)]
@@ -92,6 +97,12 @@ pub struct Args {
     /// without them).
     #[arg(long, default_value_t = 0, value_name = "N")]
     busy: usize,
+    /// Alternate two settings of one switch decode step by decode step in one process, and
+    /// report each side's median step time and the median of the per-pair ratios:
+    /// `kernel=A,B` (kernel levels, e.g. `kernel=avx512vnni,avx2`) or `threads=A,B`. Each
+    /// repetition prefills `--prompt` tokens, then runs `--generate` pairs of steps.
+    #[arg(long, value_name = "VARIANT", conflicts_with = "repeat_task")]
+    ab: Option<String>,
     /// Be one of those busy processes (what `--busy` starts).
     #[arg(long, hide = true)]
     busy_loop: bool,
@@ -135,11 +146,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let level = kernel_level(args.kernel.as_deref())?;
     let threads = args.threads.unwrap_or_else(pool::physical_cores).max(1);
+    let variant = args.ab.as_deref().map(ab::Variant::parse).transpose()?;
     let dir = match (&args.model, &args.shape) {
         (Some(dir), _) => dir.clone(),
         (None, Some(shape)) => cached_random_model(shape)?,
         (None, None) => bail!("give --model DIR or --shape NAME"),
     };
+    if let Some(variant) = variant {
+        return ab::run(&dir, &args, variant, threads, level);
+    }
 
     // Bandwidth before and after the runs (the median of both, so a machine whose speed drifts
     // is compared with itself), each time outside the peak-memory figure. The probe has a pool
@@ -147,6 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let probe_pool = ThreadPool::fixed(threads);
     let probe = || bandwidth::measure_read_bandwidth(&probe_pool, args.probe_mib << 20, 5);
     let mut bandwidth_samples = probe().samples_gbps;
+    let peak_before = peak::measure_peak(&probe_pool, 5);
     let peak_reset = reset_peak_rss();
 
     let footprint = Footprint::of(&dir)?;
@@ -158,6 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     drop(busy);
     let runs = runs?;
     bandwidth_samples.extend(probe().samples_gbps);
+    let peak = peak_before.merge(peak::measure_peak(&probe_pool, 5));
 
     let summary = Summary {
         dir,
@@ -165,6 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         level,
         bandwidth_gbps: bandwidth::median(&bandwidth_samples),
         bandwidth_samples,
+        peak,
         peak_reset,
         footprint,
         page_cache_secs,
@@ -425,6 +443,8 @@ struct Summary {
     level: KernelLevel,
     bandwidth_gbps: f64,
     bandwidth_samples: Vec<f64>,
+    /// f32 and int8 multiply-adds per second, measured with the bandwidth.
+    peak: ArithmeticPeak,
     /// Whether the peak-memory counter could be reset after the first probe.
     peak_reset: bool,
     footprint: Footprint,
@@ -451,6 +471,26 @@ impl Summary {
         self.decode_bandwidth_gbps() / self.bandwidth_gbps
     }
 
+    /// Prefill's matmul multiply-adds per second, in 10^9 (those of the measured prompt).
+    fn prefill_matmul_gmacs(&self) -> f64 {
+        self.prefill_tps() * self.footprint.matmul_macs_per_token as f64 / 1e9
+    }
+
+    /// The prefill matmuls' share of the int8 peak (they are int8 dot products).
+    fn prefill_matmul_fraction(&self) -> Option<f64> {
+        let int8 = self.peak.int8.as_ref()?;
+        Some(self.prefill_matmul_gmacs() / int8.gmacs)
+    }
+
+    /// The fastest prefill of `tokens` tokens the peaks allow, in tokens per second: its
+    /// matmuls at the int8 peak plus its attention at the f32 peak, nothing else.
+    fn prefill_ceiling_tps(&self, tokens: usize) -> Option<f64> {
+        let (int8, f32) = (self.peak.int8.as_ref()?, self.peak.f32.as_ref()?);
+        let matmul = (tokens * self.footprint.matmul_macs_per_token) as f64 / (int8.gmacs * 1e9);
+        let attention = self.footprint.attention_macs(tokens) / (f32.gmacs * 1e9);
+        Some(tokens as f64 / (matmul + attention))
+    }
+
     /// The JSON object `--json` prints (the comparison script and the README read it).
     fn json(&self, args: &Args, total_secs: f64) -> serde_json::Value {
         let runs = &self.runs;
@@ -474,6 +514,13 @@ impl Summary {
             "bandwidth_samples_gbps": self.bandwidth_samples,
             "decode_bandwidth_gbps": self.decode_bandwidth_gbps(),
             "roofline_fraction": self.roofline(),
+            "arithmetic_peak": self.peak,
+            "prefill_matmul_macs_per_token": self.footprint.matmul_macs_per_token,
+            "prefill_attention_macs": self.footprint.attention_macs(args.prompt),
+            "prefill_matmul_gmacs": self.prefill_matmul_gmacs(),
+            "prefill_matmul_fraction_of_int8_peak": self.prefill_matmul_fraction(),
+            "prefill_ceiling_tokens_per_s": self.prefill_ceiling_tps(args.prompt),
+            "prefill_4096_ceiling_tokens_per_s": self.prefill_ceiling_tps(CEILING_PROMPT),
             "model_file_bytes": self.footprint.file_bytes,
             "kv_cache_bytes": runs.kv_cache_bytes,
             "weights_memory": runs.weights_memory,
@@ -536,6 +583,7 @@ impl Summary {
             self.decode_bandwidth_gbps(),
             self.roofline() * 100.0
         )?;
+        self.write_peak(args, out)?;
         writeln!(
             out,
             "peak memory      {} (model file {:.0} MiB, weights in {})",
@@ -570,6 +618,56 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// The arithmetic peak lines of the table: the peaks, then prefill against them.
+    fn write_peak(&self, args: &Args, out: &mut impl Write) -> std::io::Result<()> {
+        let rate = |rate: &Option<peak::PeakRate>| match rate {
+            Some(r) => format!(
+                "{:.1} G/s ({}, median of {})",
+                r.gmacs,
+                r.instruction,
+                r.samples_gmacs.len()
+            ),
+            None => "not measured (no SIMD for it)".to_owned(),
+        };
+        writeln!(out, "peak f32 mul-add  {}", rate(&self.peak.f32))?;
+        writeln!(out, "peak int8 mul-add {}", rate(&self.peak.int8))?;
+        let macs = self.footprint.matmul_macs_per_token;
+        match self.prefill_matmul_fraction() {
+            Some(fraction) => writeln!(
+                out,
+                "prefill matmuls  {:.3} G mul-adds/token -> {:.1} G/s = {:.0}% of the int8 peak",
+                macs as f64 / 1e9,
+                self.prefill_matmul_gmacs(),
+                fraction * 100.0
+            )?,
+            None => writeln!(
+                out,
+                "prefill matmuls  {:.3} G mul-adds/token",
+                macs as f64 / 1e9
+            )?,
+        }
+        if let (Some(here), Some(long)) = (
+            self.prefill_ceiling_tps(args.prompt),
+            self.prefill_ceiling_tps(CEILING_PROMPT),
+        ) {
+            writeln!(
+                out,
+                "prefill ceiling  {here:.1} tok/s at {} tokens (measured: {:.0}% of it), \
+                 {long:.1} tok/s at {CEILING_PROMPT} (matmuls at the int8 peak, attention at \
+                 the f32 peak)",
+                args.prompt,
+                self.prefill_tps() / here * 100.0
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The prompt length whose prefill ceiling the report always gives: MiniCPM5-2B's default
+/// context.
+const CEILING_PROMPT: usize = 4096;
+
 /// `len` token ids, deterministic per `seed`, avoiding 0 (bos) and the last id (eos).
 fn prompt_tokens(len: usize, vocab: usize, seed: u64) -> Vec<u32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -583,11 +681,17 @@ fn prompt_tokens(len: usize, vocab: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// What one decode step reads, and how big the model is.
+/// What one decode step reads, what a prefill computes, and how big the model is.
 struct Footprint {
     /// Every linear weight's bytes that a kernel reads (its stored bytes without the padding)
     /// plus one embedding row and the norms.
     weight_bytes_per_token: usize,
+    /// Multiply-adds of the layers' matmuls per prompt token (N x K of each, from the model's
+    /// shapes); the output head runs once per prefill and is left out.
+    matmul_macs_per_token: usize,
+    /// Layers x query heads x head dimension: attention's multiply-adds per (query, position)
+    /// pair, over the scores and the weighted sum of values each.
+    attention_macs_per_pair: usize,
     file: PathBuf,
     file_bytes: u64,
 }
@@ -597,6 +701,13 @@ impl Footprint {
         let config = ModelConfig::from_path(&dir.join("config.json"))?;
         let weights = Weights::open(dir)?;
         let mut bytes = 0usize;
+        let matmul_macs_per_token = weights
+            .names()
+            .into_iter()
+            .filter(|name| *name != "lm_head.weight")
+            .filter_map(|name| linear_shape(&config, name))
+            .map(|[n, k]| n * k)
+            .sum();
         for name in weights.names() {
             bytes += match weights.get(name)? {
                 // The kernels read only the groups that hold real columns, not the padding
@@ -617,9 +728,22 @@ impl Footprint {
         let file_bytes = fs::metadata(weights.path()).map(|m| m.len()).unwrap_or(0);
         Ok(Footprint {
             weight_bytes_per_token: bytes,
+            matmul_macs_per_token,
+            attention_macs_per_pair: config.num_hidden_layers
+                * config.num_attention_heads
+                * config.head_dim,
             file: weights.path().to_path_buf(),
             file_bytes,
         })
+    }
+}
+
+impl Footprint {
+    /// Attention's multiply-adds in a prefill of `tokens` tokens from an empty context: query
+    /// `i` scores positions `0..=i` and sums their values, `head_dim` products each.
+    fn attention_macs(&self, tokens: usize) -> f64 {
+        let pairs = tokens as f64 * (tokens as f64 + 1.0) / 2.0;
+        2.0 * pairs * self.attention_macs_per_pair as f64
     }
 }
 
@@ -702,6 +826,11 @@ mod tests {
         q4nx::validate(&weights, &config).expect("random model is a valid Q4NX model");
         let footprint = Footprint::of(&dir).unwrap();
         assert!(footprint.weight_bytes_per_token > 0);
+        // Per layer: q and o 256 x 256, k and v 128 x 256, gate and up 512 x 256, down
+        // 256 x 512; two layers; the head left out.
+        assert_eq!(footprint.matmul_macs_per_token, 2 * 589_824);
+        // 4 tokens: 10 (query, position) pairs x 2 layers x 4 heads x 64 x 2 products.
+        assert_eq!(footprint.attention_macs(4), 10.0 * 2.0 * 4.0 * 64.0 * 2.0);
         let mut model = Model::load(&dir, &LoadOptions::default()).unwrap();
         let options = ChatOptions {
             max_tokens: 3,
