@@ -181,10 +181,11 @@ fn a_wrapper_scripts_server_left_by_kill_9_is_cleaned_up() {
 #[test]
 fn output_without_newlines_is_kept_in_bounded_lines() {
     let dir = tempfile::tempdir().unwrap();
-    // 8 MiB without a newline, then a line, then an exit: the start fails, the log is read.
+    // 1 MiB without a newline (16 times the bound), then a line, then an exit: the start
+    // fails, and the log is read.
     let program = flm(
         dir.path(),
-        "head -c 8388608 /dev/zero | tr '\\000' x; echo; echo '[FLM]  after'; exit 3",
+        "head -c 1048576 /dev/zero | tr '\\000' x; echo; echo '[FLM]  after'; exit 3",
         "exit 1",
     );
     let cfg = config(dir.path(), program, Duration::from_secs(20));
