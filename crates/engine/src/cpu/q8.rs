@@ -299,11 +299,13 @@ mod avx2 {
     unsafe fn rows_to_lanes(p: *const u8) -> [__m256i; 2] {
         let pairs = _mm256_broadcastsi128_si256(_mm_loadu_si128(PAIR_ROWS.as_ptr().cast()));
         // SAFETY (caller): `p` has 64 readable bytes. Columns c | c+1, then c+2 | c+3, each
-        // rearranged to rows 0..8 | rows 8..16 of the two columns side by side.
-        let [ab, cd] = [0, 32].map(|o| {
-            let v = _mm256_loadu_si256(p.add(o).cast());
-            _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0b11_01_10_00), pairs)
-        });
+        // rearranged to rows 0..8 | rows 8..16 of the two columns side by side. (No closures
+        // here: a closure does not inherit the caller's target features, and its intrinsics
+        // would become calls.)
+        let ab = _mm256_loadu_si256(p.cast());
+        let cd = _mm256_loadu_si256(p.add(32).cast());
+        let ab = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(ab, 0b11_01_10_00), pairs);
+        let cd = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(cd, 0b11_01_10_00), pairs);
         [_mm256_unpacklo_epi16(ab, cd), _mm256_unpackhi_epi16(ab, cd)]
     }
 
@@ -323,9 +325,13 @@ mod avx2 {
         for c in (g * BLOCK..(g + 1) * BLOCK).step_by(4) {
             // SAFETY (caller): the tile holds group `g` as `layout` lays it out, and each
             // `xq[t]` 256 values.
-            let w = [0, 1].map(|h| rows_to_lanes(tile.add(layout.q8_values(h) + c * 16)));
-            let w = [w[0][0], w[0][1], w[1][0], w[1][1]];
-            let magnitude = w.map(|w| _mm256_abs_epi8(w));
+            let [w0, w1] = rows_to_lanes(tile.add(layout.q8_values(0) + c * 16));
+            let [w2, w3] = rows_to_lanes(tile.add(layout.q8_values(1) + c * 16));
+            let w = [w0, w1, w2, w3];
+            let mut magnitude = w;
+            for m in &mut magnitude {
+                *m = _mm256_abs_epi8(*m);
+            }
             for (acc, xq) in acc.iter_mut().zip(xq) {
                 let x = _mm256_set1_epi32(xq.add(c).cast::<i32>().read_unaligned());
                 for i in 0..4 {
@@ -335,14 +341,15 @@ mod avx2 {
             }
         }
         // Back to row order: rows 0..8 and 8..16 of each half.
-        acc.map(|[a0, a1, b0, b1]| {
-            [
-                _mm256_permute2x128_si256(a0, a1, 0x20),
-                _mm256_permute2x128_si256(a0, a1, 0x31),
-                _mm256_permute2x128_si256(b0, b1, 0x20),
-                _mm256_permute2x128_si256(b0, b1, 0x31),
-            ]
-        })
+        for [a0, a1, b0, b1] in &mut acc {
+            (*a0, *a1, *b0, *b1) = (
+                _mm256_permute2x128_si256(*a0, *a1, 0x20),
+                _mm256_permute2x128_si256(*a0, *a1, 0x31),
+                _mm256_permute2x128_si256(*b0, *b1, 0x20),
+                _mm256_permute2x128_si256(*b0, *b1, 0x31),
+            );
+        }
+        acc
     }
 
     #[target_feature(enable = "avx2")]
