@@ -74,10 +74,16 @@ fn stage_of(event: &NpuEvent) -> LoadingStage {
 
 /// Loads the local model `name` onto the NPU in place of the current model, which keeps
 /// answering if this fails. The first time a model runs on the NPU (or after FastFlowLM
-/// changes), its answers are compared with the processor's and the result kept.
-pub fn load(state: &AppState, name: &str, progress: Progress) -> CommandResult<ModelStatus> {
+/// changes), its answers are compared with the processor's and the result kept. With
+/// `npu_anyway`, a model FastFlowLM is known to fail with is tried all the same.
+pub fn load(
+    state: &AppState,
+    name: &str,
+    progress: Progress,
+    npu_anyway: bool,
+) -> CommandResult<ModelStatus> {
     let entry = crate::answer::local_model(state, name)?;
-    if !entry.runs_on_npu() {
+    if !npu_anyway && !entry.runs_on_npu() {
         let reason = entry.npu_reason().unwrap_or("it is not set up for the NPU");
         return Err(CommandError::new(
             "unsupported",
@@ -85,7 +91,7 @@ pub fn load(state: &AppState, name: &str, progress: Progress) -> CommandResult<M
         ));
     }
     let mut slot = crate::answer::claim_model(state)?;
-    let mut loaded = match open_npu(state, &entry, &progress) {
+    let mut loaded = match open_npu(state, &entry, &progress, npu_anyway) {
         Ok(loaded) => loaded,
         Err(error) => {
             let message = format!(
@@ -126,6 +132,7 @@ fn open_npu(
     state: &AppState,
     entry: &LocalModel,
     progress: &Progress,
+    npu_anyway: bool,
 ) -> Result<LoadedModel, hearth_chat::BackendError> {
     report(
         progress,
@@ -139,7 +146,7 @@ fn open_npu(
         Box::new(move |event: &NpuEvent| report(&progress, &name, stage_of(event), event.words()))
     };
     let registry = state.paths.store().registry_path();
-    LoadedModel::load_npu(entry, &registry, &state.paths.state_dir, sink)
+    LoadedModel::load_npu(entry, &registry, &state.paths.state_dir, sink, npu_anyway)
 }
 
 /// Whether the model has no self-test result for the FastFlowLM now in use.
@@ -263,7 +270,7 @@ pub fn compare(
                 entry.npu_reason().unwrap_or("no reason given")
             ),
         },
-        _ => match open_npu(state, &entry, &progress) {
+        _ => match open_npu(state, &entry, &progress, false) {
             Ok(mut npu) => run_once(state, npu.backend.as_mut(), prompt),
             Err(error) => Run::Failed {
                 error: error.to_string(),

@@ -97,14 +97,20 @@ impl LoadedModel {
 
     /// Loads the registered model `entry` onto the NPU through FastFlowLM (found as
     /// `hearth_chat::npu::discover::Lookup::from_env` says) and waits until it answers.
-    /// Loading is reported to `events`; FastFlowLM's log goes to `state_dir`.
+    /// Loading is reported to `events`; FastFlowLM's log goes to `state_dir`. `npu_anyway`
+    /// tries a model FastFlowLM is known to fail with.
     pub fn load_npu(
         entry: &LocalModel,
         registry: &std::path::Path,
         state_dir: &std::path::Path,
         events: NpuEventSink,
+        npu_anyway: bool,
     ) -> Result<Self, hearth_chat::BackendError> {
-        let mut npu = NpuBackend::open_found(registry, &entry.name, NpuOptions::new(state_dir))?;
+        let options = NpuOptions {
+            npu_anyway,
+            ..NpuOptions::new(state_dir)
+        };
+        let mut npu = NpuBackend::open_found(registry, &entry.name, options)?;
         npu.set_event_sink(events);
         npu.start()?;
         let info = npu.info();

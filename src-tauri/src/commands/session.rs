@@ -60,18 +60,22 @@ pub fn list_local_models(state: State<'_, AppState>) -> Vec<LocalModel> {
 /// Load the model named `name`: a local one on the processor, with `backend: "npu"` on the NPU
 /// through FastFlowLM (loading is reported as `model-loading` events), or with
 /// `backend: "remote"` the model of that id on the saved remote server (answers then leave this
-/// computer).
+/// computer). `npu_anyway: true` ("Try on the NPU anyway") loads it on the NPU even when
+/// FastFlowLM is known to fail with it, for testers.
 #[tauri::command]
 pub async fn select_model<R: Runtime>(
     app: AppHandle<R>,
     state: State<'_, AppState>,
     name: String,
     backend: Option<BackendKind>,
+    npu_anyway: Option<bool>,
 ) -> CommandResult<ModelStatus> {
     let state = state.inner().clone();
+    let anyway = npu_anyway.unwrap_or(false);
     blocking(move || match backend {
         Some(BackendKind::Remote) => answer::load_remote_model(&state, &name),
-        Some(BackendKind::Npu) => npu_model::load(&state, &name, loading_events(app)),
+        Some(BackendKind::Npu) => npu_model::load(&state, &name, loading_events(app), anyway),
+        None if anyway => npu_model::load(&state, &name, loading_events(app), true),
         Some(BackendKind::Cpu) | None => {
             let entry = answer::local_model(&state, &name)?;
             answer::load_model(&state, &entry)

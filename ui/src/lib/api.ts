@@ -70,6 +70,10 @@ export const api = {
    *  seconds; its stages arrive through `onModelLoading`. */
   selectModel: (name: string, backend: BackendKind | null = null) =>
     call<ModelStatus>('select_model', { name, backend }),
+  /** "Try on the NPU anyway": load a model on the NPU even when FastFlowLM is known to fail
+   *  with it (the Models view gives the reason), for testers. */
+  tryOnNpuAnyway: (name: string) =>
+    call<ModelStatus>('select_model', { name, backend: 'npu', npuAnyway: true }),
   /** Calls `handler` for every `model-loading` event; resolves to the function that stops it. */
   onModelLoading: (handler: (loading: ModelLoading) => void) =>
     listen<ModelLoading>('model-loading', (event) => handler(event.payload)),
