@@ -413,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn think_levels_and_unsupported_formats_are_refused() {
+    fn think_levels_and_bad_formats_are_refused_and_json_formats_map() {
         assert_eq!(
             common(json!({"think": true}))
                 .map(0)
