@@ -61,7 +61,7 @@ enum Command {
     Run(run::Args),
     /// Compare a backend's answers (the NPU's) with the CPU engine's on fixed prompts
     Selftest(selftest::Args),
-    /// Serve a model over a local OpenAI-compatible HTTP API (127.0.0.1 only by default)
+    /// Serve models over a local OpenAI- and Ollama-compatible HTTP API (127.0.0.1 only by default)
     Serve(serve::Args),
     /// Print the token ids of a text as a model's tokenizer splits it (--json)
     Tokenize(tokenize::Args),
