@@ -671,4 +671,46 @@ mod tests {
             }
         }
     }
+
+    /// Not a check: times one token through SmolLM2-135M's Q8 output head (49 152 x 576, K
+    /// padded to 768) on one thread at every level this CPU has, the levels alternating within
+    /// each of 15 rounds, for bench/README.md. Prints each level's median and the median of
+    /// its per-round ratios to the scalar twin.
+    #[test]
+    #[ignore = "a timing probe, run by hand: bench/README.md"]
+    fn time_q8_head_on_smollm2_shape() {
+        let (rows, cols) = (49_152, 576);
+        let mut rng = Lcg(3);
+        let blocks = rows / TILE_ROWS;
+        let tiles = random_tiles(blocks * 3, &mut rng);
+        let x: Vec<f32> = (0..cols).map(|_| rng.unit()).collect();
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&x, 1, cols);
+        let mut out = vec![0.0; TILE_ROWS];
+        let levels = KernelLevel::supported();
+        let mut secs = vec![Vec::new(); levels.len()];
+        for _ in 0..15 {
+            for (level, secs) in levels.iter().zip(&mut secs) {
+                let clock = std::time::Instant::now();
+                for block in tiles.chunks_exact(3 * TILE_BYTES) {
+                    row_block(*level, block, false, &acts, 0, &mut out);
+                }
+                secs.push(clock.elapsed().as_secs_f64());
+            }
+        }
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        for (level, s) in levels.iter().zip(&secs) {
+            let ratios: Vec<f64> = secs[0].iter().zip(s).map(|(a, b)| a / b).collect();
+            println!(
+                "{:<10} {:.3} ms, {:.2}x the scalar twin's speed (median of round ratios)",
+                level.name(),
+                median(s) * 1e3,
+                median(&ratios)
+            );
+        }
+    }
 }
