@@ -258,6 +258,7 @@ fn write_table(
     sorted.sort_by(f64::total_cmp);
     let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
     let setting = match variant {
+        Variant::Kernel(_) if threads == 1 => "1 thread".to_owned(),
         Variant::Kernel(_) => format!("{threads} threads"),
         Variant::Threads(_) => format!("kernels {level}"),
     };
