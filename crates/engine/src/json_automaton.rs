@@ -865,6 +865,32 @@ mod tests {
     }
 
     #[test]
+    fn references_follow_defs_and_may_recurse() {
+        // As Pydantic writes nested models, plus a tree that refers to itself.
+        let g = grammar(json!({
+            "$defs": {
+                "Pet": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false, "title": "Pet"},
+                "Tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}, "additionalProperties": false}
+            },
+            "type": "object",
+            "properties": {
+                "pet": {"$ref": "#/$defs/Pet"},
+                "other": {"anyOf": [{"$ref": "#/$defs/Pet"}, {"type": "null"}], "default": null},
+                "tree": {"$ref": "#/$defs/Tree"}
+            },
+            "required": ["pet"],
+            "additionalProperties": false
+        }));
+        assert!(accepts(&g, r#"{"pet":{"name":"Rex"},"other":null}"#));
+        assert!(accepts(
+            &g,
+            r#"{"pet":{"name":"a"},"tree":{"kids":[{"kids":[{}]},{}]}}"#
+        ));
+        assert!(!accepts(&g, r#"{"pet":{}}"#));
+        assert!(!accepts(&g, r#"{"pet":{"name":"a"},"tree":{"kids":[1]}}"#));
+    }
+
+    #[test]
     fn a_complete_value_allows_nothing_more() {
         let g = Grammar::any_object().unwrap();
         let state = JsonState::new().advanced(&g, b"{}");

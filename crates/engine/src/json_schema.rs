@@ -4,9 +4,14 @@
 //!
 //! Only the part of JSON Schema that constrains a value's shape is supported: `type` (one or a
 //! list), `properties`, `required`, `additionalProperties` (false, true or a schema), `items`,
-//! `minItems`/`maxItems`, `minLength`/`maxLength`, `enum`, `const` and `anyOf`. Annotations
-//! (`title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`) are ignored;
-//! any other keyword is refused by name, so a schema is never silently followed only in part.
+//! `minItems`/`maxItems`, `minLength`/`maxLength`, `enum`, `const`, `anyOf`, and `$ref` to a
+//! place in the same schema (`#/$defs/Name`, as Pydantic writes nested models; a schema may
+//! refer to itself). Annotations (`title`, `description`, `default`, `examples`, `$schema`,
+//! `$id`, `$comment`) and the `$defs`/`definitions` that `$ref` points into are not constraints
+//! themselves; any other keyword is refused by name, so a schema is never silently followed
+//! only in part.
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -98,8 +103,9 @@ pub(crate) struct Grammar {
     pub(crate) root: NodeId,
 }
 
-/// Keywords that only describe a schema and never constrain a value.
-const ANNOTATIONS: [&str; 7] = [
+/// Keywords that never constrain a value where they stand: descriptions, and the schemas
+/// kept for `$ref`.
+const ANNOTATIONS: [&str; 9] = [
     "title",
     "description",
     "default",
@@ -107,10 +113,13 @@ const ANNOTATIONS: [&str; 7] = [
     "$schema",
     "$id",
     "$comment",
+    "$defs",
+    "definitions",
 ];
 
 /// Keywords compiled here.
-const SUPPORTED: [&str; 12] = [
+const SUPPORTED: [&str; 13] = [
+    "$ref",
     "type",
     "properties",
     "required",
@@ -134,7 +143,7 @@ fn refuse(reason: impl Into<String>) -> Error {
 impl Grammar {
     /// Any JSON object.
     pub(crate) fn any_object() -> Result<Self, Error> {
-        let mut compiler = Compiler::default();
+        let mut compiler = Compiler::new(&Value::Null);
         let any = compiler.any();
         let root = compiler.push(Node::Object {
             properties: Vec::new(),
@@ -149,7 +158,7 @@ impl Grammar {
 
     /// The grammar of `schema`, or an error naming the keyword or value it cannot follow.
     pub(crate) fn from_schema(schema: &Value) -> Result<Self, Error> {
-        let mut compiler = Compiler::default();
+        let mut compiler = Compiler::new(schema);
         let root = compiler.schema(schema, "the schema")?;
         Ok(Grammar {
             nodes: compiler.nodes,
@@ -162,14 +171,26 @@ impl Grammar {
     }
 }
 
-#[derive(Default)]
-struct Compiler {
+struct Compiler<'s> {
     nodes: Vec<Node>,
     /// The node for any JSON value, once made.
     any: Option<NodeId>,
+    /// The whole schema, which `$ref`s point into.
+    root: &'s Value,
+    /// The node of each `$ref` target compiled so far, by JSON pointer.
+    refs: HashMap<String, NodeId>,
 }
 
-impl Compiler {
+impl<'s> Compiler<'s> {
+    fn new(root: &'s Value) -> Self {
+        Compiler {
+            nodes: Vec::new(),
+            any: None,
+            root,
+            refs: HashMap::new(),
+        }
+    }
+
     fn push(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
         (self.nodes.len() - 1) as NodeId
@@ -203,7 +224,7 @@ impl Compiler {
     }
 
     /// Compiles the schema found at `place` (a path in words, for errors).
-    fn schema(&mut self, schema: &Value, place: &str) -> Result<NodeId, Error> {
+    fn schema(&mut self, schema: &'s Value, place: &str) -> Result<NodeId, Error> {
         let map = match schema {
             Value::Bool(true) => return Ok(self.any()),
             Value::Bool(false) => {
@@ -225,6 +246,18 @@ impl Compiler {
                  keywords: {}",
                 SUPPORTED.join(", ")
             )));
+        }
+        if let Some(reference) = map.get("$ref") {
+            if let Some(other) = map
+                .keys()
+                .find(|k| *k != "$ref" && !ANNOTATIONS.contains(&k.as_str()))
+            {
+                return Err(refuse(format!(
+                    "{place} has {other:?} beside \"$ref\"; move it into the schema the \
+                     reference points at"
+                )));
+            }
+            return self.reference(reference, place);
         }
         // `const` and `enum` fix the value, whatever else the schema says.
         if let Some(value) = map.get("const") {
@@ -286,9 +319,33 @@ impl Compiler {
         })
     }
 
+    /// The node of the schema `reference` points at, compiled once: its node is reserved
+    /// before it is compiled, so a schema that refers to itself (a tree) becomes a loop.
+    fn reference(&mut self, reference: &Value, place: &str) -> Result<NodeId, Error> {
+        let Some(pointer) = reference.as_str().and_then(|r| r.strip_prefix('#')) else {
+            return Err(refuse(format!(
+                "{place}: \"$ref\" {reference} does not point inside this schema (as \
+                 \"#/$defs/Name\" does); Hearth reads no other schema documents"
+            )));
+        };
+        if let Some(&id) = self.refs.get(pointer) {
+            return Ok(id);
+        }
+        let target = self.root.pointer(pointer).ok_or_else(|| {
+            refuse(format!(
+                "{place}: \"$ref\" {reference} points at nothing in the schema"
+            ))
+        })?;
+        let id = self.push(Node::AnyOf(Vec::new()));
+        self.refs.insert(pointer.to_owned(), id);
+        let target = self.schema(target, &format!("{place}, {reference}"))?;
+        self.nodes[id as usize] = Node::AnyOf(vec![target]);
+        Ok(id)
+    }
+
     /// A schema without `type`: what its keywords imply (an object with `properties`, an array
     /// with `items`), else any value.
-    fn untyped(&mut self, map: &Map<String, Value>, place: &str) -> Result<NodeId, Error> {
+    fn untyped(&mut self, map: &'s Map<String, Value>, place: &str) -> Result<NodeId, Error> {
         if ["properties", "required", "additionalProperties"]
             .iter()
             .any(|k| map.contains_key(*k))
@@ -312,7 +369,7 @@ impl Compiler {
     fn typed(
         &mut self,
         name: &str,
-        map: &Map<String, Value>,
+        map: &'s Map<String, Value>,
         place: &str,
     ) -> Result<NodeId, Error> {
         let node = match name {
@@ -343,10 +400,10 @@ impl Compiler {
         Ok(self.push(node))
     }
 
-    fn object(&mut self, map: &Map<String, Value>, place: &str) -> Result<Node, Error> {
+    fn object(&mut self, map: &'s Map<String, Value>, place: &str) -> Result<Node, Error> {
         let listed = match map.get("properties") {
-            None => Map::new(),
-            Some(Value::Object(listed)) => listed.clone(),
+            None => None,
+            Some(Value::Object(listed)) => Some(listed),
             Some(other) => {
                 return Err(refuse(format!(
                     "{place}: \"properties\" must be an object, not {other}"
@@ -376,8 +433,8 @@ impl Compiler {
             Some(Value::Bool(false)) => None,
             Some(schema) => Some(self.schema(schema, &format!("{place}, additionalProperties"))?),
         };
-        let mut properties = Vec::with_capacity(listed.len());
-        for (name, schema) in &listed {
+        let mut properties = Vec::with_capacity(listed.map_or(0, Map::len));
+        for (name, schema) in listed.into_iter().flatten() {
             let value = self.schema(schema, &format!("{place}, property {name:?}"))?;
             properties.push(Property {
                 key: escaped(name),
@@ -386,7 +443,7 @@ impl Compiler {
         }
         // A required key that is not listed is an additional property that must be there.
         for name in &required {
-            if !listed.contains_key(*name) {
+            if !listed.is_some_and(|l| l.contains_key(*name)) {
                 let Some(value) = additional else {
                     return Err(refuse(format!(
                         "{place} requires {name:?}, but it is not in \"properties\" and \
@@ -491,8 +548,20 @@ mod tests {
             e.contains("\"minimum\"") && e.contains("property \"n\""),
             "{e}"
         );
-        let e = error(json!({"$ref": "#/defs/a"}));
-        assert!(e.contains("\"$ref\""), "{e}");
+        let e = error(json!({"not": {"type": "string"}}));
+        assert!(e.contains("\"not\""), "{e}");
+    }
+
+    #[test]
+    fn references_outside_the_schema_or_beside_keywords_are_refused() {
+        let e = error(json!({"$ref": "https://example.com/pet.json"}));
+        assert!(e.contains("does not point inside"), "{e}");
+        let e = error(json!({"$ref": "#/$defs/Missing"}));
+        assert!(e.contains("points at nothing"), "{e}");
+        let e = error(json!({"$defs": {"A": {}}, "$ref": "#/$defs/A", "type": "object"}));
+        assert!(e.contains("beside \"$ref\""), "{e}");
+        let e = error(json!({"$defs": {"A": {"pattern": "x"}}, "$ref": "#/$defs/A"}));
+        assert!(e.contains("\"pattern\"") && e.contains("#/$defs/A"), "{e}");
     }
 
     #[test]
