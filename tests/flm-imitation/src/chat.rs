@@ -247,6 +247,7 @@ pub fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
     let mut text = String::new();
     let mut chunks = 0usize;
     let mut client_gone = false;
+    let mut failed_mid_stream = false;
     let result = model.generate_text(&prompt, &options, &mut |piece: &str| {
         text.push_str(piece);
         if !streaming {
@@ -259,6 +260,10 @@ pub fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
             return ControlFlow::Break(());
         }
         chunks += 1;
+        if server.fault == Fault::ErrorMidStream && chunks == 3 {
+            failed_mid_stream = true;
+            return ControlFlow::Break(());
+        }
         if crash && chunks == 3 {
             eprintln!("[imitation]  crashing mid-stream as asked (FLM_IMITATION_FAULT=crash-mid-stream)");
             std::process::exit(139);
@@ -267,16 +272,23 @@ pub fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
     });
     println!("[FLM]  Model RAW Output:");
     println!("{text}");
+    let result = match result {
+        Ok(_) if failed_mid_stream => {
+            Err("runlist failed execution (ERT_CMD_STATE_TIMEOUT)".into())
+        }
+        Ok(s) => Ok(s),
+        Err(e) => Err(e.to_string()),
+    };
     let stats = match result {
         Ok(s) => s,
         Err(e) if !streaming => {
             cache.reset();
-            return respond(stream, 200, &json!({"error": e.to_string()}));
+            return respond(stream, 200, &json!({ "error": e }));
         }
         Err(e) if server.release.is_1_0() => {
             // 1.0.x: a model error after streaming began is an SSE event, then [DONE].
             cache.reset();
-            let error = json!({"error": {"message": e.to_string(), "type": "model_error",
+            let error = json!({"error": {"message": e, "type": "model_error",
                 "code": 500, "session_cleared": true}});
             let _ = send_event(&mut writer, &error.to_string());
             let _ = send_event(&mut writer, "[DONE]");

@@ -46,6 +46,8 @@ pub enum Fault {
     WrongModel,
     /// The request's answer is an HTTP 200 body `{"error": ...}` from the engine.
     EngineError,
+    /// The engine fails after the third chunk of a streamed answer (the process lives on).
+    ErrorMidStream,
     /// `validate`: no NPU device.
     ValidateNoDevice,
     /// `validate`: firmware older than 1.1.
@@ -69,6 +71,7 @@ impl Fault {
             "crash-mid-stream" => Fault::CrashMidStream,
             "wrong-model" => Fault::WrongModel,
             "engine-error" => Fault::EngineError,
+            "error-mid-stream" => Fault::ErrorMidStream,
             "validate-no-device" => Fault::ValidateNoDevice,
             "validate-old-firmware" => Fault::ValidateOldFirmware,
             "validate-memlock" => Fault::ValidateMemlock,

@@ -808,6 +808,37 @@ fn an_error_body_is_reported() {
 }
 
 #[test]
+fn an_error_after_the_answer_began_keeps_the_text_so_far() {
+    let _npu = serial();
+    let f = fixture("error-mid-stream");
+    let mut backend = f.backend();
+    let e = answer(
+        &mut backend,
+        request("Tell me about Rust.", 64),
+        &mut |_| ControlFlow::Continue(()),
+    )
+    .unwrap_err();
+    let AnswerError::Failed { text, error } = e else {
+        panic!("expected a failure after the start: {e}");
+    };
+    assert!(!text.is_empty(), "the partial answer is kept");
+    let message = error.to_string();
+    if super::FLM_VERSION.starts_with("1.") {
+        assert!(
+            message.contains("ERT_CMD_STATE_TIMEOUT"),
+            "1.0.x says why in the stream: {message}"
+        );
+    } else {
+        assert_eq!(
+            failure_kind(&error),
+            Some(FailureKind::Cut),
+            "0.9.45 cuts the stream: {message}"
+        );
+    }
+    assert!(backend.server_pid().is_some(), "FastFlowLM lives on");
+}
+
+#[test]
 fn a_longer_conversation_restarts_with_a_larger_context() {
     let _npu = serial();
     let f = fixture("");
