@@ -493,3 +493,50 @@ async fn json_format_and_a_schema_give_answers_that_parse() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(error_text(&value).contains("format"));
 }
+
+#[tokio::test]
+async fn another_model_replaces_the_loaded_one_and_v1_models_lists_both() {
+    // The same fixture under two names: two models as far as the server knows.
+    let model = |name: &str| LocalModel {
+        name: name.into(),
+        dir: fixture_dir(),
+        sha256: None,
+    };
+    let state = AppState::on_demand(
+        LocalModels::new(
+            vec![model("first"), model("second")],
+            LoadOptions::default(),
+        ),
+        ServerOptions::default(),
+    );
+    for name in ["first", "second"] {
+        let body = json!({"model": name, "prompt": "hi", "stream": false,
+                          "options": {"num_predict": 2}});
+        let (status, one) = send_json(&state, post("/api/generate", body)).await;
+        assert_eq!(status, StatusCode::OK, "{one}");
+        let (_, ps) = send_json(&state, get("/api/ps")).await;
+        let loaded: Vec<&str> = ps["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(loaded, [name], "one model at a time");
+    }
+    let (status, models) = send_json(&state, get("/v1/models")).await;
+    assert_eq!(status, StatusCode::OK);
+    let listed: Vec<(&str, bool)> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap(), m["loaded"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(listed, [("first", false), ("second", true)]);
+    let (status, one) = send_json(&state, get("/v1/models/first:latest")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the :latest tag names the same model"
+    );
+    assert_eq!(one["id"], "first");
+}
