@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::container::{encode_header, EntryToWrite};
 use crate::convert::{check_destination, partial_dir, PARTIAL_MARKER};
-use crate::gguf::tokenizer::tokenizer_files;
+use crate::gguf::tokenizer::{self, Vocabulary};
 use crate::gguf::{dequantize, GgmlType, GgufFile, Header, TensorInfo, Value};
 use crate::layout::{expected_tensors, padded_cols, ExpectedTensor, Role};
 use crate::quantize::quantize_row_block;
@@ -126,9 +126,12 @@ pub fn import_gguf(
     let Checked {
         arch,
         config_text,
-        tok,
+        context,
+        vocabulary,
         plan,
     } = check(h, src)?;
+    let tok = tokenizer::build(h, &vocabulary, context)
+        .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
 
     check_destination(dst)?;
     let partial = partial_dir(dst)?;
@@ -205,7 +208,9 @@ pub fn import_gguf(
 struct Checked<'h> {
     arch: String,
     config_text: String,
-    tok: crate::gguf::TokenizerFiles,
+    /// The context length, for the tokenizer's `model_max_length`.
+    context: usize,
+    vocabulary: Vocabulary<'h>,
     plan: Vec<Planned<'h>>,
 }
 
@@ -250,14 +255,15 @@ fn check<'h>(h: &'h Header, src: &Path) -> Result<Checked<'h>, Error> {
         }
     };
     let (config, config_text) = model_config(h, &arch, family).map_err(|d| gguf_err(src, d))?;
-    let tok = tokenizer_files(h, config.max_position_embeddings)
+    let vocabulary = tokenizer::vocabulary(h)
         .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
-    if tok.vocab_size != config.vocab_size {
+    if vocabulary.len() != config.vocab_size {
         return Err(gguf_err(
             src,
             format!(
                 "the vocabulary has {} tokens but token_embd.weight has {} rows",
-                tok.vocab_size, config.vocab_size
+                vocabulary.len(),
+                config.vocab_size
             ),
         ));
     }
@@ -265,7 +271,8 @@ fn check<'h>(h: &'h Header, src: &Path) -> Result<Checked<'h>, Error> {
     Ok(Checked {
         arch,
         config_text,
-        tok,
+        context: config.max_position_embeddings,
+        vocabulary,
         plan,
     })
 }

@@ -68,8 +68,37 @@ fn id(h: &Header, key: &str, vocab: usize) -> Result<Option<u32>, String> {
     }
 }
 
+/// A GGUF vocabulary, checked: everything the tokenizer files are built from.
+#[derive(Debug)]
+pub(crate) struct Vocabulary<'h> {
+    tokens: Vec<&'h str>,
+    merges: Vec<&'h str>,
+    types: Vec<i64>,
+    /// Beginning-of-sequence id, if the vocabulary names one.
+    pub bos_id: Option<u32>,
+    eos_id: Option<u32>,
+    /// Every id that ends generation.
+    pub eos_ids: Vec<u32>,
+    add_bos: bool,
+    pre: &'h str,
+    pre_tokenizer: Json,
+}
+
+impl Vocabulary<'_> {
+    /// Tokens in the vocabulary.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
 /// Builds the tokenizer files from the header's `tokenizer.ggml.*` and `tokenizer.chat_template`.
 pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFiles, String> {
+    build(h, &vocabulary(h)?, context_length)
+}
+
+/// Checks the header's vocabulary without building anything from it (a header check stays
+/// cheap: no JSON of half a million tokens).
+pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
     let model = h
         .get("tokenizer.ggml.model")
         .and_then(Value::as_str)
@@ -157,6 +186,49 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
             ))
         }
     };
+    if h.get("tokenizer.chat_template")
+        .is_some_and(|t| t.as_str().is_none())
+    {
+        return Err("tokenizer.chat_template is not a string".into());
+    }
+    let mut seen = std::collections::HashSet::with_capacity(tokens.len());
+    if let Some(text) = tokens.iter().find(|t| !seen.insert(**t)) {
+        return Err(format!(
+            "token {text:?} appears twice in tokenizer.ggml.tokens"
+        ));
+    }
+    Ok(Vocabulary {
+        tokens,
+        merges,
+        types,
+        bos_id,
+        eos_id,
+        eos_ids,
+        add_bos,
+        pre,
+        pre_tokenizer,
+    })
+}
+
+/// The tokenizer files of the checked vocabulary `v` of header `h`.
+pub(crate) fn build(
+    h: &Header,
+    v: &Vocabulary<'_>,
+    context_length: usize,
+) -> Result<TokenizerFiles, String> {
+    let Vocabulary {
+        tokens,
+        merges,
+        types,
+        bos_id,
+        eos_id,
+        eos_ids,
+        add_bos,
+        pre,
+        pre_tokenizer,
+    } = v;
+    let (bos_id, eos_id, add_bos, pre) = (*bos_id, *eos_id, *add_bos, *pre);
+    let vocab_size = tokens.len();
     let normalizer = if pre == "qwen2" {
         json!({"type": "NFC"})
     } else {
@@ -165,12 +237,8 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
 
     let mut vocab = Map::new();
     let mut added = Vec::new();
-    for (i, (&text, &kind)) in tokens.iter().zip(&types).enumerate() {
-        if vocab.insert(text.to_string(), json!(i)).is_some() {
-            return Err(format!(
-                "token {text:?} appears twice in tokenizer.ggml.tokens"
-            ));
-        }
+    for (i, (&text, &kind)) in tokens.iter().zip(types).enumerate() {
+        vocab.insert(text.to_string(), json!(i));
         if kind == TOKEN_CONTROL || kind == TOKEN_USER_DEFINED {
             added.push(
                 json!({"id": i, "content": text, "single_word": false, "lstrip": false,
@@ -214,10 +282,7 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
     config.insert("clean_up_tokenization_spaces".into(), json!(false));
     config.insert("model_max_length".into(), json!(context_length));
     if let Some(template) = h.get("tokenizer.chat_template") {
-        let t = template
-            .as_str()
-            .ok_or("tokenizer.chat_template is not a string")?;
-        config.insert("chat_template".into(), json!(t));
+        config.insert("chat_template".into(), json!(template.as_str()));
     }
     let generation = json!({"bos_token_id": bos_id, "eos_token_id": eos_ids});
     let pretty = |v: &Json| {
@@ -231,7 +296,7 @@ pub fn tokenizer_files(h: &Header, context_length: usize) -> Result<TokenizerFil
         tokenizer_config: pretty(&Json::Object(config)),
         generation_config: pretty(&generation),
         bos_id,
-        eos_ids,
+        eos_ids: eos_ids.clone(),
         vocab_size,
     })
 }
