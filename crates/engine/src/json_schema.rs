@@ -160,10 +160,51 @@ impl Grammar {
     pub(crate) fn from_schema(schema: &Value) -> Result<Self, Error> {
         let mut compiler = Compiler::new(schema);
         let root = compiler.schema(schema, "the schema")?;
-        Ok(Grammar {
+        let grammar = Grammar {
             nodes: compiler.nodes,
             root,
-        })
+        };
+        if !grammar.every_value_can_end() {
+            return Err(refuse(
+                "the schema refers to itself so that a value can never end (a required \
+                 property, an item of an array that needs items, leads back to it); make that \
+                 reference optional or allow it to be null",
+            ));
+        }
+        Ok(grammar)
+    }
+
+    /// Whether every node has a finite value, so every value begun can be finished (the
+    /// automaton relies on it). Only a schema that refers to itself can fail this: found as
+    /// a fixpoint, from "no node can end" up.
+    fn every_value_can_end(&self) -> bool {
+        let mut ends = vec![false; self.nodes.len()];
+        loop {
+            let mut changed = false;
+            for (i, node) in self.nodes.iter().enumerate() {
+                let can = |id: &NodeId| ends[*id as usize];
+                let now = match node {
+                    Node::Literals(_) | Node::Number { .. } | Node::String { .. } => true,
+                    Node::Array { items, min, .. } => *min == 0 || can(items),
+                    Node::Object {
+                        properties,
+                        required,
+                        ..
+                    } => properties
+                        .iter()
+                        .enumerate()
+                        .all(|(p, property)| required & (1 << p) == 0 || can(&property.value)),
+                    Node::AnyOf(alternatives) => alternatives.iter().any(can),
+                };
+                if now && !ends[i] {
+                    ends[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return ends.iter().all(|&e| e);
+            }
+        }
     }
 
     pub(crate) fn node(&self, id: NodeId) -> &Node {
@@ -562,6 +603,20 @@ mod tests {
         assert!(e.contains("beside \"$ref\""), "{e}");
         let e = error(json!({"$defs": {"A": {"pattern": "x"}}, "$ref": "#/$defs/A"}));
         assert!(e.contains("\"pattern\"") && e.contains("#/$defs/A"), "{e}");
+    }
+
+    #[test]
+    fn a_schema_whose_values_never_end_is_refused() {
+        let e = error(json!({
+            "$defs": {"A": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"]}},
+            "type": "object",
+            "properties": {"optional": {"$ref": "#/$defs/A"}}
+        }));
+        assert!(e.contains("never end"), "{e}");
+        let e = error(json!({"type": "array", "items": {"$ref": "#"}, "minItems": 1}));
+        assert!(e.contains("never end"), "{e}");
+        // A tree whose children are optional ends.
+        assert!(Grammar::from_schema(&json!({"type": "array", "items": {"$ref": "#"}})).is_ok());
     }
 
     #[test]
