@@ -14,6 +14,8 @@
 //! - [`Telemetry`] samples about once a second on its own thread during a generation and
 //!   [`TelemetryHandle::finish`] integrates joules over prefill and decode apart
 //!   ([`EnergyReport`]).
+//! - [`bounded`] runs FastFlowLM's processes with bounds on their output, their time and their
+//!   lifetime: the doctor's version check here, and the chat crate's NPU backend.
 //!
 //! Sources, best first: amdgpu `gpu_metrics` v3.0 (NPU power and column activity, package
 //! power, iGPU activity), the amdxdna hwmon, the amdxdna sensors ioctl (only while generating:
@@ -22,6 +24,7 @@
 
 mod access;
 mod battery;
+pub mod bounded;
 pub mod contexts;
 mod cpu;
 mod device;

@@ -5,15 +5,14 @@
 //! (`/var/lib/dpkg/status`) for a version when the library name has none. FastFlowLM is an `flm`
 //! (or `oflm`) executable, found by [`locate_flm`] (the one lookup order, used by the doctor and
 //! by the chat crate's NPU backend); its version is what `flm version --json` prints
-//! (`flm --version` for programs that do not know `version --json`).
+//! (`flm --version` for programs that do not know `version --json`), run with bounds on its
+//! output and time ([`crate::bounded`]).
 
+use crate::bounded::{run_flm, QuickLimits};
 use crate::fsroot::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// XRT older than this cannot drive the NPU.
 pub const XRT_MIN_VERSION: &str = "2.20";
@@ -401,63 +400,25 @@ pub fn parse_flm_version_json(output: &str) -> Option<String> {
     parse_flm_version(value)
 }
 
-/// Asks `exe` for its version: `version --json`, then `--version`.
-fn run_version(exe: &Path) -> Result<String, String> {
-    match run_version_with(exe, &["version", "--json"]) {
+/// Asks `exe` for its version within `limits` each: `version --json`, then `--version`.
+fn run_version(exe: &Path, limits: QuickLimits) -> Result<String, String> {
+    match run_version_with(exe, &["version", "--json"], limits) {
         Ok(out) => match parse_flm_version_json(&out).or_else(|| parse_flm_version(&out)) {
             Some(v) => return Ok(v),
             None => tracing::debug!("{} version --json printed {out:?}", exe.display()),
         },
         Err(e) => tracing::debug!("{e}"),
     }
-    let out = run_version_with(exe, &["--version"])?;
+    let out = run_version_with(exe, &["--version"], limits)?;
     parse_flm_version(&out).ok_or_else(|| format!("{} --version printed no version", exe.display()))
 }
 
-/// Runs `exe args` with the update check off and a 5 s limit; returns its stdout.
-fn run_version_with(exe: &Path, args: &[&str]) -> Result<String, String> {
-    let spawn = || {
-        Command::new(exe)
-            .args(args)
-            .env("FLM_DISABLE_UPDATE_CHECK", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-    };
-    // ETXTBSY: the file was being written a moment ago (an update in progress); retry briefly.
-    let mut attempt = spawn();
-    for _ in 0..5 {
-        match &attempt {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(Duration::from_millis(50));
-                attempt = spawn();
-            }
-            _ => break,
-        }
-    }
-    let mut child = attempt.map_err(|e| format!("could not run {}: {e}", exe.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{} {} did not answer within 5 s",
-                    exe.display(),
-                    args.join(" ")
-                ));
-            }
-        }
-    }
-    let mut out = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    Ok(out)
+/// Runs `exe args` through the bounded runner ([`run_flm`]); returns its stdout, whatever its
+/// exit status (`--version` exits 1 where FastFlowLM finds no registry of its own).
+fn run_version_with(exe: &Path, args: &[&str], limits: QuickLimits) -> Result<String, String> {
+    run_flm(exe, args, None, limits)
+        .map(|out| out.stdout)
+        .map_err(|e| e.to_string())
 }
 
 /// Looks for FastFlowLM under `root` as [`locate_flm`] does ([`FlmLookup::under`]) and asks it
@@ -466,6 +427,11 @@ fn run_version_with(exe: &Path, args: &[&str]) -> Result<String, String> {
 /// A `HEARTH_FLM` that is not executable is passed over here, so the report still shows what
 /// else is installed; the backend refuses it ([`FlmNotFound::NotExecutable`]).
 pub fn find_flm(root: &FsRoot) -> FlmInfo {
+    find_flm_with(root, QuickLimits::default())
+}
+
+/// [`find_flm`], with each version command run within `limits`.
+fn find_flm_with(root: &FsRoot, limits: QuickLimits) -> FlmInfo {
     let mut lookup = FlmLookup::under(root);
     let mut located = locate_flm(&lookup);
     if let Err(FlmNotFound::NotExecutable { path }) = &located {
@@ -476,7 +442,7 @@ pub fn find_flm(root: &FsRoot) -> FlmInfo {
     match located {
         Ok(FlmLocation { path: shown, .. }) => {
             let path = lookup.on_disk(&shown);
-            let (version, version_error) = match run_version(&path) {
+            let (version, version_error) = match run_version(&path, limits) {
                 Ok(v) => (Some(v), None),
                 Err(e) => match dpkg_version(root, "fastflowlm") {
                     Some(v) => (Some(v.split('-').next().unwrap_or(&v).to_string()), None),
@@ -733,6 +699,46 @@ mod tests {
         };
         let e = locate_flm(&empty).unwrap_err();
         assert!(e.to_string().contains("cache/lemonade"), "{e}");
+    }
+
+    /// An `flm` at /usr/bin under `root` whose every verb runs `body`.
+    fn flm_running(root: &Path, body: &str) {
+        let p = FsRoot::new(root).path("/usr/bin/flm");
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_version_that_never_answers_is_stopped_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        flm_running(dir.path(), "exec sleep 300");
+        let limits = QuickLimits {
+            time: std::time::Duration::from_millis(100),
+            ..QuickLimits::default()
+        };
+        let f = find_flm_with(&FsRoot::new(dir.path()), limits);
+        assert_eq!(f.executable.as_deref(), Some("/usr/bin/flm"));
+        assert_eq!(f.version, None);
+        let e = f.version_error.unwrap();
+        assert!(
+            e.contains("--version: it did not finish within 100 ms"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_version_flood_is_refused_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        flm_running(dir.path(), "exec yes 1.0.6");
+        let limits = QuickLimits {
+            max_output: 1024,
+            ..QuickLimits::default()
+        };
+        let f = find_flm_with(&FsRoot::new(dir.path()), limits);
+        assert_eq!(f.version, None, "a flood is not read for a version");
+        let e = f.version_error.unwrap();
+        assert!(e.contains("it printed more than 1 KiB"), "{e}");
     }
 
     #[test]
