@@ -25,8 +25,8 @@
 
 mod catalog;
 mod chat;
-mod connections;
 mod completions;
+mod connections;
 mod error;
 mod guard;
 mod keep_alive;
