@@ -81,12 +81,12 @@ impl Variant {
     }
 }
 
-/// The contexts the two sides compute with.
-enum Contexts {
-    /// One pool for both sides; its level is set before each step.
-    Shared(CpuContext, [KernelLevel; 2]),
-    /// A pool per side.
-    Own([CpuContext; 2]),
+/// The contexts the two sides compute with: one pool for both sides whose level is set before
+/// each step (`kernel=`), or a pool per side (`threads=`).
+struct Contexts {
+    cpus: Vec<CpuContext>,
+    /// Each side's level, when the sides share `cpus[0]`.
+    levels: Option<[KernelLevel; 2]>,
 }
 
 impl Contexts {
@@ -96,23 +96,29 @@ impl Contexts {
             false => ThreadPool::new(threads),
         };
         match variant {
-            Variant::Kernel(levels) => {
-                Contexts::Shared(CpuContext::with_pool(pool(threads), levels[0]), levels)
-            }
-            Variant::Threads(counts) => {
-                Contexts::Own(counts.map(|n| CpuContext::with_pool(pool(n), level)))
-            }
+            Variant::Kernel(levels) => Contexts {
+                cpus: vec![CpuContext::with_pool(pool(threads), levels[0])],
+                levels: Some(levels),
+            },
+            Variant::Threads(counts) => Contexts {
+                cpus: counts
+                    .iter()
+                    .map(|&n| CpuContext::with_pool(pool(n), level))
+                    .collect(),
+                levels: None,
+            },
         }
     }
 
     /// The context of side `side` (0 for A, 1 for B), set up for it.
     fn side(&mut self, side: usize) -> &mut CpuContext {
-        match self {
-            Contexts::Shared(cpu, levels) => {
+        match self.levels {
+            Some(levels) => {
+                let cpu = &mut self.cpus[0];
                 cpu.set_level(levels[side]);
                 cpu
             }
-            Contexts::Own(cpus) => &mut cpus[side],
+            None => &mut self.cpus[side],
         }
     }
 }
