@@ -7,8 +7,8 @@
 //! - a package (the .deb for Ubuntu and Debian 13, in `/opt/fastflowlm`, or any FHS prefix):
 //!   `bin/flm`, engines in `lib/`, `share/flm/{model_list.json,xclbins/}`, and XRT from the
 //!   system (`libxrt-npu2`);
-//! - a package built with `FLM_USE_HRX`: the same, but engines in `lib/flm/` and the HRX
-//!   runtime `libhrx.so` bundled in `lib/`, instead of XRT.
+//! - a package built with `FLM_USE_HRX`: the same, but engines (`lib*_npu.so`) in `lib/flm/`
+//!   and the HRX runtime `libhrx.so` bundled in `lib/`, instead of XRT.
 
 use std::path::{Path, PathBuf};
 
@@ -36,9 +36,18 @@ impl Layout {
         if dir.join("flm-real").is_file() {
             return Layout::Portable;
         }
-        match dir.parent() {
-            Some(prefix) if prefix.join("lib/flm").is_dir() => Layout::PackageHrx,
-            _ => Layout::PackageXrt,
+        // An HRX build keeps its engines (`libllama_npu.so`, ...) in `<prefix>/lib/flm/`.
+        let hrx_engines = dir.parent().is_some_and(|prefix| {
+            std::fs::read_dir(prefix.join("lib/flm"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().contains("_npu.so"))
+        });
+        if hrx_engines {
+            Layout::PackageHrx
+        } else {
+            Layout::PackageXrt
         }
     }
 
@@ -136,6 +145,8 @@ mod tests {
         touch(&hrx.join("bin/flm"));
         fs::create_dir_all(hrx.join("lib/flm")).unwrap();
         let flm = hrx.join("bin/flm");
+        assert_eq!(Layout::of(&flm), Layout::PackageXrt, "an empty lib/flm");
+        touch(&hrx.join("lib/flm/libllama_npu.so"));
         assert_eq!(Layout::of(&flm), Layout::PackageHrx);
         let missing = Layout::PackageHrx.missing(&flm).expect("no libhrx");
         assert!(missing.contains("libhrx.so"), "{missing}");
