@@ -63,6 +63,15 @@ impl AppState {
     /// Open the conversation database (recovering from damage) and set up empty state.
     pub fn open(paths: Paths) -> Result<Self, StoreError> {
         let (store, recovery) = ConversationStore::open(&paths.conversations_db())?;
+        // What killed GGUF imports left in the downloads folder (hidden work folders of up to a
+        // whole converted model, lock files) is cleared once at start, off the window's thread.
+        let models = paths.store();
+        std::thread::spawn(move || {
+            let freed = models.clear_abandoned_imports();
+            if freed > 0 {
+                tracing::info!("cleared {freed} bytes left by interrupted imports");
+            }
+        });
         let mut notices = Vec::new();
         if let Some(r) = recovery {
             notices.push(Notice {
