@@ -6,12 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use hearth_hub::registry::FlmEntry;
+use hearth_npu::bounded::{self, QuickLimits};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::backend::{Availability, BackendKind};
 use crate::npu::install::Layout;
-use crate::npu::{bounded, known_issues, NpuError};
+use crate::npu::{known_issues, NpuError};
 
 /// The oldest FastFlowLM Hearth drives (0.9.45; the NPU tests run against 0.9.45 and 1.0.x).
 pub const MIN_VERSION: &str = hearth_npu::software::FLM_MIN_VERSION;
@@ -119,7 +120,7 @@ fn run_quick_with(
     args: &[&str],
     config: Option<&Path>,
 ) -> Result<(bool, String), NpuError> {
-    let out = bounded::run_flm(exe, args, config)?;
+    let out = bounded::run_flm(exe, args, config, QuickLimits::default())?;
     Ok((out.success, out.stdout))
 }
 

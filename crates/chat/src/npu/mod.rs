@@ -7,8 +7,8 @@
 //! - [`process`]: one `flm serve` on a free loopback port, started on demand and ready when its
 //!   log says so and it answers; its output drained into a private, rotated log; stopped with
 //!   SIGTERM then SIGKILL, and never left behind when Hearth dies (`PR_SET_PDEATHSIG`);
-//! - [`bounded`]: FastFlowLM's output read with bounds (lines of 64 KiB; `version` and
-//!   `validate` capped in size and time);
+//!   its output read in lines of 64 KiB, and `version` and `validate` capped in size and time,
+//!   through the npu crate's bounded runner ([`hearth_npu::bounded`], which the doctor shares);
 //! - [`marker`]: the mark every process of a server carries, to stop those that left its
 //!   process group and those a Hearth killed uncleanly left behind;
 //! - [`backend`]: [`NpuBackend`], the [`crate::Backend`] over all that; answers stream through
@@ -25,7 +25,6 @@
 //! model folders (`FLM_MODEL_PATH`): nothing is copied, nothing is written into FastFlowLM's files.
 
 pub mod backend;
-pub mod bounded;
 pub mod discover;
 pub mod install;
 pub mod known_issues;
@@ -80,14 +79,10 @@ pub enum NpuError {
         /// The minimum.
         needed: String,
     },
-    /// A short command (`version`, `validate`) could not run or did not finish.
-    #[error("could not run {what}: {detail}")]
-    Run {
-        /// The command line.
-        what: String,
-        /// Why.
-        detail: String,
-    },
+    /// A short command (`version`, `validate`) could not run, printed too much or did not
+    /// finish.
+    #[error(transparent)]
+    Run(#[from] hearth_npu::bounded::RunError),
     /// The server could not be started.
     #[error("could not start FastFlowLM ({path}): {detail}")]
     Spawn {

@@ -6,8 +6,9 @@
 //! (`PR_SET_PDEATHSIG`), and checks right after that its parent is still Hearth (the parent
 //! may have died between `fork` and `prctl`). The kernel sends that signal when the *thread*
 //! that forked ends, so every child is forked by one launcher thread that lives as long as the
-//! process. An `flm` that is a wrapper script, or that forks the server and exits, leaves
-//! processes that signal does not reach: stopping signals the child's whole process group
+//! process ([`spawn_tied`], in the npu crate, which also runs `version` and `validate`). An
+//! `flm` that is a wrapper script, or that forks the server and exits, leaves processes that
+//! signal does not reach: stopping signals the child's whole process group
 //! (even when the child itself has exited) and every process carrying the server's mark
 //! ([`marker`]), and a start first stops what a Hearth killed uncleanly left behind.
 //!
@@ -18,14 +19,14 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::npu::bounded::{exited_unreaped, LineSplitter, MAX_LINE_BYTES};
+use hearth_npu::bounded::{exited_unreaped, spawn_tied, LineSplitter, MAX_LINE_BYTES};
+
 use crate::npu::marker::{self, ServerMark, MARK_VARIABLE};
 use crate::npu::NpuError;
 use crate::remote::openai::{ClientOptions, OpenAiClient};
@@ -369,70 +370,6 @@ fn answers(port: u16) -> bool {
     OpenAiClient::new(&format!("http://127.0.0.1:{port}"), None, options)
         .and_then(|client| client.models())
         .is_ok()
-}
-
-// ---------------------------------------------------------------- spawning, tied to Hearth
-
-type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
-
-/// Spawns `cmd` from the launcher thread, in its own process group, with SIGKILL on the death
-/// of this process.
-pub fn spawn_tied(mut cmd: Command) -> io::Result<Child> {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (setpgid, prctl, getppid) without allocating.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Its own group: a Ctrl+C in Hearth's terminal is Hearth's to handle.
-            libc::setpgid(0, 0);
-            let (signal, unused): (libc::c_ulong, libc::c_ulong) = (libc::SIGKILL as _, 0);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, signal, unused, unused, unused) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // Hearth may have died before prctl: then no signal will come.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-    static LAUNCHER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let launcher = LAUNCHER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("hearth-flm-launcher".into())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(spawn_retrying(&mut cmd));
-                }
-            })
-            .expect("the launcher thread starts");
-        Mutex::new(tx)
-    });
-    let (reply_tx, reply_rx) = mpsc::channel();
-    launcher
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send((cmd, reply_tx))
-        .map_err(|_| io::Error::other("the launcher thread is gone"))?;
-    reply_rx
-        .recv()
-        .map_err(|_| io::Error::other("the launcher thread did not answer"))?
-}
-
-/// `ETXTBSY` means the file was being written a moment ago (an update, or a test's build).
-fn spawn_retrying(cmd: &mut Command) -> io::Result<Child> {
-    let mut attempt = cmd.spawn();
-    for _ in 0..10 {
-        match &attempt {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(Duration::from_millis(50));
-                attempt = cmd.spawn();
-            }
-            _ => break,
-        }
-    }
-    attempt
 }
 
 // ---------------------------------------------------------------- the log
