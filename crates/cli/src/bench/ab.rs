@@ -24,6 +24,7 @@ use hearth_engine::cpu::{bandwidth, CpuContext, KernelLevel, ThreadPool};
 use hearth_engine::{LoadOptions, Model};
 
 use super::{kernel_level, prompt_tokens, Args};
+use crate::busy::BusyLoops;
 
 /// The two settings `--ab` alternates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,13 +160,16 @@ pub fn run(
     )
     .with_context(|| format!("could not load the model in {}", dir.display()))?;
     let mut contexts = Contexts::new(variant, threads, level, args.fixed_threads);
+    let busy = BusyLoops::start(args.busy)?;
     let pairs = alternate(
         &mut model,
         &mut contexts,
         args.prompt,
         steps,
         args.repetitions.max(1),
-    )?;
+    );
+    drop(busy);
+    let pairs = pairs?;
 
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -233,6 +237,7 @@ fn json(
         "b": b,
         "threads": threads,
         "kernel_level": level.name(),
+        "busy_processes": args.busy,
         "prompt_tokens": args.prompt,
         "pairs": pairs.a.len(),
         "repetitions": args.repetitions.max(1),
@@ -263,11 +268,14 @@ fn write_table(
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
-    let setting = match variant {
+    let mut setting = match variant {
         Variant::Kernel(_) if threads == 1 => "1 thread".to_owned(),
         Variant::Kernel(_) => format!("{threads} threads"),
         Variant::Threads(_) => format!("kernels {level}"),
     };
+    if args.busy > 0 {
+        setting += &format!(", {} busy processes beside", args.busy);
+    }
     writeln!(
         out,
         "{switch}={a} against {switch}={b}, alternated step by step ({setting}; {} pairs \
