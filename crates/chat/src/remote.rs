@@ -1,8 +1,9 @@
 //! The `remote` backend: a model on an OpenAI-compatible server somewhere else (llama.cpp's
 //! server, vLLM, Ollama, Lemonade, another Hearth), reached over HTTP or HTTPS.
 //!
-//! - [`openai`]: the blocking client (`/v1/models`, streamed `/v1/chat/completions`), its errors
-//!   in plain words, and the API key that is never shown;
+//! - [`openai`]: the blocking client (`/v1/models`, streamed `/v1/chat/completions`, and
+//!   `/v1/completions` for raw text), its errors in plain words, and the API key that is never
+//!   shown;
 //! - [`config`]: the server's address, key and model, saved privately (0600) as `remote.json`;
 //! - [`sse`]: server-sent events read with a bound on each event.
 //!
@@ -215,16 +216,19 @@ impl Backend for RemoteBackend {
     }
 
     fn prepare(&mut self, input: Input, _options: &ChatOptions) -> Result<Prompt, BackendError> {
-        let Input::Chat(messages) = &input else {
-            return Err(raw_unsupported());
+        // The server renders its own template (and may add a BOS to raw text): only the text
+        // can be counted here, so the total is an estimate even with the tokenizer. The
+        // server's usage is exact.
+        let tokens = match &input {
+            Input::Chat(messages) => {
+                messages
+                    .iter()
+                    .map(|m| self.count_text(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
+                    .sum::<usize>()
+                    + TEMPLATE_TOKENS_AT_END
+            }
+            Input::Raw(text) => self.count_text(text).tokens,
         };
-        // The server renders its own template: only the messages' text can be counted here,
-        // so the total is an estimate even with the tokenizer. The server's usage is exact.
-        let tokens = messages
-            .iter()
-            .map(|m| self.count_text(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
-            .sum::<usize>()
-            + TEMPLATE_TOKENS_AT_END;
         Ok(Prompt {
             input,
             count: TokenCount {
@@ -245,15 +249,27 @@ impl Backend for RemoteBackend {
         options: &ChatOptions,
         on_text: TextSink<'_>,
     ) -> Result<Generation, BackendError> {
-        let Input::Chat(messages) = prompt.input else {
-            return Err(raw_unsupported());
-        };
-        let request = self.request(messages, options);
         let mut answer = String::new();
-        let outcome = self.client.stream_chat(&request, &mut |piece: &str| {
+        let mut pass_on = |piece: &str| {
             answer.push_str(piece);
             on_text(piece)
-        })?;
+        };
+        let (request, outcome) = match prompt.input {
+            Input::Chat(messages) => {
+                let request = self.request(messages, options);
+                let outcome = self.client.stream_chat(&request, &mut pass_on)?;
+                (request, outcome)
+            }
+            Input::Raw(text) => {
+                let mut request = self.request(Vec::new(), options);
+                // No template renders raw text.
+                request.extra.remove("chat_template_kwargs");
+                let outcome = self
+                    .client
+                    .stream_completion(&request, &text, &mut pass_on)?;
+                (request, outcome)
+            }
+        };
         if let Some(answered) = outcome.model.as_deref().filter(|m| *m != request.model) {
             // Servers report aliases or file paths here; worth a note, not a failure.
             tracing::debug!(asked = %request.model, answered, "the server names the model differently");
@@ -290,14 +306,6 @@ impl Backend for RemoteBackend {
             timings: outcome.timings,
         })
     }
-}
-
-fn raw_unsupported() -> BackendError {
-    BackendError::Unsupported(
-        "a remote server answers conversations only, not raw text: leave out --raw, or use the \
-         cpu backend for raw text"
-            .into(),
-    )
 }
 
 /// `format` as OpenAI's `response_format` (vLLM, llama.cpp's server, Ollama's OpenAI API and

@@ -319,17 +319,78 @@ fn stopping_drops_the_stream() {
 }
 
 #[test]
-fn raw_text_is_refused_plainly() {
-    let server = ScriptedServer::start(Script::new(MODEL, &["a"]));
+fn raw_text_goes_to_the_servers_own_completions() {
+    let server = ScriptedServer::start(Script::new(MODEL, &[" there", " was", " a fox."]));
     let mut backend = connect(&server.url());
-    let e = answer(
+    let mut texts = Vec::new();
+    let mut asked = request(Input::Raw("Once upon a time".into()));
+    asked.options.enable_thinking = Some(false);
+    asked.stops = vec![" a fox".into()];
+    let answer = answer(&mut backend, asked, &mut |e| {
+        if let AnswerEvent::Text(t) = e {
+            texts.push(t);
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert_eq!(
+        answer.text, " there was",
+        "cut at the stop string, as in chat"
+    );
+    assert_eq!(texts.concat(), " there was");
+    assert_eq!(answer.stop, AnswerStop::StopString);
+
+    let sent: Vec<Recorded> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/completions")
+        .collect();
+    assert_eq!(sent.len(), 1, "one completion request");
+    assert!(chat_requests(&server).is_empty(), "no chat request");
+    let sent = sent[0].json();
+    assert_eq!(sent["prompt"], "Once upon a time");
+    assert!(sent.get("messages").is_none(), "no messages: {sent}");
+    assert!(
+        sent.get("chat_template_kwargs").is_none(),
+        "no template renders raw text: {sent}"
+    );
+    assert_eq!(sent["model"], MODEL);
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["max_tokens"], 64);
+    assert_eq!(sent["temperature"], 0.0);
+    assert_eq!(sent["repeat_penalty"], 1.0);
+    assert!(sent.get("stop").is_none(), "stops are applied by Hearth");
+}
+
+#[test]
+fn a_raw_completion_cut_in_the_middle_keeps_its_text() {
+    let server = ScriptedServer::start(Script::new(MODEL, &["a", "b"]));
+    server.set_chat(ChatReply::pieces(&["one", " two"]).with_ending(Ending::CutChunked));
+    let mut backend = connect(&server.url());
+    let (kind, message, text) = failed_answer(answer(
         &mut backend,
-        request(Input::Raw("Once upon".into())),
+        request(Input::Raw("Count:".into())),
+        &mut |_| ControlFlow::Continue(()),
+    ));
+    assert_eq!(kind, FailureKind::Cut, "{message}");
+    assert_eq!(text, "one two");
+}
+
+#[test]
+fn a_raw_completion_brings_the_servers_usage() {
+    let server = ScriptedServer::start(Script::new(MODEL, &["Hel", "lo"]));
+    let mut backend = connect(&server.url());
+    let answer = answer(
+        &mut backend,
+        request(Input::Raw("Say:".into())),
         &mut |_| ControlFlow::Continue(()),
     )
-    .unwrap_err();
-    assert_eq!(e.code(), "unsupported");
-    assert!(e.to_string().contains("conversations only"), "{e}");
+    .unwrap();
+    assert_eq!(answer.text, "Hello");
+    assert_eq!(answer.stop, AnswerStop::EndOfTurn);
+    let r = &answer.receipt;
+    assert_eq!((r.prompt_tokens, r.generated_tokens), (7, 2));
+    assert!(r.counts_exact, "the server's usage is exact");
 }
 
 // ---- the model ----

@@ -1,7 +1,7 @@
 //! `POST /v1/completions`, OpenAI's legacy completions: a prompt in, its continuation out, as
 //! one JSON body or as server-sent events. The prompt is continued as raw text, without the
-//! chat template; a backend that only takes conversations (FastFlowLM on the NPU, a remote
-//! server) refuses it plainly with 400.
+//! chat template (a remote backend sends it to its server's own `/v1/completions`); a backend
+//! that only takes conversations (FastFlowLM on the NPU) refuses it plainly with 400.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -3,7 +3,9 @@
 //!
 //! - `GET /v1/models`: the models a server offers ([`OpenAiClient::models`]);
 //! - `POST /v1/chat/completions` with `stream: true`: the answer as server-sent events, read line
-//!   by line as they arrive ([`OpenAiClient::stream_chat`]).
+//!   by line as they arrive ([`OpenAiClient::stream_chat`]);
+//! - `POST /v1/completions` with `stream: true`: a raw prompt's continuation, read the same way
+//!   from `choices[0].text` ([`OpenAiClient::stream_completion`]).
 //!
 //! What servers do differently, and how it is read:
 //! - `usage` may come in every chunk, only in the last one, or never; the last one seen counts.
@@ -180,6 +182,17 @@ impl ChatRequest {
             body.insert(name.clone(), value.clone());
         }
         Value::Object(body)
+    }
+
+    /// The JSON body sent to `/v1/completions` for the raw `prompt`: [`ChatRequest::body`]
+    /// with `prompt` in place of `messages`.
+    pub fn completion_body(&self, prompt: &str) -> Value {
+        let mut body = self.body();
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("messages");
+            fields.insert("prompt".into(), prompt.into());
+        }
+        body
     }
 }
 
@@ -507,15 +520,40 @@ impl OpenAiClient {
         request: &ChatRequest,
         on_text: TextSink<'_>,
     ) -> Result<StreamOutcome, BackendError> {
+        self.stream(request, None, on_text)
+    }
+
+    /// Streams the continuation of the raw `prompt` (`POST /v1/completions`, `stream: true`,
+    /// no chat template), with `request`'s model and settings; its messages are not sent.
+    /// Read, bounded and stopped exactly as [`OpenAiClient::stream_chat`], each event's text
+    /// taken from `choices[0].text`.
+    pub fn stream_completion(
+        &self,
+        request: &ChatRequest,
+        prompt: &str,
+        on_text: TextSink<'_>,
+    ) -> Result<StreamOutcome, BackendError> {
+        self.stream(request, Some(prompt), on_text)
+    }
+
+    /// A chat answer (`raw_prompt` None) or a raw completion, read on a worker thread.
+    fn stream(
+        &self,
+        request: &ChatRequest,
+        raw_prompt: Option<&str>,
+        on_text: TextSink<'_>,
+    ) -> Result<StreamOutcome, BackendError> {
         // Bounded, so a server faster than the caller waits for it.
         let (tx, rx) = mpsc::sync_channel::<Piece>(64);
         let client = self.clone();
         let worker_request = request.clone();
+        let worker_prompt = raw_prompt.map(str::to_owned);
         let spawned = std::thread::Builder::new()
             .name("hearth-answer-stream".into())
             .spawn(move || {
                 let sender = tx.clone();
-                let result = client.stream_chat_here(&worker_request, &mut |text: &str| {
+                let prompt = worker_prompt.as_deref();
+                let result = client.stream_here(&worker_request, prompt, &mut |text: &str| {
                     // A send fails once the caller stopped listening: stop reading then.
                     match sender.send(Piece::Text(text.to_owned())) {
                         Ok(()) => ControlFlow::Continue(()),
@@ -526,7 +564,7 @@ impl OpenAiClient {
             });
         if let Err(e) = spawned {
             tracing::warn!("no thread to read the answer on ({e}); reading it here");
-            return self.stream_chat_here(request, on_text);
+            return self.stream_here(request, raw_prompt, on_text);
         }
         // A backstop for a server that keeps a line open with a byte now and then: the worker
         // sees only whole lines.
@@ -563,16 +601,26 @@ impl OpenAiClient {
         }
     }
 
-    /// [`OpenAiClient::stream_chat`] on this thread: `on_text` is called only as the stream
-    /// gives something (text, or an empty piece for a keep-alive comment).
-    fn stream_chat_here(
+    /// [`OpenAiClient::stream`] on this thread: `on_text` is called only as the stream gives
+    /// something (text, or an empty piece for a keep-alive comment).
+    fn stream_here(
         &self,
         request: &ChatRequest,
+        raw_prompt: Option<&str>,
         on_text: TextSink<'_>,
     ) -> Result<StreamOutcome, BackendError> {
-        let url = format!("{}/v1/chat/completions", self.base_url);
-        tracing::debug!(url = %url, model = %request.model, "streaming a chat answer");
-        let body = request.body().to_string();
+        let (url, body) = match raw_prompt {
+            None => (
+                format!("{}/v1/chat/completions", self.base_url),
+                request.body(),
+            ),
+            Some(prompt) => (
+                format!("{}/v1/completions", self.base_url),
+                request.completion_body(prompt),
+            ),
+        };
+        tracing::debug!(url = %url, model = %request.model, "streaming an answer");
+        let body = body.to_string();
         let mut http = self
             .agent
             .post(&url)
@@ -1070,11 +1118,9 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
             ))
         })?;
         self.note_model(&value)?;
-        if let Some(message) = choice.get("message") {
-            if self.pass_delta(message).is_break() {
-                self.outcome.cancelled = true;
-                return Ok(());
-            }
+        if self.pass_choice(choice, "message").is_break() {
+            self.outcome.cancelled = true;
+            return Ok(());
         }
         self.note_finish(choice);
         self.note_usage(&value);
@@ -1162,12 +1208,22 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
         self.note_usage(&value);
         let mut flow = ControlFlow::Continue(());
         if let Some(choice) = value.get("choices").and_then(|c| c.get(0)) {
-            if let Some(delta) = choice.get("delta") {
-                flow = self.pass_delta(delta);
-            }
+            flow = self.pass_choice(choice, "delta");
             self.note_finish(choice);
         }
         Ok(flow)
+    }
+
+    /// Passes a choice's text on: a chat answer's in its `delta` (or whole `message`, named
+    /// by `chat_field`), a raw completion's in its `text`.
+    fn pass_choice(&mut self, choice: &Value, chat_field: &str) -> ControlFlow<()> {
+        if let Some(delta) = choice.get(chat_field) {
+            return self.pass_delta(delta);
+        }
+        match choice.get("text").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => self.pass_text(text.to_owned()),
+            _ => ControlFlow::Continue(()),
+        }
     }
 
     /// Passes a delta's (or message's) text on: reasoning inside `<think>`…`</think>`.
@@ -1196,6 +1252,12 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
         if piece.is_empty() {
             return ControlFlow::Continue(());
         }
+        self.pass_text(piece)
+    }
+
+    /// Passes a piece of the answer on, ending the answer at its length when the server goes
+    /// on past `max_tokens`.
+    fn pass_text(&mut self, piece: String) -> ControlFlow<()> {
         self.texts += 1;
         self.text_bytes += piece.len();
         self.last_text = Instant::now();
@@ -1546,6 +1608,32 @@ mod tests {
         let out = out.unwrap();
         assert_eq!(pieces, ["Hi!"]);
         assert_eq!(out.usage.unwrap().completion_tokens, Some(2));
+    }
+
+    #[test]
+    fn completion_text_pieces_are_read_streamed_or_whole() {
+        let body =
+            "data: {\"model\":\"m\",\"choices\":[{\"text\":\"Once\",\"finish_reason\":null}]}\n\n\
+                    data: {\"choices\":[{\"text\":\" upon\",\"finish_reason\":\"length\"}]}\n\n\
+                    data: [DONE]\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        assert_eq!(pieces, ["Once", " upon"]);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("length"));
+        let whole = r#"{"model":"m","choices":[{"text":"Hi!","finish_reason":"stop"}]}"#;
+        let (out, pieces) = read(whole, "application/json", &request());
+        assert_eq!(pieces, ["Hi!"]);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn a_completion_body_has_the_prompt_in_place_of_messages() {
+        let mut req = request();
+        req.max_tokens = Some(5);
+        let body = req.completion_body("Once upon");
+        assert_eq!(body["prompt"], "Once upon");
+        assert!(body.get("messages").is_none(), "{body}");
+        assert_eq!(body["max_tokens"], 5);
+        assert_eq!(body["stream"], true);
     }
 
     #[test]

@@ -378,7 +378,8 @@ fn answer_one(
                 .collect();
             ChatReply::status(200, json!({ "object": "list", "data": data }))
         }),
-        ("POST", "/v1/chat/completions") => script.chat.clone(),
+        // A raw prompt's completion is scripted as the chat answer, sent as `text` pieces.
+        ("POST", "/v1/chat/completions" | "/v1/completions") => script.chat.clone(),
         ("POST", "/extras/tokenize/count") if script.counts_tokens => {
             let words = request.json()["input"]
                 .as_str()
@@ -448,6 +449,7 @@ fn answer_one(
                 conn.write_all(framed.as_bytes()).is_ok() && conn.flush().is_ok()
             };
             let prompt_tokens = 7;
+            let completion = request.path == "/v1/completions";
             let mut n = 0;
             let items = reasoning
                 .iter()
@@ -460,9 +462,14 @@ fn answer_one(
                 n += 1;
                 let mut delta = serde_json::Map::new();
                 delta.insert(field.to_string(), json!(text));
+                let choice = if completion {
+                    json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": null })
+                } else {
+                    json!({ "index": 0, "delta": delta, "finish_reason": null })
+                };
                 let mut chunk = json!({
                     "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
-                    "choices": [{ "index": 0, "delta": delta, "finish_reason": null }],
+                    "choices": [choice],
                 });
                 if usage == UsageMode::EveryChunk {
                     chunk["usage"] = json!({ "prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n });
