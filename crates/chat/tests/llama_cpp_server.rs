@@ -227,6 +227,60 @@ fn answers_through_llama_cpp_server() {
         "prompt tokens: {} estimated, {} by the server (its template adds a system prompt)",
         receipt.prompt_tokens, reference.prompt_tokens
     );
+
+    // A raw prompt goes to the server's own /v1/completions, with no template, streamed.
+    let prompt = "The capital of France is";
+    let raw = AnswerRequest {
+        input: Input::Raw(prompt.into()),
+        ..request.clone()
+    };
+    let mut raw_pieces = 0;
+    let completion = hearth_chat::answer::answer(&mut backend, raw, &mut |e| {
+        if let AnswerEvent::Text(_) = e {
+            raw_pieces += 1;
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap_or_else(|e| panic!("the raw completion failed: {e}\n{}", server.log_tail()));
+    println!(
+        "llama.cpp server continued {prompt:?} with {:?}",
+        completion.text
+    );
+    assert!(!completion.text.trim().is_empty(), "an empty completion");
+    assert!(raw_pieces > 1, "the completion was not streamed");
+    assert!(matches!(
+        completion.stop,
+        AnswerStop::EndOfTurn | AnswerStop::MaxTokens
+    ));
+    let reference = reference_completion(port, &model, prompt, max_tokens);
+    assert_eq!(
+        completion.text, reference,
+        "greedy completions are the same streamed through Hearth or asked directly"
+    );
+    assert!(
+        completion.receipt.generated_tokens > 0,
+        "the completion's tokens are counted"
+    );
+}
+
+/// The non-streamed greedy continuation of the raw `prompt`, straight from the server's
+/// `/v1/completions`.
+fn reference_completion(port: u16, model: &str, prompt: &str, max_tokens: usize) -> String {
+    let body = serde_json::json!({
+        "model": model, "prompt": prompt,
+        "max_tokens": max_tokens, "temperature": 0.0, "seed": 0,
+        "top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0,
+    });
+    let mut response = ureq::post(format!("http://127.0.0.1:{port}/v1/completions"))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .expect("the non-streamed completion request");
+    let value: serde_json::Value =
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    value["choices"][0]["text"]
+        .as_str()
+        .expect("a completion's text")
+        .to_string()
 }
 
 #[derive(Debug)]
