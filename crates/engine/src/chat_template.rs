@@ -93,6 +93,11 @@ pub mod limits {
     /// The longest template source, in bytes (real ones are a few KiB; the longest known,
     /// with tool-use sections, about 20 KiB).
     pub const SOURCE_BYTES: usize = 256 << 10;
+    /// The most tokens one `{{ … }}` or `{% … %}` tag may hold (a string literal is one).
+    /// minijinja's compiler folds constant expressions in time that grows with about the cube
+    /// of their length: a chain of 1,000 `~` compiles in under a millisecond, one of 125,000
+    /// runs for minutes. Real tags hold a few dozen tokens.
+    pub const TAG_TOKENS: usize = 4096;
     /// The stack of the thread each compile and render runs on. The limits above bound how
     /// deep minijinja recurses (through values, expressions and nested blocks) to well within
     /// it, whatever thread calls the render (a server's worker stack may be 2 MiB).
@@ -116,6 +121,7 @@ impl ChatTemplate {
         if source.len() > limits::SOURCE_BYTES {
             return Err(source_too_long(source.len()));
         }
+        check_tag_tokens(source)?;
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
@@ -185,6 +191,9 @@ impl ChatTemplate {
                 model,
                 limit: source_too_long(source.len()),
             });
+        }
+        if let Err(limit) = check_tag_tokens(&source) {
+            return Err(Error::ChatTemplateLimit { model, limit });
         }
         let mut template =
             ChatTemplate::new(&source, special_tokens).map_err(|reason| Error::Tokenizer {
@@ -396,6 +405,88 @@ fn source_too_long(bytes: usize) -> String {
     )
 }
 
+/// Refuses a template with a tag of more than [`limits::TAG_TOKENS`] tokens, before minijinja
+/// compiles it (see the limit). The count is lexical: a run of letters, digits and `_` is one
+/// token, a string literal is one, any other character that is not white space is one.
+/// Comments and `{% raw %}` blocks are skipped.
+fn check_tag_tokens(source: &str) -> Result<(), String> {
+    let bytes = source.as_bytes();
+    let mut at = 0;
+    while at + 1 < bytes.len() {
+        let open = &bytes[at..at + 2];
+        if open == b"{#" {
+            at = find(bytes, at + 2, b"#}").map_or(bytes.len(), |end| end + 2);
+            continue;
+        }
+        let close: &[u8] = match open {
+            b"{{" => b"}}",
+            b"{%" => b"%}",
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        let (tokens, end) = tag_tokens(bytes, at + 2, close);
+        if tokens > limits::TAG_TOKENS {
+            let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+            return Err(format!(
+                "the tag on line {line} holds more than {} tokens (real templates hold a few \
+                 dozen); split its expression",
+                limits::TAG_TOKENS
+            ));
+        }
+        let body = source.get(at + 2..end).unwrap_or("");
+        let word = body.trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        at = if open == b"{%" && word == "raw" {
+            find(bytes, end, b"endraw").unwrap_or(bytes.len())
+        } else {
+            end + close.len()
+        };
+    }
+    Ok(())
+}
+
+/// The tokens of the tag whose body starts at `from` (counted up to one past the limit), and
+/// where its `close` stands (the end of the source when it is not closed).
+fn tag_tokens(bytes: &[u8], from: usize, close: &[u8]) -> (usize, usize) {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (mut at, mut tokens) = (from, 0);
+    while at < bytes.len() && tokens <= limits::TAG_TOKENS {
+        let b = bytes[at];
+        if bytes[at..].starts_with(close) {
+            return (tokens, at);
+        }
+        if b.is_ascii_whitespace() {
+            at += 1;
+            continue;
+        }
+        tokens += 1;
+        if b == b'\'' || b == b'"' {
+            at += 1;
+            while at < bytes.len() && bytes[at] != b {
+                at += if bytes[at] == b'\\' { 2 } else { 1 };
+            }
+            at += 1;
+        } else if word(b) {
+            while at < bytes.len() && word(bytes[at]) {
+                at += 1;
+            }
+        } else {
+            at += 1;
+        }
+    }
+    (tokens, at.min(bytes.len()))
+}
+
+/// Where `needle` first stands in `bytes` at or after `from`.
+fn find(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    bytes
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|i| from + i)
+}
+
 /// Runs `work` on a thread with a stack of [`limits::STACK_BYTES`], whatever the caller's
 /// stack: how deep minijinja recurses is bounded by the limits, not by the caller.
 fn on_template_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Error> {
@@ -421,6 +512,34 @@ mod tests {
         let mut special = BTreeMap::new();
         special.insert("bos_token".to_owned(), "<s>".to_owned());
         ChatTemplate::new(source, special).expect("template compiles")
+    }
+
+    #[test]
+    fn a_tag_of_too_many_tokens_is_refused_before_it_is_compiled() {
+        // 100,000 links would keep minijinja's constant folding busy for minutes.
+        let chain = format!("{{{{ 1{} }}}}", "~1".repeat(50_000));
+        let err = ChatTemplate::new(&chain, BTreeMap::new()).expect_err("refused");
+        assert!(err.contains("line 1 holds more than 4096 tokens"), "{err}");
+        let near = format!("hi\n{{% set x = 1{} %}}{{{{ x }}}}", "~1".repeat(2000));
+        assert!(ChatTemplate::new(&near, BTreeMap::new()).is_ok());
+        let over = format!("hi\n\n{{% set x = 1{} %}}", "~1".repeat(2100));
+        let err = ChatTemplate::new(&over, BTreeMap::new()).expect_err("refused");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn strings_comments_and_raw_blocks_are_not_counted_as_tokens() {
+        let text = "a ~ ".repeat(5000);
+        for source in [
+            format!("{{{{ '{text}' ~ \"it's \\\" {text}\" }}}}"),
+            format!("{{# {{{{ {text} }}}} #}}ok"),
+            format!("{{%- raw -%}}{{{{ {text} }}}}{{%- endraw %}}ok"),
+        ] {
+            assert!(
+                ChatTemplate::new(&source, BTreeMap::new()).is_ok(),
+                "{source:.60}"
+            );
+        }
     }
 
     #[test]

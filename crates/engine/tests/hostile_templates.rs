@@ -211,11 +211,22 @@ fn a_template_longer_than_the_limit_is_refused_and_a_long_expression_is_not_a_cr
     let (_keep, dir) = model_with_template(&too_long, "long");
     let err = check_chat_template(&dir, "long").expect_err("refused");
     assert!(err.to_string().contains("bytes long"), "{err}");
-    // 12,000 filters in one expression nest a list 12,000 deep without a store; compiling,
-    // comparing and dropping it recurse that deep, within the template thread's stack.
-    let chain = format!("{{{{ ([1]{0}) == ([1]{0}) }}}}", "|batch(1)".repeat(12_000));
+    // 400 filters on each side nest a list 400 deep without a store; compiling, comparing
+    // and dropping it recurse that deep, within the template thread's stack.
+    let chain = format!("{{{{ ([1]{0}) == ([1]{0}) }}}}", "|batch(1)".repeat(400));
     let text = render_on_a_small_stack(Box::leak(chain.into_boxed_str()), "Hello");
     assert_eq!(text.expect("renders"), "True");
+    // A tag of 12,000 filters (or a chain of 100,000 constants, which minijinja's constant
+    // folding takes minutes to compile) is refused before it is compiled.
+    for long in [
+        format!("{{{{ ([1]{0}) == ([1]{0}) }}}}", "|batch(1)".repeat(12_000)),
+        format!("{{{{ 1{} }}}}", "~1".repeat(100_000)),
+    ] {
+        let (_keep, dir) = model_with_template(&long, "chain");
+        let err = check_chat_template(&dir, "chain").expect_err("refused");
+        assert!(matches!(err, Error::ChatTemplateLimit { .. }), "{err}");
+        assert!(err.to_string().contains("tokens"), "{err}");
+    }
 }
 
 /// The tiny Llama fixture with `template` as its chat_template.jinja, in a folder called `name`.
