@@ -425,7 +425,9 @@ export class ChatStore {
     this.modelLoading = settled ? null : loading;
   }
 
-  async selectModel(name: string, backend: BackendKind | null = null): Promise<void> {
+  /** Load `name` (on `backend`; null: the best one). `npuAnyway` tries the NPU with a model
+   *  FastFlowLM is known to fail with, for testers ("Try on the NPU anyway"). */
+  async selectModel(name: string, backend: BackendKind | null = null, npuAnyway = false): Promise<void> {
     if (this.streaming || this.loadingModel) return;
     this.loadingModel = true;
     // Until the backend's first event, say what is happening.
@@ -434,7 +436,7 @@ export class ChatStore {
     }
     try {
       this.pickerError = null;
-      const model = await this.api.selectModel(name, backend);
+      const model = npuAnyway ? await this.api.tryOnNpuAnyway(name) : await this.api.selectModel(name, backend);
       if (this.status) this.status = { ...this.status, model, model_error: null };
       this.contextLimit = model.context_length;
     } catch (error) {

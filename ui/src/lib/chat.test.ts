@@ -223,6 +223,28 @@ describe('ChatStore and the remote server', () => {
   });
 });
 
+describe('ChatStore: try on the NPU anyway', () => {
+  it('loads through tryOnNpuAnyway only when asked', async () => {
+    const calls: string[] = [];
+    const model = { name: 'minicpm5', backend_kind: 'npu', context_length: 4096 };
+    const api = {
+      selectModel: async (name: string, backend: string | null) => {
+        calls.push(`select ${name} ${backend}`);
+        return model;
+      },
+      tryOnNpuAnyway: async (name: string) => {
+        calls.push(`anyway ${name}`);
+        return model;
+      },
+    } as unknown as Api;
+    const store = new ChatStore(api);
+    await store.selectModel('minicpm5', 'npu');
+    await store.selectModel('minicpm5', 'npu', true);
+    expect(calls).toEqual(['select minicpm5 npu', 'anyway minicpm5']);
+    expect(store.pickerError).toBeNull();
+  });
+});
+
 describe('ChatStore: focus and Continue', () => {
   it('asks for the message box focus on a new or opened conversation', async () => {
     const store = new ChatStore(fakeApi(() => []));
