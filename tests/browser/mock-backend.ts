@@ -15,7 +15,9 @@ interface MockControl {
   promptTokens: number;
   contextLimit: number;
   /** Models on this computer besides the demo (name -> whether the NPU can run it). */
-  npuModels: Record<string, boolean>;
+  /** Models with an NPU entry: true runs there, false lacks FastFlowLM, 'known-issue' is a model
+   *  FastFlowLM is known to fail with (loaded on the NPU only with npuAnyway). */
+  npuModels: Record<string, boolean | 'known-issue'>;
   /** Milliseconds select_model takes on the NPU. */
   npuLoadMs: number;
   /** Why answers end when not stopped ('end of turn', 'length limit', ...). */
@@ -238,10 +240,12 @@ function mockEnergy(tokens: number) {
 }
 
 /** select_model of a local model; on the NPU it takes a while and says so through events. */
-async function loadLocal(name: string, backend: 'npu' | 'cpu') {
+async function loadLocal(name: string, backend: 'npu' | 'cpu', npuAnyway = false) {
   const stage = (s: string, message: string) => emit('model-loading', { model: name, backend, stage: s, message });
   if (backend === 'npu') {
-    if (!control.npuModels[name]) fail('npu', 'This model cannot run on the NPU here: FastFlowLM is not installed.');
+    const npu = control.npuModels[name];
+    if (npu === 'known-issue' && !npuAnyway) fail('npu', `${name} runs on the processor here: FastFlowLM is known to fail with it.`);
+    if (!npu) fail('npu', 'This model cannot run on the NPU here: FastFlowLM is not installed.');
     await stage('starting', 'Starting FastFlowLM…');
     await new Promise((r) => setTimeout(r, control.npuLoadMs / 2));
     await stage('loading', 'Loading the weights onto the NPU (about 1.3 GB)…');
@@ -284,10 +288,12 @@ mockIPC(async (cmd, raw) => {
         ...Object.entries(control.npuModels).map(([name, usable]) => ({
           name, path: `/models/${name}`, builtin: null, is_default: false,
           backends: [
-            ...(usable ? [{ kind: 'npu', usable: true, reason: null }] : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]),
+            ...(usable === true ? [{ kind: 'npu', usable: true, reason: null }]
+              : usable === 'known-issue' ? [{ kind: 'npu', usable: false, reason: `${name} runs on the processor here: with FastFlowLM 1.0.6 on the NPU it fails at its first decode token (FastFlowLM issue 712, open). To try the NPU anyway: \`hearth run --npu-anyway\`, or "Try on the NPU anyway" in the app` }]
+              : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]),
             { kind: 'cpu', usable: true, reason: null },
           ],
-          selftest: usable ? { identical: 3, total: 3, summary: 'All 3 answers matched the processor word for word.' } : null,
+          selftest: usable === true ? { identical: 3, total: 3, summary: 'All 3 answers matched the processor word for word.' } : null,
         })),
       ];
     case 'select_model':
@@ -306,7 +312,7 @@ mockIPC(async (cmd, raw) => {
         return model;
       }
       if (!(args.name in control.npuModels)) fail('not_found', `There is no model called "${args.name}" on this computer.`);
-      return loadLocal(args.name, args.backend === 'npu' ? 'npu' : 'cpu');
+      return loadLocal(args.name, args.backend === 'npu' ? 'npu' : 'cpu', args.npuAnyway === true);
     case 'get_settings':
       return settings;
     case 'save_settings':

@@ -350,6 +350,19 @@ test('the picker offers a model on the NPU or the processor, shows the NPU loadi
   window.__mock.npuLoadMs = 600;
 });
 
+test('a model FastFlowLM is known to fail with runs on the processor, and a tester can try the NPU anyway', async ({ page }) => {
+  const picker = page.getByTestId('model-picker');
+  await page.waitForFunction(() => document.querySelector('[data-testid="npu-anyway"]'));
+  assert((await page.locator('option[value="npu:MiniCPM5-2B"]').count()) === 0, 'no plain NPU choice for it');
+  assert((await page.getByTestId('npu-anyway').textContent()).includes('try on the NPU anyway (known to fail)'), 'the choice says it is known to fail');
+  await picker.selectOption('npu-anyway:MiniCPM5-2B');
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Running on the NPU'));
+  assert((await picker.inputValue()) === 'npu:MiniCPM5-2B', 'once loaded, the picker shows it on the NPU');
+}, () => {
+  window.__mock.npuModels = { 'MiniCPM5-2B': 'known-issue' };
+  window.__mock.npuLoadMs = 10;
+});
+
 test('Performance runs the same prompt on the NPU and the processor side by side', async ({ page }) => {
   await page.waitForFunction(() => document.querySelector('[data-testid="model-picker"] option[value="npu:Llama-3.2-1B-NPU2"]'));
   await page.getByTestId('model-picker').selectOption('npu:Llama-3.2-1B-NPU2');
