@@ -131,11 +131,9 @@ impl Fixture {
     /// Runs the imitation with `args` and nothing else set, returning (exit code, stdout,
     /// stderr).
     fn run_bare(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(&self.flm)
-            .args(args)
-            .env_remove("FLM_CONFIG_PATH")
-            .output()
-            .unwrap();
+        let mut cmd = Command::new(&self.flm);
+        cmd.args(args).env_remove("FLM_CONFIG_PATH");
+        let out = output(&mut cmd);
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -145,12 +143,11 @@ impl Fixture {
 
     /// Runs the imitation with `args` and the registry, returning (exit code, stdout, stderr).
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(&self.flm)
-            .args(args)
+        let mut cmd = Command::new(&self.flm);
+        cmd.args(args)
             .env("FLM_CONFIG_PATH", &self.registry)
-            .env("FLM_MODEL_PATH", self.registry.parent().unwrap())
-            .output()
-            .unwrap();
+            .env("FLM_MODEL_PATH", self.registry.parent().unwrap());
+        let out = output(&mut cmd);
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -250,11 +247,11 @@ fn imitation_verbs_print_what_flm_prints() {
         out.starts_with("[ERROR]  Model not found: nope:1b"),
         "{out}"
     );
-    let bare = Command::new(&f.flm)
-        .arg("list")
-        .env("FLM_CONFIG_PATH", "/nonexistent/model_list.json")
-        .output()
-        .unwrap();
+    let bare = output(
+        Command::new(&f.flm)
+            .arg("list")
+            .env("FLM_CONFIG_PATH", "/nonexistent/model_list.json"),
+    );
     assert_eq!(bare.status.code(), Some(1), "no model_list.json: exit 1");
     assert!(String::from_utf8_lossy(&bare.stderr).contains("model_list.json not found"));
 }
@@ -1007,4 +1004,19 @@ fn the_log_is_drained_and_rotated_by_the_backend() {
         text.contains("[Linux]  Memlock Limit: raised to") && !text.contains('\x1b'),
         "colours are removed: {text}"
     );
+}
+
+/// Runs `cmd` to its end. A script a test has just written can be busy for a moment: another
+/// test thread that forks while the script is open for writing holds it until its child has
+/// exec'd, and exec of a file open for writing fails with ETXTBSY; that is retried.
+fn output(cmd: &mut Command) -> std::process::Output {
+    for _ in 0..200 {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return result.expect("the imitation runs"),
+        }
+    }
+    panic!("{cmd:?} stayed busy (ETXTBSY) for 2 s");
 }
