@@ -42,11 +42,11 @@ else
   cat "$scratch/ui-build.log"; record "UI build" FAIL "vite build failed"
 fi
 
-section "UI type check (tsc, against the generated IPC bindings)"
-npx tsc --noEmit -p ui 2>&1 | tee "$scratch/tsc.log"
+section "UI type check (svelte-check: .ts and .svelte files, against the generated IPC bindings)"
+npm run --silent check:ui 2>&1 | tee "$scratch/svelte-check.log"
 status=${PIPESTATUS[0]}
-[ "$status" -eq 0 ] && record "UI type check" ok "tsc: no errors" \
-  || record "UI type check" FAIL "$(grep -c 'error TS' "$scratch/tsc.log") errors"
+[ "$status" -eq 0 ] && record "UI type check" ok "svelte-check: no errors or warnings" \
+  || record "UI type check" FAIL "$(grep -E '^svelte-check found' "$scratch/svelte-check.log" | tail -n1)"
 
 section "Rust build (cargo test --workspace --no-run)"
 cargo test --workspace --no-run 2>&1 | tee "$scratch/cargo-build.log"

@@ -141,7 +141,7 @@ export function fixPieces(fix: string): { text: string; command: boolean }[] {
 /** The compact status item: where answers are computed, and the power while on the NPU. */
 export function runningLabel(
   model: { backend_kind: 'cpu' | 'npu' | 'remote'; device: string } | null,
-  loading: { backend: 'npu' | 'cpu' } | null,
+  loading: { backend: 'cpu' | 'npu' | 'remote' } | null,
   npuWatts: number | null,
 ): string {
   if (loading) return loading.backend === 'npu' ? 'Loading the model onto the NPU…' : 'Loading the model…';
