@@ -34,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "hearth-chat",
         &["hearth-engine", "hearth-hub", "hearth-npu"],
     ),
+    ("hearth-documents", &["hearth-engine"]),
     ("hearth-engine", &["q4nx"]),
     ("hearth-hub", &["q4nx"]),
     ("hearth-npu", &[]),

@@ -1,0 +1,357 @@
+//! Text extraction: one file in, its text out, cut where the file itself is cut (a PDF's pages,
+//! a Markdown file's or a web page's headings, an e-book's chapters), so that a passage found
+//! later can be cited by the place it came from.
+//!
+//! `extract` is the one entry point. It reads only regular files (`regular_file`), no larger
+//! than `ExtractLimits::max_file_bytes`, picks the reader by the file's extension
+//! (`Format::from_path`), and runs it with every third-party parser inside `guarded`, so a
+//! parser's panic on a hostile file becomes an `ExtractError` naming the file instead of taking
+//! the caller down. Zip-based formats (DOCX, ODT, EPUB) go through `archive`, which refuses
+//! archives that would unpack past the limits (zip bombs).
+
+mod markdown;
+mod regular_file;
+mod text_encoding;
+
+use std::fmt;
+use std::panic::{catch_unwind, UnwindSafe};
+use std::path::{Path, PathBuf};
+
+/// What a file is, decided by its extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Plain text (`.txt`, `.log`, `.csv`...): one section.
+    PlainText,
+    /// Markdown: one section per heading.
+    Markdown,
+    /// Program source or configuration (`.rs`, `.py`, `.toml`...): one section.
+    SourceCode,
+}
+
+/// Every extension Hearth reads, lowercase, with its format: the one list behind
+/// `Format::from_path` and the file dialog's filter.
+const EXTENSIONS: &[(&str, Format)] = &[
+    ("txt", Format::PlainText),
+    ("text", Format::PlainText),
+    ("log", Format::PlainText),
+    ("csv", Format::PlainText),
+    ("tsv", Format::PlainText),
+    ("rst", Format::PlainText),
+    ("org", Format::PlainText),
+    ("adoc", Format::PlainText),
+    ("tex", Format::PlainText),
+    ("md", Format::Markdown),
+    ("markdown", Format::Markdown),
+    ("mdown", Format::Markdown),
+    ("mkd", Format::Markdown),
+    ("rs", Format::SourceCode),
+    ("py", Format::SourceCode),
+    ("c", Format::SourceCode),
+    ("h", Format::SourceCode),
+    ("cc", Format::SourceCode),
+    ("cpp", Format::SourceCode),
+    ("hpp", Format::SourceCode),
+    ("cs", Format::SourceCode),
+    ("go", Format::SourceCode),
+    ("java", Format::SourceCode),
+    ("kt", Format::SourceCode),
+    ("swift", Format::SourceCode),
+    ("js", Format::SourceCode),
+    ("mjs", Format::SourceCode),
+    ("ts", Format::SourceCode),
+    ("jsx", Format::SourceCode),
+    ("tsx", Format::SourceCode),
+    ("svelte", Format::SourceCode),
+    ("vue", Format::SourceCode),
+    ("css", Format::SourceCode),
+    ("rb", Format::SourceCode),
+    ("php", Format::SourceCode),
+    ("pl", Format::SourceCode),
+    ("lua", Format::SourceCode),
+    ("r", Format::SourceCode),
+    ("scala", Format::SourceCode),
+    ("hs", Format::SourceCode),
+    ("ml", Format::SourceCode),
+    ("sh", Format::SourceCode),
+    ("bash", Format::SourceCode),
+    ("zsh", Format::SourceCode),
+    ("fish", Format::SourceCode),
+    ("sql", Format::SourceCode),
+    ("toml", Format::SourceCode),
+    ("yaml", Format::SourceCode),
+    ("yml", Format::SourceCode),
+    ("json", Format::SourceCode),
+    ("ini", Format::SourceCode),
+    ("cfg", Format::SourceCode),
+];
+
+impl Format {
+    /// The format a file's extension (any case) names, or `None` when Hearth does not read it.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        EXTENSIONS
+            .iter()
+            .find(|(known, _)| *known == extension)
+            .map(|(_, format)| *format)
+    }
+
+    /// What a person calls this kind of file, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::PlainText => "text file",
+            Format::Markdown => "Markdown file",
+            Format::SourceCode => "source file",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every extension Hearth reads (lowercase, no dot), for a file dialog's filter.
+pub fn accepted_extensions() -> Vec<&'static str> {
+    EXTENSIONS.iter().map(|(extension, _)| *extension).collect()
+}
+
+/// A file's text, cut into the sections a citation can name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extracted {
+    pub format: Format,
+    /// The title the file gives itself (a Markdown `# heading`, a PDF's or EPUB's metadata, an
+    /// HTML `<title>`), when it gives one.
+    pub title: Option<String>,
+    /// In the file's order; none is empty.
+    pub sections: Vec<Section>,
+}
+
+/// The text of one page or one section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    pub place: Place,
+    pub text: String,
+}
+
+/// Where in a file a section is: what a citation names beside the file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// A page of a PDF, counted from 1 as a viewer counts them.
+    Page(u32),
+    /// A section, by its heading's text (an e-book's chapter, by its title).
+    Heading(String),
+    /// The file as a whole, or the part of it before its first heading: no finer place.
+    Whole,
+}
+
+/// How much of a file Hearth will read: the bounds that keep a huge or hostile file from taking
+/// the machine's memory or time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtractLimits {
+    /// The largest file read at all (its size on disk). By default 256 MiB: larger files are
+    /// refused with a message, not streamed, since their text would be too much to index anyway.
+    pub max_file_bytes: u64,
+    /// The most text one file may yield, in bytes of UTF-8. By default 64 MiB.
+    pub max_text_bytes: usize,
+    /// The most entries a zip-based file (DOCX, ODT, EPUB) may list. By default 10,000.
+    pub max_archive_entries: usize,
+    /// The most bytes read out of one zip-based file, all entries together. By default 512 MiB.
+    pub max_unpacked_bytes: u64,
+    /// The largest ratio of an entry's unpacked to packed size. By default 200 (text XML
+    /// compresses about 5 to 20 times; a zip bomb compresses a thousand times and more).
+    pub max_compression_ratio: u64,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        ExtractLimits {
+            max_file_bytes: 256 << 20,
+            max_text_bytes: 64 << 20,
+            max_archive_entries: 10_000,
+            max_unpacked_bytes: 512 << 20,
+            max_compression_ratio: 200,
+        }
+    }
+}
+
+/// Why a file's text could not be read. Each message names the file and says what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtractError {
+    #[error("could not read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is a folder, not a file: attach the files inside it", path.display())]
+    Folder { path: PathBuf },
+    #[error(
+        "{} is a {kind}, not a regular file: Hearth reads only regular files",
+        path.display()
+    )]
+    NotRegularFile { path: PathBuf, kind: &'static str },
+    #[error(
+        "{} is a file of the kernel's {filesystem} (system state, not a document): Hearth does \
+         not read it",
+        path.display()
+    )]
+    SystemFile {
+        path: PathBuf,
+        filesystem: &'static str,
+    },
+    #[error(
+        "{} is {} MiB, more than the {} MiB Hearth reads from one file: split it, or save the \
+         part you need as a smaller file",
+        path.display(), size >> 20, limit >> 20
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error(
+        "Hearth cannot read {}: its kind of file is not one it knows (it reads {})",
+        path.display(), accepted_extensions().join(", ")
+    )]
+    UnknownFormat { path: PathBuf },
+    #[error(
+        "{} is an encrypted PDF: open it with its password in a PDF viewer, save or print it to \
+         a PDF without one, and attach that",
+        path.display()
+    )]
+    Encrypted { path: PathBuf },
+    #[error(
+        "{}: this PDF has no text layer; it may be a scan. Run it through OCR (for example \
+         ocrmypdf) and attach the result",
+        path.display()
+    )]
+    NoTextLayer { path: PathBuf },
+    #[error("{} holds no text to search", path.display())]
+    NoText { path: PathBuf },
+    #[error(
+        "{} is not a readable {format} ({detail}): it may be damaged or only partly downloaded; \
+         open it in the program that made it and save it again",
+        path.display()
+    )]
+    Corrupt {
+        path: PathBuf,
+        format: Format,
+        detail: String,
+    },
+    #[error(
+        "{} is refused as a possible zip bomb: {detail}. A real document of this kind is far \
+         smaller unpacked; save it again from the program that made it",
+        path.display()
+    )]
+    ArchiveLimit { path: PathBuf, detail: String },
+    #[error(
+        "{} yields more than {} MiB of text, more than Hearth indexes from one file: split it \
+         into smaller files",
+        path.display(), limit >> 20
+    )]
+    TooMuchText { path: PathBuf, limit: usize },
+    #[error(
+        "the {format} reader failed on {} (an internal error of the parser, caught): the file \
+         may be damaged; open it in the program that made it and save it again",
+        path.display()
+    )]
+    ParserPanic { path: PathBuf, format: Format },
+}
+
+/// Reads the text of the file at `path`, cut into sections, within `limits`.
+pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, ExtractError> {
+    let format = Format::from_path(path).ok_or_else(|| ExtractError::UnknownFormat {
+        path: path.to_owned(),
+    })?;
+    let bytes = regular_file::read(path, limits.max_file_bytes)?;
+    let extracted = match format {
+        Format::PlainText | Format::SourceCode => Extracted {
+            format,
+            title: None,
+            sections: vec![Section {
+                place: Place::Whole,
+                text: text_encoding::decode(path, format, &bytes)?,
+            }],
+        },
+        Format::Markdown => markdown::extract(&text_encoding::decode(path, format, &bytes)?),
+    };
+    finish(path, extracted, limits)
+}
+
+/// Drops empty sections, and refuses a file with no text or too much of it.
+fn finish(
+    path: &Path,
+    mut extracted: Extracted,
+    limits: &ExtractLimits,
+) -> Result<Extracted, ExtractError> {
+    extracted
+        .sections
+        .retain(|section| !section.text.trim().is_empty());
+    if extracted.sections.is_empty() {
+        return Err(ExtractError::NoText {
+            path: path.to_owned(),
+        });
+    }
+    let total: usize = extracted.sections.iter().map(|s| s.text.len()).sum();
+    if total > limits.max_text_bytes {
+        return Err(ExtractError::TooMuchText {
+            path: path.to_owned(),
+            limit: limits.max_text_bytes,
+        });
+    }
+    Ok(extracted)
+}
+
+/// Runs a third-party parser so that its panic on a malformed file becomes `ParserPanic` for
+/// that file rather than unwinding into the caller (the panic hook still logs the message).
+#[allow(dead_code)] // the PDF and zip readers use it
+fn guarded<T>(
+    path: &Path,
+    format: Format,
+    parse: impl FnOnce() -> Result<T, ExtractError> + UnwindSafe,
+) -> Result<T, ExtractError> {
+    catch_unwind(parse).unwrap_or_else(|_| {
+        Err(ExtractError::ParserPanic {
+            path: path.to_owned(),
+            format,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_extension_decides_the_format_in_any_case() {
+        assert_eq!(
+            Format::from_path(Path::new("a/Notes.MD")),
+            Some(Format::Markdown)
+        );
+        assert_eq!(
+            Format::from_path(Path::new("main.rs")),
+            Some(Format::SourceCode)
+        );
+        assert_eq!(Format::from_path(Path::new("README")), None);
+        assert_eq!(Format::from_path(Path::new("photo.jpeg")), None);
+    }
+
+    #[test]
+    fn every_extension_is_listed_once() {
+        let mut extensions = accepted_extensions();
+        let count = extensions.len();
+        extensions.sort();
+        extensions.dedup();
+        assert_eq!(extensions.len(), count, "an extension has two formats");
+    }
+
+    #[test]
+    fn a_panicking_parser_becomes_an_error_naming_the_file() {
+        let error = guarded::<()>(Path::new("bad.txt"), Format::PlainText, || {
+            panic!("parser bug")
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("bad.txt"), "{error}");
+    }
+}
