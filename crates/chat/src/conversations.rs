@@ -8,8 +8,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::answer::Receipt;
+use crate::clock::unix_now;
 use crate::settings::ConversationSettings;
-use crate::unix_now;
+
+mod migrations;
 
 /// Title of a conversation before its first message names it.
 pub const UNTITLED: &str = "New conversation";
@@ -40,6 +42,27 @@ pub enum StoreError {
     Unavailable {
         /// The database file.
         path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer Hearth, with a schema this one does not know. The
+    /// file was left untouched.
+    #[error("conversations: the database {path} was made by a newer Hearth (schema version {found}; this Hearth reads up to version {supported}). It was left untouched: update Hearth to open it")]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// Its schema version.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+    /// Bringing the database's schema up to date failed; the change was rolled back.
+    #[error("conversations: the database {path} could not be upgraded to schema version {to} ({source}). Nothing was changed and your history is still in it: free some disk space or check that the file is writable, then start Hearth again")]
+    Migration {
+        /// The database file.
+        path: PathBuf,
+        /// The version the failed step makes.
+        to: u32,
         /// SQLite's error.
         source: rusqlite::Error,
     },
@@ -230,35 +253,6 @@ pub struct ConversationStore {
     path: PathBuf,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    settings TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    state TEXT NOT NULL,
-    receipt TEXT,
-    created_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
-CREATE TABLE IF NOT EXISTS answer_versions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-    content TEXT NOT NULL,
-    state TEXT NOT NULL,
-    receipt TEXT,
-    created_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS answer_versions_by_message ON answer_versions(message_id, id);
-";
-
 /// Makes the database and its `-wal`/`-shm` files readable by this user only (0600): the
 /// history holds everything the user typed. A missing database is created 0600 first, and
 /// SQLite gives the files it adds the database's own mode. Best effort: a file that cannot
@@ -352,9 +346,18 @@ impl ConversationStore {
             source,
         };
         make_private(path);
-        let conn = Connection::open(path).map_err(sqlite)?;
+        let mut conn = Connection::open(path).map_err(sqlite)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(sqlite)?;
+        // Before anything writes: a newer Hearth's database is left exactly as it is.
+        let found = migrations::version(&conn).map_err(sqlite)?;
+        if found > migrations::CURRENT {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: migrations::CURRENT,
+            });
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sqlite)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
@@ -370,7 +373,19 @@ impl ConversationStore {
                 Some(format!("integrity check: {check}")),
             )));
         }
-        conn.execute_batch(SCHEMA).map_err(sqlite)?;
+        migrations::migrate(&mut conn, migrations::STEPS).map_err(|e| match e {
+            migrations::MigrationError::TooNew { found, supported } => StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported,
+            },
+            migrations::MigrationError::Step { to, source } => StoreError::Migration {
+                path: path.to_path_buf(),
+                to,
+                source,
+            },
+            migrations::MigrationError::Sqlite(source) => sqlite(source),
+        })?;
         // Answers that were streaming when the app last ended.
         conn.execute(
             "UPDATE messages SET state = 'interrupted' WHERE state = 'streaming'",
@@ -1181,6 +1196,96 @@ mod tests {
         assert_eq!(c.messages.len(), 2);
         assert!(c.versions.is_empty());
         assert_eq!(s.take_trailing_answers("old").unwrap().len(), 1);
+    }
+
+    /// The schema every Hearth before numbered versions wrote (`user_version` 0), with a
+    /// conversation in it: what every existing user has on disk.
+    const UNNUMBERED_V1: &str = "
+        CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL,
+            created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, settings TEXT NOT NULL);
+        CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL, content TEXT NOT NULL, state TEXT NOT NULL, receipt TEXT,
+            created_at INTEGER NOT NULL);
+        CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+        CREATE TABLE answer_versions (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            content TEXT NOT NULL, state TEXT NOT NULL, receipt TEXT, created_at INTEGER NOT NULL);
+        CREATE INDEX answer_versions_by_message ON answer_versions(message_id, id);
+        INSERT INTO conversations VALUES ('c1', 'Tides', 10, 20, '{\"system_prompt\":\"Be brief.\"}');
+        INSERT INTO messages (id, conversation_id, role, content, state, receipt, created_at) VALUES
+            (1, 'c1', 'user', 'How do tides work?', 'complete', NULL, 10),
+            (2, 'c1', 'assistant', 'The moon pulls.', 'complete', NULL, 11),
+            (3, 'c1', 'user', 'And the sun?', 'complete', NULL, 12),
+            (4, 'c1', 'assistant', 'It pulls too.', 'stopped', NULL, 13);
+        INSERT INTO answer_versions (message_id, content, state, receipt, created_at)
+            VALUES (4, 'Less so.', 'complete', NULL, 12);
+    ";
+
+    #[test]
+    fn an_unnumbered_database_is_version_1_and_migrates_with_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(UNNUMBERED_V1)
+            .unwrap();
+        let (s, recovery) = ConversationStore::open(&path).unwrap();
+        assert!(recovery.is_none());
+        assert_eq!(migrations::version(&s.conn).unwrap(), migrations::CURRENT);
+        let c = s.get("c1").unwrap();
+        assert_eq!(
+            (c.title.as_str(), c.created_at, c.updated_at),
+            ("Tides", 10, 20)
+        );
+        assert_eq!(c.settings.system_prompt, "Be brief.");
+        let texts: Vec<_> = c.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "How do tides work?",
+                "The moon pulls.",
+                "And the sun?",
+                "It pulls too."
+            ]
+        );
+        assert_eq!(c.messages[3].state, MessageState::Stopped);
+        assert_eq!(c.versions.len(), 1);
+        assert_eq!(
+            (c.versions[0].message_id, c.versions[0].content.as_str()),
+            (4, "Less so.")
+        );
+    }
+
+    #[test]
+    fn a_database_from_a_newer_hearth_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conversations.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(UNNUMBERED_V1).unwrap();
+            conn.execute_batch(
+                "UPDATE messages SET state = 'streaming' WHERE id = 4; PRAGMA user_version = 999",
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let err = ConversationStore::open(&path).map(|_| ()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::TooNew { found: 999, .. }),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("newer Hearth") && text.contains("999") && text.contains("update Hearth"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "not a byte changed");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["conversations.db"], "nothing moved aside or added");
     }
 
     #[test]
