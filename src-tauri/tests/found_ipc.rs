@@ -45,13 +45,13 @@ fn a_found_model_is_listed_and_imported_as_a_copy() {
     assert_eq!(model["source"], "huggingface");
     assert_eq!(model["format"], "safetensors");
     assert_eq!(model["runnable"], true, "{found}");
-    assert_eq!(model["importName"], "org-tiny");
+    assert_eq!(model["import_name"], "org-tiny");
 
     let before = std::fs::read(snapshot.join("config.json")).unwrap();
     let installed = invoke(
         &app,
         "import_found",
-        json!({"path": model["path"], "name": model["importName"], "onProgress": "__CHANNEL__:3"}),
+        json!({"path": model["path"], "name": model["import_name"], "onProgress": "__CHANNEL__:3"}),
     )
     .expect("import_found");
     assert_eq!(installed["name"], "org-tiny");

@@ -32,7 +32,7 @@ fn overview_lists_the_catalog_with_fit_hints_and_the_built_in_demo() {
             .len()
             > 10
     );
-    assert!(overview["machine"]["totalMemory"].as_u64().unwrap() > 0);
+    assert!(overview["machine"]["total_memory"].as_u64().unwrap() > 0);
     let installed = overview["installed"].as_array().unwrap();
     assert_eq!(installed.len(), 1);
     assert_eq!(installed[0]["name"], "demo");
@@ -70,9 +70,9 @@ fn import_then_default_then_delete() {
         .find(|m| m["name"] == "Tiny")
         .unwrap()
         .clone();
-    assert_eq!(tiny["isDefault"], true);
+    assert_eq!(tiny["is_default"], true);
     let removed = invoke(&app, "remove_model", json!({"name": "Tiny"})).expect("remove");
-    assert_eq!(removed["freedBytes"], tiny["sizeBytes"]);
+    assert_eq!(removed["freed_bytes"], tiny["size_bytes"]);
     let e = invoke(&app, "remove_model", json!({"name": "Tiny"})).unwrap_err();
     assert_eq!(e["code"], "not_found");
 }

@@ -34,8 +34,8 @@ export const modelsControl = {
 (window as any).__mockModels = modelsControl;
 
 const demo = {
-  name: 'demo', tag: '', folder: '/models/demo', sizeBytes: 2_400_000, source: 'built-in', repo: null, revision: null, catalogId: null,
-  format: 'q4nx', backends: ['cpu'], isDefault: false, builtin: true, files: {},
+  name: 'demo', tag: '', folder: '/models/demo', size_bytes: 2_400_000, source: 'built-in', repo: null, revision: null, catalog_id: null,
+  format: 'q4nx', backends: ['cpu'], is_default: false, builtin: true, files: {},
 };
 const installed: Json[] = [demo];
 const partial = new Map<string, Json>();
@@ -50,13 +50,13 @@ function fail(code: string, message: string): never {
 function localOnly(): Json[] {
   const names = Object.keys((window as any).__mock?.npuModels ?? {});
   return names.filter((name) => !installed.some((i) => i.name === name)).map((name) => ({
-    name, tag: '', folder: `/models/${name}`, sizeBytes: 1.3 * GB, source: 'imported', repo: null, revision: null, catalogId: null,
-    format: 'q4nx', backends: ['npu', 'cpu'], isDefault: false, builtin: false, files: {},
+    name, tag: '', folder: `/models/${name}`, size_bytes: 1.3 * GB, source: 'imported', repo: null, revision: null, catalog_id: null,
+    format: 'q4nx', backends: ['npu', 'cpu'], is_default: false, builtin: false, files: {},
   }));
 }
 
 function machine() {
-  return { totalMemory: 32 * GB, availableMemory: 20 * GB, freeDisk: modelsControl.freeDisk };
+  return { total_memory: 32 * GB, available_memory: 20 * GB, free_disk: modelsControl.freeDisk };
 }
 
 function overview() {
@@ -64,8 +64,8 @@ function overview() {
   return {
     machine: m,
     catalog: catalog.map((entry) => {
-      const memory = entry.memory_bytes + 2 * GB <= m.totalMemory;
-      const disk = entry.download_bytes <= m.freeDisk;
+      const memory = entry.memory_bytes + 2 * GB <= m.total_memory;
+      const disk = entry.download_bytes <= m.free_disk;
       return {
         entry,
         installed: installed.some((i) => i.name === entry.name),
@@ -73,7 +73,7 @@ function overview() {
         fit: { memory, disk, hint: disk ? `Fits: needs about ${entry.memory_bytes / GB} GB of memory` : 'Not enough free disk' },
       };
     }),
-    installed: [...installed, ...localOnly()].map((i) => ({ ...i, isDefault: i.name === defaultName })),
+    installed: [...installed, ...localOnly()].map((i) => ({ ...i, is_default: i.name === defaultName })),
     partial: [...partial.values()],
     downloading: [...running.keys()],
   };
@@ -95,11 +95,11 @@ async function pull(args: Json) {
   const flags = { pause: false, cancel: false };
   running.set(entry.name, flags);
   const total = entry.download_bytes;
-  let done = partial.get(entry.name)?.doneBytes ?? 0;
+  let done = partial.get(entry.name)?.done_bytes ?? 0;
   partial.delete(entry.name);
   const snapshot = (phase: string) => ({
-    name: entry.name, phase, file: 'model.q4nx', filesDone: 0, fileCount: 4, doneBytes: done, totalBytes: total,
-    bytesPerSec: 25_000_000, etaSecs: (total - done) / 25_000_000, message: null,
+    name: entry.name, phase, file: 'model.q4nx', files_done: 0, file_count: 4, done_bytes: done, total_bytes: total,
+    bytes_per_sec: 25_000_000, eta_secs: (total - done) / 25_000_000, message: null,
   });
   send(snapshot('resolving'));
   try {
@@ -110,7 +110,7 @@ async function pull(args: Json) {
         return { outcome: 'cancelled', model: null };
       }
       if (flags.pause) {
-        partial.set(entry.name, { name: entry.name, repo: entry.repo, query: entry.id, doneBytes: done, totalBytes: total });
+        partial.set(entry.name, { name: entry.name, repo: entry.repo, query: entry.id, done_bytes: done, total_bytes: total });
         send(snapshot('paused'));
         return { outcome: 'paused', model: null };
       }
@@ -119,8 +119,8 @@ async function pull(args: Json) {
     }
     send(snapshot('validating'));
     const model = {
-      name: entry.name, tag: entry.tag, folder: `/data/hearth/models/${entry.name}`, sizeBytes: total, source: `huggingface:${entry.repo}@abc`,
-      repo: entry.repo, revision: 'abc', catalogId: entry.id, format: entry.format, backends: entry.backends, isDefault: false, builtin: false, files: {},
+      name: entry.name, tag: entry.tag, folder: `/data/hearth/models/${entry.name}`, size_bytes: total, source: `huggingface:${entry.repo}@abc`,
+      repo: entry.repo, revision: 'abc', catalog_id: entry.id, format: entry.format, backends: entry.backends, is_default: false, builtin: false, files: {},
     };
     installed.push(model);
     send(snapshot('done'));
@@ -133,12 +133,12 @@ async function pull(args: Json) {
 // Models other programs keep (found_models): one Hearth can import, one it cannot.
 const found = [
   {
-    name: 'tiny:latest', importName: 'tiny-latest', path: '/home/u/.ollama/models/blobs/sha256-ab', source: 'ollama',
-    sizeBytes: 800_000_000, architecture: 'llama', format: 'gguf', runnable: true, reason: null,
+    name: 'tiny:latest', import_name: 'tiny-latest', path: '/home/u/.ollama/models/blobs/sha256-ab', source: 'ollama',
+    size_bytes: 800_000_000, architecture: 'llama', format: 'gguf', runnable: true, reason: null,
   },
   {
-    name: 'gemma-3-1b', importName: 'gemma-3-1b', path: '/home/u/.lmstudio/models/g/gemma-3-1b.gguf', source: 'lmstudio',
-    sizeBytes: 700_000_000, architecture: 'gemma3', format: 'gguf', runnable: false,
+    name: 'gemma-3-1b', import_name: 'gemma-3-1b', path: '/home/u/.lmstudio/models/g/gemma-3-1b.gguf', source: 'lmstudio',
+    size_bytes: 700_000_000, architecture: 'gemma3', format: 'gguf', runnable: false,
     reason: 'architecture "gemma3" is not one Hearth runs; it imports llama (Llama 3, SmolLM2, MiniCPM5) and qwen3 models',
   },
 ];
@@ -159,13 +159,13 @@ async function importModel(args: Json): Promise<Json> {
   for (let i = 1; i <= 4; i++) {
     await new Promise((r) => setTimeout(r, modelsControl.stepMs * 3));
     (window as any).__TAURI_INTERNALS__.runCallback(channel.id, {
-      message: { name, phase: 'converting', file: null, filesDone: i, fileCount: 4, doneBytes: (total * i) / 4, totalBytes: total, bytesPerSec: 0, etaSecs: null, message: null },
+      message: { name, phase: 'converting', file: null, files_done: i, file_count: 4, done_bytes: (total * i) / 4, total_bytes: total, bytes_per_sec: 0, eta_secs: null, message: null },
       index: index++,
     });
   }
   const model = {
-    name, tag: '', folder: `/data/hearth/models/${name}`, sizeBytes: 90_000_000, source: `import:${path}`, repo: null, revision: null,
-    catalogId: null, format: 'q4nx', backends: ['cpu'], isDefault: false, builtin: false, files: {},
+    name, tag: '', folder: `/data/hearth/models/${name}`, size_bytes: 90_000_000, source: `import:${path}`, repo: null, revision: null,
+    catalog_id: null, format: 'q4nx', backends: ['cpu'], is_default: false, builtin: false, files: {},
   };
   installed.push(model);
   return model;
@@ -183,22 +183,22 @@ async function importFound(args: Json): Promise<Json> {
   const send = (phase: string, done: number) =>
     (window as any).__TAURI_INTERNALS__.runCallback(channel.id, {
       message: {
-        name: args.name, phase, file: null, filesDone: 0, fileCount: 0, doneBytes: done, totalBytes: model.sizeBytes,
-        bytesPerSec: 0, etaSecs: null, message: null,
+        name: args.name, phase, file: null, files_done: 0, file_count: 0, done_bytes: done, total_bytes: model.size_bytes,
+        bytes_per_sec: 0, eta_secs: null, message: null,
       },
       index: index++,
     });
   for (let i = 1; i <= 4; i++) {
     await new Promise((r) => setTimeout(r, modelsControl.stepMs));
-    send('converting', (model.sizeBytes * i) / 4);
+    send('converting', (model.size_bytes * i) / 4);
   }
   const installedModel = {
-    name: args.name, tag: 'tiny:latest', folder: `/data/hearth/models/${args.name}`, sizeBytes: model.sizeBytes,
-    source: `import:${model.path}`, repo: null, revision: null, catalogId: null, format: 'q4nx', backends: ['cpu'],
-    isDefault: false, builtin: false, files: {},
+    name: args.name, tag: 'tiny:latest', folder: `/data/hearth/models/${args.name}`, size_bytes: model.size_bytes,
+    source: `import:${model.path}`, repo: null, revision: null, catalog_id: null, format: 'q4nx', backends: ['cpu'],
+    is_default: false, builtin: false, files: {},
   };
   installed.push(installedModel);
-  send('done', model.sizeBytes);
+  send('done', model.size_bytes);
   return installedModel;
 }
 
@@ -224,7 +224,7 @@ export function modelsCommand(cmd: string, args: Json): unknown {
       const at = installed.findIndex((i) => i.name === args.name && !i.builtin);
       if (at < 0) fail('not_found', `hub: no installed model is called ${args.name}.`);
       const [removed] = installed.splice(at, 1);
-      return { name: removed.name, freedBytes: removed.sizeBytes };
+      return { name: removed.name, freed_bytes: removed.size_bytes };
     }
     case 'import_model':
       return importModel(args);

@@ -69,7 +69,7 @@ fn found_models_are_listed_and_one_imports_unchanged() {
     assert_eq!(tiny_entry["source"], "ollama");
     assert_eq!(tiny_entry["format"], "gguf");
     assert_eq!(tiny_entry["architecture"], "llama");
-    assert_eq!(tiny_entry["sizeBytes"], tiny.len());
+    assert_eq!(tiny_entry["size_bytes"], tiny.len());
     assert_eq!(tiny_entry["runnable"], true);
     assert_eq!(tiny_entry["path"], blob.to_str().unwrap());
     let other = &list[1];

@@ -55,7 +55,6 @@ pub enum FoundFormat {
 
 /// A model found on this computer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FoundModel {
     /// The name its program shows (`llama3.2:1b` for Ollama).

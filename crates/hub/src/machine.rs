@@ -9,7 +9,6 @@ use crate::store::{PartialDownload, Store};
 
 /// Memory and disk of this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Machine {
     /// Installed memory in bytes.
@@ -36,7 +35,6 @@ impl Machine {
 
 /// Whether a model fits, and a sentence saying so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Fit {
     /// The model's memory need is below the installed memory (with 2 GB left for the rest).
@@ -76,7 +74,6 @@ pub fn fit(entry: &CatalogEntry, machine: &Machine) -> Fit {
 
 /// One catalog model as the Models view shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CatalogItem {
     /// The catalog entry.

@@ -35,7 +35,6 @@ pub enum Phase {
 
 /// A snapshot of a pull, sent to the progress callback (and over IPC to the app).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[cfg_attr(feature = "ts", ts(rename = "PullProgress"))]
 pub struct Progress {
@@ -191,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn progress_serializes_in_camel_case_for_the_ui() {
+    fn progress_serializes_in_snake_case_for_the_ui() {
         let p = Progress {
             name: "m".into(),
             phase: Phase::Downloading,
@@ -206,6 +205,6 @@ mod tests {
         };
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["phase"], "downloading");
-        assert_eq!(json["doneBytes"], 1);
+        assert_eq!(json["done_bytes"], 1);
     }
 }

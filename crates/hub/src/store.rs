@@ -63,7 +63,6 @@ impl Manifest {
 
 /// A model as `hearth list` and the app show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct InstalledModel {
     /// Folder name, what users type.
@@ -96,7 +95,6 @@ pub struct InstalledModel {
 
 /// A download that was paused or interrupted and can be resumed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PartialDownload {
     /// Model name.
@@ -113,7 +111,6 @@ pub struct PartialDownload {
 
 /// What `remove` freed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Removed {
     /// Model name.

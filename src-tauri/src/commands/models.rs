@@ -29,7 +29,6 @@ pub struct ModelsState {
 
 /// Everything the Models view shows.
 #[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[derive(ts_rs::TS)]
 pub struct ModelsOverview {
     /// Memory and free disk of this machine.
@@ -46,7 +45,6 @@ pub struct ModelsOverview {
 
 /// How a `pull_model` call ended.
 #[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
 #[derive(ts_rs::TS)]
 pub struct PullResult {
     /// "installed", "already_installed", "paused" or "cancelled".

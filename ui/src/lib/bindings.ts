@@ -581,7 +581,7 @@ name: string,
 /**
  * A name Hearth can register it under (letters, digits, `.`, `-`, `_`).
  */
-importName: string, 
+import_name: string, 
 /**
  * The GGUF file, or the safetensors folder: what `hearth import` takes.
  */
@@ -593,7 +593,7 @@ source: FoundSource,
 /**
  * Bytes of its weights (and, for a folder, its other files).
  */
-sizeBytes: number, 
+size_bytes: number, 
 /**
  * GGUF `general.architecture`, or config.json `architectures[0]` / `model_type`.
  */
@@ -652,7 +652,7 @@ folder: string,
 /**
  * Bytes on disk.
  */
-sizeBytes: number, 
+size_bytes: number, 
 /**
  * Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `built-in`.
  */
@@ -668,7 +668,7 @@ revision: string | null,
 /**
  * Catalog id, when it came from the catalog.
  */
-catalogId: string | null, 
+catalog_id: string | null, 
 /**
  * Weight format.
  */
@@ -680,7 +680,7 @@ backends: Array<Backend>,
 /**
  * Whether it is the default model.
  */
-isDefault: boolean, 
+is_default: boolean, 
 /**
  * Whether it ships with Hearth (cannot be removed).
  */
@@ -766,15 +766,15 @@ export type Machine = {
 /**
  * Installed memory in bytes.
  */
-totalMemory: number, 
+total_memory: number, 
 /**
  * Memory available now in bytes.
  */
-availableMemory: number, 
+available_memory: number, 
 /**
  * Free disk space where models are stored, in bytes.
  */
-freeDisk: number, };
+free_disk: number, };
 
 /**
  * A memlock limit.
@@ -1134,11 +1134,11 @@ query: string,
 /**
  * Bytes already on disk.
  */
-doneBytes: number, 
+done_bytes: number, 
 /**
  * Bytes of the whole model.
  */
-totalBytes: number, };
+total_bytes: number, };
 
 /**
  * Power and utilization at one moment. Every field is a value with its source, or the reason
@@ -1198,27 +1198,27 @@ file: string | null,
 /**
  * Files fully downloaded so far.
  */
-filesDone: number, 
+files_done: number, 
 /**
  * Files in the model.
  */
-fileCount: number, 
+file_count: number, 
 /**
  * Bytes on disk so far, over all files (resumed bytes included).
  */
-doneBytes: number, 
+done_bytes: number, 
 /**
  * Bytes of all files.
  */
-totalBytes: number, 
+total_bytes: number, 
 /**
  * Recent speed in bytes per second (0 until known).
  */
-bytesPerSec: number, 
+bytes_per_sec: number, 
 /**
  * Seconds left at the recent speed, if known.
  */
-etaSecs: number | null, 
+eta_secs: number | null, 
 /**
  * A plain-language note ("connection dropped, resuming at 1.2 GB").
  */
@@ -1342,7 +1342,7 @@ name: string,
 /**
  * Bytes freed on disk.
  */
-freedBytes: number, };
+freed_bytes: number, };
 
 /**
  * Who wrote a message.

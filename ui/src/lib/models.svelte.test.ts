@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ModelsStore, type ModelsApi } from './models.svelte';
 import type { InstalledModel, PullProgress } from './models';
 
-const overview = { machine: { totalMemory: 1, availableMemory: 1, freeDisk: 1 }, catalog: [], installed: [], partial: [], downloading: [] };
+const overview = { machine: { total_memory: 1, available_memory: 1, free_disk: 1 }, catalog: [], installed: [], partial: [], downloading: [] };
 
 function api(importModel: ModelsApi['importModel']): ModelsApi {
   return { modelsOverview: async () => overview, importModel } as unknown as ModelsApi;
@@ -16,10 +16,10 @@ describe('ModelsStore.importPath', () => {
     store = new ModelsStore(
       api(async (path, name, onProgress) => {
         seen.push(store.importRunning?.progress ?? null);
-        onProgress({ name: 'tiny', phase: 'converting', doneBytes: 5, totalBytes: 10 } as PullProgress);
+        onProgress({ name: 'tiny', phase: 'converting', done_bytes: 5, total_bytes: 10 } as PullProgress);
         seen.push(store.importRunning?.progress ?? null);
         expect([path, name]).toEqual(['/d/tiny.gguf', null]);
-        return { name: 'tiny', sizeBytes: 90_000_000 } as InstalledModel;
+        return { name: 'tiny', size_bytes: 90_000_000 } as InstalledModel;
       }),
       () => changed++,
     );

@@ -24,8 +24,8 @@ describe('models helpers', () => {
 
   it('says what a download is doing', () => {
     const p: PullProgress = {
-      name: 'm', phase: 'downloading', file: 'model.q4nx', filesDone: 0, fileCount: 4,
-      doneBytes: 1_000_000_000, totalBytes: 2_000_000_000, bytesPerSec: 10_000_000, etaSecs: 100, message: null,
+      name: 'm', phase: 'downloading', file: 'model.q4nx', files_done: 0, file_count: 4,
+      done_bytes: 1_000_000_000, total_bytes: 2_000_000_000, bytes_per_sec: 10_000_000, eta_secs: 100, message: null,
     };
     expect(phaseLabel(p)).toBe('1.00 GB of 2.00 GB · 10.0 MB/s · 1 min 40 s left');
     expect(phaseLabel({ ...p, phase: 'retrying', message: 'connection dropped' })).toBe('connection dropped');
@@ -61,8 +61,8 @@ describe('found models', () => {
 
   it('shows a conversion as a percentage', () => {
     const p: PullProgress = {
-      name: 'm', phase: 'converting', file: null, filesDone: 0, fileCount: 0,
-      doneBytes: 250, totalBytes: 1000, bytesPerSec: 0, etaSecs: null, message: null,
+      name: 'm', phase: 'converting', file: null, files_done: 0, file_count: 0,
+      done_bytes: 250, total_bytes: 1000, bytes_per_sec: 0, eta_secs: null, message: null,
     };
     expect(phaseLabel(p)).toBe('Converting for Hearth: 25%');
   });
@@ -77,7 +77,7 @@ describe('importing what people have', () => {
   });
 
   it('a found model already imported is recognised by its source or its name', () => {
-    const found = { path: '/home/u/.lmstudio/models/x/tiny.gguf', importName: 'tiny' } as FoundModel;
+    const found = { path: '/home/u/.lmstudio/models/x/tiny.gguf', import_name: 'tiny' } as FoundModel;
     const byPath = { name: 'Other', source: 'import:/home/u/.lmstudio/models/x/tiny.gguf' } as InstalledModel;
     const byName = { name: 'tiny', source: 'import:/elsewhere' } as InstalledModel;
     expect(importedAs(found, [byPath])?.name).toBe('Other');

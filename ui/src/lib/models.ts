@@ -58,19 +58,19 @@ export function phaseLabel(p: PullProgress): string {
     case 'resolving':
       return 'Asking Hugging Face for the files…';
     case 'downloading':
-      return `${formatBytes(p.doneBytes)} of ${formatBytes(p.totalBytes)} · ${formatBytes(p.bytesPerSec)}/s · ${formatEta(p.etaSecs)} left`;
+      return `${formatBytes(p.done_bytes)} of ${formatBytes(p.total_bytes)} · ${formatBytes(p.bytes_per_sec)}/s · ${formatEta(p.eta_secs)} left`;
     case 'retrying':
       return p.message ?? 'Connection lost; trying again…';
     case 'validating':
       return 'Checking the model…';
     case 'converting':
-      return `Converting for Hearth: ${percentDone(p.doneBytes, p.totalBytes)}%`;
+      return `Converting for Hearth: ${percentDone(p.done_bytes, p.total_bytes)}%`;
     case 'registering':
       return 'Installing…';
     case 'done':
       return 'Installed';
     case 'paused':
-      return `Paused at ${formatBytes(p.doneBytes)} of ${formatBytes(p.totalBytes)}`;
+      return `Paused at ${formatBytes(p.done_bytes)} of ${formatBytes(p.total_bytes)}`;
     case 'cancelled':
       return 'Cancelled';
   }
@@ -124,7 +124,7 @@ export function builtinLabel(kind: BuiltinKind): string {
 export function importedAs(found: FoundModel, installed: InstalledModel[]): InstalledModel | null {
   return (
     installed.find((m) => m.source === `import:${found.path}`) ??
-    installed.find((m) => m.name === found.importName) ??
+    installed.find((m) => m.name === found.import_name) ??
     null
   );
 }
