@@ -1,7 +1,34 @@
+// The composition root: the backend's api and the stores, each built once and handed to the
+// components by App. Components never import `api` (lib/layering.test.ts holds this).
 import { mount } from 'svelte';
 import App from './App.svelte';
+import { api } from './lib/api';
+import { Notifications } from './lib/notifications.svelte';
+import { Shell } from './lib/shell.svelte';
+import { ModelSession } from './lib/session.svelte';
+import { SettingsStore } from './lib/settings.svelte';
+import { ConversationList } from './lib/conversations.svelte';
+import { AnswerStream } from './lib/answer.svelte';
+import { ModelsStore } from './lib/models.svelte';
+import { PowerMonitor } from './lib/power.svelte';
 import './app.css';
+
+const notifications = new Notifications(localStorage);
+const shell = new Shell();
+const session = new ModelSession(api, notifications, localStorage);
+const settings = new SettingsStore(api, notifications);
+// Conversations stay while an answer is written (`answer` exists by the time it is asked).
+const conversations = new ConversationList(api, notifications, (): boolean => answer.streaming);
+const answer = new AnswerStream(api, conversations, session, notifications);
+conversations.onShow(() => shell.showChat());
+// After a model is installed, deleted or made the default, the picker and Settings list again.
+const models = new ModelsStore(api, () => void session.refreshModels());
+// The chart's speed line: the live rate while an answer is written, 0 between answers.
+const monitor = new PowerMonitor(api, () => (answer.streaming ? (answer.live?.tokens_per_second ?? null) : 0));
 
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');
-export default mount(App, { target });
+export default mount(App, {
+  target,
+  props: { notifications, shell, session, settings, conversations, answer, models, monitor },
+});

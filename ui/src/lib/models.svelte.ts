@@ -1,6 +1,6 @@
 // State of the Models view: the overview from the backend, live download progress, and the
-// actions (download, pause, resume, cancel, delete, import, set default). The api is passed in,
-// so tests can hand in a fake one.
+// actions (download, pause, resume, cancel, delete, import (picked, typed or dropped on the
+// window), set default). The api is passed in, so tests can hand in a fake one.
 import type {
   CatalogItem,
   FoundModel,
@@ -11,6 +11,7 @@ import type {
   Removed,
 } from './models';
 import { formatBytes } from './models';
+import type { FileDrag } from './api';
 
 /** The backend calls this store needs (a slice of `api`). */
 export interface ModelsApi {
@@ -23,6 +24,9 @@ export interface ModelsApi {
   setDefaultModel: (name: string) => Promise<void>;
   foundModels: () => Promise<FoundModel[]>;
   importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
+  pickModelFile: (title: string) => Promise<string | null>;
+  pickFolder: (title: string) => Promise<string | null>;
+  onFileDrag: (handler: (drag: FileDrag) => void) => Promise<() => void>;
 }
 
 const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
@@ -92,7 +96,7 @@ export class ModelsStore {
         this.progress = { ...this.progress, [name]: p };
       });
       if (result.outcome === 'installed' && result.model) {
-        this.notice = `${result.model.name} is installed (${formatBytes(result.model.sizeBytes)}).`;
+        this.notice = `${result.model.name} is installed (${formatBytes(result.model.size_bytes)}).`;
         this.onChanged();
       } else if (result.outcome === 'already_installed') {
         this.notice = `${name} was already installed.`;
@@ -130,7 +134,7 @@ export class ModelsStore {
     this.clearError(name);
     try {
       const removed = await this.api.removeModel(name);
-      this.notice = `Deleted ${removed.name}: ${formatBytes(removed.freedBytes)} freed.`;
+      this.notice = `Deleted ${removed.name}: ${formatBytes(removed.freed_bytes)} freed.`;
       this.onChanged();
     } catch (e) {
       this.setError(name, e);
@@ -149,7 +153,7 @@ export class ModelsStore {
       const model = await this.api.importModel(path, name, (p) => {
         if (this.importRunning) this.importRunning = { path, progress: p };
       });
-      this.notice = `Imported ${model.name} (${formatBytes(model.sizeBytes)}); the original stays where it was.`;
+      this.notice = `Imported ${model.name} (${formatBytes(model.size_bytes)}); the original stays where it was.`;
       this.onChanged();
       ok = true;
     } catch (e) {
@@ -191,10 +195,10 @@ export class ModelsStore {
     this.notice = null;
     this.importing = { ...this.importing, [model.path]: null };
     try {
-      const installed = await this.api.importFound(model.path, model.importName, (p) => {
+      const installed = await this.api.importFound(model.path, model.import_name, (p) => {
         if (model.path in this.importing) this.importing = { ...this.importing, [model.path]: p };
       });
-      this.notice = `Imported ${installed.name} (${formatBytes(installed.sizeBytes)}); the original stays where it was.`;
+      this.notice = `Imported ${installed.name} (${formatBytes(installed.size_bytes)}); the original stays where it was.`;
       this.onChanged();
     } catch (e) {
       this.foundErrors = { ...this.foundErrors, [model.path]: (e as Error).message ?? String(e) };
@@ -203,6 +207,18 @@ export class ModelsStore {
       this.importing = left;
       await this.refresh();
     }
+  }
+
+  /** A .gguf file or a model folder chosen in the system's dialog; null when cancelled. */
+  pickImport(kind: 'file' | 'folder'): Promise<string | null> {
+    return kind === 'file'
+      ? this.api.pickModelFile('Choose a .gguf model file')
+      : this.api.pickFolder('Choose the model folder (the one with config.json)');
+  }
+
+  /** Files dragged over the window and dropped on it; resolves to the function that stops it. */
+  watchFileDrag(handler: (drag: FileDrag) => void): Promise<() => void> {
+    return this.api.onFileDrag(handler);
   }
 
   /** The catalog item installed under `name`, if any. */

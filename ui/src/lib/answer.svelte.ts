@@ -1,0 +1,266 @@
+// The answer stream: sending a message (or regenerating, editing, continuing), the answer being
+// written with its live numbers, stopping it, and what went wrong with it. The streamed events
+// land in the open conversation of the ConversationList; the model an answer ran on goes to the
+// ModelSession. It talks to the backend only through its slice of `api`.
+import type { Api } from './api';
+import { BackendError } from './api';
+import type { AnswerVersion, ChatAction, ChatEvent, Conversation, LiveStats, Receipt } from './types';
+import type { ConversationList } from './conversations.svelte';
+import type { ModelSession } from './session.svelte';
+import { plainError } from './errors';
+import { type Notifications, messageOf } from './notifications.svelte';
+
+export type AnswerApi = Pick<Api, 'startAnswer' | 'stopAnswer'>;
+
+/** What "Continue" sends after an answer cut at the length limit. */
+export const CONTINUE_TEXT = 'Please continue where you stopped.';
+
+/**
+ * A message's length as the backend counts it (`validate_text` in the app crate):
+ * Unicode characters, not the UTF-16 units of `String.length` (an emoji is one, not two).
+ */
+export function messageLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/** Why a message cannot be sent as it is, in plain words; null if it can. */
+export function validateMessage(text: string, maxChars: number): string | null {
+  if (text.trim().length === 0) return 'Type a message first.';
+  const length = messageLength(text);
+  if (length > maxChars) {
+    return `This message is ${length.toLocaleString('en')} characters long; Hearth can send at most ${maxChars.toLocaleString('en')} at once. Shorten it or send it in parts. Your text is still in the box.`;
+  }
+  return null;
+}
+
+/** The numbers of a finished answer, shown like live ones. */
+export function liveFromReceipt(r: Receipt): LiveStats {
+  return {
+    generated_tokens: r.generated_tokens,
+    ttft_secs: r.ttft_secs,
+    tokens_per_second: r.tokens_per_second,
+    elapsed_secs: r.ttft_secs + r.decode_secs,
+  };
+}
+
+export class AnswerStream {
+  streaming = $state(false);
+  /** The conversation whose answer is being written. */
+  streamingId = $state<string | null>(null);
+  stopping = $state(false);
+  /** The numbers of the answer being written, else of the open conversation's last one. */
+  live = $state<LiveStats | null>(null);
+  promptTokens = $state(0);
+  trimmedMessages = $state(0);
+  /** When the answer being written started (ms, performance clock): the reading time counts from it. */
+  answerStartedAt = $state(0);
+  /** Why the last send failed, shown under the composer. */
+  composerError = $state<string | null>(null);
+  /** Why an answer failed, by message id, shown under that answer. */
+  answerErrors = $state<Record<number, string>>({});
+  /** The NPU failed mid-answer and the processor finished it: why, by message id. */
+  fallbacks = $state<Record<number, string>>({});
+  /** The user message being edited. */
+  editingId = $state<number | null>(null);
+
+  constructor(
+    private readonly api: AnswerApi,
+    private readonly conversations: ConversationList,
+    private readonly session: ModelSession,
+    private readonly notifications: Notifications,
+  ) {
+    conversations.onShow((conversation) => this.show(conversation));
+  }
+
+  /** Whether the answer being written belongs to the open conversation. */
+  get streamingHere(): boolean {
+    return this.streaming && this.streamingId === (this.conversations.current?.id ?? null);
+  }
+
+  /** Another conversation was opened (or a new one started, null). */
+  private show(conversation: Conversation | null): void {
+    this.editingId = null;
+    this.composerError = null;
+    if (conversation === null) {
+      if (!this.streaming) this.live = null;
+      this.promptTokens = 0;
+      this.trimmedMessages = 0;
+      return;
+    }
+    if (this.streaming) return;
+    // Show the numbers of the conversation's last answer until a new one starts.
+    const receipt = this.conversations.lastReceipt;
+    this.live = receipt ? liveFromReceipt(receipt) : null;
+    this.promptTokens = receipt?.prompt_tokens ?? 0;
+    this.trimmedMessages = receipt?.trimmed_messages ?? 0;
+  }
+
+  /** Send a new message. Returns false (and says why, under the composer) if it was not sent. */
+  async send(text: string): Promise<boolean> {
+    const problem = validateMessage(text, this.session.maxMessageChars);
+    if (problem) {
+      this.composerError = problem;
+      return false;
+    }
+    this.composerError = null;
+    if (!this.conversations.current) {
+      try {
+        await this.conversations.create();
+      } catch (error) {
+        this.composerError = plainError(messageOf(error)).summary;
+        return false;
+      }
+    }
+    this.conversations.setDraft('');
+    const sent = await this.run({ kind: 'send', content: text });
+    // Put the text back for this conversation only, once; the composer shows it.
+    const current = this.conversations.current;
+    if (!sent && current) this.conversations.setDraft(text, current.id);
+    return sent;
+  }
+
+  /** Ask the model to go on after an answer that stopped at the length limit. */
+  async continueAnswer(): Promise<boolean> {
+    return this.send(CONTINUE_TEXT);
+  }
+
+  async regenerate(): Promise<boolean> {
+    return this.run({ kind: 'regenerate' });
+  }
+
+  async editAndResend(messageId: number, text: string): Promise<boolean> {
+    const problem = validateMessage(text, this.session.maxMessageChars);
+    if (problem) {
+      this.composerError = problem;
+      return false;
+    }
+    this.editingId = null;
+    return this.run({ kind: 'edit', message_id: messageId, content: text });
+  }
+
+  /** Stop the answer being written. */
+  async stop(): Promise<void> {
+    if (!this.streaming || this.stopping) return;
+    this.stopping = true;
+    try {
+      await this.api.stopAnswer();
+    } catch (error) {
+      this.notifications.fail(error);
+    }
+  }
+
+  private async run(action: ChatAction): Promise<boolean> {
+    const conversation = this.conversations.current;
+    if (!conversation || this.streaming) return false;
+    this.composerError = null;
+    this.streaming = true;
+    this.streamingId = conversation.id;
+    this.stopping = false;
+    this.live = { generated_tokens: 0, ttft_secs: null, tokens_per_second: null, elapsed_secs: 0 };
+    this.answerStartedAt = performance.now();
+    let finished = false;
+    const onEvent = (event: ChatEvent) => {
+      finished = this.apply(conversation.id, action, event) || finished;
+    };
+    try {
+      await this.api.startAnswer(conversation.id, action, onEvent);
+      return true;
+    } catch (error) {
+      this.composerError = plainError(messageOf(error)).summary;
+      // The backend may have saved part of the turn before failing: show what is stored.
+      if (error instanceof BackendError) await this.conversations.reload(conversation.id);
+      return false;
+    } finally {
+      this.streaming = false;
+      this.streamingId = null;
+      this.stopping = false;
+      if (!finished) this.live = this.live && { ...this.live };
+      await this.conversations.refresh();
+      // The first message names the conversation: show the new title.
+      const listed = this.conversations.conversations.find((c) => c.id === conversation.id);
+      const current = this.conversations.current;
+      if (listed && current?.id === conversation.id) current.title = listed.title;
+    }
+  }
+
+  /** Apply one streamed event of `conversationId`; true when the answer is finished. */
+  private apply(conversationId: string, action: ChatAction, event: ChatEvent): boolean {
+    // Numbers and the model follow the answer wherever the user is; messages only when its
+    // conversation is open.
+    const open = this.conversations.current;
+    const conversation = open?.id === conversationId ? open : null;
+    switch (event.event) {
+      case 'started': {
+        this.promptTokens = event.data.prompt_tokens;
+        this.session.contextLimit = event.data.context_limit;
+        this.trimmedMessages = event.data.trimmed_messages;
+        if (event.data.model) this.session.answeredWith(event.data.model);
+        // A new conversation is listed (under its first message) as soon as its answer starts.
+        if (action.kind === 'send') void this.conversations.refresh();
+        if (!conversation) return false;
+        const { user_message, assistant_message } = event.data;
+        let messages = conversation.messages;
+        if (action.kind === 'regenerate') {
+          // The answers written again become earlier versions of the new one (as the backend
+          // keeps them), each after its own earlier versions.
+          const kept: AnswerVersion[] = [];
+          const earlier = conversation.versions ?? [];
+          let at = messages.length;
+          while (at > 0 && messages[at - 1].role === 'assistant') at--;
+          for (const old of messages.slice(at)) {
+            kept.push(...earlier.filter((v) => v.message_id === old.id));
+            if (old.content.trim()) kept.push({ message_id: old.id, content: old.content, state: old.state, receipt: old.receipt, created_at: old.created_at });
+          }
+          const replaced = new Set(messages.slice(at).map((m) => m.id));
+          conversation.versions = [
+            ...earlier.filter((v) => !replaced.has(v.message_id)),
+            ...kept.map((v) => ({ ...v, message_id: assistant_message.id })),
+          ];
+          messages = messages.slice(0, at);
+        } else if (action.kind === 'edit') {
+          const at = messages.findIndex((m) => m.id === action.message_id);
+          if (at >= 0) messages = messages.slice(0, at);
+        }
+        conversation.messages = [...messages, ...(user_message ? [user_message] : []), assistant_message];
+        return false;
+      }
+      case 'token': {
+        const last = conversation?.messages[conversation.messages.length - 1];
+        if (last && last.role === 'assistant') last.content += event.data.text;
+        return false;
+      }
+      case 'stats':
+        this.live = event.data;
+        return false;
+      case 'fallback': {
+        const last = conversation?.messages[conversation.messages.length - 1];
+        if (last && last.role === 'assistant') this.fallbacks = { ...this.fallbacks, [last.id]: event.data.reason };
+        return false;
+      }
+      case 'done': {
+        const r = event.data.message.receipt;
+        if (r) {
+          this.live = liveFromReceipt(r);
+          this.promptTokens = r.prompt_tokens;
+        }
+        if (!conversation) return true;
+        const index = conversation.messages.findIndex((m) => m.id === event.data.message.id);
+        const at = index >= 0 ? index : conversation.messages.length - 1;
+        if (at >= 0) conversation.messages[at] = event.data.message;
+        return true;
+      }
+      case 'error': {
+        const last = conversation?.messages[conversation.messages.length - 1];
+        if (last && last.role === 'assistant') {
+          last.state = 'error';
+          this.answerErrors = { ...this.answerErrors, [last.id]: event.data.message };
+        } else {
+          this.composerError = plainError(event.data.message).summary;
+        }
+        return true;
+      }
+    }
+  }
+}

@@ -1,0 +1,221 @@
+import { describe, expect, it } from 'vitest';
+import { AnswerStream, CONTINUE_TEXT, messageLength, validateMessage } from './answer.svelte';
+import { ConversationList } from './conversations.svelte';
+import { ModelSession } from './session.svelte';
+import { Notifications } from './notifications.svelte';
+import { Shell } from './shell.svelte';
+import type { Api } from './api';
+import type { ChatAction, ChatEvent, Conversation, Message } from './types';
+
+const settings = {
+  system_prompt: '',
+  sampling: { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 },
+  max_tokens: 64,
+  enable_thinking: null,
+};
+
+function message(id: number, role: 'user' | 'assistant', content: string): Message {
+  return { id, role, content, state: 'complete', receipt: null, created_at: 0 };
+}
+
+/** A fake backend whose startAnswer replays the given events. */
+function fakeApi(events: (action: ChatAction) => ChatEvent[]): Api {
+  const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [], versions: [] };
+  return {
+    createConversation: async () => structuredClone(conversation),
+    getConversation: async () => structuredClone(conversation),
+    listConversations: async () => [],
+    startAnswer: async (_id: string, action: ChatAction, onEvent: (e: ChatEvent) => void) => {
+      for (const e of events(action)) onEvent(e);
+    },
+  } as unknown as Api;
+}
+
+/** The stores as main.ts wires them, over `api`. */
+function stores(api: Api) {
+  const notifications = new Notifications();
+  const shell = new Shell();
+  const session = new ModelSession(api, notifications);
+  const conversations = new ConversationList(api, notifications, (): boolean => answer.streaming);
+  const answer = new AnswerStream(api, conversations, session, notifications);
+  conversations.onShow(() => shell.showChat());
+  return { notifications, shell, session, conversations, answer };
+}
+
+describe('validateMessage', () => {
+  it('refuses empty and over-long messages with a reason', () => {
+    expect(validateMessage('  ', 10)).toBe('Type a message first.');
+    expect(validateMessage('x'.repeat(11), 10)).toContain('at most 10');
+    expect(validateMessage('hello', 10)).toBeNull();
+  });
+
+  it('counts characters as the backend does: an emoji is one, not two UTF-16 units', () => {
+    expect(messageLength('🦀🦀')).toBe(2);
+    expect(validateMessage('🦀'.repeat(10), 10)).toBeNull();
+    expect(validateMessage('🦀'.repeat(11), 10)).toContain('11 characters');
+  });
+});
+
+describe('AnswerStream', () => {
+  it('streams tokens into the answer and keeps the receipt', async () => {
+    const receipt = {
+      model_name: 'demo', model_sha256: null, backend: 'cpu', device: 'cpu', prompt_tokens: 7, generated_tokens: 2,
+      ttft_secs: 0.1, decode_secs: 0.1, tokens_per_second: 10, stop_reason: 'end of turn', trimmed_messages: 0, finished_at: 0,
+    };
+    const { answer, conversations, session } = stores(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'token', data: { text: 'Hel' } },
+        { event: 'token', data: { text: 'lo' } },
+        { event: 'stats', data: { generated_tokens: 2, ttft_secs: 0.1, tokens_per_second: 9, elapsed_secs: 0.3 } },
+        { event: 'done', data: { message: { ...message(2, 'assistant', 'Hello'), receipt: receipt as never } } },
+      ]),
+    );
+    expect(await answer.send('hi')).toBe(true);
+    expect(conversations.current?.messages.map((m) => m.content)).toEqual(['hi', 'Hello']);
+    expect(answer.live?.tokens_per_second).toBe(10);
+    expect(answer.streaming).toBe(false);
+    expect(session.contextLimit).toBe(512);
+  });
+
+  it('shows a streamed error and stops streaming', async () => {
+    const { answer, conversations } = stores(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'error', data: { code: 'model', message: 'The model stopped with an error.' } },
+      ]),
+    );
+    await answer.send('hi');
+    // The error is shown under the answer that failed, not at the top of the window.
+    expect(answer.answerErrors[2]).toBe('The model stopped with an error.');
+    expect(conversations.current?.messages[1].state).toBe('error');
+    expect(answer.streaming).toBe(false);
+  });
+
+  it('does not send an empty message, and says why under the composer', async () => {
+    const { answer } = stores(fakeApi(() => []));
+    expect(await answer.send('   ')).toBe(false);
+    expect(answer.composerError).toBe('Type a message first.');
+  });
+
+  it('creates a conversation only on the first send', async () => {
+    let created = 0;
+    const api = fakeApi(() => []);
+    const create = api.createConversation;
+    api.createConversation = async () => {
+      created++;
+      return create();
+    };
+    const { answer, conversations } = stores(api);
+    conversations.startNew();
+    conversations.startNew();
+    expect(created).toBe(0);
+    expect(conversations.current).toBeNull();
+    await answer.send('hello');
+    expect(created).toBe(1);
+    expect(conversations.current?.id).toBe('c1');
+  });
+
+  it('keeps a failed message as the draft of its conversation only, once', async () => {
+    const api = fakeApi(() => []);
+    api.startAnswer = async () => {
+      throw new Error('your message is too long for this model');
+    };
+    const { answer, conversations } = stores(api);
+    expect(await answer.send('Too long')).toBe(false);
+    expect(answer.composerError).toBe('Your message is too long for this model');
+    expect(conversations.drafts['c1']).toBe('Too long');
+    conversations.setDraft('', 'c1'); // the user empties the box: nothing refills it
+    expect(conversations.drafts['c1']).toBe('');
+    conversations.startNew();
+    expect(conversations.drafts[conversations.draftKey] ?? '').toBe('');
+    expect(answer.composerError).toBeNull();
+  });
+
+  it('notes a fallback to the processor next to that answer', async () => {
+    const { answer } = stores(
+      fakeApi(() => [
+        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu', model: null as never } },
+        { event: 'done', data: { message: message(2, 'assistant', 'ok') } },
+      ]),
+    );
+    await answer.send('hi');
+    expect(answer.fallbacks[2]).toBe('The NPU stopped answering.');
+  });
+
+  it('keeps a regenerated answer as an earlier version of the new one', async () => {
+    let round = 0;
+    const { answer, conversations } = stores(
+      fakeApi((action) => {
+        round++;
+        const reply = message(round * 10, 'assistant', '');
+        const events: ChatEvent[] = [
+          { event: 'started', data: { user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: reply, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+          { event: 'done', data: { message: { ...reply, content: `answer ${round}` } } },
+        ];
+        return events;
+      }),
+    );
+    await answer.send('q');
+    await answer.regenerate();
+    await answer.regenerate();
+    expect(conversations.current?.messages.map((m) => m.content)).toEqual(['q', 'answer 3']);
+    expect(conversations.current?.versions?.map((v) => [v.message_id, v.content])).toEqual([
+      [30, 'answer 1'],
+      [30, 'answer 2'],
+    ]);
+  });
+
+  it('Continue asks the model to go on, as a message of its own', async () => {
+    const sent: ChatAction[] = [];
+    const { answer } = stores(
+      fakeApi((action) => {
+        sent.push(action);
+        return [];
+      }),
+    );
+    await answer.continueAnswer();
+    expect(sent).toEqual([{ kind: 'send', content: CONTINUE_TEXT }]);
+  });
+});
+
+describe('ConversationList', () => {
+  it('keeps the list order when a conversation is renamed', async () => {
+    const api = { renameConversation: async () => {} } as unknown as Api;
+    const { conversations } = stores(api);
+    const summary = (id: string, title: string) => ({ id, title, created_at: 0, updated_at: 0, message_count: 2, snippet: null });
+    conversations.conversations = [summary('a', 'First'), summary('b', 'Second')];
+    await conversations.rename('b', 'Renamed');
+    expect(conversations.conversations.map((c) => c.title)).toEqual(['First', 'Renamed']);
+  });
+
+  it('shows the chat and asks for the message box focus on a new or opened conversation', async () => {
+    const { conversations, shell } = stores(fakeApi(() => []));
+    shell.view = 'settings';
+    const before = shell.focusRequest;
+    conversations.startNew();
+    expect(shell.focusRequest).toBe(before + 1);
+    expect(shell.view).toBe('chat');
+    shell.view = 'models';
+    await conversations.open('c1');
+    expect(shell.focusRequest).toBe(before + 2);
+    expect(shell.view).toBe('chat');
+  });
+
+  it('keeps the conversations while an answer is written', async () => {
+    let deleted = 0;
+    const api = {
+      ...fakeApi(() => []),
+      startAnswer: () => new Promise<void>(() => {}),
+      listConversations: async () => [{ id: 'c1', title: 't', created_at: 0, updated_at: 0, message_count: 1, snippet: null }],
+      deleteConversation: async () => void deleted++,
+    } as unknown as Api;
+    const { answer, conversations, notifications } = stores(api);
+    void answer.send('hi');
+    while (!answer.streaming) await new Promise((resolve) => setTimeout(resolve, 0));
+    await conversations.deleteAll();
+    expect(deleted).toBe(0);
+    expect(notifications.toasts.map((t) => t.level)).toEqual(['warning']);
+  });
+});
