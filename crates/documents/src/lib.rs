@@ -1,6 +1,18 @@
 //! The user's own files: their text, extracted per format with the place each part came from
-//! (`extract`), split into passages, indexed and searched so that an answer can cite them.
+//! (`extract`), cut into passages that keep their character ranges (`passages`), stored in the
+//! library's database with a keyword (FTS5) and a vector index (`library`, filled by `index`),
+//! and searched so that an answer can cite them (`search`).
 
+pub mod embedding;
 pub mod extract;
+pub mod index;
+pub mod library;
+pub mod passages;
+pub mod search;
 
+pub use embedding::EmbeddingModel;
 pub use extract::{extract, ExtractError, ExtractLimits, Extracted, Format, Place, Section};
+pub use index::{index, FileReport, IndexReport, IndexSettings, Outcome, Progress, Stage};
+pub use library::{Document, DocumentId, Library, LibraryError};
+pub use passages::PassageLimits;
+pub use search::{search, Hit, Ranking};

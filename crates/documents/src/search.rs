@@ -1,0 +1,356 @@
+//! Retrieval: the passages of some documents that best answer a question.
+//!
+//! - Keyword: FTS5's `bm25()` over the trigram index. The question becomes an OR of its words
+//!   (English function words dropped), each matched as a substring, so "install" also finds
+//!   "installation"; a run of CJK characters, written without spaces, becomes its overlapping
+//!   three-character pieces. A question with no piece of three characters or more (a one- or
+//!   two-character Chinese word, which the trigram index cannot look up) is answered by a
+//!   substring scan of the documents' passages instead, ranked by how many of its words a
+//!   passage holds.
+//! - Semantic: the question's vector against every stored passage vector of the same model
+//!   (a dot product of unit vectors is their cosine).
+//! - Combined: reciprocal rank fusion of the two lists (score = Σ 1 / (60 + rank)).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use rusqlite::params;
+
+use crate::embedding::EmbeddingModel;
+use crate::extract::Place;
+use crate::library::PASSAGE_COLUMNS;
+use crate::library::{passage_row, vector_from_bytes, DocumentId, Library, LibraryError};
+use crate::passages::is_cjk;
+
+/// How passages are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// BM25 over the keyword index only; needs no model.
+    Keyword,
+    /// Cosine similarity of embeddings only.
+    Semantic,
+    /// Both, fused by reciprocal rank.
+    Combined,
+}
+
+/// One passage found for a question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub document: DocumentId,
+    /// The document's path.
+    pub path: PathBuf,
+    pub title: Option<String>,
+    /// Where in the document: page, heading or the whole file.
+    pub place: Place,
+    /// Characters `char_start..char_end` of its section's text.
+    pub char_start: usize,
+    pub char_end: usize,
+    pub text: String,
+    /// The ranking's score, higher is better: -bm25 for keyword, the cosine for semantic, the
+    /// fused reciprocal-rank sum for combined.
+    pub score: f64,
+    /// Its rank (from 1) in the keyword list and in the semantic list, where it was in them.
+    pub keyword_rank: Option<usize>,
+    pub semantic_rank: Option<usize>,
+}
+
+/// How many passages each list contributes to the fusion.
+const FUSION_DEPTH: usize = 50;
+/// Reciprocal rank fusion's constant (Cormack et al. 2009).
+const RRF_K: f64 = 60.0;
+
+/// The `limit` passages of `documents` that best answer `question`. `Semantic` and `Combined`
+/// need `embedder` (without one, `Combined` falls back to keywords alone and `Semantic` finds
+/// nothing); passages not embedded yet are found by keyword only.
+pub fn search(
+    library: &Library,
+    question: &str,
+    documents: &[DocumentId],
+    ranking: Ranking,
+    embedder: Option<&dyn EmbeddingModel>,
+    limit: usize,
+) -> Result<Vec<Hit>, LibraryError> {
+    let depth = limit.max(FUSION_DEPTH);
+    let keyword = match ranking {
+        Ranking::Semantic => Vec::new(),
+        _ => keyword_ranking(library, question, documents, depth)?,
+    };
+    let semantic = match (ranking, embedder) {
+        (Ranking::Keyword, _) | (_, None) => Vec::new(),
+        (_, Some(embedder)) => semantic_ranking(library, question, documents, embedder, depth)?,
+    };
+    let mut scored: Vec<(i64, f64, Option<usize>, Option<usize>)> = match ranking {
+        Ranking::Keyword => keyword
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| (id, score, Some(i + 1), None))
+            .collect(),
+        Ranking::Semantic => semantic
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| (id, score, None, Some(i + 1)))
+            .collect(),
+        Ranking::Combined => {
+            let mut fused: HashMap<i64, (f64, Option<usize>, Option<usize>)> = HashMap::new();
+            for (i, &(id, _)) in keyword.iter().enumerate() {
+                let entry = fused.entry(id).or_default();
+                entry.0 += 1.0 / (RRF_K + (i + 1) as f64);
+                entry.1 = Some(i + 1);
+            }
+            for (i, &(id, _)) in semantic.iter().enumerate() {
+                let entry = fused.entry(id).or_default();
+                entry.0 += 1.0 / (RRF_K + (i + 1) as f64);
+                entry.2 = Some(i + 1);
+            }
+            let mut fused: Vec<_> = fused
+                .into_iter()
+                .map(|(id, (score, k, s))| (id, score, k, s))
+                .collect();
+            // Ties (same fused score) keep the keyword order, then the passage order.
+            fused.sort_by(|a, b| {
+                b.1.total_cmp(&a.1)
+                    .then(a.2.unwrap_or(usize::MAX).cmp(&b.2.unwrap_or(usize::MAX)))
+                    .then(a.0.cmp(&b.0))
+            });
+            fused
+        }
+    };
+    scored.truncate(limit);
+    hits(library, &scored)
+}
+
+/// The passages for these scored ids, with their documents, in the same order.
+fn hits(
+    library: &Library,
+    scored: &[(i64, f64, Option<usize>, Option<usize>)],
+) -> Result<Vec<Hit>, LibraryError> {
+    let err = |e| library.err(e);
+    let mut passage = library
+        .conn
+        .prepare_cached(&format!("{PASSAGE_COLUMNS} WHERE p.id = ?1"))
+        .map_err(err)?;
+    let mut document = library
+        .conn
+        .prepare_cached("SELECT path, title FROM documents WHERE id = ?1")
+        .map_err(err)?;
+    let mut hits = Vec::with_capacity(scored.len());
+    for &(id, score, keyword_rank, semantic_rank) in scored {
+        let p = passage.query_row([id], passage_row).map_err(err)?;
+        let (path, title): (String, Option<String>) = document
+            .query_row([p.document], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(err)?;
+        hits.push(Hit {
+            document: p.document,
+            path: PathBuf::from(path),
+            title,
+            place: p.place,
+            char_start: p.char_start,
+            char_end: p.char_end,
+            text: p.text,
+            score,
+            keyword_rank,
+            semantic_rank,
+        });
+    }
+    Ok(hits)
+}
+
+/// English words too common to say what a question is about.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had",
+    "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not",
+    "of", "on", "one", "or", "our", "should", "so", "some", "such", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "too", "use", "used", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your",
+];
+
+/// A question's words for the keyword index: `long` ones (three characters or more) go to
+/// FTS5; `short` ones can only be found by a substring scan.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Terms {
+    long: Vec<String>,
+    short: Vec<String>,
+}
+
+fn terms(question: &str) -> Terms {
+    let mut terms = Terms::default();
+    let mut word = String::new();
+    let mut cjk = String::new();
+    let flush_word = |word: &mut String, terms: &mut Terms| {
+        let w = word.to_lowercase();
+        word.clear();
+        if w.is_empty() || STOPWORDS.contains(&w.as_str()) {
+            return;
+        }
+        if w.chars().count() >= 3 {
+            terms.long.push(w);
+        } else {
+            terms.short.push(w);
+        }
+    };
+    let flush_cjk = |run: &mut String, terms: &mut Terms| {
+        let chars: Vec<char> = run.chars().collect();
+        run.clear();
+        match chars.len() {
+            0 => {}
+            1 | 2 => terms.short.push(chars.iter().collect()),
+            _ => terms
+                .long
+                .extend(chars.windows(3).map(|w| w.iter().collect::<String>())),
+        }
+    };
+    for c in question.chars() {
+        if is_cjk(c) && c.is_alphanumeric() {
+            flush_word(&mut word, &mut terms);
+            cjk.push(c);
+        } else if c.is_alphanumeric() || c == '_' {
+            flush_cjk(&mut cjk, &mut terms);
+            word.push(c);
+        } else {
+            flush_word(&mut word, &mut terms);
+            flush_cjk(&mut cjk, &mut terms);
+        }
+    }
+    flush_word(&mut word, &mut terms);
+    flush_cjk(&mut cjk, &mut terms);
+    terms.long.sort();
+    terms.long.dedup();
+    terms.short.sort();
+    terms.short.dedup();
+    terms
+}
+
+/// `(passage id, -bm25)`, best first.
+fn keyword_ranking(
+    library: &Library,
+    question: &str,
+    documents: &[DocumentId],
+    depth: usize,
+) -> Result<Vec<(i64, f64)>, LibraryError> {
+    let err = |e| library.err(e);
+    let terms = terms(question);
+    let scope = scope_json(documents);
+    if !terms.long.is_empty() {
+        let query = terms
+            .long
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut statement = library
+            .conn
+            .prepare_cached(
+                "SELECT passages_fts.rowid, bm25(passages_fts) FROM passages_fts
+                 JOIN passages p ON p.id = passages_fts.rowid
+                 WHERE passages_fts MATCH ?1
+                   AND p.document_id IN (SELECT value FROM json_each(?2))
+                 ORDER BY bm25(passages_fts), passages_fts.rowid LIMIT ?3",
+            )
+            .map_err(err)?;
+        let rows = statement
+            .query_map(params![query, scope, depth as i64], |row| {
+                Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
+            })
+            .map_err(err)?;
+        return rows.collect::<Result<_, _>>().map_err(err);
+    }
+    if terms.short.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Only words of one or two characters: count, per passage, how many it holds.
+    let holds = terms
+        .short
+        .iter()
+        .map(|t| format!("(instr(lower(p.text), '{}') > 0)", t.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let mut statement = library
+        .conn
+        .prepare(&format!(
+            "SELECT p.id, {holds} AS held FROM passages p
+             WHERE p.document_id IN (SELECT value FROM json_each(?1)) AND held > 0
+             ORDER BY held DESC, p.id LIMIT ?2"
+        ))
+        .map_err(err)?;
+    let rows = statement
+        .query_map(params![scope, depth as i64], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?))
+        })
+        .map_err(err)?;
+    rows.collect::<Result<_, _>>().map_err(err)
+}
+
+/// `(passage id, cosine)`, best first.
+fn semantic_ranking(
+    library: &Library,
+    question: &str,
+    documents: &[DocumentId],
+    embedder: &dyn EmbeddingModel,
+    depth: usize,
+) -> Result<Vec<(i64, f64)>, LibraryError> {
+    let err = |e| library.err(e);
+    let query = embedder
+        .embed(&[question])
+        .map_err(|message| LibraryError::Embedding {
+            path: PathBuf::from("(the question)"),
+            message,
+        })?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let mut statement = library
+        .conn
+        .prepare_cached(
+            "SELECT v.passage_id, v.vector FROM vectors v JOIN passages p ON p.id = v.passage_id
+             WHERE v.model = ?1 AND p.document_id IN (SELECT value FROM json_each(?2))",
+        )
+        .map_err(err)?;
+    let mut rows = statement
+        .query(params![embedder.model_id(), scope_json(documents)])
+        .map_err(err)?;
+    let mut scored = Vec::new();
+    while let Some(row) = rows.next().map_err(err)? {
+        let id: i64 = row.get(0).map_err(err)?;
+        let bytes = row.get_ref(1).map_err(err)?.as_blob().unwrap_or_default();
+        let vector = vector_from_bytes(bytes);
+        let cosine: f32 = vector.iter().zip(&query).map(|(a, b)| a * b).sum();
+        scored.push((id, cosine as f64));
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(depth);
+    Ok(scored)
+}
+
+fn scope_json(documents: &[DocumentId]) -> String {
+    format!(
+        "[{}]",
+        documents
+            .iter()
+            .map(|id| id.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn english_questions_keep_their_content_words() {
+        let t = terms("How do I remove a package, completely?");
+        assert_eq!(t.long, ["completely", "package", "remove"]);
+        assert!(t.short.is_empty(), "{:?}", t.short);
+    }
+
+    #[test]
+    fn chinese_questions_become_overlapping_trigrams() {
+        let t = terms("如何安装软件包？");
+        assert_eq!(t.long, ["何安装", "如何安", "安装软", "装软件", "软件包"]);
+        let short = terms("安装");
+        assert!(short.long.is_empty(), "two characters are below a trigram");
+        assert_eq!(short.short, ["安装"]);
+    }
+}
