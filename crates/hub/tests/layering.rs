@@ -22,6 +22,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "hearth-cli",
         &[
             "hearth-chat",
+            "hearth-documents",
             "hearth-engine",
             "hearth-hub",
             "hearth-npu",
@@ -30,6 +31,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("hearth-server", &["hearth-chat", "hearth-engine"]),
+    // DESIGN draws app -> chat, backends, documents, hub, npu. The engine arrow is here until
+    // chat and backends pass on the engine types in their own APIs (ChatMessage, LoadOptions,
+    // SamplingParams) and the chat template check.
+    (
+        "hearth-app",
+        &[
+            "hearth-backends",
+            "hearth-chat",
+            "hearth-engine",
+            "hearth-hub",
+            "hearth-npu",
+        ],
+    ),
     (
         "hearth-chat",
         &["hearth-engine", "hearth-hub", "hearth-npu"],

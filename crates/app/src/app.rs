@@ -1,0 +1,228 @@
+//! [`App`]: what every front end shares while it runs: its [`Home`], the conversation
+//! database, the model in use, the flags that guard and stop an answer, and notices for the
+//! user. Cheap to clone (everything is behind `Arc`), so each request can carry one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+use hearth_chat::conversations::ConversationStore;
+use hearth_hub::{BuiltinKind, DownloadControl};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::home::Home;
+use crate::models;
+use crate::session::Session;
+
+/// How important a notice is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum NoticeLevel {
+    /// Good to know.
+    Info,
+    /// Something needs attention.
+    Warning,
+    /// Something failed.
+    Error,
+}
+
+/// A message shown to the user once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Notice {
+    /// Importance.
+    pub level: NoticeLevel,
+    /// Plain words.
+    pub message: String,
+}
+
+/// The app's shared state.
+#[derive(Clone)]
+pub struct App {
+    /// Where things live.
+    pub home: Arc<Home>,
+    /// Conversations.
+    pub store: Arc<Mutex<ConversationStore>>,
+    /// The model in use (locked for the whole of an answer).
+    pub model: Arc<Mutex<Option<Session>>>,
+    /// The last model load error, for the UI.
+    pub model_error: Arc<Mutex<Option<String>>>,
+    /// Set while an answer is being written.
+    pub busy: Arc<AtomicBool>,
+    /// Set by Stop; checked between tokens.
+    pub cancel: Arc<AtomicBool>,
+    /// Notices collected at start (database recovered, demo model in use).
+    pub notices: Arc<Mutex<Vec<Notice>>>,
+    /// Processor threads for the next model opened (the Threads setting; None: automatic).
+    pub cpu_threads: Arc<Mutex<Option<usize>>>,
+    /// Downloads running now, by model name (pause and cancel flip their control).
+    pub downloads: Arc<Mutex<HashMap<String, DownloadControl>>>,
+    /// The power sources, found on first reading and kept so CPU use is measured between
+    /// readings.
+    pub power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
+}
+
+/// Lock a mutex, recovering from a panic in another holder (the data stays usable).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl App {
+    /// Opens the conversation database in `home` (recovering from damage; a notice says so)
+    /// and clears, off this thread, what interrupted imports left in the models folder.
+    pub fn open(home: Home) -> Result<Self> {
+        let (store, recovery) = ConversationStore::open(&home.conversations_db())?;
+        let models = home.store();
+        std::thread::spawn(move || {
+            let freed = models.clear_abandoned_imports();
+            if freed > 0 {
+                tracing::info!("cleared {freed} bytes left by interrupted imports");
+            }
+        });
+        let mut notices = Vec::new();
+        if let Some(r) = recovery {
+            notices.push(Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "Your saved conversations could not be read ({}), so Hearth started a new, empty list. The old file is kept at {} in case it can be rescued.",
+                    r.reason,
+                    r.backup.display()
+                ),
+            });
+        }
+        Ok(Self {
+            home: Arc::new(home),
+            store: Arc::new(Mutex::new(store)),
+            model: Arc::new(Mutex::new(None)),
+            model_error: Arc::new(Mutex::new(None)),
+            busy: Arc::new(AtomicBool::new(false)),
+            cancel: Arc::new(AtomicBool::new(false)),
+            notices: Arc::new(Mutex::new(notices)),
+            cpu_threads: Arc::new(Mutex::new(None)),
+            downloads: Arc::default(),
+            power: Arc::default(),
+        })
+    }
+
+    /// Add a notice.
+    pub fn notify(&self, level: NoticeLevel, message: impl Into<String>) {
+        lock(&self.notices).push(Notice {
+            level,
+            message: message.into(),
+        });
+    }
+
+    /// The notices not yet shown; each is handed over once.
+    pub fn take_notices(&self) -> Vec<Notice> {
+        std::mem::take(&mut *lock(&self.notices))
+    }
+
+    /// Sets the processor threads for the next model opened (None: one per physical core).
+    pub fn set_cpu_threads(&self, threads: Option<usize>) {
+        *lock(&self.cpu_threads) = threads;
+    }
+
+    /// Claims the right to write an answer (one at a time); the guard gives it back.
+    pub fn begin_answer(&self) -> Result<BusyGuard> {
+        self.busy
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| {
+                Error::new(
+                    ErrorCode::Busy,
+                    "An answer is already being written. Wait for it, or press Stop first.",
+                )
+            })?;
+        Ok(BusyGuard {
+            busy: Arc::clone(&self.busy),
+            cancel: Arc::clone(&self.cancel),
+        })
+    }
+
+    /// Whether an answer is being written.
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Asks the answer being written to stop. A stop that arrives before the answer's first
+    /// token still stops it; with no answer running it does nothing.
+    pub fn request_stop(&self) {
+        if self.is_busy() {
+            self.cancel.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether Stop was pressed during this answer.
+    pub fn stop_requested(&self) -> bool {
+        self.cancel.load(Ordering::Acquire)
+    }
+
+    /// The model slot, to replace what it holds; refused while an answer is being written.
+    pub fn claim_model(&self) -> Result<MutexGuard<'_, Option<Session>>> {
+        self.model.try_lock().map_err(|_| {
+            Error::new(
+                ErrorCode::Busy,
+                "The model is busy writing an answer. Stop it or wait, then try again.",
+            )
+        })
+    }
+
+    /// Puts `session` in use in place of the current model, and clears the last load error.
+    pub(crate) fn install(&self, slot: &mut Option<Session>, session: Session) {
+        *slot = Some(session);
+        *lock(&self.model_error) = None;
+    }
+
+    /// Records why no model could be opened, for the UI, and returns it as an error.
+    pub(crate) fn model_failed(&self, code: ErrorCode, message: String) -> Error {
+        *lock(&self.model_error) = Some(message.clone());
+        Error::new(code, message)
+    }
+
+    /// Opens the start model if none is open yet: the registry's default, else the first
+    /// registered model, else the built-in model (and a notice says what that is). It opens
+    /// where [`crate::session::best_backend`] says; when the NPU fails to load it, on the
+    /// processor.
+    pub fn ensure_model(&self, progress: &crate::npu::Progress) -> Result<()> {
+        if lock(&self.model).is_some() {
+            return Ok(());
+        }
+        let all = models::local_models(&self.home);
+        let Some(entry) = models::pick_start_model(&all) else {
+            return Err(self.model_failed(
+                ErrorCode::NoModel,
+                "No model is available: nothing is downloaded and the model that comes with Hearth is missing. Open Models to download one.".into(),
+            ));
+        };
+        self.open_local(&entry, None, false, progress)?;
+        let notice = match entry.builtin {
+            _ if all.len() > 1 => None,
+            Some(BuiltinKind::Starter) => Some(
+                "No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it. It answers offline but makes many mistakes. Open Models to download a bigger one for good answers.",
+            ),
+            Some(BuiltinKind::Demo) => Some(
+                "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.",
+            ),
+            None => None,
+        };
+        if let Some(message) = notice {
+            self.notify(NoticeLevel::Info, message);
+        }
+        Ok(())
+    }
+}
+
+/// Clears the busy and stop flags when the answer ends (also on panic).
+pub struct BusyGuard {
+    busy: Arc<AtomicBool>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.cancel.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,96 @@
+//! The saved conversations as front ends use them: list and search, create with the default
+//! settings, open, rename, delete, change settings, export.
+
+use std::path::PathBuf;
+
+use hearth_chat::conversations::{Conversation, ConversationSummary};
+use hearth_chat::ConversationSettings;
+
+use crate::app::{lock, App};
+use crate::error::{Error, ErrorCode, Result};
+use crate::export::{self, ExportFormat};
+
+/// The longest conversation title, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest search query, in characters (longer ones are cut).
+pub const MAX_QUERY_CHARS: usize = 500;
+
+impl App {
+    /// Conversations, newest first; `query` filters by title and message text.
+    pub fn list_conversations(&self, query: &str) -> Result<Vec<ConversationSummary>> {
+        let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        Ok(lock(&self.store).list(&query)?)
+    }
+
+    /// Starts a new conversation with `settings` (the app's defaults for new ones).
+    pub fn create_conversation(&self, settings: &ConversationSettings) -> Result<Conversation> {
+        Ok(lock(&self.store).create(settings)?)
+    }
+
+    /// One conversation with its messages.
+    pub fn conversation(&self, id: &str) -> Result<Conversation> {
+        Ok(lock(&self.store).get(id)?)
+    }
+
+    /// Renames a conversation (the title is trimmed and cut to [`MAX_TITLE_CHARS`]).
+    pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(Error::invalid(
+                "A conversation needs a name. Type one, or press Escape to keep the old one.",
+            ));
+        }
+        let title: String = title.chars().take(MAX_TITLE_CHARS).collect();
+        Ok(lock(&self.store).rename(id, &title)?)
+    }
+
+    /// Deletes a conversation; refused while an answer is being written.
+    pub fn delete_conversation(&self, id: &str) -> Result<()> {
+        if self.is_busy() {
+            return Err(Error::new(
+                ErrorCode::Busy,
+                "An answer is being written. Stop it first, then delete the conversation.",
+            ));
+        }
+        Ok(lock(&self.store).delete(id)?)
+    }
+
+    /// Replaces a conversation's system prompt and sampling settings (clamped into range).
+    pub fn update_conversation_settings(
+        &self,
+        id: &str,
+        settings: ConversationSettings,
+    ) -> Result<()> {
+        Ok(lock(&self.store).update_settings(id, &settings.clamped())?)
+    }
+
+    /// Writes the conversation to a Markdown or JSON file: to `path` when it is a file the
+    /// user chose (in a save dialog that asked before replacing); under a new name (never
+    /// replacing a file) in `path` when it is a folder, or else in the exports folder. Returns
+    /// the path written.
+    pub fn export_conversation(
+        &self,
+        id: &str,
+        format: ExportFormat,
+        path: Option<PathBuf>,
+    ) -> Result<PathBuf> {
+        let conversation = self.conversation(id)?;
+        let (written, target) = match path {
+            Some(path) if !path.is_dir() => (export::write_to(&path, &conversation, format), path),
+            Some(dir) => (export::write(&dir, &conversation, format), dir),
+            None => {
+                let dir = self.home.exports_dir();
+                (export::write(&dir, &conversation, format), dir)
+            }
+        };
+        written.map_err(|e| {
+            Error::new(
+                ErrorCode::Storage,
+                format!(
+                    "The export could not be written to {}: {e}. Choose another place.",
+                    target.display()
+                ),
+            )
+        })
+    }
+}

@@ -1,0 +1,39 @@
+//! Hearth's product core, shared by every front end (the desktop app, `hearth`, the server),
+//! with no Tauri, HTTP serving or UI in it. A front end parses its input, calls one function
+//! here, and shows the result or the [`Error`].
+//!
+//! - [`home`]: where Hearth keeps things (the one XDG resolution) and the model store on it;
+//! - [`models`]: the models Hearth can open, with where each can run;
+//! - [`session`]: a model opened on a backend, and the one rule for the best backend;
+//! - [`app`]: the state a running front end shares ([`App`]: the conversation database, the
+//!   model in use, busy and stop flags, notices);
+//! - [`selection`]: choosing the model in use, and the app's status at start;
+//! - [`turn`]: one turn of a conversation: plan, stream, save;
+//! - [`conversations`], [`export`]: the saved conversations and their export files;
+//! - [`model_store`]: the Models area (catalog, downloads, import, remove, default);
+//! - [`npu`]: the NPU's status and power, loading onto it, its self-test and the comparison
+//!   with the processor; [`fidelity`] keeps the self-test results;
+//! - [`remote`]: the remote server's settings;
+//! - [`settings`]: the app-wide settings;
+//! - [`error`]: the one error every function returns, a code and a plain message.
+
+pub mod app;
+pub mod conversations;
+pub mod error;
+pub mod export;
+pub mod fidelity;
+pub mod home;
+pub mod model_store;
+pub mod models;
+pub mod npu;
+pub mod remote;
+pub mod selection;
+pub mod session;
+pub mod settings;
+pub mod turn;
+
+pub use app::App;
+pub use error::{Error, ErrorCode, Result};
+pub use home::Home;
+pub use models::LocalModel;
+pub use session::{best_backend, ModelStatus, Session};

@@ -1,0 +1,217 @@
+//! The models Hearth can open: the registry's (through [`Home::store`], the same list the
+//! Models view and the CLI use) and the built-in one, each with where it can run here.
+
+use std::path::PathBuf;
+
+use hearth_chat::{Availability, BackendKind};
+use hearth_hub::{BuiltinKind, BuiltinModel, InstalledModel};
+use serde::Serialize;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::fidelity::{self, SelftestSummary};
+use crate::home::Home;
+
+/// The weights files whose sha256 names a model's weights, in the order they are looked up.
+const WEIGHTS_FILES: [&str; 2] = ["model.q4nx", "model.safetensors"];
+
+/// sha256 of an installed model's weights, as the registry recorded it at install (None when
+/// it has no record, e.g. the built-in model).
+pub fn weights_sha256(installed: &InstalledModel) -> Option<String> {
+    WEIGHTS_FILES
+        .iter()
+        .find_map(|f| installed.files.get(*f))
+        .map(|record| record.sha256.clone())
+}
+
+/// A model Hearth can open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LocalModel {
+    /// Its name in the registry.
+    pub name: String,
+    /// Its folder.
+    pub path: PathBuf,
+    /// Which model came with Hearth, when this is it (None for a model the user installed).
+    pub builtin: Option<BuiltinKind>,
+    /// The model Hearth opens at start.
+    pub is_default: bool,
+    /// sha256 of its weights from the registry, or for the built-in model from its folder's
+    /// record (None when it has none).
+    #[serde(skip)]
+    pub sha256: Option<String>,
+    /// Where it can run on this computer: Hearth's engine on the processor (every local
+    /// model), then the NPU through FastFlowLM, usable or with the reason why not.
+    pub backends: Vec<Availability>,
+    /// How the NPU's answers compared with the processor's, once the self-test has run.
+    pub selftest: Option<SelftestSummary>,
+}
+
+impl LocalModel {
+    /// Whether it can run on the NPU now.
+    pub fn runs_on_npu(&self) -> bool {
+        self.backends
+            .iter()
+            .any(|b| b.kind == BackendKind::Npu && b.usable)
+    }
+
+    /// Why it cannot run on the NPU (None when it can).
+    pub fn npu_reason(&self) -> Option<&str> {
+        self.backends
+            .iter()
+            .find(|b| b.kind == BackendKind::Npu)
+            .and_then(|b| b.reason.as_deref())
+    }
+
+    /// sha256 of the weights: the registry's record, or for a built-in model without one (the
+    /// demo, a few MB) the hash of its `model.q4nx`, computed now.
+    pub fn weights_sha256(&self) -> Option<String> {
+        self.sha256.clone().or_else(|| {
+            self.builtin
+                .is_some()
+                .then(|| hearth_hub::sha256_file(&self.path.join(WEIGHTS_FILES[0])).ok())
+                .flatten()
+                .map(|record| record.sha256)
+        })
+    }
+}
+
+/// The built-in model: it runs on the processor only (FastFlowLM runs registered models).
+fn builtin_entry(model: &BuiltinModel) -> LocalModel {
+    LocalModel {
+        name: model.name().into(),
+        path: model.folder.clone(),
+        builtin: Some(model.kind),
+        is_default: false,
+        sha256: model.sha256.clone(),
+        backends: vec![
+            Availability::usable(BackendKind::Cpu),
+            Availability::unusable(
+                BackendKind::Npu,
+                "the built-in model runs on the processor only: FastFlowLM runs downloaded models",
+            ),
+        ],
+        selftest: None,
+    }
+}
+
+/// Registered models (the default first, then as the registry lists them), then the built-in
+/// model. A registry that cannot be read lists only the built-in one, and the reason is logged.
+/// Where each can run on the NPU is FastFlowLM's verdict, known issues included
+/// (`hearth_backends::npu::registry_availabilities`).
+pub fn local_models(home: &Home) -> Vec<LocalModel> {
+    let store = home.store();
+    let installed = match store.list() {
+        Ok(list) => list,
+        Err(error) => {
+            tracing::warn!("models: the registry cannot be read: {error}");
+            return home.builtin.iter().map(builtin_entry).collect();
+        }
+    };
+    let registered: Vec<&str> = installed
+        .iter()
+        .filter(|m| !m.builtin)
+        .map(|m| m.name.as_str())
+        .collect();
+    let mut npu = if registered.is_empty() {
+        Vec::new()
+    } else {
+        hearth_backends::npu::registry_availabilities(&store.registry_path(), &registered)
+    }
+    .into_iter();
+    let mut models: Vec<LocalModel> = installed
+        .into_iter()
+        .map(|m| {
+            // The store lists a built-in model only when `home` has one.
+            if let Some(builtin) = home.builtin.as_ref().filter(|_| m.builtin) {
+                return LocalModel {
+                    is_default: m.is_default,
+                    ..builtin_entry(builtin)
+                };
+            }
+            let sha256 = weights_sha256(&m);
+            let npu = npu.next().expect("one availability per registered model");
+            let selftest = npu
+                .usable
+                .then(|| fidelity::load(&home.state_dir, &m.name, sha256.as_deref()))
+                .flatten()
+                .map(|saved| saved.summary());
+            LocalModel {
+                sha256,
+                name: m.name,
+                path: m.folder,
+                builtin: None,
+                is_default: m.is_default,
+                backends: vec![Availability::usable(BackendKind::Cpu), npu],
+                selftest,
+            }
+        })
+        .collect();
+    // The built-in model last: a downloaded model is the better start.
+    models.sort_by_key(|m| (!m.is_default, m.builtin.is_some()));
+    models
+}
+
+/// The local model called `name` (the registry's, or the built-in one).
+pub fn local_model(home: &Home, name: &str) -> Result<LocalModel> {
+    local_models(home)
+        .into_iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are, or `hearth list`."),
+            )
+        })
+}
+
+/// The model to open at start: the registry's default, else the first registered one, else the
+/// built-in model.
+pub fn pick_start_model(models: &[LocalModel]) -> Option<LocalModel> {
+    models
+        .iter()
+        .find(|m| m.is_default)
+        .or_else(|| models.first())
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_models_come_before_the_demo_and_unregistered_folders_are_not_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let demo = dir.path().join("demo-src");
+        std::fs::create_dir_all(&demo).unwrap();
+        std::fs::write(demo.join("config.json"), "{}").unwrap();
+        let home = Home {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+            state_dir: dir.path().join("state"),
+            builtin: Some(BuiltinModel {
+                kind: BuiltinKind::Demo,
+                folder: demo,
+                sha256: None,
+            }),
+            system_root: PathBuf::from("/"),
+        };
+        let models = local_models(&home);
+        assert_eq!(models.len(), 1, "only the demo when nothing is installed");
+        assert_eq!(models[0].builtin, Some(BuiltinKind::Demo));
+        // A folder under models/ that the registry does not name is not a model (the store's
+        // rule: it is a leftover), even with a config.json.
+        let stray = home.data_dir.join("models/half-copied");
+        std::fs::create_dir_all(&stray).unwrap();
+        std::fs::write(stray.join("config.json"), "{}").unwrap();
+        let models = local_models(&home);
+        assert_eq!(
+            models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+            ["demo"]
+        );
+        assert_eq!(pick_start_model(&models).unwrap().name, "demo");
+        assert_eq!(
+            local_model(&home, "gone").unwrap_err().code,
+            ErrorCode::NotFound
+        );
+    }
+}
