@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use hearth_chat::CpuBackend;
+//! use hearth_backends::CpuBackend;
 //! use hearth_server::{AppState, ServerOptions};
 //! let backend = CpuBackend::open("models/demo".as_ref(), "demo", &Default::default(), None)?;
 //! backend.require_chat()?;
@@ -29,10 +29,12 @@ mod completions;
 mod connections;
 mod error;
 mod guard;
+mod held;
 mod keep_alive;
 mod models;
 pub mod ollama;
 pub mod openai;
+mod running;
 mod state;
 mod worker;
 
@@ -48,7 +50,9 @@ use axum::{middleware, Router};
 
 pub use catalog::{LocalModel, LocalModels};
 pub use error::{Api, AppError, Error, OllamaError};
+pub use held::{HeldModel, Unavailable};
 pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
+pub use running::{start, RunningServer, OLLAMA_PORT};
 pub use state::{
     AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,
