@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
-use hearth_chat::remote::RemoteConfig;
+use hearth_backends::remote::RemoteConfig;
 use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, BackendKind, Input, LiveStats};
 use hearth_engine::ChatMessage;
 use hearth_hub::BuiltinKind;
@@ -322,11 +322,12 @@ pub fn run(
         text: String::new(),
         start_error: None,
     };
+    let sensors = hearth_backends::Sensors::new(&state.paths.system_root);
     let request = || AnswerRequest {
         input: Input::Chat(plan.messages.clone()),
         options: conversation.settings.chat_options(),
         stops: Vec::new(),
-        telemetry_root: Some(&state.paths.system_root),
+        power: Some(&sensors),
         trim_to_fit: true,
     };
     let mut result = turn.write(loaded, request(), emit);

@@ -45,9 +45,9 @@ impl From<hearth_chat::BackendError> for CommandError {
     }
 }
 
-impl From<hearth_chat::remote::RemoteConfigError> for CommandError {
-    fn from(error: hearth_chat::remote::RemoteConfigError) -> Self {
-        use hearth_chat::remote::RemoteConfigError;
+impl From<hearth_backends::remote::RemoteConfigError> for CommandError {
+    fn from(error: hearth_backends::remote::RemoteConfigError) -> Self {
+        use hearth_backends::remote::RemoteConfigError;
         match error {
             RemoteConfigError::BadUrl(message) => Self::invalid(message),
             other => Self::new("storage", other.to_string()),

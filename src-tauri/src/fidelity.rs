@@ -1,4 +1,4 @@
-//! The NPU self-test's results, kept per model: the app runs `hearth_chat::selftest` once for
+//! The NPU self-test's results, kept per model: the app runs `hearth_backends::selftest` once for
 //! each model it loads onto the NPU (and again after FastFlowLM is updated) and shows in the
 //! Models view whether the NPU's answers match Hearth's CPU engine.
 //!
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hearth_chat::selftest::FidelityReport;
+use hearth_backends::selftest::FidelityReport;
 use serde::{Deserialize, Serialize};
 
 /// What the Models view shows about a model's self-test.
@@ -123,7 +123,7 @@ pub fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hearth_chat::selftest::PromptAgreement;
+    use hearth_backends::selftest::PromptAgreement;
 
     fn prompt(agreeing_tokens: usize, same: bool) -> PromptAgreement {
         PromptAgreement {

@@ -4,9 +4,10 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use hearth_chat::npu::NpuEvent;
-use hearth_chat::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
-use hearth_chat::{AnswerRequest, Backend, BackendKind, CpuBackend, Input, Receipt};
+use hearth_backends::npu::NpuEvent;
+use hearth_backends::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
+use hearth_backends::CpuBackend;
+use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 use serde::Serialize;
 
@@ -302,11 +303,12 @@ pub fn compare(
 
 /// One greedy answer to `prompt`, with its receipt (energy read while it runs).
 fn run_once(state: &AppState, backend: &mut dyn Backend, prompt: &str) -> Run {
+    let sensors = hearth_backends::Sensors::new(&state.paths.system_root);
     let request = AnswerRequest {
         input: Input::Chat(vec![ChatMessage::new(Role::User, prompt)]),
         options: selftest::greedy_options(COMPARE_MAX_TOKENS),
         stops: Vec::new(),
-        telemetry_root: Some(&state.paths.system_root),
+        power: Some(&sensors),
         trim_to_fit: false,
     };
     let cancel = &state.cancel;

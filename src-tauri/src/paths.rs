@@ -163,7 +163,7 @@ pub fn local_models(paths: &Paths) -> Vec<LocalModel> {
     let mut npu = if registered.is_empty() {
         Vec::new()
     } else {
-        hearth_chat::npu::registry_availabilities(&paths.store().registry_path(), &registered)
+        hearth_backends::npu::registry_availabilities(&paths.store().registry_path(), &registered)
     }
     .into_iter();
     let mut models: Vec<LocalModel> = installed

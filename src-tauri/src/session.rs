@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use hearth_chat::npu::{NpuBackend, NpuEventSink, NpuOptions};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
-use hearth_chat::{Backend, BackendKind, CpuBackend};
+use hearth_backends::npu::{NpuBackend, NpuEventSink, NpuOptions};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::CpuBackend;
+use hearth_chat::{Backend, BackendKind};
 use serde::Serialize;
 
 use crate::paths::LocalModel;
@@ -96,7 +97,7 @@ impl LoadedModel {
     }
 
     /// Loads the registered model `entry` onto the NPU through FastFlowLM (found as
-    /// `hearth_chat::npu::discover::Lookup::from_env` says) and waits until it answers.
+    /// `hearth_backends::npu::discover::Lookup::from_env` says) and waits until it answers.
     /// Loading is reported to `events`; FastFlowLM's log goes to `state_dir`. `npu_anyway`
     /// tries a model FastFlowLM is known to fail with.
     pub fn load_npu(

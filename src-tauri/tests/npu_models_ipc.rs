@@ -262,7 +262,7 @@ fn a_crash_keeps_the_partial_answer_and_a_second_one_moves_the_model_to_the_cpu(
     let sha = installed[0].files["model.q4nx"].sha256.clone();
     let saved = hearth_desktop::fidelity::SavedSelftest {
         runtime_version: "1.0.6".into(),
-        report: hearth_chat::selftest::FidelityReport {
+        report: hearth_backends::selftest::FidelityReport {
             candidate: "npu".into(),
             reference: "cpu".into(),
             prompts: Vec::new(),

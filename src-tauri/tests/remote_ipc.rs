@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 use common::{build_app, invoke, private_home, TestApp};
-use hearth_chat::CpuBackend;
+use hearth_backends::CpuBackend;
 use hearth_server::{AppState, ServerOptions};
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use hearth_engine::{ChatOptions, LoadOptions, Model};
 
-use crate::backend::{
+use hearth_chat::backend::{
     Backend, BackendError, BackendInfo, BackendKind, BackendTimings, Generation, Input, Prompt,
     TextSink, TokenCount,
 };
@@ -98,7 +98,7 @@ impl Backend for CpuBackend {
     }
 
     fn count_text(&self, text: &str) -> TokenCount {
-        crate::backend::count_tokens(self.model.tokenizer(), text)
+        hearth_chat::backend::count_tokens(self.model.tokenizer(), text)
     }
 
     fn generate(

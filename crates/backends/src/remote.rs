@@ -19,7 +19,7 @@ pub mod sse;
 
 use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, StopReason, TextTokenizer};
 
-use crate::backend::{
+use hearth_chat::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
     Generation, Input, Prompt, TextSink, TokenCount,
 };

@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hearth_chat::backend::TextSink;
-use hearth_chat::remote::sse::{EventReader, Item, SseError};
-use hearth_chat::remote::{ChatRequest, ClientOptions, OpenAiClient};
+use hearth_backends::remote::sse::{EventReader, Item, SseError};
+use hearth_backends::remote::{ChatRequest, ClientOptions, OpenAiClient};
 use hearth_chat::{
     answer, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError, BackendInfo,
     BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,
@@ -247,7 +247,7 @@ fn the_answer_loop_lets_stop_through_on_an_empty_piece_and_counts_no_token() {
         input: Input::Chat(vec![ChatMessage::new(Role::User, "hi")]),
         options: ChatOptions::default(),
         stops: Vec::new(),
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     };
     let mut stats = Vec::new();

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hearth_chat::answer::{answer, AnswerEvent, AnswerRequest, AnswerStop};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendKind, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 
@@ -161,7 +161,7 @@ fn answers_through_llama_cpp_server() {
             format: hearth_engine::ResponseFormat::Text,
         },
         stops: Vec::new(),
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     };
     let mut pieces = 0;

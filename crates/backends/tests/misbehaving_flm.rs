@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hearth_chat::npu::discover::read_version;
-use hearth_chat::npu::marker::clean_up_leftovers;
-use hearth_chat::npu::process::{FlmServer, ServeConfig};
-use hearth_chat::npu::NpuError;
+use hearth_backends::npu::discover::read_version;
+use hearth_backends::npu::marker::clean_up_leftovers;
+use hearth_backends::npu::process::{FlmServer, ServeConfig};
+use hearth_backends::npu::NpuError;
 use hearth_npu::bounded::{LineSplitter, MAX_LINE_BYTES};
 use proptest::prelude::*;
 

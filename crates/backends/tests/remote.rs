@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{refused_address, ChatReply, Ending, Fault, FaultProxy, Script, ScriptedServer};
 use common::{Connection, Recorded, UsageMode};
 use hearth_chat::answer::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::{Backend, BackendError, BackendKind, FailureKind, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde_json::json;
@@ -54,7 +54,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
             format: hearth_engine::ResponseFormat::Text,
         },
         stops: Vec::new(),
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     }
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use common::{Script, ScriptedServer};
 use hearth_chat::answer::{answer, AnswerError, AnswerRequest, AnswerStop};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
-use hearth_chat::{CpuBackend, Input, ResponseFormat};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::CpuBackend;
+use hearth_chat::{Input, ResponseFormat};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde_json::{json, Value};
 
@@ -30,7 +31,7 @@ fn request(format: ResponseFormat, sampling: SamplingParams) -> AnswerRequest<'s
         },
         // Each occurs in a JSON answer: cutting there would leave it unparsable.
         stops: vec!["}".into(), "\"".into(), "\n".into(), ":".into()],
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     }
 }

@@ -6,7 +6,6 @@
 //! callback stops the answer (Stop in the app, a client that left the server).
 
 use std::ops::ControlFlow;
-use std::path::Path;
 use std::time::Instant;
 
 use hearth_engine::{ChatOptions, StopReason};
@@ -15,9 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{
     Backend, BackendError, BackendInfo, BackendKind, BackendTimings, Input, Prompt, TokenCount,
 };
+use crate::clock::unix_now;
 use crate::context::{self, FitError};
+use crate::energy::{EnergyReport, PowerMeter};
 use crate::stop::StopFilter;
-use crate::unix_now;
 
 /// What to answer and how.
 #[derive(Debug, Clone)]
@@ -30,9 +30,9 @@ pub struct AnswerRequest<'a> {
     /// backend, since many servers ignore them; not under a JSON `options.format`, whose
     /// answer ends right after its value and could meet a stop string inside it.
     pub stops: Vec<String>,
-    /// Where to read power from (`/` on a real machine, a fixture tree in tests); None to take
-    /// no readings.
-    pub telemetry_root: Option<&'a Path>,
+    /// What measures the answer's energy (this computer's power sensors); None to take no
+    /// readings.
+    pub power: Option<&'a dyn PowerMeter>,
     /// Leave out the oldest turns when the conversation does not fit (the app and `hearth
     /// chat`); when false a conversation longer than the context is refused (the API, whose
     /// clients manage their own history).
@@ -163,9 +163,9 @@ pub struct Receipt {
     pub trimmed_messages: usize,
     /// Unix seconds.
     pub finished_at: i64,
-    /// Energy of the answer (`hearth_npu::Telemetry`), when power could be read.
+    /// Energy of the answer, when power could be read.
     #[serde(default)]
-    pub energy: Option<hearth_npu::EnergyReport>,
+    pub energy: Option<EnergyReport>,
 }
 
 fn cpu_kind() -> BackendKind {
@@ -232,7 +232,7 @@ pub fn answer(
         input,
         mut options,
         stops,
-        telemetry_root,
+        power,
         trim_to_fit,
     } = request;
     let info = backend.info().clone();
@@ -257,17 +257,8 @@ pub fn answer(
         return Ok(cancelled_before_start(&info, prompt_count, trimmed));
     }
 
-    // Power readings about once a second, integrated into joules for prefill and decode apart.
-    // The NPU's sensors ioctl wakes it, so it is asked only when the NPU answers.
-    let telemetry = telemetry_root.map(|root| {
-        hearth_npu::Telemetry::start_with(
-            root,
-            hearth_npu::TelemetryOptions {
-                sensors_ioctl: info.kind == BackendKind::Npu,
-                ..Default::default()
-            },
-        )
-    });
+    // Prefill and decode are measured apart: decode begins with the first piece.
+    let measurement = power.map(|meter| meter.start(info.kind));
 
     // A JSON answer ends after its value by itself; a stop string met inside it (a "\n\n" in
     // a string, a "}") would cut it short of parsing.
@@ -310,8 +301,8 @@ pub fn answer(
         let now = Instant::now();
         if first.is_none() {
             first = Some(now);
-            if let Some(t) = &telemetry {
-                t.mark_phase(hearth_npu::Phase::Decode);
+            if let Some(m) = &measurement {
+                m.decode_began();
             }
         }
         last = Some(now);
@@ -369,7 +360,7 @@ pub fn answer(
     } else {
         0.0
     };
-    let energy = telemetry.map(|t| t.finish(generation.prompt_tokens.tokens, generated.tokens));
+    let energy = measurement.map(|m| m.finish(generation.prompt_tokens.tokens, generated.tokens));
     let timings = generation.timings;
     let receipt = Receipt {
         generated_tokens: generated.tokens,

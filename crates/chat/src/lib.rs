@@ -2,29 +2,26 @@
 //! `hearth serve`.
 //!
 //! - [`backend`]: the [`Backend`] interface every place that runs a model implements, and its
-//!   kinds ([`BackendKind`]: cpu, npu, remote);
-//! - [`cpu`]: Hearth's own engine on this computer's processor;
-//! - [`remote`]: a model on an OpenAI-compatible server elsewhere;
+//!   kinds ([`BackendKind`]: cpu, npu, remote; their implementations are in `hearth_backends`);
 //! - [`answer`]: the answer loop (fit to context, generate, stop strings, live numbers, power,
 //!   receipt) over any backend;
 //! - [`context`]: which old turns to leave out when a conversation is too long;
 //! - [`stop`]: stop strings applied to streamed text;
+//! - [`energy`]: what an answer cost in energy, measured by a [`PowerMeter`] the caller hands in;
+//! - [`clock`]: the times chat records;
 //! - [`conversations`] and [`settings`]: the saved conversations (SQLite) and their settings.
 //!
 //! No Tauri, HTTP serving or UI here: the front ends are thin layers over these.
 
 pub mod answer;
 pub mod backend;
+pub mod clock;
 pub mod context;
 pub mod conversations;
-pub mod cpu;
-pub mod npu;
-pub mod remote;
-pub mod selftest;
+pub mod energy;
 pub mod settings;
 pub mod stop;
 
-pub use crate::npu::NpuBackend;
 pub use answer::{
     answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStart, AnswerStop, LiveStats,
     Receipt,
@@ -33,9 +30,6 @@ pub use backend::{
     Availability, Backend, BackendError, BackendInfo, BackendKind, BackendTimings, FailureKind,
     Generation, Input, Prompt, TokenCount,
 };
-pub use cpu::CpuBackend;
+pub use energy::{EnergyReport, Measurement, PowerMeter};
 pub use hearth_engine::ResponseFormat;
-pub use remote::{RemoteBackend, RemoteConfig};
 pub use settings::ConversationSettings;
-
-pub use hearth_hub::unix_now;

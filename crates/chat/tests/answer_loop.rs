@@ -1,17 +1,16 @@
 //! The answer loop against a scripted backend (events, stop strings, cancel, errors, context
-//! fitting) and against Hearth's CPU engine on the bundled demo model.
+//! fitting). The loop over Hearth's CPU engine is tested in hearth-backends (tests/cpu_answer.rs).
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 use hearth_chat::backend::TextSink;
 use hearth_chat::context::FitError;
 use hearth_chat::{
     answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError,
-    BackendInfo, BackendKind, BackendTimings, CpuBackend, FailureKind, Generation, Input, Prompt,
+    BackendInfo, BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt,
     TokenCount,
 };
-use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams, StopReason};
+use hearth_engine::{ChatMessage, ChatOptions, Role, StopReason};
 
 /// A backend that "generates" a fixed list of pieces, counting one token per word plus two per
 /// message, and can fail after a given number of pieces.
@@ -129,7 +128,7 @@ fn request(input: Input) -> AnswerRequest<'static> {
             ..ChatOptions::default()
         },
         stops: Vec::new(),
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     }
 }
@@ -315,60 +314,4 @@ fn max_tokens_is_cut_to_the_room_left_in_the_context() {
     req.trim_to_fit = false;
     run(&mut backend, req, None).1.unwrap();
     assert_eq!(backend.asked_max_tokens, Some(4), "64 - 60 prompt tokens");
-}
-
-fn demo_model() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/demo")
-}
-
-#[test]
-fn the_cpu_engine_answers_through_the_loop() {
-    let mut cpu = CpuBackend::open(&demo_model(), "demo", &Default::default(), None).unwrap();
-    cpu.require_chat().unwrap();
-    let mut req = request(chat(&[(Role::User, "What is ownership?")]));
-    req.options.sampling = SamplingParams::greedy();
-    req.options.max_tokens = 12;
-    let (events, result) = run(&mut cpu, req, None);
-    let answer = result.unwrap();
-    assert!(!answer.text.is_empty());
-    assert_eq!(texts(&events), answer.text);
-    let r = &answer.receipt;
-    assert_eq!(r.backend_kind, BackendKind::Cpu);
-    assert!(r.backend.starts_with("cpu"), "{}", r.backend);
-    assert!(r.counts_exact);
-    assert!(r.generated_tokens >= 1 && r.generated_tokens <= 12);
-    assert!(r.prompt_tokens > 3);
-
-    // Greedy decoding through the loop is the engine's own greedy decoding.
-    let mut model = hearth_engine::Model::load(&demo_model(), &Default::default()).unwrap();
-    let mut direct = String::new();
-    model
-        .chat(
-            &[ChatMessage::new(Role::User, "What is ownership?")],
-            &ChatOptions {
-                sampling: SamplingParams::greedy(),
-                max_tokens: 12,
-                enable_thinking: None,
-                speculative: None,
-                format: hearth_engine::ResponseFormat::Text,
-            },
-            &mut |piece| {
-                direct.push_str(piece);
-                ControlFlow::Continue(())
-            },
-        )
-        .unwrap();
-    assert_eq!(answer.text, direct);
-}
-
-#[test]
-fn raw_text_is_continued_without_a_template() {
-    let mut cpu = CpuBackend::open(&demo_model(), "demo", &Default::default(), None).unwrap();
-    let mut req = request(Input::Raw("Ownership is".into()));
-    req.options.sampling = SamplingParams::greedy();
-    req.options.max_tokens = 5;
-    req.trim_to_fit = false;
-    let answer = run(&mut cpu, req, None).1.unwrap();
-    assert!(!answer.text.is_empty());
-    assert_eq!(answer.receipt.backend_kind, BackendKind::Cpu);
 }

@@ -88,13 +88,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Role::User,
             line.trim_end_matches(['\r', '\n']),
         ));
+        let sensors = hearth_backends::Sensors::new("/");
         let request = AnswerRequest {
             input: Input::Chat(messages.clone()),
             options: options.clone(),
             stops: Vec::new(),
             // Power is read on this computer while it computes (not for a remote server).
-            telemetry_root: (!info.kind.leaves_this_computer())
-                .then_some(std::path::Path::new("/")),
+            power: (!info.kind.leaves_this_computer())
+                .then_some(&sensors as &dyn hearth_chat::PowerMeter),
             trim_to_fit: true,
         };
         let mut stdout = std::io::stdout().lock();

@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let models = store.list()?;
     let registry = store.registry_path();
     let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
-    let npu: Vec<Availability> = hearth_chat::npu::registry_availabilities(&registry, &names);
+    let npu: Vec<Availability> = hearth_backends::npu::registry_availabilities(&registry, &names);
     if args.json {
         let listed: Vec<Listed> = models
             .iter()

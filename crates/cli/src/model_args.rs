@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use hearth_chat::npu::{NpuBackend, NpuOptions};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
-use hearth_chat::{Backend, BackendKind, CpuBackend};
+use hearth_backends::npu::{NpuBackend, NpuOptions};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::CpuBackend;
+use hearth_chat::{Backend, BackendKind};
 use hearth_engine::cpu::KernelLevel;
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
 
@@ -214,7 +215,7 @@ pub fn npu_availability(model: &ModelArgs) -> Option<hearth_chat::Availability> 
         return None;
     }
     let store = crate::list::open_store().ok()?;
-    Some(hearth_chat::npu::registry_availability(
+    Some(hearth_backends::npu::registry_availability(
         &store.registry_path(),
         &model.model,
     ))

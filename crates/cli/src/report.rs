@@ -11,8 +11,9 @@
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use hearth_chat::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
-use hearth_chat::{AnswerRequest, Backend, BackendKind, CpuBackend, Input, Receipt};
+use hearth_backends::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
+use hearth_backends::CpuBackend;
+use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
 use hearth_engine::{ChatMessage, Role};
 use hearth_npu::{Diagnosis, PowerSample};
 use serde::Serialize;
@@ -125,11 +126,12 @@ pub fn runs(model: &str) -> Value {
 
 /// One greedy answer to the first fixed prompt, with power read on this machine.
 fn timed(backend: &mut dyn Backend) -> Value {
+    let sensors = hearth_backends::Sensors::new("/");
     let request = AnswerRequest {
         input: Input::Chat(vec![ChatMessage::new(Role::User, PROMPTS[0])]),
         options: selftest::greedy_options(TIMED_TOKENS),
         stops: Vec::new(),
-        telemetry_root: Some(Path::new("/")),
+        power: Some(&sensors),
         trim_to_fit: false,
     };
     match hearth_chat::answer(backend, request, &mut |_| ControlFlow::Continue(())) {
@@ -141,7 +143,7 @@ fn timed(backend: &mut dyn Backend) -> Value {
 
 /// FastFlowLM as this machine has it: its version and what its own `validate --json` says.
 pub fn fastflowlm() -> Value {
-    use hearth_chat::npu::{find, validate, Lookup};
+    use hearth_backends::npu::{find, validate, Lookup};
     match find(&Lookup::from_env()) {
         Ok(program) => json!({
             "program": program.label(),

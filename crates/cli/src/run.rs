@@ -90,11 +90,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Power is read on this computer while it computes the answer (not for a remote server).
     let local = !backend.info().kind.leaves_this_computer();
+    let sensors = hearth_backends::Sensors::new("/");
     let request = AnswerRequest {
         input,
         options: args.sampling.options(thinking),
         stops: args.stop,
-        telemetry_root: local.then_some(std::path::Path::new("/")),
+        power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
         trim_to_fit: false,
     };
     let mut stdout = std::io::stdout().lock();

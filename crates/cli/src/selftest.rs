@@ -6,8 +6,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use hearth_chat::selftest::{self, FidelityReport, DEFAULT_MAX_TOKENS, PROMPTS};
-use hearth_chat::{BackendKind, CpuBackend};
+use hearth_backends::selftest::{self, FidelityReport, DEFAULT_MAX_TOKENS, PROMPTS};
+use hearth_backends::CpuBackend;
+use hearth_chat::BackendKind;
 
 use crate::model_args::{BackendArgs, ModelArgs};
 

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hearth_chat::{Backend, BackendInfo, BackendKind, CpuBackend};
+use hearth_backends::CpuBackend;
+use hearth_chat::{Backend, BackendInfo, BackendKind};
 use hearth_engine::LoadOptions;
 
 use crate::error::AppError;

@@ -29,12 +29,10 @@ mod completions;
 mod connections;
 mod error;
 mod guard;
-mod held;
 mod keep_alive;
 mod models;
 pub mod ollama;
 pub mod openai;
-mod running;
 mod state;
 mod worker;
 
@@ -50,9 +48,7 @@ use axum::{middleware, Router};
 
 pub use catalog::{LocalModel, LocalModels};
 pub use error::{Api, AppError, Error, OllamaError};
-pub use held::{HeldModel, Unavailable};
 pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
-pub use running::{start, RunningServer, OLLAMA_PORT};
 pub use state::{
     AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,

@@ -83,7 +83,7 @@ fn generate(state: &AppState, job: Job, tx: &mpsc::Sender<Progress>) {
         input,
         options,
         stops,
-        telemetry_root: None,
+        power: None,
         trim_to_fit: false,
     };
     #[allow(clippy::result_large_err)] // the answer loop's error; see `hearth_chat::answer`

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use hearth_chat::CpuBackend;
+use hearth_backends::CpuBackend;
 use hearth_server::{app, AppState, ServerOptions};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};

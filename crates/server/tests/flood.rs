@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hearth_chat::CpuBackend;
+use hearth_backends::CpuBackend;
 use hearth_server::{AppState, ServerOptions};
 
 fn start(options: ServerOptions) -> SocketAddr {

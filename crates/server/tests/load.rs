@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hearth_chat::CpuBackend;
+use hearth_backends::CpuBackend;
 use hearth_server::{AppState, ServerOptions};
 
 const ROUNDS: usize = 3;

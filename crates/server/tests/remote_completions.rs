@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use hearth_chat::remote::{ClientOptions, RemoteBackend, RemoteConfig};
-use hearth_chat::{Backend, BackendKind, CpuBackend};
+use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_backends::CpuBackend;
+use hearth_chat::{Backend, BackendKind};
 use hearth_server::{app, serve_blocking, AppState, ServerOptions};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};

@@ -28,7 +28,7 @@ pub struct PowerState {
 pub async fn npu_status(app: State<'_, AppState>) -> CommandResult<hearth_npu::Diagnosis> {
     let root = app.paths.system_root.clone();
     // The NPU's own checks with FastFlowLM's `validate` folded in, each with its fix.
-    blocking(move || Ok(hearth_chat::npu::npu_status(&root))).await
+    blocking(move || Ok(hearth_backends::npu::npu_status(&root))).await
 }
 
 /// One reading of power and utilization. Reads sysfs only: it never wakes the NPU.

@@ -2,7 +2,7 @@
 //! folder; never sent to the UI), testing the connection, and forgetting it. Choosing one of
 //! its models goes through `select_model` with `backend: "remote"`.
 
-use hearth_chat::remote::{self, RemoteConfig};
+use hearth_backends::remote::{self, RemoteConfig};
 use serde::Serialize;
 use tauri::State;
 

@@ -21,7 +21,7 @@ use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextToke
 use hearth_hub::registry::RegistryFile;
 use serde_json::{json, Value};
 
-use crate::backend::{
+use hearth_chat::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
     Generation, Input, Prompt, TextSink, TokenCount,
 };

@@ -10,7 +10,7 @@ use hearth_npu::bounded::{self, QuickLimits};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::backend::{Availability, BackendKind};
+use hearth_chat::backend::{Availability, BackendKind};
 use crate::npu::install::Layout;
 use crate::npu::{known_issues, NpuError};
 

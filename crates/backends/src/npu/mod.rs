@@ -41,7 +41,7 @@ pub use discover::{
     ValidateReport, MIN_VERSION,
 };
 
-use crate::backend::{BackendError, FailureKind};
+use hearth_chat::backend::{BackendError, FailureKind};
 
 /// What can go wrong with FastFlowLM, in plain words with what to do.
 #[derive(Debug, thiserror::Error)]

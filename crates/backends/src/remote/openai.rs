@@ -32,7 +32,7 @@ use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::backend::{BackendError, BackendTimings, FailureKind, TextSink};
+use hearth_chat::backend::{BackendError, BackendTimings, FailureKind, TextSink};
 use crate::remote::sse::{EventReader, Item, SseError};
 
 /// Most bytes of a JSON reply (`/v1/models`, an error body, a non-streamed answer) read.

@@ -1,4 +1,4 @@
-//! Hearth's NPU backend (`hearth_chat::npu`) against the FastFlowLM imitation built by this
+//! Hearth's NPU backend (`hearth_backends::npu`) against the FastFlowLM imitation built by this
 //! package (`flm`), which answers with Hearth's CPU engine on the demo model. The suite runs
 //! once per FastFlowLM release imitated: `npu_flm.rs` as 1.0.6, `npu_flm_0_9.rs` as 0.9.45
 //! ([`super::FLM_VERSION`]).
@@ -17,9 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
-use hearth_chat::npu::discover::{self, FlmProgram, Lookup};
-use hearth_chat::npu::{NpuBackend, NpuEvent, NpuOptions};
-use hearth_chat::{selftest, BackendError, CpuBackend, FailureKind, Input};
+use hearth_backends::npu::discover::{self, FlmProgram, Lookup};
+use hearth_backends::npu::{NpuBackend, NpuEvent, NpuOptions};
+use hearth_backends::{selftest, CpuBackend};
+use hearth_chat::{BackendError, FailureKind, Input};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 
 const TAG: &str = "demo:5m";
@@ -172,7 +173,7 @@ fn request(text: &str, max_tokens: usize) -> AnswerRequest<'static> {
         input: chat(text),
         options: selftest::greedy_options(max_tokens),
         stops: Vec::new(),
-        telemetry_root: None,
+        power: None,
         trim_to_fit: true,
     }
 }

@@ -1,0 +1,20 @@
+//! The places a model runs, each behind [`hearth_chat::Backend`]:
+//!
+//! - [`cpu`]: Hearth's own engine on this computer's processor;
+//! - [`npu`]: the NPU through FastFlowLM, a child process Hearth starts, watches and stops;
+//! - [`remote`]: a model on an OpenAI-compatible server elsewhere;
+//! - [`power`]: this computer's power sensors, measuring what an answer costs;
+//! - [`selftest`]: does another backend write what the CPU engine writes for the same model?
+//!
+//! The answer loop that drives a backend, and the types it speaks, are in `hearth_chat`.
+
+pub mod cpu;
+pub mod npu;
+pub mod power;
+pub mod remote;
+pub mod selftest;
+
+pub use cpu::CpuBackend;
+pub use npu::NpuBackend;
+pub use power::Sensors;
+pub use remote::{RemoteBackend, RemoteConfig};
