@@ -19,11 +19,11 @@ pub mod sse;
 
 use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, StopReason, TextTokenizer};
 
+pub use config::{RemoteConfig, RemoteConfigError};
 use hearth_chat::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
     Generation, Input, Prompt, TextSink, TokenCount,
 };
-pub use config::{RemoteConfig, RemoteConfigError};
 pub use openai::{ApiKey, ChatRequest, ClientOptions, OpenAiClient, ServerModel, StreamOutcome};
 
 /// Tokens a chat template adds around each message (role markers, separators): an estimate,

@@ -9,10 +9,10 @@
 
 use std::ops::ControlFlow;
 
+use hearth_chat::backend::{Backend, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde::{Deserialize, Serialize};
 
-use hearth_chat::backend::{Backend, Input};
 use crate::cpu::CpuBackend;
 
 /// The fixed prompts: short, factual, and different in kind (a list, an explanation, code).

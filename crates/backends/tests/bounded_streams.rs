@@ -16,9 +16,9 @@ use std::ops::ControlFlow;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hearth_chat::backend::TextSink;
 use hearth_backends::remote::sse::{EventReader, Item, SseError};
 use hearth_backends::remote::{ChatRequest, ClientOptions, OpenAiClient};
+use hearth_chat::backend::TextSink;
 use hearth_chat::{
     answer, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError, BackendInfo,
     BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,

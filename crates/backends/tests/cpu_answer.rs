@@ -5,7 +5,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use hearth_backends::CpuBackend;
-use hearth_chat::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, Backend, BackendKind, Input};
+use hearth_chat::{
+    answer, Answer, AnswerError, AnswerEvent, AnswerRequest, Backend, BackendKind, Input,
+};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 
 fn chat(messages: &[(Role, &str)]) -> Input {
@@ -31,7 +33,10 @@ fn request(input: Input) -> AnswerRequest<'static> {
 }
 
 /// Runs the loop to its end and collects its events.
-fn run(backend: &mut dyn Backend, request: AnswerRequest<'_>) -> (Vec<AnswerEvent>, Result<Answer, AnswerError>) {
+fn run(
+    backend: &mut dyn Backend,
+    request: AnswerRequest<'_>,
+) -> (Vec<AnswerEvent>, Result<Answer, AnswerError>) {
     let mut events = Vec::new();
     let result = answer(backend, request, &mut |event| {
         events.push(event);

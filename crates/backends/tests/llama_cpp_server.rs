@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hearth_chat::answer::{answer, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_chat::answer::{answer, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::{Backend, BackendKind, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::{refused_address, ChatReply, Ending, Fault, FaultProxy, Script, ScriptedServer};
 use common::{Connection, Recorded, UsageMode};
-use hearth_chat::answer::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
+use hearth_chat::answer::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::{Backend, BackendError, BackendKind, FailureKind, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde_json::json;

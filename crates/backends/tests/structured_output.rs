@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{Script, ScriptedServer};
-use hearth_chat::answer::{answer, AnswerError, AnswerRequest, AnswerStop};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_backends::CpuBackend;
+use hearth_chat::answer::{answer, AnswerError, AnswerRequest, AnswerStop};
 use hearth_chat::{Input, ResponseFormat};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde_json::{json, Value};

@@ -7,8 +7,7 @@ use hearth_chat::backend::TextSink;
 use hearth_chat::context::FitError;
 use hearth_chat::{
     answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError,
-    BackendInfo, BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt,
-    TokenCount,
+    BackendInfo, BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,
 };
 use hearth_engine::{ChatMessage, ChatOptions, Role, StopReason};
 

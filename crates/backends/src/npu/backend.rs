@@ -17,14 +17,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
-use hearth_hub::registry::RegistryFile;
-use serde_json::{json, Value};
-
 use hearth_chat::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
     Generation, Input, Prompt, TextSink, TokenCount,
 };
+use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
+use hearth_hub::registry::RegistryFile;
+use serde_json::{json, Value};
+
 use crate::npu::discover::{self, FlmProgram};
 use crate::npu::known_issues;
 use crate::npu::process::{FlmServer, ServeConfig};

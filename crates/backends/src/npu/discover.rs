@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_chat::backend::{Availability, BackendKind};
 use hearth_hub::registry::FlmEntry;
 use hearth_npu::bounded::{self, QuickLimits};
 use serde::Serialize;
 use serde_json::Value;
 
-use hearth_chat::backend::{Availability, BackendKind};
 use crate::npu::install::Layout;
 use crate::npu::{known_issues, NpuError};
 

@@ -28,11 +28,11 @@ use std::ops::ControlFlow;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use hearth_chat::backend::{BackendError, BackendTimings, FailureKind, TextSink};
 use hearth_engine::ChatMessage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use hearth_chat::backend::{BackendError, BackendTimings, FailureKind, TextSink};
 use crate::remote::sse::{EventReader, Item, SseError};
 
 /// Most bytes of a JSON reply (`/v1/models`, an error body, a non-streamed answer) read.

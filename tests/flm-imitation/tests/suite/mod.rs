@@ -16,10 +16,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_backends::npu::discover::{self, FlmProgram, Lookup};
 use hearth_backends::npu::{NpuBackend, NpuEvent, NpuOptions};
 use hearth_backends::{selftest, CpuBackend};
+use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::{BackendError, FailureKind, Input};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 
