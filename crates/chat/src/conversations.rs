@@ -180,6 +180,11 @@ pub struct Message {
     pub receipt: Option<Receipt>,
     /// Unix seconds.
     pub created_at: i64,
+    /// The versions of this message that edits made, oldest first, this one among them: each
+    /// keeps the conversation that followed it (see [`ConversationStore::show_branch`]). Empty
+    /// for a message never edited.
+    #[serde(default)]
+    pub branches: Vec<i64>,
 }
 
 /// An earlier answer, kept when the answer was written again (Regenerate).
@@ -247,7 +252,16 @@ pub struct Recovery {
     pub reason: String,
 }
 
-/// The conversation database.
+/// The conversation shown, as the table `shown_path(id)` for conversation `?1`: its shown
+/// first message, then each message's shown follower. Ids increase along it.
+const SHOWN_PATH: &str = "WITH RECURSIVE shown_path(id) AS (
+    SELECT id FROM messages WHERE conversation_id = ?1 AND parent_id IS NULL AND shown = 1
+    UNION ALL
+    SELECT m.id FROM messages m JOIN shown_path p ON m.parent_id = p.id WHERE m.shown = 1)";
+
+/// The conversation database. A conversation is a tree of messages (an edit starts a
+/// branch beside the message it edits, see [`edit_message`](Self::edit_message)); what it
+/// shows, and what a model is given, is the path of shown messages.
 pub struct ConversationStore {
     conn: Connection,
     path: PathBuf,
@@ -452,8 +466,9 @@ impl ConversationStore {
         self.get(&id)
     }
 
-    /// Conversations, most recently changed first. A non-empty `query` keeps those whose title
-    /// or messages contain it (case-insensitive) and returns a snippet around the match.
+    /// Conversations, most recently changed first, each with the number of messages it shows.
+    /// A non-empty `query` keeps those whose title or messages (those of every branch) contain
+    /// it (case-insensitive) and returns a snippet around the match.
     pub fn list(&self, query: &str) -> Result<Vec<ConversationSummary>, StoreError> {
         let query = query.trim();
         let pattern = format!(
@@ -466,11 +481,17 @@ impl ConversationStore {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT c.id, c.title, c.created_at, c.updated_at,
-                        (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id),
+                "WITH RECURSIVE shown(id, conversation_id) AS (
+                    SELECT id, conversation_id FROM messages WHERE parent_id IS NULL AND shown = 1
+                    UNION ALL
+                    SELECT m.id, m.conversation_id FROM messages m JOIN shown p ON m.parent_id = p.id
+                    WHERE m.shown = 1),
+                 counts(conversation_id, n) AS (
+                    SELECT conversation_id, count(*) FROM shown GROUP BY conversation_id)
+                 SELECT c.id, c.title, c.created_at, c.updated_at, COALESCE(counts.n, 0),
                         (SELECT m.content FROM messages m WHERE m.conversation_id = c.id
                            AND m.content LIKE ?1 ESCAPE '\\' ORDER BY m.id LIMIT 1)
-                 FROM conversations c
+                 FROM conversations c LEFT JOIN counts ON counts.conversation_id = c.id
                  WHERE ?2 = '' OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
                     SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
                  ORDER BY c.updated_at DESC, c.rowid DESC",
@@ -496,7 +517,7 @@ impl ConversationStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
-    /// One conversation with all its messages.
+    /// One conversation with the messages it shows (the shown path of its tree).
     pub fn get(&self, id: &str) -> Result<Conversation, StoreError> {
         let row = self
             .conn
@@ -529,10 +550,10 @@ impl ConversationStore {
             });
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT id, role, content, state, receipt, created_at FROM messages
-                 WHERE conversation_id = ?1 ORDER BY id",
-            )
+            .prepare(&format!(
+                "{SHOWN_PATH} SELECT m.id, m.role, m.content, m.state, m.receipt, m.created_at
+                 FROM messages m JOIN shown_path USING (id) ORDER BY m.id"
+            ))
             .map_err(|e| self.err(e))?;
         let raw = stmt
             .query_map(params![id], |r| {
@@ -548,6 +569,7 @@ impl ConversationStore {
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
+        let branches = self.branches(id)?;
         let mut messages = Vec::with_capacity(raw.len());
         for (mid, role, content, state, receipt, created_at) in raw {
             messages.push(Message {
@@ -557,9 +579,11 @@ impl ConversationStore {
                 state: MessageState::parse(&state),
                 receipt: receipt.and_then(|r| serde_json::from_str(&r).ok()),
                 created_at,
+                branches: branches.get(&mid).cloned().unwrap_or_default(),
             });
         }
-        let versions = self.versions_where("m.conversation_id = ?1", params![id])?;
+        let mut versions = self.versions_where("m.conversation_id = ?1", params![id])?;
+        versions.retain(|v| messages.iter().any(|m| m.id == v.message_id));
         Ok(Conversation {
             id: row.0,
             title: row.1,
@@ -569,6 +593,61 @@ impl ConversationStore {
             messages,
             versions,
         })
+    }
+
+    /// For each message of conversation `conversation_id` that has siblings (versions made
+    /// by edits), its siblings' ids, oldest first, itself among them.
+    fn branches(
+        &self,
+        conversation_id: &str,
+    ) -> Result<std::collections::HashMap<i64, Vec<i64>>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, parent_id FROM messages WHERE conversation_id = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![conversation_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut by_parent: std::collections::HashMap<Option<i64>, Vec<i64>> =
+            std::collections::HashMap::new();
+        for (id, parent) in rows {
+            by_parent.entry(parent).or_default().push(id);
+        }
+        Ok(by_parent
+            .into_values()
+            .filter(|siblings| siblings.len() > 1)
+            .flat_map(|siblings| {
+                siblings
+                    .clone()
+                    .into_iter()
+                    .map(move |id| (id, siblings.clone()))
+            })
+            .collect())
+    }
+
+    /// The shown messages of conversation `conversation_id`, in order, with their roles.
+    fn shown_path(&self, conversation_id: &str) -> Result<Vec<(i64, Role)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "{SHOWN_PATH} SELECT m.id, m.role FROM messages m JOIN shown_path USING (id)
+                 ORDER BY m.id"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![conversation_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        rows.into_iter()
+            .map(|(id, role)| Ok((id, Role::parse(&role)?)))
+            .collect()
     }
 
     /// The versions of answers matching `filter` (over `answer_versions v JOIN messages m`).
@@ -663,7 +742,8 @@ impl ConversationStore {
         self.require(id, changed)
     }
 
-    /// Append a message. The first user message also names an untitled conversation.
+    /// Append a message after the last one shown. The first user message also names an
+    /// untitled conversation.
     pub fn add_message(
         &self,
         conversation_id: &str,
@@ -673,14 +753,8 @@ impl ConversationStore {
     ) -> Result<Message, StoreError> {
         let changed = self.touch(conversation_id)?;
         self.require(conversation_id, changed)?;
-        let t = unix_now() as i64;
-        self.conn
-            .execute(
-                "INSERT INTO messages (conversation_id, role, content, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![conversation_id, role.as_str(), content, state.as_str(), t],
-            )
-            .map_err(|e| self.err(e))?;
-        let id = self.conn.last_insert_rowid();
+        let parent = self.shown_path(conversation_id)?.last().map(|&(id, _)| id);
+        let id = self.insert_message(conversation_id, parent, role, content, state)?;
         if role == Role::User {
             self.conn
                 .execute(
@@ -689,14 +763,139 @@ impl ConversationStore {
                 )
                 .map_err(|e| self.err(e))?;
         }
+        self.message(id)
+    }
+
+    /// Insert a message after `parent` (None: a first message), shown in place of its
+    /// siblings. Returns its id.
+    fn insert_message(
+        &self,
+        conversation_id: &str,
+        parent: Option<i64>,
+        role: Role,
+        content: &str,
+        state: MessageState,
+    ) -> Result<i64, StoreError> {
+        self.conn
+            .execute(
+                "UPDATE messages SET shown = 0 WHERE conversation_id = ?1 AND parent_id IS ?2",
+                params![conversation_id, parent],
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .execute(
+                "INSERT INTO messages (conversation_id, parent_id, role, content, state, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    conversation_id,
+                    parent,
+                    role.as_str(),
+                    content,
+                    state.as_str(),
+                    unix_now() as i64
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// One message, with its branches.
+    fn message(&self, message_id: i64) -> Result<Message, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT conversation_id, role, content, state, receipt, created_at FROM messages
+                 WHERE id = ?1",
+                params![message_id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StoreError::NotFound {
+                what: "message",
+                id: message_id.to_string(),
+            })?;
+        let (conversation_id, role, content, state, receipt, created_at) = row;
         Ok(Message {
-            id,
-            role,
-            content: content.to_string(),
-            state,
-            receipt: None,
-            created_at: t,
+            id: message_id,
+            role: Role::parse(&role)?,
+            content,
+            state: MessageState::parse(&state),
+            receipt: receipt.and_then(|r| serde_json::from_str(&r).ok()),
+            created_at,
+            branches: self
+                .branches(&conversation_id)?
+                .remove(&message_id)
+                .unwrap_or_default(),
         })
+    }
+
+    /// Edit the user message `message_id`: the new text becomes a new version of it, shown in
+    /// its place with nothing after it yet, and the old version keeps the conversation that
+    /// followed it (its answers, their versions, later turns), shown again by
+    /// [`show_branch`](Self::show_branch). Nothing is deleted.
+    pub fn edit_message(
+        &self,
+        conversation_id: &str,
+        message_id: i64,
+        content: &str,
+    ) -> Result<Message, StoreError> {
+        let parent: Option<Option<i64>> = self
+            .conn
+            .query_row(
+                "SELECT parent_id FROM messages
+                 WHERE id = ?1 AND conversation_id = ?2 AND role = 'user'",
+                params![message_id, conversation_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some(parent) = parent else {
+            return Err(StoreError::NotFound {
+                what: "message",
+                id: message_id.to_string(),
+            });
+        };
+        self.touch(conversation_id)?;
+        let id = self.insert_message(
+            conversation_id,
+            parent,
+            Role::User,
+            content,
+            MessageState::Complete,
+        )?;
+        self.message(id)
+    }
+
+    /// Show the branch that starts at `message_id` (one version of an edited message) in place
+    /// of its siblings; what follows it is shown as it was last left.
+    pub fn show_branch(&self, conversation_id: &str, message_id: i64) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE messages SET shown = (id = ?2)
+                 WHERE conversation_id = ?1 AND parent_id IS (
+                    SELECT parent_id FROM messages WHERE id = ?2 AND conversation_id = ?1)
+                 AND EXISTS (SELECT 1 FROM messages WHERE id = ?2 AND conversation_id = ?1)",
+                params![conversation_id, message_id],
+            )
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(StoreError::NotFound {
+                what: "message",
+                id: message_id.to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Save the text of an answer so far (called while it streams).
@@ -732,96 +931,59 @@ impl ConversationStore {
                 id: message_id.to_string(),
             });
         }
-        let (conversation_id, role, created_at): (String, String, i64) = self
+        let conversation_id: String = self
             .conn
             .query_row(
-                "SELECT conversation_id, role, created_at FROM messages WHERE id = ?1",
+                "SELECT conversation_id FROM messages WHERE id = ?1",
                 params![message_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| r.get(0),
             )
             .map_err(|e| self.err(e))?;
         self.touch(&conversation_id)?;
-        Ok(Message {
-            id: message_id,
-            role: Role::parse(&role)?,
-            content: content.to_string(),
-            state,
-            receipt: receipt.cloned(),
-            created_at,
-        })
+        self.message(message_id)
     }
 
-    /// Delete the message `message_id` and everything after it (edit and resend).
-    pub fn truncate_from(&self, conversation_id: &str, message_id: i64) -> Result<(), StoreError> {
-        let exists: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM messages WHERE id = ?1 AND conversation_id = ?2",
-                params![message_id, conversation_id],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound {
-                what: "message",
-                id: message_id.to_string(),
-            });
-        }
-        self.conn
-            .execute(
-                "DELETE FROM messages WHERE conversation_id = ?1 AND id >= ?2",
-                params![conversation_id, message_id],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    /// Delete the answers after the last user message (regenerate) and return them, each
-    /// after its own earlier versions, so [`keep_versions`](Self::keep_versions) can attach
-    /// them to the answer written in their place. Empty answers are not kept.
+    /// Delete the answers shown after the last user message shown (regenerate) and return
+    /// them, each after its own earlier versions, so [`keep_versions`](Self::keep_versions)
+    /// can attach them to the answer written in their place. Empty answers are not kept.
     pub fn take_trailing_answers(
         &self,
         conversation_id: &str,
     ) -> Result<Vec<AnswerVersion>, StoreError> {
-        const TRAILING: &str = "conversation_id = ?1 AND role = 'assistant' AND id > COALESCE(
-            (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)";
-        let mut taken = self.versions_where(
-            "m.conversation_id = ?1 AND m.role = 'assistant' AND m.id > COALESCE(
-                (SELECT max(id) FROM messages WHERE conversation_id = ?1 AND role = 'user'), 0)",
-            params![conversation_id],
-        )?;
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT id, content, state, receipt, created_at FROM messages WHERE {TRAILING} ORDER BY id"
-            ))
-            .map_err(|e| self.err(e))?;
-        let answers = stmt
-            .query_map(params![conversation_id], |r| {
-                Ok(AnswerVersion {
-                    message_id: r.get(0)?,
-                    content: r.get(1)?,
-                    state: MessageState::parse(&r.get::<_, String>(2)?),
-                    receipt: r
-                        .get::<_, Option<String>>(3)?
-                        .and_then(|j| serde_json::from_str(&j).ok()),
-                    created_at: r.get(4)?,
-                })
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        taken.extend(answers);
-        // Each answer after its own versions: stable by message, then as read.
-        taken.sort_by_key(|v| v.message_id);
+        let path = self.shown_path(conversation_id)?;
+        let after_user = path
+            .iter()
+            .rposition(|&(_, role)| role == Role::User)
+            .map_or(0, |at| at + 1);
+        let mut taken = Vec::new();
+        for &(id, _) in &path[after_user..] {
+            taken.extend(self.versions_where("m.id = ?1", params![id])?);
+            let answer = self
+                .conn
+                .query_row(
+                    "SELECT id, content, state, receipt, created_at FROM messages WHERE id = ?1",
+                    params![id],
+                    |r| {
+                        Ok(AnswerVersion {
+                            message_id: r.get(0)?,
+                            content: r.get(1)?,
+                            state: MessageState::parse(&r.get::<_, String>(2)?),
+                            receipt: r
+                                .get::<_, Option<String>>(3)?
+                                .and_then(|j| serde_json::from_str(&j).ok()),
+                            created_at: r.get(4)?,
+                        })
+                    },
+                )
+                .map_err(|e| self.err(e))?;
+            taken.push(answer);
+        }
         taken.retain(|v| !v.content.trim().is_empty());
-        self.conn
-            .execute(
-                &format!("DELETE FROM messages WHERE {TRAILING}"),
-                params![conversation_id],
-            )
-            .map_err(|e| self.err(e))?;
+        for &(id, _) in &path[after_user..] {
+            self.conn
+                .execute("DELETE FROM messages WHERE id = ?1", params![id])
+                .map_err(|e| self.err(e))?;
+        }
         Ok(taken)
     }
 
@@ -1112,11 +1274,10 @@ mod tests {
     }
 
     #[test]
-    fn truncate_and_regenerate_drop_the_right_messages() {
+    fn regenerate_takes_only_the_answers_after_the_last_question() {
         let (_d, s) = store();
         let c = s.create(&ConversationSettings::default()).unwrap();
-        let u1 = s
-            .add_message(&c.id, Role::User, "one", MessageState::Complete)
+        s.add_message(&c.id, Role::User, "one", MessageState::Complete)
             .unwrap();
         s.add_message(&c.id, Role::Assistant, "a1", MessageState::Complete)
             .unwrap();
@@ -1133,12 +1294,6 @@ mod tests {
         let m = s.get(&c.id).unwrap().messages;
         assert_eq!(m.len(), 3);
         assert_eq!(m[2].id, u2.id);
-        s.truncate_from(&c.id, u1.id).unwrap();
-        assert!(s.get(&c.id).unwrap().messages.is_empty());
-        assert!(
-            s.truncate_from(&c.id, 999).is_err(),
-            "unknown message id is an error"
-        );
     }
 
     #[test]
@@ -1165,9 +1320,186 @@ mod tests {
         assert!(got.versions.iter().all(|v| v.message_id == last));
         let texts: Vec<_> = got.versions.iter().map(|v| v.content.as_str()).collect();
         assert_eq!(texts, ["first", "second"], "oldest first");
-        // Editing the question drops the answer and its versions with it.
-        s.truncate_from(&c.id, got.messages[0].id).unwrap();
+        // Editing the question keeps the answer and its versions in the old branch.
+        let edited = s.edit_message(&c.id, got.messages[0].id, "q2").unwrap();
         assert!(s.get(&c.id).unwrap().versions.is_empty());
+        s.show_branch(&c.id, got.messages[0].id).unwrap();
+        let back = s.get(&c.id).unwrap();
+        assert_eq!(back.versions, got.versions);
+        assert_eq!(back.messages[1], got.messages[1]);
+        assert_eq!(back.messages[0].branches, [got.messages[0].id, edited.id]);
+    }
+
+    /// Adds a question and its answer; returns their ids.
+    fn turn(s: &ConversationStore, id: &str, question: &str, answer: &str) -> (i64, i64) {
+        let q = s
+            .add_message(id, Role::User, question, MessageState::Complete)
+            .unwrap();
+        let a = s
+            .add_message(id, Role::Assistant, answer, MessageState::Complete)
+            .unwrap();
+        (q.id, a.id)
+    }
+
+    fn shown(s: &ConversationStore, id: &str) -> Vec<String> {
+        s.get(id)
+            .unwrap()
+            .messages
+            .into_iter()
+            .map(|m| m.content)
+            .collect()
+    }
+
+    #[test]
+    fn an_edit_keeps_the_old_branch_and_each_version_shows_its_own() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        turn(&s, &c.id, "one", "a1");
+        let (q2, _) = turn(&s, &c.id, "two", "a2");
+        turn(&s, &c.id, "three", "a3");
+
+        // Edit twice: each edit starts a new branch after "a1".
+        let e1 = s.edit_message(&c.id, q2, "two, edited").unwrap();
+        assert_eq!(e1.branches, [q2, e1.id]);
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two, edited"]);
+        s.add_message(&c.id, Role::Assistant, "b2", MessageState::Complete)
+            .unwrap();
+        let e2 = s.edit_message(&c.id, e1.id, "two, again").unwrap();
+        s.add_message(&c.id, Role::Assistant, "c2", MessageState::Complete)
+            .unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two, again", "c2"]);
+        let got = s.get(&c.id).unwrap();
+        assert_eq!(got.messages[2].branches, [q2, e1.id, e2.id], "oldest first");
+        assert!(got.messages[0].branches.is_empty(), "never edited");
+        assert_eq!(s.list("").unwrap()[0].message_count, 4, "shown messages");
+
+        // Switch back and forth: each version shows the conversation that followed it.
+        s.show_branch(&c.id, q2).unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two", "a2", "three", "a3"]);
+        assert_eq!(s.list("").unwrap()[0].message_count, 6);
+        s.show_branch(&c.id, e1.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two, edited", "b2"]);
+        s.show_branch(&c.id, e2.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two, again", "c2"]);
+        s.show_branch(&c.id, q2).unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two", "a2", "three", "a3"]);
+
+        // Talking on in an old branch stays in it.
+        turn(&s, &c.id, "four", "a4");
+        assert_eq!(shown(&s, &c.id)[6..], ["four", "a4"]);
+        s.show_branch(&c.id, e1.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["one", "a1", "two, edited", "b2"]);
+
+        // Every branch's text is still found by search.
+        assert_eq!(s.list("a3").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn editing_the_first_message_keeps_the_whole_conversation() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let (q1, _) = turn(&s, &c.id, "Tides?", "The moon.");
+        turn(&s, &c.id, "Sun?", "Also.");
+        let e = s.edit_message(&c.id, q1, "Waves?").unwrap();
+        assert_eq!(shown(&s, &c.id), ["Waves?"]);
+        assert_eq!(s.get(&c.id).unwrap().title, "Tides?", "the title stays");
+        s.show_branch(&c.id, q1).unwrap();
+        assert_eq!(shown(&s, &c.id), ["Tides?", "The moon.", "Sun?", "Also."]);
+        s.show_branch(&c.id, e.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["Waves?"]);
+    }
+
+    #[test]
+    fn regenerating_inside_an_old_branch_keeps_versions_there() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let (q, _) = turn(&s, &c.id, "q", "first");
+        let e = s.edit_message(&c.id, q, "q edited").unwrap();
+        s.add_message(
+            &c.id,
+            Role::Assistant,
+            "edited answer",
+            MessageState::Complete,
+        )
+        .unwrap();
+        s.show_branch(&c.id, q).unwrap();
+        let earlier = s.take_trailing_answers(&c.id).unwrap();
+        assert_eq!(earlier.len(), 1, "only the shown branch's answer");
+        assert_eq!(earlier[0].content, "first");
+        let a = s
+            .add_message(&c.id, Role::Assistant, "second", MessageState::Complete)
+            .unwrap();
+        s.keep_versions(a.id, &earlier).unwrap();
+        let got = s.get(&c.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["q", "second"]);
+        assert_eq!(got.versions.len(), 1);
+        assert_eq!(
+            (got.versions[0].message_id, got.versions[0].content.as_str()),
+            (a.id, "first")
+        );
+        s.show_branch(&c.id, e.id).unwrap();
+        let other = s.get(&c.id).unwrap();
+        assert_eq!(shown(&s, &c.id), ["q edited", "edited answer"]);
+        assert!(
+            other.versions.is_empty(),
+            "the other branch's answer has no versions"
+        );
+    }
+
+    #[test]
+    fn deleting_a_conversation_removes_every_branch() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let (q, _) = turn(&s, &c.id, "q", "a");
+        let earlier = s.take_trailing_answers(&c.id).unwrap();
+        let a = s
+            .add_message(&c.id, Role::Assistant, "a again", MessageState::Complete)
+            .unwrap();
+        s.keep_versions(a.id, &earlier).unwrap();
+        s.edit_message(&c.id, q, "q2").unwrap();
+        let keep = s.create(&ConversationSettings::default()).unwrap();
+        turn(&s, &keep.id, "other", "kept");
+        s.delete(&c.id).unwrap();
+        let count = |table: &str| -> i64 {
+            s.conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(count("messages"), 2, "only the other conversation's");
+        assert_eq!(count("answer_versions"), 0);
+        assert_eq!(shown(&s, &keep.id), ["other", "kept"]);
+    }
+
+    #[test]
+    fn editing_or_showing_what_is_not_there_changes_nothing() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let (q, a) = turn(&s, &c.id, "q", "a");
+        let other = s.create(&ConversationSettings::default()).unwrap();
+        for (conversation, id) in [(&c.id, a), (&c.id, 999), (&other.id, q)] {
+            assert!(
+                matches!(
+                    s.edit_message(conversation, id, "x"),
+                    Err(StoreError::NotFound {
+                        what: "message",
+                        ..
+                    })
+                ),
+                "only a user message of that conversation is edited"
+            );
+        }
+        s.show_branch(&c.id, a).unwrap(); // a message never edited is its only version
+        for (conversation, id) in [(&c.id, 999), (&other.id, q)] {
+            assert!(matches!(
+                s.show_branch(conversation, id),
+                Err(StoreError::NotFound {
+                    what: "message",
+                    ..
+                })
+            ));
+        }
+        assert_eq!(shown(&s, &c.id), ["q", "a"]);
+        assert!(shown(&s, &other.id).is_empty());
     }
 
     #[test]
@@ -1255,6 +1587,19 @@ mod tests {
             (c.versions[0].message_id, c.versions[0].content.as_str()),
             (4, "Less so.")
         );
+        // The line it was is the tree's one branch: an edit keeps it whole.
+        let edit = s.edit_message("c1", 3, "And the stars?").unwrap();
+        assert_eq!(
+            shown(&s, "c1"),
+            ["How do tides work?", "The moon pulls.", "And the stars?"]
+        );
+        s.show_branch("c1", 3).unwrap();
+        assert_eq!(s.get("c1").unwrap().messages, {
+            let mut old = c.messages.clone();
+            old[2].branches = vec![3, edit.id];
+            old
+        });
+        assert_eq!(s.get("c1").unwrap().versions, c.versions);
     }
 
     #[test]

@@ -44,8 +44,22 @@ CREATE TABLE IF NOT EXISTS answer_versions (
 CREATE INDEX IF NOT EXISTS answer_versions_by_message ON answer_versions(message_id, id);
 ";
 
+/// Version 2: a conversation is a tree, so that an edit keeps what it replaces. A message's
+/// `parent_id` is the message it follows (NULL for a first message); an edited user message
+/// gets a sibling (same parent), and each sibling keeps the messages that followed it. Among
+/// siblings exactly one is `shown`; the conversation shown is the path of shown messages.
+/// A version-1 conversation is a line: each message follows the one before it.
+const V2: &str = "
+ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+ALTER TABLE messages ADD COLUMN shown INTEGER NOT NULL DEFAULT 1;
+UPDATE messages SET parent_id = (
+    SELECT max(p.id) FROM messages p
+    WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
+CREATE INDEX messages_by_parent ON messages(parent_id, id);
+";
+
 /// The steps, in order: `STEPS[n]` takes a database from version `n` to `n + 1`.
-pub(super) const STEPS: &[&str] = &[V1];
+pub(super) const STEPS: &[&str] = &[V1, V2];
 
 /// The version this Hearth writes and reads.
 pub(super) const CURRENT: u32 = STEPS.len() as u32;
