@@ -120,6 +120,39 @@ function get(id: unknown): Json {
   return c;
 }
 
+// Edits keep the old branch, as the backend does: `c.hidden[id]` holds, for each version of an
+// edited message that is not shown, that version and what followed it (messages and answer
+// versions); each message's `branches` lists its versions, oldest first.
+
+/** Every message of `c`, shown or kept in a hidden branch. */
+function allMessages(c: Json): Json[] {
+  return [...c.messages, ...Object.values(c.hidden as Record<string, Json>).flatMap((tail) => tail.messages)];
+}
+
+/** Hide what is shown from index `at` on, as the branch of the message there. */
+function hideFrom(c: Json, at: number) {
+  const messages = c.messages.slice(at);
+  const ids = new Set(messages.map((m: Json) => m.id));
+  c.hidden[messages[0].id] = { messages, versions: c.versions.filter((v: Json) => ids.has(v.message_id)) };
+  c.messages = c.messages.slice(0, at);
+  c.versions = c.versions.filter((v: Json) => !ids.has(v.message_id));
+}
+
+function showBranch(c: Json, messageId: unknown): Json {
+  const target = allMessages(c).find((m) => m.id === messageId);
+  if (!target) fail('not_found', `conversations: there is no message with id ${messageId} (it may have been deleted)`);
+  const at = c.messages.findIndex((m: Json) => target.branches.includes(m.id) || m.id === messageId);
+  if (at >= 0 && c.messages[at].id !== messageId) {
+    hideFrom(c, at);
+    const tail = c.hidden[messageId as number];
+    delete c.hidden[messageId as number];
+    c.messages.push(...tail.messages);
+    c.versions.push(...tail.versions);
+  }
+  const { seq: _seq, pendingVersions: _pending, hidden: _hidden, ...shown } = c;
+  return structuredClone(shown);
+}
+
 function tokensOf(text: string): string[] {
   return text.match(/\s*\S+|\s+/g) ?? [];
 }
@@ -137,12 +170,16 @@ async function startAnswer(args: Json) {
   let user: Json | null = null;
   if (action.kind === 'send' || action.kind === 'edit') {
     if (typeof action.content !== 'string' || !action.content.trim()) fail('invalid_input', 'The message is empty. Type something first.');
+    user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now(), branches: [] as number[] };
     if (action.kind === 'edit') {
       const at = c.messages.findIndex((m: Json) => m.id === action.message_id);
-      c.messages = c.messages.slice(0, at);
-      c.versions = c.versions.filter((v: Json) => c.messages.some((m: Json) => m.id === v.message_id));
+      if (at < 0 || c.messages[at].role !== 'user') fail('not_found', `There is no message ${action.message_id} of yours in this conversation to edit.`);
+      const edited = c.messages[at];
+      const branches = [...(edited.branches.length ? edited.branches : [edited.id]), user.id];
+      for (const m of allMessages(c)) if (branches.includes(m.id)) m.branches = branches;
+      user.branches = branches;
+      hideFrom(c, at);
     }
-    user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now() };
     c.messages.push(user);
     if (c.title === 'New conversation') c.title = action.content.slice(0, 60);
   } else if (action.kind === 'regenerate') {
@@ -157,7 +194,7 @@ async function startAnswer(args: Json) {
   } else {
     fail('invalid_input', `unknown action ${JSON.stringify(action)}`);
   }
-  const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now() };
+  const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now(), branches: [] as number[] };
   c.messages.push(answer);
   c.versions.push(...(c.pendingVersions ?? []).map((v: Json) => ({ ...v, message_id: answer.id })));
   c.pendingVersions = [];
@@ -327,15 +364,18 @@ mockIPC(async (cmd, raw) => {
     }
     case 'create_conversation': {
       const id = `c${nextId++}`;
-      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [], versions: [] as Json[] };
+      const c = { id, seq: nextId, title: 'New conversation', created_at: now(), updated_at: now(), settings: { system_prompt: '', sampling, max_tokens: 256, enable_thinking: null }, messages: [], versions: [] as Json[], hidden: {} as Record<number, Json> };
       conversations.set(id, c);
-      const { seq: _seq, ...shown } = c;
+      const { seq: _seq, hidden: _hidden, ...shown } = c;
       return structuredClone(shown);
     }
     case 'get_conversation': {
-      const { seq: _seq, pendingVersions: _pending, ...c } = get(args.id);
+      const { seq: _seq, pendingVersions: _pending, hidden: _hidden, ...c } = get(args.id);
       return structuredClone(c);
     }
+    case 'show_branch':
+      if (busy) fail('busy', 'An answer is being written. Wait for it, or press Stop first.');
+      return showBranch(get(args.conversationId), args.messageId);
     case 'rename_conversation':
       get(args.id).title = args.title; // the order is kept: updated_at does not change
       return null;

@@ -496,6 +496,37 @@ test('regenerate and edit-and-resend write a new answer and scroll to it', async
   assert(await page.getByText('THE END').isVisible() && (await page.getByText('THE END').boundingBox()).y < 600, 'scrolled to the new answer');
 });
 
+test('edit and resend keeps the old branch: the edited message shows 2/2 and switching back finds the old answer', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'The old answer'; });
+  await sendAndWait(page, 'Question one');
+  await page.evaluate(() => { window.__mock.answer = 'A later answer'; });
+  await sendAndWait(page, 'Question two');
+  await page.evaluate(() => { window.__mock.answer = 'The new answer'; });
+  await page.getByRole('button', { name: 'Edit and resend this message' }).first().click();
+  await page.getByLabel('Edit your message').fill('Question one, edited');
+  await page.getByRole('button', { name: 'Send the edited message' }).click();
+  await page.getByTestId('assistant-message').getByText('The new answer').waitFor();
+  await page.getByTestId('send-button').waitFor();
+  // The new branch: the edited message and its answer, nothing after them.
+  assert((await page.getByTestId('user-message').count()) === 1, 'the new branch has one question');
+  const versions = page.getByTestId('message-versions');
+  assert((await versions.textContent()).includes('2/2'), `the edited message has two versions: ${await versions.textContent()}`);
+  // Back to the first version: the old answer and the turn after it are all there.
+  await page.getByRole('button', { name: 'Earlier version of this message' }).click();
+  await page.getByTestId('assistant-message').getByText('The old answer').waitFor();
+  await page.getByText('A later answer').waitFor();
+  assert((await page.getByTestId('user-message').first().textContent()).includes('Question one'), 'the original question');
+  assert(!(await page.getByTestId('user-message').first().textContent()).includes('edited'), 'not the edited one');
+  assert((await page.getByTestId('user-message').count()) === 2, 'both questions of the old branch');
+  assert((await versions.textContent()).includes('1/2'), `first of two: ${await versions.textContent()}`);
+  // And forward again to the edit.
+  await page.getByRole('button', { name: 'Later version of this message' }).click();
+  await page.getByTestId('assistant-message').getByText('The new answer').waitFor();
+  assert((await page.getByTestId('assistant-message').count()) === 1, 'the new branch again');
+  const switched = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'show_branch').length);
+  assert(switched === 2, `each switch asks the backend once, got ${switched}`);
+});
+
 test('thinking is folded away', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = '<think>secret plan here</think>The visible answer'; });
   await send(page, 'Think first');

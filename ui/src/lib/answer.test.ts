@@ -15,7 +15,7 @@ const settings = {
 };
 
 function message(id: number, role: 'user' | 'assistant', content: string): Message {
-  return { id, role, content, state: 'complete', receipt: null, created_at: 0 };
+  return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [] };
 }
 
 /** A fake backend whose startAnswer replays the given events. */

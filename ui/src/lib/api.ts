@@ -99,6 +99,10 @@ export const api = {
   deleteConversation: (id: string) => call<void>('delete_conversation', { id }),
   updateConversationSettings: (id: string, settings: ConversationSettings) =>
     call<void>('update_conversation_settings', { id, settings }),
+  /** Show the branch that starts at `messageId` (one version of an edited message); returns
+   *  the conversation as it now shows. */
+  showBranch: (conversationId: string, messageId: number) =>
+    call<Conversation>('show_branch', { conversationId, messageId }),
   /** Write the conversation to `path` (chosen in the save dialog); returns the path written. */
   exportConversation: (id: string, format: ExportFormat, path: string | null = null) =>
     call<string>('export_conversation', { id, format, path }),

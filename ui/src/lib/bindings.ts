@@ -821,7 +821,13 @@ receipt: Receipt | null,
 /**
  * Unix seconds.
  */
-created_at: number, };
+created_at: number, 
+/**
+ * The versions of this message that edits made, oldest first, this one among them: each
+ * keeps the conversation that followed it (see [`ConversationStore::show_branch`]). Empty
+ * for a message never edited.
+ */
+branches: Array<number>, };
 
 /**
  * Where a message is in its life.

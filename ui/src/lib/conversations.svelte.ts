@@ -15,6 +15,7 @@ export type ConversationsApi = Pick<
   | 'deleteConversation'
   | 'updateConversationSettings'
   | 'exportConversation'
+  | 'showBranch'
   | 'pickSavePath'
   | 'pickFolder'
 >;
@@ -107,6 +108,19 @@ export class ConversationList {
       if (this.current?.id === id) this.current = conversation;
     } catch {
       /* keep what is on screen */
+    }
+  }
+
+  /** Show another version of the edited message `messageId` of the open conversation, with the
+   *  conversation that followed it. */
+  async showBranch(messageId: number): Promise<void> {
+    const id = this.current?.id;
+    if (id === undefined) return;
+    try {
+      const conversation = await this.api.showBranch(id, messageId);
+      if (this.current?.id === id) this.current = conversation;
+    } catch (error) {
+      this.notifications.fail(error);
     }
   }
 
