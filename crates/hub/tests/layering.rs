@@ -11,6 +11,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "hearth-desktop",
         &[
+            "hearth-backends",
             "hearth-chat",
             "hearth-engine",
             "hearth-hub",
@@ -21,6 +22,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "hearth-cli",
         &[
+            "hearth-backends",
             "hearth-chat",
             "hearth-documents",
             "hearth-engine",
@@ -30,7 +32,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "q4nx",
         ],
     ),
-    ("hearth-server", &["hearth-chat", "hearth-engine"]),
+    // The backends arrow is here until the server reaches backends through app.
+    (
+        "hearth-server",
+        &["hearth-backends", "hearth-chat", "hearth-engine"],
+    ),
     // DESIGN draws app -> chat, backends, documents, hub, npu. The engine arrow is here until
     // chat and backends pass on the engine types in their own APIs (ChatMessage, LoadOptions,
     // SamplingParams) and the chat template check.
@@ -45,9 +51,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "hearth-chat",
-        &["hearth-engine", "hearth-hub", "hearth-npu"],
+        "hearth-backends",
+        &["hearth-chat", "hearth-engine", "hearth-npu"],
     ),
+    ("hearth-chat", &["hearth-engine"]),
     ("hearth-documents", &["hearth-engine"]),
     ("hearth-engine", &["q4nx"]),
     ("hearth-hub", &["q4nx"]),

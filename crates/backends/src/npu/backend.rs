@@ -22,13 +22,13 @@ use hearth_chat::backend::{
     Generation, Input, Prompt, TextSink, TokenCount,
 };
 use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
-use hearth_hub::registry::RegistryFile;
 use serde_json::{json, Value};
 
 use crate::npu::discover::{self, FlmProgram};
 use crate::npu::known_issues;
 use crate::npu::process::{FlmServer, ServeConfig};
 use crate::npu::prompt_cache::{clearing_messages, CacheState};
+use crate::npu::registry::FlmRegistry;
 use crate::remote::openai::{ChatRequest, ClientOptions, OpenAiClient, ServerUsage};
 
 /// The smallest `--ctx-len` FastFlowLM accepts.
@@ -187,19 +187,16 @@ impl NpuBackend {
         model: &str,
         options: NpuOptions,
     ) -> Result<NpuBackend, BackendError> {
-        let file: RegistryFile = std::fs::read(registry)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-            .map_err(|e| {
-                BackendError::failed(
-                    FailureKind::NotReady,
-                    format!(
-                        "could not read the model registry {}: {e}",
-                        registry.display()
-                    ),
-                )
-            })?;
-        let (family, size, entry) = file.find(model).ok_or_else(|| {
+        let file = FlmRegistry::read(registry).map_err(|e| {
+            BackendError::failed(
+                FailureKind::NotReady,
+                format!(
+                    "could not read the model registry {}: {e}",
+                    registry.display()
+                ),
+            )
+        })?;
+        let (tag, entry) = file.find(model).ok_or_else(|| {
             BackendError::failed(
                 FailureKind::ModelNotFound,
                 format!(
@@ -286,7 +283,7 @@ impl NpuBackend {
         Ok(NpuBackend {
             info,
             program,
-            tag: format!("{family}:{size}"),
+            tag,
             registry: registry.to_path_buf(),
             models_root,
             options,

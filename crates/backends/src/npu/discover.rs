@@ -6,12 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use hearth_chat::backend::{Availability, BackendKind};
-use hearth_hub::registry::FlmEntry;
 use hearth_npu::bounded::{self, QuickLimits};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::npu::install::Layout;
+use crate::npu::registry::{FlmModel, FlmRegistry};
 use crate::npu::{known_issues, NpuError};
 
 /// The oldest FastFlowLM Hearth drives (0.9.45; the NPU tests run against 0.9.45 and 1.0.x).
@@ -404,7 +404,7 @@ pub fn kernel_root(program: &Path, flm_xclbin_path: Option<&Path>) -> Option<Pat
 /// engine for the entry's family and kernels in `xclbins/<name>/` under its kernel root
 /// (`FLM_XCLBIN_PATH` is read from this process's environment), and the model must not be one
 /// it is known to fail with ([`known_issues`]).
-pub fn npu_support(program: &FlmProgram, entry: &FlmEntry) -> Availability {
+pub fn npu_support(program: &FlmProgram, entry: &FlmModel) -> Availability {
     npu_support_with(program, entry, xclbin_env().as_deref())
 }
 
@@ -417,7 +417,7 @@ fn xclbin_env() -> Option<PathBuf> {
 
 /// [`npu_support`] for the FastFlowLM this process finds ([`Lookup::from_env`]); when none is
 /// found, or it is too old, the reason says so.
-pub fn npu_availability(entry: &FlmEntry) -> Availability {
+pub fn npu_availability(entry: &FlmModel) -> Availability {
     match find(&Lookup::from_env()) {
         Ok(program) => npu_support(&program, entry),
         Err(e) => Availability::unusable(BackendKind::Npu, e.to_string()),
@@ -446,13 +446,11 @@ pub fn registry_availabilities(registry: &Path, names: &[&str]) -> Vec<Availabil
                 .collect();
         }
     };
-    let file: Option<hearth_hub::registry::RegistryFile> = std::fs::read(registry)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let file = FlmRegistry::read(registry).ok();
     names
         .iter()
         .map(|name| match file.as_ref().and_then(|f| f.find(name)) {
-            Some((_, _, entry)) => npu_support(&program, entry),
+            Some((_, entry)) => npu_support(&program, entry),
             None => Availability::unusable(
                 BackendKind::Npu,
                 format!(
@@ -467,14 +465,14 @@ pub fn registry_availabilities(registry: &Path, names: &[&str]) -> Vec<Availabil
 
 /// [`npu_support`] without the table of known incompatibilities: whether FastFlowLM has what
 /// the model needs, for a tester who tries the NPU anyway.
-pub fn npu_support_anyway(program: &FlmProgram, entry: &FlmEntry) -> Availability {
+pub fn npu_support_anyway(program: &FlmProgram, entry: &FlmModel) -> Availability {
     installed_support(program, entry, xclbin_env().as_deref())
 }
 
 /// [`npu_support`] with `FLM_XCLBIN_PATH` given.
 pub fn npu_support_with(
     program: &FlmProgram,
-    entry: &FlmEntry,
+    entry: &FlmModel,
     flm_xclbin_path: Option<&Path>,
 ) -> Availability {
     let installed = installed_support(program, entry, flm_xclbin_path);
@@ -492,7 +490,7 @@ pub fn npu_support_with(
 /// Whether `program` has an engine for the entry's family and kernels for its name.
 fn installed_support(
     program: &FlmProgram,
-    entry: &FlmEntry,
+    entry: &FlmModel,
     flm_xclbin_path: Option<&Path>,
 ) -> Availability {
     if let Some(missing) = program.layout.missing(&program.path) {

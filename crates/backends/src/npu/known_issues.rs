@@ -3,7 +3,7 @@
 //! FastFlowLM starting and failing at the first answer; a tester can still try the NPU anyway
 //! (`hearth run --npu-anyway`, [`crate::npu::NpuOptions::npu_anyway`]).
 
-use hearth_hub::registry::FlmEntry;
+use crate::npu::registry::FlmModel;
 
 /// One known incompatibility.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl KnownIssue {
     }
 
     /// Whether it concerns the registry entry `entry`.
-    pub fn affects_model(&self, entry: &FlmEntry) -> bool {
+    pub fn affects_model(&self, entry: &FlmModel) -> bool {
         [entry.name.as_str(), entry.details.family.as_str()]
             .iter()
             .any(|s| s.to_ascii_lowercase().starts_with(self.model))
@@ -73,7 +73,7 @@ impl KnownIssue {
 }
 
 /// The known issue of the registry entry `entry` on FastFlowLM `version`, if any.
-pub fn known_issue(version: &str, entry: &FlmEntry) -> Option<&'static KnownIssue> {
+pub fn known_issue(version: &str, entry: &FlmModel) -> Option<&'static KnownIssue> {
     KNOWN_ISSUES
         .iter()
         .find(|i| i.affects_version(version) && i.affects_model(entry))
@@ -82,13 +82,17 @@ pub fn known_issue(version: &str, entry: &FlmEntry) -> Option<&'static KnownIssu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::npu::registry::FlmModelDetails;
 
-    fn entry(name: &str, family: &str) -> FlmEntry {
-        serde_json::from_value(serde_json::json!({
-            "name": name, "url": "", "size": 1, "flm_min_version": "0.9.22",
-            "files": [], "details": {"family": family}
-        }))
-        .unwrap()
+    fn entry(name: &str, family: &str) -> FlmModel {
+        FlmModel {
+            name: name.into(),
+            default_context_length: None,
+            details: FlmModelDetails {
+                family: family.into(),
+            },
+            hearth: None,
+        }
     }
 
     #[test]

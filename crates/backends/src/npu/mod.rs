@@ -31,6 +31,7 @@ pub mod known_issues;
 pub mod marker;
 pub mod process;
 pub mod prompt_cache;
+pub mod registry;
 
 use std::path::PathBuf;
 

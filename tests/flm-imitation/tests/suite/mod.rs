@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth_backends::npu::discover::{self, FlmProgram, Lookup};
+use hearth_backends::npu::registry::FlmRegistry;
 use hearth_backends::npu::{NpuBackend, NpuEvent, NpuOptions};
 use hearth_backends::{selftest, CpuBackend};
 use hearth_chat::answer::{answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
@@ -529,9 +530,8 @@ fn validate_failures_fold_into_the_npu_status_with_fixes() {
 fn npu_support_needs_an_engine_and_kernels() {
     let f = fixture("");
     let program = f.program();
-    let file: hearth_hub::registry::RegistryFile =
-        serde_json::from_slice(&std::fs::read(&f.registry).unwrap()).unwrap();
-    let (_, _, entry) = file.find(TAG).unwrap();
+    let file = FlmRegistry::read(&f.registry).unwrap();
+    let (_, entry) = file.find(TAG).unwrap();
     let none = Path::new("/nonexistent");
     assert!(discover::npu_support_with(&program, entry, Some(none)).usable);
     let mut other = entry.clone();
