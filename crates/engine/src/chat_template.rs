@@ -359,7 +359,7 @@ impl ChatTemplate {
 /// hub's model check), so that a model whose template would hang Hearth or fill the memory is
 /// refused before it is registered, with a message naming the model.
 pub fn check_chat_template(dir: &Path, model: &str) -> Result<(), Error> {
-    let tokenizer_config = crate::model::read_json(&dir.join("tokenizer_config.json"))?;
+    let tokenizer_config = crate::json_file::read_json(&dir.join("tokenizer_config.json"))?;
     ChatTemplate::read(dir, tokenizer_config.as_ref(), model.to_owned()).map(drop)
 }
 
@@ -659,7 +659,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/engine")
             .join(folder);
-        let config = crate::model::read_json(&dir.join("tokenizer_config.json")).unwrap();
+        let config = crate::json_file::read_json(&dir.join("tokenizer_config.json")).unwrap();
         ChatTemplate::from_dir(&dir, config.as_ref())
             .unwrap()
             .expect("the fixture has a template")

@@ -32,6 +32,7 @@ pub mod cpu;
 mod draft;
 mod error;
 mod json_automaton;
+mod json_file;
 mod json_schema;
 mod kv_cache;
 mod linear;

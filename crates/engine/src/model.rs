@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::chat_template::{ChatMessage, ChatTemplate};
 use crate::constraint::{Constraint, TokenBytes};
 use crate::cpu::{pool, CpuContext, KernelLevel, ThreadPool};
+use crate::json_file::read_json;
 use crate::kv_cache::KvPrecision;
 use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
 use crate::tokenizer::TextTokenizer;
@@ -510,21 +511,6 @@ fn read_tokenizer(dir: &Path, c: &ModelConfig) -> Result<Option<TextTokenizer>, 
         ));
     }
     Ok(Some(tokenizer))
-}
-
-/// Parses an optional JSON file: `Ok(None)` when absent, an error naming the file when malformed.
-pub(crate) fn read_json(path: &Path) -> Result<Option<serde_json::Value>, Error> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let fail = |reason: String| Error::Tokenizer {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| fail(format!("not valid JSON: {e}")))
 }
 
 /// Every stop id the files declare: config.json's eos ids, generation_config.json's eos ids,
