@@ -32,6 +32,7 @@ mod names;
 mod progress;
 mod pull;
 pub mod registry;
+mod sizes;
 mod store;
 
 pub use builtin::{
@@ -51,34 +52,5 @@ pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
 pub use progress::{DownloadControl, Phase, Progress, Request};
 pub use pull::{pull, target_name, PullOutcome, PullRequest};
-pub use store::{
-    unix_now, ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store,
-};
-
-/// Bytes in the units people read: "1.7 GB", "512 KB" (powers of 1000, like disk sizes).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else if value < 10.0 {
-        format!("{value:.2} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn human_bytes_reads_like_a_disk_size() {
-        assert_eq!(super::human_bytes(999), "999 B");
-        assert_eq!(super::human_bytes(1_700_000_000), "1.70 GB");
-        assert_eq!(super::human_bytes(52_400_000), "52.4 MB");
-    }
-}
+pub use sizes::human_bytes;
+pub use store::{ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store};

@@ -747,8 +747,9 @@ pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
     }
 }
 
-/// Seconds since 1970 (0 if the clock is before it): the one clock helper of the workspace.
-pub fn unix_now() -> u64 {
+/// Seconds since 1970 (0 if the clock is before it): when a model was registered or a download
+/// last moved.
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
