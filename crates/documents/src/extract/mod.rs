@@ -9,9 +9,16 @@
 //! the caller down. Zip-based formats (DOCX, ODT, EPUB) go through `archive`, which refuses
 //! archives that would unpack past the limits (zip bombs).
 
+mod archive;
+mod docx;
+mod epub;
+mod html;
 mod markdown;
+mod odt;
+mod pdf;
 mod regular_file;
 mod text_encoding;
+mod xml;
 
 use std::fmt;
 use std::panic::{catch_unwind, UnwindSafe};
@@ -26,6 +33,16 @@ pub enum Format {
     Markdown,
     /// Program source or configuration (`.rs`, `.py`, `.toml`...): one section.
     SourceCode,
+    /// PDF, from its text layer: one section per page.
+    Pdf,
+    /// Word document (Office Open XML): one section per heading.
+    Docx,
+    /// OpenDocument text: one section per heading.
+    Odt,
+    /// Web page: its visible text, one section per heading.
+    Html,
+    /// E-book: its chapters in reading order, one section per heading.
+    Epub,
 }
 
 /// Every extension Hearth reads, lowercase, with its format: the one list behind
@@ -40,6 +57,13 @@ const EXTENSIONS: &[(&str, Format)] = &[
     ("org", Format::PlainText),
     ("adoc", Format::PlainText),
     ("tex", Format::PlainText),
+    ("pdf", Format::Pdf),
+    ("docx", Format::Docx),
+    ("odt", Format::Odt),
+    ("html", Format::Html),
+    ("htm", Format::Html),
+    ("xhtml", Format::Html),
+    ("epub", Format::Epub),
     ("md", Format::Markdown),
     ("markdown", Format::Markdown),
     ("mdown", Format::Markdown),
@@ -101,6 +125,11 @@ impl Format {
             Format::PlainText => "text file",
             Format::Markdown => "Markdown file",
             Format::SourceCode => "source file",
+            Format::Pdf => "PDF",
+            Format::Docx => "Word document (DOCX)",
+            Format::Odt => "OpenDocument text (ODT)",
+            Format::Html => "web page (HTML)",
+            Format::Epub => "e-book (EPUB)",
         }
     }
 }
@@ -156,7 +185,7 @@ pub struct ExtractLimits {
     pub max_text_bytes: usize,
     /// The most entries a zip-based file (DOCX, ODT, EPUB) may list. By default 10,000.
     pub max_archive_entries: usize,
-    /// The most bytes read out of one zip-based file, all entries together. By default 512 MiB.
+    /// The most bytes read out of one zip-based file, all entries together. By default 256 MiB.
     pub max_unpacked_bytes: u64,
     /// The largest ratio of an entry's unpacked to packed size. By default 200 (text XML
     /// compresses about 5 to 20 times; a zip bomb compresses a thousand times and more).
@@ -169,7 +198,7 @@ impl Default for ExtractLimits {
             max_file_bytes: 256 << 20,
             max_text_bytes: 64 << 20,
             max_archive_entries: 10_000,
-            max_unpacked_bytes: 512 << 20,
+            max_unpacked_bytes: 256 << 20,
             max_compression_ratio: 200,
         }
     }
@@ -216,11 +245,11 @@ pub enum ExtractError {
     )]
     UnknownFormat { path: PathBuf },
     #[error(
-        "{} is an encrypted PDF: open it with its password in a PDF viewer, save or print it to \
-         a PDF without one, and attach that",
+        "{} is an encrypted {format}: open it with its password in the program that made it \
+         (or print a PDF to a new PDF), save a copy without a password, and attach that",
         path.display()
     )]
-    Encrypted { path: PathBuf },
+    Encrypted { path: PathBuf, format: Format },
     #[error(
         "{}: this PDF has no text layer; it may be a scan. Run it through OCR (for example \
          ocrmypdf) and attach the result",
@@ -275,6 +304,19 @@ pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, Extract
             }],
         },
         Format::Markdown => markdown::extract(&text_encoding::decode(path, format, &bytes)?),
+        Format::Html => {
+            let page = html::decode(path, format, &bytes)?;
+            let (title, sections) = guarded(path, format, || Ok(html::extract(&page)))?;
+            Extracted {
+                format,
+                title,
+                sections,
+            }
+        }
+        Format::Pdf => guarded(path, format, || pdf::extract(path, &bytes, limits))?,
+        Format::Docx => guarded(path, format, || docx::extract(path, &bytes, limits))?,
+        Format::Odt => guarded(path, format, || odt::extract(path, &bytes, limits))?,
+        Format::Epub => guarded(path, format, || epub::extract(path, &bytes, limits))?,
     };
     finish(path, extracted, limits)
 }
@@ -304,8 +346,9 @@ fn finish(
 }
 
 /// Runs a third-party parser so that its panic on a malformed file becomes `ParserPanic` for
-/// that file rather than unwinding into the caller (the panic hook still logs the message).
-#[allow(dead_code)] // the PDF and zip readers use it
+/// that file rather than unwinding into the caller (the panic hook still prints the message).
+/// The parsers only read the bytes they are given and build their own values, so nothing they
+/// leave half-done is seen after a panic.
 fn guarded<T>(
     path: &Path,
     format: Format,
