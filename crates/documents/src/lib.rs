@@ -10,7 +10,7 @@ pub mod library;
 pub mod passages;
 pub mod search;
 
-pub use embedding::EmbeddingModel;
+pub use embedding::{find_embedding_model, EmbeddingModel, EngineEmbedding};
 pub use extract::{extract, ExtractError, ExtractLimits, Extracted, Format, Place, Section};
 pub use index::{index, FileReport, IndexReport, IndexSettings, Outcome, Progress, Stage};
 pub use library::{Document, DocumentId, Library, LibraryError};

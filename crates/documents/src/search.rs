@@ -40,6 +40,8 @@ pub struct Hit {
     /// The document's path.
     pub path: PathBuf,
     pub title: Option<String>,
+    /// Index of its section in the extracted document.
+    pub section: usize,
     /// Where in the document: page, heading or the whole file.
     pub place: Place,
     /// Characters `char_start..char_end` of its section's text.
@@ -143,6 +145,7 @@ fn hits(
             document: p.document,
             path: PathBuf::from(path),
             title,
+            section: p.section,
             place: p.place,
             char_start: p.char_start,
             char_end: p.char_end,
