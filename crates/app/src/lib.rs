@@ -15,6 +15,7 @@
 //!   with the processor; [`fidelity`] keeps the self-test results;
 //! - [`remote`]: the remote server's settings;
 //! - [`settings`]: the app-wide settings;
+//! - [`share`]: what the "Let other apps on this computer use Hearth" switch shows;
 //! - [`error`]: the one error every function returns, a code and a plain message.
 
 pub mod app;
@@ -30,6 +31,7 @@ pub mod remote;
 pub mod selection;
 pub mod session;
 pub mod settings;
+pub mod share;
 pub mod turn;
 
 pub use app::App;

@@ -170,9 +170,9 @@ impl App {
             })
         };
         let options = OpenOptions {
-            threads: None,
             npu_anyway,
             npu_events: Some(sink),
+            ..OpenOptions::default()
         };
         Session::open(&self.home, entry, BackendKind::Npu, options)
     }

@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use hearth_backends::npu::{NpuBackend, NpuEventSink, NpuOptions};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_backends::CpuBackend;
-use hearth_chat::{Backend, BackendError, BackendInfo, BackendKind};
+use hearth_chat::{Backend, BackendError, BackendInfo};
 use serde::Serialize;
 
 use crate::home::Home;
 use crate::models::LocalModel;
+
+pub use hearth_chat::BackendKind;
 
 /// Where a local model runs when the caller names no backend: on the NPU when the NPU is ready
 /// here (`npu`, the doctor's diagnosis) and FastFlowLM can run this model (its availability,
@@ -65,6 +67,10 @@ pub struct ModelStatus {
 pub struct OpenOptions {
     /// Processor threads for Hearth's engine (None: one per physical core).
     pub threads: Option<usize>,
+    /// Context length in tokens for Hearth's engine (None: min(4096, the model's maximum)).
+    pub context_length: Option<usize>,
+    /// SIMD level of Hearth's engine (None: the best this processor has).
+    pub kernel: Option<hearth_engine::cpu::KernelLevel>,
     /// Try the NPU even for a model FastFlowLM is known to fail with (for testers).
     pub npu_anyway: bool,
     /// Receives FastFlowLM's loading events (None: they are only logged).
@@ -92,7 +98,7 @@ impl Session {
         options: OpenOptions,
     ) -> Result<Self, BackendError> {
         match backend {
-            BackendKind::Cpu => Self::open_cpu(model, options.threads),
+            BackendKind::Cpu => Self::open_cpu(model, &options),
             BackendKind::Npu => Self::open_npu(home, model, options),
             BackendKind::Remote => Err(BackendError::Unsupported(format!(
                 "\"{}\" is a model on this computer; a remote server's model is opened with Session::connect_remote",
@@ -101,9 +107,11 @@ impl Session {
         }
     }
 
-    fn open_cpu(model: &LocalModel, threads: Option<usize>) -> Result<Self, BackendError> {
+    fn open_cpu(model: &LocalModel, options: &OpenOptions) -> Result<Self, BackendError> {
         let options = hearth_engine::LoadOptions {
-            threads,
+            threads: options.threads,
+            context_length: options.context_length,
+            kernel: options.kernel,
             ..Default::default()
         };
         let cpu = CpuBackend::open(&model.path, &model.name, &options, model.weights_sha256())?;

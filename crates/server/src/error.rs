@@ -86,6 +86,8 @@ pub enum AppError {
         /// How many requests may wait.
         queue: usize,
     },
+    /// The model is lent by the desktop app, which is answering with it now (503).
+    InUse,
     /// The backend behind the server (the NPU's FastFlowLM, a remote server) failed (502).
     Backend {
         /// What happened, in plain words.
@@ -134,7 +136,7 @@ impl AppError {
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Forbidden { .. } => StatusCode::FORBIDDEN,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Busy { .. } | AppError::InUse => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Backend { .. } => StatusCode::BAD_GATEWAY,
             AppError::Internal | AppError::LoadFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -191,6 +193,9 @@ impl AppError {
                 "the server is busy: the model is answering and {queue} more requests are \
                  waiting; try again in a moment"
             ),
+            AppError::InUse => "the server is busy: the model is answering in the Hearth app; \
+                 try again in a moment"
+                .to_owned(),
             AppError::Internal => {
                 "the server failed to answer; the details are in its log".to_owned()
             }
@@ -208,6 +213,7 @@ impl AppError {
             | AppError::PayloadTooLarge { .. } => "invalid_request_error",
             AppError::Forbidden { .. } => "permission_error",
             AppError::Busy { .. }
+            | AppError::InUse
             | AppError::Backend { .. }
             | AppError::LoadFailed { .. }
             | AppError::Internal => "server_error",
@@ -225,7 +231,7 @@ impl AppError {
             AppError::MethodNotAllowed => Some("method_not_allowed"),
             AppError::Forbidden { code, .. } => Some(code),
             AppError::PayloadTooLarge { .. } => Some("payload_too_large"),
-            AppError::Busy { .. } => Some("server_busy"),
+            AppError::Busy { .. } | AppError::InUse => Some("server_busy"),
             AppError::Backend { .. } => Some("backend_failed"),
             AppError::Internal => Some("internal_error"),
         }
@@ -361,7 +367,7 @@ impl AppError {
         let body = self.body(api);
         let mut response = (status, axum::Json(body)).into_response();
         match self {
-            AppError::Busy { .. } => {
+            AppError::Busy { .. } | AppError::InUse => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));

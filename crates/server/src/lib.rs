@@ -29,10 +29,13 @@ mod completions;
 mod connections;
 mod error;
 mod guard;
+mod held;
 mod keep_alive;
 mod models;
 pub mod ollama;
 pub mod openai;
+mod running;
+mod share;
 mod state;
 mod worker;
 
@@ -48,7 +51,10 @@ use axum::{middleware, Router};
 
 pub use catalog::{LocalModel, LocalModels};
 pub use error::{Api, AppError, Error, OllamaError};
+pub use held::{HeldModel, Unavailable};
 pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
+pub use running::{start, RunningServer};
+pub use share::Sharing;
 pub use state::{
     AppState, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,

@@ -1,6 +1,6 @@
 //! What every request shares: the model in memory behind a mutex (one generation at a time;
-//! loaded on demand and unloaded when its keep-alive ends), the queue bound, and the server's
-//! settings.
+//! loaded on demand and unloaded when its keep-alive ends, or lent by its holder), the queue
+//! bound, and the server's settings.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::{LocalModels, ModelEntry};
 use crate::error::{AppError, Error};
+use crate::held::{HeldModel, Unavailable};
 use crate::keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
 
 /// Default request body limit: 4 MiB, far more than any chat needs.
@@ -107,7 +108,8 @@ pub struct AppState {
 }
 
 struct Shared {
-    /// The model in memory; locked for the whole of a generation.
+    /// The model in memory; locked for the whole of a generation (with a held model it stays
+    /// empty, and its lock makes the server's own requests take turns).
     slot: Mutex<Option<Loaded>>,
     /// What `/api/ps` shows, kept beside the slot so it can be read while a model answers.
     running: Mutex<Option<Running>>,
@@ -125,6 +127,8 @@ enum Models {
     Pinned(ModelEntry),
     /// Installed folders, loaded on request.
     Local(LocalModels),
+    /// The model another part of the program holds (the desktop app's), used when it is free.
+    Held(Arc<dyn HeldModel>),
 }
 
 /// A model in memory.
@@ -193,6 +197,13 @@ impl AppState {
         AppState::build(Models::Local(models), None, None, options)
     }
 
+    /// Serves whatever model `held` holds (the desktop app's loaded model), with its holder's
+    /// lock: a request while the holder answers gets 503, a request for another model 404.
+    /// The holder keeps it loaded; requests' `keep_alive` does not unload it.
+    pub fn lent(held: Arc<dyn HeldModel>, options: ServerOptions) -> AppState {
+        AppState::build(Models::Held(held), None, None, options)
+    }
+
     fn build(
         models: Models,
         loaded: Option<Loaded>,
@@ -219,20 +230,22 @@ impl AppState {
         match &self.inner.models {
             Models::Pinned(entry) => vec![entry.clone()],
             Models::Local(local) => local.models().iter().map(ModelEntry::of_folder).collect(),
+            Models::Held(held) => held.info().iter().map(ModelEntry::of_backend).collect(),
         }
     }
 
     /// The catalog's entry for `requested` (exact name, any case, or with `:latest`), or 404.
     pub(crate) fn entry(&self, requested: &str) -> Result<ModelEntry, AppError> {
+        let one = |entry: ModelEntry| {
+            let wanted = requested.strip_suffix(":latest").unwrap_or(requested);
+            entry.name.eq_ignore_ascii_case(wanted).then_some(entry)
+        };
         let found = match &self.inner.models {
-            Models::Pinned(entry) => {
-                let wanted = requested.strip_suffix(":latest").unwrap_or(requested);
-                entry
-                    .name
-                    .eq_ignore_ascii_case(wanted)
-                    .then(|| entry.clone())
-            }
+            Models::Pinned(entry) => one(entry.clone()),
             Models::Local(local) => local.find(requested).map(ModelEntry::of_folder),
+            Models::Held(held) => held
+                .info()
+                .and_then(|info| one(ModelEntry::of_backend(&info))),
         };
         found.ok_or_else(|| AppError::ModelNotFound {
             requested: requested.to_owned(),
@@ -303,6 +316,13 @@ impl AppState {
 
     /// The loaded model, for `/api/ps`.
     pub(crate) fn running(&self) -> Option<Running> {
+        if let Models::Held(held) = &self.inner.models {
+            return held.info().map(|info| Running {
+                entry: ModelEntry::of_backend(&info),
+                info,
+                expires: None,
+            });
+        }
         lock(&self.inner.running).clone()
     }
 
@@ -346,6 +366,9 @@ impl AppState {
         request: &ModelRequest,
         f: impl FnOnce(&mut dyn Backend) -> T,
     ) -> Result<(T, Duration), AppError> {
+        if let Models::Held(held) = &self.inner.models {
+            return self.with_held(held.as_ref(), request, f);
+        }
         let mut slot = self.inner.slot.lock().map_err(|_| {
             // A generation panicked: the KV cache may be half-written, so refuse rather than
             // answer from a corrupt state.
@@ -359,6 +382,48 @@ impl AppState {
         let value = f(loaded.backend.as_mut());
         self.keep_after_use(&mut slot, request.keep_alive, Instant::now());
         Ok((value, load))
+    }
+
+    /// [`AppState::with_model`] over a held model: the server's own requests take turns on the
+    /// slot's lock; the holder's lock is only tried, so a request while the holder answers is
+    /// told at once that the model is busy rather than waiting behind it.
+    fn with_held<T>(
+        &self,
+        held: &dyn HeldModel,
+        request: &ModelRequest,
+        f: impl FnOnce(&mut dyn Backend) -> T,
+    ) -> Result<(T, Duration), AppError> {
+        let _turn = lock(&self.inner.slot);
+        let mut f = Some(f);
+        let mut value = None;
+        let mut loaded_name = None;
+        held.try_with(&mut |backend| {
+            let name = &backend.info().model;
+            // The holder may have switched models since the request was checked.
+            if !name.eq_ignore_ascii_case(&request.name) {
+                loaded_name = Some(name.clone());
+            } else if let Some(f) = f.take() {
+                value = Some(f(backend));
+            }
+        })
+        .map_err(|why| match why {
+            Unavailable::InUse => AppError::InUse,
+            Unavailable::NotLoaded => self.not_found(&request.name),
+        })?;
+        match value {
+            Some(value) => Ok((value, Duration::ZERO)),
+            None => {
+                tracing::debug!(loaded = ?loaded_name, "the held model changed under a request");
+                Err(self.not_found(&request.name))
+            }
+        }
+    }
+
+    fn not_found(&self, requested: &str) -> AppError {
+        AppError::ModelNotFound {
+            requested: requested.to_owned(),
+            served: self.names(),
+        }
     }
 
     /// Loads `request`'s model into `slot` if it is not there as wanted; the time it took.
@@ -383,6 +448,7 @@ impl AppState {
                 limit: context.unwrap_or_default(),
                 reloadable: false,
             }),
+            (_, Models::Held(_)) => Err(AppError::Internal), // answered by `with_held`
             (None, Models::Pinned(entry)) => {
                 // Unreachable through the routes (they check the name first), kept plain.
                 Err(AppError::ModelNotFound {
@@ -427,9 +493,9 @@ impl AppState {
     }
 
     /// After a request: unloads at once for a zero keep-alive, else sets when to unload.
-    /// A pinned backend stays loaded whatever the request said.
+    /// A pinned or held backend stays loaded whatever the request said.
     fn keep_after_use(&self, slot: &mut Option<Loaded>, keep: Option<KeepAlive>, now: Instant) {
-        if let Models::Pinned(_) = self.inner.models {
+        if let Models::Pinned(_) | Models::Held(_) = self.inner.models {
             return;
         }
         match keep.unwrap_or(self.inner.options.keep_alive) {
@@ -452,8 +518,12 @@ impl AppState {
 
     /// Loads the model `request` names and sets its keep-alive, without generating (Ollama's
     /// empty prompt); with a zero keep-alive, unloads it instead if it is loaded. Returns
-    /// whether it is loaded afterwards (a pinned backend always is).
+    /// whether it is loaded afterwards (a pinned backend always is; a held one while its
+    /// holder has it loaded).
     pub(crate) fn load_or_unload(&self, request: &ModelRequest) -> Result<bool, AppError> {
+        if let Models::Held(_) = &self.inner.models {
+            return Ok(self.entry(&request.name).is_ok());
+        }
         let unload = request.keep_alive.is_some_and(KeepAlive::is_zero);
         if unload {
             let mut slot = lock(&self.inner.slot);
