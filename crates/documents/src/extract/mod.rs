@@ -290,6 +290,8 @@ pub enum ExtractError {
 
 /// Reads the text of the file at `path`, cut into sections, within `limits`.
 pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, ExtractError> {
+    // First, so that a folder or a pipe is called what it is, whatever its name.
+    regular_file::check(path)?;
     let format = Format::from_path(path).ok_or_else(|| ExtractError::UnknownFormat {
         path: path.to_owned(),
     })?;

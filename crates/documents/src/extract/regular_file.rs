@@ -11,6 +11,15 @@ use std::path::Path;
 
 use super::ExtractError;
 
+/// Refuses what is not a regular file at `path` (symbolic links followed), without opening it.
+pub(super) fn check(path: &Path) -> Result<(), ExtractError> {
+    let metadata = std::fs::metadata(path).map_err(|source| ExtractError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    check_kind(path, &metadata)
+}
+
 /// The whole content of the regular file at `path`, refused when larger than `max_bytes`.
 pub(super) fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ExtractError> {
     let io_error = |source| ExtractError::Io {
@@ -18,7 +27,7 @@ pub(super) fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ExtractError>
         source,
     };
     // Looked at before opening, since opening a FIFO for reading blocks until a writer comes.
-    check_kind(path, &std::fs::metadata(path).map_err(io_error)?)?;
+    check(path)?;
     // O_NONBLOCK as well, in case the path was swapped for a FIFO between the two calls; it
     // changes nothing for a regular file. O_NOCTTY: a terminal never becomes ours.
     let file = std::fs::OpenOptions::new()
