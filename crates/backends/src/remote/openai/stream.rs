@@ -1,0 +1,386 @@
+//! Reading a streamed answer: server-sent events (or one JSON answer from a server that does
+//! not stream) into text pieces, the finish reason, usage and the server's timing fields.
+
+use std::io::{BufRead, BufReader, Read};
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use hearth_chat::backend::{BackendError, FailureKind, TextSink};
+use serde_json::Value;
+
+use super::errors::{classify, clean, quote, Transport};
+use super::{
+    ChatRequest, OpenAiClient, ServerUsage, StreamOutcome, ANSWER_MARGIN_TOKENS,
+    DEFAULT_MAX_TOKENS, MAX_BYTES_PER_TOKEN, MAX_JSON_BODY,
+};
+use crate::remote::sse::{EventReader, Item, SseError};
+
+/// What the worker reading an answer passes to the caller.
+pub(super) enum Piece {
+    /// Answer text; empty for a keep-alive comment.
+    Text(String),
+    /// The stream ended.
+    End(Result<StreamOutcome, BackendError>),
+}
+
+/// One streamed answer being read.
+pub(super) struct Stream<'c, 's, R: Read> {
+    client: &'c OpenAiClient,
+    request: &'c ChatRequest,
+    events: EventReader<BufReader<R>>,
+    on_text: TextSink<'s>,
+    outcome: StreamOutcome,
+    in_think: bool,
+    done: bool,
+    /// Text pieces passed on, and their bytes.
+    texts: usize,
+    text_bytes: usize,
+    /// When text last came (or the stream began).
+    last_text: Instant,
+    /// Most pieces and bytes read before the answer is cut at its length.
+    max_pieces: usize,
+    max_bytes: usize,
+}
+
+impl<'c, 's, R: Read> Stream<'c, 's, R> {
+    pub(super) fn new(
+        client: &'c OpenAiClient,
+        request: &'c ChatRequest,
+        reader: BufReader<R>,
+        on_text: TextSink<'s>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let asked = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_pieces = asked
+            .saturating_add(asked / 4)
+            .saturating_add(ANSWER_MARGIN_TOKENS);
+        Stream {
+            client,
+            request,
+            events: EventReader::new(reader, max_event_bytes),
+            on_text,
+            outcome: StreamOutcome::default(),
+            in_think: false,
+            done: false,
+            texts: 0,
+            text_bytes: 0,
+            last_text: Instant::now(),
+            max_pieces,
+            max_bytes: max_pieces.saturating_mul(MAX_BYTES_PER_TOKEN),
+        }
+    }
+
+    pub(super) fn run(&mut self, content_type: &str) -> Result<StreamOutcome, BackendError> {
+        let json_body = content_type.contains("json") || {
+            // No or another content type: look at the first byte.
+            let peek = match self.events.get_mut().fill_buf() {
+                Ok(peek) => peek,
+                Err(e) => return Err(self.read_error(e)),
+            };
+            let first = peek.iter().find(|b| !b.is_ascii_whitespace()).copied();
+            match first {
+                Some(b'{') => true,
+                Some(b'd' | b':' | b'e' | b'i' | b'r') | None => false,
+                Some(_) => {
+                    let start = String::from_utf8_lossy(&peek[..peek.len().min(80)]).to_string();
+                    return Err(self.client.bad_reply(&format!(
+                        "it is neither JSON nor an event stream (starts with {})",
+                        quote(&start, self.client.key.as_ref())
+                    )));
+                }
+            }
+        };
+        if json_body {
+            self.read_json_answer()?;
+        } else {
+            self.read_events()?;
+        }
+        // FastFlowLM ends a failed generation with finish_reason "error" and no other word.
+        if !self.outcome.cancelled && self.outcome.finish_reason.as_deref() == Some("error") {
+            return Err(self.client.failed(
+                FailureKind::Server,
+                format!(
+                    "The server at {} stopped the answer with an error. The part that arrived is \
+                     kept. Check the server's log.",
+                    self.client.base_url
+                ),
+            ));
+        }
+        Ok(std::mem::take(&mut self.outcome))
+    }
+
+    /// A whole JSON body instead of events: an error (FastFlowLM before the first chunk), or
+    /// a server that ignored `stream: true` and sent the answer at once.
+    fn read_json_answer(&mut self) -> Result<(), BackendError> {
+        let mut text = String::new();
+        self.events
+            .get_mut()
+            .take(MAX_JSON_BODY)
+            .read_to_string(&mut text)
+            .map_err(|e| self.read_error(e))?;
+        let value = self.client.parse_json(&text)?;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(self.client.server_error(error));
+        }
+        let choice = value.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
+            self.client.bad_reply(&format!(
+                "its JSON has no answer in it (starts with {})",
+                quote(&text, self.client.key.as_ref())
+            ))
+        })?;
+        self.note_model(&value)?;
+        if self.pass_choice(choice, "message").is_break() {
+            self.outcome.cancelled = true;
+            return Ok(());
+        }
+        self.note_finish(choice);
+        self.note_usage(&value);
+        self.close_think();
+        self.done = true;
+        Ok(())
+    }
+
+    /// Server-sent events, one at a time as they arrive.
+    fn read_events(&mut self) -> Result<(), BackendError> {
+        loop {
+            let item = match self.events.next_item() {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                Err(SseError::Io(e)) => return Err(self.read_error(e)),
+                Err(e @ SseError::EventTooLong { .. }) => {
+                    return Err(self.client.bad_reply(&e.to_string()))
+                }
+            };
+            let flow = match item {
+                Item::Event { name, data } => self.handle_event(&name, &data)?,
+                // A keep-alive: a chance for the caller to stop, but not text.
+                Item::Comment => (self.on_text)(""),
+                Item::Unknown(line) if self.texts == 0 && self.outcome.model.is_none() => {
+                    return Err(self.client.bad_reply(&format!(
+                        "it is not an event stream (a line reads {})",
+                        quote(&line, self.client.key.as_ref())
+                    )));
+                }
+                Item::Unknown(_) => ControlFlow::Continue(()), // ignored, as the format says
+            };
+            if flow.is_break() {
+                self.outcome.cancelled = true;
+                return Ok(());
+            }
+            if self.done {
+                return Ok(());
+            }
+            if self.last_text.elapsed() >= self.client.options.read_timeout {
+                return Err(self.client.no_text_error());
+            }
+        }
+        self.close_think();
+        if self.outcome.finish_reason.is_some() {
+            // Some servers end with a finish_reason and close without [DONE].
+            return Ok(());
+        }
+        let message = if self.texts == 0 {
+            format!(
+                "The server at {} ended its reply before any of the answer arrived. Check the \
+                 server's log: it may have failed to load the model, or crashed.",
+                self.client.base_url
+            )
+        } else {
+            format!(
+                "The answer from {} stopped before its end: the connection closed in the middle \
+                 of the answer. The part that arrived is kept. The server may have crashed or \
+                 restarted; check it and try again.",
+                self.client.base_url
+            )
+        };
+        Err(self.client.failed(FailureKind::Cut, message))
+    }
+
+    fn handle_event(&mut self, name: &str, data: &str) -> Result<ControlFlow<()>, BackendError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.close_think();
+            self.done = true;
+            return Ok(ControlFlow::Continue(()));
+        }
+        let value: Value = serde_json::from_str(data).map_err(|_| {
+            self.client.bad_reply(&format!(
+                "one of its events is not JSON ({})",
+                quote(data, self.client.key.as_ref())
+            ))
+        })?;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(self.client.server_error(error));
+        }
+        if name == "error" {
+            return Err(self.client.server_error(&value));
+        }
+        self.note_model(&value)?;
+        self.note_usage(&value);
+        let mut flow = ControlFlow::Continue(());
+        if let Some(choice) = value.get("choices").and_then(|c| c.get(0)) {
+            flow = self.pass_choice(choice, "delta");
+            self.note_finish(choice);
+        }
+        Ok(flow)
+    }
+
+    /// Passes a choice's text on: a chat answer's in its `delta` (or whole `message`, named
+    /// by `chat_field`), a raw completion's in its `text`.
+    fn pass_choice(&mut self, choice: &Value, chat_field: &str) -> ControlFlow<()> {
+        if let Some(delta) = choice.get(chat_field) {
+            return self.pass_delta(delta);
+        }
+        match choice.get("text").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => self.pass_text(text.to_owned()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
+
+    /// Passes a delta's (or message's) text on: reasoning inside `<think>`…`</think>`.
+    fn pass_delta(&mut self, delta: &Value) -> ControlFlow<()> {
+        let text_of = |name: &str| {
+            delta
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let mut piece = String::new();
+        if let Some(reasoning) = text_of("reasoning_content").or_else(|| text_of("reasoning")) {
+            if !self.in_think {
+                piece.push_str("<think>");
+                self.in_think = true;
+            }
+            piece.push_str(reasoning);
+        }
+        if let Some(content) = text_of("content") {
+            if self.in_think {
+                piece.push_str("</think>");
+                self.in_think = false;
+            }
+            piece.push_str(content);
+        }
+        if piece.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        self.pass_text(piece)
+    }
+
+    /// Passes a piece of the answer on, ending the answer at its length when the server goes
+    /// on past `max_tokens`.
+    fn pass_text(&mut self, piece: String) -> ControlFlow<()> {
+        self.texts += 1;
+        self.text_bytes += piece.len();
+        self.last_text = Instant::now();
+        if self.texts > self.max_pieces || self.text_bytes > self.max_bytes {
+            // The server ignores max_tokens: end the answer at its length here.
+            tracing::warn!(
+                pieces = self.texts,
+                bytes = self.text_bytes,
+                max_tokens = ?self.request.max_tokens,
+                "the server went on past the answer's length; Hearth stopped reading"
+            );
+            self.outcome.finish_reason = Some("length".into());
+            self.close_think();
+            self.done = true;
+            return ControlFlow::Continue(());
+        }
+        (self.on_text)(&piece)
+    }
+
+    fn close_think(&mut self) {
+        if self.in_think {
+            self.in_think = false;
+            // The stream is ending: a Break here has nothing left to stop.
+            let _ = (self.on_text)("</think>");
+        }
+    }
+
+    fn note_model(&mut self, value: &Value) -> Result<(), BackendError> {
+        let Some(model) = value.get("model").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        if self.outcome.model.is_none() {
+            if self.request.require_model && model != self.request.model {
+                return Err(self.client.failed(
+                    FailureKind::WrongModel,
+                    format!(
+                        "The server at {} answered with the model {:?}, not {:?} that was asked \
+                         for. Check which models the server has loaded.",
+                        self.client.base_url,
+                        clean(model, self.client.key.as_ref()),
+                        self.request.model
+                    ),
+                ));
+            }
+            self.outcome.model = Some(model.to_owned());
+        }
+        Ok(())
+    }
+
+    fn note_finish(&mut self, choice: &Value) {
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.outcome.finish_reason = Some(reason.to_owned());
+        }
+    }
+
+    fn note_usage(&mut self, value: &Value) {
+        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+            let count = |name: &str| usage.get(name).and_then(Value::as_u64).map(|n| n as usize);
+            self.outcome.usage = Some(ServerUsage {
+                prompt_tokens: count("prompt_tokens"),
+                completion_tokens: count("completion_tokens"),
+            });
+            let secs = |name: &str| usage.get(name).and_then(Value::as_f64);
+            let t = &mut self.outcome.timings;
+            t.load_secs = secs("load_duration").or(t.load_secs);
+            t.prefill_secs = secs("prefill_duration_ttft").or(t.prefill_secs);
+            t.prefill_tokens_per_s = secs("prefill_speed_tps").or(t.prefill_tokens_per_s);
+            t.decode_secs = secs("decoding_duration").or(t.decode_secs);
+            t.decode_tokens_per_s = secs("decoding_speed_tps").or(t.decode_tokens_per_s);
+        }
+        // llama.cpp's server: milliseconds and rates in a `timings` object.
+        if let Some(timings) = value.get("timings").filter(|t| t.is_object()) {
+            let num = |name: &str| timings.get(name).and_then(Value::as_f64);
+            let t = &mut self.outcome.timings;
+            t.prefill_secs = num("prompt_ms").map(|ms| ms / 1000.0).or(t.prefill_secs);
+            t.prefill_tokens_per_s = num("prompt_per_second").or(t.prefill_tokens_per_s);
+            t.decode_secs = num("predicted_ms").map(|ms| ms / 1000.0).or(t.decode_secs);
+            t.decode_tokens_per_s = num("predicted_per_second").or(t.decode_tokens_per_s);
+        }
+    }
+
+    fn read_error(&self, error: std::io::Error) -> BackendError {
+        let error = ureq::Error::from(error);
+        let stalled = matches!(
+            classify(&error, false),
+            Transport::ReadTimeout | Transport::ConnectTimeout
+        );
+        let url = &self.client.base_url;
+        let secs = OpenAiClient::secs(self.client.options.read_timeout);
+        if stalled {
+            let message = if self.texts > 0 {
+                format!(
+                    "The server at {url} stopped sending for {secs} in the middle of the answer. \
+                     The part that arrived is kept. The server may be overloaded or stuck; try \
+                     again."
+                )
+            } else {
+                format!(
+                    "The server at {url} started its reply but sent nothing more for {secs}. It \
+                     may be overloaded or stuck; try again, or restart it."
+                )
+            };
+            self.client.failed(FailureKind::Timeout, message)
+        } else {
+            self.client.failed(
+                FailureKind::Cut,
+                format!(
+                    "The answer from {url} stopped before its end: the connection broke in the \
+                     middle of the answer. The part that arrived is kept. The server may have \
+                     crashed or restarted; check it and try again."
+                ),
+            )
+        }
+    }
+}
