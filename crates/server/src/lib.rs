@@ -6,8 +6,9 @@
 //!
 //! Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`,
 //! `POST /v1/completions`; `POST /api/chat`, `POST /api/generate`, `POST /api/show`,
-//! `GET /api/tags`, `GET /api/ps`, `GET /api/version`, `POST /api/embed` (refused: no embedding
-//! model yet); `GET /` says the server runs. Every request must be addressed to this machine
+//! `GET /api/tags`, `GET /api/ps`, `GET /api/version`; `POST /v1/embeddings`, `POST /api/embed`
+//! and `POST /api/embeddings` with the embedding model ([`ServerOptions::embedding`]);
+//! `GET /` says the server runs. Every request must be addressed to this machine
 //! (loopback `Host`, and a loopback or operator-allowed `Origin` when a browser sends one). One
 //! generation runs at a time on a blocking thread; a few requests may wait, more get 503.
 //!
@@ -27,6 +28,7 @@ mod catalog;
 mod chat;
 mod completions;
 mod connections;
+mod embeddings;
 mod error;
 mod guard;
 mod held;
@@ -50,6 +52,7 @@ use axum::routing::{get, post};
 use axum::{middleware, Router};
 
 pub use catalog::{LocalModel, LocalModels};
+pub use embeddings::EmbeddingSource;
 pub use error::{Api, AppError, Error, OllamaError};
 pub use held::{HeldModel, Unavailable};
 pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
@@ -74,8 +77,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/tags", get(ollama::models::tags))
         .route("/api/ps", get(ollama::models::ps))
         .route("/api/version", get(ollama::models::version))
-        .route("/api/embed", post(ollama::models::embed))
-        .route("/api/embeddings", post(ollama::models::embed))
+        .route("/v1/embeddings", post(embeddings::openai_embeddings))
+        .route("/api/embed", post(embeddings::ollama_embed))
+        .route("/api/embeddings", post(embeddings::ollama_embeddings))
         .route("/", get(running))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -9,6 +9,7 @@ use hearth_chat::{Backend, BackendInfo, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::{LocalModels, ModelEntry};
+use crate::embeddings::{EmbeddingModel, EmbeddingSource};
 use crate::error::{AppError, Error};
 use crate::held::{HeldModel, Unavailable};
 use crate::keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
@@ -61,6 +62,9 @@ pub struct ServerOptions {
     /// Time allowed for a request's body to arrive; past it, 408. By default
     /// [`DEFAULT_BODY_TIMEOUT`].
     pub body_timeout: Duration,
+    /// The model `/v1/embeddings` and `/api/embed` answer with (loaded at the first such
+    /// request). By default none: those requests are told the server has none.
+    pub embedding: Option<EmbeddingSource>,
 }
 
 impl ServerOptions {
@@ -97,6 +101,7 @@ impl Default for ServerOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            embedding: None,
         }
     }
 }
@@ -119,6 +124,8 @@ struct Shared {
     admission: Arc<Semaphore>,
     last_receipt: Mutex<Option<Receipt>>,
     started_unix: u64,
+    /// The embedding model, loaded at its first use.
+    embedding: EmbeddingModel,
 }
 
 /// Where models come from.
@@ -212,6 +219,7 @@ impl AppState {
     ) -> AppState {
         // Bounded here too, so that an unchecked value can never overflow or panic.
         let admission = Arc::new(Semaphore::new(options.queue.min(MAX_QUEUE) + 1));
+        let embedding = EmbeddingModel::new(options.embedding.clone());
         AppState {
             inner: Arc::new(Shared {
                 slot: Mutex::new(loaded),
@@ -221,6 +229,7 @@ impl AppState {
                 admission,
                 last_receipt: Mutex::new(None),
                 started_unix: unix_now(),
+                embedding,
             }),
         }
     }
@@ -324,6 +333,11 @@ impl AppState {
             });
         }
         lock(&self.inner.running).clone()
+    }
+
+    /// The embedding model (`/v1/embeddings`, `/api/embed`).
+    pub(crate) fn embedding_model(&self) -> &EmbeddingModel {
+        &self.inner.embedding
     }
 
     /// The server's settings.

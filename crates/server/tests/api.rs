@@ -301,9 +301,9 @@ async fn a_prompt_longer_than_the_context_is_refused_plain_and_streamed() {
 #[tokio::test]
 async fn unknown_routes_and_methods_answer_in_json() {
     let state = state();
-    let (status, value) = send_json(&state, get("/v1/embeddings")).await;
+    let (status, value) = send_json(&state, get("/v1/audio/speech")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(error_of(&value).0.contains("/v1/embeddings"));
+    assert!(error_of(&value).0.contains("/v1/audio/speech"));
     let (status, _) = send_json(&state, get("/v1/chat/completions")).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }

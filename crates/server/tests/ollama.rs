@@ -367,7 +367,10 @@ async fn errors_come_in_ollamas_shape_with_its_status_codes() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(error_text(&value).contains("does not support embeddings"));
+    assert!(
+        error_text(&value).contains("does not make embeddings"),
+        "a chat model is not an embedding model: {value}"
+    );
 
     let (status, value) = send_json(&state, get("/api/pull")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);

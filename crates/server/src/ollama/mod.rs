@@ -1,7 +1,7 @@
 //! Ollama's API, as Ollama answers it (its `docs/api.md` and `api/types.go`): `POST /api/chat`
 //! and `/api/generate` streamed as newline-delimited JSON unless `"stream": false`, `POST
-//! /api/show`, `GET /api/tags`, `/api/ps` and `/api/version`, and `POST /api/embed`, which
-//! says plainly that Hearth has no embedding model yet. Errors are `{"error": "..."}`.
+//! /api/show`, `GET /api/tags`, `/api/ps` and `/api/version` (`POST /api/embed` with the
+//! embedding model is in `crate::embeddings`). Errors are `{"error": "..."}`.
 //!
 //! This module holds what the routes share: the request fields common to chat and generate,
 //! `options` mapped onto Hearth's sampling, and the newline-delimited JSON stream. Where Hearth

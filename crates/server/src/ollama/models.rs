@@ -1,6 +1,6 @@
 //! Ollama's model routes: `GET /api/tags` (installed), `GET /api/ps` (loaded), `POST /api/show`
-//! (one model's details and template), `GET /api/version`, and `POST /api/embed`, which
-//! answers plainly that Hearth has no embedding model yet.
+//! (one model's details and template) and `GET /api/version`. (`POST /api/embed` is in
+//! `crate::embeddings`.)
 
 use std::time::{Duration, SystemTime};
 
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::required_model;
 use crate::catalog::{rfc3339, ModelEntry};
-use crate::error::{AppError, OllamaError};
+use crate::error::OllamaError;
 use crate::state::AppState;
 use crate::worker;
 
@@ -134,24 +134,4 @@ fn show_body(entry: &ModelEntry, context: Option<usize>) -> Value {
 /// `GET /api/version`: Hearth's version.
 pub async fn version() -> Json<Value> {
     Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
-}
-
-/// `POST /api/embed` (and the older `/api/embeddings`): Hearth has no embedding model yet, so
-/// every request gets a plain 400 in Ollama's shape, after the model name is checked.
-pub async fn embed(
-    State(state): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, OllamaError> {
-    let request: ShowRequest =
-        worker::parse_body(body, &state, "an embed request", "'model' and 'input'")?;
-    let name = required_model(request.model.as_deref().or(request.name.as_deref()))?;
-    state.entry(name)?;
-    Err(AppError::bad_field(
-        "model",
-        format!(
-            "\"{name}\" does not support embeddings: Hearth has no embedding model yet, so it \
-             cannot answer /api/embed"
-        ),
-    )
-    .into())
 }

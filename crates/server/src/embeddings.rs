@@ -1,0 +1,356 @@
+//! Sentence embeddings: OpenAI's `POST /v1/embeddings` and Ollama's `POST /api/embed` (and its
+//! older `POST /api/embeddings`), answered by the server's embedding model (Hearth bundles
+//! all-MiniLM-L6-v2, run by `hearth_engine::Embedder`), loaded at the first such request and
+//! kept. Chat models do not embed: a request naming one is told which model does.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::Json;
+use hearth_engine::Embedder;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{AppError, OllamaError};
+use crate::state::AppState;
+use crate::worker;
+
+/// The embedding model a server answers with: the name requests use, and its folder (a BERT
+/// encoder: `config.json`, `model.safetensors`, `tokenizer.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingSource {
+    /// What requests name it (`"model"`), compared ignoring case and a `:latest` suffix.
+    pub name: String,
+    /// Its folder.
+    pub folder: PathBuf,
+}
+
+/// The server's embedding model, loaded at its first use.
+pub(crate) struct EmbeddingModel {
+    source: Option<EmbeddingSource>,
+    loaded: Mutex<Option<Arc<Embedder>>>,
+}
+
+impl EmbeddingModel {
+    pub(crate) fn new(source: Option<EmbeddingSource>) -> Self {
+        EmbeddingModel {
+            source,
+            loaded: Mutex::new(None),
+        }
+    }
+
+    /// The model `requested` names, loading it if needed (on this thread: call it from a
+    /// blocking one), its served name, and how long loading took.
+    fn get(
+        &self,
+        requested: &str,
+        state: &AppState,
+    ) -> Result<(Arc<Embedder>, String, Duration), AppError> {
+        let source = self.source(requested, state)?;
+        let name = source.name.clone();
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(embedder) = loaded.as_ref() {
+            return Ok((Arc::clone(embedder), name, Duration::ZERO));
+        }
+        let started = Instant::now();
+        let embedder = Embedder::load(&source.folder, None).map_err(|e| {
+            tracing::error!(error = %e, "the embedding model did not load");
+            AppError::LoadFailed {
+                model: source.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let embedder = Arc::new(embedder);
+        *loaded = Some(Arc::clone(&embedder));
+        Ok((embedder, name, started.elapsed()))
+    }
+
+    /// The source `requested` names, or why none does.
+    fn source(&self, requested: &str, state: &AppState) -> Result<&EmbeddingSource, AppError> {
+        let wanted = requested.strip_suffix(":latest").unwrap_or(requested);
+        match &self.source {
+            Some(source) if source.name.eq_ignore_ascii_case(wanted) => Ok(source),
+            source => {
+                let offer = match source {
+                    Some(s) => format!("use \"{}\"", s.name),
+                    None => "this server has no embedding model (`hearth serve --embedding-model FOLDER` sets one)".to_owned(),
+                };
+                if state.entry(requested).is_ok() {
+                    Err(AppError::bad_field(
+                        "model",
+                        format!(
+                            "\"{requested}\" is a chat model and does not make embeddings; {offer}"
+                        ),
+                    ))
+                } else {
+                    Err(AppError::ModelNotFound {
+                        requested: requested.to_owned(),
+                        served: match source {
+                            Some(s) => format!("{} (embeddings)", s.name),
+                            None => "no embedding model".to_owned(),
+                        },
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// One text or several, as both APIs accept them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Input {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Input {
+    fn texts(self) -> Result<Vec<String>, AppError> {
+        let texts = match self {
+            Input::One(text) => vec![text],
+            Input::Many(texts) => texts,
+        };
+        if texts.is_empty() {
+            return Err(AppError::bad_field(
+                "input",
+                "input is an empty list; give at least one text",
+            ));
+        }
+        Ok(texts)
+    }
+}
+
+/// What one embedding run gives back.
+struct Embedded {
+    model: String,
+    vectors: Vec<Vec<f32>>,
+    tokens: usize,
+    load: Duration,
+}
+
+/// Embeds `texts` with the model `requested` names, on a blocking thread, holding a place in
+/// the server's line. A text longer than the model reads is cut, unless `truncate` is false:
+/// then it is refused.
+async fn embed_texts(
+    state: &AppState,
+    requested: String,
+    texts: Vec<String>,
+    truncate: bool,
+    dimensions: Option<usize>,
+) -> Result<Embedded, AppError> {
+    let permit = state.admit()?;
+    let shared = state.clone();
+    let job = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let (embedder, model, load) = shared.embedding_model().get(&requested, &shared)?;
+        if let Some(wanted) = dimensions {
+            if wanted != embedder.dimension() {
+                return Err(AppError::bad_field(
+                    "dimensions",
+                    format!(
+                        "{requested} makes vectors of {} dimensions, not {wanted}; leave 'dimensions' out",
+                        embedder.dimension()
+                    ),
+                ));
+            }
+        }
+        let engine_error = |e: hearth_engine::Error| {
+            tracing::error!(error = %e, "embedding failed");
+            AppError::Internal
+        };
+        let mut sequences = Vec::with_capacity(texts.len());
+        for text in &texts {
+            if !truncate {
+                let pieces = embedder.count_pieces(text).map_err(engine_error)?;
+                if pieces > embedder.max_pieces() {
+                    return Err(AppError::ContextFull {
+                        needed: pieces + 2,
+                        limit: embedder.max_pieces() + 2,
+                    });
+                }
+            }
+            sequences.push(embedder.tokens(text).map_err(engine_error)?);
+        }
+        let tokens = sequences.iter().map(Vec::len).sum();
+        let vectors = embedder.embed_tokens(&sequences).map_err(engine_error)?;
+        Ok(Embedded {
+            model,
+            vectors,
+            tokens,
+            load,
+        })
+    });
+    job.await.map_err(|e| {
+        tracing::error!(error = %e, "the embedding thread ended without a result");
+        AppError::Internal
+    })?
+}
+
+/// `POST /v1/embeddings` request (OpenAI's shape).
+#[derive(Debug, Deserialize)]
+pub struct OpenAiRequest {
+    /// The embedding model's name.
+    model: String,
+    /// A text or a list of texts (token-id inputs are refused: they would be ids of another
+    /// tokenizer).
+    input: Input,
+    /// `"float"` (default) or `"base64"` (little-endian f32, what the openai client asks for).
+    encoding_format: Option<String>,
+    /// Must be the model's dimension when given.
+    dimensions: Option<usize>,
+    /// Ignored (OpenAI's end-user id).
+    #[allow(dead_code)]
+    user: Option<String>,
+}
+
+/// `POST /v1/embeddings`: `{object: "list", data: [{object: "embedding", index, embedding}],
+/// model, usage: {prompt_tokens, total_tokens}}`.
+pub async fn openai_embeddings(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, AppError> {
+    let request: OpenAiRequest = worker::parse_body(
+        body,
+        &state,
+        "an embeddings request",
+        "'model' and 'input' (a text or a list of texts)",
+    )?;
+    let base64 = match request.encoding_format.as_deref() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(other) => {
+            return Err(AppError::bad_field(
+                "encoding_format",
+                format!("encoding_format {other:?} is not supported; use \"float\" or \"base64\""),
+            ))
+        }
+    };
+    let texts = request.input.texts()?;
+    let embedded = embed_texts(&state, request.model, texts, true, request.dimensions).await?;
+    let data: Vec<Value> = embedded
+        .vectors
+        .iter()
+        .enumerate()
+        .map(|(index, vector)| {
+            let embedding = if base64 {
+                json!(base64_f32(vector))
+            } else {
+                json!(vector)
+            };
+            json!({ "object": "embedding", "index": index, "embedding": embedding })
+        })
+        .collect();
+    Ok(Json(json!({
+        "object": "list",
+        "data": data,
+        "model": embedded.model,
+        "usage": { "prompt_tokens": embedded.tokens, "total_tokens": embedded.tokens },
+    })))
+}
+
+/// `POST /api/embed` request (Ollama's shape).
+#[derive(Debug, Deserialize)]
+pub struct OllamaRequest {
+    model: Option<String>,
+    input: Option<Input>,
+    /// The older `/api/embeddings` field: one text.
+    prompt: Option<String>,
+    /// Cut texts longer than the model reads (default); false refuses them.
+    truncate: Option<bool>,
+    dimensions: Option<usize>,
+}
+
+/// `POST /api/embed`: `{model, embeddings: [[...]], total_duration, load_duration,
+/// prompt_eval_count}`.
+pub async fn ollama_embed(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, OllamaError> {
+    let started = Instant::now();
+    let request: OllamaRequest =
+        worker::parse_body(body, &state, "an embed request", "'model' and 'input'")?;
+    let model = crate::ollama::required_model(request.model.as_deref())?.to_owned();
+    let input = request
+        .input
+        .or(request.prompt.map(Input::One))
+        .ok_or_else(|| {
+            AppError::bad_field("input", "input is required: a text or a list of texts")
+        })?;
+    let texts = input.texts()?;
+    let embedded = embed_texts(
+        &state,
+        model,
+        texts,
+        request.truncate.unwrap_or(true),
+        request.dimensions,
+    )
+    .await?;
+    Ok(Json(json!({
+        "model": embedded.model,
+        "embeddings": embedded.vectors,
+        "total_duration": worker::nanos(started.elapsed()),
+        "load_duration": worker::nanos(embedded.load),
+        "prompt_eval_count": embedded.tokens,
+    })))
+}
+
+/// `POST /api/embeddings` (Ollama's older route): `{model, prompt}` gives `{embedding: [...]}`.
+pub async fn ollama_embeddings(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, OllamaError> {
+    let request: OllamaRequest = worker::parse_body(
+        body,
+        &state,
+        "an embeddings request",
+        "'model' and 'prompt'",
+    )?;
+    let model = crate::ollama::required_model(request.model.as_deref())?.to_owned();
+    let prompt = request
+        .prompt
+        .ok_or_else(|| AppError::bad_field("prompt", "prompt is required: the text to embed"))?;
+    let embedded = embed_texts(&state, model, vec![prompt], true, None).await?;
+    Ok(Json(json!({ "embedding": embedded.vectors[0] })))
+}
+
+/// The little-endian bytes of `vector` in standard base64 (with padding), as OpenAI sends
+/// `encoding_format: "base64"`.
+fn base64_f32(vector: &[f32]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes: Vec<u8> = vector.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_encoding() {
+        // base64.b64encode(struct.pack('<f', 1.0)) == b'AACAPw=='
+        assert_eq!(base64_f32(&[1.0]), "AACAPw==");
+        // struct.pack('<3f', 1.0, -2.0, 0.5) -> 'AACAPwAAAMAAAAA/'
+        assert_eq!(base64_f32(&[1.0, -2.0, 0.5]), "AACAPwAAAMAAAAA/");
+        assert_eq!(base64_f32(&[]), "");
+    }
+}
