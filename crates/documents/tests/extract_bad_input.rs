@@ -1,0 +1,337 @@
+//! Files that cannot or must not be read: each is refused with a message that names the file and
+//! says what to do, within bounded memory and time, and never with a panic. The malformed files
+//! are built here; the encrypted and image-only PDFs are committed fixtures.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hearth_documents::{extract, ExtractError, ExtractLimits};
+use zip::write::SimpleFileOptions;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/documents")
+        .join(name)
+}
+
+fn refused(path: &Path) -> ExtractError {
+    refused_within(path, &ExtractLimits::default())
+}
+
+fn refused_within(path: &Path, limits: &ExtractLimits) -> ExtractError {
+    let error = match extract(path, limits) {
+        Ok(extracted) => panic!("{} was read: {extracted:?}", path.display()),
+        Err(error) => error,
+    };
+    let name = path.file_name().unwrap().to_string_lossy();
+    assert!(
+        error.to_string().contains(&*name),
+        "the message names the file: {error}"
+    );
+    error
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// A zip with these (name, bytes) entries, deflated.
+fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, bytes) in entries {
+        writer
+            .start_file(*name, SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+#[test]
+fn a_folder_is_named_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("papers.pdf");
+    std::fs::create_dir(&folder).unwrap();
+    let error = refused(&folder);
+    assert!(matches!(error, ExtractError::Folder { .. }), "{error}");
+    assert!(error.to_string().contains("attach the files inside it"));
+}
+
+#[test]
+fn a_pipe_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("notes.txt");
+    let c_path = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let error = refused(&pipe);
+    assert!(error.to_string().contains("is a pipe"), "{error}");
+}
+
+#[test]
+fn a_device_is_refused() {
+    let error = refused(Path::new("/dev/zero"));
+    assert!(error.to_string().contains("is a device"), "{error}");
+}
+
+#[test]
+fn a_link_into_proc_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("environ.txt");
+    std::os::unix::fs::symlink("/proc/self/environ", &link).unwrap();
+    let error = refused(&link);
+    assert!(
+        matches!(error, ExtractError::SystemFile { .. }),
+        "the process's environment is never read: {error}"
+    );
+}
+
+#[test]
+fn a_500_mb_file_is_refused_by_its_size_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.txt");
+    // Sparse: no disk space is used, and reading it would take seconds, so a quick refusal
+    // shows the size was checked first.
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(500 << 20)
+        .unwrap();
+    let error = refused(&path);
+    assert!(
+        error
+            .to_string()
+            .contains("is 500 MiB, more than the 256 MiB"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_unknown_kind_of_file_lists_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = refused(&write(dir.path(), "photo.jpeg", b"\xff\xd8\xff"));
+    assert!(error.to_string().contains("pdf, docx"), "{error}");
+}
+
+#[test]
+fn a_missing_file_says_it_could_not_be_read() {
+    let error = refused(Path::new("/nonexistent/hearth/letter.txt"));
+    assert!(error.to_string().starts_with("could not read"), "{error}");
+}
+
+#[test]
+fn an_encrypted_pdf_asks_for_a_copy_without_password() {
+    let error = refused(&fixture("encrypted.pdf"));
+    assert!(matches!(error, ExtractError::Encrypted { .. }), "{error}");
+    assert!(error.to_string().contains("encrypted PDF"), "{error}");
+}
+
+#[test]
+fn an_image_only_pdf_is_called_a_probable_scan() {
+    let error = refused(&fixture("scan.pdf"));
+    assert!(
+        error
+            .to_string()
+            .contains("this PDF has no text layer; it may be a scan"),
+        "{error}"
+    );
+}
+
+#[test]
+fn binary_data_under_a_text_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = refused(&write(dir.path(), "a.txt", b"\x7fELF\x02\x01\x01\0\0\0"));
+    assert!(error.to_string().contains("binary data"), "{error}");
+}
+
+#[test]
+fn an_empty_file_holds_no_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = refused(&write(dir.path(), "empty.md", b"\n  \n"));
+    assert!(matches!(error, ExtractError::NoText { .. }), "{error}");
+}
+
+#[test]
+fn more_text_than_the_limit_is_refused() {
+    let limits = ExtractLimits {
+        max_text_bytes: 10,
+        ..ExtractLimits::default()
+    };
+    let error = refused_within(&fixture("sample.pdf"), &limits);
+    assert!(matches!(error, ExtractError::TooMuchText { .. }), "{error}");
+}
+
+#[test]
+fn garbage_under_each_format_name_is_called_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["junk.pdf", "junk.docx", "junk.odt", "junk.epub"] {
+        let error = refused(&write(dir.path(), name, b"this is not what the name says"));
+        assert!(
+            error.to_string().contains("may be damaged"),
+            "{name}: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_zip_missing_its_main_part_names_the_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let docx = zip_of(&[("word/styles.xml", b"<w:styles/>")]);
+    let error = refused(&write(dir.path(), "empty.docx", &docx));
+    assert!(
+        error.to_string().contains("it has no word/document.xml"),
+        "{error}"
+    );
+    let epub = zip_of(&[("mimetype", b"application/epub+zip")]);
+    let error = refused(&write(dir.path(), "empty.epub", &epub));
+    assert!(
+        error.to_string().contains("META-INF/container.xml"),
+        "{error}"
+    );
+}
+
+#[test]
+fn truncated_documents_of_each_format_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["sample.docx", "sample.odt", "sample.epub"] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let error = refused(&write(dir.path(), name, &bytes[..bytes.len() / 2]));
+        assert!(
+            matches!(error, ExtractError::Corrupt { .. }),
+            "{name}: {error}"
+        );
+    }
+    // lopdf rebuilds a lost cross-reference table, so half a PDF may still give its first
+    // page; either way it is no panic, and an error names the file.
+    let pdf = std::fs::read(fixture("sample.pdf")).unwrap();
+    let path = write(dir.path(), "half.pdf", &pdf[..pdf.len() / 2]);
+    if let Err(error) = extract(&path, &ExtractLimits::default()) {
+        assert!(error.to_string().contains("half.pdf"), "{error}");
+    }
+}
+
+#[test]
+fn a_highly_compressed_entry_is_refused_as_a_zip_bomb() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut document = b"<w:document><w:body><w:p><w:r><w:t>".to_vec();
+    document.resize(document.len() + (64 << 20), b' ');
+    document.extend_from_slice(b"</w:t></w:r></w:p></w:body></w:document>");
+    let docx = zip_of(&[("word/document.xml", &document)]);
+    assert!(
+        docx.len() < 1 << 20,
+        "64 MiB packs into {} bytes",
+        docx.len()
+    );
+    let error = refused(&write(dir.path(), "bomb.docx", &docx));
+    assert!(
+        error
+            .to_string()
+            .contains("word/document.xml unpacks to more than 200 times its packed size"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_archive_of_too_many_entries_is_refused_before_listing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..10_001).map(|i| format!("OEBPS/{i}.xhtml")).collect();
+    let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+    let error = refused(&write(dir.path(), "many.epub", &zip_of(&entries)));
+    assert!(
+        error
+            .to_string()
+            .contains("it lists 10001 entries, more than the 10000"),
+        "{error}"
+    );
+}
+
+#[test]
+fn entries_that_unpack_past_the_total_are_refused() {
+    let limits = ExtractLimits {
+        max_unpacked_bytes: 1 << 20,
+        ..ExtractLimits::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Text that packs poorly (digits of a running counter), within the ratio but over 1 MiB.
+    let mut body = String::from("<w:document><w:body><w:p><w:r><w:t>");
+    let mut value = 1u64;
+    while body.len() < 2 << 20 {
+        value = value.wrapping_mul(6364136223846793005).wrapping_add(1);
+        body.push_str(&format!("{value} "));
+    }
+    body.push_str("</w:t></w:r></w:p></w:body></w:document>");
+    let docx = zip_of(&[("word/document.xml", body.as_bytes())]);
+    let error = refused_within(&write(dir.path(), "long.docx", &docx), &limits);
+    assert!(
+        error
+            .to_string()
+            .contains("its entries unpack to more than 1 MiB together"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_password_protected_office_file_is_not_taken_for_a_zip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ole = vec![0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
+    ole.resize(4096, 0);
+    let error = refused(&write(dir.path(), "locked.docx", &ole));
+    assert!(error.to_string().contains("password-protected"), "{error}");
+}
+
+#[test]
+fn an_ebook_locked_with_drm_is_called_encrypted() {
+    let dir = tempfile::tempdir().unwrap();
+    let container =
+        br#"<container><rootfiles><rootfile full-path="content.opf"/></rootfiles></container>"#;
+    let opf = br#"<package><manifest><item id="c" href="c.xhtml"/></manifest><spine><itemref idref="c"/></spine></package>"#;
+    let encryption = br#"<encryption><EncryptedData><CipherData><CipherReference URI="c.xhtml"/></CipherData></EncryptedData></encryption>"#;
+    let epub = zip_of(&[
+        ("META-INF/container.xml", container),
+        ("content.opf", opf),
+        ("META-INF/encryption.xml", encryption),
+        ("c.xhtml", b"\x93\x11 ciphertext"),
+    ]);
+    let error = refused(&write(dir.path(), "locked.epub", &epub));
+    assert!(matches!(error, ExtractError::Encrypted { .. }), "{error}");
+}
+
+/// Every fixture with bytes overwritten at many places: whatever comes out, no panic escapes,
+/// and an error names the file. (A parser's panic is caught and reported as `ParserPanic`.)
+#[test]
+fn damaged_copies_of_every_fixture_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for name in [
+        "sample.pdf",
+        "sample.docx",
+        "sample.odt",
+        "sample.epub",
+        "sample.html",
+        "sample.md",
+        "encrypted.pdf",
+    ] {
+        let original = std::fs::read(fixture(name)).unwrap();
+        for round in 0..150 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + round % 8 {
+                let at = (random() % bytes.len() as u64) as usize;
+                bytes[at] = random() as u8;
+            }
+            let path = write(dir.path(), name, &bytes);
+            if let Err(error) = extract(&path, &ExtractLimits::default()) {
+                assert!(
+                    error.to_string().contains(name),
+                    "{name}, round {round}: {error}"
+                );
+            }
+        }
+    }
+}
