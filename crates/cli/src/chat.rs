@@ -1,12 +1,18 @@
-//! `hearth chat`: an interactive conversation in the terminal, streaming each answer. When the
-//! conversation outgrows the context, the oldest turns are left out (and it says so).
+//! `hearth chat`: an interactive conversation in the terminal, streaming each answer. It is
+//! saved in the app's conversation list, as the desktop app saves its own (through
+//! `hearth_app`'s turn: the same store, the same plan, the NPU's fallback to the processor), so
+//! it shows there afterwards; `--no-save` keeps it in memory only. When the conversation
+//! outgrows the context, the oldest turns are left out (and it says so).
 
+use std::cell::RefCell;
 use std::io::{BufRead, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, Input};
-use hearth_engine::{ChatMessage, Role};
+use hearth_app::turn::{ChatAction, ChatEvent};
+use hearth_app::{App, Session};
+use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, ConversationSettings, Input, Receipt};
+use hearth_engine::{ChatMessage, ChatOptions, Role};
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
 use crate::terminal::safe;
@@ -32,24 +38,22 @@ pub struct Args {
     /// Print where each answer ran and its timings.
     #[arg(long)]
     stats: bool,
+    /// Keep the conversation in memory only. By default it is saved with the app's
+    /// conversations (in Hearth's data folder) and shows in the app's list.
+    #[arg(long)]
+    no_save: bool,
 }
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut backend = args.backend.open(&args.model)?;
+    let session = args.backend.open_session(&args.model, false)?;
     let thinking = match (args.think, args.no_think) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
     };
     let options = args.sampling.options(thinking);
-    let start: Vec<ChatMessage> = args
-        .system
-        .iter()
-        .map(|s| ChatMessage::new(Role::System, s.clone()))
-        .collect();
-    let mut messages = start.clone();
-    let info = backend.info().clone();
+    let info = session.backend.info().clone();
     let context = info
         .context_length
         .map_or_else(String::new, |n| format!(", {n} context tokens"));
@@ -64,6 +68,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             safe(&info.device)
         );
     }
+    let mut chat = if args.no_save {
+        Chat::Unsaved(Box::new(Unsaved::new(session, args.system, options)))
+    } else {
+        if args.sampling.speculative.is_some() {
+            eprintln!(
+                "hearth: --speculative applies with --no-save; a saved conversation decodes as \
+                 the app does"
+            );
+        }
+        let settings = ConversationSettings {
+            system_prompt: args.system.unwrap_or_default(),
+            sampling: options.sampling,
+            max_tokens: options.max_tokens,
+            enable_thinking: thinking,
+        };
+        Chat::Saved(Saved::open(session, settings)?)
+    };
     let stdin = std::io::stdin();
     let mut line = String::new();
     loop {
@@ -78,51 +99,157 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "" => continue,
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
             "/reset" => {
-                messages = start.clone();
+                chat.reset();
                 eprintln!("hearth: new conversation");
                 continue;
             }
             _ => {}
         }
-        messages.push(ChatMessage::new(
-            Role::User,
-            line.trim_end_matches(['\r', '\n']),
-        ));
+        let text = line.trim_end_matches(['\r', '\n']);
+        if let Some(receipt) = chat.ask(text)? {
+            if args.stats {
+                eprintln!("{}", safe(&describe_receipt(&receipt)));
+            }
+        }
+    }
+}
+
+/// The conversation, saved with the app's or kept in memory.
+enum Chat {
+    Saved(Saved),
+    // Boxed: it holds the session itself, the saved one holds the app that holds it.
+    Unsaved(Box<Unsaved>),
+}
+
+impl Chat {
+    /// Answers `text`, streaming the answer to stdout; the answer's receipt, None when it
+    /// failed (the reason is already printed).
+    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
+        match self {
+            Chat::Saved(saved) => saved.ask(text),
+            Chat::Unsaved(unsaved) => unsaved.ask(text),
+        }
+    }
+
+    /// Starts a new conversation (a saved one keeps the one before in the list).
+    fn reset(&mut self) {
+        match self {
+            Chat::Saved(saved) => saved.conversation = None,
+            Chat::Unsaved(unsaved) => unsaved.messages = unsaved.start.clone(),
+        }
+    }
+}
+
+/// A conversation saved through the app's core, created at its first message.
+struct Saved {
+    app: App,
+    settings: ConversationSettings,
+    conversation: Option<String>,
+}
+
+impl Saved {
+    /// The app's state in Hearth's folders, with `session` as its model.
+    fn open(session: Session, settings: ConversationSettings) -> anyhow::Result<Saved> {
+        let app = App::open(crate::model_args::home()?)?;
+        *app.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        for notice in app.take_notices() {
+            eprintln!("hearth: {}", safe(&notice.message));
+        }
+        Ok(Saved {
+            app,
+            settings,
+            conversation: None,
+        })
+    }
+
+    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
+        let id = match &self.conversation {
+            Some(id) => id.clone(),
+            None => {
+                let created = self.app.create_conversation(&self.settings)?;
+                self.conversation.insert(created.id).clone()
+            }
+        };
+        let busy = self.app.begin_answer()?;
+        let receipt = RefCell::new(None);
+        let failure = RefCell::new(None);
+        let progress = hearth_app::npu::logged_progress();
+        let action = ChatAction::Send {
+            content: text.to_owned(),
+        };
+        let result = self
+            .app
+            .answer(busy, &id, action, &progress, &|event| match event {
+                ChatEvent::Started {
+                    trimmed_messages, ..
+                } => say_trimmed(trimmed_messages),
+                ChatEvent::Token { text } => print_piece(&text),
+                ChatEvent::Fallback { reason, .. } => eprintln!("\nhearth: {}", safe(&reason)),
+                ChatEvent::Done { message } => *receipt.borrow_mut() = message.receipt,
+                ChatEvent::Error { message, .. } => *failure.borrow_mut() = Some(message),
+                ChatEvent::Stats(_) => {}
+            });
+        println!();
+        if let Err(error) = result {
+            eprintln!("hearth: {}", safe(&error.message));
+            return Ok(None);
+        }
+        if let Some(message) = failure.into_inner() {
+            eprintln!("hearth: the answer stopped early: {}", safe(&message));
+        }
+        Ok(receipt.into_inner())
+    }
+}
+
+/// A conversation in memory only (`--no-save`).
+struct Unsaved {
+    session: Session,
+    options: ChatOptions,
+    /// The system message it starts with, if any.
+    start: Vec<ChatMessage>,
+    messages: Vec<ChatMessage>,
+}
+
+impl Unsaved {
+    fn new(session: Session, system: Option<String>, options: ChatOptions) -> Unsaved {
+        let start: Vec<ChatMessage> = system
+            .into_iter()
+            .map(|s| ChatMessage::new(Role::System, s))
+            .collect();
+        Unsaved {
+            session,
+            options,
+            messages: start.clone(),
+            start,
+        }
+    }
+
+    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
+        self.messages.push(ChatMessage::new(Role::User, text));
+        // Power is read on this computer while it computes (not for a remote server).
+        let local = !self.session.kind().leaves_this_computer();
         let sensors = hearth_backends::Sensors::new("/");
         let request = AnswerRequest {
-            input: Input::Chat(messages.clone()),
-            options: options.clone(),
+            input: Input::Chat(self.messages.clone()),
+            options: self.options.clone(),
             stops: Vec::new(),
-            // Power is read on this computer while it computes (not for a remote server).
-            power: (!info.kind.leaves_this_computer())
-                .then_some(&sensors as &dyn hearth_chat::PowerMeter),
+            power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
             trim_to_fit: true,
         };
-        let mut stdout = std::io::stdout().lock();
-        let result = hearth_chat::answer(backend.as_mut(), request, &mut |event| {
+        let result = hearth_chat::answer(self.session.backend.as_mut(), request, &mut |event| {
             match event {
-                AnswerEvent::Started(start) if start.trimmed_messages > 0 => eprintln!(
-                    "hearth: the conversation is longer than the model can read; its {} oldest \
-                     messages are left out of this answer.",
-                    start.trimmed_messages
-                ),
-                AnswerEvent::Text(piece) => {
-                    let _ = stdout
-                        .write_all(safe(&piece).as_bytes())
-                        .and_then(|()| stdout.flush());
-                }
+                AnswerEvent::Started(start) => say_trimmed(start.trimmed_messages),
+                AnswerEvent::Text(piece) => print_piece(&piece),
                 _ => {}
             }
             ControlFlow::Continue(())
         });
-        writeln!(stdout)?;
-        drop(stdout);
+        println!();
         match result {
             Ok(answer) => {
-                messages.push(ChatMessage::new(Role::Assistant, answer.text));
-                if args.stats {
-                    eprintln!("{}", safe(&describe_receipt(&answer.receipt)));
-                }
+                self.messages
+                    .push(ChatMessage::new(Role::Assistant, answer.text));
+                Ok(Some(answer.receipt))
             }
             Err(AnswerError::Failed { text, error }) => {
                 eprintln!(
@@ -131,13 +258,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
                 if !text.is_empty() {
                     // Keep what was written, so the conversation stays as the user saw it.
-                    messages.push(ChatMessage::new(Role::Assistant, text));
+                    self.messages.push(ChatMessage::new(Role::Assistant, text));
                 }
+                Ok(None)
             }
             Err(error) => {
-                messages.pop();
+                self.messages.pop();
                 eprintln!("hearth: {}", safe(&error.to_string()));
+                Ok(None)
             }
         }
     }
+}
+
+fn say_trimmed(trimmed_messages: usize) {
+    if trimmed_messages > 0 {
+        eprintln!(
+            "hearth: the conversation is longer than the model can read; its {trimmed_messages} \
+             oldest messages are left out of this answer."
+        );
+    }
+}
+
+/// Writes a piece of the answer as it comes. A closed stdout must not stop the answer (it is
+/// still saved), so write errors are ignored here.
+fn print_piece(piece: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(safe(piece).as_bytes())
+        .and_then(|()| stdout.flush());
 }

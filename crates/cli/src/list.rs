@@ -1,12 +1,11 @@
 //! `hearth list`: the installed models (and paused downloads), or the catalog with fit hints.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::Serialize;
 
 use hearth_chat::Availability;
-use hearth_hub::{find_builtin_model, human_bytes, Machine, Store};
+use hearth_hub::{human_bytes, Machine, Store};
 
 use crate::terminal::safe;
 
@@ -25,20 +24,11 @@ pub struct Args {
     pub found: bool,
 }
 
-/// The model store of this user, showing the model that came with Hearth (the starter or the
-/// demo) as built in. Models it installs must pass the engine's chat template check.
+/// The model store of this user, as the app opens it (`hearth_app::Home::store`): showing the
+/// model that came with Hearth (the starter or the demo) as built in; models it installs must
+/// pass the engine's chat template check.
 pub fn open_store() -> anyhow::Result<Store> {
-    let store = Store::open_default()?.with_model_check(|dir, name| {
-        hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
-    });
-    let builtin = find_builtin_model(
-        std::env::var_os("HEARTH_DEMO_MODEL").map(PathBuf::from),
-        None,
-    );
-    Ok(match builtin {
-        Some(model) => store.with_builtin(model.name(), model.folder),
-        None => store,
-    })
+    Ok(crate::model_args::home()?.store())
 }
 
 /// An installed model as `hearth list --json` prints it: the registry's facts, whether the

@@ -1,16 +1,24 @@
 //! Options shared by the verbs that run a model (`run`, `chat`, `serve`, `logits`, `generate`):
 //! which model (an installed name or tag, or a folder), where it runs (`--backend`), how to load
-//! it, how to sample, and how token ids are written on the command line.
+//! it, how to sample, and how token ids are written on the command line. Finding the model and
+//! choosing its backend go through the app's core (`hearth_app`), so `hearth` and the desktop
+//! app choose the same way.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use hearth_backends::npu::{NpuBackend, NpuOptions};
-use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
-use hearth_backends::CpuBackend;
-use hearth_chat::{Backend, BackendKind};
+use hearth_app::models::LocalModel;
+use hearth_app::session::{backend_for, OpenOptions};
+use hearth_app::{Home, Session};
+use hearth_backends::remote::RemoteConfig;
+use hearth_chat::{Availability, Backend, BackendKind};
 use hearth_engine::cpu::KernelLevel;
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
+
+/// This user's Hearth folders (XDG), with the model that came with Hearth.
+pub fn home() -> anyhow::Result<Home> {
+    Ok(Home::for_user(hearth_app::home::find_builtin_model(None))?)
+}
 
 /// Which model to load and how.
 #[derive(clap::Args, Debug)]
@@ -32,29 +40,29 @@ pub struct ModelArgs {
     pub kernel: Option<KernelLevel>,
 }
 
-/// A local model found from `--model`.
-#[derive(Debug, Clone)]
-pub struct LocalModel {
-    /// How the user knows it: its registry name, or the folder's name.
-    pub name: String,
-    /// Its folder.
-    pub dir: PathBuf,
-    /// sha256 of its weights, when the registry has it.
-    pub sha256: Option<String>,
-}
-
 impl ModelArgs {
     /// Finds the model: a folder that exists, else an installed model by name or tag.
     pub fn resolve(&self) -> anyhow::Result<LocalModel> {
+        self.resolve_in(&home()?)
+    }
+
+    /// [`ModelArgs::resolve`] in `home`.
+    pub fn resolve_in(&self, home: &Home) -> anyhow::Result<LocalModel> {
         let as_path = PathBuf::from(&self.model);
         if as_path.is_dir() {
             let name = as_path
                 .file_name()
                 .map_or_else(|| self.model.clone(), |n| n.to_string_lossy().into_owned());
+            // A folder outside the registry runs on the processor: FastFlowLM runs only the
+            // models the registry lists.
             return Ok(LocalModel {
                 name,
-                dir: as_path,
+                path: as_path,
+                builtin: None,
+                is_default: false,
                 sha256: None,
+                backends: vec![Availability::usable(BackendKind::Cpu)],
+                selftest: None,
             });
         }
         if self.model.contains('/') {
@@ -65,23 +73,14 @@ impl ModelArgs {
                 as_path.display()
             );
         }
-        let store = crate::list::open_store()?;
-        let installed = store.get(&self.model).with_context(|| {
+        let installed = home.store().get(&self.model).with_context(|| {
             format!(
                 "--model {:?} is neither a model folder nor an installed model; `hearth list` \
                  shows the installed ones, `hearth pull` downloads one",
                 self.model
             )
         })?;
-        let sha256 = ["model.q4nx", "model.safetensors"]
-            .iter()
-            .find_map(|f| installed.files.get(*f))
-            .map(|record| record.sha256.clone());
-        Ok(LocalModel {
-            name: installed.name,
-            dir: installed.folder,
-            sha256,
-        })
+        Ok(hearth_app::models::local_model(home, &installed.name)?)
     }
 
     /// How the engine loads it.
@@ -97,8 +96,8 @@ impl ModelArgs {
     /// Loads the model into Hearth's engine, with the folder named in the error.
     pub fn load(&self) -> anyhow::Result<Model> {
         let local = self.resolve()?;
-        Model::load(&local.dir, &self.load_options())
-            .with_context(|| format!("could not load the model in {}", local.dir.display()))
+        Model::load(&local.path, &self.load_options())
+            .with_context(|| format!("could not load the model in {}", local.path.display()))
     }
 }
 
@@ -106,7 +105,8 @@ impl ModelArgs {
 #[derive(clap::Args, Debug)]
 pub struct BackendArgs {
     /// Where to run the model: cpu (Hearth's engine), npu (FastFlowLM) or remote (an
-    /// OpenAI-compatible server, with --url) [default: the best available for the model].
+    /// OpenAI-compatible server, with --url) [default: the best available for the model, as
+    /// the app chooses: the NPU when FastFlowLM can run it here, else the CPU].
     #[arg(long, value_name = "cpu|npu|remote")]
     pub backend: Option<BackendKind>,
     /// The remote server's address, e.g. http://gpu-box:8000 (vLLM, llama-server, Ollama,
@@ -120,22 +120,22 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    /// The backend chosen on the command line, or the best one for the model: the NPU when
-    /// FastFlowLM can run this installed model here, else the CPU.
+    /// The backend chosen on the command line, or the best one for the model, by the app's
+    /// rule (`hearth_app::session::best_backend`).
     pub fn kind(&self, model: &ModelArgs) -> BackendKind {
         match (self.backend, &self.url) {
             (Some(kind), _) => kind,
             (None, Some(_)) => BackendKind::Remote,
-            (None, None) => match npu_availability(model) {
-                Some(a) if a.usable => BackendKind::Npu,
-                _ => BackendKind::Cpu,
+            (None, None) => match home().and_then(|home| Ok((model.resolve_in(&home)?, home))) {
+                Ok((local, home)) => backend_for(&home, &local, None),
+                Err(_) => BackendKind::Cpu,
             },
         }
     }
 
     /// Opens the backend for `model`.
     pub fn open(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
-        self.open_with(model, false)
+        Ok(self.open_session(model, false)?.backend)
     }
 
     /// Opens `model` on the NPU even when FastFlowLM is known to fail with it
@@ -144,46 +144,40 @@ impl BackendArgs {
         if matches!(self.backend, Some(kind) if kind != BackendKind::Npu) || self.url.is_some() {
             anyhow::bail!("--npu-anyway runs the model on the NPU: leave out --backend and --url, or give --backend npu");
         }
-        self.open_with(model, true)
+        Ok(self.open_session(model, true)?.backend)
     }
 
-    fn open_with(&self, model: &ModelArgs, npu_anyway: bool) -> anyhow::Result<Box<dyn Backend>> {
-        let kind = if npu_anyway {
-            BackendKind::Npu
-        } else {
-            self.kind(model)
+    /// Opens `model` where `--backend` says, or where the app would (`Session::open`).
+    pub fn open_session(&self, model: &ModelArgs, npu_anyway: bool) -> anyhow::Result<Session> {
+        let home = home()?;
+        if self.backend == Some(BackendKind::Remote) || self.url.is_some() {
+            let config = self.remote_config(&home)?;
+            return Ok(Session::connect_remote(&config, &model.model)?);
+        }
+        let local = model.resolve_in(&home)?;
+        let kind = match npu_anyway {
+            true => BackendKind::Npu,
+            false => backend_for(&home, &local, self.backend),
         };
+        let options = OpenOptions {
+            threads: model.threads,
+            context_length: model.context,
+            kernel: model.kernel,
+            npu_anyway,
+            // Loading a model onto the NPU takes a while: say what is happening.
+            npu_events: Some(Box::new(|event| eprintln!("hearth: {}", event.words()))),
+        };
+        let opened = Session::open(&home, &local, kind, options);
         match kind {
-            BackendKind::Cpu => {
-                let local = model.resolve()?;
-                let backend =
-                    CpuBackend::open(&local.dir, &local.name, &model.load_options(), local.sha256)
-                        .with_context(|| {
-                            format!("could not load the model in {}", local.dir.display())
-                        })?;
-                Ok(Box::new(backend))
-            }
-            BackendKind::Npu => {
-                let store = crate::list::open_store()?;
-                let mut npu = NpuBackend::open_found(
-                    &store.registry_path(),
-                    &model.model,
-                    NpuOptions {
-                        npu_anyway,
-                        ..NpuOptions::new(state_home()?.join("hearth"))
-                    },
-                )?;
-                // Loading a model onto the NPU takes a while: say what is happening.
-                npu.set_event_sink(Box::new(|event| eprintln!("hearth: {}", event.words())));
-                Ok(Box::new(npu))
-            }
-            BackendKind::Remote => Ok(Box::new(self.open_remote(&model.model)?)),
+            BackendKind::Cpu => opened
+                .with_context(|| format!("could not load the model in {}", local.path.display())),
+            _ => Ok(opened?),
         }
     }
 
     /// The remote server: `--url` (with the key from `--api-key-env`), else the one saved in the
-    /// app's settings (`$XDG_CONFIG_HOME/hearth/remote.json`, with its key).
-    fn open_remote(&self, model: &str) -> anyhow::Result<RemoteBackend> {
+    /// app's settings (`remote.json` in Hearth's config folder, with its key).
+    fn remote_config(&self, home: &Home) -> anyhow::Result<RemoteConfig> {
         let key = match &self.api_key_env {
             Some(var) => Some(std::env::var(var).with_context(|| {
                 format!("--api-key-env {var}: that environment variable is not set")
@@ -192,56 +186,16 @@ impl BackendArgs {
         };
         let config = match &self.url {
             Some(url) => RemoteConfig::new(url)?,
-            None => RemoteConfig::load(&config_home()?.join("hearth"))?.context(
+            None => RemoteConfig::load(&home.config_dir)?.context(
                 "--backend remote needs a server: give --url http://HOST:PORT, or set one in the \
                  app (Settings, Remote server)",
             )?,
         };
-        let config = match key {
+        Ok(match key {
             Some(key) => config.with_key(&key),
             None => config,
-        };
-        Ok(RemoteBackend::connect(
-            &config,
-            model,
-            ClientOptions::default(),
-        )?)
+        })
     }
-}
-
-/// Whether the NPU can run `model` here: None for a folder that is not an installed model.
-pub fn npu_availability(model: &ModelArgs) -> Option<hearth_chat::Availability> {
-    if PathBuf::from(&model.model).is_dir() {
-        return None;
-    }
-    let store = crate::list::open_store().ok()?;
-    Some(hearth_backends::npu::registry_availability(
-        &store.registry_path(),
-        &model.model,
-    ))
-}
-
-/// `$XDG_CONFIG_HOME`, or `$HOME/.config`.
-fn config_home() -> anyhow::Result<PathBuf> {
-    xdg_home("XDG_CONFIG_HOME", ".config")
-}
-
-/// `$XDG_STATE_HOME`, or `$HOME/.local/state`: logs (FastFlowLM's).
-fn state_home() -> anyhow::Result<PathBuf> {
-    xdg_home("XDG_STATE_HOME", ".local/state")
-}
-
-/// An XDG base folder: the variable when it holds an absolute path (as the spec says), else
-/// `$HOME/<fallback>`.
-fn xdg_home(variable: &str, fallback: &str) -> anyhow::Result<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute(variable)
-        .or_else(|| absolute("HOME").map(|home| home.join(fallback)))
-        .with_context(|| format!("cannot find your {variable} folder: neither it nor HOME is set"))
 }
 
 /// How tokens are chosen and how many.

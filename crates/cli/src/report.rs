@@ -86,10 +86,10 @@ pub fn runs(model: &str) -> Value {
         Err(e) => return json!({ "failed": format!("{e:#}") }),
     };
     let mut cpu = match CpuBackend::open(
-        &local.dir,
+        &local.path,
         &local.name,
         &args.load_options(),
-        local.sha256.clone(),
+        local.weights_sha256(),
     ) {
         Ok(cpu) => cpu,
         Err(e) => return json!({ "failed": format!("the model could not load on the CPU: {e}") }),

@@ -31,15 +31,15 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let local = args.model.resolve()?;
     let mut reference = CpuBackend::open(
-        &local.dir,
+        &local.path,
         &local.name,
         &args.model.load_options(),
-        local.sha256.clone(),
+        local.weights_sha256(),
     )
     .with_context(|| {
         format!(
             "could not load the model in {} on the CPU",
-            local.dir.display()
+            local.path.display()
         )
     })?;
     reference.require_chat()?;

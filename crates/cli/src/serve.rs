@@ -163,8 +163,8 @@ fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> 
     let models = LocalModels::new(
         vec![LocalModel {
             name: local.name.clone(),
-            dir: local.dir.clone(),
-            sha256: local.sha256,
+            dir: local.path.clone(),
+            sha256: local.weights_sha256(),
         }],
         load,
     );
@@ -172,7 +172,7 @@ fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> 
     state.preload(&local.name).map_err(|e| {
         anyhow::anyhow!(
             "could not load the model in {}: {}",
-            local.dir.display(),
+            local.path.display(),
             e.message()
         )
     })?;

@@ -26,9 +26,9 @@ pub struct Args {
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let local = args.model.resolve()?;
-    let path = local.dir.join("tokenizer.json");
+    let path = local.path.join("tokenizer.json");
     let tokenizer = TextTokenizer::from_file(&path)
-        .with_context(|| format!("{} has no usable tokenizer", local.dir.display()))?;
+        .with_context(|| format!("{} has no usable tokenizer", local.path.display()))?;
     let ids = tokenizer.encode(&args.text, true)?;
     let pieces: Vec<String> = ids
         .iter()

@@ -10,6 +10,12 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+fn npu_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/npu")
+        .join(name)
+}
+
 fn demo_model() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/demo")
 }
@@ -37,6 +43,9 @@ impl Home {
             .env("XDG_CONFIG_HOME", d.join("config"))
             .env("XDG_STATE_HOME", d.join("state"))
             .env("HEARTH_DEMO_MODEL", demo_model())
+            // A Ryzen AI laptop's NPU as the doctor sees it, so the app's rule for the best
+            // backend (the NPU when it is ready and FastFlowLM can run the model) can pick it.
+            .env("HEARTH_NPU_ROOT", npu_fixture("strix-ready"))
             .env("PATH", "/usr/bin:/bin")
             .env_remove("HEARTH_LOG");
         match &self.flm {

@@ -11,9 +11,16 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Runs `hearth` with every Hearth folder in a temporary directory (`hearth chat` saves there).
 fn hearth(args: &[&str], stdin: &str) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let d = home.path();
     let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
         .args(args)
+        .env("HOME", d)
+        .env("XDG_DATA_HOME", d.join("data"))
+        .env("XDG_CONFIG_HOME", d.join("config"))
+        .env("XDG_STATE_HOME", d.join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
