@@ -203,6 +203,30 @@ describe('ConversationList', () => {
     expect(shell.view).toBe('chat');
   });
 
+  it('shows the branch the backend switched to, and says so when it could not', async () => {
+    const asked: [string, number][] = [];
+    const branch = { id: 'c1', title: 't', created_at: 0, updated_at: 0, settings, versions: [], messages: [
+      { ...message(1, 'user', 'first version'), branches: [1, 3] },
+      message(2, 'assistant', 'its answer'),
+    ] };
+    const api = {
+      ...fakeApi(() => []),
+      showBranch: async (id: string, messageId: number) => {
+        asked.push([id, messageId]);
+        if (messageId === 99) throw new Error('there is no message with id 99');
+        return structuredClone(branch);
+      },
+    } as unknown as Api;
+    const { conversations, notifications } = stores(api);
+    await conversations.open('c1');
+    await conversations.showBranch(1);
+    expect(asked).toEqual([['c1', 1]]);
+    expect(conversations.current?.messages.map((m) => m.content)).toEqual(['first version', 'its answer']);
+    await conversations.showBranch(99);
+    expect(conversations.current?.messages.length).toBe(2);
+    expect(notifications.toasts.map((t) => t.level)).toEqual(['error']);
+  });
+
   it('keeps the conversations while an answer is written', async () => {
     let deleted = 0;
     const api = {
