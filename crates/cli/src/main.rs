@@ -19,6 +19,7 @@ mod pull;
 mod report;
 mod rm;
 mod run;
+mod search;
 mod selftest;
 mod serve;
 mod terminal;
@@ -59,6 +60,8 @@ enum Command {
     Rm(rm::Args),
     /// Answer one prompt with a model, streaming the answer
     Run(run::Args),
+    /// Search files for the passages that answer a question (indexes them first; --json)
+    Search(search::Args),
     /// Compare a backend's answers (the NPU's) with the CPU engine's on fixed prompts
     Selftest(selftest::Args),
     /// Serve models over a local OpenAI- and Ollama-compatible HTTP API (127.0.0.1 only by default)
@@ -102,6 +105,7 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Pull(args) => pull::run(args),
         Command::Rm(args) => rm::run(args),
         Command::Run(args) => run::run(args),
+        Command::Search(args) => search::run(args),
         Command::Selftest(args) => selftest::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tokenize(args) => tokenize::run(args),
