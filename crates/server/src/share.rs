@@ -56,10 +56,11 @@ impl HeldModel for AppModel {
     }
 }
 
-/// The switch: off, or serving at an address. One per app.
-#[derive(Default)]
+/// The switch: off, or serving at an address. One per app; cheap to clone (one `Arc`), so a
+/// front end can hand it to a worker thread.
+#[derive(Default, Clone)]
 pub struct Sharing {
-    running: Mutex<Option<Serving>>,
+    running: Arc<Mutex<Option<Serving>>>,
 }
 
 struct Serving {
