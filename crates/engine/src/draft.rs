@@ -4,6 +4,8 @@
 //! of what comes next. No second model: a guess costs one scan of the history, and the model
 //! checks all of it in one pass (`runner`).
 
+use std::time::Instant;
+
 /// The longest and shortest n-grams looked up, longest first: a 3-token match predicts better
 /// than a 2-token one, and a single token recurs too often to predict anything.
 const NGRAMS: [usize; 2] = [3, 2];
@@ -36,6 +38,62 @@ pub fn draft(history: &[u32], max: usize) -> Vec<u32> {
         return out;
     }
     Vec::new()
+}
+
+/// The drafting side of one generation: how long the next draft may be, whether drafting pays
+/// ([`Payoff`]), and the timing of the passes that tells it.
+#[derive(Debug)]
+pub(crate) struct Drafter {
+    /// `Some` to draft always or never (`ChatOptions::speculative`); `None` while it pays.
+    forced: Option<bool>,
+    payoff: Payoff,
+    /// Longest next draft: as far as the model has been agreeing.
+    len: usize,
+    /// When the last pass started (none before the first).
+    pass_started: Option<Instant>,
+}
+
+impl Drafter {
+    /// The drafter of a generation; `forced` as `ChatOptions::speculative`.
+    pub(crate) fn new(forced: Option<bool>) -> Self {
+        Drafter {
+            forced,
+            payoff: Payoff::default(),
+            len: MAX_DRAFT,
+            pass_started: None,
+        }
+    }
+
+    /// The pass that verified `drafted` tokens (0: a plain step) ended with `kept` of them
+    /// kept. A draft kept whole doubles the next one's length, a rejection cuts it to what was
+    /// kept plus one, so text that does not repeat costs a few passes of 2 tokens rather than
+    /// of 9.
+    pub(crate) fn pass_ended(&mut self, drafted: usize, kept: usize) {
+        if drafted > 0 {
+            self.len = match kept == drafted {
+                true => (2 * self.len).min(MAX_DRAFT),
+                false => kept + 1,
+            };
+        }
+        if let Some(started) = self.pass_started {
+            let secs = started.elapsed().as_secs_f64();
+            match drafted {
+                0 => self.payoff.plain_step(secs),
+                _ => self.payoff.draft_pass(secs, kept + 1),
+            }
+        }
+    }
+
+    /// The drafts of the next pass (at most `room` tokens; empty for a plain step), which
+    /// starts now.
+    pub(crate) fn next(&mut self, history: &[u32], room: usize) -> Vec<u32> {
+        let drafts = match self.forced.unwrap_or_else(|| self.payoff.drafting()) {
+            true => draft(history, room.min(self.len)),
+            false => Vec::new(),
+        };
+        self.pass_started = Some(Instant::now());
+        drafts
+    }
 }
 
 /// Whether drafting pays on this machine for this model, judged from the passes themselves:

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::constraint::Constraint;
 use crate::cpu::CpuContext;
-use crate::draft::{draft, Payoff, MAX_DRAFT};
+use crate::draft::Drafter;
 use crate::json_schema::ResponseFormat;
 use crate::kv_cache::{KvCache, KvPrecision};
 use crate::sampler::{sample, sample_allowed, Rng, SamplingParams};
@@ -300,9 +300,7 @@ impl Runner {
             "prefill done"
         );
 
-        let mut payoff = Payoff::default();
-        // When the last decode pass started (none before the first).
-        let mut pass_started: Option<Instant> = None;
+        let mut drafter = Drafter::new(options.speculative);
         let mut rng = Rng::new(options.sampling.seed);
         let mut history = prompt.to_vec(); // what the repetition penalty and the drafts read
         let mut generated = Vec::new();
@@ -311,7 +309,6 @@ impl Runner {
         // chooses the token drafts[i] guessed; the last row, the token after every draft.
         let mut drafts: Vec<u32> = Vec::new();
         let mut rows: Vec<Vec<f32>> = Vec::new();
-        let mut draft_len = MAX_DRAFT;
         'decode: loop {
             // Where plain decoding would be: the cache without this pass's drafts.
             let position = self.cached.len() - drafts.len();
@@ -377,31 +374,11 @@ impl Runner {
                 }
                 stats.accepted_drafts += 1;
             }
-            // Draft as far as the model has been agreeing: a draft kept whole doubles the next
-            // one's length, a rejection cuts it to what was kept plus one, so text that does not
-            // repeat costs a few passes of 2 tokens rather than of 9.
-            let kept = self.cached.len() - position;
-            if !drafts.is_empty() {
-                draft_len = match kept == drafts.len() {
-                    true => (2 * draft_len).min(MAX_DRAFT),
-                    false => kept + 1,
-                };
-            }
-            if let Some(started) = pass_started {
-                let secs = started.elapsed().as_secs_f64();
-                match drafts.is_empty() {
-                    true => payoff.plain_step(secs),
-                    false => payoff.draft_pass(secs, kept + 1),
-                }
-            }
+            drafter.pass_ended(drafts.len(), self.cached.len() - position);
             // The next pass: the new token and the drafts that fit the cache and max_tokens.
             let room =
                 (limit - self.cached.len() - 1).min(options.max_tokens - generated.len() - 1);
-            drafts = match options.speculative.unwrap_or_else(|| payoff.drafting()) {
-                true => draft(&history, room.min(draft_len)),
-                false => Vec::new(),
-            };
-            pass_started = Some(Instant::now());
+            drafts = drafter.next(&history, room);
             if drafts.is_empty() {
                 self.feed(&[next], None)?;
             } else {
