@@ -19,9 +19,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hearth-server",
         ],
     ),
+    // DESIGN draws cli -> app, server (q4nx for convert, engine for bench). The model and
+    // backend choice and `hearth chat`'s saving go through app; the other arrows are here until
+    // the remaining verbs (list, pull, import, doctor, selftest, search, the remote key) do too.
     (
         "hearth-cli",
         &[
+            "hearth-app",
             "hearth-backends",
             "hearth-chat",
             "hearth-documents",
@@ -32,10 +36,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "q4nx",
         ],
     ),
-    // The backends arrow is here until the server reaches backends through app.
+    // DESIGN draws server -> app: the desktop app's switch serves `hearth_app::App`'s model.
+    // The other arrows are here until the server takes the backend, answer-loop and engine
+    // types it names (Backend, Input, ChatOptions, the OpenAI wire types) through app.
     (
         "hearth-server",
-        &["hearth-backends", "hearth-chat", "hearth-engine"],
+        &[
+            "hearth-app",
+            "hearth-backends",
+            "hearth-chat",
+            "hearth-engine",
+        ],
     ),
     // DESIGN draws app -> chat, backends, documents, hub, npu. The engine arrow is here until
     // chat and backends pass on the engine types in their own APIs (ChatMessage, LoadOptions,
