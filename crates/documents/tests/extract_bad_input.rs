@@ -335,3 +335,77 @@ fn damaged_copies_of_every_fixture_never_panic() {
         }
     }
 }
+
+/// A one-page PDF (Helvetica) whose page content and information dictionary are given.
+fn pdf_with(content: &[u8], info: &[u8]) -> Vec<u8> {
+    let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
+    stream.extend_from_slice(content);
+    stream.extend_from_slice(b"\nendstream");
+    let objects: [&[u8]; 6] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
+          /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        &stream,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        info,
+    ];
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (index, body) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        pdf.extend_from_slice(format!("{} 0 obj\n", index + 1).as_bytes());
+        pdf.extend_from_slice(body);
+        pdf.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = pdf.len();
+    pdf.extend_from_slice(b"xref\n0 7\n0000000000 65535 f \n");
+    for offset in offsets {
+        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    pdf.extend_from_slice(
+        format!("trailer\n<< /Size 7 /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n")
+            .as_bytes(),
+    );
+    pdf
+}
+
+/// Nesting a million deep in an object or a page's content overflows no stack, even a thread's
+/// small one: the parsers bound their depth (a stack overflow would abort the whole app, which
+/// no `catch_unwind` can stop).
+#[test]
+fn deeply_nested_pdf_objects_do_not_overflow_a_small_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let depth = 1_000_000;
+    let nested_array = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let nested_dictionary = format!("{}{}", "<< /A ".repeat(depth), ">>".repeat(depth));
+    let cases = [
+        (
+            "nested-info.pdf",
+            pdf_with(
+                b"BT /F1 12 Tf 72 720 Td (kept) Tj ET",
+                format!("<< /Title {nested_dictionary} /Keywords {nested_array} >>").as_bytes(),
+            ),
+        ),
+        (
+            "nested-content.pdf",
+            pdf_with(
+                format!("BT /F1 12 Tf (a) Tj {nested_array} TJ {nested_dictionary} BDC ET")
+                    .as_bytes(),
+                b"<< >>",
+            ),
+        ),
+    ];
+    for (name, pdf) in cases {
+        let path = write(dir.path(), name, &pdf);
+        let outcome = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || extract(&path, &ExtractLimits::default()).map(|_| ()))
+            .unwrap()
+            .join()
+            .expect("no panic, no overflow");
+        if let Err(error) = outcome {
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
+}
