@@ -25,11 +25,15 @@
 //! Structured output: `json_schema` compiles a [`ResponseFormat`] into a grammar,
 //! `json_automaton` follows it byte by byte, and `constraint` tells the sampler which tokens
 //! keep an answer on it.
+//! Sentence embeddings: [`Embedder`] loads a BERT encoder folder (all-MiniLM-L6-v2);
+//! `wordpiece` makes its tokens, `encoder` runs it and `pooling` averages and normalizes.
 
 mod chat_template;
 mod constraint;
 pub mod cpu;
 mod draft;
+mod embedder;
+mod encoder;
 mod error;
 mod json_automaton;
 mod json_file;
@@ -37,6 +41,7 @@ mod json_schema;
 mod kv_cache;
 mod linear;
 mod model;
+mod pooling;
 mod runner;
 mod sampler;
 mod template_program;
@@ -44,10 +49,12 @@ mod template_values;
 mod tokenizer;
 mod transformer;
 mod weights_memory;
+mod wordpiece;
 
 pub use chat_template::{
     check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
 };
+pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
 pub use json_schema::ResponseFormat;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};

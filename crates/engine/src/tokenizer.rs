@@ -35,6 +35,19 @@ impl TextTokenizer {
         Ok(TextTokenizer { inner })
     }
 
+    /// This tokenizer with the file's own truncation and padding turned off: an encoder's
+    /// `tokenizer.json` may pad and cut every text to 128 tokens (all-MiniLM-L6-v2's does), and
+    /// the embedder sets lengths itself.
+    pub(crate) fn without_truncation_or_padding(mut self) -> Result<Self, Error> {
+        self.inner
+            .with_truncation(None)
+            .map_err(|e| Error::Tokenize {
+                reason: format!("cannot turn off truncation: {e}"),
+            })?;
+        self.inner.with_padding(None);
+        Ok(self)
+    }
+
     /// Token ids of `text`. `add_special_tokens` adds what the tokenizer's post-processor adds
     /// (e.g. a BOS); rendered chat templates already hold their special tokens as text and are
     /// encoded without.
