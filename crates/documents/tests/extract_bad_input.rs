@@ -294,7 +294,25 @@ fn an_ebook_locked_with_drm_is_called_encrypted() {
         ("c.xhtml", b"\x93\x11 ciphertext"),
     ]);
     let error = refused(&write(dir.path(), "locked.epub", &epub));
-    assert!(matches!(error, ExtractError::Encrypted { .. }), "{error}");
+    assert!(error.to_string().contains("locked with DRM"), "{error}");
+}
+
+#[test]
+fn a_password_protected_odt_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = br#"<manifest:manifest xmlns:manifest="m"><manifest:file-entry manifest:full-path="content.xml"><manifest:encryption-data manifest:checksum="x"/></manifest:file-entry></manifest:manifest>"#;
+    let odt = zip_of(&[
+        ("mimetype", b"application/vnd.oasis.opendocument.text"),
+        ("META-INF/manifest.xml", manifest),
+        ("content.xml", b"\x8f\x02 ciphertext"),
+    ]);
+    let error = refused(&write(dir.path(), "locked.odt", &odt));
+    assert!(
+        error
+            .to_string()
+            .contains("is a password-protected OpenDocument text (ODT): open it with its password"),
+        "{error}"
+    );
 }
 
 /// Every fixture with bytes overwritten at many places: whatever comes out, no panic escapes,

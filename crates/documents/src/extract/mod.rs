@@ -244,11 +244,7 @@ pub enum ExtractError {
         path.display(), accepted_extensions().join(", ")
     )]
     UnknownFormat { path: PathBuf },
-    #[error(
-        "{} is an encrypted {format}: open it with its password in the program that made it \
-         (or print a PDF to a new PDF), save a copy without a password, and attach that",
-        path.display()
-    )]
+    #[error("{} is {}", path.display(), encrypted_advice(*format))]
     Encrypted { path: PathBuf, format: Format },
     #[error(
         "{}: this PDF has no text layer; it may be a scan. Run it through OCR (for example \
@@ -259,7 +255,7 @@ pub enum ExtractError {
     #[error("{} holds no text to search", path.display())]
     NoText { path: PathBuf },
     #[error(
-        "{} is not a readable {format} ({detail}): it may be damaged or only partly downloaded; \
+        "{} is not a readable {format}: {detail}. It may be damaged or only partly downloaded: \
          open it in the program that made it and save it again",
         path.display()
     )]
@@ -286,6 +282,24 @@ pub enum ExtractError {
         path.display()
     )]
     ParserPanic { path: PathBuf, format: Format },
+}
+
+/// What an encrypted file of `format` is and what the user can do about it.
+fn encrypted_advice(format: Format) -> String {
+    match format {
+        Format::Pdf => {
+            "an encrypted PDF: open it with its password in a PDF viewer, save or print \
+                        it to a PDF without one, and attach that"
+                .to_owned()
+        }
+        Format::Epub => {
+            "an e-book locked with DRM: Hearth reads only e-books without DRM".to_owned()
+        }
+        format => format!(
+            "a password-protected {format}: open it with its password in the program that made \
+             it, save a copy without one, and attach that"
+        ),
+    }
 }
 
 /// Reads the text of the file at `path`, cut into sections, within `limits`.
