@@ -11,7 +11,9 @@ use anyhow::Context;
 use hearth_chat::BackendKind;
 use hearth_engine::cpu::KernelLevel;
 use hearth_engine::LoadOptions;
-use hearth_server::{AppState, KeepAlive, LocalModel, LocalModels, ServerOptions, DEFAULT_QUEUE};
+use hearth_server::{
+    AppState, EmbeddingSource, KeepAlive, LocalModel, LocalModels, ServerOptions, DEFAULT_QUEUE,
+};
 
 use crate::model_args::{BackendArgs, ModelArgs};
 
@@ -67,6 +69,11 @@ pub struct Args {
     #[arg(long, env = "HEARTH_KEEP_ALIVE", value_name = "DURATION",
           value_parser = parse_keep_alive, allow_hyphen_values = true)]
     keep_alive: Option<KeepAlive>,
+    /// Folder of the sentence-embedding model that /v1/embeddings and /api/embed answer with
+    /// (a BERT encoder: config.json, model.safetensors, tokenizer.json) [default: the bundled
+    /// all-MiniLM-L6-v2, when this installation has it].
+    #[arg(long, env = "HEARTH_EMBEDDING_MODEL", value_name = "DIR")]
+    embedding_model: Option<std::path::PathBuf>,
 }
 
 fn parse_keep_alive(text: &str) -> Result<KeepAlive, String> {
@@ -105,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             hearth_server::DEFAULT_KEEP_ALIVE
         }),
+        embedding: embedding_source(&args)?,
         ..ServerOptions::default()
     };
     let state = open_models(&args, options)?;
@@ -123,6 +131,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print_usage(&state, &base);
     hearth_server::serve_blocking(listener, state).context("the server stopped")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What requests name the bundled embedding model (all-MiniLM-L6-v2).
+const BUNDLED_EMBEDDING_MODEL: &str = "all-minilm-l6-v2";
+
+/// The embedding model: `--embedding-model` (named after its folder), else the bundled one.
+fn embedding_source(args: &Args) -> anyhow::Result<Option<EmbeddingSource>> {
+    if let Some(dir) = &args.embedding_model {
+        let folder =
+            hearth_documents::find_embedding_model(Some(dir.clone()), None).with_context(|| {
+                format!(
+                    "--embedding-model {}: no config.json there; give the folder of a BERT \
+                     sentence-embedding model (config.json, model.safetensors, tokenizer.json)",
+                    dir.display()
+                )
+            })?;
+        let name = folder.file_name().map_or_else(
+            || "embedding".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        return Ok(Some(EmbeddingSource { name, folder }));
+    }
+    Ok(
+        hearth_documents::find_embedding_model(None, None).map(|folder| EmbeddingSource {
+            name: BUNDLED_EMBEDDING_MODEL.to_owned(),
+            folder,
+        }),
+    )
 }
 
 /// The server's models: the one `--model` names (loaded now, so a bad model fails here), or

@@ -1,7 +1,7 @@
 """Drives a running `hearth serve` with the official `ollama` and `openai` Python packages, as
 programs that speak those APIs do. Run by tests/api_clients.rs:
 
-    python api_clients.py BASE_URL ALLOWED_ORIGIN
+    python api_clients.py BASE_URL ALLOWED_ORIGIN [EMBEDDING_MODEL]
 
 Every check prints one line; the first failure raises, which exits non-zero with the traceback.
 """
@@ -15,6 +15,7 @@ import ollama
 import openai
 
 BASE, ALLOWED_ORIGIN = sys.argv[1], sys.argv[2]
+EMBEDDING_MODEL = sys.argv[3] if len(sys.argv) > 3 else ""
 SHORT = {"temperature": 0, "seed": 1, "num_predict": 8}
 HELLO = [{"role": "user", "content": "Say hello"}]
 
@@ -123,7 +124,7 @@ expect_error(
     413,
     "larger than this server accepts",
 )
-expect_error("embed says there is no embedding model", lambda: client.embed(model=MODEL, input="x"), 400, "embeddings")
+expect_error("embed with a chat model is refused", lambda: client.embed(model=MODEL, input="x"), 400, "embeddings")
 
 # origins
 status, headers, _ = raw_get("/api/tags", origin=ALLOWED_ORIGIN)
@@ -162,5 +163,29 @@ schema_answer = oai.chat.completions.create(
 value = json.loads(schema_answer.choices[0].message.content)
 check("json_schema is followed", isinstance(value["age"], int) and len(value) == 2, value)
 expect_error("OpenAI's unknown model is 404", lambda: oai.chat.completions.create(model="nope", messages=HELLO), 404, "not found")
+
+# embeddings, with both clients
+SENTENCES = ["The weather is lovely today.", "Hearth is a private assistant."]
+if EMBEDDING_MODEL:
+    embedded = client.embed(model=EMBEDDING_MODEL, input=SENTENCES)
+    vectors = embedded.embeddings
+    check("ollama embed gives one vector per text", len(vectors) == 2 and len(vectors[0]) == 384, len(vectors))
+    norm = sum(x * x for x in vectors[0]) ** 0.5
+    check("the vectors are normalized", abs(norm - 1) < 1e-5, norm)
+    openai_vectors = [d.embedding for d in oai.embeddings.create(model=EMBEDDING_MODEL, input=SENTENCES).data]
+    check(
+        "openai embeddings (base64 on the wire) give the same vectors",
+        all(abs(a - b) < 1e-6 for u, v in zip(openai_vectors, vectors) for a, b in zip(u, v)),
+    )
+    same = sum(a * b for a, b in zip(vectors[0], vectors[1]))
+    check("different sentences differ", same < 0.9, same)
+else:
+    print("skipped: no embedding model (scripts/embedding-model.sh makes it)")
+    expect_error(
+        "openai embeddings without an embedding model are refused",
+        lambda: oai.embeddings.create(model="all-minilm-l6-v2", input="x"),
+        404,
+        "embedding",
+    )
 
 print("all client checks passed")

@@ -1,6 +1,8 @@
 //! `hearth serve` driven by the official `ollama` and `openai` Python packages
 //! (tests/api_clients.py): chat and generate streamed and not, show, ps, tags, version,
-//! keep_alive, JSON mode and a schema, an allowed and a refused origin, and the errors.
+//! keep_alive, JSON mode and a schema, an allowed and a refused origin, the errors, and
+//! embeddings with both clients when the bundled embedding model has been made
+//! (`scripts/embedding-model.sh`, which the server finds in the source tree).
 //!
 //! Needs `HEARTH_LLAMA_PYTHON` set to the python of the venv `scripts/python-tools.sh` makes
 //! (it prints the path); without it the test says SKIPPED and passes. The server serves the
@@ -21,6 +23,17 @@ fn builtin_model() -> PathBuf {
         starter
     } else {
         models.join("demo")
+    }
+}
+
+/// The embedding model's name when `models/embedding` has been made, else "" (the script then
+/// checks that embeddings are refused plainly).
+fn embedding_model() -> &'static str {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/embedding");
+    if folder.join("config.json").is_file() {
+        "all-minilm-l6-v2"
+    } else {
+        ""
     }
 }
 
@@ -57,6 +70,7 @@ fn official_python_clients_talk_to_hearth_serve() {
         .env_remove("HEARTH_PORT")
         .env_remove("HEARTH_KEEP_ALIVE")
         .env_remove("HEARTH_FLM")
+        .env_remove("HEARTH_EMBEDDING_MODEL")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -78,6 +92,7 @@ fn official_python_clients_talk_to_hearth_serve() {
         .arg(&script)
         .arg(&base)
         .arg(ALLOWED_ORIGIN)
+        .arg(embedding_model())
         .output()
         .expect("python runs");
     drop(server);
