@@ -10,10 +10,12 @@ target="${CARGO_TARGET_DIR:-target}"
 # it the app opens on the tiny demo model.
 echo "app: building the hearth command (release) to make the starter model"
 config=()
-if cargo build --release -p hearth-cli && bash scripts/starter-model.sh "$target/release/hearth" >/dev/null; then
+# The embedding model (all-MiniLM-L6-v2) is bundled beside it.
+if cargo build --release -p hearth-cli && bash scripts/starter-model.sh "$target/release/hearth" >/dev/null \
+  && bash scripts/embedding-model.sh >/dev/null; then
   config=(--config src-tauri/tauri.starter.conf.json)
 else
-  echo "app: could not make the starter model (see above); the app will open on the tiny demo model instead"
+  echo "app: could not make the starter or the embedding model (see above); the app will open on the tiny demo model instead"
 fi
 echo "app: building hearth-desktop (release; the first build takes several minutes)"
 npx tauri build --no-bundle "${config[@]}"

@@ -18,6 +18,11 @@ if ! bash scripts/starter-model.sh "$target/$profile/hearth" >/dev/null; then
   echo "package: could not make the starter model (see above), which the package bundles" >&2
   exit 1
 fi
+# And the sentence-embedding model (all-MiniLM-L6-v2) of the document index and /v1/embeddings.
+if ! bash scripts/embedding-model.sh >/dev/null; then
+  echo "package: could not make the embedding model (see above), which the package bundles" >&2
+  exit 1
+fi
 npx tauri build "${args[@]}" --config src-tauri/tauri.starter.conf.json
 deb=$(ls -t "$target/$profile/bundle/deb/"*.deb | head -n1)
 echo "package: built $deb ($(du -h "$deb" | cut -f1))"

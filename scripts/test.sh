@@ -62,6 +62,7 @@ else
   echo "test: installing the Python tools (scripts/python-tools.sh) failed; the llama.cpp tests cannot run"
   record "Python tools" FAIL "scripts/python-tools.sh failed"
 fi
+bash scripts/embedding-model.sh >/dev/null || echo "test: the embedding model could not be made (scripts/embedding-model.sh, above); the tests against it skip"
 section "Rust tests (cargo test --workspace)"
 cargo test --workspace --no-fail-fast 2>&1 | tee "$scratch/cargo.log"
 status=${PIPESTATUS[0]}
