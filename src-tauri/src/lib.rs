@@ -1,35 +1,24 @@
-//! Hearth's desktop shell: Tauri commands over the engine, saved conversations, settings.
+//! Hearth's desktop shell: thin Tauri commands over `hearth_app`, the product core the CLI
+//! and the server share.
 //!
-//! Layout: `commands/` holds the thin `#[tauri::command]` adapters, one module per area;
-//! [`answer`] saves an answer as the shared loop (`hearth_chat::answer`) writes it;
-//! [`session`] is the loaded model; [`settings`], [`paths`], [`export`], [`state`] and [`error`]
-//! hold the rest. The conversation store, context fitting and the backends live in
-//! `hearth_chat`.
+//! Layout: `commands/` holds the `#[tauri::command]` adapters, one module per area; each
+//! parses its arguments, calls one function of `hearth_app::App`, and returns its error as
+//! it is ([`error`]). The settings are kept with tauri-plugin-store (`commands::settings`).
 
-pub mod answer;
 pub mod commands;
 pub mod error;
-pub mod export;
-pub mod fidelity;
-pub mod npu_model;
-pub mod paths;
-pub mod session;
-pub mod settings;
-pub mod state;
 
+use hearth_app::{App, Home};
 use tauri::{Builder, Manager, Runtime};
 
-use crate::paths::Paths;
-use crate::state::AppState;
-
-/// Add Hearth's plugins, state and commands to a Tauri builder. `paths` overrides where data
-/// lives (tests); None uses the user's XDG folders and finds the bundled demo model.
-pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Builder<R> {
-    // With given paths (tests) the state is opened now: the setup hook only runs with an event
+/// Add Hearth's plugins, state and commands to a Tauri builder. `home` overrides where data
+/// lives (tests); None uses the user's XDG folders and finds the bundled built-in model.
+pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder<R> {
+    // With a given home (tests) the app is opened now: the setup hook only runs with an event
     // loop, which the mock runtime does not start.
-    let (builder, open_in_setup) = match paths {
-        Some(given) => match AppState::open(given) {
-            Ok(state) => (builder.manage(state), false),
+    let (builder, open_in_setup) = match home {
+        Some(given) => match App::open(given) {
+            Ok(app) => (builder.manage(app), false),
             Err(error) => panic!("hearth-desktop: cannot open the app state: {error}"),
         },
         None => (builder, true),
@@ -38,18 +27,16 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
         .plugin(tauri_plugin_store::Builder::new().build())
         // Import's folder picker and export's save dialog.
         .plugin(tauri_plugin_dialog::init())
-        .manage(std::sync::Arc::new(commands::npu::PowerState::default()))
-        .manage(std::sync::Arc::new(commands::models::ModelsState::default()))
-        .setup(move |app| {
+        .setup(move |window| {
             if !open_in_setup {
                 return Ok(()); // already managed above
             }
-            let resources = app.path().resource_dir().ok();
-            let paths = Paths::for_user(paths::find_builtin_model(resources.as_deref()))?;
-            tracing::info!("data folder: {}", paths.data_dir.display());
-            let state = AppState::open(paths)?;
-            *state::lock(&state.cpu_threads) = commands::settings::load(app.handle()).threads;
-            app.manage(state);
+            let resources = window.path().resource_dir().ok();
+            let home = Home::for_user(hearth_app::home::find_builtin_model(resources.as_deref()))?;
+            tracing::info!("data folder: {}", home.data_dir.display());
+            let app = App::open(home)?;
+            app.set_cpu_threads(commands::settings::load(window.handle()).threads);
+            window.manage(app);
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -61,6 +48,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, paths: Option<Paths>) -> Build
             commands::conversations::list_conversations,
             commands::conversations::create_conversation,
             commands::conversations::get_conversation,
+            commands::conversations::show_branch,
             commands::conversations::rename_conversation,
             commands::conversations::delete_conversation,
             commands::conversations::update_conversation_settings,

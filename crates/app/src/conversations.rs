@@ -3,12 +3,13 @@
 
 use std::path::PathBuf;
 
-use hearth_chat::conversations::{Conversation, ConversationSummary};
-use hearth_chat::ConversationSettings;
-
 use crate::app::{lock, App};
 use crate::error::{Error, ErrorCode, Result};
 use crate::export::{self, ExportFormat};
+
+// The records front ends receive and send, from the chat crate that stores them.
+pub use hearth_chat::conversations::{Conversation, ConversationSummary, Message};
+pub use hearth_chat::ConversationSettings;
 
 /// The longest conversation title, in characters.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -30,6 +31,14 @@ impl App {
     /// One conversation with its messages.
     pub fn conversation(&self, id: &str) -> Result<Conversation> {
         Ok(lock(&self.store).get(id)?)
+    }
+
+    /// Shows the branch that starts at `message_id` (one version of an edited message) in
+    /// place of its siblings, and returns the conversation as it now reads.
+    pub fn show_branch(&self, conversation_id: &str, message_id: i64) -> Result<Conversation> {
+        let store = lock(&self.store);
+        store.show_branch(conversation_id, message_id)?;
+        Ok(store.get(conversation_id)?)
     }
 
     /// Renames a conversation (the title is trimmed and cut to [`MAX_TITLE_CHARS`]).

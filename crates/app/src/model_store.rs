@@ -8,13 +8,16 @@
 use std::path::{Path, PathBuf};
 
 use hearth_hub::{
-    CatalogItem, DownloadControl, DownloadOptions, FoundModel, FoundRoots, HubClient,
-    InstalledModel, Machine, PartialDownload, Progress, PullOutcome, PullRequest, Removed,
+    CatalogItem, DownloadControl, DownloadOptions, FoundRoots, HubClient, Machine, PartialDownload,
+    PullOutcome, PullRequest,
 };
 use serde::Serialize;
 
 use crate::app::{lock, App};
 use crate::error::{Error, ErrorCode, Result};
+
+// The hub's records front ends receive.
+pub use hearth_hub::{FoundModel, InstalledModel, Progress, Removed};
 
 /// Everything the Models view shows.
 #[derive(Debug, Clone, Serialize)]

@@ -18,6 +18,9 @@ use crate::fidelity::{self, SavedSelftest};
 use crate::models::{self, LocalModel};
 use crate::session::{ModelStatus, OpenOptions, Session};
 
+// The NPU's records front ends receive.
+pub use hearth_npu::{Diagnosis, PowerSample};
+
 /// The name of the event that carries [`ModelLoading`] to the desktop UI.
 pub const LOADING_EVENT: &str = "model-loading";
 

@@ -1,29 +1,29 @@
 //! Answers: start one (streamed over a Channel) and stop it.
 
+use hearth_app::turn::{ChatAction, ChatEvent};
+use hearth_app::App;
 use tauri::ipc::Channel;
-use tauri::State;
+use tauri::{AppHandle, Runtime, State};
 
-use super::blocking;
-use crate::answer::{self, ChatAction, ChatEvent};
+use super::{blocking, send};
 use crate::error::CommandResult;
-use crate::state::AppState;
 
 /// Answer in a conversation: send a message, regenerate, or edit and resend. Events stream on
 /// `on_event`; the call returns when the answer is finished (or failed to start).
 #[tauri::command]
-pub async fn start_answer(
-    state: State<'_, AppState>,
+pub async fn start_answer<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
     conversation_id: String,
     action: ChatAction,
     on_event: Channel<ChatEvent>,
 ) -> CommandResult<()> {
-    let state = state.inner().clone();
-    let busy = answer::begin(&state)?;
+    let app = app.inner().clone();
+    let busy = app.begin_answer()?;
+    let progress = super::session::loading_events(window);
     blocking(move || {
-        answer::run(&state, busy, &conversation_id, action, &|event| {
-            if let Err(error) = on_event.send(event) {
-                tracing::warn!("the window stopped listening to the answer: {error}");
-            }
+        app.answer(busy, &conversation_id, action, &progress, &|event| {
+            send(&on_event, event)
         })
     })
     .await
@@ -31,6 +31,6 @@ pub async fn start_answer(
 
 /// Stop the answer being written (it is kept, marked as stopped).
 #[tauri::command]
-pub fn stop_answer(state: State<'_, AppState>) {
-    state.request_stop();
+pub fn stop_answer(app: State<'_, App>) {
+    app.request_stop();
 }

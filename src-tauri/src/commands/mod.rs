@@ -1,7 +1,7 @@
-//! The commands the UI calls, one module per area. Each parses its arguments, calls one function
-//! of the app or a crate, and maps the error to `CommandError`. A new command goes into
-//! `generate_handler!` in lib.rs and into [`names::COMMANDS`]; a test then says what else to
-//! update (the capability file, `npm run bindings`).
+//! The commands the UI calls, one module per area. Each parses its arguments, calls one
+//! function of `hearth_app`, and maps the error. A new command goes into `generate_handler!`
+//! in lib.rs and into [`names::COMMANDS`]; a test then says what else to update (the
+//! capability file, `npm run bindings`).
 
 pub mod chat;
 pub mod conversations;
@@ -12,13 +12,20 @@ pub mod remote;
 pub mod session;
 pub mod settings;
 
-use crate::error::CommandError;
+use crate::error::{internal, CommandResult};
 
 /// Run blocking work (disk, model) off the async runtime.
 pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CommandError> + Send + 'static,
-) -> Result<T, CommandError> {
+    work: impl FnOnce() -> CommandResult<T> + Send + 'static,
+) -> CommandResult<T> {
     tauri::async_runtime::spawn_blocking(work)
         .await
-        .map_err(|e| CommandError::new("internal", format!("Hearth hit an internal error ({e}). Try again; if it repeats, restart the app.")))?
+        .map_err(internal)?
+}
+
+/// Sends a value on a Channel; a window that stopped listening is only logged.
+pub(crate) fn send<T: tauri::ipc::IpcResponse>(channel: &tauri::ipc::Channel<T>, value: T) {
+    if let Err(error) = channel.send(value) {
+        tracing::warn!("the window stopped listening: {error}");
+    }
 }

@@ -13,6 +13,7 @@ pub const COMMANDS: &[&str] = &[
     "list_conversations",
     "create_conversation",
     "get_conversation",
+    "show_branch",
     "rename_conversation",
     "delete_conversation",
     "update_conversation_settings",

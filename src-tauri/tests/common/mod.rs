@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use hearth_desktop::paths::Paths;
+use hearth_app::Home;
 use serde_json::Value;
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
@@ -47,7 +47,7 @@ pub struct TestApp {
 /// The app with its data folder in `data` and `demo` as the bundled demo model. Call
 /// [`private_home`] first.
 pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
-    let paths = Paths {
+    let home = Home {
         data_dir: data.path().to_path_buf(),
         config_dir: data.path().join("config"),
         state_dir: data.path().join("state"),
@@ -56,9 +56,9 @@ pub fn build_app(data: tempfile::TempDir, demo: Option<PathBuf>) -> TestApp {
             folder,
             sha256: None,
         }),
-        system_root: hearth_desktop::paths::system_root_from_env(),
+        system_root: hearth_app::home::system_root_from_env(),
     };
-    let app = hearth_desktop::configure(mock_builder(), Some(paths))
+    let app = hearth_desktop::configure(mock_builder(), Some(home))
         .build(tauri::generate_context!())
         .expect("the app builds");
     let webview = WebviewWindowBuilder::new(&app, "main", Default::default())

@@ -27,15 +27,15 @@ receipt: Receipt | null,
 created_at: number, };
 
 /**
- * What the UI needs at start.
+ * What a front end needs at start.
  */
 export type AppStatus = { 
 /**
- * The loaded model, if any.
+ * The model in use, if any.
  */
 model: ModelStatus | null, 
 /**
- * Why no model is loaded.
+ * Why no model is in use.
  */
 model_error: string | null, 
 /**
@@ -272,9 +272,14 @@ message_id: number,
 content: string, };
 
 /**
- * Events on the answer's Channel.
+ * Events of an answer, in order: `Started`, then `Token`s and `Stats`, then `Done` or
+ * `Error` (a `Fallback` may come before `Started` or in the middle).
  */
 export type ChatEvent = { "event": "started", "data": { 
+/**
+ * The conversation's title now (a first message names it).
+ */
+title: string, 
 /**
  * The saved user message (None when regenerating).
  */
@@ -322,7 +327,7 @@ model: ModelStatus, } } | { "event": "error", "data": {
 /**
  * Error code.
  */
-code: string, 
+code: ErrorCode, 
 /**
  * What happened.
  */
@@ -339,13 +344,13 @@ export type CheckId = "device" | "kernel" | "firmware" | "access" | "memlock" | 
 export type CheckStatus = "ok" | "info" | "warning" | "problem";
 
 /**
- * An error as the UI receives it: `{ "code": "...", "message": "..." }`.
+ * An error with its code and a plain message.
  */
 export type CommandError = { 
 /**
- * Stable, machine-readable kind (`busy`, `not_found`, `invalid_input`, `model`, `storage`, ...).
+ * Stable, machine-readable kind.
  */
-code: string, 
+code: ErrorCode, 
 /**
  * What happened and what the user can do, in plain words.
  */
@@ -507,6 +512,11 @@ battery: BatteryUse | null,
  * Number of power samples taken.
  */
 samples: number, };
+
+/**
+ * What kind of failure, for a front end to act on (the UI shows some apart, e.g. `disk_full`).
+ */
+export type ErrorCode = "busy" | "not_found" | "invalid_input" | "model" | "no_model" | "context" | "storage" | "internal" | "unsupported" | "npu" | "offline" | "network" | "access_denied" | "disk_full" | "corrupt" | "invalid_model" | "connection" | "timeout" | "auth" | "model_not_found" | "cut" | "bad_reply" | "wrong_model" | "not_ready" | "server";
 
 /**
  * Export file format.
@@ -893,7 +903,7 @@ source: string, } | {
 unavailable: string, };
 
 /**
- * What the UI shows while a model loads onto the NPU.
+ * What a front end shows while a model loads onto the NPU.
  */
 export type ModelLoading = { 
 /**
@@ -914,7 +924,7 @@ stage: LoadingStage,
 message: string, };
 
 /**
- * What the UI shows about the loaded model.
+ * What a front end shows about the model in use.
  */
 export type ModelStatus = { 
 /**
@@ -992,7 +1002,7 @@ partial: Array<PartialDownload>,
 downloading: Array<string>, };
 
 /**
- * A message shown to the user once, at the top of the window.
+ * A message shown to the user once.
  */
 export type Notice = { 
 /**
@@ -1181,6 +1191,11 @@ cpu_percent: Metric<number>,
 igpu_percent: Metric<number>, };
 
 /**
+ * How a download ended.
+ */
+export type PullEnd = "installed" | "already_installed" | "paused" | "cancelled";
+
+/**
  * The step a pull is at.
  */
 export type PullPhase = "resolving" | "downloading" | "retrying" | "validating" | "converting" | "registering" | "done" | "paused" | "cancelled";
@@ -1231,13 +1246,13 @@ eta_secs: number | null,
 message: string | null, };
 
 /**
- * How a `pull_model` call ended.
+ * How a [`App::pull_model`] call ended.
  */
 export type PullResult = { 
 /**
- * "installed", "already_installed", "paused" or "cancelled".
+ * How it ended.
  */
-outcome: string, 
+outcome: PullEnd, 
 /**
  * The model, when installed.
  */
@@ -1312,12 +1327,12 @@ trimmed_messages: number,
  */
 finished_at: number, 
 /**
- * Energy of the answer (`hearth_npu::Telemetry`), when power could be read.
+ * Energy of the answer, when power could be read.
  */
 energy: EnergyReport | null, };
 
 /**
- * The saved remote server as the UI sees it: never the key itself.
+ * The saved remote server as a front end sees it: never the key itself.
  */
 export type RemoteServer = { 
 /**

@@ -1,0 +1,71 @@
+// Generated from the #[tauri::command] functions in src-tauri/src/commands/ by
+// src-tauri/tests/bindings.rs: do not edit. After changing a command, run `npm run bindings`.
+import type { Channel } from '@tauri-apps/api/core';
+import type {
+  AppStatus,
+  BackendComparison,
+  BackendKind,
+  ChatAction,
+  ChatEvent,
+  Conversation,
+  ConversationSettings,
+  ConversationSummary,
+  ExportFormat,
+  FoundModel,
+  InstalledModel,
+  LocalModel,
+  ModelLoading,
+  ModelStatus,
+  ModelsOverview,
+  NpuDiagnosis,
+  PowerSample,
+  PullProgress,
+  PullResult,
+  RemoteServer,
+  Removed,
+  Settings,
+} from './bindings';
+
+/** Each command the UI can invoke: its arguments as Tauri reads them (camelCase keys;
+ * an optional one may be left out) and what it returns. Errors are `CommandError`s. */
+export interface Commands {
+  app_status: { args: Record<string, never>; returns: AppStatus };
+  list_local_models: { args: Record<string, never>; returns: LocalModel[] };
+  select_model: { args: { name: string; backend?: BackendKind | null; npuAnyway?: boolean | null }; returns: ModelStatus };
+  get_settings: { args: Record<string, never>; returns: Settings };
+  save_settings: { args: { settings: Settings }; returns: Settings };
+  list_conversations: { args: { query?: string | null }; returns: ConversationSummary[] };
+  create_conversation: { args: Record<string, never>; returns: Conversation };
+  get_conversation: { args: { id: string }; returns: Conversation };
+  show_branch: { args: { conversationId: string; messageId: number }; returns: Conversation };
+  rename_conversation: { args: { id: string; title: string }; returns: null };
+  delete_conversation: { args: { id: string }; returns: null };
+  update_conversation_settings: { args: { id: string; settings: ConversationSettings }; returns: null };
+  export_conversation: { args: { id: string; format: ExportFormat; path?: string | null }; returns: string };
+  start_answer: { args: { conversationId: string; action: ChatAction; onEvent: Channel<ChatEvent> }; returns: null };
+  stop_answer: { args: Record<string, never>; returns: null };
+  npu_status: { args: Record<string, never>; returns: NpuDiagnosis };
+  power_sample: { args: Record<string, never>; returns: PowerSample };
+  compare_backends: { args: { name: string; prompt: string }; returns: BackendComparison };
+  models_overview: { args: Record<string, never>; returns: ModelsOverview };
+  pull_model: { args: { query: string; onProgress: Channel<PullProgress> }; returns: PullResult };
+  pause_download: { args: { name: string }; returns: null };
+  cancel_download: { args: { name: string }; returns: number };
+  remove_model: { args: { name: string }; returns: Removed };
+  import_model: { args: { path: string; name?: string | null; onProgress: Channel<PullProgress> }; returns: InstalledModel };
+  found_models: { args: Record<string, never>; returns: FoundModel[] };
+  import_found: { args: { path: string; name?: string | null; onProgress: Channel<PullProgress> }; returns: InstalledModel };
+  set_default_model: { args: { name: string }; returns: null };
+  remote_server: { args: Record<string, never>; returns: RemoteServer | null };
+  save_remote_server: { args: { url: string; apiKey?: string | null; model?: string | null }; returns: RemoteServer };
+  test_remote_server: { args: { url: string; apiKey?: string | null }; returns: string[] };
+  forget_remote_server: { args: Record<string, never>; returns: null };
+}
+
+/** A command's name. */
+export type CommandName = keyof Commands;
+
+/** The events the app emits to the window, by name, with what each carries. */
+export interface Events {
+  'model-loading': ModelLoading;
+}
