@@ -202,7 +202,7 @@ async function startAnswer(args: Json) {
   cancelled = false;
   let index = 0;
   const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
-  send({ event: 'started', data: { user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
+  send({ event: 'started', data: { title: c.title, user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
   if (control.prefillMs) await new Promise((r) => setTimeout(r, control.prefillMs));
   let first = 0;

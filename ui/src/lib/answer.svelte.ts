@@ -177,11 +177,8 @@ export class AnswerStream {
       this.streamingId = null;
       this.stopping = false;
       if (!finished) this.live = this.live && { ...this.live };
+      // The list's order and counts follow the finished turn.
       await this.conversations.refresh();
-      // The first message names the conversation: show the new title.
-      const listed = this.conversations.conversations.find((c) => c.id === conversation.id);
-      const current = this.conversations.current;
-      if (listed && current?.id === conversation.id) current.title = listed.title;
     }
   }
 
@@ -197,8 +194,9 @@ export class AnswerStream {
         this.session.contextLimit = event.data.context_limit;
         this.trimmedMessages = event.data.trimmed_messages;
         if (event.data.model) this.session.answeredWith(event.data.model);
-        // A new conversation is listed (under its first message) as soon as its answer starts.
-        if (action.kind === 'send') void this.conversations.refresh();
+        // The first message names the conversation; a new one is listed as soon as its answer starts.
+        this.conversations.retitle(conversationId, event.data.title);
+        if (!this.conversations.conversations.some((c) => c.id === conversationId)) void this.conversations.refresh();
         if (!conversation) return false;
         const { user_message, assistant_message } = event.data;
         let messages = conversation.messages;

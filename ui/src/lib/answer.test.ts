@@ -64,7 +64,7 @@ describe('AnswerStream', () => {
     };
     const { answer, conversations, session } = stores(
       fakeApi(() => [
-        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'token', data: { text: 'Hel' } },
         { event: 'token', data: { text: 'lo' } },
         { event: 'stats', data: { generated_tokens: 2, ttft_secs: 0.1, tokens_per_second: 9, elapsed_secs: 0.3 } },
@@ -81,7 +81,7 @@ describe('AnswerStream', () => {
   it('shows a streamed error and stops streaming', async () => {
     const { answer, conversations } = stores(
       fakeApi(() => [
-        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'error', data: { code: 'model', message: 'The model stopped with an error.' } },
       ]),
     );
@@ -135,7 +135,7 @@ describe('AnswerStream', () => {
   it('notes a fallback to the processor next to that answer', async () => {
     const { answer } = stores(
       fakeApi(() => [
-        { event: 'started', data: { user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu', model: null as never } },
         { event: 'done', data: { message: message(2, 'assistant', 'ok') } },
       ]),
@@ -151,7 +151,7 @@ describe('AnswerStream', () => {
         round++;
         const reply = message(round * 10, 'assistant', '');
         const events: ChatEvent[] = [
-          { event: 'started', data: { user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: reply, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+          { event: 'started', data: { title: 'hi', user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: reply, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
           { event: 'done', data: { message: { ...reply, content: `answer ${round}` } } },
         ];
         return events;
