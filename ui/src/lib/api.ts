@@ -1,30 +1,18 @@
 // The ONLY module that talks to the Rust side (invoke, Channel, events, the system dialogs).
-// Components call these functions, so tests can swap the backend with mockIPC.
-import { invoke, Channel } from '@tauri-apps/api/core';
+// Only the stores call these functions (components never import this module), so tests can
+// swap the backend with mockIPC. Each command goes through `call`, typed by the generated
+// command map (commands.ts): a renamed argument or a changed return type fails svelte-check.
+import { invoke, Channel, type InvokeArgs } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
-import type {
-  AppStatus,
-  ChatAction,
-  ChatEvent,
-  Conversation,
-  ConversationSettings,
-  ConversationSummary,
-  ExportFormat,
-  BackendComparison,
-  BackendKind,
-  LocalModel,
-  ModelLoading,
-  ModelStatus,
-  RemoteServer,
-  Settings,
-} from './types';
-import type { NpuDiagnosis, PowerSample } from './npu';
-import type { FoundModel, InstalledModel, ModelsOverview, PullProgress, PullResult, Removed } from './models';
+import type { CommandName, Commands, Events } from './commands';
+import type { BackendKind, ChatAction, ChatEvent, ConversationSettings, ErrorCode, ExportFormat, Settings } from './types';
+import type { PullProgress } from './models';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
 export class BackendError extends Error {
   constructor(
-    public readonly code: string,
+    /** The backend's code, or 'ipc' when the call itself failed (no answer, a malformed one). */
+    public readonly code: ErrorCode | 'ipc',
     message: string,
     public readonly command: string,
   ) {
@@ -33,7 +21,7 @@ export class BackendError extends Error {
   }
 }
 
-function isCodedError(value: unknown): value is { code: string; message: string } {
+function isCodedError(value: unknown): value is { code: ErrorCode; message: string } {
   return (
     typeof value === 'object' &&
     value !== null &&
@@ -51,7 +39,15 @@ export function toBackendError(command: string, raw: unknown): BackendError {
   return new BackendError('ipc', `The app's backend did not answer "${command}" properly.`, command);
 }
 
-async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+/** The arguments of `command`: none, or the object Tauri reads. */
+type ArgsOf<C extends CommandName> = Commands[C]['args'] extends Record<string, never> ? [] : [args: Commands[C]['args']];
+
+/** Invoke one of Hearth's commands; its arguments and result are typed by the command map. */
+function call<C extends CommandName>(command: C, ...args: ArgsOf<C>): Promise<Commands[C]['returns']> {
+  return invokeOrThrow<Commands[C]['returns']>(command, args[0]);
+}
+
+async function invokeOrThrow<T>(command: string, args?: InvokeArgs): Promise<T> {
   try {
     return await invoke<T>(command, args);
   } catch (raw) {
@@ -61,94 +57,98 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
   }
 }
 
-export const api = {
-  appStatus: () => call<AppStatus>('app_status'),
+/** A dialog of tauri-plugin-dialog (not in the command map: the plugin defines it). */
+function dialog(kind: 'open' | 'save', options: Record<string, unknown>): Promise<string | null> {
+  return invokeOrThrow<string | null>(`plugin:dialog|${kind}`, { options });
+}
 
-  listLocalModels: () => call<LocalModel[]>('list_local_models'),
+/** Calls `handler` with every `name` event's payload; resolves to the function that stops it. */
+function on<E extends keyof Events>(name: E, handler: (payload: Events[E]) => void): Promise<() => void> {
+  return listen<Events[E]>(name, (event) => handler(event.payload));
+}
+
+export const api = {
+  appStatus: () => call('app_status'),
+
+  listLocalModels: () => call('list_local_models'),
   /** Load a local model (on backend 'npu' or 'cpu'; null: the best one), or with backend
    *  'remote' the model of that id on the saved server. Loading onto the NPU may take tens of
    *  seconds; its stages arrive through `onModelLoading`. */
   selectModel: (name: string, backend: BackendKind | null = null) =>
-    call<ModelStatus>('select_model', { name, backend }),
+    call('select_model', { name, backend }),
   /** "Try on the NPU anyway": load a model on the NPU even when FastFlowLM is known to fail
    *  with it (the Models view gives the reason), for testers. */
   tryOnNpuAnyway: (name: string) =>
-    call<ModelStatus>('select_model', { name, backend: 'npu', npuAnyway: true }),
+    call('select_model', { name, backend: 'npu', npuAnyway: true }),
   /** Calls `handler` for every `model-loading` event; resolves to the function that stops it. */
-  onModelLoading: (handler: (loading: ModelLoading) => void) =>
-    listen<ModelLoading>('model-loading', (event) => handler(event.payload)),
+  onModelLoading: (handler: (loading: Events['model-loading']) => void) => on('model-loading', handler),
   /** The same prompt on the NPU and on the processor, with both receipts. */
   compareBackends: (name: string, prompt: string) =>
-    call<BackendComparison>('compare_backends', { name, prompt }),
+    call('compare_backends', { name, prompt }),
 
-  remoteServer: () => call<RemoteServer | null>('remote_server'),
+  remoteServer: () => call('remote_server'),
   /** apiKey: null keeps the saved key, '' removes it. model: null keeps the saved choice. */
   saveRemoteServer: (url: string, apiKey: string | null, model: string | null) =>
-    call<RemoteServer>('save_remote_server', { url, apiKey, model }),
+    call('save_remote_server', { url, apiKey, model }),
   /** The server's model ids; apiKey null uses the saved key. */
-  testRemoteServer: (url: string, apiKey: string | null) => call<string[]>('test_remote_server', { url, apiKey }),
-  forgetRemoteServer: () => call<void>('forget_remote_server'),
+  testRemoteServer: (url: string, apiKey: string | null) => call('test_remote_server', { url, apiKey }),
+  forgetRemoteServer: () => call('forget_remote_server'),
 
-  getSettings: () => call<Settings>('get_settings'),
-  saveSettings: (settings: Settings) => call<Settings>('save_settings', { settings }),
+  getSettings: () => call('get_settings'),
+  saveSettings: (settings: Settings) => call('save_settings', { settings }),
 
-  listConversations: (query: string) => call<ConversationSummary[]>('list_conversations', { query }),
-  createConversation: () => call<Conversation>('create_conversation'),
-  getConversation: (id: string) => call<Conversation>('get_conversation', { id }),
-  renameConversation: (id: string, title: string) => call<void>('rename_conversation', { id, title }),
-  deleteConversation: (id: string) => call<void>('delete_conversation', { id }),
+  listConversations: (query: string) => call('list_conversations', { query }),
+  createConversation: () => call('create_conversation'),
+  getConversation: (id: string) => call('get_conversation', { id }),
+  renameConversation: (id: string, title: string) => call('rename_conversation', { id, title }),
+  deleteConversation: (id: string) => call('delete_conversation', { id }),
   updateConversationSettings: (id: string, settings: ConversationSettings) =>
-    call<void>('update_conversation_settings', { id, settings }),
+    call('update_conversation_settings', { id, settings }),
   /** Show the branch that starts at `messageId` (one version of an edited message); returns
    *  the conversation as it now shows. */
   showBranch: (conversationId: string, messageId: number) =>
-    call<Conversation>('show_branch', { conversationId, messageId }),
+    call('show_branch', { conversationId, messageId }),
   /** Write the conversation to `path` (chosen in the save dialog); returns the path written. */
   exportConversation: (id: string, format: ExportFormat, path: string | null = null) =>
-    call<string>('export_conversation', { id, format, path }),
+    call('export_conversation', { id, format, path }),
 
   /** The system's folder picker; null when the user cancelled. */
-  pickFolder: (title: string) =>
-    call<string | null>('plugin:dialog|open', { options: { directory: true, multiple: false, title } }),
+  pickFolder: (title: string) => dialog('open', { directory: true, multiple: false, title }),
   /** The system's file picker showing only GGUF files (and folders to walk through); null when
    *  the user cancelled. */
   pickModelFile: (title: string) =>
-    call<string | null>('plugin:dialog|open', {
-      options: { directory: false, multiple: false, title, filters: [{ name: 'GGUF model (.gguf)', extensions: ['gguf', 'GGUF'] }] },
-    }),
+    dialog('open', { directory: false, multiple: false, title, filters: [{ name: 'GGUF model (.gguf)', extensions: ['gguf', 'GGUF'] }] }),
   /** The system's save dialog; null when the user cancelled. */
   pickSavePath: (title: string, defaultPath: string, extension: string) =>
-    call<string | null>('plugin:dialog|save', {
-      options: { title, defaultPath, filters: [{ name: extension.toUpperCase(), extensions: [extension] }] },
-    }),
+    dialog('save', { title, defaultPath, filters: [{ name: extension.toUpperCase(), extensions: [extension] }] }),
 
-  npuStatus: () => call<NpuDiagnosis>('npu_status'),
-  powerSample: () => call<PowerSample>('power_sample'),
+  npuStatus: () => call('npu_status'),
+  powerSample: () => call('power_sample'),
 
   /** Start an answer; events arrive on `onEvent` until a `done` or `error` event. */
   startAnswer: (conversationId: string, action: ChatAction, onEvent: (event: ChatEvent) => void) => {
     const channel = new Channel<ChatEvent>();
     channel.onmessage = onEvent;
-    return call<void>('start_answer', { conversationId, action, onEvent: channel });
+    return call('start_answer', { conversationId, action, onEvent: channel });
   },
-  stopAnswer: () => call<void>('stop_answer'),
+  stopAnswer: () => call('stop_answer'),
 
-  modelsOverview: () => call<ModelsOverview>('models_overview'),
+  modelsOverview: () => call('models_overview'),
   /** Download or resume `query` (catalog id or owner/name); progress arrives on `onProgress`. */
   pullModel: (query: string, onProgress: (p: PullProgress) => void) => {
     const channel = new Channel<PullProgress>();
     channel.onmessage = onProgress;
-    return call<PullResult>('pull_model', { query, onProgress: channel });
+    return call('pull_model', { query, onProgress: channel });
   },
-  pauseDownload: (name: string) => call<void>('pause_download', { name }),
-  cancelDownload: (name: string) => call<number>('cancel_download', { name }),
-  removeModel: (name: string) => call<Removed>('remove_model', { name }),
+  pauseDownload: (name: string) => call('pause_download', { name }),
+  cancelDownload: (name: string) => call('cancel_download', { name }),
+  removeModel: (name: string) => call('remove_model', { name }),
   /** Import a GGUF file or a model folder (a GGUF file is converted; the original stays);
    *  progress on `onProgress`. */
   importModel: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => {
     const channel = new Channel<PullProgress>();
     channel.onmessage = onProgress;
-    return call<InstalledModel>('import_model', { path, name, onProgress: channel });
+    return call('import_model', { path, name, onProgress: channel });
   },
   /** Files dragged over the window and dropped on it (Tauri's drag-drop events carry their
    *  paths); resolves to the function that stops listening. */
@@ -158,14 +158,14 @@ export const api = {
       listen('tauri://drag-leave', () => handler({ kind: 'leave', paths: [] })),
       listen<{ paths: string[] }>('tauri://drag-drop', (e) => handler({ kind: 'drop', paths: e.payload.paths ?? [] })),
     ]).then((stops) => () => stops.forEach((stop) => stop())),
-  setDefaultModel: (name: string) => call<void>('set_default_model', { name }),
+  setDefaultModel: (name: string) => call('set_default_model', { name }),
   /** Models other programs keep on this computer (their folders are only read). */
-  foundModels: () => call<FoundModel[]>('found_models'),
+  foundModels: () => call('found_models'),
   /** Import a found model (converted or copied; the original stays); progress on `onProgress`. */
   importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => {
     const channel = new Channel<PullProgress>();
     channel.onmessage = onProgress;
-    return call<InstalledModel>('import_found', { path, name, onProgress: channel });
+    return call('import_found', { path, name, onProgress: channel });
   },
 };
 

@@ -1,33 +1,26 @@
 // State of the Models view: the overview from the backend, live download progress, and the
 // actions (download, pause, resume, cancel, delete, import (picked, typed or dropped on the
 // window), set default). The api is passed in, so tests can hand in a fake one.
-import type {
-  CatalogItem,
-  FoundModel,
-  InstalledModel,
-  ModelsOverview,
-  PullProgress,
-  PullResult,
-  Removed,
-} from './models';
+import type { CatalogItem, FoundModel, ModelsOverview, PullProgress } from './models';
 import { formatBytes } from './models';
-import type { FileDrag } from './api';
+import type { Api, FileDrag } from './api';
 
 /** The backend calls this store needs (a slice of `api`). */
-export interface ModelsApi {
-  modelsOverview: () => Promise<ModelsOverview>;
-  pullModel: (query: string, onProgress: (p: PullProgress) => void) => Promise<PullResult>;
-  pauseDownload: (name: string) => Promise<void>;
-  cancelDownload: (name: string) => Promise<number>;
-  removeModel: (name: string) => Promise<Removed>;
-  importModel: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
-  setDefaultModel: (name: string) => Promise<void>;
-  foundModels: () => Promise<FoundModel[]>;
-  importFound: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => Promise<InstalledModel>;
-  pickModelFile: (title: string) => Promise<string | null>;
-  pickFolder: (title: string) => Promise<string | null>;
-  onFileDrag: (handler: (drag: FileDrag) => void) => Promise<() => void>;
-}
+export type ModelsApi = Pick<
+  Api,
+  | 'modelsOverview'
+  | 'pullModel'
+  | 'pauseDownload'
+  | 'cancelDownload'
+  | 'removeModel'
+  | 'importModel'
+  | 'setDefaultModel'
+  | 'foundModels'
+  | 'importFound'
+  | 'pickModelFile'
+  | 'pickFolder'
+  | 'onFileDrag'
+>;
 
 const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
 

@@ -16,6 +16,7 @@ export type {
   ModelsOverview,
   PartialDownload,
   PullPhase,
+  PullEnd,
   PullProgress,
   PullResult,
   Removed,

@@ -15,6 +15,7 @@ export type {
   Conversation,
   ConversationSettings,
   ConversationSummary,
+  ErrorCode,
   ExportFormat,
   LiveStats,
   LocalModel,
