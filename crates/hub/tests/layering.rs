@@ -8,17 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Which Hearth crates each crate may use, by package name.
 const ALLOWED: &[(&str, &[&str])] = &[
-    (
-        "hearth-desktop",
-        &[
-            "hearth-backends",
-            "hearth-chat",
-            "hearth-engine",
-            "hearth-hub",
-            "hearth-npu",
-            "hearth-server",
-        ],
-    ),
+    ("hearth-desktop", &["hearth-app"]),
     // DESIGN draws cli -> app, server (q4nx for convert, engine for bench). The model and
     // backend choice and `hearth chat`'s saving go through app; the other arrows are here until
     // the remaining verbs (list, pull, import, doctor, selftest, search, the remote key) do too.
