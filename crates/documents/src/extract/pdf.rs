@@ -10,7 +10,10 @@
 
 use std::path::Path;
 
-use lopdf::{Document, LoadOptions};
+use std::collections::BTreeMap;
+
+use lopdf::content::Content;
+use lopdf::{Document, Encoding, LoadOptions, Object, ObjectId};
 
 use super::{ExtractError, ExtractLimits, Extracted, Format, Place, Section};
 
@@ -51,10 +54,8 @@ pub(super) fn extract(
     let mut sections = Vec::with_capacity(pages.len());
     let mut total = 0;
     let mut first_failure = None;
-    // One call per page keeps pages apart, but each call walks the page tree again: time grows
-    // with the square of the page count (4,000 pages take about 4 s; bench/README.md).
-    for &number in pages.keys() {
-        match document.extract_text_with_limit(&[number], STREAM_LIMIT) {
+    for (&number, &page_id) in &pages {
+        match page_text(&document, page_id) {
             Ok(text) => {
                 total += text.len();
                 if total > limits.max_text_bytes {
@@ -90,6 +91,85 @@ pub(super) fn extract(
         title: title(&document),
         sections,
     })
+}
+
+/// The text a page shows, as lopdf's `extract_text` gives it (fonts' encodings and ToUnicode
+/// maps, `Tj`, `TJ`, `'` and `"`, a line break at `T*` and `ET`, a space for a wide `TJ` gap),
+/// but for one page by its id: `extract_text` takes page numbers and walks the whole page tree
+/// for each call, which made a page-by-page reading take time growing with the square of the
+/// page count (4,000 pages took 3.9 s; bench/README.md).
+fn page_text(document: &Document, page_id: ObjectId) -> lopdf::Result<String> {
+    let mut encodings = BTreeMap::new();
+    for (name, font) in document.get_page_fonts(page_id)? {
+        // A font whose encoding cannot be read leaves its text out, as extract_text does; a
+        // font stream that would inflate past the limit fails the page.
+        match font.get_font_encoding_with_limit(document, STREAM_LIMIT) {
+            Ok(encoding) => {
+                encodings.insert(name, encoding);
+            }
+            Err(error @ lopdf::Error::Decompress(_)) => return Err(error),
+            Err(_) => {}
+        }
+    }
+    let content = Content::decode(&document.get_page_content_with_limit(page_id, STREAM_LIMIT)?)?;
+    let mut text = String::new();
+    let mut encoding = None;
+    for operation in &content.operations {
+        let operands = operation.operands.as_slice();
+        match operation.operator.as_str() {
+            "Tf" => {
+                encoding = operands
+                    .first()
+                    .and_then(|font| font.as_name().ok())
+                    .and_then(|font| encodings.get(font));
+            }
+            "Tj" | "TJ" => shown_text(&mut text, encoding, operands),
+            "'" => {
+                end_line(&mut text);
+                shown_text(&mut text, encoding, operands);
+            }
+            "\"" => {
+                end_line(&mut text);
+                shown_text(&mut text, encoding, operands.get(2..).unwrap_or_default());
+            }
+            "T*" | "ET" => end_line(&mut text),
+            _ => {}
+        }
+    }
+    Ok(text)
+}
+
+/// Appends the text of a text-showing operator's operands: strings, and the strings of a `TJ`
+/// array, whose adjustments of more than 100 thousandths of an em read as a space.
+fn shown_text(text: &mut String, encoding: Option<&Encoding>, operands: &[Object]) {
+    let Some(encoding) = encoding else { return };
+    for operand in operands {
+        match operand {
+            Object::String(bytes, _) => {
+                let _ = encoding.write_to_string(bytes, text);
+            }
+            Object::Array(items) => {
+                for item in items {
+                    match item {
+                        Object::String(bytes, _) => {
+                            let _ = encoding.write_to_string(bytes, text);
+                        }
+                        Object::Integer(gap) if *gap < -100 => text.push(' '),
+                        Object::Real(gap) if *gap < -100.0 => text.push(' '),
+                        _ => {}
+                    }
+                }
+                text.push(' ');
+            }
+            _ => {}
+        }
+    }
+}
+
+fn end_line(text: &mut String) {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
 }
 
 /// The title in the document's information dictionary, if it has a non-empty one.
