@@ -41,6 +41,37 @@ pub fn answer_reserve(max_tokens: usize, limit: usize) -> usize {
     max_tokens.min(limit / 4).max(1)
 }
 
+/// The share of the context the user's files may take: passages of attached files get at most
+/// half of what is left after the answer's reserve, so the question and recent turns keep the
+/// other half. The same rule on every backend.
+pub fn passage_budget(limit: usize, reserve: usize) -> usize {
+    limit.saturating_sub(reserve) / 2
+}
+
+/// Tokens a passage is taken to cost: the count itself when the model's tokenizer counted it,
+/// else the estimate plus half again (a remote server's tokenizer is unknown; the estimate of
+/// 4 characters per token is far too low for Chinese or Japanese, so the margin errs long).
+pub fn passage_cost(count: crate::backend::TokenCount) -> usize {
+    if count.exact {
+        count.tokens
+    } else {
+        count.tokens + count.tokens.div_ceil(2)
+    }
+}
+
+/// How many of the passages (best first, each costing `costs[i]` tokens) fit in `budget`: the
+/// longest run from the best that fits; the rest are left out.
+pub fn passages_that_fit(costs: &[usize], budget: usize) -> usize {
+    let mut used = 0;
+    costs
+        .iter()
+        .take_while(|&&c| {
+            used += c;
+            used <= budget
+        })
+        .count()
+}
+
 /// Leaves out the oldest non-system messages (whole turns: up to the next user message) until the
 /// prompt plus `reserve` fits in `limit`. `prepare` renders and counts a message list;
 /// `cost` counts one message's text alone.
@@ -216,6 +247,29 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(e.to_string().contains("Shorten it"));
+    }
+
+    #[test]
+    fn passages_take_at_most_half_of_the_room_and_estimates_get_a_margin() {
+        assert_eq!(passage_budget(2048, 48), 1000);
+        assert_eq!(
+            passages_that_fit(&[400, 500, 200], 1000),
+            2,
+            "the best first, in order"
+        );
+        assert_eq!(passages_that_fit(&[1200, 10], 1000), 0);
+        let exact = crate::backend::TokenCount {
+            tokens: 100,
+            exact: true,
+        };
+        assert_eq!(passage_cost(exact), 100);
+        assert_eq!(
+            passage_cost(crate::backend::TokenCount {
+                exact: false,
+                ..exact
+            }),
+            150
+        );
     }
 
     #[test]

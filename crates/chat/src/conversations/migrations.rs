@@ -58,8 +58,19 @@ UPDATE messages SET parent_id = (
 CREATE INDEX messages_by_parent ON messages(parent_id, id);
 ";
 
+/// Version 3: answers that cite the user's files keep their sources (`sources`, a JSON list
+/// of [`super::Source`]), and a conversation remembers that the user accepted sending passages
+/// of its files to a remote server (`remote_documents_ok`, the server's address).
+const V3: &str = "
+CREATE TABLE message_sources (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    sources TEXT NOT NULL
+);
+ALTER TABLE conversations ADD COLUMN remote_documents_ok TEXT;
+";
+
 /// The steps, in order: `STEPS[n]` takes a database from version `n` to `n + 1`.
-pub(super) const STEPS: &[&str] = &[V1, V2];
+pub(super) const STEPS: &[&str] = &[V1, V2, V3];
 
 /// The version this Hearth writes and reads.
 pub(super) const CURRENT: u32 = STEPS.len() as u32;
