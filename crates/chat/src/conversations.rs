@@ -12,6 +12,9 @@ use crate::clock::unix_now;
 use crate::settings::ConversationSettings;
 
 mod migrations;
+mod sources;
+
+pub use sources::{MessageSources, Source};
 
 /// Title of a conversation before its first message names it.
 pub const UNTITLED: &str = "New conversation";
