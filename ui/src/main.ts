@@ -11,6 +11,7 @@ import { ConversationList } from './lib/conversations.svelte';
 import { AnswerStream } from './lib/answer.svelte';
 import { ModelsStore } from './lib/models.svelte';
 import { PowerMonitor } from './lib/power.svelte';
+import { DocumentsStore } from './lib/documents.svelte';
 import './app.css';
 
 const notifications = new Notifications(localStorage);
@@ -20,6 +21,9 @@ const settings = new SettingsStore(api, notifications);
 // Conversations stay while an answer is written (`answer` exists by the time it is asked).
 const conversations = new ConversationList(api, notifications, (): boolean => answer.streaming);
 const answer = new AnswerStream(api, conversations, session, notifications);
+// The user's files: attached to the open conversation, the library, the sources of answers.
+const documents = new DocumentsStore(api, conversations, notifications);
+answer.onSources((messageId, sources) => documents.setSources(messageId, sources));
 conversations.onShow(() => shell.showChat());
 // After a model is installed, deleted or made the default, the picker and Settings list again.
 const models = new ModelsStore(api, () => void session.refreshModels());
@@ -30,5 +34,5 @@ const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');
 export default mount(App, {
   target,
-  props: { notifications, shell, session, settings, conversations, answer, models, monitor },
+  props: { notifications, shell, session, settings, conversations, answer, models, monitor, documents },
 });

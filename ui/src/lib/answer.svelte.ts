@@ -9,6 +9,7 @@ import type { ConversationList } from './conversations.svelte';
 import type { ModelSession } from './session.svelte';
 import { plainError } from './errors';
 import { type Notifications, messageOf } from './notifications.svelte';
+import type { Source } from './documents';
 
 export type AnswerApi = Pick<Api, 'startAnswer' | 'stopAnswer'>;
 
@@ -64,6 +65,9 @@ export class AnswerStream {
   fallbacks = $state<Record<number, string>>({});
   /** The user message being edited. */
   editingId = $state<number | null>(null);
+  /** How much of a long prompt (attached files) has been read, 0..100; null when not reading. */
+  readingPercent = $state<number | null>(null);
+  private sourcesHandlers: ((messageId: number, sources: Source[]) => void)[] = [];
 
   constructor(
     private readonly api: AnswerApi,
@@ -72,6 +76,11 @@ export class AnswerStream {
     private readonly notifications: Notifications,
   ) {
     conversations.onShow((conversation) => this.show(conversation));
+  }
+
+  /** `handler` receives the sources an answer cites, as soon as they are known. */
+  onSources(handler: (messageId: number, sources: Source[]) => void): void {
+    this.sourcesHandlers.push(handler);
   }
 
   /** Whether the answer being written belongs to the open conversation. */
@@ -159,6 +168,7 @@ export class AnswerStream {
     this.streamingId = conversation.id;
     this.stopping = false;
     this.live = { generated_tokens: 0, ttft_secs: null, tokens_per_second: null, elapsed_secs: 0 };
+    this.readingPercent = null;
     this.answerStartedAt = performance.now();
     let finished = false;
     const onEvent = (event: ChatEvent) => {
@@ -188,6 +198,18 @@ export class AnswerStream {
     // conversation is open.
     const open = this.conversations.current;
     const conversation = open?.id === conversationId ? open : null;
+    // The documents' events (not in the generated ChatEvent yet: documents.ts holds their shape).
+    const documents = event as unknown as { event: string; data: { sources?: Source[]; percent?: number } };
+    if (documents.event === 'sources') {
+      const answerId = conversation?.messages.findLast((m) => m.role === 'assistant')?.id;
+      if (answerId !== undefined) for (const handler of this.sourcesHandlers) handler(answerId, documents.data.sources ?? []);
+      return false;
+    }
+    if (documents.event === 'reading') {
+      this.readingPercent = documents.data.percent ?? null;
+      return false;
+    }
+    if (event.event === 'token') this.readingPercent = null;
     switch (event.event) {
       case 'started': {
         this.promptTokens = event.data.prompt_tokens;

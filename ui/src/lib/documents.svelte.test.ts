@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { DocumentsStore, type DocumentsApi } from './documents.svelte';
+import { ConversationList, type ConversationsApi } from './conversations.svelte';
+import { Notifications } from './notifications.svelte';
+import { documentStatus, droppedModel, formatBytes, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
+import type { Conversation } from './types';
+
+const settings = {
+  system_prompt: '',
+  sampling: { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 },
+  max_tokens: 64,
+  enable_thinking: null,
+};
+const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [], versions: [] };
+
+function doc(id: number, name: string, more: Partial<DocumentInfo> = {}): DocumentInfo {
+  return { id, name, format: 'pdf', title: null, size: 12_345, passages: 7, error: null, indexing: false, ...more };
+}
+const source: Source = { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 10, char_end: 40, text: 'The rent is due monthly.' };
+
+/** The documents store over a fake backend that records the calls it gets. */
+function setup(notice: string | null = null) {
+  const calls: string[] = [];
+  let attached: DocumentInfo[] = [];
+  const library = { documents: [doc(1, 'contract.pdf'), doc(2, 'notes.md', { format: 'text' })], disk_bytes: 2_500_000 };
+  const api = {
+    createConversation: async () => structuredClone(conversation),
+    getConversation: async () => structuredClone(conversation),
+    listConversations: async () => [],
+    conversationDocuments: async (id: string) => (calls.push(`documents ${id}`), { documents: attached, remote_notice: notice }),
+    messageSources: async () => [{ message_id: 5, sources: [source] }],
+    pickDocuments: async (id: string) => (calls.push(`pick ${id}`), (attached = [doc(1, 'contract.pdf', { indexing: true, passages: 0 })])),
+    attachDropped: async (id: string, token: string) => (calls.push(`drop ${id} ${token}`), (attached = [doc(2, 'notes.md')])),
+    attachDocument: async (id: string, documentId: number) => (calls.push(`attach ${id} ${documentId}`), (attached = [library.documents[documentId - 1]])),
+    detachDocument: async (id: string, documentId: number) => (calls.push(`detach ${id} ${documentId}`), (attached = attached.filter((d) => d.id !== documentId))),
+    acceptRemoteDocuments: async (id: string) => (calls.push(`accept ${id}`), (notice = null), null),
+    library: async () => library,
+    removeDocument: async (documentId: number) => (calls.push(`remove ${documentId}`), { ...library, documents: library.documents.filter((d) => d.id !== documentId) }),
+    onDocuments: async () => () => {},
+  } as unknown as DocumentsApi & ConversationsApi;
+  const notifications = new Notifications();
+  const conversations = new ConversationList(api, notifications, () => false);
+  const documents = new DocumentsStore(api, conversations, notifications);
+  return { api, calls, conversations, documents };
+}
+
+describe('DocumentsStore', () => {
+  it('the paperclip creates the conversation when none is open, attaches, and follows indexing to its end', async () => {
+    const { calls, documents } = setup();
+    await documents.pick();
+    expect(calls).toEqual(['pick c1', 'documents c1']);
+    expect(documents.attached.map((d) => d.name)).toEqual(['contract.pdf']);
+    await documents.onEvent({ event: 'progress', data: { document_name: 'contract.pdf', stage: 'embedding', done: 2, total: 5 } });
+    expect(documentStatus(documents.attached[0], documents.progress['contract.pdf'])).toBe('Indexing… 40%');
+    await documents.onEvent({ event: 'indexed', data: { document: doc(1, 'contract.pdf', { passages: 12 }) } });
+    expect(documents.progress).toEqual({});
+    expect(documentStatus(documents.attached[0], undefined)).toBe('12 KB · 12 passages');
+  });
+
+  it('a drop of documents attaches by token; a dropped .gguf is left to the model import', async () => {
+    const { calls, documents } = setup();
+    await documents.onEvent({ event: 'dropped', data: { token: 'model', names: ['qwen.gguf'] } });
+    expect(calls).toEqual([]);
+    await documents.onEvent({ event: 'dropped', data: { token: 't1', names: ['notes.md'] } });
+    expect(calls).toEqual(['drop c1 t1', 'documents c1']);
+    expect(documents.attached.map((d) => d.name)).toEqual(['notes.md']);
+  });
+
+  it('a file that cannot be indexed keeps its plain message next to it', async () => {
+    const { documents } = setup();
+    await documents.onEvent({ event: 'failed', data: { name: 'scan.pdf', message: 'scan.pdf has no text layer; it may be a scan.' } });
+    expect(documents.failed).toEqual({ 'scan.pdf': 'scan.pdf has no text layer; it may be a scan.' });
+    expect(documentStatus(doc(3, 'scan.pdf', { error: 'scan.pdf has no text layer; it may be a scan.' }), undefined)).toBe('scan.pdf has no text layer; it may be a scan.');
+  });
+
+  it('opening a conversation lists its files, the sources of its answers and the remote notice; accepting hides it', async () => {
+    const { calls, conversations, documents } = setup('Passages of your attached files will be sent to http://10.0.0.2:8080 to answer.');
+    await documents.attach(1);
+    await conversations.open('c1');
+    await new Promise((r) => setTimeout(r, 0));
+    expect(documents.sources[5]).toEqual([source]);
+    expect(documents.remoteNotice).toContain('http://10.0.0.2:8080');
+    await documents.acceptRemote();
+    expect(documents.remoteNotice).toBeNull();
+    expect(calls).toContain('accept c1');
+  });
+
+  it('detach takes a file off the conversation; remove deletes it from the library and the list', async () => {
+    const { calls, documents } = setup();
+    await documents.attach(1);
+    await documents.attach(2);
+    await documents.detach(2);
+    expect(documents.attached).toEqual([]);
+    await documents.attach(1);
+    await documents.refreshLibrary();
+    await documents.remove(1);
+    expect(calls).toContain('remove 1');
+    expect(documents.library?.documents.map((d) => d.name)).toEqual(['notes.md']);
+    expect(documents.attached).toEqual([]);
+  });
+
+  it('the passage opens from a source and closes; another conversation closes it', async () => {
+    const { conversations, documents } = setup();
+    documents.openPassage(source);
+    expect(documents.passage).toEqual(source);
+    conversations.startNew();
+    expect(documents.passage).toBeNull();
+  });
+});
+
+describe('documents words', () => {
+  it('says sizes, sources and the reading line plainly', () => {
+    expect(formatBytes(999)).toBe('999 B');
+    expect(formatBytes(2_500_000)).toBe('2.5 MB');
+    expect(sourceLabel(source)).toBe('contract.pdf, page 3');
+    expect(sourceLabel({ ...source, place: '' })).toBe('contract.pdf');
+    expect(readingLine(40.2, true)).toBe('Reading your document… 40%');
+    expect(droppedModel(['a.gguf'])).toBe(true);
+    expect(droppedModel(['a.pdf', 'b.gguf'])).toBe(false);
+  });
+});

@@ -1,0 +1,218 @@
+// The user's files in the app: the open conversation's attachments (with their indexing progress
+// and errors), the document library, the sources of each answer, the passage opened from one,
+// and the notice that passages go to a remote server. Files are named to the backend only by
+// library id or by the token of a drop: no path leaves the UI. It talks to the backend only
+// through its slice of `api`.
+import type { Api } from './api';
+import type { Conversation } from './types';
+import type { ConversationList } from './conversations.svelte';
+import type { DocumentEvent, DocumentInfo, IndexProgress, Library, Source } from './documents';
+import { droppedModel } from './documents';
+import { type Notifications, messageOf } from './notifications.svelte';
+
+export type DocumentsApi = Pick<
+  Api,
+  | 'pickDocuments'
+  | 'attachDropped'
+  | 'attachDocument'
+  | 'detachDocument'
+  | 'conversationDocuments'
+  | 'acceptRemoteDocuments'
+  | 'library'
+  | 'removeDocument'
+  | 'messageSources'
+  | 'onDocuments'
+>;
+
+export class DocumentsStore {
+  /** The open conversation's files. */
+  attached = $state<DocumentInfo[]>([]);
+  /** Files that could not be attached at all, by name: why, in plain words. */
+  failed = $state<Record<string, string>>({});
+  /** Indexing progress by file name. */
+  progress = $state<Record<string, IndexProgress>>({});
+  /** The notice that passages will be sent to a remote server (null: none to show). */
+  remoteNotice = $state<string | null>(null);
+  /** Every indexed file and the disk the library uses; null until listed. */
+  library = $state<Library | null>(null);
+  /** The sources of each answer, by message id. */
+  sources = $state<Record<number, Source[]>>({});
+  /** The passage opened from a source, shown in the passage view. */
+  passage = $state<Source | null>(null);
+  /** Why the last attach, remove or listing failed, shown above the message box. */
+  error = $state<string | null>(null);
+  busy = $state(false);
+
+  constructor(
+    private readonly api: DocumentsApi,
+    private readonly conversations: ConversationList,
+    private readonly notifications: Notifications,
+  ) {
+    conversations.onShow((conversation) => void this.show(conversation));
+  }
+
+  /** Listens to the backend's `documents` events; resolves to the function that stops it. */
+  watch(): Promise<() => void> {
+    return this.api.onDocuments((event) => void this.onEvent(event));
+  }
+
+  /** Another conversation was opened (or a new one started, null): its files and sources. */
+  private async show(conversation: Conversation | null): Promise<void> {
+    this.passage = null;
+    this.error = null;
+    this.failed = {};
+    if (!conversation) {
+      this.attached = [];
+      this.remoteNotice = null;
+      return;
+    }
+    const id = conversation.id;
+    try {
+      const [docs, sources] = await Promise.all([this.api.conversationDocuments(id), this.api.messageSources(id)]);
+      if (this.conversations.current?.id !== id) return;
+      this.attached = docs.documents;
+      this.remoteNotice = docs.remote_notice;
+      const byMessage: Record<number, Source[]> = { ...this.sources };
+      for (const m of sources) byMessage[m.message_id] = m.sources;
+      this.sources = byMessage;
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** The conversation to attach to, created when none is open yet. */
+  private async target(): Promise<string | null> {
+    if (!this.conversations.current) {
+      try {
+        await this.conversations.create();
+      } catch (error) {
+        this.error = messageOf(error);
+        return null;
+      }
+    }
+    return this.conversations.current?.id ?? null;
+  }
+
+  /** After an attach: the list, and the remote notice that may now apply. */
+  private async attachedNow(id: string, documents: DocumentInfo[]): Promise<void> {
+    if (this.conversations.current?.id !== id) return;
+    this.attached = documents;
+    try {
+      this.remoteNotice = (await this.api.conversationDocuments(id)).remote_notice;
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  private async attachWith(run: (id: string) => Promise<DocumentInfo[]>): Promise<void> {
+    this.error = null;
+    const id = await this.target();
+    if (!id) return;
+    this.busy = true;
+    try {
+      await this.attachedNow(id, await run(id));
+    } catch (error) {
+      this.error = messageOf(error);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** The paperclip: the system's file dialog (opened by the backend), then attach what was chosen. */
+  pick(): Promise<void> {
+    return this.attachWith((id) => this.api.pickDocuments(id));
+  }
+
+  /** Attach a file already in the library to the open conversation. */
+  attach(documentId: number): Promise<void> {
+    return this.attachWith((id) => this.api.attachDocument(id, documentId));
+  }
+
+  /** Take a file off the open conversation (it stays in the library). */
+  async detach(documentId: number): Promise<void> {
+    const id = this.conversations.current?.id;
+    if (!id) return;
+    this.error = null;
+    try {
+      await this.attachedNow(id, await this.api.detachDocument(id, documentId));
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** The user accepted that passages of this conversation's files go to the remote server. */
+  async acceptRemote(): Promise<void> {
+    const id = this.conversations.current?.id;
+    if (!id) return;
+    try {
+      await this.api.acceptRemoteDocuments(id);
+      this.remoteNotice = null;
+    } catch (error) {
+      this.notifications.fail(error);
+    }
+  }
+
+  /** List the library (every indexed file, the disk it uses). */
+  async refreshLibrary(): Promise<void> {
+    try {
+      this.library = await this.api.library();
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** Delete a file's text and index from the library (the original file is not touched). */
+  async remove(documentId: number): Promise<void> {
+    try {
+      this.library = await this.api.removeDocument(documentId);
+      this.attached = this.attached.filter((d) => d.id !== documentId);
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** The sources of the answer being written (the chat's `sources` event). */
+  setSources(messageId: number, sources: Source[]): void {
+    this.sources = { ...this.sources, [messageId]: sources };
+  }
+
+  openPassage(source: Source): void {
+    this.passage = source;
+  }
+
+  closePassage(): void {
+    this.passage = null;
+  }
+
+  dismissError(): void {
+    this.error = null;
+  }
+
+  /** One `documents` event from the backend. */
+  async onEvent(event: DocumentEvent): Promise<void> {
+    switch (event.event) {
+      case 'dropped':
+        // A dropped .gguf file or folder is a model to import (the Models view takes it).
+        if (droppedModel(event.data.names)) return;
+        await this.attachWith((id) => this.api.attachDropped(id, event.data.token));
+        return;
+      case 'progress':
+        this.progress = { ...this.progress, [event.data.document_name]: event.data };
+        return;
+      case 'indexed': {
+        const doc = event.data.document;
+        const { [doc.name]: _done, ...rest } = this.progress;
+        this.progress = rest;
+        this.attached = this.attached.map((d) => (d.id === doc.id ? doc : d));
+        if (this.library) this.library = { ...this.library, documents: this.library.documents.map((d) => (d.id === doc.id ? doc : d)) };
+        return;
+      }
+      case 'failed': {
+        const { [event.data.name]: _done, ...rest } = this.progress;
+        this.progress = rest;
+        this.failed = { ...this.failed, [event.data.name]: event.data.message };
+        return;
+      }
+    }
+  }
+}
