@@ -149,6 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn show_progress(status: &mut StatusLine, p: &Progress) {
     let file = p.file.display();
     match p.stage {
+        Stage::Reading if p.done == p.total => {}
         Stage::Reading if status.is_live() => {
             status.redraw(&format!("reading {}/{} {file}", p.done + 1, p.total))
         }

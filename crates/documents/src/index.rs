@@ -5,7 +5,8 @@
 //! per file, which also updates its FTS5 entries); then the passages that have no vector from
 //! the embedding model yet are embedded in batches (one transaction per batch).
 //!
-//! - Progress: `progress` is called before each file and after each batch, with done/total.
+//! - Progress: `progress` is called before each file and each batch and at the end of each
+//!   stage, with done/total (files while reading, passages while embedding).
 //! - Cancel: `cancel` is checked between files and between batches; what was committed stays.
 //! - Resume: a kill loses at most the file or batch in flight. The next run sees that file's
 //!   old size and time (or no row) and reads it again, and embeds what has no vector yet.
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::embedding::EmbeddingModel;
-use crate::extract::{extract, ExtractLimits};
+use crate::extract::{extract, ExtractLimits, Place};
 use crate::library::{DocumentId, FileState, Library, LibraryError, NewPassage};
 use crate::passages::{estimate_pieces, split, PassageLimits};
 
@@ -125,6 +126,14 @@ pub fn index(
         report
             .files
             .push(read_one(library, given, settings, &count)?);
+    }
+    if let Some(last) = files.last() {
+        progress(Progress {
+            stage: Stage::Reading,
+            file: last,
+            done: files.len(),
+            total: files.len(),
+        });
     }
     if let Some(embedder) = embedder {
         let documents: Vec<(PathBuf, DocumentId)> = report
@@ -285,7 +294,16 @@ fn embed(
                 done,
                 total,
             });
-            let texts: Vec<&str> = batch.iter().map(|p| p.text.as_str()).collect();
+            // A passage is embedded with the heading it sits under: "4.3. Good password"
+            // says what a passage of bullet points is about.
+            let texts: Vec<String> = batch
+                .iter()
+                .map(|p| match &p.place {
+                    Place::Heading(heading) => format!("{heading}\n{}", p.text),
+                    _ => p.text.clone(),
+                })
+                .collect();
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder
                 .embed(&texts)
                 .map_err(|message| LibraryError::Embedding {

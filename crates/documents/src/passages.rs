@@ -17,18 +17,21 @@ use std::ops::Range;
 /// How long a passage may be, in word pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PassageLimits {
-    /// At most this many word pieces in a passage. By default 200: the encoder reads 256, and a
-    /// count made before the real tokenizer is available is an estimate.
+    /// At most this many word pieces in a passage. By default 120: well within the 254 the
+    /// encoder reads (a heading is put before the passage when it is embedded), and close to the
+    /// 128 all-MiniLM-L6-v2 was trained on. On the bench's questions, 120-piece passages
+    /// (embedded with their heading) found more answers than 200-piece ones (embedded alone):
+    /// recall@5 0.62 against 0.50 by embeddings, 0.52 against 0.48 by keywords.
     pub max_pieces: usize,
-    /// About this many word pieces of the end of a passage begin the next one. By default 24.
+    /// About this many word pieces of the end of a passage begin the next one. By default 20.
     pub overlap_pieces: usize,
 }
 
 impl Default for PassageLimits {
     fn default() -> Self {
         Self {
-            max_pieces: 200,
-            overlap_pieces: 24,
+            max_pieces: 120,
+            overlap_pieces: 20,
         }
     }
 }
