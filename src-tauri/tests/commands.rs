@@ -70,10 +70,9 @@ fn called_by_the_ui() -> BTreeSet<String> {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            // `call<Type>('name'` in api.ts (the one module that invokes).
-            for piece in text.split("call<").skip(1) {
-                let Some(at) = piece.find(">(") else { continue };
-                if let Some(rest) = piece[at + 2..].trim_start().strip_prefix('\'') {
+            // `call('name'` in api.ts (the one module that invokes).
+            for piece in text.split("call(").skip(1) {
+                if let Some(rest) = piece.trim_start().strip_prefix('\'') {
                     // Plugins' commands (`plugin:dialog|open`) are granted as plugin permissions.
                     match rest.find('\'') {
                         Some(end) if !rest[..end].starts_with("plugin:") => {
