@@ -5,6 +5,7 @@
 import { mockIPC } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import { modelsCommand } from './mock-models';
+import { checkRemoteAccepted, documentsBeforeAnswer, documentsCommand } from './mock-documents';
 
 type Json = Record<string, any>;
 
@@ -166,6 +167,7 @@ async function startAnswer(args: Json) {
     control.failStart = null;
     fail(f.code, f.message);
   }
+  checkRemoteAccepted(c.id);
   const action = args.action as Json;
   let user: Json | null = null;
   if (action.kind === 'send' || action.kind === 'edit') {
@@ -204,6 +206,7 @@ async function startAnswer(args: Json) {
   const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
   send({ event: 'started', data: { title: c.title, user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
+  await documentsBeforeAnswer(c.id, send, answer.id);
   if (control.prefillMs) await new Promise((r) => setTimeout(r, control.prefillMs));
   let first = 0;
   let count = 0;
@@ -410,6 +413,8 @@ mockIPC(async (cmd, raw) => {
       if (remoteAnswer !== undefined) return remoteAnswer;
       const answer = modelsCommand(cmd, args);
       if (answer !== undefined) return answer;
+      const documentsAnswer = documentsCommand(cmd, args);
+      if (documentsAnswer !== undefined) return documentsAnswer;
       fail('unknown_command', `mock backend: unknown command ${cmd}`);
     }
   }

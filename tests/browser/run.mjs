@@ -840,10 +840,132 @@ test('review #1 (S1): a .gguf file is imported from the file picker, by typed pa
   await page.getByTestId('models-view').waitFor();
   assert((await page.getByTestId('drop-overlay').count()) === 0, 'the overlay goes after the drop');
   await page.waitForFunction(() => document.querySelector('[data-testid="models-notice"]')?.textContent.includes('Imported Dropped'));
-  // Anything else dropped is explained, not imported.
+  // Anything else dropped is a document (the backend hands it to the conversation), not a model.
+  const imports = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_model').length);
   await page.evaluate(() => window.__mock.emit('tauri://drag-drop', { paths: ['/home/ana/report.pdf'], position: { x: 1, y: 1 } }));
-  await page.getByText('report.pdf is neither').waitFor();
+  await page.waitForTimeout(200);
+  assert((await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_model').length)) === imports, 'a PDF is not imported as a model');
 });
+
+// Your own files (issue 35): attach, the library, sources under answers, the remote notice.
+
+/** The WCAG contrast ratio of an element's text against the nearest opaque background. */
+async function contrast(locator) {
+  return locator.evaluate((el) => {
+    const rgb = (c) => (c.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    let bg = el;
+    while (bg && (rgb(getComputedStyle(bg).backgroundColor)[3] === 0 || getComputedStyle(bg).backgroundColor === 'transparent')) bg = bg.parentElement;
+    const a = lum(rgb(getComputedStyle(el).color));
+    const b = lum(rgb(getComputedStyle(bg ?? document.body).backgroundColor));
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  });
+}
+
+test('your files: a drop on the window shows what it accepts, attaches, shows indexing and an unreadable file\'s reason next to it; remove takes a file off', async ({ page }) => {
+  await page.evaluate(() => window.__mock.emit('tauri://drag-enter', { paths: ['/home/ana/contract.pdf'], position: { x: 10, y: 10 } }));
+  const overlay = page.getByTestId('drop-overlay');
+  await overlay.waitFor();
+  const says = await overlay.textContent();
+  assert(says.includes('attach them to this conversation') && says.includes('PDF') && says.includes('EPUB'), `the overlay says what it accepts: ${says}`);
+  await page.evaluate(() => window.__mock.emit('tauri://drag-leave', {}));
+  await page.evaluate(() => window.__mockDrop(['contract.pdf', 'scan.pdf']));
+  const files = page.getByTestId('attached-file');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 2);
+  await page.waitForFunction(() => /(Reading|Indexing)… \d+%/.test(document.querySelector('[data-testid="attachments"]')?.textContent ?? ''));
+  const error = files.filter({ hasText: 'scan.pdf' }).getByTestId('file-error');
+  await error.waitFor();
+  assert((await error.textContent()).includes('no text layer; it may be a scan'), await error.textContent());
+  await page.waitForFunction(() => document.querySelector('[data-testid="attachments"]')?.textContent.includes('42 passages'));
+  const calls = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'attach_dropped').map((c) => c.args));
+  assert(calls.length === 1 && calls[0].token && !JSON.stringify(calls[0]).includes('/home'), `the UI names the drop by its token, never a path: ${JSON.stringify(calls)}`);
+  for (const theme of ['light', 'dark']) {
+    await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+    const ratio = await contrast(error);
+    assert(ratio >= 4.5, `the error is readable in ${theme} (contrast ${ratio.toFixed(2)})`);
+  }
+  await page.getByRole('button', { name: 'Remove scan.pdf from this conversation' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 1);
+  assert((await files.first().textContent()).includes('contract.pdf'), 'the other file stays');
+});
+
+test('your files: the paperclip attaches through the dialog; the answer reads the file with progress, cites numbered sources, and a source opens its passage (keyboard too)', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.answer = 'The rent is 900 euros a month [1], and notice is three months [2].'; window.__mock.tokenDelayMs = 5; });
+  await page.getByTestId('attach-button').click();
+  await page.getByTestId('attached-file').waitFor();
+  assert((await page.getByTestId('attached-file').textContent()).includes('contract.pdf'), 'the chosen file is listed above the box');
+  await send(page, 'What is the rent?');
+  await page.waitForFunction(() => /Reading your document… \d+%/.test(document.querySelector('[data-testid="reading-line"]')?.textContent ?? ''));
+  await page.getByTestId('answer-line').last().waitFor();
+  const answer = page.getByTestId('assistant-message').last();
+  const sources = answer.getByTestId('source');
+  assert((await sources.count()) === 2, 'two numbered sources under the answer');
+  assert((await sources.first().textContent()).replace(/\s+/g, ' ').trim() === '[1] contract.pdf, page 3', await sources.first().textContent());
+  // The marker [2] in the text opens its passage.
+  await answer.locator('button.cite[data-cite="2"]').click();
+  const view = page.getByTestId('passage-view');
+  await view.waitFor();
+  assert((await view.textContent()).includes('contract.pdf') && (await page.getByTestId('passage-place').textContent()) === 'page 5', await view.textContent());
+  assert((await page.getByTestId('passage-text').textContent()).includes('three months of notice'), 'the cited passage is shown, marked');
+  await page.keyboard.press('Escape');
+  await view.waitFor({ state: 'detached' });
+  // Keyboard: focus the first source, Enter opens it, Escape closes it.
+  await sources.first().focus();
+  await page.keyboard.press('Enter');
+  await view.waitFor();
+  assert((await page.getByTestId('passage-text').textContent()).includes('900 euros'), 'the first source opened');
+  await page.keyboard.press('Escape');
+  await view.waitFor({ state: 'detached' });
+  // Reopened, the conversation shows its sources again (message_sources).
+  await page.keyboard.press('Control+n');
+  await page.getByTestId('sidebar').getByText('What is the rent?').click();
+  await page.getByTestId('assistant-message').last().getByTestId('source').first().waitFor();
+});
+
+test('your files: the library lists every file and its disk use, attaches one to another conversation, and removes one after saying the original stays', async ({ page }) => {
+  await page.evaluate(() => window.__mockDrop(['contract.pdf', 'notes.md']));
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 2);
+  await page.keyboard.press('Control+n');
+  await page.getByTestId('library-button').click();
+  const library = page.getByTestId('library');
+  await library.waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="library-file"]').length === 2);
+  assert(/2 files; their text and index use [\d.]+ KB/.test(await page.getByTestId('library-disk').textContent()), await page.getByTestId('library-disk').textContent());
+  await library.getByRole('button', { name: 'Attach notes.md to this conversation' }).click();
+  await page.getByTestId('attached-file').waitFor();
+  assert((await library.getByRole('button', { name: 'Attach notes.md to this conversation' }).textContent()).trim() === 'Attached', 'an attached file says so');
+  await library.getByRole('button', { name: 'Remove contract.pdf from the library' }).click();
+  const confirm = page.getByTestId('remove-confirm');
+  assert((await confirm.textContent()).includes('The original file is not touched'), await confirm.textContent());
+  await page.keyboard.press('Escape');
+  await confirm.waitFor({ state: 'detached' });
+  assert((await library.count()) === 1, 'Escape first cancels the confirm, not the library');
+  await library.getByRole('button', { name: 'Remove contract.pdf from the library' }).click();
+  await page.getByTestId('remove-confirmed').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="library-file"]').length === 1);
+  await page.keyboard.press('Escape');
+  await library.waitFor({ state: 'detached' });
+});
+
+test('your files: with a remote server, a notice names it before the first answer and is accepted once', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await page.getByTestId('attach-button').click();
+  const notice = page.getByTestId('remote-documents-notice');
+  await notice.waitFor();
+  assert((await notice.textContent()).includes('will be sent to http://gpu-box:8000'), await notice.textContent());
+  // Sending before accepting is refused with the same words.
+  await send(page, 'Summarise the contract');
+  await page.getByTestId('composer-error').waitFor();
+  assert((await page.getByTestId('composer-error').textContent()).includes('http://gpu-box:8000'), await page.getByTestId('composer-error').textContent());
+  await page.getByTestId('accept-remote-documents').click();
+  await notice.waitFor({ state: 'detached' });
+  await page.getByTestId('send-button').click();
+  await page.getByTestId('answer-line').last().waitFor();
+  assert((await page.getByTestId('remote-documents-notice').count()) === 0, 'accepted once, not asked again');
+}, () => { window.__mockDocuments.remoteHost = 'http://gpu-box:8000'; });
 
 test('review #10 and #20 (S2/S3): a found model already imported says so, and the list can be scanned again', async ({ page }) => {
   await openModels(page);

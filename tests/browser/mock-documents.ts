@@ -1,0 +1,147 @@
+// The user's files in the mocked backend: a library, each conversation's attachments, the
+// dialog's and a drop's files (indexed with `documents` progress events, one of them failing),
+// the remote notice, and the sources an answer cites. A test steers it through
+// window.__mockDocuments.
+import { emit } from '@tauri-apps/api/event';
+
+type Json = Record<string, any>;
+
+export const documentsControl = {
+  /** The files the paperclip's dialog returns (names; [] = cancelled). */
+  picked: ['contract.pdf'] as string[],
+  /** Files whose indexing fails, with the message the backend gives. */
+  unreadable: { 'scan.pdf': 'scan.pdf has no text layer; it may be a scan. Hearth reads the text of PDFs, not pictures of pages.' } as Record<string, string>,
+  /** Milliseconds between indexing progress events. */
+  stepMs: 60,
+  /** The remote notice (when the model in use is remote and the conversation has files). */
+  remoteHost: null as string | null,
+  /** Sources the next answer cites when its conversation has files. */
+  sources: [
+    { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 120, char_end: 180, text: 'The rent of 900 euros is due on the first day of each month.' },
+    { number: 2, document_id: 1, name: 'contract.pdf', place: 'page 5', page: 5, section: 4, char_start: 40, char_end: 95, text: 'Either party may end the lease with three months of notice.' },
+  ],
+  /** Reading percentages sent before the first token when the conversation has files. */
+  reading: [20, 40, 80, 100],
+  readingStepMs: 150,
+};
+(window as any).__mockDocuments = documentsControl;
+
+const library = new Map<number, Json>();
+const attached = new Map<string, number[]>();
+const accepted = new Set<string>();
+const saved = new Map<string, Json[]>();
+const tokens = new Map<string, string[]>();
+let nextDoc = 1;
+let nextToken = 1;
+
+function fail(code: string, message: string): never {
+  throw { code, message };
+}
+
+function format(name: string): string {
+  const ext = name.split('.').pop()?.toLowerCase() ?? '';
+  return ext === 'md' || ext === 'txt' ? 'text' : ext;
+}
+
+/** Add `name` to the library (once) and index it in the background with progress events. */
+function addFile(name: string): Json {
+  const known = [...library.values()].find((d) => d.name === name);
+  if (known) return known;
+  const doc = { id: nextDoc++, name, format: format(name), title: null, size: 48_213, passages: 0, error: null, indexing: true };
+  library.set(doc.id, doc);
+  void index(doc);
+  return doc;
+}
+
+async function index(doc: Json) {
+  const total = 4;
+  for (let done = 1; done <= total; done++) {
+    await new Promise((r) => setTimeout(r, documentsControl.stepMs));
+    await emit('documents', { event: 'progress', data: { document_name: doc.name, stage: done < 2 ? 'reading' : 'embedding', done, total } });
+  }
+  doc.indexing = false;
+  const error = documentsControl.unreadable[doc.name];
+  if (error) doc.error = error;
+  else doc.passages = 42;
+  await emit('documents', { event: 'indexed', data: { document: { ...doc } } });
+}
+
+function listOf(conversationId: string): Json[] {
+  return (attached.get(conversationId) ?? []).flatMap((id) => (library.has(id) ? [{ ...library.get(id) }] : []));
+}
+
+function attach(conversationId: string, ids: number[]): Json[] {
+  const list = attached.get(conversationId) ?? [];
+  attached.set(conversationId, [...list, ...ids.filter((id) => !list.includes(id))]);
+  return listOf(conversationId);
+}
+
+function notice(conversationId: string): string | null {
+  const host = documentsControl.remoteHost;
+  if (!host || accepted.has(conversationId) || listOf(conversationId).length === 0) return null;
+  return `Passages of your attached files will be sent to ${host} (remote server) to answer.`;
+}
+
+function libraryView() {
+  const documents = [...library.values()].map((d) => ({ ...d }));
+  return { documents, disk_bytes: documents.length * 310_000 };
+}
+
+/** A drop on the window, as the backend reports it: a single-use token and the names. */
+export async function dropFiles(names: string[]) {
+  const token = `t${nextToken++}`;
+  tokens.set(token, names);
+  await emit('documents', { event: 'dropped', data: { token, names } });
+}
+(window as any).__mockDrop = dropFiles;
+
+/** Before the answer's first token: the refusal without the notice accepted, reading progress and sources. */
+export async function documentsBeforeAnswer(conversationId: string, send: (message: Json) => void, answerId: number) {
+  if (listOf(conversationId).length === 0) return;
+  send({ event: 'sources', data: { sources: documentsControl.sources } });
+  saved.set(`${conversationId}:${answerId}`, documentsControl.sources);
+  for (const percent of documentsControl.reading) {
+    send({ event: 'reading', data: { percent } });
+    await new Promise((r) => setTimeout(r, documentsControl.readingStepMs));
+  }
+}
+
+/** start_answer's check: a remote server needs the notice accepted first. */
+export function checkRemoteAccepted(conversationId: string) {
+  const text = notice(conversationId);
+  if (text) fail('invalid_input', text);
+}
+
+export function documentsCommand(cmd: string, args: Json): unknown {
+  switch (cmd) {
+    case 'pick_documents':
+      return attach(args.conversationId, documentsControl.picked.map((name) => addFile(name).id));
+    case 'attach_dropped': {
+      const names = tokens.get(args.token);
+      if (!names) fail('invalid_input', 'This drop was already used or has expired; drop the files again.');
+      tokens.delete(args.token);
+      return attach(args.conversationId, names.map((name) => addFile(name).id));
+    }
+    case 'attach_document':
+      if (!library.has(args.documentId)) fail('not_found', `There is no file ${args.documentId} in your library.`);
+      return attach(args.conversationId, [args.documentId]);
+    case 'detach_document':
+      attached.set(args.conversationId, (attached.get(args.conversationId) ?? []).filter((id) => id !== args.documentId));
+      return listOf(args.conversationId);
+    case 'conversation_documents':
+      return { documents: listOf(args.conversationId), remote_notice: notice(args.conversationId) };
+    case 'accept_remote_documents':
+      accepted.add(args.conversationId);
+      return null;
+    case 'library':
+      return libraryView();
+    case 'remove_document':
+      library.delete(args.documentId);
+      return libraryView();
+    case 'message_sources':
+      return [...saved.entries()]
+        .filter(([key]) => key.startsWith(`${args.conversationId}:`))
+        .map(([key, sources]) => ({ message_id: Number(key.split(':')[1]), sources }));
+  }
+  return undefined;
+}
