@@ -3,7 +3,9 @@ import { DocumentsStore, type DocumentsApi } from './documents.svelte';
 import { ConversationList, type ConversationsApi } from './conversations.svelte';
 import { Notifications } from './notifications.svelte';
 import { documentStatus, droppedModel, formatBytes, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
-import type { Conversation } from './types';
+import type { Conversation, ChatEvent } from './types';
+import { AnswerStream } from './answer.svelte';
+import { ModelSession } from './session.svelte';
 
 const settings = {
   system_prompt: '',
@@ -105,6 +107,35 @@ describe('DocumentsStore', () => {
     expect(documents.passage).toEqual(source);
     conversations.startNew();
     expect(documents.passage).toBeNull();
+  });
+});
+
+describe('the answer stream and the documents store, wired as main.ts wires them', () => {
+  it("an answer's sources land under it and the reading percent shows until the first word", async () => {
+    const { api, conversations, documents } = setup();
+    const notifications = new Notifications();
+    const readings: (number | null)[] = [];
+    let answer: AnswerStream;
+    const events = [
+      { event: 'started', data: { title: 'Rent', user_message: { id: 8, role: 'user', content: 'Rent?', state: 'complete', receipt: null, created_at: 0, branches: [] }, assistant_message: { id: 9, role: 'assistant', content: '', state: 'streaming', receipt: null, created_at: 0, branches: [] }, prompt_tokens: 900, context_limit: 4096, trimmed_messages: 0, model: null } },
+      { event: 'sources', data: { sources: [source] } },
+      { event: 'reading', data: { percent: 40 } },
+      { event: 'token', data: { text: 'It is 900 euros [1].' } },
+    ] as unknown as ChatEvent[];
+    const full = {
+      ...api,
+      startAnswer: async (_id: string, _action: unknown, onEvent: (e: ChatEvent) => void) => {
+        for (const e of events) {
+          onEvent(e);
+          readings.push(answer.readingPercent);
+        }
+      },
+    } as never;
+    answer = new AnswerStream(full, conversations, new ModelSession(full, notifications), notifications);
+    answer.onSources((id, sources) => documents.setSources(id, sources));
+    await answer.send('Rent?');
+    expect(documents.sources[9]).toEqual([source]);
+    expect(readings).toEqual([null, null, 40, null]);
   });
 });
 
