@@ -187,7 +187,8 @@ impl Saved {
                 ChatEvent::Fallback { reason, .. } => eprintln!("\nhearth: {}", safe(&reason)),
                 ChatEvent::Done { message } => *receipt.borrow_mut() = message.receipt,
                 ChatEvent::Error { message, .. } => *failure.borrow_mut() = Some(message),
-                ChatEvent::Stats(_) => {}
+                // Live numbers and the like are for the app's window.
+                _ => {}
             });
         println!();
         if let Err(error) = result {
