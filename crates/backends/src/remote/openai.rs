@@ -538,7 +538,6 @@ impl OpenAiClient {
             ),
         };
         tracing::debug!(url = %url, model = %request.model, "streaming an answer");
-        let body = body.to_string();
         let mut http = self
             .agent
             .post(&url)
@@ -683,7 +682,7 @@ mod tests {
         let mut req = request();
         req.temperature = Some(0.7);
         req.repetition_penalty = Some(1.1);
-        let body = req.body();
+        let body: Value = serde_json::from_str(&req.body()).unwrap();
         assert_eq!(body["stream"], true);
         assert_eq!(body["temperature"], 0.7);
         assert_eq!(body["repeat_penalty"], 1.1);
@@ -833,7 +832,7 @@ mod tests {
     fn a_completion_body_has_the_prompt_in_place_of_messages() {
         let mut req = request();
         req.max_tokens = Some(5);
-        let body = req.completion_body("Once upon");
+        let body: Value = serde_json::from_str(&req.completion_body("Once upon")).unwrap();
         assert_eq!(body["prompt"], "Once upon");
         assert!(body.get("messages").is_none(), "{body}");
         assert_eq!(body["max_tokens"], 5);

@@ -1,7 +1,10 @@
 //! The body of a chat or completion request, as OpenAI-compatible servers read it.
 
 use hearth_engine::ChatMessage;
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::remote::wire;
 
 /// One request for a streamed chat answer.
 #[derive(Debug, Clone, Default)]
@@ -34,61 +37,89 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// The JSON body sent.
-    pub fn body(&self) -> Value {
-        let messages: Vec<Value> = self
+    /// The JSON body sent to `/v1/chat/completions`.
+    pub fn body(&self) -> String {
+        let messages = self
             .messages
             .iter()
-            .map(|m| serde_json::json!({ "role": m.role.as_str(), "content": m.content }))
+            .map(|m| wire::RequestMessage {
+                role: m.role.as_str().to_owned(),
+                content: Some(wire::MessageContent::Text(m.content.clone())),
+            })
             .collect();
-        let mut body = serde_json::Map::new();
-        body.insert("model".into(), self.model.clone().into());
-        body.insert("messages".into(), messages.into());
-        body.insert("stream".into(), true.into());
-        // OpenAI and vLLM send `usage` in a last chunk only when asked.
-        body.insert(
-            "stream_options".into(),
-            serde_json::json!({ "include_usage": true }),
-        );
-        // Absent fields are left out, never sent as null: FastFlowLM fails on a null.
-        let mut put = |name: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                body.insert(name.into(), value);
-            }
-        };
-        put("max_tokens", self.max_tokens.map(Value::from));
-        put("temperature", self.temperature.map(|v| rounded(v).into()));
-        put("top_p", self.top_p.map(|v| rounded(v).into()));
-        put("top_k", self.top_k.map(Value::from));
-        put("min_p", self.min_p.map(|v| rounded(v).into()));
-        put(
-            "repeat_penalty",
-            self.repetition_penalty.map(|v| rounded(v).into()),
-        );
-        put(
-            "repetition_penalty",
-            self.repetition_penalty.map(|v| rounded(v).into()),
-        );
-        put("seed", self.seed.map(Value::from));
-        for (name, value) in &self.extra {
-            body.insert(name.clone(), value.clone());
-        }
-        Value::Object(body)
+        self.encode(&wire::ChatRequest {
+            model: Some(self.model.clone()),
+            messages,
+            stream: Some(true),
+            stream_options: Some(wire::StreamOptions {
+                include_usage: true,
+            }),
+            max_tokens: self.max_tokens.map(|n| n as u64),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            ..wire::ChatRequest::default()
+        })
     }
 
     /// The JSON body sent to `/v1/completions` for the raw `prompt`: [`ChatRequest::body`]
     /// with `prompt` in place of `messages`.
-    pub fn completion_body(&self, prompt: &str) -> Value {
-        let mut body = self.body();
-        if let Some(fields) = body.as_object_mut() {
-            fields.remove("messages");
-            fields.insert("prompt".into(), prompt.into());
-        }
-        body
+    pub fn completion_body(&self, prompt: &str) -> String {
+        self.encode(&wire::CompletionRequest {
+            model: Some(self.model.clone()),
+            prompt: wire::PromptText::One(prompt.to_owned()),
+            stream: Some(true),
+            stream_options: Some(wire::StreamOptions {
+                include_usage: true,
+            }),
+            max_tokens: self.max_tokens.map(|n| n as u64),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            ..wire::CompletionRequest::default()
+        })
+    }
+
+    /// `request` with the samplers OpenAI does not have and the extra fields. Unset fields are
+    /// left out, never sent as null: FastFlowLM fails on a null. Floats are written as f32, so
+    /// 0.7 goes out as 0.7, not 0.699999988079071.
+    fn encode(&self, request: &impl Serialize) -> String {
+        let body = Body {
+            request,
+            samplers: Samplers {
+                top_k: self.top_k,
+                min_p: self.min_p,
+                repeat_penalty: self.repetition_penalty,
+                repetition_penalty: self.repetition_penalty,
+            },
+            extra: &self.extra,
+        };
+        // Plain structs and JSON values: serializing them cannot fail.
+        serde_json::to_string(&body).unwrap_or_default()
     }
 }
 
-/// An f32 setting as the decimal people typed (0.7, not 0.699999988079071).
-fn rounded(v: f32) -> f64 {
-    (v as f64 * 1e6).round() / 1e6
+/// A request body as sent: OpenAI's fields, then the servers' own.
+#[derive(Serialize)]
+struct Body<'a, R: Serialize> {
+    #[serde(flatten)]
+    request: &'a R,
+    #[serde(flatten)]
+    samplers: Samplers,
+    #[serde(flatten)]
+    extra: &'a serde_json::Map<String, Value>,
+}
+
+/// Samplers llama.cpp and vLLM read (ignored elsewhere); the repetition penalty under both
+/// its names (`repeat_penalty`: llama.cpp; `repetition_penalty`: vLLM, FastFlowLM).
+#[derive(Serialize)]
+struct Samplers {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_p: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repetition_penalty: Option<f32>,
 }

@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use hearth_chat::backend::{BackendError, FailureKind, TextSink};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::errors::{classify, clean, quote, Transport};
@@ -14,6 +15,7 @@ use super::{
     DEFAULT_MAX_TOKENS, MAX_BYTES_PER_TOKEN, MAX_JSON_BODY,
 };
 use crate::remote::sse::{EventReader, Item, SseError};
+use crate::remote::wire::{Choice, Delta, Reply};
 
 /// What the worker reading an answer passes to the caller.
 pub(super) enum Piece {
@@ -119,22 +121,23 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
             .read_to_string(&mut text)
             .map_err(|e| self.read_error(e))?;
         let value = self.client.parse_json(&text)?;
-        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        let reply = read_reply(&value);
+        if let Some(error) = &reply.error {
             return Err(self.client.server_error(error));
         }
-        let choice = value.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
+        let choice = reply.choices.first().ok_or_else(|| {
             self.client.bad_reply(&format!(
                 "its JSON has no answer in it (starts with {})",
                 quote(&text, self.client.key.as_ref())
             ))
         })?;
-        self.note_model(&value)?;
-        if self.pass_choice(choice, "message").is_break() {
+        self.note_model(&reply)?;
+        if self.pass_choice(choice, choice.message.as_ref()).is_break() {
             self.outcome.cancelled = true;
             return Ok(());
         }
         self.note_finish(choice);
-        self.note_usage(&value);
+        self.note_usage(&reply);
         self.close_think();
         self.done = true;
         Ok(())
@@ -209,51 +212,46 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
                 quote(data, self.client.key.as_ref())
             ))
         })?;
-        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        let reply = read_reply(&value);
+        if let Some(error) = &reply.error {
             return Err(self.client.server_error(error));
         }
         if name == "error" {
             return Err(self.client.server_error(&value));
         }
-        self.note_model(&value)?;
-        self.note_usage(&value);
+        self.note_model(&reply)?;
+        self.note_usage(&reply);
         let mut flow = ControlFlow::Continue(());
-        if let Some(choice) = value.get("choices").and_then(|c| c.get(0)) {
-            flow = self.pass_choice(choice, "delta");
+        if let Some(choice) = reply.choices.first() {
+            flow = self.pass_choice(choice, choice.delta.as_ref());
             self.note_finish(choice);
         }
         Ok(flow)
     }
 
-    /// Passes a choice's text on: a chat answer's in its `delta` (or whole `message`, named
-    /// by `chat_field`), a raw completion's in its `text`.
-    fn pass_choice(&mut self, choice: &Value, chat_field: &str) -> ControlFlow<()> {
-        if let Some(delta) = choice.get(chat_field) {
+    /// Passes a choice's text on: a chat answer's in `chat` (its `delta`, or its whole
+    /// `message`), a raw completion's in its `text`.
+    fn pass_choice(&mut self, choice: &Choice, chat: Option<&Delta>) -> ControlFlow<()> {
+        if let Some(delta) = chat {
             return self.pass_delta(delta);
         }
-        match choice.get("text").and_then(Value::as_str) {
+        match choice.text.as_deref() {
             Some(text) if !text.is_empty() => self.pass_text(text.to_owned()),
             _ => ControlFlow::Continue(()),
         }
     }
 
     /// Passes a delta's (or message's) text on: reasoning inside `<think>`…`</think>`.
-    fn pass_delta(&mut self, delta: &Value) -> ControlFlow<()> {
-        let text_of = |name: &str| {
-            delta
-                .get(name)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        };
+    fn pass_delta(&mut self, delta: &Delta) -> ControlFlow<()> {
         let mut piece = String::new();
-        if let Some(reasoning) = text_of("reasoning_content").or_else(|| text_of("reasoning")) {
+        if let Some(reasoning) = delta.reasoning_text() {
             if !self.in_think {
                 piece.push_str("<think>");
                 self.in_think = true;
             }
             piece.push_str(reasoning);
         }
-        if let Some(content) = text_of("content") {
+        if let Some(content) = delta.content_text() {
             if self.in_think {
                 piece.push_str("</think>");
                 self.in_think = false;
@@ -296,8 +294,8 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
         }
     }
 
-    fn note_model(&mut self, value: &Value) -> Result<(), BackendError> {
-        let Some(model) = value.get("model").and_then(Value::as_str) else {
+    fn note_model(&mut self, reply: &Reply) -> Result<(), BackendError> {
+        let Some(model) = reply.model.as_deref() else {
             return Ok(());
         };
         if self.outcome.model.is_none() {
@@ -318,35 +316,33 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
         Ok(())
     }
 
-    fn note_finish(&mut self, choice: &Value) {
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.outcome.finish_reason = Some(reason.to_owned());
+    fn note_finish(&mut self, choice: &Choice) {
+        if let Some(reason) = &choice.finish_reason {
+            self.outcome.finish_reason = Some(reason.clone());
         }
     }
 
-    fn note_usage(&mut self, value: &Value) {
-        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
-            let count = |name: &str| usage.get(name).and_then(Value::as_u64).map(|n| n as usize);
+    fn note_usage(&mut self, reply: &Reply) {
+        if let Some(usage) = &reply.usage {
+            let count = |n: Option<u64>| n.map(|n| n as usize);
             self.outcome.usage = Some(ServerUsage {
-                prompt_tokens: count("prompt_tokens"),
-                completion_tokens: count("completion_tokens"),
+                prompt_tokens: count(usage.prompt_tokens),
+                completion_tokens: count(usage.completion_tokens),
             });
-            let secs = |name: &str| usage.get(name).and_then(Value::as_f64);
             let t = &mut self.outcome.timings;
-            t.load_secs = secs("load_duration").or(t.load_secs);
-            t.prefill_secs = secs("prefill_duration_ttft").or(t.prefill_secs);
-            t.prefill_tokens_per_s = secs("prefill_speed_tps").or(t.prefill_tokens_per_s);
-            t.decode_secs = secs("decoding_duration").or(t.decode_secs);
-            t.decode_tokens_per_s = secs("decoding_speed_tps").or(t.decode_tokens_per_s);
+            t.load_secs = usage.load_duration.or(t.load_secs);
+            t.prefill_secs = usage.prefill_duration_ttft.or(t.prefill_secs);
+            t.prefill_tokens_per_s = usage.prefill_speed_tps.or(t.prefill_tokens_per_s);
+            t.decode_secs = usage.decoding_duration.or(t.decode_secs);
+            t.decode_tokens_per_s = usage.decoding_speed_tps.or(t.decode_tokens_per_s);
         }
         // llama.cpp's server: milliseconds and rates in a `timings` object.
-        if let Some(timings) = value.get("timings").filter(|t| t.is_object()) {
-            let num = |name: &str| timings.get(name).and_then(Value::as_f64);
+        if let Some(timings) = &reply.timings {
             let t = &mut self.outcome.timings;
-            t.prefill_secs = num("prompt_ms").map(|ms| ms / 1000.0).or(t.prefill_secs);
-            t.prefill_tokens_per_s = num("prompt_per_second").or(t.prefill_tokens_per_s);
-            t.decode_secs = num("predicted_ms").map(|ms| ms / 1000.0).or(t.decode_secs);
-            t.decode_tokens_per_s = num("predicted_per_second").or(t.decode_tokens_per_s);
+            t.prefill_secs = timings.prompt_ms.map(|ms| ms / 1000.0).or(t.prefill_secs);
+            t.prefill_tokens_per_s = timings.prompt_per_second.or(t.prefill_tokens_per_s);
+            t.decode_secs = timings.predicted_ms.map(|ms| ms / 1000.0).or(t.decode_secs);
+            t.decode_tokens_per_s = timings.predicted_per_second.or(t.decode_tokens_per_s);
         }
     }
 
@@ -383,4 +379,9 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
             )
         }
     }
+}
+
+/// A reply's fields as the wire types read them; JSON that is not an object reads as empty.
+fn read_reply(value: &Value) -> Reply {
+    Reply::deserialize(value).unwrap_or_default()
 }

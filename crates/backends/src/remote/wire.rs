@@ -1,0 +1,429 @@
+//! OpenAI's wire format, one home for both ends: the request bodies of `/v1/chat/completions`
+//! and `/v1/completions` (Hearth's server parses them, the remote client writes them), and the
+//! reply: a whole answer, a streamed chunk, their usage (the server writes them, the client
+//! reads them back from any OpenAI-compatible server).
+//!
+//! Requests are read strictly: a field of the wrong type is an error naming it. Replies are
+//! read tolerantly, since real servers send nulls, leave fields out and add their own: every
+//! reply field is optional, and one of an unexpected type reads as absent.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// `POST /v1/chat/completions` body. Fields not listed here are ignored when read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The model id (optional for Hearth's server, which has one model at a time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<RequestMessage>,
+    /// Stream the answer as server-sent events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// What to stream besides text (`include_usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    /// Most tokens to generate (older name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Most tokens to generate (newer name; wins over `max_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u64>,
+    /// Sampling temperature; 0 is greedy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling mass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Seed for reproducible sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Stop strings: one or a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopStrings>,
+    /// `{"type": "text" | "json_object"}`, or `{"type": "json_schema", "json_schema":
+    /// {"name", "schema", "strict"}}`: the shape the answer must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
+
+/// `POST /v1/completions` body (OpenAI's legacy completions). Fields not listed are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CompletionRequest {
+    /// The model id; optional for Hearth's server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The text to continue: a string, or a list of one string.
+    pub prompt: PromptText,
+    /// Stream as server-sent events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// What to stream besides text (`include_usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    /// Most tokens to generate; OpenAI's default is 16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature; 0 is greedy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling mass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Seed for reproducible sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Stop strings: one or a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopStrings>,
+    /// Text after the completion (fill in the middle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suffix: Option<String>,
+    /// Repeat the prompt before the completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub echo: Option<bool>,
+    /// Completions per prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+    /// Log probabilities to return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
+}
+
+/// `stream_options`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamOptions {
+    /// Send `usage` in a last chunk (OpenAI and vLLM send it only when asked).
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// `stop`: a string or a list of strings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StopStrings {
+    /// One stop string.
+    One(String),
+    /// Several stop strings.
+    Many(Vec<String>),
+}
+
+/// `prompt`: a string or a list of strings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PromptText {
+    /// One prompt.
+    One(String),
+    /// Several prompts (or token ids, which fail to read as strings).
+    Many(Vec<String>),
+}
+
+impl Default for PromptText {
+    fn default() -> Self {
+        PromptText::One(String::new())
+    }
+}
+
+/// One message of a request's conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestMessage {
+    /// `system`, `developer`, `user`, `assistant` (or `tool`, which Hearth refuses).
+    pub role: String,
+    /// Text, a list of content parts, or null.
+    #[serde(default)]
+    pub content: Option<MessageContent>,
+}
+
+/// A message's content: a string or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// Plain text.
+    Text(String),
+    /// Content parts, such as `{"type": "text", "text": ...}`.
+    Parts(Vec<ContentPart>),
+}
+
+/// One content part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentPart {
+    /// `text`, `image_url`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of a `text` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A reply: a whole answer (`chat.completion`, `text_completion`) or one streamed chunk
+/// (`chat.completion.chunk`, or `text_completion` again), or an error in their place.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// Same for every chunk of one answer.
+    #[serde(default, deserialize_with = "lenient")]
+    pub id: Option<String>,
+    /// `chat.completion`, `chat.completion.chunk` or `text_completion`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub object: Option<String>,
+    /// Unix seconds.
+    #[serde(default, deserialize_with = "lenient")]
+    pub created: Option<u64>,
+    /// The model that answers.
+    #[serde(default, deserialize_with = "lenient")]
+    pub model: Option<String>,
+    /// The answer's choices (Hearth writes one).
+    #[serde(default, deserialize_with = "lenient_list")]
+    pub choices: Vec<Choice>,
+    /// Counts and timings: on a whole answer, and on a stream's last chunk.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage: Option<Usage>,
+    /// llama.cpp's server: milliseconds and rates in their own object.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timings: Option<LlamaTimings>,
+    /// An error in place of the answer (some servers send it with status 200, or mid-stream).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub error: Option<Value>,
+}
+
+/// One choice of a reply: a chat answer's `message`, a chat chunk's `delta`, or a legacy
+/// completion's `text`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// Which choice (Hearth writes 0).
+    #[serde(default, deserialize_with = "lenient")]
+    pub index: Option<u32>,
+    /// A whole chat answer.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message: Option<Delta>,
+    /// What a chat chunk adds.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub delta: Option<Delta>,
+    /// A legacy completion's text (whole, or a chunk's piece).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub text: Option<String>,
+    /// A legacy completion's log probabilities: written as null, never read.
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub logprobs: Option<Value>,
+    /// `stop`, `length` (or FastFlowLM's `error`); null until the last chunk.
+    #[serde(default, deserialize_with = "lenient")]
+    pub finish_reason: Option<String>,
+}
+
+/// A chat message in a reply, or what a chunk adds to it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    /// `assistant` (on a whole answer, and on a stream's first chunk).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub role: Option<String>,
+    /// Answer text.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub content: Option<String>,
+    /// Reasoning text, as DeepSeek, vLLM and llama.cpp name it.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning_content: Option<String>,
+    /// Reasoning text, as Ollama, OpenRouter and newer vLLM name it. Its own field rather than
+    /// an alias of `reasoning_content`: some servers send both, and an alias would refuse that.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning: Option<String>,
+}
+
+impl Delta {
+    /// The reasoning text, under either name; None when empty.
+    pub fn reasoning_text(&self) -> Option<&str> {
+        non_empty(&self.reasoning_content).or_else(|| non_empty(&self.reasoning))
+    }
+
+    /// The answer text; None when empty.
+    pub fn content_text(&self) -> Option<&str> {
+        non_empty(&self.content)
+    }
+}
+
+fn non_empty(text: &Option<String>) -> Option<&str> {
+    text.as_deref().filter(|s| !s.is_empty())
+}
+
+/// `usage`: OpenAI's token counts, plus the timing fields FastFlowLM (and Hearth's server)
+/// add: seconds and tokens per second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the rendered prompt.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_tokens: Option<u64>,
+    /// Tokens generated.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub completion_tokens: Option<u64>,
+    /// The sum of both.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub total_tokens: Option<u64>,
+    /// Seconds from the request to the first answer text.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prefill_duration_ttft: Option<f64>,
+    /// Prompt tokens per second of prefill.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prefill_speed_tps: Option<f64>,
+    /// Seconds from the first generated token to the last.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub decoding_duration: Option<f64>,
+    /// Tokens per second after the first.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub decoding_speed_tps: Option<f64>,
+    /// Seconds spent loading the model for this request.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub load_duration: Option<f64>,
+}
+
+/// llama.cpp's `timings` object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlamaTimings {
+    /// Milliseconds of prompt processing.
+    #[serde(default, deserialize_with = "lenient")]
+    pub prompt_ms: Option<f64>,
+    /// Prompt tokens per second.
+    #[serde(default, deserialize_with = "lenient")]
+    pub prompt_per_second: Option<f64>,
+    /// Milliseconds of generation.
+    #[serde(default, deserialize_with = "lenient")]
+    pub predicted_ms: Option<f64>,
+    /// Generated tokens per second.
+    #[serde(default, deserialize_with = "lenient")]
+    pub predicted_per_second: Option<f64>,
+}
+
+/// A reply field as `T`, or None when it is null or of another type: a server's odd field
+/// never costs the rest of its reply.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let value = Value::deserialize(deserializer)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// A list of replies' items, or empty when it is not a list.
+fn lenient_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(lenient(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_reads_nulls_odd_types_and_both_reasoning_names() {
+        let reply: Reply = serde_json::from_str(
+            r#"{"model":"m","created":"soon","choices":[{"delta":{"content":null,
+               "reasoning_content":"","reasoning":"hmm"},"finish_reason":null}],
+               "usage":{"prompt_tokens":3,"completion_tokens":null,"decoding_duration":"x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.model.as_deref(), Some("m"));
+        assert_eq!(reply.created, None);
+        let delta = reply.choices[0].delta.as_ref().unwrap();
+        assert_eq!(delta.reasoning_text(), Some("hmm"));
+        assert_eq!(delta.content_text(), None);
+        let usage = reply.usage.unwrap();
+        assert_eq!(usage.prompt_tokens, Some(3));
+        assert_eq!(usage.completion_tokens, None);
+        assert_eq!(usage.decoding_duration, None);
+    }
+
+    #[test]
+    fn a_request_leaves_out_what_is_unset() {
+        let request = ChatRequest {
+            model: Some("m".into()),
+            messages: vec![RequestMessage {
+                role: "user".into(),
+                content: Some(MessageContent::Text("hi".into())),
+            }],
+            temperature: Some(0.7),
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.7}"#
+        );
+    }
+}
