@@ -226,14 +226,12 @@ impl Weights {
     }
 
     /// One tensor as a typed view. A missing tensor is an error naming it and the file.
+    /// A name `model.X` also finds a tensor stored as `X` (see [`Weights::lookup`]).
     pub fn get(&self, name: &str) -> Result<Tensor<'_>, Error> {
-        let (key, entry) =
-            self.tensors
-                .get_key_value(name)
-                .ok_or_else(|| Error::MissingTensor {
-                    path: self.path.clone(),
-                    tensor: name.to_string(),
-                })?;
+        let (key, entry) = self.lookup(name).ok_or_else(|| Error::MissingTensor {
+            path: self.path.clone(),
+            tensor: name.to_string(),
+        })?;
         let file = &self.files[entry.file];
         let bytes = &file.map[entry.range.clone()];
         let tile_bytes = entry.shape.last().copied().unwrap_or(0);
@@ -411,9 +409,19 @@ impl Weights {
         self.tensors.keys().map(String::as_str).collect()
     }
 
-    /// Whether a tensor of that name exists.
+    /// Whether a tensor of that name exists (`model.X` also as `X`).
     pub fn contains(&self, name: &str) -> bool {
-        self.tensors.contains_key(name)
+        self.lookup(name).is_some()
+    }
+
+    /// The tensor stored as `name` or, for a name `model.X`, as `X`: a checkpoint saved from a
+    /// base model class (`Qwen3Model`, as Qwen3-Embedding is) names its tensors without the
+    /// `model.` prefix its causal-LM class (`Qwen3ForCausalLM`) gives them.
+    fn lookup(&self, name: &str) -> Option<(&String, &Entry)> {
+        self.tensors.get_key_value(name).or_else(|| {
+            let bare = name.strip_prefix("model.")?;
+            self.tensors.get_key_value(bare)
+        })
     }
 
     /// Tells the kernel these maps are about to be streamed for inference: read them ahead (the
@@ -768,6 +776,34 @@ mod tests {
         .unwrap();
         let e = Weights::open(dir.path()).unwrap_err().to_string();
         assert!(e.contains("not a file in this folder"), "{e}");
+    }
+
+    /// Qwen3-Embedding is saved from `Qwen3Model`: `norm.weight` answers for `model.norm.weight`,
+    /// while a name stored with its prefix wins and other prefixes are not stripped.
+    #[test]
+    fn names_without_the_model_prefix_are_found_under_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SAFETENSORS_FILE);
+        write(
+            &path,
+            &[
+                entry("norm.weight", Dtype::F32, &[2]),
+                entry("embed_tokens.weight", Dtype::F32, &[3]),
+                entry("model.embed_tokens.weight", Dtype::F32, &[4]),
+            ],
+            &BTreeMap::new(),
+        );
+        let w = Weights::open(dir.path()).unwrap();
+        assert!(w.contains("model.norm.weight") && w.contains("norm.weight"));
+        let shape = |name| match w.get(name).unwrap() {
+            Tensor::Dense(d) => d.shape,
+            other => panic!("{name}: {}", other.describe()),
+        };
+        assert_eq!(shape("model.norm.weight"), vec![2]);
+        assert_eq!(shape("model.embed_tokens.weight"), vec![4]);
+        assert!(!w.contains("lm.norm.weight"));
+        let e = w.get("model.lm_head.weight").unwrap_err().to_string();
+        assert!(e.contains("model.lm_head.weight"), "{e}");
     }
 
     #[test]
