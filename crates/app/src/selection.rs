@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::models::{self, LocalModel};
 use crate::npu::Progress;
 use crate::session::{self, ModelStatus, OpenOptions, Session};
+use crate::settings::{system_language, Language};
 use crate::turn::MAX_MESSAGE_CHARS;
 
 /// What a front end needs at start.
@@ -25,6 +26,8 @@ pub struct AppStatus {
     pub data_dir: String,
     /// The longest message, in characters.
     pub max_message_chars: usize,
+    /// The desktop session's language (LC_ALL, LC_MESSAGES, LANG), for the setting "Automatic".
+    pub system_language: Language,
 }
 
 impl App {
@@ -45,6 +48,7 @@ impl App {
             notices: self.take_notices(),
             data_dir: self.home.data_dir.display().to_string(),
             max_message_chars: MAX_MESSAGE_CHARS,
+            system_language: system_language(|name| std::env::var(name).ok()),
         }
     }
 

@@ -21,6 +21,52 @@ pub enum Theme {
     Dark,
 }
 
+/// The language of the app's words: the system's, or one Hearth ships.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum Language {
+    /// Follow the desktop session's locale (the default).
+    #[default]
+    System,
+    /// English.
+    En,
+    /// Simplified Chinese.
+    Zh,
+    /// Spanish.
+    Es,
+    /// German.
+    De,
+    /// French.
+    Fr,
+}
+
+/// The language the desktop session asks for: the first of LC_ALL, LC_MESSAGES and LANG that is
+/// set and not empty, as the C library would choose it; English when that is C/POSIX or a
+/// language Hearth does not ship. `var` reads an environment variable (`std::env::var`). The
+/// string is parsed, not given to setlocale, so a locale that is not generated on this system
+/// still chooses its language.
+pub fn system_language(var: impl Fn(&str) -> Option<String>) -> Language {
+    let chosen = ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .into_iter()
+        .filter_map(&var)
+        .find(|value| !value.is_empty())
+        .unwrap_or_default();
+    // "zh_CN.UTF-8@variant" -> "zh"
+    let code = chosen
+        .split(['_', '.', '@', '-'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match code.as_str() {
+        "zh" => Language::Zh,
+        "es" => Language::Es,
+        "de" => Language::De,
+        "fr" => Language::Fr,
+        _ => Language::En,
+    }
+}
+
 /// App-wide settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -39,6 +85,8 @@ pub struct Settings {
     /// Processor threads Hearth's engine uses (1..=[`MAX_THREADS`]); None, the default: one per
     /// physical core. Applies to the next model loaded.
     pub threads: Option<usize>,
+    /// The language of the app's words. Default: the system's.
+    pub language: Language,
 }
 
 /// The most threads the setting accepts.
@@ -53,6 +101,7 @@ impl Default for Settings {
             max_tokens: 1024,
             system_prompt: String::new(),
             threads: None,
+            language: Language::System,
         }
     }
 }
@@ -101,6 +150,60 @@ mod tests {
         let s = Settings::from_stored(Some(serde_json::json!({"theme": "dark"})));
         assert_eq!(s.theme, Theme::Dark);
         assert_eq!(s.font_size, 15, "absent fields keep their default");
+    }
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn system_language_follows_lc_all_then_lc_messages_then_lang() {
+        let all = [
+            ("LC_ALL", "de_DE.UTF-8"),
+            ("LC_MESSAGES", "fr_FR.UTF-8"),
+            ("LANG", "es_ES.UTF-8"),
+        ];
+        assert_eq!(system_language(env(&all)), Language::De);
+        assert_eq!(system_language(env(&all[1..])), Language::Fr);
+        assert_eq!(system_language(env(&all[2..])), Language::Es);
+        let empty_all = [("LC_ALL", ""), ("LANG", "zh_CN.UTF-8")];
+        assert_eq!(
+            system_language(env(&empty_all)),
+            Language::Zh,
+            "an empty variable is unset"
+        );
+    }
+
+    #[test]
+    fn system_language_parses_locales_not_generated_here() {
+        for (value, language) in [
+            ("zh_CN.UTF-8", Language::Zh),
+            ("zh_TW", Language::Zh),
+            ("fr_CA.utf8@euro", Language::Fr),
+            ("de", Language::De),
+            ("C.UTF-8", Language::En),
+            ("POSIX", Language::En),
+            ("ja_JP.UTF-8", Language::En),
+        ] {
+            assert_eq!(
+                system_language(env(&[("LANG", value)])),
+                language,
+                "{value}"
+            );
+        }
+        assert_eq!(system_language(env(&[])), Language::En, "nothing set");
+    }
+
+    #[test]
+    fn language_is_saved_in_lowercase_and_defaults_to_system() {
+        let s = Settings::from_stored(Some(serde_json::json!({"language": "zh"})));
+        assert_eq!(s.language, Language::Zh);
+        assert_eq!(Settings::default().language, Language::System);
+        assert_eq!(serde_json::to_value(Language::De).unwrap(), "de");
     }
 
     #[test]

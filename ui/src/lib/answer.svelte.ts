@@ -2,6 +2,7 @@
 // written with its live numbers, stopping it, and what went wrong with it. The streamed events
 // land in the open conversation of the ConversationList; the model an answer ran on goes to the
 // ModelSession. It talks to the backend only through its slice of `api`.
+import { t } from './i18n/index.svelte';
 import type { Api } from './api';
 import { BackendError } from './api';
 import type { AnswerVersion, ChatAction, ChatEvent, Conversation, LiveStats, Receipt } from './types';
@@ -28,10 +29,10 @@ export function messageLength(text: string): number {
 
 /** Why a message cannot be sent as it is, in plain words; null if it can. */
 export function validateMessage(text: string, maxChars: number): string | null {
-  if (text.trim().length === 0) return 'Type a message first.';
+  if (text.trim().length === 0) return t('composer.typeFirst');
   const length = messageLength(text);
   if (length > maxChars) {
-    return `This message is ${length.toLocaleString('en')} characters long; Hearth can send at most ${maxChars.toLocaleString('en')} at once. Shorten it or send it in parts. Your text is still in the box.`;
+    return t('composer.tooLongSend', { length, max: maxChars });
   }
   return null;
 }

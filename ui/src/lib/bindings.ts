@@ -49,7 +49,11 @@ data_dir: string,
 /**
  * The longest message, in characters.
  */
-max_message_chars: number, };
+max_message_chars: number, 
+/**
+ * The desktop session's language (LC_ALL, LC_MESSAGES, LANG), for the setting "Automatic".
+ */
+system_language: Language, };
 
 /**
  * Whether a backend can run a given model now, and why not when it cannot.
@@ -712,6 +716,11 @@ release: string,
  * (major, minor), when the release starts with them.
  */
 version: [number, number] | null, };
+
+/**
+ * The language of the app's words: the system's, or one Hearth ships.
+ */
+export type Language = "system" | "en" | "zh" | "es" | "de" | "fr";
 
 /**
  * Live numbers while an answer is written.
@@ -1477,7 +1486,11 @@ system_prompt: string,
  * Processor threads Hearth's engine uses (1..=[`MAX_THREADS`]); None, the default: one per
  * physical core. Applies to the next model loaded.
  */
-threads: number | null, };
+threads: number | null, 
+/**
+ * The language of the app's words. Default: the system's.
+ */
+language: Language, };
 
 /**
  * Light, dark, or follow the desktop.

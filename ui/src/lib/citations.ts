@@ -1,6 +1,7 @@
 // The [n] markers of an answer that cites the user's files, turned into buttons that open source n.
 // Built with DOM calls on the sanitized answer (never from model text); markers inside code, and
 // numbers no source has, stay plain text.
+import { t } from './i18n/index.svelte';
 
 export interface CitationOptions {
   /** The source numbers the answer has. */
@@ -36,7 +37,7 @@ export function linkCitations(root: HTMLElement, options: CitationOptions): numb
       button.className = 'cite';
       button.textContent = `[${n}]`;
       button.dataset.cite = String(n);
-      button.setAttribute('aria-label', `Open source ${n}`);
+      button.setAttribute('aria-label', t('sources.openN', { n }));
       button.addEventListener('click', () => options.onCite(n));
       pieces.append(button);
       at = (match.index ?? 0) + match[0].length;

@@ -2,6 +2,7 @@
 // unsent text of each, and what is done to them (open, rename, delete, export). Whoever shows
 // something of the open conversation subscribes to `onShow`. It talks to the backend only
 // through its slice of `api`.
+import { t } from './i18n/index.svelte';
 import type { Api } from './api';
 import type { Conversation, ConversationSettings, ConversationSummary, ExportFormat, Receipt } from './types';
 import type { Notifications } from './notifications.svelte';
@@ -164,10 +165,10 @@ export class ConversationList {
     const title = this.conversations.find((c) => c.id === id)?.title ?? 'conversation';
     const stem = title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'conversation';
     try {
-      const path = await this.api.pickSavePath('Export the conversation', `${stem}.${extension}`, extension);
+      const path = await this.api.pickSavePath(t('export.dialogOne'), `${stem}.${extension}`, extension);
       if (path === null) return;
       const written = await this.api.exportConversation(id, format, path);
-      this.notifications.toast('info', `Saved the conversation to ${written}`);
+      this.notifications.toast('info', t('export.savedOne', { path: written }));
     } catch (error) {
       this.notifications.fail(error);
     }
@@ -176,12 +177,12 @@ export class ConversationList {
   /** Export every conversation into one folder the user picks. */
   async exportAll(format: ExportFormat): Promise<void> {
     try {
-      const dir = await this.api.pickFolder('Choose a folder for the exported conversations');
+      const dir = await this.api.pickFolder(t('export.dialogAll'));
       if (dir === null) return;
       const all = await this.api.listConversations('');
       // Given a folder, the backend picks a new name per conversation and replaces nothing.
       for (const c of all) await this.api.exportConversation(c.id, format, dir);
-      this.notifications.toast('info', `Exported ${all.length === 1 ? 'one conversation' : `${all.length} conversations`} to ${dir}`);
+      this.notifications.toast('info', t('export.savedAll', { count: all.length, path: dir }));
     } catch (error) {
       this.notifications.fail(error);
     }
@@ -190,7 +191,7 @@ export class ConversationList {
   /** Delete every saved conversation (the caller asked the user first). */
   async deleteAll(): Promise<void> {
     if (this.isAnswering()) {
-      this.notifications.toast('warning', 'An answer is being written. Stop it first, then delete the conversations.');
+      this.notifications.toast('warning', t('settings.deleteAllBusy'));
       return;
     }
     try {
@@ -199,7 +200,7 @@ export class ConversationList {
       this.drafts = {};
       this.startNew();
       await this.refresh();
-      this.notifications.toast('info', `Deleted ${all.length === 1 ? 'one conversation' : `${all.length} conversations`}.`);
+      this.notifications.toast('info', t('settings.deletedAll', { count: all.length }));
     } catch (error) {
       this.notifications.fail(error);
     }

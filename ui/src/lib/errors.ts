@@ -3,6 +3,9 @@
 // or command-line wording. `plainError` gives a short sentence to show and keeps the original
 // text as the details a user can unfold.
 
+import { t } from './i18n/index.svelte';
+import type { MessageKey } from './i18n/en';
+
 export interface PlainError {
   /** One or two plain sentences. */
   summary: string;
@@ -11,18 +14,18 @@ export interface PlainError {
 }
 
 // Known situations, first match wins: what the user can understand and do.
-const KNOWN: [RegExp, string][] = [
+const KNOWN: [RegExp, MessageKey][] = [
   [
     /could not reach|failed to lookup|name or service not known|network is unreachable|connection (refused|reset|timed out)|dns error|timed out/i,
-    "Can't reach the internet. Check your connection, then try again: the download continues where it stopped.",
+    'plain.offline',
   ],
-  [/not enough free disk|no space left/i, 'There is not enough free disk space. Free some space, then try again.'],
-  [/no such file or directory|does not exist/i, 'That folder does not exist. Choose another folder.'],
-  [/permission denied/i, 'Hearth may not read that folder. Choose a folder of your own.'],
-  [/missing config\.json|does not hold a model|not a model folder/i, "That folder does not hold a model Hearth can use. Choose a .gguf file, or the folder that holds the model's config.json."],
-  [/is already installed|name is taken/i, 'A model with this name is already in Hearth. Type another name in the Name field, or delete the other model under Installed first.'],
-  [/is not a model Hearth knows|was not found on|404/i, 'Hearth could not find that model. Check the name, or choose one from the list.'],
-  [/sha256|checksum|corrupt/i, 'The download was damaged on the way. Try again: Hearth fetches the damaged part anew.'],
+  [/not enough free disk|no space left/i, 'error.disk_full'],
+  [/no such file or directory|does not exist/i, 'plain.noFolder'],
+  [/permission denied/i, 'plain.permission'],
+  [/missing config\.json|does not hold a model|not a model folder/i, 'plain.notModel'],
+  [/is already installed|name is taken/i, 'plain.nameTaken'],
+  [/is not a model Hearth knows|was not found on|404/i, 'plain.unknownModel'],
+  [/sha256|checksum|corrupt/i, 'plain.corrupt'],
 ];
 
 /** Strip a library prefix ("hub: ", "engine: ") and OS error numbers; capitalize. */
@@ -35,8 +38,8 @@ function tidy(text: string): string {
 export function plainError(raw: string): PlainError {
   const text = raw.trim();
   for (const [pattern, summary] of KNOWN) {
-    if (pattern.test(text)) return { summary, details: text };
+    if (pattern.test(text)) return { summary: t(summary), details: text };
   }
-  const summary = tidy(text) || 'Something went wrong.';
+  const summary = tidy(text) || t('plain.unknown');
   return { summary, details: summary === text ? null : text };
 }

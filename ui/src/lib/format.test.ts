@@ -41,10 +41,10 @@ describe('answerLine and dayGroup', () => {
   it('groups by day in local time', () => {
     const now = new Date(2026, 11, 1, 12, 0, 0);
     const at = (d: Date) => d.getTime() / 1000;
-    expect(dayGroup(at(new Date(2026, 11, 1, 0, 5)), now)).toBe('Today');
-    expect(dayGroup(at(new Date(2026, 10, 30, 23, 0)), now)).toBe('Yesterday');
-    expect(dayGroup(at(new Date(2026, 10, 26)), now)).toBe('Previous 7 days');
-    expect(dayGroup(at(new Date(2026, 9, 1)), now)).toBe('Older');
+    expect(dayGroup(at(new Date(2026, 11, 1, 0, 5)), now)).toBe('sidebar.today');
+    expect(dayGroup(at(new Date(2026, 10, 30, 23, 0)), now)).toBe('sidebar.yesterday');
+    expect(dayGroup(at(new Date(2026, 10, 26)), now)).toBe('sidebar.previous7');
+    expect(dayGroup(at(new Date(2026, 9, 1)), now)).toBe('sidebar.older');
   });
 });
 

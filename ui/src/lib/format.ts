@@ -1,24 +1,31 @@
-// Small formatting helpers for numbers the user sees.
+// Small formatting helpers for numbers the user sees, written for the language in use (Intl, and
+// the catalog's words around them).
+import { locale, t } from './i18n/index.svelte';
+
+/** `value` with exactly `digits` decimals, for the language ("12.3", "12,3"). */
+export function formatNumber(value: number, digits = 0): string {
+  return new Intl.NumberFormat(locale(), { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(value);
+}
 
 /** "12.3 tok/s", or an em dash when there is nothing to show yet. */
 export function formatRate(tokensPerSecond: number | null | undefined): string {
   if (tokensPerSecond == null || !Number.isFinite(tokensPerSecond)) return '—';
-  return `${tokensPerSecond >= 100 ? tokensPerSecond.toFixed(0) : tokensPerSecond.toFixed(1)} tok/s`;
+  return t('format.rate', { rate: formatNumber(tokensPerSecond, tokensPerSecond >= 100 ? 0 : 1) });
 }
 
 /** Seconds as "850 ms" or "1.24 s". */
 export function formatSeconds(secs: number | null | undefined): string {
   if (secs == null || !Number.isFinite(secs)) return '—';
-  if (secs < 1) return `${Math.round(secs * 1000)} ms`;
-  return `${secs.toFixed(2)} s`;
+  if (secs < 1) return `${formatNumber(Math.round(secs * 1000))} ms`;
+  return `${formatNumber(secs, 2)} s`;
 }
 
 /** 1234567 -> "1.2 M", 2_000 -> "2.0 k" (parameter counts). */
 export function formatCount(n: number): string {
-  if (n >= 1e9) return `${(n / 1e9).toFixed(1)} B`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} M`;
-  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} k`;
-  return String(n);
+  if (n >= 1e9) return `${formatNumber(n / 1e9, 1)} B`;
+  if (n >= 1e6) return `${formatNumber(n / 1e6, 1)} M`;
+  if (n >= 1e3) return `${formatNumber(n / 1e3, 1)} k`;
+  return formatNumber(n);
 }
 
 /** How full the context is, and what to tell the user about it. */
@@ -29,14 +36,14 @@ export function contextWarning(used: number, limit: number): { percent: number; 
     return {
       percent,
       level: 'full',
-      message: 'The model\'s memory for this conversation is full. From now on the oldest messages are left out of what it sees. Start a new conversation to begin fresh.',
+      message: t('format.contextFull'),
     };
   }
   if (percent >= 75) {
     return {
       percent,
       level: 'warn',
-      message: `This conversation uses ${percent}% of what the model can remember. When it fills, the oldest messages will be left out.`,
+      message: t('format.contextWarn', { percent }),
     };
   }
   return { percent, level: 'ok', message: null };
@@ -45,10 +52,10 @@ export function contextWarning(used: number, limit: number): { percent: number; 
 /** "3 min ago" style age of a unix timestamp (seconds). */
 export function relativeTime(unixSecs: number, nowSecs: number): string {
   const d = Math.max(0, nowSecs - unixSecs);
-  if (d < 60) return 'just now';
-  if (d < 3600) return `${Math.floor(d / 60)} min ago`;
-  if (d < 86400) return `${Math.floor(d / 3600)} h ago`;
-  return `${Math.floor(d / 86400)} d ago`;
+  if (d < 60) return t('format.justNow');
+  if (d < 3600) return t('format.minutesAgo', { count: Math.floor(d / 60) });
+  if (d < 86400) return t('format.hoursAgo', { count: Math.floor(d / 3600) });
+  return t('format.daysAgo', { count: Math.floor(d / 86400) });
 }
 
 /** The small grey line under an answer: speed, time to first word, energy (in watt-hours) when
@@ -58,19 +65,19 @@ export function answerLine(r: {
   ttft_secs: number;
   energy?: { total_joules: number | null } | null;
 }): string {
-  const parts = [formatRate(r.tokens_per_second), `${formatSeconds(r.ttft_secs)} to first word`];
+  const parts = [formatRate(r.tokens_per_second), t('format.toFirstWord', { time: formatSeconds(r.ttft_secs) })];
   const joules = r.energy?.total_joules;
   if (joules != null && Number.isFinite(joules)) parts.push(formatWattHours(joules));
   return parts.join(' · ');
 }
 
-/** The heading a conversation is listed under, by its last change. */
-export function dayGroup(unixSecs: number, now: Date): 'Today' | 'Yesterday' | 'Previous 7 days' | 'Older' {
+/** The heading a conversation is listed under, by its last change (a catalog key). */
+export function dayGroup(unixSecs: number, now: Date): 'sidebar.today' | 'sidebar.yesterday' | 'sidebar.previous7' | 'sidebar.older' {
   const startOfToday = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime() / 1000;
-  if (unixSecs >= startOfToday) return 'Today';
-  if (unixSecs >= startOfToday - 86400) return 'Yesterday';
-  if (unixSecs >= startOfToday - 7 * 86400) return 'Previous 7 days';
-  return 'Older';
+  if (unixSecs >= startOfToday) return 'sidebar.today';
+  if (unixSecs >= startOfToday - 86400) return 'sidebar.yesterday';
+  if (unixSecs >= startOfToday - 7 * 86400) return 'sidebar.previous7';
+  return 'sidebar.older';
 }
 
 /** The quiet line beside "Writing the answer": the live speed and, when a sensor measures it,
@@ -79,8 +86,8 @@ export function dayGroup(unixSecs: number, now: Date): 'Today' | 'Yesterday' | '
 export function liveLine(tokensPerSecond: number | null | undefined, watts: number | null, batteryLasts: string | null = null): string {
   const parts: string[] = [];
   if (tokensPerSecond != null && Number.isFinite(tokensPerSecond)) parts.push(formatRate(tokensPerSecond));
-  if (watts != null && Number.isFinite(watts)) parts.push(`${watts >= 100 ? watts.toFixed(0) : watts.toFixed(1)} W`);
-  if (batteryLasts) parts.push(`a full battery lasts ${batteryLasts} at this rate`);
+  if (watts != null && Number.isFinite(watts)) parts.push(`${formatNumber(watts, watts >= 100 ? 0 : 1)} W`);
+  if (batteryLasts) parts.push(t('format.batteryLasts', { time: batteryLasts }));
   return parts.join(' · ');
 }
 
@@ -105,37 +112,41 @@ export function readingProgress(
   elapsedSecs: number,
   rate: number | null,
 ): { text: string; percent: number | null } {
-  const tokens = promptTokens.toLocaleString('en');
   const secs = Math.max(0, Math.floor(elapsedSecs));
   if (rate == null || rate <= 0 || promptTokens <= 0) {
-    return { text: `Reading your message and the conversation (${tokens} tokens)… ${secs} s`, percent: null };
+    return { text: t('format.reading', { tokens: promptTokens, secs }), percent: null };
   }
   const total = promptTokens / rate;
   const percent = Math.min(99, Math.floor((elapsedSecs / total) * 100));
   const left = Math.max(0, Math.ceil(total - elapsedSecs));
-  const rest = left > 0 ? `, about ${left} s left` : ', almost done';
-  return { text: `Reading your message and the conversation (${tokens} tokens): about ${percent}%${rest}`, percent };
+  const text = left > 0 ? t('format.readingLeft', { tokens: promptTokens, percent, left }) : t('format.readingAlmost', { tokens: promptTokens, percent });
+  return { text, percent };
 }
 
 /** Energy as people know it: "4.6 mWh", "0.12 Wh", "1.3 Wh". */
 export function formatWattHours(joules: number | null | undefined): string {
   if (joules == null || !Number.isFinite(joules)) return '—';
   const wh = joules / 3600;
-  if (wh < 0.1) return `${(wh * 1000).toFixed(wh * 1000 >= 10 ? 0 : 1)} mWh`;
-  return `${wh.toFixed(wh >= 10 ? 0 : 2)} Wh`;
+  if (wh < 0.1) return `${formatNumber(wh * 1000, wh * 1000 >= 10 ? 0 : 1)} mWh`;
+  return `${formatNumber(wh, wh >= 10 ? 0 : 2)} Wh`;
+}
+
+/** `value` percent with `digits` decimals, for the language ("0.20%", "0,20 %"). */
+export function formatPercent(value: number, digits: number): string {
+  return new Intl.NumberFormat(locale(), { style: 'percent', minimumFractionDigits: digits, maximumFractionDigits: digits }).format(value / 100);
 }
 
 /** A share of the battery, "0.02%", "less than 0.01%". */
 export function formatBatteryShare(joules: number, capacityWh: number): string {
-  const percent = (joules / 3600 / capacityWh) * 100;
-  if (percent < 0.01) return 'less than 0.01%';
-  return `${percent < 1 ? percent.toFixed(2) : percent.toFixed(1)}%`;
+  const share = (joules / 3600 / capacityWh) * 100;
+  if (share < 0.01) return t('format.lessThanShare', { share: formatPercent(0.01, 2) });
+  return formatPercent(share, share < 1 ? 2 : 1);
 }
 
 /** How long a full battery lasts at `watts`: "about 3 h 20 min", "about 45 minutes". */
 export function batteryLife(capacityWh: number, watts: number): string | null {
   if (!(capacityWh > 0) || !(watts > 0)) return null;
   const minutes = Math.round((capacityWh / watts) * 60);
-  if (minutes < 90) return `about ${minutes} minutes`;
-  return `about ${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+  if (minutes < 90) return t('format.aboutMinutes', { count: minutes });
+  return t('format.aboutHours', { hours: Math.floor(minutes / 60), minutes: String(minutes % 60).padStart(2, '0') });
 }

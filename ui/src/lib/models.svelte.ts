@@ -1,6 +1,7 @@
 // State of the Models view: the overview from the backend, live download progress, and the
 // actions (download, pause, resume, cancel, delete, import (picked, typed or dropped on the
 // window), set default). The api is passed in, so tests can hand in a fake one.
+import { t } from './i18n/index.svelte';
 import type { CatalogItem, FoundModel, ModelsOverview, PullProgress } from './models';
 import { formatBytes } from './models';
 import type { Api, FileDrag } from './api';
@@ -205,8 +206,8 @@ export class ModelsStore {
   /** A .gguf file or a model folder chosen in the system's dialog; null when cancelled. */
   pickImport(kind: 'file' | 'folder'): Promise<string | null> {
     return kind === 'file'
-      ? this.api.pickModelFile('Choose a .gguf model file')
-      : this.api.pickFolder('Choose the model folder (the one with config.json)');
+      ? this.api.pickModelFile(t('models.dialogFile'))
+      : this.api.pickFolder(t('models.dialogFolder'));
   }
 
   /** Files dragged over the window and dropped on it; resolves to the function that stops it. */

@@ -1,6 +1,8 @@
 // The Models area: types of what the backend's model commands return (generated into
 // bindings.ts from the hub's Rust types), and small helpers for
 // showing them. The calls themselves live in api.ts.
+import { t } from './i18n/index.svelte';
+import { formatNumber } from './format';
 
 export type {
   Backend,
@@ -34,17 +36,17 @@ export function formatBytes(bytes: number): string {
     value /= 1000;
     unit += 1;
   }
-  if (unit === 0) return `${bytes} B`;
-  return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ${units[unit]}`;
+  if (unit === 0) return `${formatNumber(bytes)} B`;
+  return `${formatNumber(value, value < 10 ? 2 : 1)} ${units[unit]}`;
 }
 
 /** Time left as "45 s", "3 min 05 s", "1 h 12 min"; an em dash when unknown. */
 export function formatEta(secs: number | null | undefined): string {
   if (secs == null || !Number.isFinite(secs)) return '—';
   const s = Math.round(secs);
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
-  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  if (s < 60) return `${formatNumber(s)} s`;
+  if (s < 3600) return `${formatNumber(Math.floor(s / 60))} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${formatNumber(Math.floor(s / 3600))} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 /** Percent done, 0..100. */
@@ -57,23 +59,23 @@ export function percentDone(done: number, total: number): number {
 export function phaseLabel(p: PullProgress): string {
   switch (p.phase) {
     case 'resolving':
-      return 'Asking Hugging Face for the files…';
+      return t('pull.resolving');
     case 'downloading':
-      return `${formatBytes(p.done_bytes)} of ${formatBytes(p.total_bytes)} · ${formatBytes(p.bytes_per_sec)}/s · ${formatEta(p.eta_secs)} left`;
+      return t('pull.downloading', { done: formatBytes(p.done_bytes), total: formatBytes(p.total_bytes), speed: formatBytes(p.bytes_per_sec), left: formatEta(p.eta_secs) });
     case 'retrying':
-      return p.message ?? 'Connection lost; trying again…';
+      return p.message ?? t('pull.retrying');
     case 'validating':
-      return 'Checking the model…';
+      return t('pull.validating');
     case 'converting':
-      return `Converting for Hearth: ${percentDone(p.done_bytes, p.total_bytes)}%`;
+      return t('pull.converting', { percent: percentDone(p.done_bytes, p.total_bytes) });
     case 'registering':
-      return 'Installing…';
+      return t('pull.registering');
     case 'done':
-      return 'Installed';
+      return t('catalog.installed');
     case 'paused':
-      return `Paused at ${formatBytes(p.done_bytes)} of ${formatBytes(p.total_bytes)}`;
+      return t('catalog.pausedAt', { done: formatBytes(p.done_bytes), total: formatBytes(p.total_bytes) });
     case 'cancelled':
-      return 'Cancelled';
+      return t('pull.cancelled');
   }
 }
 
@@ -93,31 +95,29 @@ export function recommendedId(catalog: CatalogItem[], hasNpu: boolean): string |
 /** One plain sentence about a catalog model, from its size and what it can do. */
 export function plainSummary(entry: CatalogEntry): string {
   const gb = entry.memory_bytes / 1e9;
-  const size = gb < 2.5 ? 'Small and quick: good for everyday questions and short texts.'
-    : gb < 6 ? 'Medium: more knowledgeable, a little slower.'
-    : 'Large: the most capable here, and the slowest; needs a lot of memory.';
-  const think = entry.think ? ' Can think a problem through before answering.' : '';
-  const convert = entry.format === 'safetensors' ? ' Needs converting before it can run.' : '';
-  return size + think + convert;
+  const size = gb < 2.5 ? t('summary.small') : gb < 6 ? t('summary.medium') : t('summary.large');
+  const think = entry.think ? t('summary.think') : '';
+  const convert = entry.format === 'safetensors' ? t('summary.convert') : '';
+  return [size, think, convert].filter(Boolean).join(' ');
 }
 
 /** Where a found model is, in plain words. */
 export function foundSourceLabel(source: FoundSource): string {
   switch (source) {
     case 'ollama':
-      return 'from Ollama';
+      return t('found.from', { source: 'Ollama' });
     case 'lmstudio':
-      return 'from LM Studio';
+      return t('found.from', { source: 'LM Studio' });
     case 'jan':
-      return 'from Jan';
+      return t('found.from', { source: 'Jan' });
     case 'huggingface':
-      return 'from the Hugging Face cache';
+      return t('found.fromHfCache');
   }
 }
 
 /** How the picker names the model that came with Hearth. */
 export function builtinLabel(kind: BuiltinKind): string {
-  return kind === 'starter' ? 'small, built in' : 'tiny demo';
+  return kind === 'starter' ? t('models.builtinStarter') : t('models.builtinDemo');
 }
 
 /** The installed model a found one was imported as (its source names the found path), or one

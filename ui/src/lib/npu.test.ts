@@ -33,11 +33,11 @@ describe('npu helpers', () => {
   });
 
   it('shows package power first, then the battery, then the NPU', () => {
-    expect(headlinePower(sample()).label).toBe('Power');
+    expect(headlinePower(sample()).label).toBe('power.label');
     const noPackage = sample({ package_watts: na('no amdgpu hwmon'), battery_watts: { value: 18.4, source: 'BAT0' } });
-    expect(headlinePower(noPackage)).toEqual({ label: 'Battery draw', metric: { value: 18.4, source: 'BAT0' } });
+    expect(headlinePower(noPackage)).toEqual({ label: 'power.battery', metric: { value: 18.4, source: 'BAT0' } });
     const npuOnly = sample({ package_watts: na('x') });
-    expect(headlinePower(npuOnly).label).toBe('NPU power');
+    expect(headlinePower(npuOnly).label).toBe('power.npu');
     const none = sample({ package_watts: na('no amdgpu hwmon'), npu_watts: na('y') });
     expect(headlinePower(none).metric).toEqual(na('no amdgpu hwmon'));
   });

@@ -12,6 +12,9 @@ export type {
   PowerSample,
 } from './bindings';
 import type { Metric, Meter, NpuCheck, NpuDiagnosis, PowerSample } from './bindings';
+import { t } from './i18n/index.svelte';
+import type { MessageKey } from './i18n/en';
+import { formatNumber } from './format';
 
 /** The value of a metric, or null. */
 export function valueOf(m: Metric<number> | null | undefined): number | null {
@@ -20,37 +23,38 @@ export function valueOf(m: Metric<number> | null | undefined): number | null {
 
 /** Where a value came from, or why it is missing: for tooltips and screen readers. */
 export function explain(m: Metric<number> | null | undefined): string {
-  if (!m) return 'not read yet';
-  return 'value' in m ? `from ${m.source}` : `unavailable: ${m.unavailable}`;
+  if (!m) return t('metric.notRead');
+  return 'value' in m ? t('metric.from', { source: m.source }) : t('metric.unavailable', { reason: m.unavailable });
 }
 
 /** "14.8 W" (one decimal below 100), or an em dash. */
 export function formatWatts(watts: number | null | undefined): string {
   if (watts == null || !Number.isFinite(watts)) return '—';
-  return `${watts >= 100 ? watts.toFixed(0) : watts.toFixed(1)} W`;
+  return `${formatNumber(watts, watts >= 100 ? 0 : 1)} W`;
 }
 
 /** "850 mJ", "12.4 J", "1.3 kJ", or an em dash. */
 export function formatJoules(joules: number | null | undefined): string {
   if (joules == null || !Number.isFinite(joules)) return '—';
-  if (joules < 1) return `${Math.round(joules * 1000)} mJ`;
-  if (joules >= 1000) return `${(joules / 1000).toFixed(1)} kJ`;
-  return `${joules >= 100 ? joules.toFixed(0) : joules.toFixed(1)} J`;
+  if (joules < 1) return `${formatNumber(Math.round(joules * 1000))} mJ`;
+  if (joules >= 1000) return `${formatNumber(joules / 1000, 1)} kJ`;
+  return `${formatNumber(joules, joules >= 100 ? 0 : 1)} J`;
 }
 
 /** The power figure to show first: the whole package, else the battery draw, else the NPU. */
-export function headlinePower(sample: PowerSample | null): { label: string; metric: Metric<number> | null } {
-  if (!sample) return { label: 'Power', metric: null };
-  if (valueOf(sample.package_watts) != null) return { label: 'Power', metric: sample.package_watts };
-  if (valueOf(sample.battery_watts) != null) return { label: 'Battery draw', metric: sample.battery_watts };
-  if (valueOf(sample.npu_watts) != null) return { label: 'NPU power', metric: sample.npu_watts };
-  return { label: 'Power', metric: sample.package_watts };
+export function headlinePower(sample: PowerSample | null): { label: MessageKey; metric: Metric<number> | null } {
+  if (!sample) return { label: 'power.label', metric: null };
+  if (valueOf(sample.package_watts) != null) return { label: 'power.label', metric: sample.package_watts };
+  if (valueOf(sample.battery_watts) != null) return { label: 'power.battery', metric: sample.battery_watts };
+  if (valueOf(sample.npu_watts) != null) return { label: 'power.npu', metric: sample.npu_watts };
+  return { label: 'power.label', metric: sample.package_watts };
 }
 
-export const METER_LABEL: Record<Meter, string> = {
-  package: 'processor package',
-  battery: 'battery',
-  npu: 'NPU',
+/** Each meter's name, as a catalog key. */
+export const METER_LABEL: Record<Meter, MessageKey> = {
+  package: 'meter.package',
+  battery: 'meter.battery',
+  npu: 'meter.npu',
 };
 
 /** One point of the live chart. */
@@ -103,23 +107,23 @@ export interface NpuState {
  *  is why the models here cannot run on the NPU (from their availability), when none can: an
  *  NPU that is ready without the program that runs models on it is not "ready" to the user. */
 export function npuState(diagnosis: NpuDiagnosis | null, error: string | null = null, modelReason: string | null = null): NpuState {
-  if (error) return { kind: 'unknown', sentence: 'Hearth could not check the NPU. It uses the processor.' };
-  if (!diagnosis) return { kind: 'checking', sentence: 'Checking the NPU…' };
+  if (error) return { kind: 'unknown', sentence: t('npu.unknown') };
+  if (!diagnosis) return { kind: 'checking', sentence: t('npu.checkingNpu') };
   if (diagnosis.detection.state === 'not_found') {
-    return { kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' };
+    return { kind: 'none', sentence: t('npu.none') };
   }
   if (diagnosis.ready && modelReason) {
     return {
       kind: 'needs-work',
       sentence: /FastFlowLM is not installed/i.test(modelReason)
-        ? 'The NPU is ready, but FastFlowLM, the program Hearth runs models on the NPU with, is not installed. Until then Hearth uses the processor.'
-        : 'The NPU is ready, but Hearth cannot run models on it yet. Until then Hearth uses the processor.',
+        ? t('npu.readyNoFlm')
+        : t('npu.readyNoModels'),
     };
   }
-  if (diagnosis.ready) return { kind: 'ready', sentence: 'The NPU is ready.' };
+  if (diagnosis.ready) return { kind: 'ready', sentence: t('npu.ready') };
   return {
     kind: 'needs-work',
-    sentence: 'This computer has an NPU, but it needs one more setup step before Hearth can use it. Until then Hearth uses the processor.',
+    sentence: t('npu.needsWork'),
   };
 }
 
@@ -144,11 +148,11 @@ export function runningLabel(
   loading: { backend: 'cpu' | 'npu' | 'remote' } | null,
   npuWatts: number | null,
 ): string {
-  if (loading) return loading.backend === 'npu' ? 'Loading the model onto the NPU…' : 'Loading the model…';
-  if (!model) return 'No model loaded';
-  if (model.backend_kind === 'remote') return `Answers from ${model.device}`;
-  if (model.backend_kind === 'npu') return npuWatts != null ? `Running on the NPU · ${formatWatts(npuWatts)}` : 'Running on the NPU';
-  return 'Running on the processor';
+  if (loading) return loading.backend === 'npu' ? t('chat.loadingNpu') : t('chat.loading');
+  if (!model) return t('picker.none');
+  if (model.backend_kind === 'remote') return t('npu.answersFrom', { host: model.device });
+  if (model.backend_kind === 'npu') return npuWatts != null ? `${t('npu.runningNpu')} · ${formatWatts(npuWatts)}` : t('npu.runningNpu');
+  return t('npu.runningCpu');
 }
 
 /** Why no model here can run on the NPU: the first reason their availability gives, when none

@@ -1,6 +1,7 @@
 // Live NPU status and power for the status area: asks the backend for the doctor's findings once
 // (and again on request) and for a power reading about once a second, keeping the last minute of
 // watts and tokens per second for the chart. It talks to the backend only through `api`.
+import { t } from './i18n/index.svelte';
 import type { Api } from './api';
 import { BackendError } from './api';
 import { headlinePower, pushPoint, valueOf, type HistoryPoint, type NpuDiagnosis, type PowerSample } from './npu';
@@ -55,7 +56,7 @@ export class PowerMonitor {
       this.sampleError = null;
       watts = valueOf(headlinePower(sample).metric);
     } catch (error) {
-      this.sampleError = `Power readings are unavailable: ${message(error)}`;
+      this.sampleError = t('power.unavailable', { reason: message(error) });
     }
     this.history = pushPoint(this.history, { at: this.now(), watts, tokensPerSecond: this.tokensPerSecond() });
   }

@@ -1,19 +1,22 @@
 // The app's keyboard shortcuts, listed once: the Shortcuts list shows them, App.svelte and the
 // composer act on them.
 
+import type { MessageKey } from './i18n/en';
+
 export interface Shortcut {
   keys: string;
-  does: string;
+  /** What it does, as a catalog key. */
+  does: MessageKey;
 }
 
 export const SHORTCUTS: Shortcut[] = [
-  { keys: 'Enter', does: 'Send the message' },
-  { keys: 'Shift+Enter', does: 'Start a new line in the message' },
-  { keys: 'Escape', does: 'Stop the answer being written; close a menu, find or this list' },
-  { keys: 'Ctrl+N', does: 'New conversation' },
-  { keys: 'Ctrl+L', does: 'Go to the message box' },
-  { keys: 'Ctrl+F', does: 'Find in this conversation (Enter: next, Shift+Enter: previous)' },
-  { keys: 'Ctrl+,', does: 'Settings' },
-  { keys: 'Ctrl+/', does: 'This list of shortcuts' },
-  { keys: '↑ ↓ Home End', does: 'Move through an open menu' },
+  { keys: 'Enter', does: 'shortcut.send' },
+  { keys: 'Shift+Enter', does: 'shortcut.newline' },
+  { keys: 'Escape', does: 'shortcut.escape' },
+  { keys: 'Ctrl+N', does: 'common.newConversation' },
+  { keys: 'Ctrl+L', does: 'shortcut.focus' },
+  { keys: 'Ctrl+F', does: 'shortcut.find' },
+  { keys: 'Ctrl+,', does: 'common.settings' },
+  { keys: 'Ctrl+/', does: 'shortcut.list' },
+  { keys: '↑ ↓ Home End', does: 'shortcut.menu' },
 ];

@@ -1,0 +1,88 @@
+// The catalog's rules (issue 38): no component shows a word outside the catalog, every language
+// has every key of English and no other, each message parses and names the same parameters as
+// English, and a translation differs from English unless it is on the allow-list.
+import { describe, expect, it } from 'vitest';
+import { parse, TYPE, type MessageFormatElement } from '@formatjs/icu-messageformat-parser';
+import { en } from './en';
+import { CATALOGS, LANGUAGE_CODES, setLanguage, t, translate } from './index.svelte';
+import { untranslated } from './scan';
+
+const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?raw', import: 'default', eager: true });
+
+/** Keys whose value may equal English: names, units and words the languages share. */
+const SAME_AS_ENGLISH: Record<string, string[]> = {
+  zh: ['meter.npu'],
+  es: ['catalog.tokens', 'meter.npu'],
+  de: ['settings.threads', 'models.nameOptional', 'meter.npu'],
+  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu'],
+};
+
+/** The parameters a message names, each with how it is used (argument, plural, number…). */
+function parameters(text: string): string[] {
+  const found = new Set<string>();
+  const walk = (elements: MessageFormatElement[]) => {
+    for (const el of elements) {
+      if (el.type === TYPE.literal || el.type === TYPE.pound) continue;
+      found.add(`${el.value}:${TYPE[el.type] === 'argument' ? 'argument' : TYPE[el.type]}`);
+      if (el.type === TYPE.plural || el.type === TYPE.select) for (const o of Object.values(el.options)) walk(o.value);
+      if (el.type === TYPE.tag) walk(el.children);
+    }
+  };
+  walk(parse(text, { ignoreTag: true }));
+  return [...found].sort();
+}
+
+describe('catalog', () => {
+  it('finds every component', () => {
+    expect(Object.keys(components).length).toBeGreaterThan(20);
+  });
+
+  it('no component shows a literal outside the catalog', () => {
+    const found = Object.entries(components).flatMap(([file, source]) => untranslated(source).map((s) => `${file}: ${s}`));
+    expect(found).toEqual([]);
+  });
+
+  it('the scan sees text, titles and labels, and not expressions', () => {
+    const source = `<script>const a = 'x'; const b = 'Said in script'; // 'A comment'\n</script><p title="Hello there" class={ok ? 'ok' : 'bad-one'}>Some words {t('k')}</p><b>{busy ? 'Saving…' : 'Save'}</b><span>%</span>`;
+    expect(untranslated(source)).toEqual(['Hello there', 'Some words', 'Saving…', 'Save', 'Said in script']);
+  });
+
+  for (const code of LANGUAGE_CODES) {
+    it(`${code} has every key of English and no other`, () => {
+      const keys = Object.keys(CATALOGS[code]);
+      expect(Object.keys(en).filter((k) => !keys.includes(k))).toEqual([]);
+      expect(keys.filter((k) => !(k in en))).toEqual([]);
+    });
+
+    it(`${code}'s messages parse and name the parameters English names`, () => {
+      const wrong = Object.entries(CATALOGS[code]).filter(
+        ([key, text]) => parameters(text).join() !== parameters(en[key as keyof typeof en]).join(),
+      );
+      expect(wrong.map(([key]) => key)).toEqual([]);
+    });
+
+    if (code === 'en') continue;
+    it(`${code} translates every message (apart from its allow-list)`, () => {
+      const same = Object.entries(CATALOGS[code])
+        .filter(([key, text]) => text === en[key as keyof typeof en] && !SAME_AS_ENGLISH[code].includes(key))
+        .map(([key]) => key);
+      expect(same).toEqual([]);
+    });
+  }
+
+  it('formats plurals and numbers for the language', () => {
+    expect(translate('en', 'format.daysAgo', { count: 1 })).toBe('1 day ago');
+    expect(translate('en', 'format.daysAgo', { count: 3 })).toBe('3 days ago');
+    expect(translate('de', 'format.daysAgo', { count: 3 })).toBe('vor 3 Tagen');
+    expect(translate('en', 'composer.tooLong', { count: 12345, max: 10000 })).toContain('12,345');
+    expect(translate('de', 'composer.tooLong', { count: 12345, max: 10000 })).toContain('12.345');
+    expect(translate('en', 'app.statusOpens', { status: "It's {odd}" })).toBe("It's {odd}. Open the Performance page");
+  });
+
+  it('t follows the language in use; an unknown one is English', () => {
+    setLanguage('fr');
+    expect(t('common.settings')).toBe(CATALOGS.fr['common.settings']);
+    setLanguage('ja');
+    expect(t('common.settings')).toBe('Settings');
+  });
+});
