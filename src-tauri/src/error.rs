@@ -1,5 +1,6 @@
 //! The one error commands return to the UI: the app's [`hearth_app::Error`], which serializes
-//! as `{ "code": "...", "message": "..." }` with the code a snake_case word.
+//! as `{ "code", "message", "detail", "params" }` with the code a snake_case word (the UI
+//! translates by code, detail and params; the message is the English text).
 
 pub use hearth_app::{Error as CommandError, ErrorCode};
 
@@ -26,8 +27,8 @@ mod tests {
         let json = serde_json::to_value(&error).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"code": "busy", "message": "An answer is already being written."}),
-            "the UI reads exactly these two fields"
+            serde_json::json!({"code": "busy", "message": "An answer is already being written.", "detail": null, "params": {}}),
+            "the UI reads exactly these fields"
         );
     }
 }

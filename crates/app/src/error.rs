@@ -1,6 +1,10 @@
 //! The one error the app's functions return: a stable [`ErrorCode`] a front end can act on,
 //! and a message for people that says what failed and what to do. The desktop sends it to the
-//! UI as `{ "code": "...", "message": "..." }`; the CLI prints the message.
+//! UI as `{ "code", "message", "detail", "params" }`: the UI shows the message in the user's
+//! language from its catalog, by `code` (and `detail` with its `params` when the message names a
+//! thing); the CLI prints the English message.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -73,8 +77,13 @@ pub enum ErrorCode {
 pub struct Error {
     /// Stable, machine-readable kind.
     pub code: ErrorCode,
-    /// What happened and what the user can do, in plain words.
+    /// What happened and what the user can do, in plain words (English).
     pub message: String,
+    /// Which message of `code`, when it names a thing: the UI's catalog key is
+    /// `error.<code>.<detail>`, filled with `params`. None: the code's own message.
+    pub detail: Option<String>,
+    /// The things the message names (a model, a repository, sizes), by parameter name.
+    pub params: BTreeMap<String, String>,
 }
 
 /// Result of an app function.
@@ -86,7 +95,19 @@ impl Error {
         Self {
             code,
             message: message.into(),
+            detail: None,
+            params: BTreeMap::new(),
         }
+    }
+
+    /// The same error, saying which message of its code it is and what that message names.
+    pub fn detail(mut self, detail: &str, params: &[(&str, String)]) -> Self {
+        self.detail = Some(detail.to_string());
+        self.params = params
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect();
+        self
     }
 
     /// The request itself was wrong (empty text, too long, bad value).
@@ -151,15 +172,40 @@ impl From<&hearth_hub::Error> for ErrorCode {
 
 impl From<hearth_hub::Error> for Error {
     fn from(error: hearth_hub::Error) -> Self {
-        Self::new(ErrorCode::from(&error), error.to_string())
+        use hearth_hub::Error as E;
+        let plain = Self::new(ErrorCode::from(&error), error.to_string());
+        match &error {
+            E::NotEnoughDisk {
+                needed, available, ..
+            } => plain.detail(
+                "space",
+                &[
+                    ("needed", hearth_hub::human_bytes(*needed)),
+                    ("available", hearth_hub::human_bytes(*available)),
+                ],
+            ),
+            E::RepoNotFound { repo, .. } => plain.detail("repo", &[("repo", repo.clone())]),
+            E::AccessDenied { repo, .. } => plain.detail("repo", &[("repo", repo.clone())]),
+            E::NotInstalled { name } => plain.detail("model", &[("name", name.clone())]),
+            E::NameTaken { name } => plain.detail("name_taken", &[("name", name.clone())]),
+            E::UnknownModel { query, .. } => {
+                plain.detail("unknown_model", &[("name", query.clone())])
+            }
+            E::AlreadyDownloading { name } => {
+                plain.detail("downloading", &[("name", name.clone())])
+            }
+            _ => plain,
+        }
     }
 }
 
 impl From<StoreError> for Error {
     fn from(error: StoreError) -> Self {
-        match error {
-            StoreError::NotFound { .. } => Self::new(ErrorCode::NotFound, error.to_string()),
-            other => Self::new(ErrorCode::Storage, other.to_string()),
+        match &error {
+            StoreError::NotFound { what, .. } => {
+                Self::new(ErrorCode::NotFound, error.to_string()).detail(what, &[])
+            }
+            _ => Self::new(ErrorCode::Storage, error.to_string()),
         }
     }
 }
@@ -184,8 +230,32 @@ mod tests {
         let json = serde_json::to_value(&error).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"code": "busy", "message": "An answer is already being written."}),
-            "the UI reads exactly these two fields, the code in snake_case"
+            serde_json::json!({"code": "busy", "message": "An answer is already being written.", "detail": null, "params": {}}),
+            "the UI reads exactly these fields, the code in snake_case"
+        );
+    }
+
+    #[test]
+    fn a_message_that_names_a_thing_carries_it_as_a_parameter() {
+        let error = Error::from(hearth_hub::Error::NotInstalled {
+            name: "qwen3-4b".into(),
+        });
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["code"], "not_found");
+        assert_eq!(
+            json["detail"], "model",
+            "the UI's catalog key is error.not_found.model"
+        );
+        assert_eq!(json["params"], serde_json::json!({"name": "qwen3-4b"}));
+        let error = Error::from(hearth_hub::Error::NotEnoughDisk {
+            path: "/data".into(),
+            needed: 2_000_000_000,
+            available: 1_000,
+        });
+        assert_eq!(error.detail.as_deref(), Some("space"));
+        assert_eq!(
+            error.params["needed"],
+            hearth_hub::human_bytes(2_000_000_000)
         );
     }
 

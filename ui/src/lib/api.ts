@@ -7,6 +7,7 @@ import { listen } from '@tauri-apps/api/event';
 import type { CommandName, Commands, Events } from './commands';
 import type { BackendKind, ChatAction, ChatEvent, ConversationSettings, ErrorCode, ExportFormat, Settings } from './types';
 import type { PullProgress } from './models';
+import { errorText } from './errors';
 import type { ConversationDocuments, DocumentEvent, DocumentInfo, Library, MessageSources } from './documents';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
@@ -34,7 +35,8 @@ function isCodedError(value: unknown): value is { code: ErrorCode; message: stri
 /** Turn whatever invoke rejected with into a BackendError with a readable message. */
 export function toBackendError(command: string, raw: unknown): BackendError {
   if (raw instanceof BackendError) return raw;
-  if (isCodedError(raw)) return new BackendError(raw.code, raw.message, command);
+  // In the user's language, from the catalog by code, detail and params (errors.ts).
+  if (isCodedError(raw)) return new BackendError(raw.code, errorText(raw), command);
   if (typeof raw === 'string') return new BackendError('ipc', raw, command);
   if (raw instanceof Error) return new BackendError('ipc', raw.message, command);
   return new BackendError('ipc', `The app's backend did not answer "${command}" properly.`, command);

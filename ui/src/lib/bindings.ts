@@ -356,9 +356,18 @@ export type CommandError = {
  */
 code: ErrorCode, 
 /**
- * What happened and what the user can do, in plain words.
+ * What happened and what the user can do, in plain words (English).
  */
-message: string, };
+message: string, 
+/**
+ * Which message of `code`, when it names a thing: the UI's catalog key is
+ * `error.<code>.<detail>`, filled with `params`. None: the code's own message.
+ */
+detail: string | null, 
+/**
+ * The things the message names (a model, a repository, sizes), by parameter name.
+ */
+params: { [key in string]: string }, };
 
 /**
  * A conversation with its messages.

@@ -3,7 +3,7 @@
 // or command-line wording. `plainError` gives a short sentence to show and keeps the original
 // text as the details a user can unfold.
 
-import { t } from './i18n/index.svelte';
+import { hasMessage, language, t } from './i18n/index.svelte';
 import type { MessageKey } from './i18n/en';
 
 export interface PlainError {
@@ -42,4 +42,25 @@ export function plainError(raw: string): PlainError {
   }
   const summary = tidy(text) || t('plain.unknown');
   return { summary, details: summary === text ? null : text };
+}
+
+/** What the backend sends for a failed command (crates/app/src/error.rs). */
+export interface CodedError {
+  code: string;
+  message: string;
+  detail?: string | null;
+  params?: Partial<Record<string, string>>;
+}
+
+/** A backend error in the language in use, from the catalog: the message of its detail
+ *  (`error.<code>.<detail>`, filled with its params) when it has one, else its code's
+ *  (`error.<code>`). In English a code's message is Rust's own, which says more; a code or
+ *  detail the catalog lacks keeps Rust's English message. */
+export function errorText(error: CodedError): string {
+  const params = Object.fromEntries(Object.entries(error.params ?? {}).filter((e): e is [string, string] => e[1] !== undefined));
+  const specific = `error.${error.code}.${error.detail}`;
+  if (error.detail && hasMessage(specific)) return t(specific, params);
+  const general = `error.${error.code}`;
+  if (language() !== 'en' && hasMessage(general)) return t(general);
+  return error.message;
 }

@@ -6,6 +6,7 @@ import { parse, TYPE, type MessageFormatElement } from '@formatjs/icu-messagefor
 import { en } from './en';
 import { CATALOGS, LANGUAGE_CODES, setLanguage, t, translate } from './index.svelte';
 import { untranslated } from './scan';
+import { errorText } from '../errors';
 
 const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?raw', import: 'default', eager: true });
 
@@ -84,5 +85,19 @@ describe('catalog', () => {
     expect(t('common.settings')).toBe(CATALOGS.fr['common.settings']);
     setLanguage('ja');
     expect(t('common.settings')).toBe('Settings');
+  });
+
+  it('translates a backend error by code, detail and params, and keeps the English text for what it lacks', () => {
+    const named = { code: 'not_found', message: 'hub: no installed model is called qwen3-4b.', detail: 'model', params: { name: 'qwen3-4b' } };
+    const plain = { code: 'busy', message: 'An answer is already being written.', detail: null, params: {} };
+    const unknown = { code: 'something_new', message: 'A new failure.', detail: null, params: {} };
+    setLanguage('en');
+    expect(errorText(named)).toBe('No installed model is called qwen3-4b.');
+    expect(errorText(plain)).toBe('An answer is already being written.');
+    setLanguage('zh');
+    expect(errorText(named)).toBe('没有名为 qwen3-4b 的已安装模型。');
+    expect(errorText(plain)).toBe(CATALOGS.zh['error.busy']);
+    expect(errorText(unknown)).toBe('A new failure.');
+    setLanguage('en');
   });
 });

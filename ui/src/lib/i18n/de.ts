@@ -496,4 +496,14 @@ export const de: Translation = {
   'plain.unknownModel': 'Hearth konnte dieses Modell nicht finden. Prüfe den Namen oder wähle eines aus der Liste.',
   'plain.corrupt': 'Der Download wurde unterwegs beschädigt. Versuche es erneut: Hearth lädt den beschädigten Teil neu.',
   'plain.unknown': 'Etwas ist schiefgelaufen.',
+
+  'error.disk_full.space': 'Nicht genug freier Speicherplatz: Der Download braucht noch {needed}, frei sind nur {available}. Schaffe Platz und versuche es erneut.',
+  'error.not_found.repo': '{repo} wurde auf Hugging Face nicht gefunden. Prüfe die Schreibweise (Besitzer/Name); ein privates oder geschütztes Repository braucht auch ein Token.',
+  'error.access_denied.repo': 'Der Zugriff auf {repo} wurde verweigert. Ist das Modell geschützt, akzeptiere seine Lizenz auf seiner Hugging-Face-Seite und setze ein eigenes Token.',
+  'error.not_found.model': 'Kein installiertes Modell heißt {name}.',
+  'error.invalid_input.name_taken': 'In Hearth gibt es schon ein Modell namens {name}. Wähle einen anderen Namen oder lösche zuerst das andere Modell.',
+  'error.invalid_input.unknown_model': '{name} ist kein Modell, das Hearth kennt. Wähle eines aus der Liste oder ein Hugging-Face-Repository als Besitzer/Name.',
+  'error.busy.downloading': '{name} wird bereits heruntergeladen. Warte, bis es fertig ist, oder stoppe es zuerst.',
+  'error.not_found.conversation': 'Diese Unterhaltung gibt es nicht mehr. Sie wurde vielleicht gelöscht.',
+  'error.not_found.message': 'Diese Nachricht gibt es nicht mehr. Sie wurde vielleicht gelöscht.',
 };

@@ -522,6 +522,17 @@ export const en = {
   'plain.unknownModel': 'Hearth could not find that model. Check the name, or choose one from the list.',
   'plain.corrupt': 'The download was damaged on the way. Try again: Hearth fetches the damaged part anew.',
   'plain.unknown': 'Something went wrong.',
+
+  // Backend errors that name a thing: error.<code>.<detail>, filled with the error's params (crates/app/src/error.rs).
+  'error.disk_full.space': 'There is not enough free disk space: the download needs {needed} more, only {available} is free. Free some space, then try again.',
+  'error.not_found.repo': '{repo} was not found on Hugging Face. Check the spelling (owner/name); a private or gated repository also needs a token.',
+  'error.access_denied.repo': 'Access to {repo} was refused. If the model is gated, accept its licence on its Hugging Face page and set a token of yours.',
+  'error.not_found.model': 'No installed model is called {name}.',
+  'error.invalid_input.name_taken': 'A model called {name} is already in Hearth. Choose another name, or delete the other model first.',
+  'error.invalid_input.unknown_model': '{name} is not a model Hearth knows. Choose one from the list, or a Hugging Face repository as owner/name.',
+  'error.busy.downloading': '{name} is already being downloaded. Wait for it to finish, or stop it first.',
+  'error.not_found.conversation': 'That conversation no longer exists. It may have been deleted.',
+  'error.not_found.message': 'That message no longer exists. It may have been deleted.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

@@ -496,4 +496,14 @@ export const es: Translation = {
   'plain.unknownModel': 'Hearth no encontró ese modelo. Revisa el nombre o elige uno de la lista.',
   'plain.corrupt': 'La descarga se dañó por el camino. Vuelve a intentarlo: Hearth descarga de nuevo la parte dañada.',
   'plain.unknown': 'Algo salió mal.',
+
+  'error.disk_full.space': 'No hay suficiente espacio libre: la descarga necesita {needed} más y solo hay {available} libres. Libera espacio y vuelve a intentarlo.',
+  'error.not_found.repo': 'No se encontró {repo} en Hugging Face. Revisa cómo está escrito (propietario/nombre); un repositorio privado o restringido también necesita un token.',
+  'error.access_denied.repo': 'Se denegó el acceso a {repo}. Si el modelo es restringido, acepta su licencia en su página de Hugging Face y configura un token tuyo.',
+  'error.not_found.model': 'No hay ningún modelo instalado llamado {name}.',
+  'error.invalid_input.name_taken': 'Ya hay un modelo llamado {name} en Hearth. Elige otro nombre o borra antes el otro modelo.',
+  'error.invalid_input.unknown_model': '{name} no es un modelo que Hearth conozca. Elige uno de la lista o un repositorio de Hugging Face como propietario/nombre.',
+  'error.busy.downloading': '{name} ya se está descargando. Espera a que termine o detenla primero.',
+  'error.not_found.conversation': 'Esa conversación ya no existe. Puede que se haya borrado.',
+  'error.not_found.message': 'Ese mensaje ya no existe. Puede que se haya borrado.',
 };

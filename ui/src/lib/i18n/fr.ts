@@ -497,4 +497,14 @@ export const fr: Translation = {
   'plain.unknownModel': 'Hearth n’a pas trouvé ce modèle. Vérifiez le nom, ou choisissez-en un dans la liste.',
   'plain.corrupt': 'Le téléchargement a été endommagé en route. Réessayez : Hearth récupère à nouveau la partie endommagée.',
   'plain.unknown': 'Un problème est survenu.',
+
+  'error.disk_full.space': 'Pas assez d’espace disque libre : le téléchargement demande {needed} de plus, seuls {available} sont libres. Libérez de l’espace, puis réessayez.',
+  'error.not_found.repo': '{repo} est introuvable sur Hugging Face. Vérifiez l’orthographe (propriétaire/nom) ; un dépôt privé ou restreint demande aussi un jeton.',
+  'error.access_denied.repo': 'L’accès à {repo} a été refusé. Si le modèle est restreint, acceptez sa licence sur sa page Hugging Face et définissez un jeton à vous.',
+  'error.not_found.model': 'Aucun modèle installé ne s’appelle {name}.',
+  'error.invalid_input.name_taken': 'Un modèle nommé {name} est déjà dans Hearth. Choisissez un autre nom, ou supprimez d’abord l’autre modèle.',
+  'error.invalid_input.unknown_model': '{name} n’est pas un modèle que Hearth connaît. Choisissez-en un dans la liste, ou un dépôt Hugging Face sous la forme propriétaire/nom.',
+  'error.busy.downloading': '{name} est déjà en cours de téléchargement. Attendez la fin, ou arrêtez-le d’abord.',
+  'error.not_found.conversation': 'Cette conversation n’existe plus. Elle a peut-être été supprimée.',
+  'error.not_found.message': 'Ce message n’existe plus. Il a peut-être été supprimé.',
 };

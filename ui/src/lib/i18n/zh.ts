@@ -488,4 +488,14 @@ export const zh: Translation = {
   'plain.unknownModel': 'Hearth 找不到该模型。请检查名称，或从列表中选择一个。',
   'plain.corrupt': '下载过程中文件损坏。请重试：Hearth 会重新获取损坏的部分。',
   'plain.unknown': '出了点问题。',
+
+  'error.disk_full.space': '磁盘空间不足：下载还需要 {needed}，但只有 {available} 可用。请释放一些空间后重试。',
+  'error.not_found.repo': '在 Hugging Face 上找不到 {repo}。请检查拼写（所有者/名称）；私有或受限的仓库还需要令牌。',
+  'error.access_denied.repo': '访问 {repo} 被拒绝。如果该模型受限，请在它的 Hugging Face 页面上接受许可，并设置你自己的令牌。',
+  'error.not_found.model': '没有名为 {name} 的已安装模型。',
+  'error.invalid_input.name_taken': 'Hearth 中已有名为 {name} 的模型。请换一个名称，或先删除另一个模型。',
+  'error.invalid_input.unknown_model': 'Hearth 不认识模型 {name}。请从列表中选择，或输入 Hugging Face 仓库（所有者/名称）。',
+  'error.busy.downloading': '{name} 已在下载中。请等待完成，或先停止它。',
+  'error.not_found.conversation': '该对话已不存在，可能已被删除。',
+  'error.not_found.message': '该消息已不存在，可能已被删除。',
 };
