@@ -63,6 +63,8 @@ pub struct App {
     /// The power sources, found on first reading and kept so CPU use is measured between
     /// readings.
     pub power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
+    /// The document library and the files attached to conversations.
+    pub documents: Arc<crate::documents::Documents>,
 }
 
 /// Lock a mutex, recovering from a panic in another holder (the data stays usable).
@@ -93,7 +95,9 @@ impl App {
                 ),
             });
         }
+        let documents = crate::documents::Documents::new(home.data_dir.join("documents.db"));
         Ok(Self {
+            documents: Arc::new(documents),
             home: Arc::new(home),
             store: Arc::new(Mutex::new(store)),
             model: Arc::new(Mutex::new(None)),

@@ -9,6 +9,8 @@
 //!   model in use, busy and stop flags, notices);
 //! - [`selection`]: choosing the model in use, and the app's status at start;
 //! - [`turn`]: one turn of a conversation: plan, stream, save;
+//! - [`documents`]: the user's files: the document library, files attached to a conversation,
+//!   and the passages a turn reads from them to cite;
 //! - [`conversations`], [`export`]: the saved conversations and their export files;
 //! - [`model_store`]: the Models area (catalog, downloads, import, remove, default);
 //! - [`npu`]: the NPU's status and power, loading onto it, its self-test and the comparison
@@ -20,6 +22,7 @@
 
 pub mod app;
 pub mod conversations;
+pub mod documents;
 pub mod error;
 pub mod export;
 pub mod fidelity;

@@ -77,6 +77,12 @@ pub enum ChatEvent {
         /// The model answering.
         model: ModelStatus,
     },
+    /// The passages of the attached files the model was given, by the number it cites them
+    /// with (after `Started`; empty when none matched the question). Only with attached files.
+    Sources {
+        /// The sources, saved with the answer.
+        sources: Vec<hearth_chat::conversations::Source>,
+    },
     /// A piece of the answer.
     Token {
         /// Text to append.
@@ -220,7 +226,18 @@ impl App {
                 "No model is open. Pick one in the model list.",
             )
         })?;
+        let grounding = self.ground_turn(
+            conversation_id,
+            loaded,
+            &conversation.settings.chat_options(),
+            &plan.messages,
+        )?;
+        let messages = match &grounding {
+            Some(g) => crate::documents::with_instruction(plan.messages.clone(), &g.instruction),
+            None => plan.messages.clone(),
+        };
         let mut turn = Turn {
+            sources: grounding.map(|g| g.sources),
             app: self,
             conversation_id,
             action: &action,
@@ -231,7 +248,7 @@ impl App {
         };
         let sensors = hearth_backends::Sensors::new(&self.home.system_root);
         let request = || AnswerRequest {
-            input: Input::Chat(plan.messages.clone()),
+            input: Input::Chat(messages.clone()),
             options: conversation.settings.chat_options(),
             stops: Vec::new(),
             power: Some(&sensors),
@@ -301,6 +318,8 @@ struct Turn<'a> {
     answer_id: Option<i64>,
     text: String,
     start_error: Option<Error>,
+    /// The passages of attached files given to the model (None: no files attached).
+    sources: Option<Vec<hearth_chat::conversations::Source>>,
 }
 
 impl Turn<'_> {
@@ -344,6 +363,11 @@ impl Turn<'_> {
                                 trimmed_messages: start.trimmed_messages,
                                 model: status.clone(),
                             });
+                            if let Some(sources) = &self.sources {
+                                emit(ChatEvent::Sources {
+                                    sources: sources.clone(),
+                                });
+                            }
                         }
                         Ok(None) => {}
                         Err(error) => {
@@ -401,6 +425,11 @@ impl Turn<'_> {
                 ))
             }
         };
+        if let Some(sources) = self.sources.as_deref().filter(|s| !s.is_empty()) {
+            if let Err(error) = lock(store).save_sources(answer_id, sources) {
+                tracing::warn!("saving the answer's sources failed: {error}");
+            }
+        }
         match result {
             Ok(answer) => {
                 let final_state = if answer.stop == hearth_chat::AnswerStop::Cancelled {

@@ -1,0 +1,727 @@
+//! The user's own files in conversations: the document library (`documents.db` in the data
+//! folder, private to the user), files attached to a conversation, indexing on its own thread,
+//! and what a turn reads from them ([`ground`]: the best passages, numbered for the model to cite,
+//! and the [`Source`]s saved with the answer).
+//!
+//! Paths come in only from the front end's own pickers (the desktop's native dialog and window
+//! drop, the command line's `--file`), never from model output or a web page: nothing here takes
+//! a path from text.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hearth_chat::conversations::Source;
+use hearth_documents::{
+    find_embedding_model, index, search, Document, DocumentId, EmbeddingModel, EngineEmbedding,
+    IndexSettings, Library, LibraryError, Outcome, Place, Ranking, Stage,
+};
+use serde::Serialize;
+
+use crate::app::lock;
+use crate::error::{Error, ErrorCode, Result};
+
+/// Passages retrieved for a question before the context budget chooses among them.
+const RETRIEVED: usize = 8;
+
+/// A file in the library or attached to a conversation, as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct DocumentInfo {
+    /// Its id in the library (0 while its first indexing has not stored it yet).
+    pub id: i64,
+    /// The file's name, without its folder.
+    pub name: String,
+    /// What kind of file: "pdf", "docx", "text", ...
+    pub format: String,
+    /// Its title, when the file names one.
+    pub title: Option<String>,
+    /// Bytes of the original file.
+    pub size: u64,
+    /// Passages indexed (0 while indexing, or when it could not be read).
+    pub passages: usize,
+    /// Why it could not be read, naming the file.
+    pub error: Option<String>,
+    /// Whether it is being indexed now.
+    pub indexing: bool,
+}
+
+/// The library as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LibraryView {
+    /// Every file indexed.
+    pub documents: Vec<DocumentInfo>,
+    /// Bytes the library's database takes on disk.
+    pub disk_bytes: u64,
+}
+
+/// A conversation's files as the front end shows them above the message box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ConversationDocuments {
+    /// The attached files, then those still being indexed for it.
+    pub documents: Vec<DocumentInfo>,
+    /// What to tell the user before the first answer when the model in use is on a remote
+    /// server and they have not accepted that passages go there (None: nothing to tell).
+    pub remote_notice: Option<String>,
+}
+
+/// What happens to the user's files, sent to the front end: a drop on the window, then
+/// indexing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum DocumentEvent {
+    /// Files were dropped on the window; the front end attaches them by `token` (once).
+    Dropped {
+        /// Names the drop for [`Documents::take_drop`].
+        token: String,
+        /// The files' names, without their folders.
+        names: Vec<String>,
+    },
+    /// Reading files (`done` of `total` files) or embedding passages (`done` of `total`).
+    Progress {
+        /// The file being read.
+        document_name: String,
+        /// "reading" or "embedding".
+        stage: String,
+        /// Done so far.
+        done: usize,
+        /// In all.
+        total: usize,
+    },
+    /// A file is indexed (or its error is stored with it).
+    Indexed {
+        /// The file as the library has it now.
+        document: DocumentInfo,
+    },
+    /// A file could not be indexed.
+    Failed {
+        /// The file's name.
+        name: String,
+        /// What went wrong and what to do, in plain words.
+        message: String,
+    },
+}
+
+/// Where indexing events go.
+pub type DocumentSink = Arc<dyn Fn(DocumentEvent) + Send + Sync>;
+
+/// The document library of a running front end: one connection for listing and searching,
+/// another opened by each indexing thread (SQLite's WAL lets searches run while it writes).
+pub struct Documents {
+    path: PathBuf,
+    resource_dir: Mutex<Option<PathBuf>>,
+    library: Mutex<Option<Library>>,
+    model: OnceLock<Option<Arc<EngineEmbedding>>>,
+    /// Files being indexed now, with the conversation each is for.
+    indexing: Arc<Mutex<HashMap<PathBuf, String>>>,
+    /// Dropped files waiting for the front end to attach them, by token.
+    drops: Mutex<HashMap<String, Vec<PathBuf>>>,
+    /// Drops so far, to make each token new.
+    dropped: std::sync::atomic::AtomicU64,
+}
+
+fn library_error(error: LibraryError) -> Error {
+    Error::new(ErrorCode::Storage, error.to_string())
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+impl From<&Document> for DocumentInfo {
+    fn from(d: &Document) -> Self {
+        DocumentInfo {
+            id: d.id,
+            name: file_name(&d.path),
+            format: d.format.clone(),
+            title: d.title.clone(),
+            size: d.size,
+            passages: d.passages,
+            error: d.error.clone(),
+            indexing: false,
+        }
+    }
+}
+
+impl Documents {
+    /// The library at `path` (opened at first use, so starting the app reads nothing).
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            resource_dir: Mutex::new(None),
+            library: Mutex::new(None),
+            model: OnceLock::new(),
+            indexing: Arc::default(),
+            drops: Mutex::default(),
+            dropped: Default::default(),
+        }
+    }
+
+    /// Keeps the paths of files dropped on the window (they come from the window system, never
+    /// from the web view) and returns the event that lets the front end attach them by token.
+    pub fn register_drop(&self, paths: Vec<PathBuf>) -> DocumentEvent {
+        let n = self
+            .dropped
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = format!("drop-{n}");
+        let names = paths.iter().map(|p| file_name(p)).collect();
+        lock(&self.drops).insert(token.clone(), paths);
+        DocumentEvent::Dropped { token, names }
+    }
+
+    /// The paths of the drop `token`, once; a token used or never given is an error.
+    pub fn take_drop(&self, token: &str) -> Result<Vec<PathBuf>> {
+        lock(&self.drops).remove(token).ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                "Those dropped files were already attached or are no longer known. Drop them again.",
+            )
+        })
+    }
+
+    /// Where the packaged app's resources are, to find the bundled embedding model there.
+    pub fn set_resource_dir(&self, dir: Option<PathBuf>) {
+        *lock(&self.resource_dir) = dir;
+    }
+
+    /// Runs `work` on the library's listing connection, opening it (0600) first if needed.
+    pub fn with_library<T>(&self, work: impl FnOnce(&Library) -> Result<T>) -> Result<T> {
+        let mut slot = lock(&self.library);
+        if slot.is_none() {
+            *slot = Some(self.open()?);
+        }
+        work(slot.as_ref().expect("opened above"))
+    }
+
+    fn open(&self) -> Result<Library> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::new(
+                    ErrorCode::Storage,
+                    format!("cannot create the folder {} for your document library ({e}); check that it is writable", dir.display()),
+                )
+            })?;
+        }
+        Library::open(&self.path).map_err(library_error)
+    }
+
+    /// The embedding model (`HEARTH_EMBEDDING_MODEL`, the app's resources, an installed
+    /// Hearth or the source tree), loaded once; None means keyword search only.
+    pub fn embedder(&self) -> Option<Arc<EngineEmbedding>> {
+        self.model
+            .get_or_init(|| {
+                let resources = lock(&self.resource_dir).clone();
+                let dir = find_embedding_model(
+                    std::env::var_os("HEARTH_EMBEDDING_MODEL").map(PathBuf::from),
+                    resources.as_deref(),
+                )?;
+                match EngineEmbedding::load(&dir, None) {
+                    Ok(model) => Some(Arc::new(model)),
+                    Err(error) => {
+                        tracing::warn!(
+                            "the embedding model in {} could not be loaded ({error}); documents are searched by keyword only",
+                            dir.display()
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Indexes `paths` and attaches each to `conversation_id`, waiting for it (the command
+    /// line). Returns the attached documents; a file that could not be read is an error
+    /// naming it.
+    pub fn attach_now(
+        &self,
+        conversation_id: &str,
+        paths: &[PathBuf],
+        events: &dyn Fn(DocumentEvent),
+    ) -> Result<Vec<DocumentInfo>> {
+        let library = self.open()?;
+        let embedder = self.embedder();
+        let failed = run_index(&library, conversation_id, paths, embedder, events)?;
+        if let Some(message) = failed.into_iter().next() {
+            return Err(Error::invalid(message));
+        }
+        self.attached(conversation_id)
+    }
+
+    /// Indexes `paths` on a thread of its own and attaches each to `conversation_id` as it is
+    /// read; progress and errors go to `events`. Returns at once with the conversation's list
+    /// (the new files marked as being indexed).
+    pub fn attach(
+        self: &Arc<Self>,
+        conversation_id: &str,
+        paths: Vec<PathBuf>,
+        events: DocumentSink,
+    ) -> Result<Vec<DocumentInfo>> {
+        let fresh: Vec<PathBuf> = {
+            let mut indexing = lock(&self.indexing);
+            paths
+                .into_iter()
+                .filter(|p| {
+                    indexing
+                        .insert(p.clone(), conversation_id.to_owned())
+                        .is_none()
+                })
+                .collect()
+        };
+        let this = Arc::clone(self);
+        let conversation = conversation_id.to_owned();
+        std::thread::Builder::new()
+            .name("hearth-index".into())
+            .spawn(move || {
+                let embedder = this.embedder();
+                let result = this.open().and_then(|library| {
+                    run_index(&library, &conversation, &fresh, embedder, &*events)
+                });
+                if let Err(error) = result {
+                    events(DocumentEvent::Failed {
+                        name: fresh
+                            .iter()
+                            .map(|p| file_name(p))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        message: error.message,
+                    });
+                }
+                let mut indexing = lock(&this.indexing);
+                for path in &fresh {
+                    indexing.remove(path);
+                }
+            })
+            .map_err(|e| {
+                Error::new(
+                    ErrorCode::Storage,
+                    format!("cannot start indexing ({e}); try again"),
+                )
+            })?;
+        self.attached(conversation_id)
+    }
+
+    /// The files attached to `conversation_id`, then those still being indexed for it.
+    pub fn attached(&self, conversation_id: &str) -> Result<Vec<DocumentInfo>> {
+        let indexing = lock(&self.indexing).clone();
+        let mut list: Vec<DocumentInfo> = self
+            .with_library(|library| library.attached(conversation_id).map_err(library_error))?
+            .iter()
+            .map(|d| DocumentInfo {
+                indexing: indexing.contains_key(&d.path),
+                ..DocumentInfo::from(d)
+            })
+            .collect();
+        let mut pending: Vec<&PathBuf> = indexing
+            .iter()
+            .filter(|(_, c)| c.as_str() == conversation_id)
+            .map(|(p, _)| p)
+            .collect();
+        pending.sort();
+        for path in pending {
+            if !list.iter().any(|d| d.indexing && d.name == file_name(path)) {
+                list.push(DocumentInfo {
+                    id: 0,
+                    name: file_name(path),
+                    format: String::new(),
+                    title: None,
+                    size: std::fs::metadata(path).map_or(0, |m| m.len()),
+                    passages: 0,
+                    error: None,
+                    indexing: true,
+                });
+            }
+        }
+        Ok(list)
+    }
+
+    /// Attaches a file already in the library to `conversation_id`.
+    pub fn attach_known(&self, conversation_id: &str, id: DocumentId) -> Result<Vec<DocumentInfo>> {
+        self.with_library(|library| {
+            let known = library.documents().map_err(library_error)?;
+            if !known.iter().any(|d| d.id == id) {
+                return Err(Error::new(
+                    ErrorCode::NotFound,
+                    format!("There is no file {id} in your document library."),
+                ));
+            }
+            library.attach(conversation_id, id).map_err(library_error)
+        })?;
+        self.attached(conversation_id)
+    }
+
+    /// Takes a file off `conversation_id` (it stays in the library).
+    pub fn detach(&self, conversation_id: &str, id: DocumentId) -> Result<Vec<DocumentInfo>> {
+        self.with_library(|library| library.detach(conversation_id, id).map_err(library_error))?;
+        self.attached(conversation_id)
+    }
+
+    /// Every file in the library, and the disk it takes.
+    pub fn library(&self) -> Result<LibraryView> {
+        self.with_library(|library| {
+            Ok(LibraryView {
+                documents: library
+                    .documents()
+                    .map_err(library_error)?
+                    .iter()
+                    .map(DocumentInfo::from)
+                    .collect(),
+                disk_bytes: library.disk_use(),
+            })
+        })
+    }
+
+    /// Removes a file from the library: its text, passages and vectors are deleted (SQLite's
+    /// secure_delete overwrites them) and it leaves every conversation; the original file is
+    /// not touched.
+    pub fn remove(&self, id: DocumentId) -> Result<LibraryView> {
+        self.with_library(|library| {
+            let document = library
+                .documents()
+                .map_err(library_error)?
+                .into_iter()
+                .find(|d| d.id == id)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::NotFound,
+                        format!("There is no file {id} in your document library."),
+                    )
+                })?;
+            library.remove(&document.path).map_err(library_error)?;
+            Ok(())
+        })?;
+        self.library()
+    }
+
+    /// The documents attached to `conversation_id`, as the library stores them.
+    pub fn attached_documents(&self, conversation_id: &str) -> Result<Vec<Document>> {
+        self.with_library(|library| library.attached(conversation_id).map_err(library_error))
+    }
+}
+
+/// Indexes `paths` into `library`, attaching each file read to `conversation_id`; returns the
+/// messages of the files that failed (each also sent as a `Failed` event).
+fn run_index(
+    library: &Library,
+    conversation_id: &str,
+    paths: &[PathBuf],
+    embedder: Option<Arc<EngineEmbedding>>,
+    events: &dyn Fn(DocumentEvent),
+) -> Result<Vec<String>> {
+    let cancel = AtomicBool::new(false);
+    let model = embedder.as_deref().map(|m| m as &dyn EmbeddingModel);
+    let report = index(
+        library,
+        paths,
+        &IndexSettings::default(),
+        model,
+        &mut |p| {
+            events(DocumentEvent::Progress {
+                document_name: file_name(p.file),
+                stage: match p.stage {
+                    Stage::Reading => "reading",
+                    Stage::Embedding => "embedding",
+                }
+                .into(),
+                done: p.done,
+                total: p.total,
+            })
+        },
+        &cancel,
+    )
+    .map_err(library_error)?;
+    let mut failed = Vec::new();
+    for file in &report.files {
+        if let Outcome::Failed(message) = &file.outcome {
+            events(DocumentEvent::Failed {
+                name: file_name(&file.given),
+                message: message.clone(),
+            });
+            failed.push(message.clone());
+            continue;
+        }
+        let Some(id) = file.document else { continue };
+        library.attach(conversation_id, id).map_err(library_error)?;
+        let stored = library.document(&file.given).ok().flatten().or_else(|| {
+            library
+                .documents()
+                .ok()
+                .and_then(|all| all.into_iter().find(|d| d.id == id))
+        });
+        if let Some(document) = stored {
+            events(DocumentEvent::Indexed {
+                document: DocumentInfo::from(&document),
+            });
+        }
+    }
+    Ok(failed)
+}
+
+/// What a turn reads from the attached files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grounding {
+    /// The instruction and the numbered passages, for the system message.
+    pub instruction: String,
+    /// The passages given, by number, to save with the answer.
+    pub sources: Vec<Source>,
+}
+
+/// The instruction every grounded turn starts with.
+const CITE: &str = "The user attached files. Answer from the numbered passages of those files below. Cite each passage you use with its number in square brackets, like [1]. If the passages do not answer the question, say that the attached files do not answer it; do not invent an answer.";
+
+/// Added when no passage matches the question.
+const NOTHING_FOUND: &str = "\n\nNo passage of the attached files matches this question: tell the user that their files do not seem to answer it.";
+
+/// The passages of `attached` to give the model for `question`: every passage of the files in
+/// order when they all fit in `budget` tokens (a short file is read whole), else the best
+/// retrieved passages that fit. `cost` counts a text's tokens (see
+/// `hearth_chat::context::passage_cost`); each passage is counted as the model reads it, with
+/// its number, file and place. None when nothing attached could be read.
+pub fn ground(
+    library: &Library,
+    embedder: Option<&dyn EmbeddingModel>,
+    attached: &[Document],
+    question: &str,
+    budget: usize,
+    cost: &mut dyn FnMut(&str) -> usize,
+) -> Result<Option<Grounding>> {
+    let readable: Vec<&Document> = attached.iter().filter(|d| d.passages > 0).collect();
+    if readable.is_empty() {
+        return Ok(None);
+    }
+    let names: HashMap<DocumentId, String> = readable
+        .iter()
+        .map(|d| (d.id, file_name(&d.path)))
+        .collect();
+    let source = |i: usize,
+                  document: DocumentId,
+                  section: usize,
+                  place: Place,
+                  char_start: usize,
+                  char_end: usize,
+                  text: String| Source {
+        number: i + 1,
+        document_id: document,
+        name: names.get(&document).cloned().unwrap_or_default(),
+        page: match place {
+            Place::Page(n) => Some(n),
+            _ => None,
+        },
+        place: place_words(&place),
+        section,
+        char_start,
+        char_end,
+        text,
+    };
+    let mut whole = Vec::new();
+    for d in &readable {
+        for p in library.passages(d.id).map_err(library_error)? {
+            let i = whole.len();
+            whole.push(source(
+                i,
+                p.document,
+                p.section,
+                p.place,
+                p.char_start,
+                p.char_end,
+                p.text,
+            ));
+        }
+    }
+    let costs: Vec<usize> = whole.iter().map(|s| cost(&passage_block(s))).collect();
+    let sources = if hearth_chat::context::passages_that_fit(&costs, budget) == whole.len() {
+        whole
+    } else {
+        let ids: Vec<DocumentId> = readable.iter().map(|d| d.id).collect();
+        let hits = search(
+            library,
+            question,
+            &ids,
+            Ranking::Combined,
+            embedder,
+            RETRIEVED,
+        )
+        .map_err(library_error)?;
+        let best: Vec<Source> = hits
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                source(
+                    i,
+                    h.document,
+                    h.section,
+                    h.place,
+                    h.char_start,
+                    h.char_end,
+                    h.text,
+                )
+            })
+            .collect();
+        let costs: Vec<usize> = best.iter().map(|s| cost(&passage_block(s))).collect();
+        let fit = hearth_chat::context::passages_that_fit(&costs, budget);
+        best.into_iter().take(fit).collect()
+    };
+    let mut instruction = CITE.to_owned();
+    if sources.is_empty() {
+        instruction.push_str(NOTHING_FOUND);
+    }
+    for s in &sources {
+        instruction.push_str("\n\n");
+        instruction.push_str(&passage_block(s));
+    }
+    Ok(Some(Grounding {
+        instruction,
+        sources,
+    }))
+}
+
+/// A passage as the model reads it: "[2] contract.pdf, page 3:" and its text.
+fn passage_block(s: &Source) -> String {
+    let at = if s.place.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", s.place)
+    };
+    format!("[{}] {}{at}:\n{}", s.number, s.name, s.text)
+}
+
+/// A place in words: "page 3", "section “Terms”", or "" for the whole file.
+fn place_words(place: &Place) -> String {
+    match place {
+        Place::Page(n) => format!("page {n}"),
+        Place::Heading(h) => format!("section “{h}”"),
+        Place::Whole => String::new(),
+    }
+}
+
+/// What the user is told before passages of their files go to a remote server.
+fn remote_notice(server: &str) -> String {
+    format!("Passages of the files attached to this conversation will be sent to {server} to answer. Your files and their index stay on this computer.")
+}
+
+impl crate::App {
+    /// The files of `conversation_id` and the remote notice that applies to it.
+    pub fn conversation_documents(&self, conversation_id: &str) -> Result<ConversationDocuments> {
+        Ok(ConversationDocuments {
+            documents: self.documents.attached(conversation_id)?,
+            remote_notice: self.remote_documents_notice(conversation_id)?,
+        })
+    }
+
+    /// The sources saved with the answers of `conversation_id`, to show them again.
+    pub fn message_sources(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<hearth_chat::conversations::MessageSources>> {
+        Ok(lock(&self.store).sources(conversation_id)?)
+    }
+
+    /// The notice to show before the first answer when the model in use is on a remote server,
+    /// files are attached and the user has not accepted yet for this conversation; None
+    /// otherwise (or while an answer holds the model: it checked when it began).
+    pub fn remote_documents_notice(&self, conversation_id: &str) -> Result<Option<String>> {
+        let Ok(slot) = self.model.try_lock() else {
+            return Ok(None);
+        };
+        let Some(server) = slot.as_ref().and_then(remote_server) else {
+            return Ok(None);
+        };
+        drop(slot);
+        if self
+            .documents
+            .attached_documents(conversation_id)?
+            .is_empty()
+        {
+            return Ok(None);
+        }
+        let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
+        Ok((accepted.as_deref() != Some(server.as_str())).then(|| remote_notice(&server)))
+    }
+
+    /// The user accepts that passages of this conversation's files go to the remote server in
+    /// use (asked again if the server changes).
+    pub fn accept_remote_documents(&self, conversation_id: &str) -> Result<()> {
+        let server = lock(&self.model).as_ref().and_then(remote_server);
+        if let Some(server) = server {
+            lock(&self.store).accept_remote_documents(conversation_id, &server)?;
+        }
+        Ok(())
+    }
+
+    /// What the turn reads from the conversation's files for the newest user message in
+    /// `messages`: refused on a remote server the user has not accepted; None when nothing is
+    /// attached. Passages take at most the share of the context `hearth_chat::context` allows.
+    pub(crate) fn ground_turn(
+        &self,
+        conversation_id: &str,
+        loaded: &crate::Session,
+        options: &hearth_engine::ChatOptions,
+        messages: &[hearth_engine::ChatMessage],
+    ) -> Result<Option<Grounding>> {
+        let attached = self.documents.attached_documents(conversation_id)?;
+        if attached.is_empty() {
+            return Ok(None);
+        }
+        if let Some(server) = remote_server(loaded) {
+            let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
+            if accepted.as_deref() != Some(server.as_str()) {
+                return Err(Error::invalid(remote_notice(&server)));
+            }
+        }
+        let question = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == hearth_engine::Role::User)
+            .map_or("", |m| m.content.as_str());
+        let limit = loaded
+            .backend
+            .info()
+            .context_length
+            .unwrap_or(UNKNOWN_CONTEXT);
+        let reserve = hearth_chat::context::answer_reserve(options.max_tokens, limit);
+        let budget = hearth_chat::context::passage_budget(limit, reserve);
+        let embedder = self.documents.embedder();
+        self.documents.with_library(|library| {
+            ground(
+                library,
+                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+                &attached,
+                question,
+                budget,
+                &mut |text| hearth_chat::context::passage_cost(loaded.backend.count_text(text)),
+            )
+        })
+    }
+}
+
+/// The context assumed for a server that does not say its own.
+const UNKNOWN_CONTEXT: usize = 4096;
+
+/// The remote server a session answers on, by its label; None on this computer.
+fn remote_server(session: &crate::Session) -> Option<String> {
+    (session.kind() == hearth_chat::BackendKind::Remote)
+        .then(|| session.backend.info().label.clone())
+}
+
+/// `messages` with the grounding's instruction in the system message (added to the
+/// conversation's own system prompt, or as the first message).
+pub fn with_instruction(
+    mut messages: Vec<hearth_engine::ChatMessage>,
+    instruction: &str,
+) -> Vec<hearth_engine::ChatMessage> {
+    match messages.first_mut() {
+        Some(first) if first.role == hearth_engine::Role::System => {
+            first.content = format!("{}\n\n{instruction}", first.content);
+        }
+        _ => messages.insert(
+            0,
+            hearth_engine::ChatMessage::new(hearth_engine::Role::System, instruction),
+        ),
+    }
+    messages
+}

@@ -1,0 +1,227 @@
+//! The user's files in a turn, without Tauri: attach (indexing into the library in the data
+//! folder), ask, and find the passages in the prompt and the saved sources pointing at the
+//! right characters of the file. On the committed tiny Llama (a 128-token context) and, for
+//! retrieval, the library's keyword index.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use hearth_app::documents::{ground, with_instruction};
+use hearth_app::turn::{ChatAction, ChatEvent};
+use hearth_app::{App, Home};
+use hearth_chat::conversations::Source;
+use hearth_chat::ConversationSettings;
+use hearth_documents::Library;
+use hearth_hub::{BuiltinKind, BuiltinModel};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A copy of the committed tiny Llama in `dir` whose config allows 1024 positions (its rotary
+/// positions go on): the instruction to cite and a file's passages alone are longer than the
+/// 128 tokens it was made with.
+fn tiny_model_with_room(dir: &Path) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-llama");
+    let to = dir.join("tiny-llama-1024");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    let config = to.join("config.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["max_position_embeddings"] = 1024.into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    to
+}
+
+/// The app with its folders in `dir` and the roomier tiny model as its built-in one.
+fn app(dir: &Path) -> App {
+    // Keyword retrieval only: the test does not depend on the bundled embedding model.
+    std::env::set_var("HEARTH_EMBEDDING_MODEL", dir.join("no-embedding-model"));
+    let home = Home {
+        data_dir: dir.join("data"),
+        config_dir: dir.join("config"),
+        state_dir: dir.join("state"),
+        builtin: Some(BuiltinModel {
+            kind: BuiltinKind::Demo,
+            folder: tiny_model_with_room(dir),
+            sha256: None,
+        }),
+        system_root: dir.join("no-system"),
+    };
+    App::open(home).unwrap()
+}
+
+/// Each source's text is exactly its character range of its section of the file.
+fn assert_ranges_match(path: &Path, sources: &[Source]) {
+    let extracted = hearth_documents::extract(path, &Default::default()).unwrap();
+    for s in sources {
+        let slice: String = extracted.sections[s.section]
+            .text
+            .chars()
+            .skip(s.char_start)
+            .take(s.char_end - s.char_start)
+            .collect();
+        assert_eq!(slice, s.text, "source [{}] points at its passage", s.number);
+    }
+}
+
+#[test]
+fn an_attached_short_file_is_read_whole_cited_and_its_sources_are_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let settings = ConversationSettings {
+        max_tokens: 4,
+        ..ConversationSettings::default()
+    };
+    let c = app.create_conversation(&settings).unwrap();
+    let note = fixture("short-note.txt");
+    let attached = app
+        .documents
+        .attach_now(&c.id, std::slice::from_ref(&note), &|_| {})
+        .unwrap();
+    assert_eq!(attached.len(), 1);
+    assert_eq!(attached[0].name, "short-note.txt");
+    assert!(attached[0].passages > 0 && attached[0].error.is_none());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("data/documents.db"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the library is private: {mode:o}");
+    }
+
+    let events = Mutex::new(Vec::new());
+    app.answer(
+        app.begin_answer().unwrap(),
+        &c.id,
+        ChatAction::Send {
+            content: "Where is the key?".into(),
+        },
+        &hearth_app::npu::logged_progress(),
+        &|e| events.lock().unwrap().push(e),
+    )
+    .unwrap();
+    let events = events.into_inner().unwrap();
+    let sources = events
+        .iter()
+        .find_map(|e| match e {
+            ChatEvent::Sources { sources } => Some(sources.clone()),
+            _ => None,
+        })
+        .expect("a Sources event");
+    let text = std::fs::read_to_string(&note).unwrap();
+    let whole: String = sources.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(whole.trim(), text.trim(), "the short file is used whole");
+    assert_eq!(sources[0].number, 1);
+    assert_ranges_match(&note, &sources);
+
+    let saved = app.store.lock().unwrap().sources(&c.id).unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].sources, sources, "saved with the answer");
+    let Some(ChatEvent::Done { message }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(saved[0].message_id, message.id);
+    assert_eq!(
+        app.remote_documents_notice(&c.id).unwrap(),
+        None,
+        "no notice on this computer"
+    );
+}
+
+#[test]
+fn a_long_file_gives_its_best_passages_by_number_and_the_prompt_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&Default::default()).unwrap();
+    let file = fixture("lighthouse.txt");
+    app.documents
+        .attach_now(&c.id, std::slice::from_ref(&file), &|_| {})
+        .unwrap();
+    let attached = app.documents.attached_documents(&c.id).unwrap();
+    let library = Library::open(&dir.path().join("data/documents.db")).unwrap();
+    let words = &mut |t: &str| t.split_whitespace().count();
+    let question = "How many steps does the climb up the tower have?";
+
+    let g = ground(&library, None, &attached, question, 80, words)
+        .unwrap()
+        .unwrap();
+    assert!(!g.sources.is_empty() && g.sources.len() < attached[0].passages);
+    assert!(
+        g.sources[0].text.contains("one hundred and twelve steps"),
+        "the best passage first: {:?}",
+        g.sources[0].text
+    );
+    assert_ranges_match(&file, &g.sources);
+    let total: usize = g.sources.iter().map(|s| words(&s.text)).sum();
+    assert!(total <= 80, "the passages fit the budget");
+    assert!(g.instruction.contains("[1] lighthouse.txt:\n"));
+    assert!(g.instruction.contains(&g.sources[0].text));
+    assert!(g.instruction.contains("Cite each passage"));
+
+    let messages = with_instruction(
+        vec![hearth_engine::ChatMessage::new(
+            hearth_engine::Role::User,
+            question,
+        )],
+        &g.instruction,
+    );
+    assert_eq!(messages[0].role, hearth_engine::Role::System);
+    assert!(messages[0].content.contains("one hundred and twelve steps"));
+
+    let nothing = ground(&library, None, &attached, "zygomorphic quasar", 80, words)
+        .unwrap()
+        .unwrap();
+    assert!(nothing.sources.is_empty());
+    assert!(nothing.instruction.contains("do not seem to answer"));
+
+    let all = ground(&library, None, &attached, question, 100_000, words)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        all.sources.len(),
+        attached[0].passages,
+        "fits whole: read whole"
+    );
+}
+
+#[test]
+fn removing_a_file_deletes_its_text_and_leaves_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&Default::default()).unwrap();
+    let listed = app
+        .documents
+        .attach_now(&c.id, &[fixture("lighthouse.txt")], &|_| {})
+        .unwrap();
+    let view = app.documents.library().unwrap();
+    assert_eq!(view.documents.len(), 1);
+    assert!(view.disk_bytes > 0);
+    let after = app.documents.remove(listed[0].id).unwrap();
+    assert!(after.documents.is_empty());
+    assert!(app.documents.attached(&c.id).unwrap().is_empty());
+    let library = Library::open(&dir.path().join("data/documents.db")).unwrap();
+    assert!(library.passages(listed[0].id).unwrap().is_empty());
+}
+
+#[test]
+fn a_file_that_cannot_be_read_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&Default::default()).unwrap();
+    let missing = dir.path().join("nowhere.txt");
+    let failed = Mutex::new(Vec::new());
+    let e = app
+        .documents
+        .attach_now(&c.id, &[missing], &|e| failed.lock().unwrap().push(e))
+        .unwrap_err();
+    assert!(e.message.contains("nowhere.txt"), "{}", e.message);
+}
