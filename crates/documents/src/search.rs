@@ -6,7 +6,7 @@
 //!   three-character pieces. A question with no piece of three characters or more (a one- or
 //!   two-character Chinese word, which the trigram index cannot look up) is answered by a
 //!   substring scan of the documents' passages instead, ranked by how many of its words a
-//!   passage holds.
+//!   passage holds; a question with both fuses the two lists by reciprocal rank.
 //! - Semantic: the question's vector against every stored passage vector of the same model
 //!   (a dot product of unit vectors is their cosine).
 //! - Combined: reciprocal rank fusion of the two lists, the semantic list weighted twice
@@ -51,8 +51,9 @@ pub struct Hit {
     pub char_start: usize,
     pub char_end: usize,
     pub text: String,
-    /// The ranking's score, higher is better: -bm25 for keyword, the cosine for semantic, the
-    /// fused reciprocal-rank sum for combined.
+    /// The ranking's score, higher is better: -bm25 for keyword (the count of short words held,
+    /// or a fused reciprocal-rank sum, for questions with short CJK words), the cosine for
+    /// semantic, the fused reciprocal-rank sum for combined.
     pub score: f64,
     /// Its rank (from 1) in the keyword list and in the semantic list, where it was in them.
     pub keyword_rank: Option<usize>,
@@ -63,6 +64,12 @@ pub struct Hit {
 const FUSION_DEPTH: usize = 50;
 /// Reciprocal rank fusion's constant (Cormack et al. 2009).
 const RRF_K: f64 = 60.0;
+
+/// Reciprocal rank fusion's share of the item at `index` (from 0) of a ranked list.
+fn reciprocal_rank(index: usize) -> f64 {
+    1.0 / (RRF_K + (index + 1) as f64)
+}
+
 /// The semantic list's weight in the fusion (the keyword list's is 1): chosen by measurement,
 /// see the module's notes.
 const SEMANTIC_WEIGHT: f64 = 2.0;
@@ -102,12 +109,12 @@ pub fn search(
             let mut fused: HashMap<i64, (f64, Option<usize>, Option<usize>)> = HashMap::new();
             for (i, &(id, _)) in keyword.iter().enumerate() {
                 let entry = fused.entry(id).or_default();
-                entry.0 += 1.0 / (RRF_K + (i + 1) as f64);
+                entry.0 += reciprocal_rank(i);
                 entry.1 = Some(i + 1);
             }
             for (i, &(id, _)) in semantic.iter().enumerate() {
                 let entry = fused.entry(id).or_default();
-                entry.0 += SEMANTIC_WEIGHT / (RRF_K + (i + 1) as f64);
+                entry.0 += SEMANTIC_WEIGHT * reciprocal_rank(i);
                 entry.2 = Some(i + 1);
             }
             let mut fused: Vec<_> = fused
@@ -231,46 +238,89 @@ fn terms(question: &str) -> Terms {
     terms
 }
 
-/// `(passage id, -bm25)`, best first.
+/// `(passage id, score)`, best first: -bm25 over the trigram index; for a question of short
+/// words only, how many of them a passage holds; for a question with both, the two lists fused
+/// by reciprocal rank (so 安全 in "安全 Shell" still counts).
 fn keyword_ranking(
     library: &Library,
     question: &str,
     documents: &[DocumentId],
     depth: usize,
 ) -> Result<Vec<(i64, f64)>, LibraryError> {
-    let err = |e| library.err(e);
     let terms = terms(question);
     let scope = scope_json(documents);
-    if !terms.long.is_empty() {
-        let query = terms
-            .long
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let mut statement = library
-            .conn
-            .prepare_cached(
-                "SELECT passages_fts.rowid, bm25(passages_fts) FROM passages_fts
-                 JOIN passages p ON p.id = passages_fts.rowid
-                 WHERE passages_fts MATCH ?1
-                   AND p.document_id IN (SELECT value FROM json_each(?2))
-                 ORDER BY bm25(passages_fts), passages_fts.rowid LIMIT ?3",
-            )
-            .map_err(err)?;
-        let rows = statement
-            .query_map(params![query, scope, depth as i64], |row| {
-                Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
-            })
-            .map_err(err)?;
-        return rows.collect::<Result<_, _>>().map_err(err);
+    if terms.long.is_empty() {
+        return substring_ranking(library, &terms.short, &scope, depth);
     }
-    if terms.short.is_empty() {
+    let trigram = trigram_ranking(library, &terms.long, &scope, depth)?;
+    // Short English words left after the function words ("id", "ls") would match inside
+    // almost any passage; only short CJK words are worth a scan.
+    let short_cjk: Vec<String> = terms
+        .short
+        .into_iter()
+        .filter(|t| t.chars().any(is_cjk))
+        .collect();
+    if short_cjk.is_empty() {
+        return Ok(trigram);
+    }
+    let substring = substring_ranking(library, &short_cjk, &scope, depth)?;
+    let mut fused: HashMap<i64, f64> = HashMap::new();
+    for list in [&trigram, &substring] {
+        for (i, &(id, _)) in list.iter().enumerate() {
+            *fused.entry(id).or_default() += reciprocal_rank(i);
+        }
+    }
+    let mut fused: Vec<(i64, f64)> = fused.into_iter().collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    fused.truncate(depth);
+    Ok(fused)
+}
+
+/// `(passage id, -bm25)` for passages holding any of `long` (words of three characters or
+/// more, each matched as a substring by the trigram index), best first.
+fn trigram_ranking(
+    library: &Library,
+    long: &[String],
+    scope: &str,
+    depth: usize,
+) -> Result<Vec<(i64, f64)>, LibraryError> {
+    let err = |e| library.err(e);
+    let query = long
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let mut statement = library
+        .conn
+        .prepare_cached(
+            "SELECT passages_fts.rowid, bm25(passages_fts) FROM passages_fts
+             JOIN passages p ON p.id = passages_fts.rowid
+             WHERE passages_fts MATCH ?1
+               AND p.document_id IN (SELECT value FROM json_each(?2))
+             ORDER BY bm25(passages_fts), passages_fts.rowid LIMIT ?3",
+        )
+        .map_err(err)?;
+    let rows = statement
+        .query_map(params![query, scope, depth as i64], |row| {
+            Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
+        })
+        .map_err(err)?;
+    rows.collect::<Result<_, _>>().map_err(err)
+}
+
+/// `(passage id, words held)` for passages holding any of `short` (words the trigram index
+/// cannot look up), found by scanning the documents' passages, most words first.
+fn substring_ranking(
+    library: &Library,
+    short: &[String],
+    scope: &str,
+    depth: usize,
+) -> Result<Vec<(i64, f64)>, LibraryError> {
+    if short.is_empty() {
         return Ok(Vec::new());
     }
-    // Only words of one or two characters: count, per passage, how many it holds.
-    let holds = terms
-        .short
+    let err = |e| library.err(e);
+    let holds = short
         .iter()
         .map(|t| format!("(instr(lower(p.text), '{}') > 0)", t.replace('\'', "''")))
         .collect::<Vec<_>>()

@@ -292,6 +292,21 @@ fn short_chinese_words_are_found_without_the_trigram_index() {
 }
 
 #[test]
+fn a_short_chinese_word_beside_a_longer_word_still_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = Library::open(&dir.path().join("documents.db")).unwrap();
+    let files = vec![
+        write(dir.path(), "scripts.txt", "Shell scripts run commands."),
+        write(dir.path(), "ssh.txt", "安全 Shell 提供加密通讯。"),
+    ];
+    run(&library, &files, None);
+    let ids: Vec<_> = library.documents().unwrap().iter().map(|d| d.id).collect();
+    let hits = search(&library, "安全 Shell", &ids, Ranking::Keyword, None, 5).unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(hits[0].path.ends_with("ssh.txt"), "{hits:?}");
+}
+
+#[test]
 fn disk_use_counts_the_database_files() {
     let dir = tempfile::tempdir().unwrap();
     let library = Library::open(&dir.path().join("documents.db")).unwrap();
