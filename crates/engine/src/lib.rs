@@ -27,10 +27,13 @@
 //! keep an answer on it.
 //! Sentence embeddings: [`Embedder`] loads a BERT encoder folder (all-MiniLM-L6-v2);
 //! `wordpiece` makes its tokens, `encoder` runs it and `pooling` averages and normalizes.
+//! [`DecoderEmbedder`] runs a Qwen3 folder (Qwen3-Embedding-0.6B) through `transformer`'s
+//! forward pass and gives the last token's final normed state (last-token pooling).
 
 mod chat_template;
 mod constraint;
 pub mod cpu;
+mod decoder_embedder;
 mod draft;
 mod embedder;
 mod encoder;
@@ -54,6 +57,7 @@ mod wordpiece;
 pub use chat_template::{
     check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
 };
+pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
 pub use json_schema::ResponseFormat;

@@ -373,6 +373,13 @@ impl Model {
         self.runner.logits(tokens)
     }
 
+    /// The final hidden state (after the last norm) at the last of `tokens`, L2-normalized,
+    /// computed from an empty context without the head: a decoder embedding model's vector
+    /// (last-token pooling; see [`crate::DecoderEmbedder`], which makes the tokens).
+    pub fn last_token_embedding(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        self.runner.last_token_embedding(tokens)
+    }
+
     /// Runs `tokens` after what the context holds (after nothing with `restart`), computing
     /// with `cpu` (its threads and kernel level) in place of the model's own context, which is
     /// back in place afterwards; the logits are left unread. For benchmarks that alternate two
@@ -393,7 +400,7 @@ impl Model {
         result
     }
 
-    fn require_tokenizer(&self) -> Result<&TextTokenizer, Error> {
+    pub(crate) fn require_tokenizer(&self) -> Result<&TextTokenizer, Error> {
         self.tokenizer.as_ref().ok_or_else(|| Error::NoTokenizer {
             dir: self.dir.clone(),
         })

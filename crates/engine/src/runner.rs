@@ -16,7 +16,9 @@ use crate::draft::Drafter;
 use crate::json_schema::ResponseFormat;
 use crate::kv_cache::{KvCache, KvPrecision};
 use crate::sampler::{sample, sample_allowed, Rng, SamplingParams};
-use crate::transformer::{forward, Logits, RunState, TransformerWeights, MAX_CHUNK};
+use crate::transformer::{
+    forward, last_token_embedding, Logits, RunState, TransformerWeights, MAX_CHUNK,
+};
 use crate::Error;
 
 self_cell::self_cell!(
@@ -246,6 +248,28 @@ impl Runner {
         let mut rows = Vec::with_capacity(tokens.len());
         let result = self.feed(tokens, Some(&mut rows));
         result.map(|()| rows)
+    }
+
+    /// The L2-normalized final hidden state at the last of `tokens`, computed from an empty
+    /// context (last-token pooling; the cache is overwritten and forgotten).
+    pub(crate) fn last_token_embedding(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        self.check_tokens(tokens)?;
+        let limit = self.cache.capacity();
+        if tokens.len() > limit {
+            return Err(Error::ContextFull {
+                needed: tokens.len(),
+                limit,
+            });
+        }
+        self.reset();
+        Ok(last_token_embedding(
+            &self.config,
+            self.weights.borrow_dependent(),
+            &mut self.state,
+            &mut self.cache,
+            &self.cpu,
+            tokens,
+        ))
     }
 
     /// Generates after `prompt`, reusing the longest prefix already in the cache. `on_token`

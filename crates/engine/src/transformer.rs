@@ -13,6 +13,7 @@ use crate::cpu::exp::exp;
 use crate::cpu::CpuContext;
 use crate::kv_cache::KvCache;
 use crate::linear::Linear;
+use crate::pooling;
 use crate::Error;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
@@ -172,6 +173,9 @@ pub(crate) enum Logits {
     Last,
     /// Every token's (verification).
     All,
+    /// No logits: the last token's final normed hidden state, into `state.hidden` (a decoder
+    /// embedding model's vector before normalization; see [`last_token_embedding`]).
+    LastHidden,
 }
 
 /// Activation buffers for up to [`MAX_CHUNK`] tokens, allocated once, plus the RoPE table.
@@ -189,6 +193,7 @@ pub(crate) struct RunState {
     rope_cos: Vec<f32>,          // (context, head_dim / 2)
     rope_sin: Vec<f32>,          // (context, head_dim / 2)
     pub(crate) logits: Vec<f32>, // (rows, vocab), rows = 1 or chunk
+    hidden: Vec<f32>,            // (hidden) for Logits::LastHidden
 }
 
 impl RunState {
@@ -212,6 +217,7 @@ impl RunState {
             rope_cos,
             rope_sin,
             logits: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 }
@@ -352,14 +358,44 @@ pub(crate) fn forward(
     // logits = rmsnorm(x, norm) lm_head^T                          (rows, vocab)
     let first = match logits {
         Logits::None => return,
-        Logits::Last => n - 1,
+        Logits::Last | Logits::LastHidden => n - 1,
         Logits::All => 0,
     };
     let rows = n - first;
     rmsnorm_rows(&mut xb[..rows * dim], &x[first * dim..], &w.norm, eps);
+    if logits == Logits::LastHidden {
+        s.hidden.clear();
+        s.hidden.extend_from_slice(&xb[..dim]);
+        return;
+    }
     s.logits.resize(rows * c.vocab_size, 0.0);
     w.lm_head
         .matmul(cpu, &xb[..rows * dim], rows, &mut s.logits);
+}
+
+/// Last-token pooling, a decoder embedding model's vector of a text (Qwen3-Embedding's): runs
+/// `tokens` (the text's, ending with the token whose state is the vector, `<|endoftext|>`) from
+/// position 0 in chunks of [`MAX_CHUNK`], overwriting the start of `cache`, and returns the
+/// final normed hidden state at the last token, L2-normalized. The head is never computed. The
+/// caller checks the ids and that `tokens` fits in the cache.
+pub(crate) fn last_token_embedding(
+    c: &ModelConfig,
+    w: &TransformerWeights<'_>,
+    s: &mut RunState,
+    cache: &mut KvCache,
+    cpu: &CpuContext,
+    tokens: &[u32],
+) -> Vec<f32> {
+    let chunks = tokens.chunks(MAX_CHUNK).len();
+    for (i, chunk) in tokens.chunks(MAX_CHUNK).enumerate() {
+        let mode = if i + 1 == chunks {
+            Logits::LastHidden
+        } else {
+            Logits::None
+        };
+        forward(c, w, s, cache, cpu, chunk, i * MAX_CHUNK, mode);
+    }
+    pooling::normalize(s.hidden.clone())
 }
 
 /// `out = weight * (x / sqrt(mean(x^2) + eps))` for each row of `x` (row length = weight length).

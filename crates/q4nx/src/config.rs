@@ -281,7 +281,8 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
     let model_type = obj.get("model_type").and_then(|m| m.as_str());
     match (arch, model_type) {
         (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Ok(Family::Llama),
-        (Some("Qwen3ForCausalLM"), _) | (None, Some("qwen3")) => Ok(Family::Qwen3),
+        // Qwen3Model: the base class without the head, which embedding models are saved from.
+        (Some("Qwen3ForCausalLM" | "Qwen3Model"), _) | (None, Some("qwen3")) => Ok(Family::Qwen3),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
                              Hearth runs LlamaForCausalLM and Qwen3ForCausalLM models"
@@ -420,6 +421,20 @@ mod tests {
         assert!(c.tie_word_embeddings);
         assert_eq!(c.eos_token_ids, vec![7]);
         assert_eq!(c.max_position_embeddings, 32768);
+    }
+
+    #[test]
+    fn the_qwen3_base_class_is_qwen3() {
+        let c = ModelConfig::from_json(
+            r#"{"architectures": ["Qwen3Model"], "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.family,
+            Family::Qwen3,
+            "embedding models are saved from Qwen3Model"
+        );
     }
 
     #[test]
