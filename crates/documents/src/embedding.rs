@@ -1,5 +1,7 @@
 //! What the index needs from a sentence-embedding model (its name, its count of word pieces to
-//! cut passages it reads whole, a unit vector per text), and the engine's model behind it.
+//! cut passages it reads whole, a unit vector per text, a question's vector), and the engine's
+//! models behind it: the bundled BERT encoder (all-MiniLM-L6-v2, English) or a downloaded Qwen3
+//! decoder (Qwen3-Embedding-0.6B, multilingual, last-token pooling).
 
 use std::path::{Path, PathBuf};
 
@@ -13,21 +15,80 @@ pub trait EmbeddingModel {
 
     /// One vector per text, each of length 1 (so that a dot product is the cosine).
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+
+    /// The vector a question is searched with. By default the question's own, as `embed` gives
+    /// it; a model trained with an instruction before queries adds it here (passages are
+    /// embedded without one).
+    fn embed_query(&self, question: &str) -> Result<Vec<f32>, String> {
+        let mut vectors = self.embed(&[question])?;
+        vectors
+            .pop()
+            .ok_or_else(|| "no vector for the question".to_owned())
+    }
 }
 
-/// The engine's BERT sentence encoder (all-MiniLM-L6-v2 as bundled).
+/// What Qwen3-Embedding reads before a question, in its model card's form
+/// (`Instruct: {task}\nQuery:{question}`, no space after the colon); passages get nothing.
+pub const QWEN3_QUERY_INSTRUCTION: &str =
+    "Instruct: Given a question, retrieve passages that answer it\nQuery:";
+
+/// The engine's sentence-embedding models: a BERT encoder (all-MiniLM-L6-v2 as bundled) or a
+/// Qwen3 decoder (Qwen3-Embedding-0.6B, downloaded), told apart by the folder's config.json.
 pub struct EngineEmbedding {
-    model: hearth_engine::Embedder,
+    model: Engine,
     id: String,
 }
 
+enum Engine {
+    /// Mean pooling over at most 256 word pieces; questions as they are.
+    Encoder(hearth_engine::Embedder),
+    /// Last-token pooling over at most 512 tokens; questions after
+    /// [`QWEN3_QUERY_INSTRUCTION`].
+    Decoder(hearth_engine::DecoderEmbedder),
+}
+
 impl EngineEmbedding {
-    /// Loads the model folder `dir` (config.json, model.safetensors, tokenizer.json) to run on
-    /// `threads` threads (`None`: one per physical core).
+    /// Loads the model folder `dir` to run on `threads` threads (`None`: one per physical
+    /// core): a Qwen3 model when config.json's `architectures` or `model_type` names one
+    /// (config.json, safetensors or Q4NX weights, tokenizer.json), else a BERT encoder
+    /// (config.json, model.safetensors, tokenizer.json).
     pub fn load(dir: &Path, threads: Option<usize>) -> Result<Self, hearth_engine::Error> {
-        let model = hearth_engine::Embedder::load(dir, threads)?;
-        let id = format!("{}-{}d", model.name(), model.dimension());
+        let (model, name, dimension) = if hearth_engine::DecoderEmbedder::is_qwen3_folder(dir) {
+            let model = hearth_engine::DecoderEmbedder::load(dir, threads)?;
+            let (name, dimension) = (model.name().to_owned(), model.dimension());
+            (Engine::Decoder(model), name, dimension)
+        } else {
+            let model = hearth_engine::Embedder::load(dir, threads)?;
+            let (name, dimension) = (model.name().to_owned(), model.dimension());
+            (Engine::Encoder(model), name, dimension)
+        };
+        let id = format!("{name}-{dimension}d");
         Ok(Self { model, id })
+    }
+
+    /// Tokens (or word pieces) of a text the model reads; the rest is cut off: 256 for the
+    /// BERT encoder, 512 for a Qwen3 decoder (or its `max_position_embeddings`, if fewer).
+    pub fn max_tokens(&self) -> usize {
+        match &self.model {
+            Engine::Encoder(m) => m.max_pieces() + 2,
+            Engine::Decoder(m) => m.max_tokens(),
+        }
+    }
+
+    fn embed_texts(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let vectors = match &self.model {
+            Engine::Encoder(m) => m.embed(texts),
+            Engine::Decoder(m) => m.embed(texts),
+        }
+        .map_err(|e| e.to_string())?;
+        if vectors.len() != texts.len() {
+            return Err(format!(
+                "{} vectors for {} texts",
+                vectors.len(),
+                texts.len()
+            ));
+        }
+        Ok(vectors)
     }
 }
 
@@ -37,22 +98,31 @@ impl EmbeddingModel for EngineEmbedding {
     }
 
     fn pieces(&self, word: &str) -> usize {
+        let count = match &self.model {
+            Engine::Encoder(m) => m.count_pieces(word),
+            Engine::Decoder(m) => m.count_tokens(word),
+        };
         // A word the tokenizer cannot read is counted by the estimate.
-        self.model
-            .count_pieces(word)
-            .unwrap_or_else(|_| crate::passages::estimate_pieces(word))
+        count.unwrap_or_else(|_| crate::passages::estimate_pieces(word))
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        let vectors = self.model.embed(texts).map_err(|e| e.to_string())?;
-        if vectors.len() != texts.len() {
-            return Err(format!(
-                "{} vectors for {} texts",
-                vectors.len(),
-                texts.len()
-            ));
-        }
-        Ok(vectors)
+        self.embed_texts(texts)
+    }
+
+    fn embed_query(&self, question: &str) -> Result<Vec<f32>, String> {
+        let instructed;
+        let text = match &self.model {
+            Engine::Encoder(_) => question,
+            Engine::Decoder(_) => {
+                instructed = format!("{QWEN3_QUERY_INSTRUCTION}{question}");
+                &instructed
+            }
+        };
+        let mut vectors = self.embed_texts(&[text])?;
+        vectors
+            .pop()
+            .ok_or_else(|| "no vector for the question".to_owned())
     }
 }
 
