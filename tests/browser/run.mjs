@@ -1248,6 +1248,63 @@ test('review #32 (S3): the welcome card can be closed with ✕, for good', async
   assert((await page.evaluate(() => localStorage.getItem('hearth.welcome-dismissed'))) === '1', 'remembered');
 });
 
+// Languages (issue 38 item 6). The screenshots go to tests/browser/out/ (not kept in the
+// repository), to look at: the Chinese ones need a CJK font (scripts/setup.sh test installs
+// fonts-noto-cjk).
+const shotsDir = join(root, 'tests', 'browser', 'out');
+
+test('languages: the setting switches to Chinese at once, and back; screenshots in English and Chinese at three sizes, light and dark', async ({ page }) => {
+  await page.getByTestId('welcome-card').getByRole('button', { name: 'Close the welcome' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'What is a crate in Rust?');
+  await page.getByTestId('assistant-message').last().getByRole('button', { name: 'How this answer was made' }).click();
+  await mkdir(shotsDir, { recursive: true });
+  const shots = async (name) => {
+    for (const [w, h] of [[1366, 768], [800, 600], [700, 520]]) {
+      await page.setViewportSize({ width: w, height: h });
+      for (const theme of ['light', 'dark']) {
+        await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+        await page.waitForTimeout(100);
+        await page.screenshot({ path: join(shotsDir, `${name}-${w}x${h}-${theme}.png`) });
+      }
+    }
+  };
+  await shots('en-chat');
+  await page.keyboard.press('Control+,');
+  await shots('en-settings');
+
+  await page.locator('#setting-language').selectOption('zh');
+  await page.getByRole('heading', { name: '设置' }).waitFor();
+  assert((await page.evaluate(() => document.documentElement.lang)) === 'zh-CN', 'the page says it is Chinese');
+  const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1)?.args.settings.language);
+  assert(saved === 'zh', `the choice is saved: ${saved}`);
+  assert((await page.locator('#setting-language option[value="system"]').textContent()) === '自动（跟随系统）', 'the choices are in Chinese too');
+  await shots('zh-settings');
+  await page.getByRole('button', { name: '关闭设置' }).click();
+  assert(await page.getByTestId('chat-input').getAttribute('placeholder') !== 'Ask anything. Enter sends, Shift+Enter adds a line.', 'the message box is in Chinese');
+  const line = await page.getByTestId('answer-line').last().textContent();
+  assert(line.includes('词元/秒'), `the numbers' words follow the language: ${line}`);
+  await page.getByTestId('assistant-message').last().getByRole('button', { name: '这个回答是如何生成的' }).click();
+  await page.getByTestId('receipt').getByText('此电脑的处理器').waitFor();
+  await shots('zh-chat');
+  // Every word on the page has a glyph: no text is drawn in a font without Chinese (tofu shows as
+  // the fallback's boxes, which document.fonts cannot see, so check that a CJK font is installed).
+  assert(await page.evaluate(() => document.fonts.check('16px "Noto Sans CJK SC"')), 'a CJK font (fonts-noto-cjk) is installed for the Chinese screenshots');
+
+  await page.keyboard.press('Control+,');
+  await page.locator('#setting-language').selectOption('system');
+  await page.getByRole('heading', { name: 'Settings' }).waitFor();
+});
+
+test('languages: "Automatic" follows the system language the backend reports (German here), numbers written the German way', async ({ page }) => {
+  assert((await page.getByTestId('chat-input').getAttribute('placeholder')).startsWith('Fragen Sie'), 'the message box speaks German');
+  await page.getByTestId('welcome-card').getByRole('button', { name: 'Begrüßung schließen' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Was ist ein Crate?');
+  const line = await page.getByTestId('answer-line').last().textContent();
+  assert(/\d,\d/.test(line) && line.includes('Tokens/s'), `a decimal comma and German words: ${line}`);
+}, () => { window.__mockSystemLanguage = 'de'; });
+
 if (process.env.SCREENSHOTS) {
   test('README screenshots (light and dark)', async ({ page }) => {
     await mkdir(process.env.SCREENSHOTS, { recursive: true });
