@@ -24,6 +24,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
         None => (builder, true),
     };
     builder
+        // "Let other apps on this computer use Hearth": off until the user turns it on.
+        .manage(hearth_server::Sharing::default())
         .plugin(tauri_plugin_store::Builder::new().build())
         // Import's folder picker and export's save dialog.
         .plugin(tauri_plugin_dialog::init())
@@ -36,8 +38,20 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             tracing::info!("data folder: {}", home.data_dir.display());
             let app = App::open(home)?;
             app.set_cpu_threads(commands::settings::load(window.handle()).threads);
+            // The bundled embedding model, for searching the user's files by meaning.
+            app.documents.set_resource_dir(resources);
             window.manage(app);
             Ok(())
+        })
+        // Files dropped on the window: their paths come from the window system, kept here
+        // under a token the UI attaches with (commands::documents).
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                let handle = window.app_handle();
+                if let Some(app) = handle.try_state::<App>() {
+                    commands::documents::dropped(handle, &app, paths.clone());
+                }
+            }
         })
         .invoke_handler(tauri::generate_handler![
             commands::session::app_status,
@@ -71,6 +85,19 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::remote::save_remote_server,
             commands::remote::test_remote_server,
             commands::remote::forget_remote_server,
+            commands::share::share_status,
+            commands::share::start_sharing,
+            commands::share::stop_sharing,
+            commands::documents::pick_documents,
+            commands::documents::attach_dropped,
+            commands::documents::attach_document,
+            commands::documents::detach_document,
+            commands::documents::conversation_documents,
+            commands::documents::accept_remote_documents,
+            commands::documents::library,
+            commands::documents::remove_document,
+            commands::documents::message_sources,
+            commands::documents::test_drop,
         ])
 }
 

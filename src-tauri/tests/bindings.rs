@@ -20,7 +20,7 @@ use ts_rs::{Config, TS};
 
 /// Every type a command takes or returns, or an event carries; the types inside them follow.
 fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
-    use hearth_app::{export, model_store, models, npu, remote, selection, settings, turn};
+    use hearth_app::{export, model_store, models, npu, remote, selection, settings, share, turn};
     selection::AppStatus::export_all(cfg)?;
     models::LocalModel::export_all(cfg)?;
     settings::Settings::export_all(cfg)?;
@@ -30,7 +30,13 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     model_store::ModelsOverview::export_all(cfg)?;
     model_store::PullResult::export_all(cfg)?;
     remote::RemoteServer::export_all(cfg)?;
+    share::ShareStatus::export_all(cfg)?;
     npu::ModelLoading::export_all(cfg)?;
+    hearth_app::documents::DocumentInfo::export_all(cfg)?;
+    hearth_app::documents::LibraryView::export_all(cfg)?;
+    hearth_app::documents::ConversationDocuments::export_all(cfg)?;
+    hearth_app::documents::DocumentEvent::export_all(cfg)?;
+    hearth_app::documents::MessageSources::export_all(cfg)?;
     npu::Comparison::export_all(cfg)?;
     hearth_app::Error::export_all(cfg)?;
     hearth_chat::conversations::Conversation::export_all(cfg)?;
@@ -261,7 +267,10 @@ fn commands(named: &mut BTreeSet<String>) -> Vec<Command> {
 }
 
 /// The events the app emits to the window, with the type each carries.
-const EVENTS: &[(&str, &str)] = &[(hearth_app::npu::LOADING_EVENT, "ModelLoading")];
+const EVENTS: &[(&str, &str)] = &[
+    (hearth_app::npu::LOADING_EVENT, "ModelLoading"),
+    (hearth_app::documents::DOCUMENTS_EVENT, "DocumentEvent"),
+];
 
 /// `ui/src/lib/commands.ts`: the command map, in the order of `names::COMMANDS`.
 fn generate_command_map(bindings: &str) -> String {

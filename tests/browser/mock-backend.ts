@@ -76,6 +76,25 @@ function checkRemoteUrl(url: unknown): string {
   if (typeof url !== 'string' || !/^https?:\/\/[^/]+/.test(url)) fail('invalid_input', 'Type the server address starting with http:// or https://, for example http://192.168.1.20:8000.');
   return url.replace(/\/v1\/?$/, '').replace(/\/$/, '');
 }
+// "Let other apps on this computer use Hearth": off until started; port 11434 is taken by a
+// pretend Ollama, so starting there falls back to a free port as the app does.
+let sharing: Json = { on: false, url: null, wanted_port: 11434, port_taken: false, model: null };
+function shareCommand(cmd: string, args: Json): unknown {
+  switch (cmd) {
+    case 'share_status':
+      return sharing;
+    case 'start_sharing': {
+      const taken = args.port === 11434;
+      const port = taken ? 40123 : args.port;
+      sharing = { on: true, url: `http://127.0.0.1:${port}`, wanted_port: args.port, port_taken: taken, model: current.name };
+      return sharing;
+    }
+    case 'stop_sharing':
+      sharing = { on: false, url: null, wanted_port: sharing.wanted_port, port_taken: false, model: null };
+      return sharing;
+  }
+  return undefined;
+}
 function remoteCommand(cmd: string, args: Json): unknown {
   switch (cmd) {
     case 'remote_server':
@@ -409,7 +428,7 @@ mockIPC(async (cmd, raw) => {
     case 'power_sample':
       return powerSample();
     default: {
-      const remoteAnswer = remoteCommand(cmd, args);
+      const remoteAnswer = remoteCommand(cmd, args) ?? shareCommand(cmd, args);
       if (remoteAnswer !== undefined) return remoteAnswer;
       const answer = modelsCommand(cmd, args);
       if (answer !== undefined) return answer;

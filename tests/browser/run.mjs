@@ -676,6 +676,25 @@ test('a remote server is tested, saved and chosen, and the app says messages lea
   assert((await answer.locator('.receipt-panel .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
 });
 
+test('the switch lets other apps use Hearth: off by default, the address to paste, a taken port said plainly, off again', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const section = page.getByTestId('share-settings');
+  const toggle = section.getByRole('switch', { name: 'Let other apps on this computer use Hearth' });
+  assert(!(await toggle.isChecked()), 'off by default');
+  assert((await section.textContent()).includes('Off by default'), 'the section says it is off by default');
+  await toggle.check();
+  const address = page.getByTestId('share-address');
+  await address.waitFor();
+  const text = await address.textContent();
+  assert(text.includes('http://127.0.0.1:40123') && text.includes('demo'), `the address and the model: ${text}`);
+  const started = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'start_sharing').at(-1).args);
+  assert(started.port === 11434, `Ollama's port first: ${JSON.stringify(started)}`);
+  assert((await page.getByTestId('share-port-taken').textContent()).includes('11434'), 'a taken port is named');
+  await toggle.uncheck();
+  await address.waitFor({ state: 'detached' });
+  assert((await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'stop_sharing').length)) === 1, 'stopped once');
+});
+
 test('every control has an accessible name', async ({ page }) => {
   const unnamed = [];
   for (const view of VIEWS) {

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// Which Hearth crates each crate may use, by package name.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("hearth-desktop", &["hearth-app"]),
+    // DESIGN draws desktop -> app. The server too, for one reason: the switch "Let other apps
+    // on this computer use Hearth" runs `hearth_server::Sharing` in-process over the app's model
+    // (the server depends on app, so app cannot hold the switch itself).
+    ("hearth-desktop", &["hearth-app", "hearth-server"]),
     // DESIGN draws cli -> app, server (q4nx for convert, engine for bench). The model and
     // backend choice and `hearth chat`'s saving go through app; the other arrows are here until
     // the remaining verbs (list, pull, import, doctor, selftest, search, the remote key) do too.

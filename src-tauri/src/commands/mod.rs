@@ -5,12 +5,14 @@
 
 pub mod chat;
 pub mod conversations;
+pub mod documents;
 pub mod models;
 pub mod names;
 pub mod npu;
 pub mod remote;
 pub mod session;
 pub mod settings;
+pub mod share;
 
 use crate::error::{internal, CommandResult};
 

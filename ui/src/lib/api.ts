@@ -97,6 +97,12 @@ export const api = {
   testRemoteServer: (url: string, apiKey: string | null) => call('test_remote_server', { url, apiKey }),
   forgetRemoteServer: () => call('forget_remote_server'),
 
+  /** "Let other apps on this computer use Hearth": whether it is on, where, with which model. */
+  shareStatus: () => call('share_status'),
+  /** Serve the open model to other apps at `port` (a taken port falls back to a free one). */
+  startSharing: (port: number) => call('start_sharing', { port }),
+  stopSharing: () => call('stop_sharing'),
+
   getSettings: () => call('get_settings'),
   saveSettings: (settings: Settings) => call('save_settings', { settings }),
 

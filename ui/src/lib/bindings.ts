@@ -1507,6 +1507,73 @@ language: Language, };
 export type Theme = "system" | "light" | "dark";
 
 /**
+ * Whether other apps can use Hearth now, and how to reach it.
+ */
+export type ShareStatus = { 
+/**
+ * Whether the switch is on.
+ */
+on: boolean, 
+/**
+ * The address to paste into the other app, e.g. `http://127.0.0.1:11434` (None when off).
+ */
+url: string | null, 
+/**
+ * The port asked for.
+ */
+wanted_port: number, 
+/**
+ * Another program already listens at the wanted port, so Hearth took a free one (`url`
+ * says which).
+ */
+port_taken: boolean, 
+/**
+ * The model other apps get: the one open in the app (None when off or none is open).
+ */
+model: string | null, };
+
+/**
+ * One passage an answer was given to read, by the number the model cites it with (`[1]`).
+ */
+export type Source = { 
+/**
+ * The `[n]` in the answer, from 1.
+ */
+number: number, 
+/**
+ * The document's id in the library.
+ */
+document_id: number, 
+/**
+ * The file's name (no folder).
+ */
+name: string, 
+/**
+ * Where in the file, in words: "page 3", "section “Terms”", or "" for the whole file.
+ */
+place: string, 
+/**
+ * The page, for a PDF.
+ */
+page: number | null, 
+/**
+ * The section's index in the extracted document.
+ */
+section: number, 
+/**
+ * Characters (Unicode scalar values) `char_start..char_end` of the section's text.
+ */
+char_start: number, 
+/**
+ * End of the range (exclusive).
+ */
+char_end: number, 
+/**
+ * The passage.
+ */
+text: string, };
+
+/**
  * How the weights are stored.
  */
 export type WeightFormat = "q4nx" | "safetensors";

@@ -24,6 +24,7 @@ import type {
   RemoteServer,
   Removed,
   Settings,
+  ShareStatus,
 } from './bindings';
 
 /** Each command the UI can invoke: its arguments as Tauri reads them (camelCase keys;
@@ -60,6 +61,9 @@ export interface Commands {
   save_remote_server: { args: { url: string; apiKey?: string | null; model?: string | null }; returns: RemoteServer };
   test_remote_server: { args: { url: string; apiKey?: string | null }; returns: string[] };
   forget_remote_server: { args: Record<string, never>; returns: null };
+  share_status: { args: Record<string, never>; returns: ShareStatus };
+  start_sharing: { args: { port: number }; returns: ShareStatus };
+  stop_sharing: { args: Record<string, never>; returns: ShareStatus };
 }
 
 /** A command's name. */

@@ -1,14 +1,16 @@
 // The app's settings (theme, text size, the defaults of new conversations, threads) as the
 // backend keeps them. It talks to the backend only through its slice of `api`.
 import type { Api } from './api';
-import type { Settings } from './types';
+import type { Settings, ShareStatus } from './types';
 import type { Notifications } from './notifications.svelte';
 
-export type SettingsApi = Pick<Api, 'getSettings' | 'saveSettings'>;
+export type SettingsApi = Pick<Api, 'getSettings' | 'saveSettings' | 'shareStatus' | 'startSharing' | 'stopSharing'>;
 
 export class SettingsStore {
   /** Null until read at start. */
   settings = $state<Settings | null>(null);
+  /** "Let other apps on this computer use Hearth" (null until read). */
+  sharing = $state<ShareStatus | null>(null);
 
   constructor(
     private readonly api: SettingsApi,
@@ -18,9 +20,21 @@ export class SettingsStore {
   async load(): Promise<void> {
     try {
       this.settings = await this.api.getSettings();
+      this.sharing = await this.api.shareStatus();
     } catch (error) {
       this.notifications.fail(error);
     }
+  }
+
+  /** Turns sharing on at `port`; a failure is thrown for the switch to show beside it. */
+  async startSharing(port: number): Promise<ShareStatus> {
+    this.sharing = await this.api.startSharing(port);
+    return this.sharing;
+  }
+
+  async stopSharing(): Promise<ShareStatus> {
+    this.sharing = await this.api.stopSharing();
+    return this.sharing;
   }
 
   async save(settings: Settings): Promise<void> {

@@ -30,5 +30,6 @@ export type {
   Sampling,
   SelfTest,
   Settings,
+  ShareStatus,
   Theme,
 } from './bindings';
