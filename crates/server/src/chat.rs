@@ -12,14 +12,12 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream;
+use hearth_backends::remote::wire::{ChatRequest, Choice, Delta, Usage};
 use hearth_chat::{Answer, Input};
 use tokio::sync::mpsc;
 
 use crate::error::{Api, AppError};
-use crate::openai::{
-    AssistantMessage, ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta,
-    Generation, Usage,
-};
+use crate::openai::{self, json_event, Generation, ReplyMeta};
 use crate::state::{unix_now, AppState, ModelRequest};
 use crate::worker::{self, Job, Progress};
 
@@ -30,7 +28,7 @@ pub async fn chat_completions(
 ) -> Result<Response, AppError> {
     let request: ChatRequest = worker::parse_body(body, &state, "a chat request", "'messages'")?;
     let entry = state.resolve(request.model.as_deref())?;
-    let generation = request.into_generation(worker::random_u64())?;
+    let generation = openai::generation(request, worker::random_u64())?;
     let permit = state.admit()?;
     let Generation {
         messages,
@@ -45,8 +43,13 @@ pub async fn chat_completions(
         stops,
     };
     let mut rx = worker::spawn(&state, permit, job);
-    let meta = ResponseMeta {
+    let meta = ReplyMeta {
         id: format!("chatcmpl-{:016x}", worker::random_u64()),
+        object: if stream {
+            "chat.completion.chunk"
+        } else {
+            "chat.completion"
+        },
         model: entry.name,
         created: unix_now(),
     };
@@ -55,78 +58,54 @@ pub async fn chat_completions(
         Ok(sse_response(meta, first, rx))
     } else {
         let (text, finished) = worker::collect(rx).await?;
-        Ok(completion_response(&meta, &text, &finished.answer))
+        Ok(completion_response(&meta, text, &finished.answer))
     }
 }
 
-struct ResponseMeta {
-    id: String,
-    model: String,
-    created: u64,
+fn completion_response(meta: &ReplyMeta, text: String, answer: &Answer) -> Response {
+    let choice = Choice {
+        message: Some(Delta {
+            role: Some("assistant".to_owned()),
+            content: Some(text),
+            ..Delta::default()
+        }),
+        finish_reason: Some(answer.stop.finish_reason().to_owned()),
+        ..Choice::default()
+    };
+    Json(meta.reply(choice, Some(openai::usage(&answer.receipt)))).into_response()
 }
 
-fn completion_response(meta: &ResponseMeta, text: &str, answer: &Answer) -> Response {
-    Json(ChatCompletion {
-        id: &meta.id,
-        object: "chat.completion",
-        created: meta.created,
-        model: &meta.model,
-        choices: [Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: text,
-            },
-            finish_reason: answer.stop.finish_reason(),
-        }],
-        usage: Usage::from(&answer.receipt),
-    })
-    .into_response()
-}
-
-impl ResponseMeta {
-    fn chunk(
-        &self,
-        delta: Delta<'_>,
-        finish_reason: Option<&'static str>,
-        usage: Option<Usage>,
-    ) -> SseEvent {
-        let chunk = ChatChunk {
-            id: &self.id,
-            object: "chat.completion.chunk",
-            created: self.created,
-            model: &self.model,
-            choices: [ChunkChoice {
-                index: 0,
-                delta,
-                finish_reason,
-            }],
-            usage,
-        };
-        json_event(&chunk)
-    }
-}
-
-fn json_event(value: &impl serde::Serialize) -> SseEvent {
-    // Serializing these plain structs cannot fail.
-    SseEvent::default().data(serde_json::to_string(value).unwrap_or_default())
+/// One chunk of a streamed answer.
+fn chunk(
+    meta: &ReplyMeta,
+    delta: Delta,
+    finish_reason: Option<&str>,
+    usage: Option<Usage>,
+) -> SseEvent {
+    let choice = Choice {
+        delta: Some(delta),
+        finish_reason: finish_reason.map(str::to_owned),
+        ..Choice::default()
+    };
+    json_event(&meta.reply(choice, usage))
 }
 
 /// The event stream: a role chunk, one chunk per piece, a last chunk with `finish_reason` and
 /// `usage`, then `[DONE]`. Dropping it (the client left) closes `rx`, which cancels generation.
-fn sse_response(meta: ResponseMeta, first: Progress, rx: mpsc::Receiver<Progress>) -> Response {
+fn sse_response(meta: ReplyMeta, first: Progress, rx: mpsc::Receiver<Progress>) -> Response {
     struct Stream {
-        meta: ResponseMeta,
+        meta: ReplyMeta,
         rx: mpsc::Receiver<Progress>,
         queued: VecDeque<SseEvent>,
         ended: bool,
     }
     let role = Delta {
-        role: Some("assistant"),
-        content: Some(""),
+        role: Some("assistant".to_owned()),
+        content: Some(String::new()),
+        ..Delta::default()
     };
     let mut state = Stream {
-        queued: VecDeque::from([meta.chunk(role, None, None)]),
+        queued: VecDeque::from([chunk(&meta, role, None, None)]),
         meta,
         rx,
         ended: false,
@@ -159,27 +138,23 @@ fn sse_response(meta: ResponseMeta, first: Progress, rx: mpsc::Receiver<Progress
     Sse::new(events).into_response()
 }
 
-fn progress_events(meta: &ResponseMeta, progress: Progress, ended: &mut bool) -> Vec<SseEvent> {
+fn progress_events(meta: &ReplyMeta, progress: Progress, ended: &mut bool) -> Vec<SseEvent> {
     match progress {
         Progress::Text(text) => {
             let delta = Delta {
-                role: None,
-                content: Some(&text),
+                content: Some(text),
+                ..Delta::default()
             };
-            vec![meta.chunk(delta, None, None)]
+            vec![chunk(meta, delta, None, None)]
         }
         Progress::Done(result) => match *result {
             Ok(finished) => {
                 let answer = finished.answer;
                 *ended = true;
-                let delta = Delta {
-                    role: None,
-                    content: None,
-                };
                 let reason = answer.stop.finish_reason();
-                let usage = Usage::from(&answer.receipt);
+                let usage = openai::usage(&answer.receipt);
                 vec![
-                    meta.chunk(delta, Some(reason), Some(usage)),
+                    chunk(meta, Delta::default(), Some(reason), Some(usage)),
                     SseEvent::default().data("[DONE]"),
                 ]
             }

@@ -11,6 +11,9 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
+use hearth_backends::remote::wire::{
+    self, Embedding, EmbeddingInput, EmbeddingList, EmbeddingRequest, EmbeddingVector,
+};
 use hearth_engine::Embedder;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -100,28 +103,20 @@ impl EmbeddingModel {
     }
 }
 
-/// One text or several, as both APIs accept them.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Input {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Input {
-    fn texts(self) -> Result<Vec<String>, AppError> {
-        let texts = match self {
-            Input::One(text) => vec![text],
-            Input::Many(texts) => texts,
-        };
-        if texts.is_empty() {
-            return Err(AppError::bad_field(
-                "input",
-                "input is an empty list; give at least one text",
-            ));
-        }
-        Ok(texts)
+/// The texts of an `input` (one text or several, as both APIs accept them), or why there are
+/// none.
+fn texts(input: EmbeddingInput) -> Result<Vec<String>, AppError> {
+    let texts = match input {
+        EmbeddingInput::One(text) => vec![text],
+        EmbeddingInput::Many(texts) => texts,
+    };
+    if texts.is_empty() {
+        return Err(AppError::bad_field(
+            "input",
+            "input is an empty list; give at least one text",
+        ));
     }
+    Ok(texts)
 }
 
 /// What one embedding run gives back.
@@ -190,30 +185,15 @@ async fn embed_texts(
     })?
 }
 
-/// `POST /v1/embeddings` request (OpenAI's shape).
-#[derive(Debug, Deserialize)]
-pub struct OpenAiRequest {
-    /// The embedding model's name.
-    model: String,
-    /// A text or a list of texts (token-id inputs are refused: they would be ids of another
-    /// tokenizer).
-    input: Input,
-    /// `"float"` (default) or `"base64"` (little-endian f32, what the openai client asks for).
-    encoding_format: Option<String>,
-    /// Must be the model's dimension when given.
-    dimensions: Option<usize>,
-    /// Ignored (OpenAI's end-user id).
-    #[allow(dead_code)]
-    user: Option<String>,
-}
-
 /// `POST /v1/embeddings`: `{object: "list", data: [{object: "embedding", index, embedding}],
 /// model, usage: {prompt_tokens, total_tokens}}`.
 pub async fn openai_embeddings(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, AppError> {
-    let request: OpenAiRequest = worker::parse_body(
+) -> Result<Json<EmbeddingList>, AppError> {
+    // Token-id inputs are refused: they would be ids of another tokenizer. `dimensions` must
+    // be the model's when given; `user` is ignored.
+    let request: EmbeddingRequest = worker::parse_body(
         body,
         &state,
         "an embeddings request",
@@ -229,34 +209,43 @@ pub async fn openai_embeddings(
             ))
         }
     };
-    let texts = request.input.texts()?;
-    let embedded = embed_texts(&state, request.model, texts, true, request.dimensions).await?;
-    let data: Vec<Value> = embedded
+    let texts = texts(request.input)?;
+    let dimensions = request
+        .dimensions
+        .map(|d| usize::try_from(d).unwrap_or(usize::MAX));
+    let embedded = embed_texts(&state, request.model, texts, true, dimensions).await?;
+    let data = embedded
         .vectors
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(index, vector)| {
-            let embedding = if base64 {
-                json!(base64_f32(vector))
+        .map(|(index, vector)| Embedding {
+            object: "embedding".to_owned(),
+            index,
+            embedding: if base64 {
+                EmbeddingVector::Base64(base64_f32(&vector))
             } else {
-                json!(vector)
-            };
-            json!({ "object": "embedding", "index": index, "embedding": embedding })
+                EmbeddingVector::Float(vector)
+            },
         })
         .collect();
-    Ok(Json(json!({
-        "object": "list",
-        "data": data,
-        "model": embedded.model,
-        "usage": { "prompt_tokens": embedded.tokens, "total_tokens": embedded.tokens },
-    })))
+    let tokens = embedded.tokens as u64;
+    Ok(Json(EmbeddingList {
+        object: "list".to_owned(),
+        data,
+        model: embedded.model,
+        usage: wire::Usage {
+            prompt_tokens: Some(tokens),
+            total_tokens: Some(tokens),
+            ..wire::Usage::default()
+        },
+    }))
 }
 
 /// `POST /api/embed` request (Ollama's shape).
 #[derive(Debug, Deserialize)]
 pub struct OllamaRequest {
     model: Option<String>,
-    input: Option<Input>,
+    input: Option<EmbeddingInput>,
     /// The older `/api/embeddings` field: one text.
     prompt: Option<String>,
     /// Cut texts longer than the model reads (default); false refuses them.
@@ -276,11 +265,11 @@ pub async fn ollama_embed(
     let model = crate::ollama::required_model(request.model.as_deref())?.to_owned();
     let input = request
         .input
-        .or(request.prompt.map(Input::One))
+        .or(request.prompt.map(EmbeddingInput::One))
         .ok_or_else(|| {
             AppError::bad_field("input", "input is required: a text or a list of texts")
         })?;
-    let texts = input.texts()?;
+    let texts = texts(input)?;
     let embedded = embed_texts(
         &state,
         model,

@@ -5,7 +5,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use hearth_backends::remote::wire::{ApiError, ErrorReply};
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -95,16 +95,6 @@ pub enum AppError {
     },
     /// Something failed inside the server (500); the details were logged.
     Internal,
-}
-
-/// The `error` object of an OpenAI-style error body.
-#[derive(Debug, Serialize)]
-struct ErrorObject<'a> {
-    message: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    param: Option<&'static str>,
-    code: Option<&'static str>,
 }
 
 impl AppError {
@@ -345,12 +335,12 @@ impl AppError {
         let message = self.message();
         match api {
             Api::Ollama => serde_json::json!({ "error": message }),
-            Api::OpenAi => serde_json::json!({
-                "error": ErrorObject {
-                    message: &message,
-                    kind: self.kind(),
-                    param: self.param(),
-                    code: self.code(),
+            Api::OpenAi => serde_json::json!(ErrorReply {
+                error: ApiError {
+                    message,
+                    kind: self.kind().to_owned(),
+                    param: self.param().map(str::to_owned),
+                    code: self.code().map(str::to_owned),
                 }
             }),
         }

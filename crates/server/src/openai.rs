@@ -1,90 +1,18 @@
-//! The OpenAI chat-completions wire format: the request as clients send it (unknown fields
-//! ignored), its translation into engine options, and the response and chunk bodies.
+//! OpenAI's routes as the server speaks them, over the wire types it shares with the remote
+//! client ([`hearth_backends::remote::wire`]): a request checked and translated into engine
+//! options, the receipt as `usage`, and the reply bodies' common fields.
 
+use axum::response::sse::Event as SseEvent;
+use hearth_backends::remote::wire::{
+    self, ChatRequest, Choice, MessageContent, RequestMessage, StopStrings,
+};
 use hearth_chat::Receipt;
 use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, Role, SamplingParams};
-use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
 
 /// Most stop strings one request may give (OpenAI's limit).
 const MAX_STOP_STRINGS: usize = 4;
-
-/// `POST /v1/chat/completions` body. Fields Hearth does not use are ignored.
-#[derive(Debug, Deserialize)]
-pub struct ChatRequest {
-    /// The model id; optional here (there is one model), checked when given.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<RequestMessage>,
-    /// Stream the answer as server-sent events.
-    #[serde(default)]
-    pub stream: Option<bool>,
-    /// Most tokens to generate (older name).
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
-    /// Most tokens to generate (newer name; wins over `max_tokens`).
-    #[serde(default)]
-    pub max_completion_tokens: Option<u64>,
-    /// Sampling temperature; 0 is greedy.
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    /// Nucleus sampling mass.
-    #[serde(default)]
-    pub top_p: Option<f32>,
-    /// Seed for reproducible sampling.
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// Stop strings: one or a list.
-    #[serde(default)]
-    pub stop: Option<StopStrings>,
-    /// `{"type": "text" | "json_object"}`, or `{"type": "json_schema", "json_schema":
-    /// {"name", "schema", "strict"}}`: the shape the answer must have.
-    #[serde(default)]
-    pub response_format: Option<serde_json::Value>,
-}
-
-/// `stop`: a string or a list of strings.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum StopStrings {
-    /// One stop string.
-    One(String),
-    /// Several stop strings.
-    Many(Vec<String>),
-}
-
-/// One message of the conversation.
-#[derive(Debug, Deserialize)]
-pub struct RequestMessage {
-    /// `system`, `developer`, `user` or `assistant`.
-    pub role: String,
-    /// Text, a list of content parts, or null.
-    #[serde(default)]
-    pub content: Option<MessageContent>,
-}
-
-/// A message's content: a string or a list of parts.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum MessageContent {
-    /// Plain text.
-    Text(String),
-    /// Content parts; only `{"type": "text", "text": ...}` is understood.
-    Parts(Vec<ContentPart>),
-}
-
-/// One content part.
-#[derive(Debug, Deserialize)]
-pub struct ContentPart {
-    /// `text` (others, such as `image_url`, are refused).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The text of a `text` part.
-    #[serde(default)]
-    pub text: Option<String>,
-}
 
 /// A request checked and translated for the engine.
 #[derive(Debug)]
@@ -99,41 +27,39 @@ pub struct Generation {
     pub stream: bool,
 }
 
-impl ChatRequest {
-    /// Checks the request and translates it; `seed` is used when the request gives none.
-    pub fn into_generation(self, default_seed: u64) -> Result<Generation, AppError> {
-        if self.messages.is_empty() {
-            return Err(AppError::bad_field(
-                "messages",
-                "'messages' is empty: give at least one message, e.g. \
-                 [{\"role\": \"user\", \"content\": \"Hello\"}]",
-            ));
-        }
-        let messages = self
-            .messages
-            .into_iter()
-            .enumerate()
-            .map(|(i, m)| m.into_chat_message(i))
-            .collect::<Result<Vec<_>, _>>()?;
-
-        let (options, stops) = translate(
-            Requested {
-                max_tokens: self.max_completion_tokens.or(self.max_tokens),
-                temperature: self.temperature,
-                top_p: self.top_p,
-                seed: self.seed,
-                stop: self.stop,
-                response_format: self.response_format,
-            },
-            default_seed,
-        )?;
-        Ok(Generation {
-            messages,
-            options,
-            stops,
-            stream: self.stream.unwrap_or(false),
-        })
+/// Checks a chat request and translates it; `default_seed` is used when it gives none.
+pub fn generation(request: ChatRequest, default_seed: u64) -> Result<Generation, AppError> {
+    if request.messages.is_empty() {
+        return Err(AppError::bad_field(
+            "messages",
+            "'messages' is empty: give at least one message, e.g. \
+             [{\"role\": \"user\", \"content\": \"Hello\"}]",
+        ));
     }
+    let messages = request
+        .messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| chat_message(m, i))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let (options, stops) = translate(
+        Requested {
+            max_tokens: request.max_completion_tokens.or(request.max_tokens),
+            temperature: request.temperature,
+            top_p: request.top_p,
+            seed: request.seed,
+            stop: request.stop,
+            response_format: request.response_format,
+        },
+        default_seed,
+    )?;
+    Ok(Generation {
+        messages,
+        options,
+        stops,
+        stream: request.stream.unwrap_or(false),
+    })
 }
 
 /// OpenAI's `response_format` as the engine's format; a schema Hearth cannot follow is refused
@@ -249,160 +175,100 @@ pub fn translate(
     Ok((options, stops))
 }
 
-impl RequestMessage {
-    fn into_chat_message(self, index: usize) -> Result<ChatMessage, AppError> {
-        let role = match self.role.as_str() {
-            "system" | "developer" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            other => {
-                return Err(AppError::bad_field(
-                    "messages",
-                    format!(
-                        "message {index} has role '{other}'; Hearth understands system, \
-                         developer, user and assistant (no tools)"
-                    ),
-                ))
-            }
-        };
-        let content = match self.content {
-            None => String::new(),
-            Some(MessageContent::Text(text)) => text,
-            Some(MessageContent::Parts(parts)) => {
-                let mut text = String::new();
-                for part in parts {
-                    match (part.kind.as_str(), part.text) {
-                        ("text", Some(t)) => text.push_str(&t),
-                        (kind, _) => {
-                            return Err(AppError::bad_field(
-                                "messages",
-                                format!(
-                                    "message {index} has a '{kind}' content part; \
-                                     this model reads text parts only"
-                                ),
-                            ))
-                        }
+/// One message of a chat request as the engine's; `index` names it in errors.
+fn chat_message(message: RequestMessage, index: usize) -> Result<ChatMessage, AppError> {
+    let role = match message.role.as_str() {
+        "system" | "developer" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        other => {
+            return Err(AppError::bad_field(
+                "messages",
+                format!(
+                    "message {index} has role '{other}'; Hearth understands system, \
+                     developer, user and assistant (no tools)"
+                ),
+            ))
+        }
+    };
+    let content = match message.content {
+        None => String::new(),
+        Some(MessageContent::Text(text)) => text,
+        Some(MessageContent::Parts(parts)) => {
+            let mut text = String::new();
+            for part in parts {
+                match (part.kind.as_str(), part.text) {
+                    ("text", Some(t)) => text.push_str(&t),
+                    (kind, _) => {
+                        return Err(AppError::bad_field(
+                            "messages",
+                            format!(
+                                "message {index} has a '{kind}' content part; \
+                                 this model reads text parts only"
+                            ),
+                        ))
                     }
                 }
-                text
             }
-        };
-        Ok(ChatMessage::new(role, content))
+            text
+        }
+    };
+    Ok(ChatMessage::new(role, content))
+}
+
+/// A receipt as `usage`: OpenAI's token counts plus FastFlowLM's timing fields (seconds,
+/// tokens per second), every one written; `load_duration` is 0 when the model was loaded.
+pub fn usage(receipt: &Receipt) -> wire::Usage {
+    let timings = receipt.backend_timings.clone().unwrap_or_default();
+    let prompt = receipt.prompt_tokens as u64;
+    let generated = receipt.generated_tokens as u64;
+    wire::Usage {
+        prompt_tokens: Some(prompt),
+        // A final end-of-turn token included.
+        completion_tokens: Some(generated),
+        total_tokens: Some(prompt + generated),
+        prefill_duration_ttft: Some(receipt.ttft_secs),
+        prefill_speed_tps: Some(timings.prefill_tokens_per_s.unwrap_or(0.0)),
+        decoding_duration: Some(receipt.decode_secs),
+        decoding_speed_tps: Some(receipt.tokens_per_second),
+        load_duration: Some(timings.load_secs.unwrap_or(0.0)),
     }
 }
 
-/// `usage`: OpenAI's token counts plus FastFlowLM-style timing fields (seconds, tokens/s).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Usage {
-    /// Tokens in the rendered prompt.
-    pub prompt_tokens: usize,
-    /// Tokens generated (a final end-of-turn token included).
-    pub completion_tokens: usize,
-    /// The sum of both.
-    pub total_tokens: usize,
-    /// Seconds from the request to the first answer text.
-    pub prefill_duration_ttft: f64,
-    /// Prompt tokens per second of prefill.
-    pub prefill_speed_tps: f64,
-    /// Seconds from the first generated token to the last.
-    pub decoding_duration: f64,
-    /// Tokens per second after the first.
-    pub decoding_speed_tps: f64,
-    /// Seconds spent loading the model for this request: 0, the model stays loaded.
-    pub load_duration: f64,
+/// What every reply to one request shares: a whole answer, or each chunk of a streamed one.
+pub struct ReplyMeta {
+    /// `chatcmpl-...` or `cmpl-...`: the same for every chunk.
+    pub id: String,
+    /// `chat.completion`, `chat.completion.chunk` or `text_completion`.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model that answers.
+    pub model: String,
 }
 
-impl From<&Receipt> for Usage {
-    fn from(r: &Receipt) -> Self {
-        let timings = r.backend_timings.clone().unwrap_or_default();
-        Usage {
-            prompt_tokens: r.prompt_tokens,
-            completion_tokens: r.generated_tokens,
-            total_tokens: r.prompt_tokens + r.generated_tokens,
-            prefill_duration_ttft: r.ttft_secs,
-            prefill_speed_tps: timings.prefill_tokens_per_s.unwrap_or(0.0),
-            decoding_duration: r.decode_secs,
-            decoding_speed_tps: r.tokens_per_second,
-            load_duration: timings.load_secs.unwrap_or(0.0),
+impl ReplyMeta {
+    /// A reply with `choice` (its index set to 0, the one choice) and `usage`.
+    pub fn reply(&self, choice: Choice, usage: Option<wire::Usage>) -> wire::Reply {
+        wire::Reply {
+            id: Some(self.id.clone()),
+            object: Some(self.object.to_owned()),
+            created: Some(self.created),
+            model: Some(self.model.clone()),
+            choices: vec![Choice {
+                index: Some(0),
+                ..choice
+            }],
+            usage,
+            ..wire::Reply::default()
         }
     }
 }
 
-/// A non-streamed answer.
-#[derive(Debug, Serialize)]
-pub struct ChatCompletion<'a> {
-    /// `chatcmpl-...`.
-    pub id: &'a str,
-    /// `chat.completion`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model id.
-    pub model: &'a str,
-    /// One choice.
-    pub choices: [Choice<'a>; 1],
-    /// Counts and timings.
-    pub usage: Usage,
-}
-
-/// The one choice of a non-streamed answer.
-#[derive(Debug, Serialize)]
-pub struct Choice<'a> {
-    /// Always 0.
-    pub index: usize,
-    /// The assistant's message.
-    pub message: AssistantMessage<'a>,
-    /// `stop` or `length`.
-    pub finish_reason: &'static str,
-}
-
-/// The assistant's answer.
-#[derive(Debug, Serialize)]
-pub struct AssistantMessage<'a> {
-    /// `assistant`.
-    pub role: &'static str,
-    /// The text.
-    pub content: &'a str,
-}
-
-/// One server-sent event of a streamed answer.
-#[derive(Debug, Serialize)]
-pub struct ChatChunk<'a> {
-    /// Same for every chunk of one answer.
-    pub id: &'a str,
-    /// `chat.completion.chunk`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model id.
-    pub model: &'a str,
-    /// One choice.
-    pub choices: [ChunkChoice<'a>; 1],
-    /// Only on the last chunk.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-}
-
-/// The choice of a chunk.
-#[derive(Debug, Serialize)]
-pub struct ChunkChoice<'a> {
-    /// Always 0.
-    pub index: usize,
-    /// New text (and the role, on the first chunk).
-    pub delta: Delta<'a>,
-    /// Set on the last chunk.
-    pub finish_reason: Option<&'static str>,
-}
-
-/// What a chunk adds.
-#[derive(Debug, Serialize)]
-pub struct Delta<'a> {
-    /// `assistant` on the first chunk.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<&'static str>,
-    /// New text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<&'a str>,
+/// `value` as the data of one server-sent event.
+pub fn json_event(value: &impl serde::Serialize) -> SseEvent {
+    // Serializing these plain structs cannot fail.
+    SseEvent::default().data(serde_json::to_string(value).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -413,12 +279,17 @@ mod tests {
         serde_json::from_str(json).expect("valid request")
     }
 
+    fn checked(json: &str, seed: u64) -> Result<Generation, AppError> {
+        generation(parse(json), seed)
+    }
+
     #[test]
     fn unknown_fields_are_ignored_and_defaults_apply() {
-        let g =
-            parse(r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"n":1,"foo":{}}"#)
-                .into_generation(7)
-                .unwrap();
+        let g = checked(
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"n":1,"foo":{}}"#,
+            7,
+        )
+        .unwrap();
         assert_eq!(g.messages, [ChatMessage::new(Role::User, "hi")]);
         assert_eq!(g.options.sampling.seed, 7, "the default seed is used");
         assert_eq!(g.options.max_tokens, ChatOptions::default().max_tokens);
@@ -427,21 +298,21 @@ mod tests {
 
     #[test]
     fn max_completion_tokens_wins_over_max_tokens() {
-        let g = parse(
+        let g = checked(
             r#"{"messages":[{"role":"user","content":"x"}],"max_tokens":9,"max_completion_tokens":3}"#,
+            0,
         )
-        .into_generation(0)
         .unwrap();
         assert_eq!(g.options.max_tokens, 3);
     }
 
     #[test]
     fn text_parts_are_joined_and_developer_is_system() {
-        let g = parse(
+        let g = checked(
             r#"{"messages":[{"role":"developer","content":"be brief"},
                 {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}"#,
+            0,
         )
-        .into_generation(0)
         .unwrap();
         assert_eq!(g.messages[0].role, Role::System);
         assert_eq!(g.messages[1].content, "ab");
@@ -458,7 +329,7 @@ mod tests {
             r#"{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}"#,
             r#"{"messages":[]}"#,
         ] {
-            let err = parse(body).into_generation(0).unwrap_err();
+            let err = checked(body, 0).unwrap_err();
             assert_eq!(err.status(), 400, "{body} is refused");
         }
     }
@@ -472,9 +343,54 @@ mod tests {
             "finished_at": 0, "backend_timings": {"prefill_secs": 0.5, "prefill_tokens_per_s": 20.0}
         }))
         .unwrap();
-        let u = Usage::from(&receipt);
-        assert_eq!(u.total_tokens, 15);
-        assert_eq!(u.prefill_speed_tps, 20.0);
-        assert_eq!(u.decoding_speed_tps, 2.0);
+        let u = usage(&receipt);
+        assert_eq!(u.total_tokens, Some(15));
+        assert_eq!(u.prefill_speed_tps, Some(20.0));
+        assert_eq!(u.decoding_speed_tps, Some(2.0));
+        assert_eq!(u.load_duration, Some(0.0), "every timing field is written");
+    }
+
+    #[test]
+    fn replies_are_written_in_openai_shape() {
+        let meta = ReplyMeta {
+            id: "chatcmpl-1".into(),
+            object: "chat.completion.chunk",
+            created: 5,
+            model: "m".into(),
+        };
+        let first = Choice {
+            delta: Some(wire::Delta {
+                role: Some("assistant".into()),
+                content: Some(String::new()),
+                ..wire::Delta::default()
+            }),
+            ..Choice::default()
+        };
+        assert_eq!(
+            serde_json::to_value(meta.reply(first, None)).unwrap(),
+            serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                "created": 5, "model": "m", "choices": [{"index": 0,
+                "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
+        );
+        let meta = ReplyMeta {
+            object: "text_completion",
+            ..meta
+        };
+        let last = Choice {
+            text: Some(String::new()),
+            logprobs: Some(serde_json::Value::Null),
+            finish_reason: Some("length".into()),
+            ..Choice::default()
+        };
+        let usage = wire::Usage {
+            prompt_tokens: Some(1),
+            ..wire::Usage::default()
+        };
+        assert_eq!(
+            serde_json::to_value(meta.reply(last, Some(usage))).unwrap(),
+            serde_json::json!({"id": "chatcmpl-1", "object": "text_completion", "created": 5,
+                "model": "m", "choices": [{"index": 0, "text": "", "logprobs": null,
+                "finish_reason": "length"}], "usage": {"prompt_tokens": 1}})
+        );
     }
 }

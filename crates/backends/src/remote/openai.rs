@@ -39,6 +39,7 @@ mod errors;
 mod request;
 mod stream;
 
+use crate::remote::wire;
 use errors::{quote, read_json_text};
 pub use request::ChatRequest;
 use stream::{Piece, Stream};
@@ -326,22 +327,20 @@ impl OpenAiClient {
         if let Some(error) = value.get("error") {
             return Err(self.server_error(error));
         }
-        let Some(data) = value.get("data").and_then(Value::as_array) else {
+        let list: wire::ModelList = serde_json::from_value(value).unwrap_or_default();
+        let Some(data) = list.data else {
             return Err(self.bad_reply(&format!(
                 "its model list has no \"data\" array (starts with {})",
                 quote(&text, self.key.as_ref())
             )));
         };
         Ok(data
-            .iter()
+            .into_iter()
             .filter_map(|m| {
                 Some(ServerModel {
-                    id: m.get("id")?.as_str()?.to_owned(),
-                    owned_by: m.get("owned_by").and_then(Value::as_str).map(str::to_owned),
-                    context_length: m
-                        .get("max_model_len")
-                        .and_then(Value::as_u64)
-                        .map(|n| n as usize),
+                    id: m.id?,
+                    owned_by: m.owned_by,
+                    context_length: m.max_model_len.map(|n| n as usize),
                 })
             })
             .collect())

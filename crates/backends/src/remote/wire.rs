@@ -1,11 +1,16 @@
 //! OpenAI's wire format, one home for both ends: the request bodies of `/v1/chat/completions`
 //! and `/v1/completions` (Hearth's server parses them, the remote client writes them), and the
 //! reply: a whole answer, a streamed chunk, their usage (the server writes them, the client
-//! reads them back from any OpenAI-compatible server).
+//! reads them back from any OpenAI-compatible server); the model list of `/v1/models` (the
+//! server writes it, the client reads it); and what only the server speaks: `/v1/embeddings`
+//! and the error body.
 //!
-//! Requests are read strictly: a field of the wrong type is an error naming it. Replies are
-//! read tolerantly, since real servers send nulls, leave fields out and add their own: every
-//! reply field is optional, and one of an unexpected type reads as absent.
+//! Requests are read strictly: a field of the wrong type is an error naming it (unknown fields
+//! are ignored, as OpenAI's clients send fields Hearth does not use). Replies are read
+//! tolerantly, since real servers send nulls, leave fields out and add their own: every reply
+//! field is optional, and one of an unexpected type reads as absent. Error bodies are only
+//! written: the client reads other servers' errors, which come as objects, strings or other
+//! shapes, as JSON values.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -364,6 +369,141 @@ pub struct LlamaTimings {
     pub predicted_per_second: Option<f64>,
 }
 
+/// `GET /v1/models` reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelList {
+    /// `list`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub object: Option<String>,
+    /// The models; None when the reply has no list (it is not an OpenAI-compatible server).
+    /// An item that is not a model object is left out.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub data: Option<Vec<Model>>,
+}
+
+/// One model of `/v1/models`: OpenAI's fields, vLLM's context length, and what Hearth's
+/// server adds (its context, where it runs, whether it is loaded; written as null when not
+/// known).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// The id requests use.
+    #[serde(default, deserialize_with = "lenient")]
+    pub id: Option<String>,
+    /// `model`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub object: Option<String>,
+    /// Unix seconds.
+    #[serde(default, deserialize_with = "lenient")]
+    pub created: Option<u64>,
+    /// Who owns it (Hearth's server: `hearth`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub owned_by: Option<String>,
+    /// Positions it holds, as vLLM says.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_model_len: Option<u64>,
+    /// Hearth's server: positions it holds as loaded, or as trained when it is not loaded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub context_length: Option<u64>,
+    /// Hearth's server: the backend that runs it (`cpu`, `npu`, `remote`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub backend: Option<String>,
+    /// Hearth's server: the device it runs on, while loaded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub device: Option<String>,
+    /// Hearth's server: whether it is loaded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub loaded: Option<bool>,
+}
+
+/// `POST /v1/embeddings` body (read by Hearth's server only). Fields not listed are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EmbeddingRequest {
+    /// The embedding model's id.
+    pub model: String,
+    /// A text or a list of texts (token-id inputs fail to read as texts).
+    pub input: EmbeddingInput,
+    /// `float` (OpenAI's default) or `base64` (little-endian f32s, what the openai client asks
+    /// for).
+    #[serde(default)]
+    pub encoding_format: Option<String>,
+    /// Dimensions of each vector.
+    #[serde(default)]
+    pub dimensions: Option<u64>,
+    /// The end user's id.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+/// What to embed: a text or a list of texts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum EmbeddingInput {
+    /// One text.
+    One(String),
+    /// Several texts.
+    Many(Vec<String>),
+}
+
+/// `POST /v1/embeddings` reply (written by Hearth's server only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EmbeddingList {
+    /// `list`.
+    pub object: String,
+    /// One vector per text, in their order.
+    pub data: Vec<Embedding>,
+    /// The model that embedded them.
+    pub model: String,
+    /// `prompt_tokens` and `total_tokens`: the tokens read.
+    pub usage: Usage,
+}
+
+/// One vector of an [`EmbeddingList`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Embedding {
+    /// `embedding`.
+    pub object: String,
+    /// The place of its text in the request.
+    pub index: usize,
+    /// The vector.
+    pub embedding: EmbeddingVector,
+}
+
+/// A vector as the request's `encoding_format` asks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum EmbeddingVector {
+    /// `float`: a list of numbers.
+    Float(Vec<f32>),
+    /// `base64`: the little-endian bytes of the f32s in standard base64.
+    Base64(String),
+}
+
+/// An error reply, `{"error": {"message", "type", "param", "code"}}`: sent with a 4xx or 5xx
+/// status, or as the last event of a stream that fails after its status line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorReply {
+    /// What went wrong.
+    pub error: ApiError,
+}
+
+/// The `error` object of an [`ErrorReply`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApiError {
+    /// What went wrong, in plain words.
+    pub message: String,
+    /// `invalid_request_error`, `permission_error` or `server_error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The request field at fault, if one (written as null otherwise).
+    pub param: Option<String>,
+    /// A short machine-readable code, such as `model_not_found` (written as null if none).
+    pub code: Option<String>,
+}
+
 /// A reply field as `T`, or None when it is null or of another type: a server's odd field
 /// never costs the rest of its reply.
 fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
@@ -387,6 +527,24 @@ where
     Ok(lenient(deserializer)?.unwrap_or_default())
 }
 
+/// A list whose items are read one by one, an unreadable item left out; None when it is not
+/// a list.
+fn lenient_items<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    match Value::deserialize(deserializer)? {
+        Value::Array(items) => Ok(Some(
+            items
+                .into_iter()
+                .filter_map(|item| serde_json::from_value(item).ok())
+                .collect(),
+        )),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,6 +566,42 @@ mod tests {
         assert_eq!(usage.prompt_tokens, Some(3));
         assert_eq!(usage.completion_tokens, None);
         assert_eq!(usage.decoding_duration, None);
+    }
+
+    #[test]
+    fn a_model_list_skips_what_is_not_a_model_and_reads_both_context_names() {
+        let list: ModelList = serde_json::from_str(
+            r#"{"object":"list","data":[{"id":"a","max_model_len":4096,"owned_by":null},
+               "junk",{"id":"b","context_length":128,"loaded":"yes"}]}"#,
+        )
+        .unwrap();
+        let data = list.data.unwrap();
+        assert_eq!(data.len(), 2, "the string item is left out");
+        assert_eq!(data[0].max_model_len, Some(4096));
+        assert_eq!(data[0].owned_by, None);
+        assert_eq!(data[1].context_length, Some(128));
+        assert_eq!(
+            data[1].loaded, None,
+            "a field of another type reads as absent"
+        );
+        let none: ModelList = serde_json::from_str(r#"{"models":[]}"#).unwrap();
+        assert_eq!(none.data, None, "no list is told apart from an empty one");
+    }
+
+    #[test]
+    fn an_error_writes_param_and_code_as_null_when_unset() {
+        let reply = ErrorReply {
+            error: ApiError {
+                message: "no".into(),
+                kind: "server_error".into(),
+                param: None,
+                code: None,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&reply).unwrap(),
+            r#"{"error":{"message":"no","type":"server_error","param":null,"code":null}}"#
+        );
     }
 
     #[test]
