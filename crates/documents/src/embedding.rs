@@ -39,12 +39,13 @@ pub struct EngineEmbedding {
     id: String,
 }
 
+/// Boxed: each holds its run state and thread pool, kilobytes apart.
 enum Engine {
     /// Mean pooling over at most 256 word pieces; questions as they are.
-    Encoder(hearth_engine::Embedder),
+    Encoder(Box<hearth_engine::Embedder>),
     /// Last-token pooling over at most 512 tokens; questions after
     /// [`QWEN3_QUERY_INSTRUCTION`].
-    Decoder(hearth_engine::DecoderEmbedder),
+    Decoder(Box<hearth_engine::DecoderEmbedder>),
 }
 
 impl EngineEmbedding {
@@ -56,11 +57,11 @@ impl EngineEmbedding {
         let (model, name, dimension) = if hearth_engine::DecoderEmbedder::is_qwen3_folder(dir) {
             let model = hearth_engine::DecoderEmbedder::load(dir, threads)?;
             let (name, dimension) = (model.name().to_owned(), model.dimension());
-            (Engine::Decoder(model), name, dimension)
+            (Engine::Decoder(Box::new(model)), name, dimension)
         } else {
             let model = hearth_engine::Embedder::load(dir, threads)?;
             let (name, dimension) = (model.name().to_owned(), model.dimension());
-            (Engine::Encoder(model), name, dimension)
+            (Engine::Encoder(Box::new(model)), name, dimension)
         };
         let id = format!("{name}-{dimension}d");
         Ok(Self { model, id })
