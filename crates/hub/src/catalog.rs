@@ -27,6 +27,19 @@ impl std::fmt::Display for Backend {
     }
 }
 
+/// What a model is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum ModelKind {
+    /// An assistant: chat and completion.
+    #[default]
+    Chat,
+    /// Sentence embeddings for searching the user's files (the documents library's
+    /// `--embedding-model`); it does not chat.
+    Embedding,
+}
+
 /// One model of the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -43,6 +56,9 @@ pub struct CatalogEntry {
     pub revision: String,
     /// Weight format the repository holds.
     pub format: WeightFormat,
+    /// What it is for. By default, chat.
+    #[serde(default)]
+    pub kind: ModelKind,
     /// Approximate download size in bytes (the exact size is read from the Hub).
     pub download_bytes: u64,
     /// Approximate memory needed to run it, in bytes.
@@ -119,7 +135,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn committed_catalog_parses_and_holds_the_four_models_of_the_brief() {
+    fn committed_catalog_parses_and_holds_the_four_models_of_the_brief_and_an_embedding_model() {
         let ids: Vec<&str> = entries().unwrap().iter().map(|e| e.id.as_str()).collect();
         assert_eq!(
             ids,
@@ -127,9 +143,30 @@ mod tests {
                 "minicpm5-2b",
                 "minicpm5-2b-npu2",
                 "qwen3-1.7b-npu2",
-                "llama-3.2-1b-npu2"
+                "llama-3.2-1b-npu2",
+                "qwen3-embedding-0.6b"
             ]
         );
+    }
+
+    #[test]
+    fn the_multilingual_embedding_model_is_listed_as_one() {
+        let entry = find("Qwen3-Embedding-0.6B").unwrap().unwrap();
+        assert_eq!(entry.kind, ModelKind::Embedding);
+        assert_eq!(entry.repo, "Qwen/Qwen3-Embedding-0.6B");
+        assert_eq!(entry.license, "Apache-2.0");
+        assert_eq!(
+            entry.backends,
+            [Backend::Cpu],
+            "the engine runs it, not the NPU"
+        );
+        let chat: Vec<&str> = entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == ModelKind::Chat)
+            .map(|e| e.id.as_str())
+            .collect();
+        assert_eq!(chat.len(), 4, "the others chat: {chat:?}");
     }
 
     #[test]

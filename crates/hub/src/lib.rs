@@ -39,7 +39,7 @@ pub use builtin::{
     find_builtin_model, BuiltinKind, BuiltinModel, DEMO_MODEL_NAME, STARTER_MARKER,
     STARTER_MODEL_NAME, WEIGHTS_SHA256_FILE,
 };
-pub use catalog::{Backend, CatalogEntry};
+pub use catalog::{Backend, CatalogEntry, ModelKind};
 pub use download::{sha256_file, DownloadOptions};
 pub use error::{Error, Result};
 pub use found::{
