@@ -27,7 +27,9 @@ export const modelsControl = {
   /** Free disk reported (bytes). */
   freeDisk: 50 * GB,
   /** When set, the next download fails with this message (as the hub words a network error). */
-  failPull: null as string | null,
+  /** When set, the next download fails: a message (code network), or the whole error as Rust
+   *  sends it ({ code, message, detail, params }). */
+  failPull: null as string | Json | null,
   /** When set, the next import of a found model fails with this message. */
   failImportFound: null as string | null,
 };
@@ -42,8 +44,9 @@ const partial = new Map<string, Json>();
 const running = new Map<string, { pause: boolean; cancel: boolean }>();
 let defaultName: string | null = null;
 
-function fail(code: string, message: string): never {
-  throw { code, message };
+/** Throws a command's error as the app sends it (crates/app/src/error.rs). */
+function fail(code: string, message: string, detail: string | null = null, params: Json = {}): never {
+  throw { code, message, detail, params };
 }
 
 /** The models a test put on this computer through window.__mock.npuModels (mock-backend.ts). */
@@ -84,9 +87,10 @@ async function pull(args: Json) {
   if (!entry) fail('not_found', `hub: ${args.query} (revision main) was not found on the mock Hub.`);
   if (running.has(entry.name)) fail('busy', `hub: ${entry.name} is already being downloaded.`);
   if (modelsControl.failPull) {
-    const message = modelsControl.failPull;
+    const failure = modelsControl.failPull;
     modelsControl.failPull = null;
-    fail('network', message);
+    if (typeof failure !== 'string') throw failure;
+    fail('network', failure);
   }
   if (installed.some((i) => i.name === entry.name)) return { outcome: 'already_installed', model: installed.find((i) => i.name === entry.name) };
   const channel = args.onProgress as { id: number };
@@ -148,10 +152,13 @@ const found = [
 async function importModel(args: Json): Promise<Json> {
   const path = String(args.path ?? '');
   if (path.includes('missing')) fail('not_found', `There is nothing at ${path}. Check the path, or choose the file with Browse.`);
-  if (!/\.gguf$/i.test(path)) fail('invalid_model', `hub: ${path} does not hold a model Hearth can use: missing config.json.`);
+  if (!/\.gguf$/i.test(path)) {
+    const missing = 'config.json, tokenizer.json, tokenizer_config.json, model.q4nx or model.safetensors';
+    fail('invalid_model', `hub: ${path} does not hold a model Hearth can use: missing ${missing}. It has: notes.txt. Hearth needs config.json, tokenizer.json and the weights as model.q4nx or safetensors`, 'missing', { place: path, missing });
+  }
   const name = args.name ?? path.split('/').pop()!.replace(/\.gguf$/i, '');
   if (installed.some((i) => i.name === name)) {
-    fail('invalid_input', `hub: A model called ${name} is already installed. Remove it first (\`hearth rm ${name}\`) or choose another name`);
+    fail('invalid_input', `hub: a model called ${name} is already installed. Remove it first (\`hearth rm ${name}\`) or choose another name`, 'name_taken', { name });
   }
   const channel = args.onProgress as { id: number };
   let index = 0;

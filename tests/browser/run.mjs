@@ -777,8 +777,8 @@ test('a failed download is explained on its card in plain words, with details an
   await error.waitFor();
   const summary = await error.locator('.summary').textContent();
   assert(summary.startsWith("Can't reach the internet") && !/hub:|HF_ENDPOINT|command/.test(summary), `plain words: ${summary}`);
-  assert(!(await error.getByText('HF_ENDPOINT', { exact: false }).isVisible()), 'the raw text is folded under Details');
-  await error.getByRole('button', { name: 'Try again' }).click();
+  assert(!(await page.getByText('HF_ENDPOINT', { exact: false }).isVisible()), 'the raw text is folded under Details');
+  await page.getByTestId('retry-llama-3.2-1b-npu2').click();
   await page.getByTestId('installed-badge-llama-3.2-1b-npu2').waitFor();
   assert((await page.getByTestId('download-error-llama-3.2-1b-npu2').count()) === 0, 'the error goes once it worked');
 });
@@ -996,6 +996,41 @@ test('review #10 and #20 (S2/S3): a found model already imported says so, and th
   const before = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'found_models').length);
   await page.getByTestId('found-rescan').click();
   await page.waitForFunction((n) => window.__mock.calls.filter((c) => c.cmd === 'found_models').length > n, before);
+});
+
+test('review #11 and #14 (S3): a failed download and a wrong folder explain themselves in the app\'s words; the card has one retry and one Details', async ({ page }) => {
+  const url = 'https://huggingface.co/api/models/FastFlowLM/Llama-3.2-1B-NPU2/revision/main';
+  const reason = 'failed to lookup address information: Name or service not known';
+  await page.evaluate(([url, reason]) => {
+    window.__mockModels.stepMs = 1;
+    // As crates/app sends hub::Error::Network: the CLI's message, and the facts for the catalog.
+    window.__mockModels.failPull = {
+      code: 'network', detail: 'reach', params: { url, reason },
+      message: `hub: could not reach ${url}: ${reason}. Check the network connection (or HF_ENDPOINT), then run the same command again: the download resumes where it stopped`,
+    };
+  }, [url, reason]);
+  await openModels(page);
+  await page.getByTestId('download-llama-3.2-1b-npu2').click();
+  const card = page.getByTestId('catalog-item-llama-3.2-1b-npu2');
+  await card.getByTestId('download-error-llama-3.2-1b-npu2').waitFor();
+  const buttons = (await card.getByRole('button').allTextContents()).map((b) => b.trim());
+  assert(buttons.filter((b) => b === 'Try again' || b === 'Download').length === 1 && buttons.includes('Try again'), `one retry action: ${buttons}`);
+  assert((await card.locator('summary').count()) === 1, 'one Details');
+  await card.locator('summary').click();
+  const details = await card.getByTestId('download-error-details-llama-3.2-1b-npu2').textContent();
+  assert(details === `Could not reach ${url}: ${reason}.`, `the error in full, under the card's Details: ${details}`);
+  const words = await card.textContent();
+  assert(!/HF_ENDPOINT|same command|hub:|hearth rm/.test(words), `no command-line words: ${words}`);
+  await page.getByTestId('retry-llama-3.2-1b-npu2').click();
+  await page.getByTestId('installed-badge-llama-3.2-1b-npu2').waitFor();
+  // A folder that holds no model: the details name what it lacks, without "hub:".
+  await page.getByTestId('import-dir-input').fill('/home/ana/Downloads');
+  await page.getByTestId('import-button').click();
+  const error = page.getByTestId('import-error');
+  await error.waitFor();
+  await error.locator('summary').click();
+  const raw = await error.locator('.raw').textContent();
+  assert(raw.startsWith('/home/ana/Downloads does not hold a model Hearth can use: it lacks config.json') && !/hub:|HF_|command/.test(raw), raw);
 });
 
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {

@@ -194,6 +194,23 @@ impl From<hearth_hub::Error> for Error {
             E::AlreadyDownloading { name } => {
                 plain.detail("downloading", &[("name", name.clone())])
             }
+            // The hub's own messages speak to the command line (HF_ENDPOINT, "run the same
+            // command again"); the desktop shows these from its catalog, with the same facts.
+            E::Network { url, detail } => {
+                plain.detail("reach", &[("url", url.clone()), ("reason", detail.clone())])
+            }
+            E::Stalled { file, secs, .. } => plain.detail(
+                "stalled",
+                &[("file", file.clone()), ("secs", secs.to_string())],
+            ),
+            E::DiskFull { path } => plain.detail("full", &[("path", path.display().to_string())]),
+            E::ChecksumMismatch { file, .. } | E::MetadataMismatch { file, .. } => {
+                plain.detail("damaged", &[("file", file.clone())])
+            }
+            E::MissingFiles { repo, missing, .. } => plain.detail(
+                "missing",
+                &[("place", repo.clone()), ("missing", missing.join(", "))],
+            ),
             _ => plain,
         }
     }
@@ -283,6 +300,63 @@ mod tests {
             ErrorCode::Corrupt,
             "the UI shows corrupted downloads apart"
         );
+    }
+
+    #[test]
+    fn hub_errors_for_the_command_line_carry_their_facts_for_the_desktop() {
+        // The review's finding 11: the desktop must not show "HF_ENDPOINT" or "run the same
+        // command again"; it shows its catalog's message for the detail, with these params.
+        let error = Error::from(hearth_hub::Error::Network {
+            url: "https://example.org/model".into(),
+            detail: "failed to lookup address information".into(),
+        });
+        assert!(
+            error.message.contains("HF_ENDPOINT"),
+            "the CLI keeps its message"
+        );
+        assert_eq!(error.detail.as_deref(), Some("reach"));
+        assert_eq!(error.params["url"], "https://example.org/model");
+        assert_eq!(
+            error.params["reason"],
+            "failed to lookup address information"
+        );
+        let error = Error::from(hearth_hub::Error::MissingFiles {
+            repo: "/home/ana/Downloads".into(),
+            missing: vec!["config.json".into(), "tokenizer.json".into()],
+            found: vec!["notes.txt".into()],
+        });
+        assert_eq!(
+            (error.code, error.detail.as_deref()),
+            (ErrorCode::InvalidModel, Some("missing"))
+        );
+        assert_eq!(error.params["missing"], "config.json, tokenizer.json");
+        for (error, detail) in [
+            (
+                hearth_hub::Error::Stalled {
+                    file: "model.q4nx".into(),
+                    secs: 30,
+                    attempts: 3,
+                },
+                "stalled",
+            ),
+            (
+                hearth_hub::Error::DiskFull {
+                    path: "/data/model.q4nx".into(),
+                },
+                "full",
+            ),
+            (
+                hearth_hub::Error::ChecksumMismatch {
+                    file: "model.q4nx".into(),
+                    algorithm: "sha256",
+                    expected: "a".into(),
+                    actual: "b".into(),
+                },
+                "damaged",
+            ),
+        ] {
+            assert_eq!(Error::from(error).detail.as_deref(), Some(detail));
+        }
     }
 
     #[test]

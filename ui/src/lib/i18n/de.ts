@@ -506,4 +506,11 @@ export const de: Translation = {
   'error.busy.downloading': '{name} wird bereits heruntergeladen. Warten Sie, bis es fertig ist, oder stoppen Sie es zuerst.',
   'error.not_found.conversation': 'Diese Unterhaltung gibt es nicht mehr. Sie wurde vielleicht gelöscht.',
   'error.not_found.message': 'Diese Nachricht gibt es nicht mehr. Sie wurde vielleicht gelöscht.',
+
+  // review findings
+  'error.network.reach': '{url} war nicht erreichbar: {reason}.',
+  'error.network.stalled': 'Der Download von {file} ist stehen geblieben: {secs} Sekunden lang kamen keine Daten. Prüfen Sie die Verbindung und versuchen Sie es erneut: Der Download macht dort weiter, wo er stehen blieb.',
+  'error.disk_full.full': 'Beim Speichern von {path} wurde die Festplatte voll. Geben Sie Speicherplatz frei und versuchen Sie es erneut: Der Download macht dort weiter, wo er stehen blieb.',
+  'error.corrupt.damaged': '{file} wurde unterwegs beschädigt und von Hearth gelöscht. Versuchen Sie es erneut, um die Datei neu herunterzuladen.',
+  'error.invalid_model.missing': '{place} enthält kein Modell, das Hearth verwenden kann: Es fehlt {missing}.',
 };

@@ -533,6 +533,13 @@ export const en = {
   'error.busy.downloading': '{name} is already being downloaded. Wait for it to finish, or stop it first.',
   'error.not_found.conversation': 'That conversation no longer exists. It may have been deleted.',
   'error.not_found.message': 'That message no longer exists. It may have been deleted.',
+
+  // review findings
+  'error.network.reach': 'Could not reach {url}: {reason}.',
+  'error.network.stalled': 'The download of {file} stopped: no data arrived for {secs} seconds. Check your connection, then try again: the download continues where it stopped.',
+  'error.disk_full.full': 'The disk filled up while saving {path}. Free some space, then try again: the download continues where it stopped.',
+  'error.corrupt.damaged': '{file} was damaged on the way, so Hearth deleted it. Try again to download it afresh.',
+  'error.invalid_model.missing': '{place} does not hold a model Hearth can use: it lacks {missing}.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

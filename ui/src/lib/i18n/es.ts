@@ -506,4 +506,11 @@ export const es: Translation = {
   'error.busy.downloading': '{name} ya se está descargando. Espera a que termine o detenla primero.',
   'error.not_found.conversation': 'Esa conversación ya no existe. Puede que se haya borrado.',
   'error.not_found.message': 'Ese mensaje ya no existe. Puede que se haya borrado.',
+
+  // review findings
+  'error.network.reach': 'No se pudo conectar con {url}: {reason}.',
+  'error.network.stalled': 'La descarga de {file} se detuvo: no llegaron datos durante {secs} segundos. Comprueba la conexión y vuelve a intentarlo: la descarga continúa donde se detuvo.',
+  'error.disk_full.full': 'El disco se llenó al guardar {path}. Libera espacio y vuelve a intentarlo: la descarga continúa donde se detuvo.',
+  'error.corrupt.damaged': '{file} se dañó por el camino y Hearth lo borró. Vuelve a intentarlo para descargarlo de nuevo.',
+  'error.invalid_model.missing': '{place} no contiene un modelo que Hearth pueda usar: le falta {missing}.',
 };

@@ -507,4 +507,11 @@ export const fr: Translation = {
   'error.busy.downloading': '{name} est déjà en cours de téléchargement. Attendez la fin, ou arrêtez-le d’abord.',
   'error.not_found.conversation': 'Cette conversation n’existe plus. Elle a peut-être été supprimée.',
   'error.not_found.message': 'Ce message n’existe plus. Il a peut-être été supprimé.',
+
+  // review findings
+  'error.network.reach': 'Impossible de joindre {url} : {reason}.',
+  'error.network.stalled': 'Le téléchargement de {file} s’est arrêté : aucune donnée pendant {secs} secondes. Vérifiez la connexion, puis réessayez : le téléchargement reprend là où il s’est arrêté.',
+  'error.disk_full.full': 'Le disque s’est rempli pendant l’enregistrement de {path}. Libérez de la place, puis réessayez : le téléchargement reprend là où il s’est arrêté.',
+  'error.corrupt.damaged': '{file} a été endommagé en chemin et Hearth l’a supprimé. Réessayez pour le télécharger à nouveau.',
+  'error.invalid_model.missing': '{place} ne contient pas de modèle utilisable par Hearth : il manque {missing}.',
 };

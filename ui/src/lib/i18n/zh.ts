@@ -498,4 +498,11 @@ export const zh: Translation = {
   'error.busy.downloading': '{name} 已在下载中。请等待完成，或先停止它。',
   'error.not_found.conversation': '该对话已不存在，可能已被删除。',
   'error.not_found.message': '该消息已不存在，可能已被删除。',
+
+  // review findings
+  'error.network.reach': '无法连接 {url}：{reason}。',
+  'error.network.stalled': '{file} 的下载已停止：{secs} 秒内没有收到数据。请检查网络连接，然后重试：下载会从中断处继续。',
+  'error.disk_full.full': '保存 {path} 时磁盘已满。请释放一些空间，然后重试：下载会从中断处继续。',
+  'error.corrupt.damaged': '{file} 在传输中损坏，Hearth 已将其删除。请重试以重新下载。',
+  'error.invalid_model.missing': '{place} 中没有 Hearth 可用的模型：缺少 {missing}。',
 };
