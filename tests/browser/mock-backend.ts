@@ -199,6 +199,8 @@ async function startAnswer(args: Json) {
       const branches = [...(edited.branches.length ? edited.branches : [edited.id]), user.id];
       for (const m of allMessages(c)) if (branches.includes(m.id)) m.branches = branches;
       user.branches = branches;
+      // As the store does: an edited first message retitles a conversation the user did not rename.
+      if (at === 0 && c.title === edited.content.slice(0, 60)) c.title = action.content.slice(0, 60);
       hideFrom(c, at);
     }
     c.messages.push(user);

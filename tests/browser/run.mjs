@@ -1033,6 +1033,47 @@ test('review #11 and #14 (S3): a failed download and a wrong folder explain them
   assert(raw.startsWith('/home/ana/Downloads does not hold a model Hearth can use: it lacks config.json') && !/hub:|HF_|command/.test(raw), raw);
 });
 
+test('review #18 (S3): the title follows an edited first message, and a renamed title stays', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Hello');
+  await sendAndWait(page, 'Write a story about a dragon');
+  const sidebar = page.getByTestId('sidebar');
+  await sidebar.getByRole('button', { name: 'Open conversation Hello' }).waitFor();
+  await page.getByRole('button', { name: 'Edit and resend this message' }).first().click();
+  await page.getByLabel('Edit your message').fill('Dragons of the north');
+  await page.getByLabel('Edit your message').press('Enter');
+  await sidebar.getByRole('button', { name: 'Open conversation Dragons of the north' }).waitFor();
+  assert((await sidebar.getByRole('button', { name: 'Open conversation Hello' }).count()) === 0, 'the old title is gone');
+  // A later message is not the title.
+  await page.getByTestId('send-button').waitFor();
+  await sendAndWait(page, 'And the south?');
+  await page.getByRole('button', { name: 'Edit and resend this message' }).last().click();
+  await page.getByLabel('Edit your message').fill('And the east?');
+  await page.getByLabel('Edit your message').press('Enter');
+  await page.getByTestId('send-button').waitFor();
+  assert((await sidebar.getByRole('button', { name: 'Open conversation Dragons of the north' }).count()) === 1, 'the title stays on a later edit');
+});
+
+test('review #27 (S3): How to fix shows the command on its own line, whole, at 800x600', async ({ page }) => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.getByTestId('status-item').click();
+  await page.getByTestId('npu-how-to-fix').click();
+  const help = page.getByTestId('npu-help');
+  await help.waitFor();
+  const code = help.locator('pre');
+  assert((await code.textContent()) === 'sudo apt update && sudo apt install --only-upgrade linux-firmware', await code.textContent());
+  const [scroll, client] = await code.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+  assert(scroll <= client, `the whole command is in view (${scroll} > ${client})`);
+  const prose = (await help.locator('section p').allTextContents()).map((p) => p.trim());
+  assert(prose.includes('Then restart the computer.') && !prose.some((p) => /^[),]|\($/.test(p)), `the words read without the command: ${prose}`);
+}, () => {
+  window.__mockNpu = {
+    ready: false, summary: 'NPU not ready', detection: { state: 'found' },
+    checks: [{ id: 'firmware', status: 'problem', summary: 'NPU firmware 1.0.0.63 is older than 1.1.0.0',
+      fix: 'Update the NPU firmware: install the newest linux-firmware package for your distribution (Ubuntu: `sudo apt update && sudo apt install --only-upgrade linux-firmware`), then restart the computer.' }],
+  };
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');

@@ -845,30 +845,39 @@ impl ConversationStore {
     /// Edit the user message `message_id`: the new text becomes a new version of it, shown in
     /// its place with nothing after it yet, and the old version keeps the conversation that
     /// followed it (its answers, their versions, later turns), shown again by
-    /// [`show_branch`](Self::show_branch). Nothing is deleted.
+    /// [`show_branch`](Self::show_branch). Nothing is deleted. Editing the first message
+    /// also retitles the conversation, unless the user renamed it.
     pub fn edit_message(
         &self,
         conversation_id: &str,
         message_id: i64,
         content: &str,
     ) -> Result<Message, StoreError> {
-        let parent: Option<Option<i64>> = self
+        let found: Option<(Option<i64>, String)> = self
             .conn
             .query_row(
-                "SELECT parent_id FROM messages
+                "SELECT parent_id, content FROM messages
                  WHERE id = ?1 AND conversation_id = ?2 AND role = 'user'",
                 params![message_id, conversation_id],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let Some(parent) = parent else {
+        let Some((parent, old)) = found else {
             return Err(StoreError::NotFound {
                 what: "message",
                 id: message_id.to_string(),
             });
         };
         self.touch(conversation_id)?;
+        if parent.is_none() {
+            self.conn
+                .execute(
+                    "UPDATE conversations SET title = ?2 WHERE id = ?1 AND title = ?3",
+                    params![conversation_id, title_from(content), title_from(&old)],
+                )
+                .map_err(|e| self.err(e))?;
+        }
         let id = self.insert_message(
             conversation_id,
             parent,
@@ -1405,11 +1414,32 @@ mod tests {
         turn(&s, &c.id, "Sun?", "Also.");
         let e = s.edit_message(&c.id, q1, "Waves?").unwrap();
         assert_eq!(shown(&s, &c.id), ["Waves?"]);
-        assert_eq!(s.get(&c.id).unwrap().title, "Tides?", "the title stays");
+        assert_eq!(
+            s.get(&c.id).unwrap().title,
+            "Waves?",
+            "the automatic title follows the edited first message (review finding 18)"
+        );
         s.show_branch(&c.id, q1).unwrap();
         assert_eq!(shown(&s, &c.id), ["Tides?", "The moon.", "Sun?", "Also."]);
         s.show_branch(&c.id, e.id).unwrap();
         assert_eq!(shown(&s, &c.id), ["Waves?"]);
+    }
+
+    #[test]
+    fn a_title_the_user_chose_stays_when_the_first_message_is_edited() {
+        let (_d, s) = store();
+        let c = s.create(&ConversationSettings::default()).unwrap();
+        let (q1, _) = turn(&s, &c.id, "Tides?", "The moon.");
+        let (q2, _) = turn(&s, &c.id, "Sun?", "Also.");
+        s.edit_message(&c.id, q2, "Stars?").unwrap();
+        assert_eq!(
+            s.get(&c.id).unwrap().title,
+            "Tides?",
+            "a later message is not the title"
+        );
+        s.rename(&c.id, "Moon notes").unwrap();
+        s.edit_message(&c.id, q1, "Waves?").unwrap();
+        assert_eq!(s.get(&c.id).unwrap().title, "Moon notes");
     }
 
     #[test]

@@ -70,7 +70,7 @@ function diagnosis(d: Pick<NpuDiagnosis, 'ready' | 'summary' | 'checks'> & { det
 describe('the NPU in plain words', () => {
   const found = { state: 'found' as const };
   it('says no NPU neutrally, without a fix', () => {
-    const d = diagnosis({ ready: false, summary: '', detection: { state: 'not_found' as const }, checks: [{ id: 'device', status: 'problem' as const, summary: 'No NPU was found', fix: 'Check the BIOS' }] });
+    const d = diagnosis({ ready: false, summary: '', detection: { state: 'not_found' as const }, checks: [{ id: 'device', status: 'problem' as const, code: '', params: {}, fix_code: null, summary: 'No NPU was found', fix: 'Check the BIOS' }] });
     expect(npuState(d)).toEqual({ kind: 'none', sentence: 'This computer has no NPU; Hearth uses the processor.' });
   });
 
@@ -78,9 +78,9 @@ describe('the NPU in plain words', () => {
     const d = diagnosis({
       ready: false, summary: '', detection: found,
       checks: [
-        { id: 'xrt', status: 'warning' as const, summary: 'XRT is old', fix: null },
-        { id: 'access', status: 'problem' as const, summary: 'No permission', fix: 'Run `sudo usermod -aG render ana`, then log out.' },
-        { id: 'memlock', status: 'problem' as const, summary: 'memlock', fix: 'x' },
+        { id: 'xrt', status: 'warning' as const, code: '', params: {}, fix_code: null, summary: 'XRT is old', fix: null },
+        { id: 'access', status: 'problem' as const, code: '', params: {}, fix_code: null, summary: 'No permission', fix: 'Run `sudo usermod -aG render ana`, then log out.' },
+        { id: 'memlock', status: 'problem' as const, code: '', params: {}, fix_code: null, summary: 'memlock', fix: 'x' },
       ],
     });
     expect(npuState(d).kind).toBe('needs-work');
@@ -88,8 +88,19 @@ describe('the NPU in plain words', () => {
     expect(fixPieces(d.checks[1].fix!)).toEqual([
       { text: 'Run ', command: false },
       { text: 'sudo usermod -aG render ana', command: true },
-      { text: ', then log out.', command: false },
+      { text: 'Then log out.', command: false },
     ]);
+  });
+
+  it('a command in brackets in mid-sentence stands on its own line, the words around it read on their own (review #27)', () => {
+    const fix = 'Install the newest linux-firmware for your distribution (Ubuntu: `sudo apt install --only-upgrade linux-firmware`), then restart the computer.';
+    expect(fixPieces(fix)).toEqual([
+      { text: 'Install the newest linux-firmware for your distribution — Ubuntu: ', command: false },
+      { text: 'sudo apt install --only-upgrade linux-firmware', command: true },
+      { text: 'Then restart the computer.', command: false },
+    ]);
+    expect(fixPieces('Close it or wait (to stop it now: `kill 42`).').map((p) => p.text)).toEqual(['Close it or wait — to stop it now: ', 'kill 42']);
+    expect(fixPieces('请更新（Ubuntu：`sudo apt upgrade`），然后重启。').map((p) => p.text)).toEqual(['请更新 — Ubuntu：', 'sudo apt upgrade', '然后重启。']);
   });
 
   it('an NPU that is ready without FastFlowLM is not called ready, and the picker reason says why', () => {

@@ -134,12 +134,24 @@ export function firstBlockingStep(diagnosis: NpuDiagnosis | null): NpuCheck | nu
   return checks.find((c) => c.status === 'problem') ?? checks.find((c) => c.status === 'warning') ?? null;
 }
 
-/** A fix text split into prose and commands (commands are marked with backticks). */
+/** A fix text split into prose and commands (commands are marked with backticks). Each command
+ *  goes on a line of its own, so the prose around it is made to read without it: a bracket
+ *  opened before it becomes a dash, and the bracket or comma after it goes (the next words
+ *  start a sentence); what is left without a letter or digit is dropped. */
 export function fixPieces(fix: string): { text: string; command: boolean }[] {
-  return fix
-    .split('`')
-    .map((text, i) => ({ text, command: i % 2 === 1 }))
-    .filter((p) => p.text.trim() !== '');
+  const split = fix.split('`');
+  return split
+    .map((text, i) => {
+      const command = i % 2 === 1;
+      if (command) return { text, command };
+      if (i + 1 < split.length) text = text.replace(/\s*[(（]([^()（）]*)$/, (_, inside: string) => (inside.trim() ? ` — ${inside}` : ' '));
+      if (i > 0) {
+        const rest = text.replace(/^\s*[)）]?\s*[,，;；]?\s*/, '');
+        if (rest !== text) text = rest.charAt(0).toLocaleUpperCase() + rest.slice(1);
+      }
+      return { text, command };
+    })
+    .filter((p) => (p.command ? p.text.trim() !== '' : /[\p{L}\p{N}]/u.test(p.text)));
 }
 
 /** The compact status item: where answers are computed, and the power while on the NPU. */
