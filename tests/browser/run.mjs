@@ -1074,6 +1074,48 @@ test('review #27 (S3): How to fix shows the command on its own line, whole, at 8
   };
 });
 
+test('review #30 (S3): the version switch ‹ 2/2 › is as large as the text, dark enough, and easy to hit', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Hello');
+  await page.getByRole('button', { name: 'Write this answer again' }).click();
+  await page.getByTestId('send-button').waitFor();
+  const versions = page.getByTestId('answer-versions');
+  await versions.waitFor();
+  assert((await versions.textContent()).replace(/\s+/g, '') === '‹2/2›', await versions.textContent());
+  const [size, body] = await versions.evaluate((el) => [parseFloat(getComputedStyle(el).fontSize), parseFloat(getComputedStyle(document.querySelector('.answer')).fontSize)]);
+  assert(size >= body * 0.95, `as large as the answer's text: ${size} px vs ${body} px`);
+  for (const button of await versions.getByRole('button').all()) {
+    const box = await button.boundingBox();
+    assert(box.width >= 24 && box.height >= 24, `an arrow is at least 24x24 px: ${box.width}x${box.height}`);
+  }
+  for (const theme of ['light', 'dark']) {
+    await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+    const ratio = await contrast(versions.locator('span'));
+    assert(ratio >= 7, `2/2 stands out in ${theme} (contrast ${ratio.toFixed(2)})`);
+  }
+});
+
+test('review #31 (S3): the sampling heading is in the text colour and says the values are this conversation\'s only', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  await page.getByTestId('advanced').locator('summary').click();
+  assert((await page.getByTestId('sampling-heading').textContent()) === 'How answers are written in new conversations', 'without a conversation: the defaults');
+  await page.getByRole('button', { name: 'Close Settings' }).click();
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Hello');
+  await page.keyboard.press('Control+,');
+  await page.getByTestId('advanced').locator('summary').click();
+  const heading = page.getByTestId('sampling-heading');
+  assert((await heading.textContent()) === 'How answers are written in this conversation', await heading.textContent());
+  assert((await page.getByTestId('sampling-scope').textContent()).includes('this conversation only. New conversations start from the defaults'), await page.getByTestId('sampling-scope').textContent());
+  const [colour, text] = await heading.evaluate((el) => [getComputedStyle(el).color, getComputedStyle(document.body).color]);
+  assert(colour === text, `the heading is not greyed: ${colour} vs ${text}`);
+  for (const theme of ['light', 'dark']) {
+    await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+    const ratio = await contrast(heading);
+    assert(ratio >= 7, `readable in ${theme} (contrast ${ratio.toFixed(2)})`);
+  }
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');

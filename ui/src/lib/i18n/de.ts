@@ -513,4 +513,6 @@ export const de: Translation = {
   'error.disk_full.full': 'Beim Speichern von {path} wurde die Festplatte voll. Geben Sie Speicherplatz frei und versuchen Sie es erneut: Der Download macht dort weiter, wo er stehen blieb.',
   'error.corrupt.damaged': '{file} wurde unterwegs beschädigt und von Hearth gelöscht. Versuchen Sie es erneut, um die Datei neu herunterzuladen.',
   'error.invalid_model.missing': '{place} enthält kein Modell, das Hearth verwenden kann: Es fehlt {missing}.',
+  'settings.samplingThisTitle': 'Wie Antworten in dieser Unterhaltung geschrieben werden',
+  'settings.samplingThisScope': 'Diese Werte gelten nur für diese Unterhaltung. Neue Unterhaltungen beginnen mit den Standardwerten.',
 };

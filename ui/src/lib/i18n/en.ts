@@ -540,6 +540,8 @@ export const en = {
   'error.disk_full.full': 'The disk filled up while saving {path}. Free some space, then try again: the download continues where it stopped.',
   'error.corrupt.damaged': '{file} was damaged on the way, so Hearth deleted it. Try again to download it afresh.',
   'error.invalid_model.missing': '{place} does not hold a model Hearth can use: it lacks {missing}.',
+  'settings.samplingThisTitle': 'How answers are written in this conversation',
+  'settings.samplingThisScope': 'These values apply to this conversation only. New conversations start from the defaults.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

@@ -513,4 +513,6 @@ export const es: Translation = {
   'error.disk_full.full': 'El disco se llenó al guardar {path}. Libera espacio y vuelve a intentarlo: la descarga continúa donde se detuvo.',
   'error.corrupt.damaged': '{file} se dañó por el camino y Hearth lo borró. Vuelve a intentarlo para descargarlo de nuevo.',
   'error.invalid_model.missing': '{place} no contiene un modelo que Hearth pueda usar: le falta {missing}.',
+  'settings.samplingThisTitle': 'Cómo se escriben las respuestas en esta conversación',
+  'settings.samplingThisScope': 'Estos valores solo se aplican a esta conversación. Las conversaciones nuevas empiezan con los valores predeterminados.',
 };

@@ -514,4 +514,6 @@ export const fr: Translation = {
   'error.disk_full.full': 'Le disque s’est rempli pendant l’enregistrement de {path}. Libérez de la place, puis réessayez : le téléchargement reprend là où il s’est arrêté.',
   'error.corrupt.damaged': '{file} a été endommagé en chemin et Hearth l’a supprimé. Réessayez pour le télécharger à nouveau.',
   'error.invalid_model.missing': '{place} ne contient pas de modèle utilisable par Hearth : il manque {missing}.',
+  'settings.samplingThisTitle': 'Comment les réponses sont écrites dans cette conversation',
+  'settings.samplingThisScope': 'Ces valeurs ne s’appliquent qu’à cette conversation. Les nouvelles conversations partent des valeurs par défaut.',
 };

@@ -505,4 +505,6 @@ export const zh: Translation = {
   'error.disk_full.full': '保存 {path} 时磁盘已满。请释放一些空间，然后重试：下载会从中断处继续。',
   'error.corrupt.damaged': '{file} 在传输中损坏，Hearth 已将其删除。请重试以重新下载。',
   'error.invalid_model.missing': '{place} 中没有 Hearth 可用的模型：缺少 {missing}。',
+  'settings.samplingThisTitle': '此对话中回答的生成方式',
+  'settings.samplingThisScope': '这些值只用于此对话。新对话从默认值开始。',
 };
