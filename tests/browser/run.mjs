@@ -1442,6 +1442,28 @@ test('languages: "Automatic" follows the system language the backend reports (Ge
   assert(/\d,\d/.test(line) && line.includes('Tokens/s'), `a decimal comma and German words: ${line}`);
 }, () => { window.__mockSystemLanguage = 'de'; });
 
+test('languages: the NPU doctor\'s finding and its fix are shown from the catalog by code and params, the command intact (Chinese)', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  await page.getByTestId('npu-how-to-fix').click();
+  const help = page.getByTestId('npu-help');
+  await help.waitFor();
+  const text = await help.textContent();
+  assert(text.includes('无权打开 /dev/accel/accel0：它属于 render 组'), `the finding in Chinese: ${text}`);
+  assert((await help.locator('pre code').textContent()) === 'sudo usermod -aG render ana', 'the command, with its params, in its own block');
+  await mkdir(shotsDir, { recursive: true });
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.screenshot({ path: join(shotsDir, 'zh-npu-help-800x600-light.png') });
+}, () => {
+  window.__mockSystemLanguage = 'zh';
+  window.__mockNpu = {
+    ready: false, summary: 'NPU not ready', detection: { state: 'found' },
+    checks: [
+      { id: 'access', status: 'problem', code: 'access_denied', fix_code: 'join_group', params: { node: '/dev/accel/accel0', group: 'render', user: 'ana' },
+        summary: 'No permission to open /dev/accel/accel0: it belongs to the render group', fix: 'Add yourself to the group: `sudo usermod -aG render ana`. Then log out and log back in.' },
+    ],
+  };
+});
+
 if (process.env.SCREENSHOTS) {
   test('README screenshots (light and dark)', async ({ page }) => {
     await mkdir(process.env.SCREENSHOTS, { recursive: true });

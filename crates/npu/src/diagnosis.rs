@@ -12,6 +12,7 @@ use crate::limits::{self, MemlockLimits};
 use crate::metric::Metric;
 use crate::software::{self, FlmInfo, XrtInfo, FLM_MIN_VERSION, XRT_MIN_VERSION};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -63,7 +64,8 @@ pub enum CheckId {
     Contexts,
 }
 
-/// One finding, in plain words.
+/// One finding, in plain words (English), and as a code with parameters for a front end that
+/// shows it in another language.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[cfg_attr(feature = "ts", ts(rename = "NpuCheck"))]
@@ -72,23 +74,41 @@ pub struct Check {
     pub id: CheckId,
     /// How it came out.
     pub status: Status,
+    /// Which finding: the desktop's catalog key is `npu.check.<code>`, filled with `params`.
+    pub code: String,
+    /// What the finding and its fix name (versions, paths, a group, processes), by name.
+    pub params: BTreeMap<String, String>,
     /// One sentence: what is the case.
     pub summary: String,
+    /// Which fix: the catalog key is `npu.fix.<fix_code>`, filled with `params`.
+    pub fix_code: Option<String>,
     /// What to do about it, step by step, with exact commands; `None` when nothing is needed.
     pub fix: Option<String>,
 }
 
 impl Check {
-    fn new(id: CheckId, status: Status, summary: impl Into<String>) -> Check {
+    /// A finding: its check, status, code and English sentence.
+    pub fn new(id: CheckId, status: Status, code: &str, summary: impl Into<String>) -> Check {
         Check {
             id,
             status,
+            code: code.to_string(),
+            params: BTreeMap::new(),
             summary: summary.into(),
+            fix_code: None,
             fix: None,
         }
     }
 
-    fn fix(mut self, fix: impl Into<String>) -> Check {
+    /// The same finding, naming `value` as parameter `name` (for the summary and the fix).
+    pub fn with(mut self, name: &str, value: impl ToString) -> Check {
+        self.params.insert(name.to_string(), value.to_string());
+        self
+    }
+
+    /// The same finding with what to do about it: its code and English text.
+    pub fn fix(mut self, code: &str, fix: impl Into<String>) -> Check {
+        self.fix_code = Some(code.to_string());
         self.fix = Some(fix.into());
         self
     }
@@ -172,14 +192,18 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
             Check::new(
                 CheckId::Sensors,
                 Status::Info,
+                "sensors",
                 format!("NPU sensors answer: {}", power.join(", ")),
             )
+            .with("sensors", power.join(", "))
         }
         Metric::Unavailable { unavailable } => Check::new(
             CheckId::Sensors,
             Status::Info,
+            "sensors_unavailable",
             format!("NPU power sensors unavailable: {unavailable}. Hearth measures power from amdgpu and the battery instead."),
-        ),
+        )
+        .with("reason", unavailable),
     });
 
     let (ready, summary) = verdict(&detection, &checks);
@@ -255,6 +279,7 @@ fn device_check(detection: &Detection, kernel: Option<&Kernel>) -> Check {
         Detection::Found(d) if d.generation == Generation::Xdna2 => Check::new(
             CheckId::Device,
             Status::Ok,
+            "device_found",
             format!(
                 "NPU found: {}{}, driver {}",
                 d.display_name(),
@@ -264,16 +289,21 @@ fn device_check(detection: &Detection, kernel: Option<&Kernel>) -> Check {
                     .unwrap_or_default(),
                 d.driver.as_deref().unwrap_or("unknown")
             ),
-        ),
+        )
+        .with("name", d.display_name())
+        .with("pci", d.pci_address.as_deref().unwrap_or("?"))
+        .with("driver", d.driver.as_deref().unwrap_or("?")),
         Detection::Found(d) => Check::new(
             CheckId::Device,
             Status::Problem,
+            "device_first_generation",
             format!(
                 "This NPU ({}) is the first generation, which FastFlowLM does not support",
                 d.display_name()
             ),
         )
-        .fix("Nothing to fix: the NPU path needs an XDNA 2 NPU (Ryzen AI 300 series or later). Hearth runs on the CPU."),
+        .with("name", d.display_name())
+        .fix("xdna2_needed", "Nothing to fix: the NPU path needs an XDNA 2 NPU (Ryzen AI 300 series or later). Hearth runs on the CPU."),
         Detection::NoDriver {
             pci_address,
             generation,
@@ -282,18 +312,20 @@ fn device_check(detection: &Detection, kernel: Option<&Kernel>) -> Check {
                 "An {} NPU is in this computer (PCI {pci_address}), but no driver has taken it",
                 generation.label()
             );
-            let fix = if kernel.is_some_and(Kernel::has_inbox_amdxdna) {
-                "Your kernel has the amdxdna driver but it did not start. Run `sudo modprobe \
+            let (fix_code, fix) = if kernel.is_some_and(Kernel::has_inbox_amdxdna) {
+                ("driver_not_started", "Your kernel has the amdxdna driver but it did not start. Run `sudo modprobe \
 amdxdna`, and if that fails, `sudo dmesg | grep -i amdxdna` shows why (often missing NPU firmware: \
-update the linux-firmware package). Then restart."
-                    .to_string()
+update the linux-firmware package). Then restart.")
             } else {
-                DRIVER_FIX.to_string()
+                ("driver", DRIVER_FIX)
             };
-            Check::new(CheckId::Device, Status::Problem, summary).fix(fix)
+            Check::new(CheckId::Device, Status::Problem, "device_no_driver", summary)
+                .with("generation", generation.label())
+                .with("pci", pci_address)
+                .fix(fix_code, fix)
         }
-        Detection::NotFound => Check::new(CheckId::Device, Status::Problem, "No NPU was found")
-            .fix(format!(
+        Detection::NotFound => Check::new(CheckId::Device, Status::Problem, "device_not_found", "No NPU was found")
+            .fix("enable_npu", format!(
                 "If this computer has a Ryzen AI processor, the NPU may be switched off: open the \
 BIOS/UEFI setup (usually F2 or Del at start) and enable the NPU or \"IPU\". {DRIVER_FIX} \
 Without an NPU, Hearth runs on the CPU."
@@ -306,6 +338,7 @@ fn kernel_check(root: &FsRoot, kernel: Option<&Kernel>, detection: &Detection) -
         return Check::new(
             CheckId::Kernel,
             Status::Warning,
+            "kernel_unreadable",
             "The kernel version could not be read (/proc/sys/kernel/osrelease)",
         );
     };
@@ -315,41 +348,49 @@ fn kernel_check(root: &FsRoot, kernel: Option<&Kernel>, detection: &Detection) -
         return Check::new(
             CheckId::Kernel,
             Status::Warning,
+            "kernel_unknown",
             format!(
                 "The kernel version {:?} could not be understood",
                 crate::fsroot::shorten(&k.release)
             ),
-        );
+        )
+        .with("release", crate::fsroot::shorten(&k.release));
     }
     if k.has_inbox_amdxdna() {
         Check::new(
             CheckId::Kernel,
             Status::Ok,
+            "kernel_inbox",
             format!("Linux {} includes the amdxdna driver", k.release),
         )
+        .with("release", &k.release)
     } else if driver_present {
         Check::new(
             CheckId::Kernel,
             Status::Ok,
+            "kernel_dkms",
             format!(
                 "Linux {} is older than 6.14, but the amdxdna driver is installed (DKMS)",
                 k.release
             ),
         )
+        .with("release", &k.release)
     } else {
-        Check::new(
+        let check = Check::new(
             CheckId::Kernel,
             Status::Problem,
+            "kernel_old",
             format!(
                 "Linux {} is older than 6.14 and the amdxdna driver is not installed",
                 k.release
             ),
         )
-        .fix(if matches!(detection, Detection::NoDriver { .. }) {
-            "The same fix as for the NPU above."
+        .with("release", &k.release);
+        if matches!(detection, Detection::NoDriver { .. }) {
+            check.fix("same_as_above", "The same fix as for the NPU above.")
         } else {
-            DRIVER_FIX
-        })
+            check.fix("driver", DRIVER_FIX)
+        }
     }
 }
 
@@ -361,25 +402,34 @@ restart the computer.";
         (Some(fw), _) if *fw >= MIN_FIRMWARE => Check::new(
             CheckId::Firmware,
             Status::Ok,
+            "firmware_ok",
             format!("NPU firmware {fw} (needs {MIN_FIRMWARE} or newer)"),
-        ),
+        )
+        .with("version", fw)
+        .with("min", MIN_FIRMWARE),
         (Some(fw), _) => Check::new(
             CheckId::Firmware,
             Status::Problem,
+            "firmware_old",
             format!("NPU firmware {fw} is older than {MIN_FIRMWARE}, which FastFlowLM needs"),
         )
-        .fix(fix),
+        .with("version", fw)
+        .with("min", MIN_FIRMWARE)
+        .fix("firmware", fix),
         (None, Some(text)) => Check::new(
             CheckId::Firmware,
             Status::Warning,
+            "firmware_unknown",
             format!("NPU firmware version {text:?} could not be understood"),
-        ),
+        )
+        .with("version", text),
         (None, None) => Check::new(
             CheckId::Firmware,
             Status::Warning,
+            "firmware_missing",
             "The NPU firmware version is not shown by the driver (fw_version missing)",
         )
-        .fix(fix),
+        .fix("firmware", fix),
     }
 }
 
@@ -401,23 +451,30 @@ fn access_check(
         OpenOutcome::Opened(_) if holders.is_empty() => Check::new(
             CheckId::Access,
             Status::Ok,
+            "access_ok",
             format!("You can open {}", dev.node),
-        ),
+        )
+        .with("node", &dev.node),
         OpenOutcome::Opened(_) => Check::new(
             CheckId::Access,
             Status::Info,
+            "access_shared",
             format!(
                 "You can open {}; it is also in use by {}",
                 dev.node,
                 describe_holders(holders)
             ),
-        ),
+        )
+        .with("node", &dev.node)
+        .with("holders", describe_holders(holders)),
         OpenOutcome::Missing => Check::new(
             CheckId::Access,
             Status::Problem,
+            "access_missing",
             format!("The driver is loaded but {} does not exist", dev.node),
         )
-        .fix("Restart the computer. If it is still missing, `ls -l /dev/accel` and `sudo dmesg | grep -i amdxdna` show what the driver did."),
+        .with("node", &dev.node)
+        .fix("restart_dmesg_node", "Restart the computer. If it is still missing, `ls -l /dev/accel` and `sudo dmesg | grep -i amdxdna` show what the driver did."),
         OpenOutcome::Denied => {
             let group = facts.map(|f| f.group.as_str()).unwrap_or("render");
             let user = facts
@@ -429,16 +486,22 @@ fn access_check(
                 Check::new(
                     CheckId::Access,
                     Status::Problem,
+                    "access_new_group",
                     format!("You were added to the {group} group, but this login started before that"),
                 )
-                .fix("Log out and log back in (or restart the computer) so the new group applies.")
+                .with("group", group)
+                .fix("log_in_again", "Log out and log back in (or restart the computer) so the new group applies.")
             } else {
                 Check::new(
                     CheckId::Access,
                     Status::Problem,
+                    "access_denied",
                     format!("No permission to open {}: it belongs to the {group} group", dev.node),
                 )
-                .fix(format!(
+                .with("node", &dev.node)
+                .with("group", group)
+                .with("user", &user)
+                .fix("join_group", format!(
                     "Add yourself to the group: `sudo usermod -aG {group} {user}`. Then log out and log back in (a new login is needed before the group applies)."
                 ))
             }
@@ -446,24 +509,34 @@ fn access_check(
         OpenOutcome::Busy if holders.is_empty() => Check::new(
             CheckId::Access,
             Status::Problem,
+            "access_busy",
             format!("{} is busy: another program has it open", dev.node),
         )
-        .fix("Close other AI apps (FastFlowLM, Lemonade, another Hearth). `sudo fuser -v /dev/accel/*` shows which process holds it."),
+        .with("node", &dev.node)
+        .fix("close_other_apps", "Close other AI apps (FastFlowLM, Lemonade, another Hearth). `sudo fuser -v /dev/accel/*` shows which process holds it."),
         OpenOutcome::Busy => Check::new(
             CheckId::Access,
             Status::Problem,
+            "access_busy_by",
             format!("{} is busy: {} has it open", dev.node, describe_holders(holders)),
         )
-        .fix(format!(
+        .with("node", &dev.node)
+        .with("holders", describe_holders(holders))
+        .with("program", &holders[0].name)
+        .with("pid", holders[0].pid)
+        .fix("close_holder", format!(
             "Close {} or wait until it finishes (to stop it now: `kill {}`).",
             holders[0].name, holders[0].pid
         )),
         OpenOutcome::Failed(msg) => Check::new(
             CheckId::Access,
             Status::Problem,
+            "access_failed",
             format!("{} could not be opened: {msg}", dev.node),
         )
-        .fix("Restart the computer; if it persists, `sudo dmesg | grep -i amdxdna` shows the driver's error."),
+        .with("node", &dev.node)
+        .with("reason", msg)
+        .fix("restart_dmesg", "Restart the computer; if it persists, `sudo dmesg | grep -i amdxdna` shows the driver's error."),
     }
 }
 
@@ -513,8 +586,10 @@ fn contexts_check(contexts: &Metric<DeviceContexts>) -> Check {
             return Check::new(
                 CheckId::Contexts,
                 Status::Info,
+                "contexts_unreadable",
                 format!("The NPU's hardware contexts could not be read: {unavailable}"),
             )
+            .with("reason", unavailable)
         }
     };
     let slots = &view.slots;
@@ -531,6 +606,7 @@ fn contexts_check(contexts: &Metric<DeviceContexts>) -> Check {
         .collect();
     let mut summaries = Vec::new();
     let mut fixes = Vec::new();
+    let owners = owners(view);
     if !faulty.is_empty() {
         summaries.push(format!("The NPU reports a fault in {}", faulty.join("; ")));
         fixes.push(
@@ -539,7 +615,6 @@ fn contexts_check(contexts: &Metric<DeviceContexts>) -> Check {
         );
     }
     if slots.full() {
-        let owners = owners(view);
         summaries.push(format!(
             "All {} NPU context slots are in use{}: no other model can load onto the NPU until one is freed",
             slots.total,
@@ -555,15 +630,47 @@ fn contexts_check(contexts: &Metric<DeviceContexts>) -> Check {
             "{} of {} NPU context slots in use; no context reports a fault",
             slots.used, slots.total
         );
-        if let Some(e) = &view.last_async_error {
-            summary.push_str(&format!(
-                " (the last error the NPU raised since the driver loaded: {})",
-                e.describe()
-            ));
-        }
-        return Check::new(CheckId::Contexts, Status::Ok, summary);
+        let check = match &view.last_async_error {
+            Some(e) => {
+                summary.push_str(&format!(
+                    " (the last error the NPU raised since the driver loaded: {})",
+                    e.describe()
+                ));
+                Check::new(
+                    CheckId::Contexts,
+                    Status::Ok,
+                    "contexts_ok_last_error",
+                    summary,
+                )
+                .with("error", e.describe())
+            }
+            None => Check::new(CheckId::Contexts, Status::Ok, "contexts_ok", summary),
+        };
+        return check.with("used", slots.used).with("total", slots.total);
     }
-    Check::new(CheckId::Contexts, Status::Warning, summaries.join(". ")).fix(fixes.join(" "))
+    // A fault, the slots full, or both: one code for each case.
+    let code = match (faulty.is_empty(), slots.full()) {
+        (false, false) => "contexts_fault",
+        (true, true) => "contexts_full",
+        _ => "contexts_fault_full",
+    };
+    Check::new(
+        CheckId::Contexts,
+        Status::Warning,
+        code,
+        summaries.join(". "),
+    )
+    .with("faults", faulty.join("; "))
+    .with("total", slots.total)
+    .with(
+        "owners",
+        if owners.is_empty() {
+            "?".to_string()
+        } else {
+            owners
+        },
+    )
+    .fix(code, fixes.join(" "))
 }
 
 /// "flm (process 4242) x2, python3 (process 77)": who holds the visible contexts.
@@ -593,6 +700,7 @@ fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Chec
         Ok(l) if l.is_unlimited() => Check::new(
             CheckId::Memlock,
             Status::Ok,
+            "memlock_ok",
             "Locked-memory limit is unlimited",
         ),
         Ok(l) => {
@@ -600,19 +708,24 @@ fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Chec
             let check = Check::new(
                 CheckId::Memlock,
                 Status::Problem,
+                "memlock_low",
                 format!(
                     "Locked-memory limit is {}; the NPU runtime needs unlimited",
                     l.soft
                 ),
-            );
+            )
+            .with("limit", l.soft);
             if written.is_empty() {
-                check.fix(format!(
+                check
+                    .with("content", limits::DROP_IN_CONTENT.replace('\n', "\\n"))
+                    .with("path", limits::DROP_IN_PATH)
+                    .fix("memlock_write", format!(
                     "Allow unlimited locked memory:\n  printf '{}' | sudo tee {}\nThen log out and log back in.",
                     limits::DROP_IN_CONTENT.replace('\n', "\\n"),
                     limits::DROP_IN_PATH
                 ))
             } else {
-                check.fix(format!(
+                check.with("files", written.join(", ")).fix("memlock_log_in", format!(
                     "{} already allows it, but this login started before: log out and log back in. If apps started from the desktop still get the old limit, also set DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf and /etc/systemd/user.conf and restart.",
                     written.join(", ")
                 ))
@@ -621,8 +734,10 @@ fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Chec
         Err(reason) => Check::new(
             CheckId::Memlock,
             Status::Warning,
+            "memlock_unreadable",
             format!("The locked-memory limit could not be read: {reason}"),
-        ),
+        )
+        .with("reason", reason),
     }
 }
 
@@ -635,36 +750,46 @@ fn xrt_check(xrt: &XrtInfo) -> Check {
         return Check::new(
             CheckId::Xrt,
             Status::Problem,
+            "xrt_missing",
             "XRT (AMD's NPU runtime library) is not installed",
         )
-        .fix(XRT_INSTALL);
+        .fix("xrt_install", XRT_INSTALL);
     };
     match &xrt.version {
         Some(v) if !software::version_at_least(v, XRT_MIN_VERSION) => Check::new(
             CheckId::Xrt,
             Status::Problem,
+            "xrt_old",
             format!("XRT {v} is too old for the NPU (needs {XRT_MIN_VERSION} or newer)"),
         )
-        .fix(format!("Remove the old XRT packages (Debian 12's libxrt 2.13 cannot drive the NPU), then: {XRT_INSTALL}")),
+        .with("version", v)
+        .with("min", XRT_MIN_VERSION)
+        .fix("xrt_replace", format!("Remove the old XRT packages (Debian 12's libxrt 2.13 cannot drive the NPU), then: {XRT_INSTALL}")),
         _ if xrt.npu_plugin.is_none() => Check::new(
             CheckId::Xrt,
             Status::Problem,
+            "xrt_no_plugin",
             format!(
                 "XRT {} is installed without its NPU plugin (libxrt_driver_xdna)",
                 xrt.version.as_deref().unwrap_or("(version unknown)")
             ),
         )
-        .fix("Install the plugin: Ubuntu `sudo apt install libxrt-npu2`, Arch `sudo pacman -S xrt-plugin-amdxdna`."),
+        .with("version", xrt.version.as_deref().unwrap_or("?"))
+        .fix("xrt_plugin", "Install the plugin: Ubuntu `sudo apt install libxrt-npu2`, Arch `sudo pacman -S xrt-plugin-amdxdna`."),
         Some(v) => Check::new(
             CheckId::Xrt,
             Status::Ok,
+            "xrt_ok",
             format!("XRT {v} with the NPU plugin"),
-        ),
+        )
+        .with("version", v),
         None => Check::new(
             CheckId::Xrt,
             Status::Warning,
+            "xrt_version_unknown",
             format!("XRT is installed ({lib}) but its version could not be told"),
-        ),
+        )
+        .with("library", lib),
     }
 }
 
@@ -673,28 +798,39 @@ fn flm_check(flm: &FlmInfo) -> Check {
         (Some(exe), Some(v)) if !software::version_at_least(v, FLM_MIN_VERSION) => Check::new(
             CheckId::Fastflowlm,
             Status::Problem,
+            "flm_old",
             format!("FastFlowLM {v} ({exe}) is too old: Hearth needs {FLM_MIN_VERSION} or newer"),
         )
-        .fix(format!("Update FastFlowLM to {FLM_MIN_VERSION} or newer from the ROCm/FastFlowLM releases on GitHub (the .deb for Ubuntu, or the AUR package on Arch). Until then Hearth runs on the CPU.")),
+        .with("version", v)
+        .with("path", exe)
+        .with("min", FLM_MIN_VERSION)
+        .fix("flm_update", format!("Update FastFlowLM to {FLM_MIN_VERSION} or newer from the ROCm/FastFlowLM releases on GitHub (the .deb for Ubuntu, or the AUR package on Arch). Until then Hearth runs on the CPU.")),
         (Some(exe), Some(v)) => Check::new(
             CheckId::Fastflowlm,
             Status::Ok,
+            "flm_ok",
             format!("FastFlowLM {v} is installed ({exe})"),
-        ),
+        )
+        .with("version", v)
+        .with("path", exe),
         (Some(exe), None) => Check::new(
             CheckId::Fastflowlm,
             Status::Warning,
+            "flm_version_unknown",
             format!(
                 "FastFlowLM is installed ({exe}) but its version is unknown: {}",
                 flm.version_error.as_deref().unwrap_or("no answer")
             ),
-        ),
+        )
+        .with("path", exe)
+        .with("reason", flm.version_error.as_deref().unwrap_or("?")),
         (None, _) => Check::new(
             CheckId::Fastflowlm,
             Status::Problem,
+            "flm_missing",
             "FastFlowLM is not installed: Hearth runs models on the NPU through it",
         )
-        .fix("Install FastFlowLM for your distribution from the ROCm/FastFlowLM releases on GitHub (a .deb for Ubuntu, or the AUR package on Arch), then run `flm validate`. Until then Hearth runs on the CPU."),
+        .fix("flm_install", "Install FastFlowLM for your distribution from the ROCm/FastFlowLM releases on GitHub (a .deb for Ubuntu, or the AUR package on Arch), then run `flm validate`. Until then Hearth runs on the CPU."),
     }
 }
 

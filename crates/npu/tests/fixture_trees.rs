@@ -447,3 +447,35 @@ fn doctor_warns_of_the_crashed_context_and_the_full_slots() {
     );
     assert!(d.ready, "a warning does not block the NPU path");
 }
+
+#[test]
+fn every_finding_and_fix_has_a_code_and_names_its_values_as_parameters() {
+    // The desktop shows findings in the user's language from its catalog (npu.<code>, filled
+    // with params): each must carry a code, and each fix a fix code.
+    for name in [
+        "strix-ready",
+        "strix-needs-fixes",
+        "strix-busy",
+        "no-driver-old-kernel",
+        "phoenix",
+        "garbage",
+    ] {
+        let d = diagnose(&tree(name));
+        for c in &d.checks {
+            assert!(!c.code.is_empty(), "{name}: {c:?}");
+            assert_eq!(c.fix.is_some(), c.fix_code.is_some(), "{name}: {c:?}");
+        }
+    }
+    let d = diagnose(&tree("strix-needs-fixes"));
+    let fw = check(&d, CheckId::Firmware);
+    assert_eq!(fw.code, "firmware_old");
+    assert_eq!(fw.params["version"], "1.0.0.166");
+    assert_eq!(fw.params["min"], "1.1.0.0");
+    assert_eq!(fw.fix_code.as_deref(), Some("firmware"));
+    let mem = check(&d, CheckId::Memlock);
+    assert_eq!(mem.code, "memlock_low");
+    assert_eq!(
+        mem.params["path"],
+        "/etc/security/limits.d/99-hearth-memlock.conf"
+    );
+}

@@ -1050,9 +1050,21 @@ id: CheckId,
  */
 status: CheckStatus, 
 /**
+ * Which finding: the desktop's catalog key is `npu.check.<code>`, filled with `params`.
+ */
+code: string, 
+/**
+ * What the finding and its fix name (versions, paths, a group, processes), by name.
+ */
+params: { [key in string]: string }, 
+/**
  * One sentence: what is the case.
  */
 summary: string, 
+/**
+ * Which fix: the catalog key is `npu.fix.<fix_code>`, filled with `params`.
+ */
+fix_code: string | null, 
 /**
  * What to do about it, step by step, with exact commands; `None` when nothing is needed.
  */

@@ -1,6 +1,7 @@
 // Small formatting helpers for numbers the user sees, written for the language in use (Intl, and
 // the catalog's words around them).
 import { locale, t } from './i18n/index.svelte';
+import type { MessageKey } from './i18n/en';
 
 /** `value` with exactly `digits` decimals, for the language ("12.3", "12,3"). */
 export function formatNumber(value: number, digits = 0): string {
@@ -149,4 +150,17 @@ export function batteryLife(capacityWh: number, watts: number): string | null {
   const minutes = Math.round((capacityWh / watts) * 60);
   if (minutes < 90) return t('format.aboutMinutes', { count: minutes });
   return t('format.aboutHours', { hours: Math.floor(minutes / 60), minutes: String(minutes % 60).padStart(2, '0') });
+}
+
+/** Why an answer ended, as the receipt says it: the backend's words for its stop reasons
+ *  (hearth_chat's `AnswerStop::words`) in the language in use; anything else as it came. */
+export function stopReason(words: string): string {
+  const keys: Record<string, MessageKey> = {
+    'end of turn': 'stop.endOfTurn',
+    'length limit': 'stop.lengthLimit',
+    stopped: 'stop.stopped',
+    'context full': 'stop.contextFull',
+    'stop string': 'stop.stopString',
+  };
+  return words in keys ? t(keys[words]) : words;
 }

@@ -12,7 +12,7 @@ export type {
   PowerSample,
 } from './bindings';
 import type { Metric, Meter, NpuCheck, NpuDiagnosis, PowerSample } from './bindings';
-import { t } from './i18n/index.svelte';
+import { hasMessage, t } from './i18n/index.svelte';
 import type { MessageKey } from './i18n/en';
 import { formatNumber } from './format';
 
@@ -132,6 +132,24 @@ export function npuState(diagnosis: NpuDiagnosis | null, error: string | null = 
 export function firstBlockingStep(diagnosis: NpuDiagnosis | null): NpuCheck | null {
   const checks = diagnosis?.checks ?? [];
   return checks.find((c) => c.status === 'problem') ?? checks.find((c) => c.status === 'warning') ?? null;
+}
+
+/** A finding in the language in use: its code's message (`npu.check.<code>`, filled with its
+ *  params), or the doctor's English sentence when the catalog lacks the code. */
+export function checkSummary(check: NpuCheck): string {
+  return fromCatalog(`npu.check.${check.code}`, check.params) ?? check.summary;
+}
+
+/** What to do about a finding, in the language in use (`npu.fix.<fix_code>`), or the doctor's
+ *  English text; null when nothing is needed. */
+export function checkFix(check: NpuCheck): string | null {
+  if (check.fix === null) return null;
+  return (check.fix_code && fromCatalog(`npu.fix.${check.fix_code}`, check.params)) || check.fix;
+}
+
+function fromCatalog(key: string, params: Partial<Record<string, string>>): string | null {
+  if (!hasMessage(key)) return null;
+  return t(key, Object.fromEntries(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined)));
 }
 
 /** A fix text split into prose and commands (commands are marked with backticks). Each command

@@ -206,27 +206,37 @@ pub fn validate_with(exe: &Path, registry: Option<&Path>) -> Result<ValidateRepo
     Ok(parse_validate(&out, success))
 }
 
-fn problem(summary: String, fix: &str) -> hearth_npu::Check {
-    hearth_npu::Check {
-        id: hearth_npu::CheckId::FlmValidate,
-        status: hearth_npu::Status::Problem,
+/// A problem FastFlowLM's own check found: its code (the fix has the same), English sentence
+/// and fix; parameters are added with `with`.
+fn problem(code: &str, summary: String, fix: &str) -> hearth_npu::Check {
+    let code = format!("validate_{code}");
+    hearth_npu::Check::new(
+        hearth_npu::CheckId::FlmValidate,
+        hearth_npu::Status::Problem,
+        &code,
         summary,
-        fix: Some(fix.to_string()),
-    }
+    )
+    .fix(&code, fix)
+}
+
+/// FastFlowLM's own check passed.
+fn passed() -> hearth_npu::Check {
+    hearth_npu::Check::new(
+        hearth_npu::CheckId::FlmValidate,
+        hearth_npu::Status::Ok,
+        "validate_ok",
+        "FastFlowLM's own check passed",
+    )
 }
 
 /// Reads `validate --json` output (`success` is the exit status, used when it is not JSON).
 pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
     let Ok(v) = serde_json::from_str::<Value>(out.trim()) else {
         let checks = if success {
-            vec![hearth_npu::Check {
-                id: hearth_npu::CheckId::FlmValidate,
-                status: hearth_npu::Status::Ok,
-                summary: "FastFlowLM's own check passed".into(),
-                fix: None,
-            }]
+            vec![passed()]
         } else {
             vec![problem(
+                "no_report",
                 "FastFlowLM's own check (`flm validate`) failed and printed no report".into(),
                 "Run `flm validate` in a terminal to see what it reports.",
             )]
@@ -242,17 +252,23 @@ pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
     let ready = flag("ready").unwrap_or(success);
     let mut checks = Vec::new();
     if flag("kernel_ok") == Some(false) {
-        checks.push(problem(
-            format!(
-                "FastFlowLM needs Linux 6.17 or later with amdxdna 0.6 or later (this is Linux {}, amdxdna {})",
-                text("kernel"),
-                text("drm_version")
-            ),
-            "Install a newer kernel (6.17 or later; your distribution's HWE or mainline kernel), or the amdxdna-dkms driver for this one, then restart the computer.",
-        ));
+        checks.push(
+            problem(
+                "kernel",
+                format!(
+                    "FastFlowLM needs Linux 6.17 or later with amdxdna 0.6 or later (this is Linux {}, amdxdna {})",
+                    text("kernel"),
+                    text("drm_version")
+                ),
+                "Install a newer kernel (6.17 or later; your distribution's HWE or mainline kernel), or the amdxdna-dkms driver for this one, then restart the computer.",
+            )
+            .with("kernel", text("kernel"))
+            .with("driver", text("drm_version")),
+        );
     }
     if flag("amd_device_found") == Some(false) {
         checks.push(problem(
+            "no_device",
             "FastFlowLM found no NPU device it could open (/dev/accel/accel*)".into(),
             "If the doctor shows the NPU, this is usually permission: `sudo usermod -aG render $USER`, then log out and back in. Otherwise enable the NPU in the BIOS and install the amdxdna driver.",
         ));
@@ -276,57 +292,66 @@ pub fn parse_validate(out: &str, success: bool) -> ValidateReport {
                 )
             })
             .collect();
-        checks.push(problem(
-            format!(
-                "FastFlowLM needs NPU firmware 1.1 or newer (found {})",
-                if found.is_empty() { "older".into() } else { found.join(", ") }
-            ),
-            "Update the NPU firmware: install the newest linux-firmware package (Ubuntu: `sudo apt update && sudo apt install --only-upgrade linux-firmware`), then restart the computer.",
-        ));
+        let found = if found.is_empty() {
+            "older".into()
+        } else {
+            found.join(", ")
+        };
+        checks.push(
+            problem(
+                "firmware",
+                format!("FastFlowLM needs NPU firmware 1.1 or newer (found {found})"),
+                "Update the NPU firmware: install the newest linux-firmware package (Ubuntu: `sudo apt update && sudo apt install --only-upgrade linux-firmware`), then restart the computer.",
+            )
+            .with("found", found),
+        );
     }
     if flag("enough_cols") == Some(false) {
         checks.push(problem(
+            "columns",
             "This NPU has fewer than 8 columns: FastFlowLM needs an XDNA 2 NPU (Ryzen AI 300 series or later)".into(),
             "Nothing to fix on this computer: Hearth runs on the CPU.",
         ));
     }
     if flag("memlock_ok") == Some(false) {
         checks.push(problem(
+            "memlock",
             format!(
                 "FastFlowLM cannot lock enough memory (limit {} bytes)",
                 text("memlock_limit")
             ),
             "Allow unlimited locked memory: add `* soft memlock unlimited` and `* hard memlock unlimited` to /etc/security/limits.d/99-npu.conf (with sudo), then log out and log back in.",
-        ));
+        ).with("limit", text("memlock_limit")));
     }
     if flag("npu_driver_ok") == Some(false) {
         checks.push(problem(
+            "driver",
             "FastFlowLM reports the NPU driver is not working".into(),
             "Reinstall the NPU driver, then restart the computer.",
         ));
     }
     if flag("runtime_ok") == Some(false) {
-        checks.push(problem(
-            format!(
-                "OpenFlowLM could not open the NPU through its runtime: {}",
-                text("runtime_error")
-            ),
-            "Install XRT with its NPU plugin (see the XRT check), then restart the computer.",
-        ));
+        checks.push(
+            problem(
+                "runtime",
+                format!(
+                    "OpenFlowLM could not open the NPU through its runtime: {}",
+                    text("runtime_error")
+                ),
+                "Install XRT with its NPU plugin (see the XRT check), then restart the computer.",
+            )
+            .with("reason", text("runtime_error")),
+        );
     }
     if !ready && checks.is_empty() {
         checks.push(problem(
+            "not_ready",
             "FastFlowLM's own check (`flm validate`) says the NPU is not ready".into(),
             "Run `flm validate` in a terminal to see what it reports.",
         ));
     }
     if ready && checks.is_empty() {
-        checks.push(hearth_npu::Check {
-            id: hearth_npu::CheckId::FlmValidate,
-            status: hearth_npu::Status::Ok,
-            summary: "FastFlowLM's own check passed".into(),
-            fix: None,
-        });
+        checks.push(passed());
     }
     ValidateReport {
         ready,
@@ -353,17 +378,24 @@ pub fn npu_status(root: &Path) -> hearth_npu::Diagnosis {
         // The doctor's own FastFlowLM check already says how to install it.
         Err(NpuError::NotInstalled { .. }) => {}
         Err(e) => diagnosis.add_checks([problem(
+            "unusable",
             e.to_string(),
             "Install or update FastFlowLM, then run `hearth doctor` again.",
-        )]),
+        )
+        .with("reason", e)]),
         Ok(program) => match validate(&program.path) {
             Ok(report) => fold_validate(&mut diagnosis, &report),
-            Err(e) => diagnosis.add_checks([hearth_npu::Check {
-                id: hearth_npu::CheckId::FlmValidate,
-                status: hearth_npu::Status::Warning,
-                summary: format!("FastFlowLM's own check could not run: {e}"),
-                fix: Some("Run `flm validate` in a terminal to see what it reports.".into()),
-            }]),
+            Err(e) => diagnosis.add_checks([hearth_npu::Check::new(
+                hearth_npu::CheckId::FlmValidate,
+                hearth_npu::Status::Warning,
+                "validate_failed",
+                format!("FastFlowLM's own check could not run: {e}"),
+            )
+            .with("reason", &e)
+            .fix(
+                "validate_failed",
+                "Run `flm validate` in a terminal to see what it reports.",
+            )]),
         },
     }
     diagnosis

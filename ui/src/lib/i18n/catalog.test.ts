@@ -7,6 +7,7 @@ import { en } from './en';
 import { CATALOGS, LANGUAGE_CODES, setLanguage, t, translate } from './index.svelte';
 import { untranslated } from './scan';
 import { errorText } from '../errors';
+import { checkFix, checkSummary, type NpuCheck } from '../npu';
 
 const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?raw', import: 'default', eager: true });
 
@@ -98,6 +99,25 @@ describe('catalog', () => {
     expect(errorText(named)).toBe('没有名为 qwen3-4b 的已安装模型。');
     expect(errorText(plain)).toBe(CATALOGS.zh['error.busy']);
     expect(errorText(unknown)).toBe('A new failure.');
+    setLanguage('en');
+  });
+
+  it('shows an NPU finding and its fix by code and params, the commands kept, and the English text for a code it lacks', () => {
+    const memlock: NpuCheck = {
+      id: 'memlock', status: 'problem', code: 'memlock_low', fix_code: 'memlock_write',
+      params: { limit: '8 MiB', content: '* soft memlock unlimited\\n', path: '/etc/security/limits.d/99-hearth-memlock.conf' },
+      summary: 'Locked-memory limit is 8 MiB; the NPU runtime needs unlimited', fix: 'Allow unlimited locked memory: …',
+    };
+    setLanguage('en');
+    expect(checkSummary(memlock)).toBe(memlock.summary);
+    expect(checkFix(memlock)).toBe("Allow unlimited locked memory:\n  printf '* soft memlock unlimited\\n' | sudo tee /etc/security/limits.d/99-hearth-memlock.conf\nThen log out and log back in.");
+    setLanguage('fr');
+    expect(checkSummary(memlock)).toBe('La limite de mémoire verrouillée est 8 MiB ; l’environnement d’exécution du NPU demande illimité');
+    const group = { ...memlock, id: 'access', code: 'access_denied', fix_code: 'join_group', params: { node: '/dev/accel/accel0', group: 'render', user: 'ana' } } as NpuCheck;
+    expect(checkFix(group)).toContain('`sudo usermod -aG render ana`');
+    const unknown = { ...memlock, code: 'something_new', fix_code: null, fix: null } as NpuCheck;
+    expect(checkSummary(unknown)).toBe(memlock.summary);
+    expect(checkFix(unknown)).toBeNull();
     setLanguage('en');
   });
 });
