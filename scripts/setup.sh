@@ -13,8 +13,9 @@ mode="${1:-app}"
 build_pkgs=(build-essential pkg-config file libssl-dev libxdo-dev libwebkit2gtk-4.1-dev
   libjavascriptcoregtk-4.1-dev libsoup-3.0-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
   python3-venv)  # python3-venv: pip fetches the starter model (scripts/starter-model.sh)
-# xdotool: the e2e test types into GTK's file chooser; fonts-noto-cjk: Chinese screenshots show glyphs
-test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium iproute2 xdotool fonts-noto-cjk)
+# xdotool: the e2e test types into GTK's file chooser; fonts-noto-cjk: Chinese screenshots show glyphs;
+# fonts-noto-color-emoji: emoji in answers are drawn, not boxes (browser test "review #33")
+test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium iproute2 xdotool fonts-noto-cjk fonts-noto-color-emoji)
 
 wanted=("${build_pkgs[@]}")
 [ "$mode" = test ] && wanted+=("${test_pkgs[@]}")

@@ -1116,6 +1116,27 @@ test('review #31 (S3): the sampling heading is in the text colour and says the v
   }
 });
 
+test('review #33 (S3): emoji in an answer are drawn from a colour emoji font, not as boxes', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Bravo 👏👏 😀'; });
+  await sendAndWait(page, 'Hallo 你好 😀');
+  const answer = page.getByTestId('assistant-message').last().locator('.answer');
+  const stack = await answer.evaluate((el) => getComputedStyle(el).fontFamily);
+  assert(stack.includes('Noto Color Emoji'), `the font stack declares an emoji fallback: ${stack}`);
+  // Drawn in the answer's font, 👏 has coloured pixels (a missing glyph is a grey or black box).
+  const coloured = await answer.evaluate((el) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = 64; canvas.height = 64;
+    const ctx = canvas.getContext('2d');
+    ctx.font = `40px ${getComputedStyle(el).fontFamily}`;
+    ctx.fillText('👏', 4, 48);
+    const data = ctx.getImageData(0, 0, 64, 64).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 60) n++;
+    return n;
+  });
+  assert(coloured > 50, `👏 is drawn in colour (${coloured} coloured pixels; scripts/setup.sh test installs fonts-noto-color-emoji)`);
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');
