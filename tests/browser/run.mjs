@@ -1291,7 +1291,7 @@ test('review #12 and #13 (S3): the action row stays above the box, and the recei
   assert(new Set(lefts).size === 1, `every value starts in one column: ${lefts}`);
 });
 
-test('review #15 and #16 (S3): Reset shows the saved values again; threads beyond the cores are questioned', async ({ page }) => {
+test('review #15 and #16 (S3): Reset shows the saved values again; threads beyond the cores are capped at them, and the hint says so', async ({ page }) => {
   await page.keyboard.press('Control+,');
   await page.getByTestId('advanced').locator('summary').click();
   const creativity = page.locator('#default-temperature');
@@ -1301,11 +1301,17 @@ test('review #15 and #16 (S3): Reset shows the saved values again; threads beyon
   await page.getByTestId('field-problem').waitFor();
   await page.getByRole('button', { name: 'Reset to defaults' }).click();
   await page.waitForFunction(() => document.querySelector('#default-temperature').value === '0.7');
+  // Beyond the machine's threads: capped at what it has, and the hint says so.
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   await page.locator('#setting-threads').fill('99');
   await page.locator('#setting-threads').blur();
-  await page.waitForFunction(() => document.querySelector('[data-testid="threads-help"]').textContent.includes('makes answers slower'));
+  await page.waitForFunction(() => document.querySelector('[data-testid="threads-help"]').textContent.includes('would make answers slower'));
   const help = await page.getByTestId('threads-help').textContent();
-  assert(/This computer runs \d+ threads at once; 99 makes answers slower/.test(help), help);
+  assert(help.startsWith(`This computer runs ${cores} threads at once, so Hearth uses ${cores}, not 99`) && help.includes('Empty (automatic) is best'), help);
+  assert((await page.locator('#setting-threads').inputValue()) === String(cores), `the field shows ${cores}`);
+  const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_settings').at(-1).args.settings.threads);
+  assert(saved === cores, `saved as ${cores}, not 99: ${saved}`);
+  assert((await page.locator('#setting-threads').getAttribute('max')) === String(cores), 'the field\'s maximum is the machine\'s');
 });
 
 test('review #17 (S3): search snippets mark the match, and opening a result finds it in the conversation', async ({ page }) => {

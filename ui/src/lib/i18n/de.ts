@@ -515,6 +515,7 @@ export const de: Translation = {
   'error.invalid_model.missing': '{place} enthält kein Modell, das Hearth verwenden kann: Es fehlt {missing}.',
   'settings.samplingThisTitle': 'Wie Antworten in dieser Unterhaltung geschrieben werden',
   'settings.samplingThisScope': 'Diese Werte gelten nur für diese Unterhaltung. Neue Unterhaltungen beginnen mit den Standardwerten.',
+  'settings.threadsCapped': 'Dieser Computer führt {cores} Threads gleichzeitig aus, daher verwendet Hearth {cores} statt {threads}: Mehr würde die Antworten verlangsamen. Leer (automatisch) ist am besten.',
 
   // The NPU doctor's findings and fixes, by their code (crates/npu/src/diagnosis.rs, FastFlowLM's validate in crates/backends): npu.check.<code> and npu.fix.<fix_code>, filled with the check's params.
   'npu.check.sensors': 'Die NPU-Sensoren antworten: {sensors}',

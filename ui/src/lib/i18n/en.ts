@@ -542,6 +542,7 @@ export const en = {
   'error.invalid_model.missing': '{place} does not hold a model Hearth can use: it lacks {missing}.',
   'settings.samplingThisTitle': 'How answers are written in this conversation',
   'settings.samplingThisScope': 'These values apply to this conversation only. New conversations start from the defaults.',
+  'settings.threadsCapped': 'This computer runs {cores} threads at once, so Hearth uses {cores}, not {threads}: more would make answers slower. Empty (automatic) is best.',
 
   // The NPU doctor's findings and fixes, by their code (crates/npu/src/diagnosis.rs, FastFlowLM's validate in crates/backends): npu.check.<code> and npu.fix.<fix_code>, filled with the check's params.
   'npu.check.sensors': 'NPU sensors answer: {sensors}',

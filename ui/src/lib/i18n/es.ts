@@ -515,6 +515,7 @@ export const es: Translation = {
   'error.invalid_model.missing': '{place} no contiene un modelo que Hearth pueda usar: le falta {missing}.',
   'settings.samplingThisTitle': 'Cómo se escriben las respuestas en esta conversación',
   'settings.samplingThisScope': 'Estos valores solo se aplican a esta conversación. Las conversaciones nuevas empiezan con los valores predeterminados.',
+  'settings.threadsCapped': 'Este ordenador ejecuta {cores} hilos a la vez, así que Hearth usa {cores}, no {threads}: más haría las respuestas más lentas. Vacío (automático) es lo mejor.',
 
   // The NPU doctor's findings and fixes, by their code (crates/npu/src/diagnosis.rs, FastFlowLM's validate in crates/backends): npu.check.<code> and npu.fix.<fix_code>, filled with the check's params.
   'npu.check.sensors': 'Los sensores de la NPU responden: {sensors}',

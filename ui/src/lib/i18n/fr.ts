@@ -516,6 +516,7 @@ export const fr: Translation = {
   'error.invalid_model.missing': '{place} ne contient pas de modèle utilisable par Hearth : il manque {missing}.',
   'settings.samplingThisTitle': 'Comment les réponses sont écrites dans cette conversation',
   'settings.samplingThisScope': 'Ces valeurs ne s’appliquent qu’à cette conversation. Les nouvelles conversations partent des valeurs par défaut.',
+  'settings.threadsCapped': 'Cet ordinateur exécute {cores} threads à la fois, donc Hearth en utilise {cores}, et non {threads} : davantage ralentirait les réponses. Vide (automatique) est le mieux.',
 
   // The NPU doctor's findings and fixes, by their code (crates/npu/src/diagnosis.rs, FastFlowLM's validate in crates/backends): npu.check.<code> and npu.fix.<fix_code>, filled with the check's params.
   'npu.check.sensors': 'Les capteurs du NPU répondent : {sensors}',

@@ -507,6 +507,7 @@ export const zh: Translation = {
   'error.invalid_model.missing': '{place} 中没有 Hearth 可用的模型：缺少 {missing}。',
   'settings.samplingThisTitle': '此对话中回答的生成方式',
   'settings.samplingThisScope': '这些值只用于此对话。新对话从默认值开始。',
+  'settings.threadsCapped': '这台电脑一次能运行 {cores} 个线程，所以 Hearth 使用 {cores} 个，而不是 {threads} 个：更多只会让回答变慢。留空（自动）最好。',
 
   // The NPU doctor's findings and fixes, by their code (crates/npu/src/diagnosis.rs, FastFlowLM's validate in crates/backends): npu.check.<code> and npu.fix.<fix_code>, filled with the check's params.
   'npu.check.sensors': 'NPU 传感器有响应：{sensors}',
