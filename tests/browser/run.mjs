@@ -1137,6 +1137,51 @@ test('review #33 (S3): emoji in an answer are drawn from a colour emoji font, no
   assert(coloured > 50, `👏 is drawn in colour (${coloured} coloured pixels; scripts/setup.sh test installs fonts-noto-color-emoji)`);
 });
 
+test('review #24 (S3): every Tab stop, in the chat and in each page, shows a focus ring', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'An answer with `code` and a [link](https://example.org).\n\n```python\nprint(1)\n```'; });
+  await sendAndWait(page, 'First question');
+  await page.getByTestId('assistant-message').last().getByRole('button', { name: 'How this answer was made' }).click();
+  /** Tab through the whole page; each focused element must have a ring of its own or, for a text
+   *  box that draws it on its frame, a frame in the focus colour. */
+  const unringed = async (where) => {
+    const bad = [];
+    await page.evaluate(() => document.activeElement?.blur());
+    const seen = new Set();
+    for (let i = 0; i < 120; i++) {
+      await page.keyboard.press('Tab');
+      const info = await page.evaluate(() => {
+        const el = document.activeElement;
+        if (!el || el === document.body) return null;
+        const css = getComputedStyle(el);
+        const focus = getComputedStyle(document.documentElement).getPropertyValue('--focus').trim();
+        const probe = document.createElement('i');
+        probe.style.color = focus;
+        document.body.append(probe);
+        const focusRgb = getComputedStyle(probe).color;
+        probe.remove();
+        const ring = (css.outlineStyle !== 'none' && parseFloat(css.outlineWidth) >= 1) || css.boxShadow !== 'none';
+        const frame = el.closest('.composer, .find');
+        const framed = frame && getComputedStyle(frame).borderTopColor === focusRgb;
+        const name = `${el.tagName.toLowerCase()}${el.dataset.testid ? `[${el.dataset.testid}]` : ''} "${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}"`;
+        return { name, ok: ring || framed, key: el.outerHTML.slice(0, 120) + el.getBoundingClientRect().top };
+      });
+      if (!info) continue;
+      if (seen.has(info.key)) break;
+      seen.add(info.key);
+      if (!info.ok) bad.push(`${where}: ${info.name}`);
+    }
+    assert(seen.size >= 8, `${where}: Tab went through ${seen.size} stops`);
+    return bad;
+  };
+  const bad = await unringed('chat');
+  for (const view of ['models', 'performance', 'settings']) {
+    await openView(page, view);
+    bad.push(...(await unringed(view)));
+    await page.getByRole('button', { name: /^Close/ }).first().click();
+  }
+  assert(bad.length === 0, `Tab stops without a visible ring:\n${bad.join('\n')}`);
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');
