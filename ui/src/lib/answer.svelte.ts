@@ -8,7 +8,7 @@ import { BackendError } from './api';
 import type { AnswerVersion, ChatAction, ChatEvent, Conversation, LiveStats, Receipt } from './types';
 import type { ConversationList } from './conversations.svelte';
 import type { ModelSession } from './session.svelte';
-import { plainError } from './errors';
+import { errorText, plainError } from './errors';
 import { type Notifications, messageOf } from './notifications.svelte';
 import type { Source } from './documents';
 
@@ -274,11 +274,13 @@ export class AnswerStream {
       }
       case 'error': {
         const last = conversation?.messages[conversation.messages.length - 1];
+        // In the user's language, by its code (errors.ts).
+        const text = errorText(event.data);
         if (last && last.role === 'assistant') {
           last.state = 'error';
-          this.answerErrors = { ...this.answerErrors, [last.id]: event.data.message };
+          this.answerErrors = { ...this.answerErrors, [last.id]: text };
         } else {
-          this.composerError = plainError(event.data.message).summary;
+          this.composerError = plainError(text).summary;
         }
         return true;
       }

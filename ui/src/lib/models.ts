@@ -24,7 +24,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, PullProgress } from './bindings';
+import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, Machine, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -99,6 +99,15 @@ export function plainSummary(entry: CatalogEntry): string {
   const think = entry.think ? t('summary.think') : '';
   const convert = entry.format === 'safetensors' ? t('summary.convert') : '';
   return [size, think, convert].filter(Boolean).join(' ');
+}
+
+/** Whether a catalog model fits this computer, in plain words (the hub's Fit, told again in the
+ *  language in use from the numbers it judged). */
+export function fitHint(item: CatalogItem, machine: Machine): string {
+  const need = { memory: formatBytes(item.entry.memory_bytes), installed: formatBytes(machine.total_memory), download: formatBytes(item.entry.download_bytes), free: formatBytes(machine.free_disk) };
+  if (!item.fit.memory) return t('fit.memory', need);
+  if (!item.fit.disk) return t('fit.disk', need);
+  return t('fit.fits', need);
 }
 
 /** Where a found model is, in plain words. */

@@ -608,4 +608,8 @@ export const de: Translation = {
   'stop.stopped': 'angehalten',
   'stop.contextFull': 'Gedächtnis voll',
   'stop.stopString': 'Stoppzeichenfolge',
+
+  'fit.fits': 'Passt: braucht etwa {memory} Arbeitsspeicher ({installed} vorhanden) und {download} Speicherplatz ({free} frei)',
+  'fit.memory': 'Zu groß für den Arbeitsspeicher dieses Computers: braucht etwa {memory}, vorhanden sind {installed}',
+  'fit.disk': 'Nicht genug freier Speicherplatz: braucht {download}, frei sind {free}. Entfernen Sie ein Modell oder schaffen Sie Platz',
 };

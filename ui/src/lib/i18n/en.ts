@@ -635,6 +635,11 @@ export const en = {
   'stop.stopped': 'stopped',
   'stop.contextFull': 'context full',
   'stop.stopString': 'stop string',
+
+  // Whether a catalog model fits this computer (the hub's Fit, from the numbers it judged).
+  'fit.fits': 'Fits: needs about {memory} of memory ({installed} installed) and {download} of disk ({free} free)',
+  'fit.memory': "Too big for this machine's memory: needs about {memory}, it has {installed}",
+  'fit.disk': 'Not enough free disk: needs {download}, {free} free. Remove a model or free some space',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

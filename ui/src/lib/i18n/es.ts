@@ -608,4 +608,8 @@ export const es: Translation = {
   'stop.stopped': 'detenida',
   'stop.contextFull': 'memoria llena',
   'stop.stopString': 'cadena de parada',
+
+  'fit.fits': 'Cabe: necesita unos {memory} de memoria ({installed} instalados) y {download} de disco ({free} libres)',
+  'fit.memory': 'Demasiado grande para la memoria de este ordenador: necesita unos {memory} y tiene {installed}',
+  'fit.disk': 'No hay suficiente disco libre: necesita {download} y hay {free} libres. Quita un modelo o libera espacio',
 };

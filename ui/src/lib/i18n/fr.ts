@@ -609,4 +609,8 @@ export const fr: Translation = {
   'stop.stopped': 'arrêtée',
   'stop.contextFull': 'mémoire pleine',
   'stop.stopString': 'chaîne d’arrêt',
+
+  'fit.fits': 'Convient : demande environ {memory} de mémoire ({installed} installés) et {download} de disque ({free} libres)',
+  'fit.memory': 'Trop gros pour la mémoire de cet ordinateur : demande environ {memory}, il en a {installed}',
+  'fit.disk': 'Pas assez de disque libre : demande {download}, {free} libres. Retirez un modèle ou libérez de l’espace',
 };

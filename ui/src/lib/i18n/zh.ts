@@ -600,4 +600,8 @@ export const zh: Translation = {
   'stop.stopped': '已停止',
   'stop.contextFull': '记忆已满',
   'stop.stopString': '停止字符串',
+
+  'fit.fits': '合适：需要约 {memory} 内存（已安装 {installed}）和 {download} 磁盘空间（可用 {free}）',
+  'fit.memory': '超出这台电脑的内存：需要约 {memory}，实际只有 {installed}',
+  'fit.disk': '磁盘空间不足：需要 {download}，可用 {free}。请删除一个模型或释放一些空间',
 };
