@@ -1182,6 +1182,16 @@ test('review #24 (S3): every Tab stop, in the chat and in each page, shows a foc
   assert(bad.length === 0, `Tab stops without a visible ring:\n${bad.join('\n')}`);
 });
 
+test('review #25 (S3): Export opens the save dialog in the Documents folder, with the title as the file name', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Bread recipes');
+  await page.getByLabel('More actions for Bread recipes').click();
+  await page.getByRole('button', { name: 'Export Bread recipes as Markdown' }).click();
+  await page.getByTestId('toast').waitFor();
+  const dialog = await page.evaluate(() => window.__mock.lastDialog);
+  assert(dialog.defaultPath === '/home/ana/Documents/Bread recipes.md', `the dialog opens in Documents (app_status's documents_dir): ${JSON.stringify(dialog)}`);
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');

@@ -19,7 +19,8 @@ const shell = new Shell();
 const session = new ModelSession(api, notifications, localStorage);
 const settings = new SettingsStore(api, notifications);
 // Conversations stay while an answer is written (`answer` exists by the time it is asked).
-const conversations = new ConversationList(api, notifications, (): boolean => answer.streaming);
+// Exports are offered in the user's Documents folder (known once the status has arrived).
+const conversations = new ConversationList(api, notifications, (): boolean => answer.streaming, () => session.status?.documents_dir ?? null);
 const answer = new AnswerStream(api, conversations, session, notifications);
 // The user's files: attached to the open conversation, the library, the sources of answers.
 const documents = new DocumentsStore(api, conversations, notifications);

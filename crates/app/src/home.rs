@@ -68,6 +68,14 @@ impl Home {
         }
     }
 
+    /// Where a save dialog opens first: the user's Documents folder (XDG user dirs), else the
+    /// home folder; None without a home folder.
+    pub fn documents_dir(&self) -> Option<PathBuf> {
+        let user = directories::UserDirs::new()?;
+        let documents = user.document_dir().filter(|d| d.is_dir());
+        Some(documents.unwrap_or(user.home_dir()).to_path_buf())
+    }
+
     /// Where exports go: the user's Downloads folder, else `<data>/exports`.
     pub fn exports_dir(&self) -> PathBuf {
         directories::UserDirs::new()

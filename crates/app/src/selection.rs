@@ -24,6 +24,8 @@ pub struct AppStatus {
     pub notices: Vec<Notice>,
     /// Where Hearth keeps its data.
     pub data_dir: String,
+    /// Where a save dialog opens (Documents, else home), when there is a home folder.
+    pub documents_dir: Option<String>,
     /// The longest message, in characters.
     pub max_message_chars: usize,
     /// The desktop session's language (LC_ALL, LC_MESSAGES, LANG), for the setting "Automatic".
@@ -47,6 +49,7 @@ impl App {
             model_error: lock(&self.model_error).clone(),
             notices: self.take_notices(),
             data_dir: self.home.data_dir.display().to_string(),
+            documents_dir: self.home.documents_dir().map(|d| d.display().to_string()),
             max_message_chars: MAX_MESSAGE_CHARS,
             system_language: system_language(|name| std::env::var(name).ok()),
         }

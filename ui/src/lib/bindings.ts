@@ -47,6 +47,10 @@ notices: Array<Notice>,
  */
 data_dir: string, 
 /**
+ * Where a save dialog opens (Documents, else home), when there is a home folder.
+ */
+documents_dir: string | null, 
+/**
  * The longest message, in characters.
  */
 max_message_chars: number, 

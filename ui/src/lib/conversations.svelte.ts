@@ -39,6 +39,8 @@ export class ConversationList {
     private readonly api: ConversationsApi,
     private readonly notifications: Notifications,
     private readonly isAnswering: () => boolean,
+    /** Where the save dialog opens: the user's Documents folder, else home (null: unknown). */
+    private readonly documentsDir: () => string | null = () => null,
   ) {}
 
   /** Calls `handler` whenever a conversation is opened or a new one started (null). */
@@ -165,7 +167,9 @@ export class ConversationList {
     const title = this.conversations.find((c) => c.id === id)?.title ?? 'conversation';
     const stem = title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'conversation';
     try {
-      const path = await this.api.pickSavePath(t('export.dialogOne'), `${stem}.${extension}`, extension);
+      const dir = this.documentsDir();
+      const file = `${stem}.${extension}`;
+      const path = await this.api.pickSavePath(t('export.dialogOne'), dir ? `${dir.replace(/\/+$/, '')}/${file}` : file, extension);
       if (path === null) return;
       const written = await this.api.exportConversation(id, format, path);
       this.notifications.toast('info', t('export.savedOne', { path: written }));
