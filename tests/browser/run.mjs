@@ -1192,6 +1192,45 @@ test('review #25 (S3): Export opens the save dialog in the Documents folder, wit
   assert(dialog.defaultPath === '/home/ana/Documents/Bread recipes.md', `the dialog opens in Documents (app_status's documents_dir): ${JSON.stringify(dialog)}`);
 });
 
+test('review #21 (S3): at 800x600 and at the largest text, a label cut short shows its full text on hover', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  for (const q of ['Write a short Python function that adds two numbers', 'What is the capital of France and why']) await sendAndWait(page, q);
+  /** Every text cut with an ellipsis, with what a pointer resting on it shows (its title, or its control's). */
+  const cut = () => page.evaluate(() => [...document.querySelectorAll('body *')].filter((el) => {
+    const css = getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    const clamped = css.webkitLineClamp !== 'none' && el.scrollHeight > el.clientHeight + 1;
+    return r.width > 0 && ((css.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) || clamped);
+  }).map((el) => {
+    const full = el.textContent.trim();
+    const hover = el.closest('[title]')?.getAttribute('title') ?? '';
+    return { full, hover, name: el.dataset.testid || el.className || el.tagName };
+  }));
+  const bad = [];
+  let seen = 0;
+  for (const [w, h, px] of [[800, 600, 15], [1366, 768, 22]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.evaluate((px) => document.documentElement.style.setProperty('--font-size', `${px}px`), px);
+    await page.waitForTimeout(150);
+    for (const c of await cut()) {
+      seen++;
+      if (!c.hover.includes(c.full)) bad.push(`${w}x${h} ${px}px: ${c.name} "${c.full}" shows "${c.hover}" on hover`);
+    }
+  }
+  assert(bad.length === 0, bad.join('\n'));
+  assert(seen > 0, 'some label was cut at these sizes');
+  // A long title wraps to two lines in the sidebar before it is cut.
+  const lines = await page.getByTestId('sidebar').locator('.title').first().evaluate((el) => Math.round(el.getBoundingClientRect().height / parseFloat(getComputedStyle(el).lineHeight)));
+  assert(lines === 2, `the first title takes two lines at 22px: ${lines}`);
+  // The status item's tooltip goes once the page it opens is shown (review #22).
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.evaluate(() => document.documentElement.style.setProperty('--font-size', '15px'));
+  await page.waitForFunction(() => document.querySelector('.status-text')?.title === 'Running on the processor');
+  await page.getByTestId('status-item').click();
+  await page.getByTestId('performance-view').waitFor();
+  assert((await page.locator('.status-text').getAttribute('title')) === null, 'no tooltip over Performance');
+}, () => { window.__mockBuiltin = 'starter'; });
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');
