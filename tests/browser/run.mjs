@@ -1231,6 +1231,20 @@ test('review #21 (S3): at 800x600 and at the largest text, a label cut short sho
   assert((await page.locator('.status-text').getAttribute('title')) === null, 'no tooltip over Performance');
 }, () => { window.__mockBuiltin = 'starter'; });
 
+test('review #19 (S3): an import error goes as soon as the path is edited, and is not shown for the new path', async ({ page }) => {
+  await openModels(page);
+  const field = page.getByTestId('import-dir-input');
+  await field.fill('/home/ana/missing.gguf');
+  await page.getByTestId('import-button').click();
+  await page.getByTestId('import-error').waitFor();
+  await field.press('End');
+  await page.keyboard.type('x');
+  assert((await page.getByTestId('import-error').count()) === 0, 'typing clears the old error at once');
+  await page.getByTestId('browse-file-button').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="import-dir-input"]').value.endsWith('.gguf'));
+  assert((await page.getByTestId('import-error').count()) === 0, 'no error under a newly chosen file');
+});
+
 test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');
