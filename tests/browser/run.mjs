@@ -993,6 +993,11 @@ test('review #10 and #20 (S2/S3): a found model already imported says so, and th
   await row.getByTestId('found-imported').waitFor();
   assert((await row.textContent()).includes('In Hearth as tiny-latest'), await row.textContent());
   assert((await row.getByRole('button', { name: 'Import' }).count()) === 0, 'no second Import');
+  // Reopened, the row still knows (by the installed model's source), and nothing names a command.
+  await page.getByRole('button', { name: 'Close Models' }).click();
+  await openModels(page);
+  await row.getByTestId('found-imported').waitFor();
+  assert(!/hearth rm|`/.test(await page.getByTestId('found-models').textContent()), 'no terminal command');
   const before = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'found_models').length);
   await page.getByTestId('found-rescan').click();
   await page.waitForFunction((n) => window.__mock.calls.filter((c) => c.cmd === 'found_models').length > n, before);
@@ -1116,6 +1121,16 @@ test('review #31 (S3): the sampling heading is in the text colour and says the v
   }
 });
 
+test('review #25 (S3): Export opens the save dialog in the Documents folder, with the title as the file name', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Bread recipes');
+  await page.getByLabel('More actions for Bread recipes').click();
+  await page.getByRole('button', { name: 'Export Bread recipes as Markdown' }).click();
+  await page.getByTestId('toast').waitFor();
+  const dialog = await page.evaluate(() => window.__mock.lastDialog);
+  assert(dialog.defaultPath === '/home/ana/Documents/Bread recipes.md', `the dialog opens in Documents (app_status's documents_dir): ${JSON.stringify(dialog)}`);
+});
+
 test('review #33 (S3): emoji in an answer are drawn from a colour emoji font, not as boxes', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Bravo 👏👏 😀'; });
   await sendAndWait(page, 'Hallo 你好 😀');
@@ -1180,16 +1195,6 @@ test('review #24 (S3): every Tab stop, in the chat and in each page, shows a foc
     await page.getByRole('button', { name: /^Close/ }).first().click();
   }
   assert(bad.length === 0, `Tab stops without a visible ring:\n${bad.join('\n')}`);
-});
-
-test('review #25 (S3): Export opens the save dialog in the Documents folder, with the title as the file name', async ({ page }) => {
-  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
-  await sendAndWait(page, 'Bread recipes');
-  await page.getByLabel('More actions for Bread recipes').click();
-  await page.getByRole('button', { name: 'Export Bread recipes as Markdown' }).click();
-  await page.getByTestId('toast').waitFor();
-  const dialog = await page.evaluate(() => window.__mock.lastDialog);
-  assert(dialog.defaultPath === '/home/ana/Documents/Bread recipes.md', `the dialog opens in Documents (app_status's documents_dir): ${JSON.stringify(dialog)}`);
 });
 
 test('review #21 (S3): at 800x600 and at the largest text, a label cut short shows its full text on hover', async ({ page }) => {
