@@ -1222,6 +1222,16 @@ test('review #21 (S3): at 800x600 and at the largest text, a label cut short sho
       seen++;
       if (!c.hover.includes(c.full)) bad.push(`${w}x${h} ${px}px: ${c.name} "${c.full}" shows "${c.hover}" on hover`);
     }
+    // The model picker: its chosen model's name, when wider than the box, is its tooltip.
+    const picker = await page.getByTestId('model-picker').evaluate((el) => {
+      const css = getComputedStyle(el);
+      const ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = `${css.fontWeight} ${css.fontSize} ${css.fontFamily}`;
+      const text = el.selectedOptions[0].textContent.trim();
+      return { text, cut: ctx.measureText(text).width > el.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight) - parseFloat(css.fontSize) * 1.5, title: el.getAttribute('title') };
+    });
+    if (picker.cut) seen++;
+    if (picker.cut ? picker.title !== picker.text : picker.title !== null) bad.push(`${w}x${h} ${px}px: the picker shows "${picker.title}" for "${picker.text}" (cut: ${picker.cut})`);
   }
   assert(bad.length === 0, bad.join('\n'));
   assert(seen > 0, 'some label was cut at these sizes');

@@ -23,3 +23,30 @@ export function fullTextOnHover(el: HTMLElement, text: string | null) {
     },
   };
 }
+
+/** Svelte action for a `<select>`: its `title` is the chosen option's text while that text is
+ *  wider than the box shows (measured in the select's font, less room for the arrow).
+ *  `chosen` is the selected value, so the title follows a new choice. */
+export function chosenTextOnHover(select: HTMLSelectElement, chosen: string) {
+  const context = document.createElement('canvas').getContext('2d');
+  const check = () => {
+    const text = select.selectedOptions[0]?.textContent?.trim() ?? '';
+    const css = getComputedStyle(select);
+    if (context) context.font = `${css.fontWeight} ${css.fontSize} ${css.fontFamily}`;
+    const room = select.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight) - parseFloat(css.fontSize) * 1.5;
+    if (text && context && context.measureText(text).width > room) select.title = text;
+    else select.removeAttribute('title');
+  };
+  const observer = new ResizeObserver(check);
+  observer.observe(select);
+  check();
+  return {
+    update(_chosen: string) {
+      // After Svelte has set the new value.
+      queueMicrotask(check);
+    },
+    destroy() {
+      observer.disconnect();
+    },
+  };
+}
