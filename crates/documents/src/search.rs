@@ -350,15 +350,13 @@ fn semantic_ranking(
     depth: usize,
 ) -> Result<Vec<(i64, f64)>, LibraryError> {
     let err = |e| library.err(e);
+    // The question's own vector: a model trained with a query instruction reads it first.
     let query = embedder
-        .embed(&[question])
+        .embed_query(question)
         .map_err(|message| LibraryError::Embedding {
             path: PathBuf::from("(the question)"),
             message,
-        })?
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+        })?;
     let mut statement = library
         .conn
         .prepare_cached(

@@ -127,3 +127,76 @@ fn a_library_indexes_and_searches_with_the_qwen3_model() {
     assert!(!hits.is_empty(), "the semantic ranking finds passages");
     assert!(hits.iter().all(|h| h.semantic_rank.is_some()));
 }
+
+/// The Qwen3 model, counting the questions it is asked to embed as questions.
+struct CountingQueries {
+    model: EngineEmbedding,
+    queries: std::cell::Cell<usize>,
+}
+
+impl EmbeddingModel for CountingQueries {
+    fn model_id(&self) -> &str {
+        self.model.model_id()
+    }
+
+    fn pieces(&self, word: &str) -> usize {
+        self.model.pieces(word)
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.model.embed(texts)
+    }
+
+    fn embed_query(&self, question: &str) -> Result<Vec<f32>, String> {
+        self.queries.set(self.queries.get() + 1);
+        self.model.embed_query(question)
+    }
+}
+
+/// Search embeds the question as a question (with the model's instruction), passages as they
+/// are: the semantic ranking's scores are the cosines with the instructed question's vector.
+#[test]
+fn search_embeds_the_question_with_the_instruction() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "The train to Lyon leaves at nine.").unwrap();
+    let model = CountingQueries {
+        model: EngineEmbedding::load(&engine_fixture("tiny-qwen3-embedding"), Some(1)).unwrap(),
+        queries: std::cell::Cell::new(0),
+    };
+    let library = Library::open(&dir.path().join("documents.db")).unwrap();
+    index(
+        &library,
+        &[file],
+        &IndexSettings::default(),
+        Some(&model),
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(model.queries.get(), 0, "passages are not questions");
+    let documents: Vec<_> = library.documents().unwrap().iter().map(|d| d.id).collect();
+    let question = "When does the train leave?";
+    let hits = search(
+        &library,
+        question,
+        &documents,
+        Ranking::Semantic,
+        Some(&model),
+        5,
+    )
+    .unwrap();
+    assert_eq!(model.queries.get(), 1);
+    let asked = model.model.embed_query(question).unwrap();
+    let passage = model.model.embed(&[hits[0].text.as_str()]).unwrap();
+    let cosine: f64 = asked
+        .iter()
+        .zip(&passage[0])
+        .map(|(a, b)| f64::from(*a) * f64::from(*b))
+        .sum();
+    assert!(
+        (hits[0].score - cosine).abs() < 1e-5,
+        "score {} is the instructed question's cosine {cosine}",
+        hits[0].score
+    );
+}
