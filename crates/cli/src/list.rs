@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use hearth_chat::Availability;
+use hearth_chat::{Availability, BackendKind};
 use hearth_hub::{human_bytes, Machine, Store};
 
 use crate::terminal::safe;
@@ -48,7 +48,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.found {
         return list_found(args.json);
     }
-    let store = open_store()?;
+    let home = crate::model_args::home()?;
+    let store = home.store();
     if args.catalog {
         let machine = Machine::measure(&store)?;
         let items = hearth_hub::catalog_view(&store, &machine)?;
@@ -83,9 +84,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let models = store.list()?;
-    let registry = store.registry_path();
-    let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
-    let npu: Vec<Availability> = hearth_backends::npu::registry_availabilities(&registry, &names);
+    // Where each can run, as the app decides it (the built-in model on the processor only,
+    // FastFlowLM's verdict and its known issues for the others).
+    let local = hearth_app::models::local_models(&home);
+    let npu: Vec<Availability> = models
+        .iter()
+        .map(|m| {
+            local
+                .iter()
+                .find(|l| l.name == m.name)
+                .and_then(|l| l.backends.iter().find(|b| b.kind == BackendKind::Npu))
+                .cloned()
+                .unwrap_or_else(|| {
+                    Availability::unusable(BackendKind::Npu, "Hearth does not list this model")
+                })
+        })
+        .collect();
     if args.json {
         let listed: Vec<Listed> = models
             .iter()

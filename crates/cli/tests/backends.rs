@@ -212,11 +212,12 @@ fn without_fastflowlm_models_run_on_the_cpu_and_list_says_why() {
     let demo = &listed[0];
     assert_eq!(demo["name"], "demo");
     assert_eq!(demo["npu"], false);
+    // The app's reason (hearth_app::models::local_models), as its model picker says it.
     assert!(
         demo["npu_reason"]
             .as_str()
             .unwrap()
-            .contains("FastFlowLM is not installed"),
+            .contains("the built-in model runs on the processor only"),
         "{demo}"
     );
     let npu = home.run(&["run", "--backend", "npu", "--model", "demo", "hi"]);
