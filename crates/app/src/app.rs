@@ -35,8 +35,32 @@ pub enum NoticeLevel {
 pub struct Notice {
     /// Importance.
     pub level: NoticeLevel,
-    /// Plain words.
+    /// Plain words (English).
     pub message: String,
+    /// Which notice: the desktop's catalog key is `notice.<code>`, filled with `params`.
+    pub code: String,
+    /// What the notice names (a file, a reason), by parameter name.
+    pub params: std::collections::BTreeMap<String, String>,
+}
+
+impl Notice {
+    /// A notice: its level, code, what it names and its English words.
+    pub fn new(
+        level: NoticeLevel,
+        code: &str,
+        params: &[(&str, String)],
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            level,
+            message: message.into(),
+            code: code.to_string(),
+            params: params
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.clone()))
+                .collect(),
+        }
+    }
 }
 
 /// The app's shared state.
@@ -86,14 +110,19 @@ impl App {
         });
         let mut notices = Vec::new();
         if let Some(r) = recovery {
-            notices.push(Notice {
-                level: NoticeLevel::Warning,
-                message: format!(
+            notices.push(Notice::new(
+                NoticeLevel::Warning,
+                "conversations_unreadable",
+                &[
+                    ("reason", r.reason.to_string()),
+                    ("backup", r.backup.display().to_string()),
+                ],
+                format!(
                     "Your saved conversations could not be read ({}), so Hearth started a new, empty list. The old file is kept at {} in case it can be rescued.",
                     r.reason,
                     r.backup.display()
                 ),
-            });
+            ));
         }
         let documents = crate::documents::Documents::new(home.data_dir.join("documents.db"));
         Ok(Self {
@@ -112,11 +141,8 @@ impl App {
     }
 
     /// Add a notice.
-    pub fn notify(&self, level: NoticeLevel, message: impl Into<String>) {
-        lock(&self.notices).push(Notice {
-            level,
-            message: message.into(),
-        });
+    pub fn notify(&self, notice: Notice) {
+        lock(&self.notices).push(notice);
     }
 
     /// The notices not yet shown; each is handed over once.
@@ -203,16 +229,18 @@ impl App {
         self.open_local(&entry, None, false, progress)?;
         let notice = match entry.builtin {
             _ if all.len() > 1 => None,
-            Some(BuiltinKind::Starter) => Some(
+            Some(BuiltinKind::Starter) => Some((
+                "starter_opened",
                 "No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it. It answers offline but makes many mistakes. Open Models to download a bigger one for good answers.",
-            ),
-            Some(BuiltinKind::Demo) => Some(
+            )),
+            Some(BuiltinKind::Demo) => Some((
+                "demo_opened",
                 "No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.",
-            ),
+            )),
             None => None,
         };
-        if let Some(message) = notice {
-            self.notify(NoticeLevel::Info, message);
+        if let Some((code, message)) = notice {
+            self.notify(Notice::new(NoticeLevel::Info, code, &[], message));
         }
         Ok(())
     }

@@ -1032,9 +1032,17 @@ export type Notice = {
  */
 level: NoticeLevel, 
 /**
- * Plain words.
+ * Plain words (English).
  */
-message: string, };
+message: string, 
+/**
+ * Which notice: the desktop's catalog key is `notice.<code>`, filled with `params`.
+ */
+code: string, 
+/**
+ * What the notice names (a file, a reason), by parameter name.
+ */
+params: { [key in string]: string }, };
 
 /**
  * How important a notice is.

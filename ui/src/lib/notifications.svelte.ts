@@ -3,6 +3,7 @@
 // its errors here; only Toasts.svelte shows them.
 import type { Notice } from './types';
 import { plainError } from './errors';
+import { hasMessage, t } from './i18n/index.svelte';
 
 /** How long an info toast stays before it closes by itself. */
 export const TOAST_MS = 6000;
@@ -22,6 +23,16 @@ export interface Toast {
   level: Notice['level'];
   message: string;
   details: string | null;
+  /** What closing it remembers: a backend notice's English words (the same in every language). */
+  key?: string;
+}
+
+/** A backend notice in the language in use: `notice.<code>` from the catalog, filled with its
+ *  params, or its English words when the catalog lacks the code. */
+export function noticeText(notice: Notice): string {
+  const key = `notice.${notice.code}`;
+  if (!hasMessage(key)) return notice.message;
+  return t(key, Object.fromEntries(Object.entries(notice.params ?? {}).filter((e): e is [string, string] => e[1] !== undefined)));
 }
 
 /** An error's message, whatever was thrown. */
@@ -42,9 +53,9 @@ export class Notifications {
   ) {}
 
   /** Show a notice in the corner; info closes by itself, warnings and errors stay until closed. */
-  toast(level: Notice['level'], message: string, details: string | null = null): void {
+  toast(level: Notice['level'], message: string, details: string | null = null, key?: string): void {
     const id = this.nextToast++;
-    this.toasts = [...this.toasts, { id, level, message, details }];
+    this.toasts = [...this.toasts, { id, level, message, details, key }];
     if (level === 'info') this.schedule(() => this.dismiss(id), TOAST_MS);
   }
 
@@ -62,7 +73,7 @@ export class Notifications {
   showNotices(notices: Notice[]): void {
     const seen = this.dismissedNotices();
     for (const notice of notices) {
-      if (!seen.includes(notice.message)) this.toast(notice.level, notice.message);
+      if (!seen.includes(notice.message)) this.toast(notice.level, noticeText(notice), null, notice.message);
     }
   }
 
@@ -70,8 +81,9 @@ export class Notifications {
   forgetNotice(toast: Toast): void {
     this.dismiss(toast.id);
     const seen = this.dismissedNotices();
-    if (!seen.includes(toast.message)) {
-      this.memory.setItem(DISMISSED, JSON.stringify([...seen, toast.message].slice(-50)));
+    const key = toast.key ?? toast.message;
+    if (!seen.includes(key)) {
+      this.memory.setItem(DISMISSED, JSON.stringify([...seen, key].slice(-50)));
     }
   }
 

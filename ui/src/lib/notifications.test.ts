@@ -16,8 +16,8 @@ describe('Notifications', () => {
     // On the next start, the closed notice stays closed.
     const later = new Notifications(storage, () => {});
     later.showNotices([
-      { level: 'warning', message: 'The database was recovered.' },
-      { level: 'info', message: 'A new one.' },
+      { level: 'warning', code: 'x', params: {}, message: 'The database was recovered.' },
+      { level: 'info', code: 'x', params: {}, message: 'A new one.' },
     ]);
     expect(later.toasts.map((t) => t.message)).toEqual(['A new one.']);
   });

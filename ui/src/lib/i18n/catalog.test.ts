@@ -8,6 +8,8 @@ import { CATALOGS, LANGUAGE_CODES, setLanguage, t, translate } from './index.sve
 import { untranslated } from './scan';
 import { errorText } from '../errors';
 import { checkFix, checkSummary, type NpuCheck } from '../npu';
+import { Notifications, memoryInMap } from '../notifications.svelte';
+import type { Notice } from '../types';
 
 const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?raw', import: 'default', eager: true });
 
@@ -119,5 +121,19 @@ describe('catalog', () => {
     expect(checkSummary(unknown)).toBe(memlock.summary);
     expect(checkFix(unknown)).toBeNull();
     setLanguage('en');
+  });
+
+  it('shows a backend notice by its code in the language in use, and remembers it closed in any language', () => {
+    const memory = memoryInMap();
+    const notice = { level: 'info', code: 'demo_opened', params: {}, message: 'No model is downloaded yet, so Hearth opened its tiny demo model.' } as Notice;
+    setLanguage('es');
+    const first = new Notifications(memory, () => {});
+    first.showNotices([notice]);
+    expect(first.toasts[0].message).toBe(CATALOGS.es['notice.demo_opened']);
+    first.forgetNotice(first.toasts[0]);
+    setLanguage('en');
+    const later = new Notifications(memory, () => {});
+    later.showNotices([notice, { ...notice, code: 'something_new', message: 'A new one.' }]);
+    expect(later.toasts.map((toast) => toast.message)).toEqual(['A new one.']);
   });
 });

@@ -612,4 +612,8 @@ export const de: Translation = {
   'fit.fits': 'Passt: braucht etwa {memory} Arbeitsspeicher ({installed} vorhanden) und {download} Speicherplatz ({free} frei)',
   'fit.memory': 'Zu groß für den Arbeitsspeicher dieses Computers: braucht etwa {memory}, vorhanden sind {installed}',
   'fit.disk': 'Nicht genug freier Speicherplatz: braucht {download}, frei sind {free}. Entfernen Sie ein Modell oder schaffen Sie Platz',
+
+  'notice.conversations_unreadable': 'Ihre gespeicherten Unterhaltungen konnten nicht gelesen werden ({reason}), daher hat Hearth eine neue, leere Liste begonnen. Die alte Datei liegt unter {backup}, falls sie sich retten lässt.',
+  'notice.starter_opened': 'Es ist noch kein Modell heruntergeladen, daher hat Hearth SmolLM2-135M geöffnet, den sehr kleinen mitgelieferten Assistenten. Er antwortet offline, macht aber viele Fehler. Öffnen Sie Modelle, um ein größeres für gute Antworten herunterzuladen.',
+  'notice.demo_opened': 'Es ist noch kein Modell heruntergeladen, daher hat Hearth sein winziges Demo-Modell geöffnet. Es zeigt nur, wie die App funktioniert: Es weiß ein wenig über Rust und liegt oft falsch. Öffnen Sie Modelle, um ein richtiges herunterzuladen.',
 };

@@ -640,6 +640,11 @@ export const en = {
   'fit.fits': 'Fits: needs about {memory} of memory ({installed} installed) and {download} of disk ({free} free)',
   'fit.memory': "Too big for this machine's memory: needs about {memory}, it has {installed}",
   'fit.disk': 'Not enough free disk: needs {download}, {free} free. Remove a model or free some space',
+
+  // The backend's notices, shown once as toasts (crates/app/src/app.rs Notice): notice.<code>, filled with its params.
+  'notice.conversations_unreadable': 'Your saved conversations could not be read ({reason}), so Hearth started a new, empty list. The old file is kept at {backup} in case it can be rescued.',
+  'notice.starter_opened': 'No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it. It answers offline but makes many mistakes. Open Models to download a bigger one for good answers.',
+  'notice.demo_opened': 'No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

@@ -612,4 +612,8 @@ export const es: Translation = {
   'fit.fits': 'Cabe: necesita unos {memory} de memoria ({installed} instalados) y {download} de disco ({free} libres)',
   'fit.memory': 'Demasiado grande para la memoria de este ordenador: necesita unos {memory} y tiene {installed}',
   'fit.disk': 'No hay suficiente disco libre: necesita {download} y hay {free} libres. Quita un modelo o libera espacio',
+
+  'notice.conversations_unreadable': 'No se pudieron leer tus conversaciones guardadas ({reason}), así que Hearth empezó una lista nueva y vacía. El archivo antiguo se guarda en {backup} por si se puede recuperar.',
+  'notice.starter_opened': 'Aún no hay ningún modelo descargado, así que Hearth abrió SmolLM2-135M, el asistente muy pequeño que trae. Responde sin conexión, pero comete muchos errores. Abre Modelos para descargar uno más grande y obtener buenas respuestas.',
+  'notice.demo_opened': 'Aún no hay ningún modelo descargado, así que Hearth abrió su diminuto modelo de demostración. Solo muestra cómo funciona la aplicación: sabe un poco de Rust y a menudo se equivoca. Abre Modelos para descargar uno de verdad.',
 };

@@ -613,4 +613,8 @@ export const fr: Translation = {
   'fit.fits': 'Convient : demande environ {memory} de mémoire ({installed} installés) et {download} de disque ({free} libres)',
   'fit.memory': 'Trop gros pour la mémoire de cet ordinateur : demande environ {memory}, il en a {installed}',
   'fit.disk': 'Pas assez de disque libre : demande {download}, {free} libres. Retirez un modèle ou libérez de l’espace',
+
+  'notice.conversations_unreadable': 'Vos conversations enregistrées n’ont pas pu être lues ({reason}) ; Hearth a donc commencé une nouvelle liste vide. L’ancien fichier est gardé dans {backup} au cas où il pourrait être récupéré.',
+  'notice.starter_opened': 'Aucun modèle n’est encore téléchargé ; Hearth a donc ouvert SmolLM2-135M, le tout petit assistant fourni. Il répond hors ligne mais fait beaucoup d’erreurs. Ouvrez Modèles pour en télécharger un plus grand et obtenir de bonnes réponses.',
+  'notice.demo_opened': 'Aucun modèle n’est encore téléchargé ; Hearth a donc ouvert son minuscule modèle de démo. Il montre seulement comment l’application fonctionne : il connaît un peu Rust et se trompe souvent. Ouvrez Modèles pour en télécharger un vrai.',
 };

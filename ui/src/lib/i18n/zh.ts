@@ -604,4 +604,8 @@ export const zh: Translation = {
   'fit.fits': '合适：需要约 {memory} 内存（已安装 {installed}）和 {download} 磁盘空间（可用 {free}）',
   'fit.memory': '超出这台电脑的内存：需要约 {memory}，实际只有 {installed}',
   'fit.disk': '磁盘空间不足：需要 {download}，可用 {free}。请删除一个模型或释放一些空间',
+
+  'notice.conversations_unreadable': '无法读取你保存的对话（{reason}），所以 Hearth 开始了一个新的空列表。旧文件保存在 {backup}，以便日后恢复。',
+  'notice.starter_opened': '还没有下载任何模型，所以 Hearth 打开了自带的非常小的助手 SmolLM2-135M。它可以离线回答，但会犯很多错误。打开“模型”下载一个更大的模型，以获得好的回答。',
+  'notice.demo_opened': '还没有下载任何模型，所以 Hearth 打开了它的微型演示模型。它只用来展示应用如何工作：它对 Rust 略知一二，而且经常出错。打开“模型”下载一个真正的模型。',
 };
