@@ -409,9 +409,10 @@ fn linear_piece(d: &Dense, xs: &[f32], out: &mut [f32]) {
     }
 }
 
-/// `sum a[i] b[i]` in [`LANES`] independent sums.
+/// `sum a[i] b[i]` in [`LANES`] independent sums (vectorized by the compiler; also the dense
+/// matrices' product in `linear`).
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let (a_body, b_body) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = a_body

@@ -190,8 +190,10 @@ impl<'w> Linear<'w> {
     }
 }
 
+/// In 16 independent sums (the encoder's), which the compiler vectorizes: one running sum
+/// kept dense models (bf16 Qwen3-Embedding-0.6B) at one multiply-add per cycle.
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    crate::encoder::dot(a, b)
 }
 
 thread_local! {
