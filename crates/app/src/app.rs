@@ -124,7 +124,7 @@ impl App {
                 ),
             ));
         }
-        let documents = crate::documents::Documents::new(home.data_dir.join("documents.db"));
+        let documents = crate::documents::Documents::in_home(&home);
         Ok(Self {
             documents: Arc::new(documents),
             home: Arc::new(home),

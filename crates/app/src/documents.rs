@@ -12,15 +12,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hearth_chat::conversations::Source;
+pub use hearth_chat::conversations::Source;
+pub use hearth_documents::Document;
 use hearth_documents::{
-    find_embedding_model, index, search, Document, DocumentId, EmbeddingModel, EngineEmbedding,
+    find_embedding_model, index, search, DocumentId, EmbeddingModel, EngineEmbedding,
     IndexSettings, Library, LibraryError, Outcome, Place, Ranking, Stage,
 };
 use serde::Serialize;
 
 use crate::app::lock;
 use crate::error::{Error, ErrorCode, Result};
+
+pub use hearth_chat::conversations::MessageSources;
+pub use hearth_documents::extract::accepted_extensions;
 
 /// Passages retrieved for a question before the context budget chooses among them.
 const RETRIEVED: usize = 8;
@@ -81,17 +85,8 @@ pub enum DocumentEvent {
         /// The files' names, without their folders.
         names: Vec<String>,
     },
-    /// Reading files (`done` of `total` files) or embedding passages (`done` of `total`).
-    Progress {
-        /// The file being read.
-        document_name: String,
-        /// "reading" or "embedding".
-        stage: String,
-        /// Done so far.
-        done: usize,
-        /// In all.
-        total: usize,
-    },
+    /// How far indexing is.
+    Progress(IndexProgress),
     /// A file is indexed (or its error is stored with it).
     Indexed {
         /// The file as the library has it now.
@@ -105,6 +100,35 @@ pub enum DocumentEvent {
         message: String,
     },
 }
+
+/// How far the indexing of files is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct IndexProgress {
+    /// The file being read, or whose passages are embedded.
+    pub document_name: String,
+    /// Which of the two stages.
+    pub stage: IndexStage,
+    /// Files read (reading) or passages embedded (embedding) so far.
+    pub done: usize,
+    /// In all.
+    pub total: usize,
+}
+
+/// The two stages of indexing: every file is read (then searchable by keyword), then its
+/// passages are embedded (then searchable by meaning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum IndexStage {
+    /// Extracting text and storing passages.
+    Reading,
+    /// Computing the passages' vectors.
+    Embedding,
+}
+
+/// The window event that carries [`DocumentEvent`]s.
+pub const DOCUMENTS_EVENT: &str = "documents";
 
 /// Where indexing events go.
 pub type DocumentSink = Arc<dyn Fn(DocumentEvent) + Send + Sync>;
@@ -150,6 +174,11 @@ impl From<&Document> for DocumentInfo {
 }
 
 impl Documents {
+    /// The library of `home`: `documents.db` in its data folder, beside the conversations.
+    pub fn in_home(home: &crate::Home) -> Self {
+        Self::new(home.data_dir.join("documents.db"))
+    }
+
     /// The library at `path` (opened at first use, so starting the app reads nothing).
     pub fn new(path: PathBuf) -> Self {
         Self {
@@ -244,13 +273,32 @@ impl Documents {
         paths: &[PathBuf],
         events: &dyn Fn(DocumentEvent),
     ) -> Result<Vec<DocumentInfo>> {
+        let documents = self.index_now(paths, events)?;
+        self.with_library(|library| {
+            for d in &documents {
+                library
+                    .attach(conversation_id, d.id)
+                    .map_err(library_error)?;
+            }
+            Ok(())
+        })?;
+        self.attached(conversation_id)
+    }
+
+    /// Indexes `paths`, waiting for it, and returns them as the library has them (the command
+    /// line's `--file`); a file that could not be read is an error naming it.
+    pub fn index_now(
+        &self,
+        paths: &[PathBuf],
+        events: &dyn Fn(DocumentEvent),
+    ) -> Result<Vec<Document>> {
         let library = self.open()?;
         let embedder = self.embedder();
-        let failed = run_index(&library, conversation_id, paths, embedder, events)?;
+        let (documents, failed) = run_index(&library, None, paths, embedder, events)?;
         if let Some(message) = failed.into_iter().next() {
             return Err(Error::invalid(message));
         }
-        self.attached(conversation_id)
+        Ok(documents)
     }
 
     /// Indexes `paths` on a thread of its own and attaches each to `conversation_id` as it is
@@ -280,7 +328,7 @@ impl Documents {
             .spawn(move || {
                 let embedder = this.embedder();
                 let result = this.open().and_then(|library| {
-                    run_index(&library, &conversation, &fresh, embedder, &*events)
+                    run_index(&library, Some(&conversation), &fresh, embedder, &*events)
                 });
                 if let Err(error) = result {
                     events(DocumentEvent::Failed {
@@ -404,15 +452,16 @@ impl Documents {
     }
 }
 
-/// Indexes `paths` into `library`, attaching each file read to `conversation_id`; returns the
-/// messages of the files that failed (each also sent as a `Failed` event).
+/// Indexes `paths` into `library`, attaching each file read to `conversation_id` when one is
+/// given; returns the files read and the messages of those that failed (each also sent as a
+/// `Failed` event).
 fn run_index(
     library: &Library,
-    conversation_id: &str,
+    conversation_id: Option<&str>,
     paths: &[PathBuf],
     embedder: Option<Arc<EngineEmbedding>>,
     events: &dyn Fn(DocumentEvent),
-) -> Result<Vec<String>> {
+) -> Result<(Vec<Document>, Vec<String>)> {
     let cancel = AtomicBool::new(false);
     let model = embedder.as_deref().map(|m| m as &dyn EmbeddingModel);
     let report = index(
@@ -421,21 +470,21 @@ fn run_index(
         &IndexSettings::default(),
         model,
         &mut |p| {
-            events(DocumentEvent::Progress {
+            events(DocumentEvent::Progress(IndexProgress {
                 document_name: file_name(p.file),
                 stage: match p.stage {
-                    Stage::Reading => "reading",
-                    Stage::Embedding => "embedding",
-                }
-                .into(),
+                    Stage::Reading => IndexStage::Reading,
+                    Stage::Embedding => IndexStage::Embedding,
+                },
                 done: p.done,
                 total: p.total,
-            })
+            }))
         },
         &cancel,
     )
     .map_err(library_error)?;
     let mut failed = Vec::new();
+    let mut read = Vec::new();
     for file in &report.files {
         if let Outcome::Failed(message) = &file.outcome {
             events(DocumentEvent::Failed {
@@ -446,7 +495,9 @@ fn run_index(
             continue;
         }
         let Some(id) = file.document else { continue };
-        library.attach(conversation_id, id).map_err(library_error)?;
+        if let Some(conversation_id) = conversation_id {
+            library.attach(conversation_id, id).map_err(library_error)?;
+        }
         let stored = library.document(&file.given).ok().flatten().or_else(|| {
             library
                 .documents()
@@ -457,9 +508,10 @@ fn run_index(
             events(DocumentEvent::Indexed {
                 document: DocumentInfo::from(&document),
             });
+            read.push(document);
         }
     }
-    Ok(failed)
+    Ok((read, failed))
 }
 
 /// What a turn reads from the attached files.
@@ -590,6 +642,15 @@ fn passage_block(s: &Source) -> String {
     format!("[{}] {}{at}:\n{}", s.number, s.name, s.text)
 }
 
+/// A source as listed under an answer: "[2] contract.pdf, page 3".
+pub fn source_line(s: &Source) -> String {
+    if s.place.is_empty() {
+        format!("[{}] {}", s.number, s.name)
+    } else {
+        format!("[{}] {}, {}", s.number, s.name, s.place)
+    }
+}
+
 /// A place in words: "page 3", "section “Terms”", or "" for the whole file.
 fn place_words(place: &Place) -> String {
     match place {
@@ -614,10 +675,7 @@ impl crate::App {
     }
 
     /// The sources saved with the answers of `conversation_id`, to show them again.
-    pub fn message_sources(
-        &self,
-        conversation_id: &str,
-    ) -> Result<Vec<hearth_chat::conversations::MessageSources>> {
+    pub fn message_sources(&self, conversation_id: &str) -> Result<Vec<MessageSources>> {
         Ok(lock(&self.store).sources(conversation_id)?)
     }
 
@@ -678,25 +736,41 @@ impl crate::App {
             .rev()
             .find(|m| m.role == hearth_engine::Role::User)
             .map_or("", |m| m.content.as_str());
-        let limit = loaded
-            .backend
-            .info()
-            .context_length
-            .unwrap_or(UNKNOWN_CONTEXT);
-        let reserve = hearth_chat::context::answer_reserve(options.max_tokens, limit);
-        let budget = hearth_chat::context::passage_budget(limit, reserve);
-        let embedder = self.documents.embedder();
-        self.documents.with_library(|library| {
-            ground(
-                library,
-                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
-                &attached,
-                question,
-                budget,
-                &mut |text| hearth_chat::context::passage_cost(loaded.backend.count_text(text)),
-            )
-        })
+        ground_for(
+            &self.documents,
+            &attached,
+            question,
+            loaded.backend.as_ref(),
+            options.max_tokens,
+        )
     }
+}
+
+/// What `backend` reads from `attached` for `question`: [`ground`] within the share of its
+/// context `hearth_chat::context` gives the user's files (after the reserve for an answer of
+/// `max_tokens`), each passage counted with the backend's tokenizer or estimated with a
+/// margin. The one rule for the app, `hearth run --file` and `hearth chat --file`.
+pub fn ground_for(
+    documents: &Documents,
+    attached: &[Document],
+    question: &str,
+    backend: &dyn hearth_chat::Backend,
+    max_tokens: usize,
+) -> Result<Option<Grounding>> {
+    let limit = backend.info().context_length.unwrap_or(UNKNOWN_CONTEXT);
+    let reserve = hearth_chat::context::answer_reserve(max_tokens, limit);
+    let budget = hearth_chat::context::passage_budget(limit, reserve);
+    let embedder = documents.embedder();
+    documents.with_library(|library| {
+        ground(
+            library,
+            embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+            attached,
+            question,
+            budget,
+            &mut |text| hearth_chat::context::passage_cost(backend.count_text(text)),
+        )
+    })
 }
 
 /// The context assumed for a server that does not say its own.

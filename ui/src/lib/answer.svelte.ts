@@ -199,19 +199,19 @@ export class AnswerStream {
     // conversation is open.
     const open = this.conversations.current;
     const conversation = open?.id === conversationId ? open : null;
-    // The documents' events (not in the generated ChatEvent yet: documents.ts holds their shape).
-    const documents = event as unknown as { event: string; data: { sources?: Source[]; percent?: number } };
-    if (documents.event === 'sources') {
-      const answerId = conversation?.messages.findLast((m) => m.role === 'assistant')?.id;
-      if (answerId !== undefined) for (const handler of this.sourcesHandlers) handler(answerId, documents.data.sources ?? []);
-      return false;
-    }
-    if (documents.event === 'reading') {
-      this.readingPercent = documents.data.percent ?? null;
+    // How much of a long prompt has been read (not in the generated ChatEvent yet).
+    const reading = event as unknown as { event: string; data: { percent?: number } };
+    if (reading.event === 'reading') {
+      this.readingPercent = reading.data.percent ?? null;
       return false;
     }
     if (event.event === 'token') this.readingPercent = null;
     switch (event.event) {
+      case 'sources': {
+        const answerId = conversation?.messages.findLast((m) => m.role === 'assistant')?.id;
+        if (answerId !== undefined) for (const handler of this.sourcesHandlers) handler(answerId, event.data.sources);
+        return false;
+      }
       case 'started': {
         this.promptTokens = event.data.prompt_tokens;
         this.session.contextLimit = event.data.context_limit;

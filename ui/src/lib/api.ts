@@ -8,7 +8,6 @@ import type { CommandName, Commands, Events } from './commands';
 import type { BackendKind, ChatAction, ChatEvent, ConversationSettings, ErrorCode, ExportFormat, Settings } from './types';
 import type { PullProgress } from './models';
 import { errorText } from './errors';
-import type { ConversationDocuments, DocumentEvent, DocumentInfo, Library, MessageSources } from './documents';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
 export class BackendError extends Error {
@@ -168,23 +167,21 @@ export const api = {
       listen<{ paths: string[] }>('tauri://drag-drop', (e) => handler({ kind: 'drop', paths: e.payload.paths ?? [] })),
     ]).then((stops) => () => stops.forEach((stop) => stop())),
   setDefaultModel: (name: string) => call('set_default_model', { name }),
-  // The user's files. Not in the generated command map yet: typed by documents.ts's contract.
-  /** The system's file dialog (opened by the backend); attaches what was chosen ([] if cancelled). */
-  pickDocuments: (conversationId: string) => invokeOrThrow<DocumentInfo[]>('pick_documents', { conversationId }),
+  // The user's files: named to the backend by a drop's token or a library id, never by path.
+  /** The system's file dialog (opened by the backend); attaches what was chosen (the list unchanged if cancelled). */
+  pickDocuments: (conversationId: string) => call('pick_documents', { conversationId }),
   /** Attach the files of a `dropped` event (its token is single-use). */
-  attachDropped: (conversationId: string, token: string) => invokeOrThrow<DocumentInfo[]>('attach_dropped', { conversationId, token }),
-  attachDocument: (conversationId: string, documentId: number) =>
-    invokeOrThrow<DocumentInfo[]>('attach_document', { conversationId, documentId }),
-  detachDocument: (conversationId: string, documentId: number) =>
-    invokeOrThrow<DocumentInfo[]>('detach_document', { conversationId, documentId }),
-  conversationDocuments: (conversationId: string) => invokeOrThrow<ConversationDocuments>('conversation_documents', { conversationId }),
-  acceptRemoteDocuments: (conversationId: string) => invokeOrThrow<null>('accept_remote_documents', { conversationId }),
-  library: () => invokeOrThrow<Library>('library'),
+  attachDropped: (conversationId: string, token: string) => call('attach_dropped', { conversationId, token }),
+  attachDocument: (conversationId: string, documentId: number) => call('attach_document', { conversationId, documentId }),
+  detachDocument: (conversationId: string, documentId: number) => call('detach_document', { conversationId, documentId }),
+  conversationDocuments: (conversationId: string) => call('conversation_documents', { conversationId }),
+  acceptRemoteDocuments: (conversationId: string) => call('accept_remote_documents', { conversationId }),
+  library: () => call('library'),
   /** Delete a file's text and index (the original file is not touched); the library after. */
-  removeDocument: (documentId: number) => invokeOrThrow<Library>('remove_document', { documentId }),
-  messageSources: (conversationId: string) => invokeOrThrow<MessageSources[]>('message_sources', { conversationId }),
+  removeDocument: (documentId: number) => call('remove_document', { documentId }),
+  messageSources: (conversationId: string) => call('message_sources', { conversationId }),
   /** Calls `handler` for every `documents` event (drops, indexing progress, files done or failed). */
-  onDocuments: (handler: (event: DocumentEvent) => void) => listen<DocumentEvent>('documents', (e) => handler(e.payload)),
+  onDocuments: (handler: (event: Events['documents']) => void) => on('documents', handler),
 
   /** Models other programs keep on this computer (their folders are only read). */
   foundModels: () => call('found_models'),

@@ -311,7 +311,11 @@ trimmed_messages: number,
 /**
  * The model answering.
  */
-model: ModelStatus, } } | { "event": "token", "data": { 
+model: ModelStatus, } } | { "event": "sources", "data": { 
+/**
+ * The sources, saved with the answer.
+ */
+sources: Array<Source>, } } | { "event": "token", "data": { 
 /**
  * Text to append.
  */
@@ -408,6 +412,20 @@ messages: Array<Message>,
 versions: Array<AnswerVersion>, };
 
 /**
+ * A conversation's files as the front end shows them above the message box.
+ */
+export type ConversationDocuments = { 
+/**
+ * The attached files, then those still being indexed for it.
+ */
+documents: Array<DocumentInfo>, 
+/**
+ * What to tell the user before the first answer when the model in use is on a remote
+ * server and they have not accepted that passages go there (None: nothing to tell).
+ */
+remote_notice: string | null, };
+
+/**
  * The settings a conversation carries with it.
  */
 export type ConversationSettings = { 
@@ -469,6 +487,69 @@ pci_address: string,
  * The generation.
  */
 generation: NpuGeneration, } | { "state": "not_found" };
+
+/**
+ * What happens to the user's files, sent to the front end: a drop on the window, then
+ * indexing.
+ */
+export type DocumentEvent = { "event": "dropped", "data": { 
+/**
+ * Names the drop for [`Documents::take_drop`].
+ */
+token: string, 
+/**
+ * The files' names, without their folders.
+ */
+names: Array<string>, } } | { "event": "progress", "data": IndexProgress } | { "event": "indexed", "data": { 
+/**
+ * The file as the library has it now.
+ */
+document: DocumentInfo, } } | { "event": "failed", "data": { 
+/**
+ * The file's name.
+ */
+name: string, 
+/**
+ * What went wrong and what to do, in plain words.
+ */
+message: string, } };
+
+/**
+ * A file in the library or attached to a conversation, as the front end shows it.
+ */
+export type DocumentInfo = { 
+/**
+ * Its id in the library (0 while its first indexing has not stored it yet).
+ */
+id: number, 
+/**
+ * The file's name, without its folder.
+ */
+name: string, 
+/**
+ * What kind of file: "pdf", "docx", "text", ...
+ */
+format: string, 
+/**
+ * Its title, when the file names one.
+ */
+title: string | null, 
+/**
+ * Bytes of the original file.
+ */
+size: number, 
+/**
+ * Passages indexed (0 while indexing, or when it could not be read).
+ */
+passages: number, 
+/**
+ * Why it could not be read, naming the file.
+ */
+error: string | null, 
+/**
+ * Whether it is being indexed now.
+ */
+indexing: boolean, };
 
 /**
  * What one answer cost. The headline fields come from the best meter available (package, then
@@ -661,6 +742,33 @@ name: string,
 command: string | null, };
 
 /**
+ * How far the indexing of files is.
+ */
+export type IndexProgress = { 
+/**
+ * The file being read, or whose passages are embedded.
+ */
+document_name: string, 
+/**
+ * Which of the two stages.
+ */
+stage: IndexStage, 
+/**
+ * Files read (reading) or passages embedded (embedding) so far.
+ */
+done: number, 
+/**
+ * In all.
+ */
+total: number, };
+
+/**
+ * The two stages of indexing: every file is read (then searchable by keyword), then its
+ * passages are embedded (then searchable by meaning).
+ */
+export type IndexStage = "reading" | "embedding";
+
+/**
  * A model as `hearth list` and the app show it.
  */
 export type InstalledModel = { 
@@ -734,6 +842,19 @@ version: [number, number] | null, };
  * The language of the app's words: the system's, or one Hearth ships.
  */
 export type Language = "system" | "en" | "zh" | "es" | "de" | "fr";
+
+/**
+ * The library as the front end shows it.
+ */
+export type LibraryView = { 
+/**
+ * Every file indexed.
+ */
+documents: Array<DocumentInfo>, 
+/**
+ * Bytes the library's database takes on disk.
+ */
+disk_bytes: number, };
 
 /**
  * Live numbers while an answer is written.
@@ -860,6 +981,19 @@ created_at: number,
  * for a message never edited.
  */
 branches: Array<number>, };
+
+/**
+ * The sources of one saved answer.
+ */
+export type MessageSources = { 
+/**
+ * The answer.
+ */
+message_id: number, 
+/**
+ * Its sources, by number.
+ */
+sources: Array<Source>, };
 
 /**
  * Where a message is in its life.
@@ -1526,11 +1660,6 @@ threads: number | null,
 language: Language, };
 
 /**
- * Light, dark, or follow the desktop.
- */
-export type Theme = "system" | "light" | "dark";
-
-/**
  * Whether other apps can use Hearth now, and how to reach it.
  */
 export type ShareStatus = { 
@@ -1596,6 +1725,11 @@ char_end: number,
  * The passage.
  */
 text: string, };
+
+/**
+ * Light, dark, or follow the desktop.
+ */
+export type Theme = "system" | "light" | "dark";
 
 /**
  * How the weights are stored.

@@ -8,12 +8,17 @@ import type {
   ChatAction,
   ChatEvent,
   Conversation,
+  ConversationDocuments,
   ConversationSettings,
   ConversationSummary,
+  DocumentEvent,
+  DocumentInfo,
   ExportFormat,
   FoundModel,
   InstalledModel,
+  LibraryView,
   LocalModel,
+  MessageSources,
   ModelLoading,
   ModelStatus,
   ModelsOverview,
@@ -64,6 +69,16 @@ export interface Commands {
   share_status: { args: Record<string, never>; returns: ShareStatus };
   start_sharing: { args: { port: number }; returns: ShareStatus };
   stop_sharing: { args: Record<string, never>; returns: ShareStatus };
+  pick_documents: { args: { conversationId: string }; returns: DocumentInfo[] };
+  attach_dropped: { args: { conversationId: string; token: string }; returns: DocumentInfo[] };
+  attach_document: { args: { conversationId: string; documentId: number }; returns: DocumentInfo[] };
+  detach_document: { args: { conversationId: string; documentId: number }; returns: DocumentInfo[] };
+  conversation_documents: { args: { conversationId: string }; returns: ConversationDocuments };
+  accept_remote_documents: { args: { conversationId: string }; returns: null };
+  library: { args: Record<string, never>; returns: LibraryView };
+  remove_document: { args: { documentId: number }; returns: LibraryView };
+  message_sources: { args: { conversationId: string }; returns: MessageSources[] };
+  test_drop: { args: { paths: string[] }; returns: null };
 }
 
 /** A command's name. */
@@ -72,4 +87,5 @@ export type CommandName = keyof Commands;
 /** The events the app emits to the window, by name, with what each carries. */
 export interface Events {
   'model-loading': ModelLoading;
+  'documents': DocumentEvent;
 }

@@ -203,7 +203,10 @@ export class DocumentsStore {
         const doc = event.data.document;
         const { [doc.name]: _done, ...rest } = this.progress;
         this.progress = rest;
-        this.attached = this.attached.map((d) => (d.id === doc.id ? doc : d));
+        // A file still being read for the first time is listed by name with id 0 until now.
+        const same = (d: DocumentInfo) => d.id === doc.id || (d.id === 0 && d.name === doc.name);
+        const at = this.attached.findIndex(same);
+        if (at >= 0) this.attached = [...this.attached.slice(0, at), doc, ...this.attached.slice(at + 1).filter((d) => !same(d))];
         if (this.library) this.library = { ...this.library, documents: this.library.documents.map((d) => (d.id === doc.id ? doc : d)) };
         return;
       }
@@ -211,6 +214,7 @@ export class DocumentsStore {
         const { [event.data.name]: _done, ...rest } = this.progress;
         this.progress = rest;
         this.failed = { ...this.failed, [event.data.name]: event.data.message };
+        this.attached = this.attached.filter((d) => !(d.id === 0 && d.name === event.data.name));
         return;
       }
     }

@@ -1,69 +1,12 @@
 // The user's own files as the UI sees them: the shapes of the documents commands and events
-// (the IPC contract of crates/app's documents; they move to the generated bindings.ts once the
-// Rust commands export them), and the plain words shown for them.
+// (generated from crates/app's documents into bindings.ts, re-exported here under the UI's
+// names), and the plain words shown for them.
+import type { DocumentInfo, IndexProgress, LibraryView, Source } from './bindings';
 
-/** A file in the library (or attached to a conversation). */
-export interface DocumentInfo {
-  /** Library id. */
-  id: number;
-  /** File name only, e.g. "contract.pdf". */
-  name: string;
-  format: string;
-  title: string | null;
-  /** Bytes of the original file. */
-  size: number;
-  /** 0 while not yet indexed or when it failed. */
-  passages: number;
-  /** Plain words naming the file, when it could not be read. */
-  error: string | null;
-  /** True while its indexing runs. */
-  indexing: boolean;
-}
+export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, MessageSources, Source } from './bindings';
 
-export interface Library {
-  documents: DocumentInfo[];
-  disk_bytes: number;
-}
-
-export interface ConversationDocuments {
-  documents: DocumentInfo[];
-  /** Set when the model in use is remote and the user has not accepted for this conversation. */
-  remote_notice: string | null;
-}
-
-/** A passage an answer cites: its [n], its file and place, and its text. */
-export interface Source {
-  number: number;
-  document_id: number;
-  name: string;
-  /** "page 3", "section “Terms”", or "" for the whole file. */
-  place: string;
-  page: number | null;
-  section: number;
-  char_start: number;
-  char_end: number;
-  text: string;
-}
-
-export interface MessageSources {
-  message_id: number;
-  sources: Source[];
-}
-
-/** How far a file's indexing is. */
-export interface IndexProgress {
-  document_name: string;
-  stage: 'reading' | 'embedding';
-  done: number;
-  total: number;
-}
-
-/** The window event "documents". */
-export type DocumentEvent =
-  | { event: 'dropped'; data: { token: string; names: string[] } }
-  | { event: 'progress'; data: IndexProgress }
-  | { event: 'indexed'; data: { document: DocumentInfo } }
-  | { event: 'failed'; data: { name: string; message: string } };
+/** Every file in the library, and the disk it takes. */
+export type Library = LibraryView;
 
 /** The kinds of file Hearth reads, as the drop overlay and the picker say them. */
 export const ACCEPTED_KINDS = 'PDF, Word (.docx), OpenDocument (.odt), EPUB, HTML, Markdown, plain text and source code';

@@ -1,0 +1,155 @@
+//! The user's files: attach them to a conversation (picked in the system's dialog, which this
+//! side opens, or dropped on the window), the document library, and the remote notice.
+//!
+//! No path crosses from the web view: the dialog's choice and a drop's paths reach Rust from
+//! the window system, and the UI names files only by a drop's single-use token or a library id.
+//! Indexing runs on a thread of its own and reports on the `documents` window event.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hearth_app::documents::{
+    accepted_extensions, ConversationDocuments, DocumentEvent, DocumentInfo, DocumentSink,
+    LibraryView, MessageSources, DOCUMENTS_EVENT,
+};
+use hearth_app::App;
+use tauri::{AppHandle, Emitter, Runtime, State};
+use tauri_plugin_dialog::DialogExt;
+
+use crate::error::{CommandError, CommandResult, ErrorCode};
+
+/// Sends indexing events to the window as `documents` events.
+fn window_events<R: Runtime>(window: AppHandle<R>) -> DocumentSink {
+    Arc::new(move |event: DocumentEvent| {
+        if let Err(error) = window.emit(DOCUMENTS_EVENT, &event) {
+            tracing::warn!("the window stopped listening: {error}");
+        }
+    })
+}
+
+/// Files dropped on the window (the window system's drag-drop event, or `test_drop`): kept
+/// under a token, which the UI receives in a `dropped` event and attaches with.
+pub fn dropped<R: Runtime>(window: &AppHandle<R>, app: &App, paths: Vec<PathBuf>) {
+    let event = app.documents.register_drop(paths);
+    window_events(window.clone())(event);
+}
+
+/// Opens the system's file dialog and attaches the files chosen to `conversation_id`;
+/// indexing goes on in the background. Returns the conversation's files ([] unchanged when
+/// the dialog was cancelled).
+#[tauri::command(async)]
+pub fn pick_documents<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+    conversation_id: String,
+) -> CommandResult<Vec<DocumentInfo>> {
+    let chosen = window
+        .dialog()
+        .file()
+        .set_title("Attach files")
+        .add_filter("Documents", &accepted_extensions())
+        .blocking_pick_files()
+        .unwrap_or_default();
+    let paths: Vec<PathBuf> = chosen
+        .into_iter()
+        .filter_map(|f| f.into_path().ok())
+        .collect();
+    if paths.is_empty() {
+        return app.documents.attached(&conversation_id);
+    }
+    app.documents
+        .attach(&conversation_id, paths, window_events(window))
+}
+
+/// Attaches the files of the drop `token` (once) to `conversation_id`.
+#[tauri::command(async)]
+pub fn attach_dropped<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+    conversation_id: String,
+    token: String,
+) -> CommandResult<Vec<DocumentInfo>> {
+    let paths = app.documents.take_drop(&token)?;
+    app.documents
+        .attach(&conversation_id, paths, window_events(window))
+}
+
+/// Attaches a file of the library to `conversation_id`.
+#[tauri::command(async)]
+pub fn attach_document(
+    app: State<'_, App>,
+    conversation_id: String,
+    document_id: i64,
+) -> CommandResult<Vec<DocumentInfo>> {
+    app.documents.attach_known(&conversation_id, document_id)
+}
+
+/// Takes a file off `conversation_id` (it stays in the library).
+#[tauri::command(async)]
+pub fn detach_document(
+    app: State<'_, App>,
+    conversation_id: String,
+    document_id: i64,
+) -> CommandResult<Vec<DocumentInfo>> {
+    app.documents.detach(&conversation_id, document_id)
+}
+
+/// The files of `conversation_id`, and the notice to show before passages go to a remote
+/// server.
+#[tauri::command(async)]
+pub fn conversation_documents(
+    app: State<'_, App>,
+    conversation_id: String,
+) -> CommandResult<ConversationDocuments> {
+    app.conversation_documents(&conversation_id)
+}
+
+/// The user accepts that passages of this conversation's files go to the remote server in use.
+#[tauri::command(async)]
+pub fn accept_remote_documents(app: State<'_, App>, conversation_id: String) -> CommandResult<()> {
+    app.accept_remote_documents(&conversation_id)
+}
+
+/// Every file in the library, and the disk it takes.
+#[tauri::command(async)]
+pub fn library(app: State<'_, App>) -> CommandResult<LibraryView> {
+    app.documents.library()
+}
+
+/// Deletes a file's text, passages and vectors from the library (the original file stays).
+#[tauri::command(async)]
+pub fn remove_document(app: State<'_, App>, document_id: i64) -> CommandResult<LibraryView> {
+    app.documents.remove(document_id)
+}
+
+/// The sources saved with the answers of `conversation_id`.
+#[tauri::command(async)]
+pub fn message_sources(
+    app: State<'_, App>,
+    conversation_id: String,
+) -> CommandResult<Vec<MessageSources>> {
+    app.message_sources(&conversation_id)
+}
+
+/// The end-to-end test's stand-in for an OS drop, which WebDriver cannot make: fires the same
+/// drop of `paths` as the window system's event. Refused unless the app was started with
+/// `HEARTH_TEST_DROP=1`, since it takes paths from the web view.
+#[tauri::command(async)]
+pub fn test_drop<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+    paths: Vec<String>,
+) -> CommandResult<()> {
+    if std::env::var_os("HEARTH_TEST_DROP").is_none_or(|v| v != "1") {
+        return Err(CommandError::new(
+            ErrorCode::InvalidInput,
+            "test_drop works only in the end-to-end test (HEARTH_TEST_DROP=1).",
+        ));
+    }
+    dropped(
+        &window,
+        &app,
+        paths.into_iter().map(PathBuf::from).collect(),
+    );
+    Ok(())
+}
