@@ -31,9 +31,12 @@ pub struct Args {
     /// How many passages to print.
     #[arg(long, default_value_t = 5)]
     limit: usize,
-    /// The sentence-embedding model's folder (config.json, model.safetensors, tokenizer.json).
-    /// By default the one that comes with Hearth; without any, ranking is by keyword only.
-    #[arg(long, env = "HEARTH_EMBEDDING_MODEL", value_name = "DIR")]
+    /// The sentence-embedding model: a folder (config.json, weights, tokenizer.json) of a BERT
+    /// encoder or of a Qwen3 model, or an installed model's name (`hearth pull
+    /// qwen3-embedding-0.6b` installs the multilingual Qwen3-Embedding-0.6B). By default the one
+    /// that comes with Hearth (all-MiniLM-L6-v2, English); without any, ranking is by keyword
+    /// only.
+    #[arg(long, env = "HEARTH_EMBEDDING_MODEL", value_name = "NAME|DIR")]
     embedding_model: Option<PathBuf>,
     /// Threads for the embedding model (default: one per physical core).
     #[arg(long)]
@@ -52,18 +55,34 @@ enum RankingArg {
     Combined,
 }
 
+/// The folder of the installed model named `given` (a bare name that is not a folder here),
+/// else `given` as a path.
+fn installed_folder(store: &hearth_hub::Store, given: PathBuf) -> PathBuf {
+    if given.is_dir() || given.components().count() != 1 {
+        return given;
+    }
+    store
+        .get(&given.to_string_lossy())
+        .map_or(given, |model| model.folder)
+}
+
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = hearth_hub::Store::open_default()?;
     let library = Library::open(&store.root().join("documents.db"))?;
+    let embedding_model = args
+        .embedding_model
+        .clone()
+        .map(|given| installed_folder(&store, given));
     let embedder = match args.ranking {
         RankingArg::Keyword => None,
-        _ => match find_embedding_model(args.embedding_model.clone(), None) {
+        _ => match find_embedding_model(embedding_model, None) {
             Some(dir) => Some(EngineEmbedding::load(&dir, args.threads).with_context(|| {
                 format!("cannot load the embedding model in {}", dir.display())
             })?),
             None if args.embedding_model.is_some() => anyhow::bail!(
-                "{} holds no embedding model (no config.json)",
+                "{} is neither an embedding model's folder (it has no config.json) nor an \
+                 installed model's name",
                 args.embedding_model.unwrap_or_default().display()
             ),
             None if args.ranking == RankingArg::Semantic => anyhow::bail!(

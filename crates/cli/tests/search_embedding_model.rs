@@ -1,0 +1,75 @@
+//! `hearth search --embedding-model NAME`: an installed Qwen3 embedding model, chosen by its name
+//! in the store, ranks passages semantically (the engine's tiny random Qwen3-Embedding-shaped
+//! fixture stands in for Qwen3-Embedding-0.6B, which is not downloaded in tests).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn hearth(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    command
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("HOME", home)
+        .env_remove("HEARTH_EMBEDDING_MODEL");
+    command
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-qwen3-embedding")
+}
+
+#[test]
+fn an_installed_qwen3_embedding_model_is_chosen_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    let import = hearth(home.path())
+        .args(["import", "--name", "tiny-embedding"])
+        .arg(fixture())
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let file = docs.path().join("notes.md");
+    std::fs::write(
+        &file,
+        "# Travel\n\nThe train to Lyon leaves at nine.\n\n# Kitchen\n\nBake the bread for forty minutes.\n",
+    )
+    .unwrap();
+    let search = hearth(home.path())
+        .args(["search", "--ranking", "semantic", "--json"])
+        .args(["--embedding-model", "tiny-embedding", "--file"])
+        .arg(&file)
+        .arg("When does the train leave?")
+        .output()
+        .unwrap();
+    assert!(
+        search.status.success(),
+        "{}",
+        String::from_utf8_lossy(&search.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&search.stdout).unwrap();
+    assert_eq!(json["embedding_model"], "tiny-embedding-64d", "{json}");
+    let hits = json["passages"].as_array().expect("passages");
+    assert!(!hits.is_empty(), "{json}");
+
+    let unknown = hearth(home.path())
+        .args([
+            "search",
+            "--ranking",
+            "semantic",
+            "--embedding-model",
+            "nonesuch",
+            "--file",
+        ])
+        .arg(&file)
+        .arg("train")
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("nor an installed model"), "{stderr}");
+}
