@@ -197,6 +197,10 @@ revision: string,
  */
 format: WeightFormat, 
 /**
+ * What it is for. By default, chat.
+ */
+kind: ModelKind, 
+/**
  * Approximate download size in bytes (the exact size is read from the Hub).
  */
 download_bytes: number, 
@@ -1057,6 +1061,11 @@ source: string, } | {
  * Why there is no value.
  */
 unavailable: string, };
+
+/**
+ * What a model is for.
+ */
+export type ModelKind = "chat" | "embedding";
 
 /**
  * What a front end shows while a model loads onto the NPU.
