@@ -2,11 +2,14 @@
 //! saved in the app's conversation list, as the desktop app saves its own (through
 //! `hearth_app`'s turn: the same store, the same plan, the NPU's fallback to the processor), so
 //! it shows there afterwards; `--no-save` keeps it in memory only. When the conversation
-//! outgrows the context, the oldest turns are left out (and it says so).
+//! outgrows the context, the oldest turns are left out (and it says so). With `--file`, the
+//! files are attached to the conversation as the app attaches them, each answer is grounded in
+//! them, and its numbered sources are printed after it.
 
 use std::cell::RefCell;
 use std::io::{BufRead, Write};
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hearth_app::turn::{ChatAction, ChatEvent};
@@ -42,6 +45,11 @@ pub struct Args {
     /// conversations (in Hearth's data folder) and shows in the app's list.
     #[arg(long)]
     no_save: bool,
+    /// Answer from this file (repeatable; PDF, Word, OpenDocument, EPUB, HTML, Markdown, text
+    /// or code): it is indexed into Hearth's document library and attached to the
+    /// conversation; each answer cites its passages, listed after the answer.
+    #[arg(long = "file", value_name = "PATH")]
+    files: Vec<PathBuf>,
 }
 
 /// Runs the verb.
@@ -69,7 +77,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let mut chat = if args.no_save {
-        Chat::Unsaved(Box::new(Unsaved::new(session, args.system, options)))
+        let files = if args.files.is_empty() {
+            None
+        } else {
+            Some(crate::files::Files::index(&args.files, false)?)
+        };
+        Chat::Unsaved(Box::new(Unsaved::new(session, args.system, options, files)))
     } else {
         if args.sampling.speculative.is_some() {
             eprintln!(
@@ -83,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             max_tokens: options.max_tokens,
             enable_thinking: thinking,
         };
-        Chat::Saved(Saved::open(session, settings)?)
+        Chat::Saved(Saved::open(session, settings, args.files)?)
     };
     let stdin = std::io::stdin();
     let mut line = String::new();
@@ -145,34 +158,61 @@ struct Saved {
     app: App,
     settings: ConversationSettings,
     conversation: Option<String>,
+    /// `--file`: attached to each conversation it starts.
+    files: Vec<PathBuf>,
 }
 
 impl Saved {
-    /// The app's state in Hearth's folders, with `session` as its model.
-    fn open(session: Session, settings: ConversationSettings) -> anyhow::Result<Saved> {
+    /// The app's state in Hearth's folders, with `session` as its model; `files` are indexed
+    /// now, so a file that cannot be read stops here, before any question.
+    fn open(
+        session: Session,
+        settings: ConversationSettings,
+        files: Vec<PathBuf>,
+    ) -> anyhow::Result<Saved> {
         let app = App::open(crate::model_args::home()?)?;
         *app.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
         for notice in app.take_notices() {
             eprintln!("hearth: {}", safe(&notice.message));
         }
+        if !files.is_empty() {
+            app.documents
+                .index_now(&files, &|event| crate::files::report(&event, false))?;
+        }
         Ok(Saved {
             app,
             settings,
             conversation: None,
+            files,
         })
+    }
+
+    /// A new conversation with the files attached; with a model on a remote server, the user
+    /// is told that passages go there (giving `--file` is their consent).
+    fn start(&self) -> anyhow::Result<String> {
+        let id = self.app.create_conversation(&self.settings)?.id;
+        if !self.files.is_empty() {
+            self.app.documents.attach_now(&id, &self.files, &|_| {})?;
+            if let Some(notice) = self.app.remote_documents_notice(&id)? {
+                eprintln!("hearth: {}", safe(&notice));
+                self.app.accept_remote_documents(&id)?;
+            }
+        }
+        Ok(id)
     }
 
     fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
         let id = match &self.conversation {
             Some(id) => id.clone(),
             None => {
-                let created = self.app.create_conversation(&self.settings)?;
-                self.conversation.insert(created.id).clone()
+                let id = self.start()?;
+                self.conversation.insert(id).clone()
             }
         };
         let busy = self.app.begin_answer()?;
         let receipt = RefCell::new(None);
         let failure = RefCell::new(None);
+        let sources = RefCell::new(Vec::new());
         let progress = hearth_app::npu::logged_progress();
         let action = ChatAction::Send {
             content: text.to_owned(),
@@ -184,6 +224,7 @@ impl Saved {
                     trimmed_messages, ..
                 } => say_trimmed(trimmed_messages),
                 ChatEvent::Token { text } => print_piece(&text),
+                ChatEvent::Sources { sources: given } => *sources.borrow_mut() = given,
                 ChatEvent::Fallback { reason, .. } => eprintln!("\nhearth: {}", safe(&reason)),
                 ChatEvent::Done { message } => *receipt.borrow_mut() = message.receipt,
                 ChatEvent::Error { message, .. } => *failure.borrow_mut() = Some(message),
@@ -195,6 +236,7 @@ impl Saved {
             eprintln!("hearth: {}", safe(&error.message));
             return Ok(None);
         }
+        crate::files::print_sources(&mut std::io::stdout(), &sources.into_inner());
         if let Some(message) = failure.into_inner() {
             eprintln!("hearth: the answer stopped early: {}", safe(&message));
         }
@@ -209,10 +251,17 @@ struct Unsaved {
     /// The system message it starts with, if any.
     start: Vec<ChatMessage>,
     messages: Vec<ChatMessage>,
+    /// `--file`, indexed.
+    files: Option<crate::files::Files>,
 }
 
 impl Unsaved {
-    fn new(session: Session, system: Option<String>, options: ChatOptions) -> Unsaved {
+    fn new(
+        session: Session,
+        system: Option<String>,
+        options: ChatOptions,
+        files: Option<crate::files::Files>,
+    ) -> Unsaved {
         let start: Vec<ChatMessage> = system
             .into_iter()
             .map(|s| ChatMessage::new(Role::System, s))
@@ -222,16 +271,30 @@ impl Unsaved {
             options,
             messages: start.clone(),
             start,
+            files,
         }
     }
 
     fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
         self.messages.push(ChatMessage::new(Role::User, text));
+        let grounding = match &self.files {
+            Some(files) => {
+                files.ground(text, self.session.backend.as_ref(), self.options.max_tokens)?
+            }
+            None => None,
+        };
+        let (input, sources) = match grounding {
+            Some(g) => (
+                hearth_app::documents::with_instruction(self.messages.clone(), &g.instruction),
+                g.sources,
+            ),
+            None => (self.messages.clone(), Vec::new()),
+        };
         // Power is read on this computer while it computes (not for a remote server).
         let local = !self.session.kind().leaves_this_computer();
         let sensors = hearth_backends::Sensors::new("/");
         let request = AnswerRequest {
-            input: Input::Chat(self.messages.clone()),
+            input: Input::Chat(input),
             options: self.options.clone(),
             stops: Vec::new(),
             power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
@@ -248,6 +311,7 @@ impl Unsaved {
         println!();
         match result {
             Ok(answer) => {
+                crate::files::print_sources(&mut std::io::stdout(), &sources);
                 self.messages
                     .push(ChatMessage::new(Role::Assistant, answer.text));
                 Ok(Some(answer.receipt))

@@ -9,6 +9,7 @@ mod busy;
 mod chat;
 mod convert;
 mod doctor;
+mod files;
 mod generate;
 mod import;
 mod list;

@@ -1,8 +1,11 @@
 //! `hearth run`: answer one prompt and exit, streaming the answer to stdout (or, with `--json`,
-//! printing one object at the end).
+//! printing one object at the end). With `--file`, the answer is grounded in those files as
+//! the app grounds a conversation's (`hearth_app::documents`), and their numbered sources are
+//! printed after it.
 
 use std::io::Write;
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hearth_chat::{AnswerEvent, AnswerRequest, Input};
@@ -26,6 +29,11 @@ pub struct Args {
     /// A system message to put before the prompt.
     #[arg(long)]
     system: Option<String>,
+    /// Answer from this file (repeatable; PDF, Word, OpenDocument, EPUB, HTML, Markdown, text
+    /// or code): it is indexed into Hearth's document library, the model is given its best
+    /// passages and cites them, and the sources are listed after the answer.
+    #[arg(long = "file", value_name = "PATH", conflicts_with = "raw")]
+    files: Vec<PathBuf>,
     /// Continue the text as it is, without the chat template.
     #[arg(long)]
     raw: bool,
@@ -64,6 +72,9 @@ struct RunReport<'a> {
     decode_tokens_per_s: f64,
     stop_reason: hearth_chat::AnswerStop,
     receipt: &'a hearth_chat::Receipt,
+    /// The passages of `--file` the model was given, by the number it cites them with.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    sources: &'a [hearth_app::documents::Source],
 }
 
 /// Runs the verb.
@@ -78,12 +89,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (_, true) => Some(false),
         _ => None,
     };
+    let options = args.sampling.options(thinking);
+    let mut sources = Vec::new();
     let input = if args.raw {
         Input::Raw(args.prompt)
     } else {
         let mut messages = Vec::new();
         if let Some(system) = args.system {
             messages.push(ChatMessage::new(Role::System, system));
+        }
+        if !args.files.is_empty() {
+            let files = crate::files::Files::index(&args.files, args.quiet)?;
+            let grounding = files.ground(&args.prompt, backend.as_ref(), options.max_tokens)?;
+            if let Some(g) = grounding {
+                messages = hearth_app::documents::with_instruction(messages, &g.instruction);
+                sources = g.sources;
+            }
         }
         messages.push(ChatMessage::new(Role::User, args.prompt));
         Input::Chat(messages)
@@ -93,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sensors = hearth_backends::Sensors::new("/");
     let request = AnswerRequest {
         input,
-        options: args.sampling.options(thinking),
+        options,
         stops: args.stop,
         power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
         trim_to_fit: false,
@@ -158,11 +179,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             decode_tokens_per_s: receipt.tokens_per_second,
             stop_reason: answer.stop,
             receipt,
+            sources: &sources,
         };
         writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let _ = writeln!(stdout).and_then(|()| stdout.flush());
+    crate::files::print_sources(&mut stdout, &sources);
     if !args.quiet {
         eprintln!("{}", safe(&describe_receipt(receipt)));
     }
