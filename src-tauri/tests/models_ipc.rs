@@ -24,7 +24,9 @@ fn app() -> TestApp {
 fn overview_lists_the_catalog_with_fit_hints_and_the_built_in_demo() {
     let app = app();
     let overview = invoke(&app, "models_overview", json!({})).expect("overview");
-    assert_eq!(overview["catalog"].as_array().unwrap().len(), 4);
+    // Four chat models and the multilingual embedding model (kind "embedding").
+    assert_eq!(overview["catalog"].as_array().unwrap().len(), 5);
+    assert_eq!(overview["catalog"][4]["entry"]["kind"], "embedding");
     assert!(
         overview["catalog"][0]["fit"]["hint"]
             .as_str()
