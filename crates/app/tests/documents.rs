@@ -225,3 +225,172 @@ fn a_file_that_cannot_be_read_is_an_error_naming_it() {
         .unwrap_err();
     assert!(e.message.contains("nowhere.txt"), "{}", e.message);
 }
+
+/// A loopback stand-in for an OpenAI-compatible server with one model, "remote-model": it lists
+/// it, answers every chat with "On the blue hook [1].", and keeps each chat request's body.
+fn remote_server() -> (String, std::sync::Arc<Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let chats = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&chats);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let (kind, reply) = if request_line.contains("/v1/models") {
+                (
+                    "application/json",
+                    r#"{"object":"list","data":[{"id":"remote-model","object":"model"}]}"#
+                        .to_owned(),
+                )
+            } else if !request_line.contains("/v1/chat/completions") {
+                // Servers' own extras (llama.cpp's /props...): not found here.
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                continue;
+            } else {
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&body).into_owned());
+                (
+                    "text/event-stream",
+                    concat!(
+                        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"On the blue hook [1].\"}}]}\n\n",
+                        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                        "data: [DONE]\n\n"
+                    )
+                    .to_owned(),
+                )
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    (url, chats)
+}
+
+#[test]
+fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_passages() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let (url, chats) = remote_server();
+    let config = hearth_backends::RemoteConfig::new(&url).unwrap();
+    *app.model.lock().unwrap() =
+        Some(hearth_app::Session::connect_remote(&config, "remote-model").unwrap());
+    let c = app.create_conversation(&Default::default()).unwrap();
+    assert_eq!(
+        app.conversation_documents(&c.id).unwrap().remote_notice,
+        None,
+        "no notice while no file is attached"
+    );
+    app.documents
+        .attach_now(&c.id, &[fixture("short-note.txt")], &|_| {})
+        .unwrap();
+    let notice = app
+        .conversation_documents(&c.id)
+        .unwrap()
+        .remote_notice
+        .expect("the notice shows before the first answer");
+    assert!(
+        notice.contains("will be sent to") && notice.contains("stay on this computer"),
+        "{notice}"
+    );
+    let ask = || {
+        let events = Mutex::new(Vec::new());
+        let result = app.answer(
+            app.begin_answer().unwrap(),
+            &c.id,
+            ChatAction::Send {
+                content: "Where is the key?".into(),
+            },
+            &hearth_app::npu::logged_progress(),
+            &|e| events.lock().unwrap().push(e),
+        );
+        (result, events.into_inner().unwrap())
+    };
+
+    let (refused, _) = ask();
+    assert_eq!(
+        refused.unwrap_err().message,
+        notice,
+        "refused with the plain notice"
+    );
+    assert!(chats.lock().unwrap().is_empty(), "nothing was sent");
+
+    app.accept_remote_documents(&c.id).unwrap();
+    assert_eq!(
+        app.conversation_documents(&c.id).unwrap().remote_notice,
+        None
+    );
+    let (answered, events) = ask();
+    answered.unwrap();
+    let sent = chats.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].contains("The boathouse key hangs on the blue hook.")
+            && sent[0].contains("say that the attached files do not answer it"),
+        "the passage and the instruction went to the server: {}",
+        sent[0]
+    );
+    let sources_at = events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::Sources { .. }))
+        .expect("a Sources event");
+    let first_token = events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::Token { .. }))
+        .unwrap();
+    assert!(
+        sources_at < first_token,
+        "the sources come before the answer's text"
+    );
+    let reopened = app.message_sources(&c.id).unwrap();
+    assert_eq!(
+        reopened.len(),
+        1,
+        "shown again when the conversation is reopened"
+    );
+    assert_eq!(reopened[0].sources[0].name, "short-note.txt");
+}
+
+#[test]
+fn a_drop_is_attached_by_its_token_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&Default::default()).unwrap();
+    let event = app.documents.register_drop(vec![fixture("short-note.txt")]);
+    let hearth_app::documents::DocumentEvent::Dropped { token, names } = event else {
+        panic!("{event:?}")
+    };
+    assert_eq!(names, ["short-note.txt"], "the UI gets names, not paths");
+    let paths = app.documents.take_drop(&token).unwrap();
+    app.documents.attach_now(&c.id, &paths, &|_| {}).unwrap();
+    assert_eq!(app.documents.attached(&c.id).unwrap().len(), 1);
+    assert!(
+        app.documents.take_drop(&token).is_err(),
+        "a token is used once"
+    );
+}
