@@ -49,6 +49,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "hearth-backends",
             "hearth-chat",
+            "hearth-documents",
             "hearth-engine",
             "hearth-hub",
             "hearth-npu",
