@@ -93,6 +93,18 @@ pub struct InstalledModel {
     pub files: BTreeMap<String, FileRecord>,
 }
 
+impl InstalledModel {
+    /// Whether it is an embedding model from the catalog (it reads text into vectors for
+    /// searching the user's files; it does not chat).
+    pub fn is_embedding(&self) -> bool {
+        let entry = self
+            .catalog_id
+            .as_deref()
+            .and_then(|id| crate::catalog::find(id).ok().flatten());
+        entry.is_some_and(|e| e.kind == crate::catalog::ModelKind::Embedding)
+    }
+}
+
 /// A download that was paused or interrupted and can be resumed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -273,15 +285,24 @@ impl Store {
             })
     }
 
-    /// The default model: the one set with [`Store::set_default`], else the first listed.
+    /// The default model: the one set with [`Store::set_default`], else the first chat model
+    /// listed (an embedding model is never the default).
     pub fn default_model(&self) -> Result<Option<InstalledModel>> {
         let list = self.list()?;
-        Ok(list.iter().find(|m| m.is_default).or(list.first()).cloned())
+        let chat = || list.iter().find(|m| !m.is_embedding());
+        Ok(list.iter().find(|m| m.is_default).or_else(chat).cloned())
     }
 
     /// Makes `name` the default model.
     pub fn set_default(&self, name: &str) -> Result<()> {
         let model = self.get(name)?;
+        if model.is_embedding() {
+            return Err(Error::InvalidName {
+                name: model.name,
+                reason: "it is an embedding model: it helps search your files and cannot chat"
+                    .into(),
+            });
+        }
         self.registry().update(|file| {
             file.hearth.default = Some(model.name.clone());
             Ok(())

@@ -106,4 +106,12 @@ fn the_catalog_embedding_model_downloads_validates_and_registers() {
         store.get("Qwen3-Embedding-0.6B").unwrap().folder,
         model.folder
     );
+    // It searches files; it is never the model Hearth chats with.
+    assert!(model.is_embedding());
+    assert!(
+        store.default_model().unwrap().is_none(),
+        "the only model installed is not a default to chat with"
+    );
+    let refused = store.set_default("Qwen3-Embedding-0.6B").unwrap_err();
+    assert!(refused.to_string().contains("cannot chat"), "{refused}");
 }

@@ -46,6 +46,12 @@ describe('recommendation and plain words', () => {
     expect(recommendedId([item('x', 1e9, ['cpu'], false)], false)).toBeNull();
   });
 
+  it('never recommends an embedding model to chat with, however small', () => {
+    const embedding = { ...item('embed', 5e8, ['cpu']), entry: { ...item('embed', 5e8, ['cpu']).entry, kind: 'embedding' as const } };
+    expect(recommendedId([embedding, item('cpu-tiny', 1e9, ['cpu'])], false)).toBe('cpu-tiny');
+    expect(recommendedId([embedding], false)).toBeNull();
+  });
+
   it('describes a model in one plain sentence', () => {
     expect(plainSummary(item('m', 1.3e9, ['cpu']).entry)).toBe('Small and quick: good for everyday questions and short texts.');
   });

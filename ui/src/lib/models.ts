@@ -82,7 +82,8 @@ export function phaseLabel(p: PullProgress): string {
 /** The one catalog model to recommend here: the smallest that fits, preferring ones the NPU
  *  runs when this computer has one. Null when nothing fits. */
 export function recommendedId(catalog: CatalogItem[], hasNpu: boolean): string | null {
-  const fitting = catalog.filter((c) => c.fit.memory && c.fit.disk);
+  // Only a model to chat with is recommended (an embedding model helps search files).
+  const fitting = catalog.filter((c) => c.entry.kind === 'chat' && c.fit.memory && c.fit.disk);
   const pool = hasNpu && fitting.some((c) => c.entry.backends.includes('npu'))
     ? fitting.filter((c) => c.entry.backends.includes('npu'))
     : fitting;
