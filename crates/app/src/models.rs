@@ -108,7 +108,10 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
         }
     };
     // An embedding model (for searching the user's files) is not one to chat with.
-    let installed: Vec<_> = installed.into_iter().filter(|m| !m.is_embedding()).collect();
+    let installed: Vec<_> = installed
+        .into_iter()
+        .filter(|m| !m.is_embedding())
+        .collect();
     let registered: Vec<&str> = installed
         .iter()
         .filter(|m| !m.builtin)
