@@ -7,13 +7,13 @@ const GB = 1_000_000_000;
 const catalog = [
   {
     id: 'minicpm5-2b-npu2', name: 'MiniCPM5-2B-NPU2', tag: 'minicpm5-npu2:2b', repo: 'julianmb/MiniCPM5-2B-NPU2', revision: 'main',
-    format: 'q4nx', download_bytes: 2.03 * GB, memory_bytes: 3 * GB, parameters: '2.5B', license: 'Apache-2.0', backends: ['npu', 'cpu'],
+    format: 'q4nx', kind: 'chat', download_bytes: 2.03 * GB, memory_bytes: 3 * GB, parameters: '2.5B', license: 'Apache-2.0', backends: ['npu', 'cpu'],
     context_length: 32768, think: true, flm_family: 'qwen3-it', quantization: 'Q4_1',
     description: 'Community NPU port of MiniCPM5-2B.', note: '',
   },
   {
     id: 'llama-3.2-1b-npu2', name: 'Llama-3.2-1B-NPU2', tag: 'llama3.2:1b', repo: 'FastFlowLM/Llama-3.2-1B-NPU2', revision: 'main',
-    format: 'q4nx', download_bytes: 1.3 * GB, memory_bytes: 1.7 * GB, parameters: '1.2B', license: 'Llama 3.2 Community License', backends: ['npu', 'cpu'],
+    format: 'q4nx', kind: 'chat', download_bytes: 1.3 * GB, memory_bytes: 1.7 * GB, parameters: '1.2B', license: 'Llama 3.2 Community License', backends: ['npu', 'cpu'],
     context_length: 131072, think: false, flm_family: 'llama', quantization: 'AWQ-asym-uint4-g32',
     description: 'Small and quick.', note: '',
   },

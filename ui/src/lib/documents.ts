@@ -2,6 +2,7 @@
 // (generated from crates/app's documents into bindings.ts, re-exported here under the UI's
 // names), and the plain words shown for them.
 import type { DocumentInfo, IndexProgress, LibraryView, Source } from './bindings';
+import { t } from './i18n/index.svelte';
 
 export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, MessageSources, Source } from './bindings';
 
@@ -9,7 +10,9 @@ export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress,
 export type Library = LibraryView;
 
 /** The kinds of file Hearth reads, as the drop overlay and the picker say them. */
-export const ACCEPTED_KINDS = 'PDF, Word (.docx), OpenDocument (.odt), EPUB, HTML, Markdown, plain text and source code';
+export function acceptedKinds(): string {
+  return t('documents.kinds');
+}
 
 /** Bytes in the unit a person reads ("12 KB", "3.4 MB"). */
 export function formatBytes(bytes: number): string {
@@ -28,12 +31,12 @@ export function formatBytes(bytes: number): string {
 export function documentStatus(doc: DocumentInfo, progress: IndexProgress | undefined): string {
   if (doc.error) return doc.error;
   if (doc.indexing || progress) {
-    if (!progress || progress.total === 0) return 'Indexing…';
+    if (!progress || progress.total === 0) return t('documents.indexing');
     const percent = Math.min(100, Math.round((progress.done / progress.total) * 100));
-    return progress.stage === 'reading' ? `Reading… ${percent}%` : `Indexing… ${percent}%`;
+    return t(progress.stage === 'reading' ? 'documents.readingPercent' : 'documents.indexingPercent', { percent });
   }
   const parts = [formatBytes(doc.size)];
-  if (doc.passages > 0) parts.push(`${doc.passages.toLocaleString('en')} passage${doc.passages === 1 ? '' : 's'}`);
+  if (doc.passages > 0) parts.push(t('documents.passages', { count: doc.passages }));
   return parts.join(' · ');
 }
 
@@ -55,5 +58,5 @@ export function droppedModel(names: string[]): boolean {
 
 /** The live line while a long prompt is read: "Reading your document… 40%". */
 export function readingLine(percent: number, withDocuments: boolean): string {
-  return `${withDocuments ? 'Reading your document' : 'Reading your message'}… ${Math.round(percent)}%`;
+  return t(withDocuments ? 'documents.readingDocument' : 'documents.readingMessage', { percent: Math.round(percent) });
 }
