@@ -192,7 +192,11 @@ fn a_damaged_database_is_replaced_and_the_user_told() {
     let notices = status["notices"].to_string();
     assert!(notices.contains("could not be read"), "{notices}");
     assert!(
-        status["model"].is_null() && status["model_error"].as_str().unwrap().contains("No model"),
+        status["model"].is_null()
+            && status["model_error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("No model"),
         "{status}"
     );
     invoke(&app, "create_conversation", json!({})).unwrap();

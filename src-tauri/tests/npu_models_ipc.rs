@@ -268,8 +268,7 @@ fn a_crash_keeps_the_partial_answer_and_a_second_one_moves_the_model_to_the_cpu(
             prompts: Vec::new(),
         },
     };
-    hearth_app::fidelity::save(&app.data_dir().join("state"), NAME, Some(&sha), &saved)
-        .unwrap();
+    hearth_app::fidelity::save(&app.data_dir().join("state"), NAME, Some(&sha), &saved).unwrap();
     invoke(
         &app,
         "select_model",

@@ -66,5 +66,8 @@ fn the_switch_serves_the_open_model_to_other_apps_until_turned_off() {
 
     let off = invoke(&app, "stop_sharing", json!({})).unwrap();
     assert_eq!(off["on"], false);
-    assert!(TcpStream::connect(addr).is_err(), "nothing listens once off");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "nothing listens once off"
+    );
 }

@@ -76,10 +76,10 @@ function attach(conversationId: string, ids: number[]): Json[] {
   return listOf(conversationId);
 }
 
-function notice(conversationId: string): string | null {
+function notice(conversationId: string): { server: string; message: string } | null {
   const host = documentsControl.remoteHost;
   if (!host || accepted.has(conversationId) || listOf(conversationId).length === 0) return null;
-  return `Passages of your attached files will be sent to ${host} (remote server) to answer.`;
+  return { server: host, message: `Passages of the files attached to this conversation will be sent to ${host} to answer.` };
 }
 
 function libraryView() {
@@ -108,8 +108,8 @@ export async function documentsBeforeAnswer(conversationId: string, send: (messa
 
 /** start_answer's check: a remote server needs the notice accepted first. */
 export function checkRemoteAccepted(conversationId: string) {
-  const text = notice(conversationId);
-  if (text) fail('invalid_input', text);
+  const refusal = notice(conversationId);
+  if (refusal) throw { code: 'invalid_input', message: refusal.message, detail: 'remote_documents', params: { server: refusal.server } };
 }
 
 export function documentsCommand(cmd: string, args: Json): unknown {

@@ -73,7 +73,7 @@ pub struct App {
     /// The model in use (locked for the whole of an answer).
     pub model: Arc<Mutex<Option<Session>>>,
     /// The last model load error, for the UI.
-    pub model_error: Arc<Mutex<Option<String>>>,
+    pub model_error: Arc<Mutex<Option<Error>>>,
     /// Set while an answer is being written.
     pub busy: Arc<AtomicBool>,
     /// Set by Stop; checked between tokens.
@@ -207,8 +207,9 @@ impl App {
 
     /// Records why no model could be opened, for the UI, and returns it as an error.
     pub(crate) fn model_failed(&self, code: ErrorCode, message: String) -> Error {
-        *lock(&self.model_error) = Some(message.clone());
-        Error::new(code, message)
+        let error = Error::new(code, message);
+        *lock(&self.model_error) = Some(error.clone());
+        error
     }
 
     /// Opens the start model if none is open yet: the registry's default, else the first

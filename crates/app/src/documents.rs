@@ -69,7 +69,17 @@ pub struct ConversationDocuments {
     pub documents: Vec<DocumentInfo>,
     /// What to tell the user before the first answer when the model in use is on a remote
     /// server and they have not accepted that passages go there (None: nothing to tell).
-    pub remote_notice: Option<String>,
+    pub remote_notice: Option<RemoteNotice>,
+}
+
+/// The notice that passages of the attached files will be sent to a remote server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RemoteNotice {
+    /// The server the passages would go to.
+    pub server: String,
+    /// The notice in English; the desktop says it from its catalog, naming `server`.
+    pub message: String,
 }
 
 /// What happens to the user's files, sent to the front end: a drop on the window, then
@@ -661,8 +671,14 @@ fn place_words(place: &Place) -> String {
 }
 
 /// What the user is told before passages of their files go to a remote server.
-fn remote_notice(server: &str) -> String {
-    format!("Passages of the files attached to this conversation will be sent to {server} to answer. Your files and their index stay on this computer.")
+fn remote_notice(server: &str) -> RemoteNotice {
+    RemoteNotice {
+        server: server.to_string(),
+        message: format!(
+            "Passages of the files attached to this conversation will be sent to {server} to \
+             answer. Your files and their index stay on this computer."
+        ),
+    }
 }
 
 impl crate::App {
@@ -682,7 +698,7 @@ impl crate::App {
     /// The notice to show before the first answer when the model in use is on a remote server,
     /// files are attached and the user has not accepted yet for this conversation; None
     /// otherwise (or while an answer holds the model: it checked when it began).
-    pub fn remote_documents_notice(&self, conversation_id: &str) -> Result<Option<String>> {
+    pub fn remote_documents_notice(&self, conversation_id: &str) -> Result<Option<RemoteNotice>> {
         let Ok(slot) = self.model.try_lock() else {
             return Ok(None);
         };
@@ -728,7 +744,8 @@ impl crate::App {
         if let Some(server) = remote_server(loaded) {
             let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
             if accepted.as_deref() != Some(server.as_str()) {
-                return Err(Error::invalid(remote_notice(&server)));
+                return Err(Error::invalid(remote_notice(&server).message)
+                    .detail("remote_documents", &[("server", server)]));
             }
         }
         let question = messages

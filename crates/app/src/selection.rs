@@ -18,8 +18,8 @@ use crate::turn::MAX_MESSAGE_CHARS;
 pub struct AppStatus {
     /// The model in use, if any.
     pub model: Option<ModelStatus>,
-    /// Why no model is in use.
-    pub model_error: Option<String>,
+    /// Why no model is in use (its code for the front end's own words, and the English text).
+    pub model_error: Option<Error>,
     /// Notices not yet shown.
     pub notices: Vec<Notice>,
     /// Where Hearth keeps its data.

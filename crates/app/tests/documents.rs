@@ -315,8 +315,13 @@ fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_pass
         .remote_notice
         .expect("the notice shows before the first answer");
     assert!(
-        notice.contains("will be sent to") && notice.contains("stay on this computer"),
-        "{notice}"
+        notice.message.contains("will be sent to")
+            && notice.message.contains("stay on this computer"),
+        "{notice:?}"
+    );
+    assert!(
+        !notice.server.is_empty() && notice.message.contains(&notice.server),
+        "names the server: {notice:?}"
     );
     let ask = || {
         let events = Mutex::new(Vec::new());
@@ -333,11 +338,17 @@ fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_pass
     };
 
     let (refused, _) = ask();
+    let refused = refused.unwrap_err();
     assert_eq!(
-        refused.unwrap_err().message,
-        notice,
+        refused.message, notice.message,
         "refused with the plain notice"
     );
+    assert_eq!(
+        refused.detail.as_deref(),
+        Some("remote_documents"),
+        "the desktop says it from its catalog"
+    );
+    assert_eq!(refused.params["server"], notice.server);
     assert!(chats.lock().unwrap().is_empty(), "nothing was sent");
 
     app.accept_remote_documents(&c.id).unwrap();

@@ -8,8 +8,8 @@ use hearth_app::best_backend;
 use hearth_app::models::LocalModel;
 use hearth_app::session::BackendKind;
 use hearth_backends::npu::known_issues::known_issue;
-use hearth_chat::Availability;
 use hearth_backends::npu::registry::FlmModel;
+use hearth_chat::Availability;
 
 fn npu_fixture(name: &str) -> hearth_npu::Diagnosis {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -35,9 +35,9 @@ export type AppStatus = {
  */
 model: ModelStatus | null, 
 /**
- * Why no model is in use.
+ * Why no model is in use (its code for the front end's own words, and the English text).
  */
-model_error: string | null, 
+model_error: CommandError | null, 
 /**
  * Notices not yet shown.
  */
@@ -427,7 +427,7 @@ documents: Array<DocumentInfo>,
  * What to tell the user before the first answer when the model in use is on a remote
  * server and they have not accepted that passages go there (None: nothing to tell).
  */
-remote_notice: string | null, };
+remote_notice: RemoteNotice | null, };
 
 /**
  * The settings a conversation carries with it.
@@ -1193,7 +1193,8 @@ params: { [key in string]: string }, };
 export type NoticeLevel = "info" | "warning" | "error";
 
 /**
- * One finding, in plain words.
+ * One finding, in plain words (English), and as a code with parameters for a front end that
+ * shows it in another language.
  */
 export type NpuCheck = { 
 /**
@@ -1515,6 +1516,19 @@ finished_at: number,
  * Energy of the answer, when power could be read.
  */
 energy: EnergyReport | null, };
+
+/**
+ * The notice that passages of the attached files will be sent to a remote server.
+ */
+export type RemoteNotice = { 
+/**
+ * The server the passages would go to.
+ */
+server: string, 
+/**
+ * The notice in English; the desktop says it from its catalog, naming `server`.
+ */
+message: string, };
 
 /**
  * The saved remote server as a front end sees it: never the key itself.

@@ -4,6 +4,7 @@ import { ConversationList, type ConversationsApi } from './conversations.svelte'
 import { Notifications } from './notifications.svelte';
 import { documentStatus, droppedModel, formatBytes, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
 import type { Conversation, ChatEvent } from './types';
+import type { RemoteNotice } from './documents';
 import { AnswerStream } from './answer.svelte';
 import { ModelSession } from './session.svelte';
 
@@ -21,7 +22,7 @@ function doc(id: number, name: string, more: Partial<DocumentInfo> = {}): Docume
 const source: Source = { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 10, char_end: 40, text: 'The rent is due monthly.' };
 
 /** The documents store over a fake backend that records the calls it gets. */
-function setup(notice: string | null = null) {
+function setup(notice: RemoteNotice | null = null) {
   const calls: string[] = [];
   let attached: DocumentInfo[] = [];
   const library = { documents: [doc(1, 'contract.pdf'), doc(2, 'notes.md', { format: 'text' })], disk_bytes: 2_500_000 };
@@ -76,12 +77,12 @@ describe('DocumentsStore', () => {
   });
 
   it('opening a conversation lists its files, the sources of its answers and the remote notice; accepting hides it', async () => {
-    const { calls, conversations, documents } = setup('Passages of your attached files will be sent to http://10.0.0.2:8080 to answer.');
+    const { calls, conversations, documents } = setup({ server: 'http://10.0.0.2:8080', message: 'Passages of the files attached to this conversation will be sent to http://10.0.0.2:8080 to answer.' });
     await documents.attach(1);
     await conversations.open('c1');
     await new Promise((r) => setTimeout(r, 0));
     expect(documents.sources[5]).toEqual([source]);
-    expect(documents.remoteNotice).toContain('http://10.0.0.2:8080');
+    expect(documents.remoteNotice?.server).toBe('http://10.0.0.2:8080');
     await documents.acceptRemote();
     expect(documents.remoteNotice).toBeNull();
     expect(calls).toContain('accept c1');

@@ -6,7 +6,7 @@
 import type { Api } from './api';
 import type { Conversation } from './types';
 import type { ConversationList } from './conversations.svelte';
-import type { DocumentEvent, DocumentInfo, IndexProgress, Library, Source } from './documents';
+import type { DocumentEvent, DocumentInfo, IndexProgress, Library, RemoteNotice, Source } from './documents';
 import { droppedModel } from './documents';
 import { type Notifications, messageOf } from './notifications.svelte';
 
@@ -32,7 +32,7 @@ export class DocumentsStore {
   /** Indexing progress by file name. */
   progress = $state<Record<string, IndexProgress>>({});
   /** The notice that passages will be sent to a remote server (null: none to show). */
-  remoteNotice = $state<string | null>(null);
+  remoteNotice = $state<RemoteNotice | null>(null);
   /** Every indexed file and the disk the library uses; null until listed. */
   library = $state<Library | null>(null);
   /** The sources of each answer, by message id. */

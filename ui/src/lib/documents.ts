@@ -4,7 +4,7 @@
 import type { DocumentInfo, IndexProgress, LibraryView, Source } from './bindings';
 import { t } from './i18n/index.svelte';
 
-export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, MessageSources, Source } from './bindings';
+export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, MessageSources, RemoteNotice, Source } from './bindings';
 
 /** Every file in the library, and the disk it takes. */
 export type Library = LibraryView;

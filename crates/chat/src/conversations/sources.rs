@@ -144,7 +144,9 @@ mod tests {
             char_end: 9,
             text: "passage".into(),
         };
-        store.save_sources(m.id, std::slice::from_ref(&source)).unwrap();
+        store
+            .save_sources(m.id, std::slice::from_ref(&source))
+            .unwrap();
         assert_eq!(
             store.sources(&c.id).unwrap(),
             [MessageSources {
