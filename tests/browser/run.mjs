@@ -496,7 +496,7 @@ test('regenerate and edit-and-resend write a new answer and scroll to it', async
   assert(await page.getByText('THE END').isVisible() && (await page.getByText('THE END').boundingBox()).y < 600, 'scrolled to the new answer');
 });
 
-test('edit and resend keeps the old branch: the edited message shows 2/2 and switching back finds the old answer', async ({ page }) => {
+test('review #2 (S1): edit and resend keeps the old branch: the edited message shows 2/2 and switching back finds the old answer', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'The old answer'; });
   await sendAndWait(page, 'Question one');
   await page.evaluate(() => { window.__mock.answer = 'A later answer'; });

@@ -253,6 +253,28 @@ try {
     if (!list || !answers) throw new Error('conversation not restored');
   });
 
+  await step('review #2 (S1): edit and resend keeps the old branch: the edited message shows 2/2 and the old answer comes back', async () => {
+    const first = async () => text(await find('assistant-message'));
+    const oldAnswer = await first();
+    const css = async (selector) => (await wd('POST', `/session/${session}/element`, { using: 'css selector', value: selector }))[ELEMENT];
+    await wd('POST', `/session/${session}/element/${await css('[data-testid="user-message"] button[aria-label="Edit and resend this message"]')}/click`, {});
+    const field = await waitFor('the edit field', () => css('textarea[aria-label="Edit your message"]'), 10_000);
+    await wd('POST', `/session/${session}/element/${field}/clear`, {});
+    await wd('POST', `/session/${session}/element/${field}/value`, { text: 'What is a dog, in one sentence?' });
+    await wd('POST', `/session/${session}/element/${await css('button[aria-label="Send the edited message"]')}/click`, {});
+    const versions = await waitFor('the edited message to show 2/2 and its answer to finish', async () => {
+      const v = await exec('return document.querySelector(\'[data-testid="message-versions"]\')?.textContent ?? ""');
+      return v.includes('2/2') && (await findAll('stop-button')).length === 0 && (await exec('return document.querySelector(\'[data-testid="assistant-message"] [data-testid="receipt"]\') !== null')) ? v : null;
+    }, 120_000);
+    const user = await text(await find('user-message'));
+    if (!user.includes('dog')) throw new Error(`the edited message is not shown: ${user}`);
+    // Back to the first version: the original question and its answer, from the saved branch.
+    await wd('POST', `/session/${session}/element/${await css('button[aria-label="Earlier version of this message"]')}/click`, {});
+    await waitFor('the old branch', async () => (await text(await find('user-message'))).includes('cat') && (await first()) === oldAnswer, 30_000)
+      .catch(async (e) => { throw new Error(`${e.message}; the window shows: ${JSON.stringify((await exec('return document.body.innerText')).slice(0, 400))}`); });
+    console.log(`        versions: ${versions.trim()}; the old answer is back`);
+  });
+
   await step('kill -9 of the app while an answer is written keeps the conversation and the text so far', async () => {
     // The moment: an answer is streaming and has words on screen (so some are saved). A small
     // model on a fast engine (the starter decodes over 100 tok/s) may finish a short answer
