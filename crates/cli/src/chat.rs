@@ -194,7 +194,7 @@ impl Saved {
         if !self.files.is_empty() {
             self.app.documents.attach_now(&id, &self.files, &|_| {})?;
             if let Some(notice) = self.app.remote_documents_notice(&id)? {
-                eprintln!("hearth: {}", safe(&notice));
+                eprintln!("hearth: {}", safe(&notice.message));
                 self.app.accept_remote_documents(&id)?;
             }
         }
