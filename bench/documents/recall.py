@@ -10,6 +10,7 @@ question, then reused: a file is read again only when it changes).
   bench/documents/fetch.sh && bench/documents/gold.py --check
   cargo build --release -p hearth-cli
   bench/documents/recall.py [--hearth target/release/hearth] [--json out.json]
+      [--ranking keyword]   # only these rankings (repeatable); keyword needs no model
 """
 import argparse
 import json
@@ -56,7 +57,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--hearth", default=os.path.join(ROOT, "target", "release", "hearth"))
     parser.add_argument("--json", help="also write the per-question results here")
+    parser.add_argument("--ranking", action="append", choices=RANKINGS,
+                        help="measure only this ranking (repeatable; by default all three)")
     args = parser.parse_args()
+    rankings = args.ranking or RANKINGS
     with open(os.path.join(HERE, "questions.json"), encoding="utf-8") as f:
         spec = json.load(f)
     with open(os.path.join(HERE, "gold.json"), encoding="utf-8") as f:
@@ -68,7 +72,7 @@ def main():
     language = {key: d["language"] for key, d in spec["documents"].items()}
 
     rows = []
-    for ranking in RANKINGS:
+    for ranking in rankings:
         for q in spec["questions"]:
             result, wall, rss = search(args.hearth, files, q["question"], ranking, env)
             rows.append({
@@ -86,7 +90,7 @@ def main():
     print(f"recall@{K} over {len(spec['questions'])} questions, {len(files)} documents")
     print(f"{'ranking':<10}{'all':>7}{'english':>9}{'chinese':>9}{'verbatim':>10}"
           f"{'paraphr.':>10}{'search ms (median/max)':>25}{'peak RSS MB':>13}")
-    for ranking in RANKINGS:
+    for ranking in rankings:
         mine = [r for r in rows if r["ranking"] == ranking]
         ms = [r["search_ms"] for r in mine]
         print(f"{ranking:<10}{recall(mine):>7.2f}"
@@ -97,7 +101,7 @@ def main():
               f"{statistics.median(ms):>15.1f} / {max(ms):>6.1f}"
               f"{max(r['max_rss_kb'] for r in mine) / 1024:>13.0f}")
     missed = {ranking: [r["id"] for r in rows if r["ranking"] == ranking and not r["answered"]]
-              for ranking in RANKINGS}
+              for ranking in rankings}
     for ranking, ids in missed.items():
         print(f"missed by {ranking}: {ids}")
     if args.json:
