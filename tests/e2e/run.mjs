@@ -447,6 +447,17 @@ try {
       const t = await exec('return document.querySelector(\'[data-testid="remote-note"]\')?.textContent ?? ""');
       return t.includes('leave this computer') ? t : null;
     });
+    // When the conversation open after the restart holds the document dropped above, the app
+    // names the server and asks once before passages of it go there.
+    if ((await findAll('attached-file')).length > 0) {
+      const asked = await waitFor('the notice that passages of the attached file go to the server', async () => {
+        const t = await exec('return document.querySelector(\'[data-testid="remote-documents-notice"]\')?.textContent ?? ""');
+        return t.includes(`127.0.0.1:${servePort}`) ? t : null;
+      }, 30_000);
+      await wd('POST', `/session/${session}/element/${await find('accept-remote-documents')}/click`, {});
+      await waitFor('the notice accepted', async () => (await findAll('remote-documents-notice')).length === 0, 10_000);
+      console.log(`        ${asked.trim().slice(0, 120)}`);
+    }
     const input = await find('chat-input');
     await wd('POST', `/session/${session}/element/${input}/value`, { text: 'What is a crate?' });
     await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});

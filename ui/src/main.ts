@@ -26,6 +26,8 @@ const answer = new AnswerStream(api, conversations, session, notifications);
 const documents = new DocumentsStore(api, conversations, notifications);
 answer.onSources((messageId, sources) => documents.setSources(messageId, sources));
 conversations.onShow(() => shell.showChat());
+// Choosing a model on a remote server asks again before passages of attached files go there.
+session.onModelChosen(() => void documents.modelChosen());
 // After a model is installed, deleted or made the default, the picker and Settings list again.
 const models = new ModelsStore(api, () => void session.refreshModels());
 // The chart's speed line: the live rate while an answer is written, 0 between answers.

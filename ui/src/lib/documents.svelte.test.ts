@@ -76,6 +76,18 @@ describe('DocumentsStore', () => {
     expect(documentStatus(doc(3, 'scan.pdf', { error: 'scan.pdf has no text layer; it may be a scan.' }), undefined)).toBe('scan.pdf has no text layer; it may be a scan.');
   });
 
+  it('choosing a model on a remote server reads the notice again for the open conversation', async () => {
+    const { api, conversations, documents } = setup(null);
+    await documents.attach(1);
+    await conversations.open('c1');
+    await new Promise((r) => setTimeout(r, 0));
+    expect(documents.remoteNotice).toBeNull();
+    const notice: RemoteNotice = { server: 'gpu-box:8000', message: 'Passages … will be sent to gpu-box:8000 to answer.' };
+    api.conversationDocuments = async () => ({ documents: documents.attached, remote_notice: notice });
+    await documents.modelChosen();
+    expect(documents.remoteNotice).toEqual(notice);
+  });
+
   it('opening a conversation lists its files, the sources of its answers and the remote notice; accepting hides it', async () => {
     const { calls, conversations, documents } = setup({ server: 'http://10.0.0.2:8080', message: 'Passages of the files attached to this conversation will be sent to http://10.0.0.2:8080 to answer.' });
     await documents.attach(1);

@@ -140,6 +140,22 @@ export class DocumentsStore {
     }
   }
 
+  /** Another model was chosen: passages may now go to a remote server (or no longer), so the
+   *  notice is read again for the open conversation. */
+  async modelChosen(): Promise<void> {
+    const id = this.conversations.current?.id;
+    if (!id || this.attached.length === 0) {
+      this.remoteNotice = null;
+      return;
+    }
+    try {
+      const docs = await this.api.conversationDocuments(id);
+      if (this.conversations.current?.id === id) this.remoteNotice = docs.remote_notice;
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
   /** The user accepted that passages of this conversation's files go to the remote server. */
   async acceptRemote(): Promise<void> {
     const id = this.conversations.current?.id;

@@ -46,6 +46,9 @@ export class ModelSession {
   /** Whether the first-run card about the built-in model was closed (remembered). */
   welcomeDismissed = $state(false);
 
+  /** Called after the user chose another model (what depends on where answers run follows). */
+  private readonly chosen: (() => void)[] = [];
+
   constructor(
     private readonly api: SessionApi,
     private readonly notifications: Notifications,
@@ -122,6 +125,11 @@ export class ModelSession {
   /** Load `name` (on `backend`; null: the best one). `npuAnyway` tries the NPU with a model
    *  FastFlowLM is known to fail with, for testers ("Try on the NPU anyway"). The picker is
    *  disabled while an answer is written. */
+  /** Calls `handler` each time the user's choice of model is loaded. */
+  onModelChosen(handler: () => void): void {
+    this.chosen.push(handler);
+  }
+
   async selectModel(name: string, backend: BackendKind | null = null, npuAnyway = false): Promise<void> {
     if (this.loadingModel) return;
     this.loadingModel = true;
@@ -134,6 +142,7 @@ export class ModelSession {
       const model = npuAnyway ? await this.api.tryOnNpuAnyway(name) : await this.api.selectModel(name, backend);
       if (this.status) this.status = { ...this.status, model, model_error: null };
       this.contextLimit = model.context_length;
+      for (const handler of this.chosen) handler();
     } catch (error) {
       // Shown next to the picker, where the choice was made.
       this.pickerError = plainError(messageOf(error)).summary;
