@@ -793,10 +793,11 @@ pub fn ground_for(
 /// The context assumed for a server that does not say its own.
 const UNKNOWN_CONTEXT: usize = 4096;
 
-/// The remote server a session answers on, by its label; None on this computer.
+/// The remote server a session answers on, by its host and port as the model picker names it
+/// (what the user accepts passages going to); None on this computer.
 fn remote_server(session: &crate::Session) -> Option<String> {
     (session.kind() == hearth_chat::BackendKind::Remote)
-        .then(|| session.backend.info().label.clone())
+        .then(|| session.backend.info().device.clone())
 }
 
 /// `messages` with the grounding's instruction in the system message (added to the
