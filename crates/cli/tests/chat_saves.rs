@@ -2,9 +2,9 @@
 //! core), so they show in the app's list afterwards; `--no-save` saves nothing. Run on the tiny
 //! Qwen3 fixture with every Hearth folder in a temporary directory.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use hearth_app::{App, Home};
 use hearth_chat::conversations::Role;
@@ -18,7 +18,8 @@ fn fixture(name: &str) -> PathBuf {
 /// Runs `hearth chat` on the fixture with `extra` arguments, typing `stdin`.
 fn chat(dir: &Path, extra: &[&str], stdin: &str) {
     let model = fixture("tiny-qwen3");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+    let mut command = common::hearth(dir);
+    command
         .args([
             "chat",
             "--model",
@@ -26,25 +27,8 @@ fn chat(dir: &Path, extra: &[&str], stdin: &str) {
             "--max-tokens",
             "4",
         ])
-        .args(extra)
-        .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("XDG_STATE_HOME", dir.join("state"))
-        .env("HEARTH_NPU_ROOT", dir.join("no-npu"))
-        .env_remove("HEARTH_DEMO_MODEL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().expect("hearth runs");
+        .args(extra);
+    let out = common::run_typing(&mut command, stdin);
     assert!(
         out.status.success(),
         "hearth chat failed: {}",

@@ -4,9 +4,10 @@
 //! of the tiny Qwen3 fixture that allows 1024 positions (the instruction to cite and a passage
 //! are longer than its 128), with every Hearth folder in a temporary directory.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// The tiny Qwen3 fixture copied into `dir` with room for 1024 positions.
 fn model(dir: &Path) -> PathBuf {
@@ -38,28 +39,12 @@ fn note(dir: &Path) -> PathBuf {
 
 /// Runs `hearth` with `args` in the temporary home `dir`, typing `stdin`.
 fn hearth(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+    let mut command = common::hearth(dir);
+    command
         .args(args)
-        .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("XDG_STATE_HOME", dir.join("state"))
-        .env("HEARTH_NPU_ROOT", dir.join("no-npu"))
         // Keyword search only: the test does not depend on the bundled embedding model.
-        .env("HEARTH_EMBEDDING_MODEL", dir.join("no-embedding-model"))
-        .env_remove("HEARTH_DEMO_MODEL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().expect("hearth runs")
+        .env("HEARTH_EMBEDDING_MODEL", dir.join("no-embedding-model"));
+    common::run_typing(&mut command, stdin)
 }
 
 fn text(bytes: &[u8]) -> String {

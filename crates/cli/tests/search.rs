@@ -2,6 +2,8 @@
 //! reads the files that were not committed and the library ends as a fresh one would), and
 //! --json gives places and character ranges that slice the passage out of the file's text.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,13 +13,10 @@ use hearth_documents::{index, IndexSettings, Library};
 
 const FILES: usize = 300;
 
+/// `hearth` in the private home, with no embedding model named by the environment.
 fn hearth(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
-    command
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("HOME", home)
-        .env_remove("HEARTH_EMBEDDING_MODEL");
+    let mut command = common::hearth(home);
+    command.env_remove("HEARTH_EMBEDDING_MODEL");
     command
 }
 

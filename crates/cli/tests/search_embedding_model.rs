@@ -2,16 +2,15 @@
 //! in the store, ranks passages semantically (the engine's tiny random Qwen3-Embedding-shaped
 //! fixture stands in for Qwen3-Embedding-0.6B, which is not downloaded in tests).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `hearth` in the private home, with no embedding model named by the environment.
 fn hearth(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
-    command
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("HOME", home)
-        .env_remove("HEARTH_EMBEDDING_MODEL");
+    let mut command = common::hearth(home);
+    command.env_remove("HEARTH_EMBEDDING_MODEL");
     command
 }
 
