@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DocumentsStore, type DocumentsApi } from './documents.svelte';
 import { ConversationList, type ConversationsApi } from './conversations.svelte';
 import { Notifications } from './notifications.svelte';
-import { documentStatus, droppedModel, formatBytes, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
+import { documentStatus, droppedModel, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
 import type { Conversation, ChatEvent } from './types';
 import type { RemoteNotice } from './documents';
 import { AnswerStream } from './answer.svelte';
@@ -57,7 +57,7 @@ describe('DocumentsStore', () => {
     expect(documentStatus(documents.attached[0], documents.progress['contract.pdf'])).toBe('Indexing… 40%');
     await documents.onEvent({ event: 'indexed', data: { document: doc(1, 'contract.pdf', { passages: 12 }) } });
     expect(documents.progress).toEqual({});
-    expect(documentStatus(documents.attached[0], undefined)).toBe('12 KB · 12 passages');
+    expect(documentStatus(documents.attached[0], undefined)).toBe('12.3 KB · 12 passages');
   });
 
   it('a drop of documents attaches by token; a dropped .gguf is left to the model import', async () => {
@@ -153,9 +153,7 @@ describe('the answer stream and the documents store, wired as main.ts wires them
 });
 
 describe('documents words', () => {
-  it('says sizes, sources and the reading line plainly', () => {
-    expect(formatBytes(999)).toBe('999 B');
-    expect(formatBytes(2_500_000)).toBe('2.5 MB');
+  it('says sources and the reading line plainly (sizes: formatBytes in models.test.ts)', () => {
     expect(sourceLabel(source)).toBe('contract.pdf, page 3');
     expect(sourceLabel({ ...source, place: '' })).toBe('contract.pdf');
     expect(readingLine(40.2, true)).toBe('Reading your document… 40%');

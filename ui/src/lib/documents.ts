@@ -3,6 +3,7 @@
 // names), and the plain words shown for them.
 import type { DocumentInfo, IndexProgress, LibraryView, Source } from './bindings';
 import { t } from './i18n/index.svelte';
+import { formatBytes } from './models';
 
 export type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, MessageSources, RemoteNotice, Source } from './bindings';
 
@@ -12,19 +13,6 @@ export type Library = LibraryView;
 /** The kinds of file Hearth reads, as the drop overlay and the picker say them. */
 export function acceptedKinds(): string {
   return t('documents.kinds');
-}
-
-/** Bytes in the unit a person reads ("12 KB", "3.4 MB"). */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1000) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let value = bytes / 1000;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit++;
-  }
-  return `${value >= 10 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
 }
 
 /** What the attachment list says about a file under its name. */
