@@ -186,7 +186,7 @@ impl From<&Document> for DocumentInfo {
 impl Documents {
     /// The library of `home`: `documents.db` in its data folder, beside the conversations.
     pub fn in_home(home: &crate::Home) -> Self {
-        Self::new(home.data_dir.join("documents.db"))
+        Self::new(home.documents_db())
     }
 
     /// The library at `path` (opened at first use, so starting the app reads nothing).

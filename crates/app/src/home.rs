@@ -50,6 +50,11 @@ impl Home {
         self.data_dir.join("conversations.db")
     }
 
+    /// The document library: the user's files' text, passages and vectors.
+    pub fn documents_db(&self) -> PathBuf {
+        self.data_dir.join("documents.db")
+    }
+
     /// The model registry (FastFlowLM's schema, so `flm` reads it through `FLM_CONFIG_PATH`).
     pub fn registry(&self) -> PathBuf {
         self.store().registry_path()

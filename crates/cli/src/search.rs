@@ -68,8 +68,10 @@ fn installed_folder(store: &hearth_hub::Store, given: PathBuf) -> PathBuf {
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = hearth_hub::Store::open_default()?;
-    let library = Library::open(&store.root().join("documents.db"))?;
+    // The app's folders and library file (`hearth_app::Home`), so the app sees what was indexed.
+    let home = crate::model_args::home()?;
+    let store = home.store();
+    let library = Library::open(&home.documents_db())?;
     let embedding_model = args
         .embedding_model
         .clone()
