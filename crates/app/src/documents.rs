@@ -670,8 +670,8 @@ fn place_words(place: &Place) -> String {
     }
 }
 
-/// What the user is told before passages of their files go to a remote server.
-fn remote_notice(server: &str) -> RemoteNotice {
+/// What the user is told before passages of their files go to `server` (host and port).
+pub fn remote_notice(server: &str) -> RemoteNotice {
     RemoteNotice {
         server: server.to_string(),
         message: format!(

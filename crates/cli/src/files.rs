@@ -41,11 +41,8 @@ impl Files {
         max_tokens: usize,
     ) -> anyhow::Result<Option<Grounding>> {
         if backend.info().kind.leaves_this_computer() && !self.told.replace(true) {
-            eprintln!(
-                "hearth: passages of your files are sent to {} to answer; the files and their \
-                 index stay on this computer.",
-                safe(&backend.info().label)
-            );
+            let notice = hearth_app::documents::remote_notice(&backend.info().device);
+            eprintln!("hearth: {}", safe(&notice.message));
         }
         Ok(ground_for(
             &self.documents,
