@@ -5,7 +5,7 @@
 //!
 //! Checked: token ids equal on a corpus of strings; perplexity on 1,000+ tokens of English
 //! prose; mean KL divergence of the next-token distributions; top-1 agreement where llama.cpp's
-//! top-2 margin is at least 0.25; a greedy chat continuation up to the first low-margin step.
+//! top-2 margin is at least 0.3; a greedy chat continuation up to the first low-margin step.
 //!
 //! Needs `HEARTH_LLAMA_PYTHON` (the venv python `scripts/python-tools.sh` prints; `npm test`
 //! sets it); without it the test says SKIPPED and passes.
@@ -16,7 +16,7 @@ use std::process::Command;
 use hearth_engine::{LoadOptions, Model};
 
 /// Margin (logits) below which llama.cpp's own top choice is a near-tie.
-const MARGIN: f32 = 0.25;
+const MARGIN: f32 = 0.3;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf")
@@ -209,8 +209,9 @@ fn smollm2_gguf_matches_llama_cpp() {
     );
 }
 
-/// The goal's bounds. Measured: KL 0.0041 and 99.5% top-1 agreement where llama.cpp's margin
-/// is >= 0.25, perplexity -0.89%. (With the Q4_1 min term on the exact sums of the activations
-/// instead of their quantized sums it was KL 0.0127, 97.9% and +0.94%; see `cpu/quant.rs`.)
+/// The goal's bounds. Measured: KL 0.0041 and 99.6% top-1 agreement where llama.cpp's margin
+/// is >= 0.3 (809 positions), perplexity -0.89%. (With the Q4_1 min term on the exact sums of
+/// the activations instead of their quantized sums it was KL 0.0127, 97.9% (at margin 0.25)
+/// and +0.94%; see `cpu/quant.rs`.)
 const KL_BOUND: f64 = 0.01;
 const TOP1_BOUND: f64 = 0.98;
