@@ -310,6 +310,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
             fixed_threads: args.fixed_threads,
             map_weights: args.map_weights,
             kernel: Some(level),
+            ..LoadOptions::default()
         },
     )
     .with_context(|| format!("could not load the model in {}", dir.display()))?;

@@ -222,6 +222,74 @@ impl KvCache {
         run(&self.values, at, positions.len() * self.head_dim)
     }
 
+    /// Bytes a copy of positions `0..positions` takes ([`KvCache::copy_rows`]).
+    pub(crate) fn rows_bytes(&self, positions: usize) -> usize {
+        let (keys, values) = self.row_lens(positions);
+        self.layers * self.kv_heads * (keys + values) * self.precision().bytes() as usize
+    }
+
+    /// Values per (layer, KV head) of the keys and of the values of positions `0..positions`:
+    /// the key blocks covering them, and their value rows.
+    fn row_lens(&self, positions: usize) -> (usize, usize) {
+        let blocks = positions.div_ceil(KEY_BLOCK);
+        (
+            blocks * KEY_BLOCK * self.head_dim,
+            positions * self.head_dim,
+        )
+    }
+
+    /// A copy of the keys and values of positions `0..positions`, all layers and heads, in the
+    /// cache's layout without the room for later positions; fails when the memory for it
+    /// cannot be had.
+    pub(crate) fn copy_rows(&self, positions: usize) -> std::io::Result<KvRows> {
+        assert!(positions <= self.capacity, "KV rows past the context");
+        let (key_len, value_len) = self.row_lens(positions);
+        let heads = self.layers * self.kv_heads;
+        let precision = self.precision();
+        let mut rows = KvRows {
+            positions,
+            shape: (self.layers, self.kv_heads, self.head_dim),
+            keys: Store::new(precision, heads * key_len)?,
+            values: Store::new(precision, heads * value_len)?,
+        };
+        for layer in 0..self.layers {
+            for head in 0..self.kv_heads {
+                let i = layer * self.kv_heads + head;
+                let at = self.offset(layer, head, 0);
+                rows.keys.copy_from(i * key_len, &self.keys, at, key_len);
+                rows.values
+                    .copy_from(i * value_len, &self.values, at, value_len);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Writes positions `0..positions` of `rows` (all of them or fewer) back, all layers and
+    /// heads. The key block holding the last position is copied whole: its lanes past
+    /// `positions` take the copy's, as a cache truncated there keeps whatever it held, and
+    /// attention never reads them before they are stored again.
+    pub(crate) fn load_rows(&mut self, rows: &KvRows, positions: usize) {
+        assert!(
+            positions <= rows.positions,
+            "KV rows: fewer kept than asked"
+        );
+        assert!(
+            rows.shape == (self.layers, self.kv_heads, self.head_dim),
+            "KV rows of another model"
+        );
+        let (key_len, value_len) = self.row_lens(positions);
+        let (key_stride, value_stride) = self.row_lens(rows.positions);
+        for layer in 0..self.layers {
+            for head in 0..self.kv_heads {
+                let i = layer * self.kv_heads + head;
+                let at = self.offset(layer, head, 0);
+                self.keys.copy_from(at, &rows.keys, i * key_stride, key_len);
+                self.values
+                    .copy_from(at, &rows.values, i * value_stride, value_len);
+            }
+        }
+    }
+
     /// The key blocks covering `positions` as f32 (the tests' view of the cache).
     #[cfg(test)]
     pub fn read_keys(&self, layer: usize, head: usize, positions: Range<usize>) -> Vec<f32> {
@@ -238,6 +306,26 @@ impl KvCache {
             KvPrecision::F32 => self.value_run::<f32>(layer, head, positions).to_vec(),
             KvPrecision::F16 => self.value_run::<f16>(layer, head, positions).to_f32_vec(),
         }
+    }
+}
+
+/// The keys and values of the first positions of a [`KvCache`], copied out of it
+/// ([`KvCache::copy_rows`]) to be written back later ([`KvCache::load_rows`]): per layer and
+/// KV head, the key blocks covering them, then (in the other half) their value rows, at the
+/// cache's precision.
+#[derive(Debug)]
+pub(crate) struct KvRows {
+    positions: usize,
+    /// Layers, KV heads and head_dim of the cache they came from.
+    shape: (usize, usize, usize),
+    keys: Store,
+    values: Store,
+}
+
+impl KvRows {
+    /// Bytes they occupy.
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.keys.size_bytes() + self.values.size_bytes()
     }
 }
 
@@ -298,6 +386,16 @@ impl Store {
         match self {
             Store::F32(v) => v.len() * 4,
             Store::F16(v) => v.len() * 2,
+        }
+    }
+
+    /// Copies `len` values of `src` from `from` to `at`, bit for bit (`src` has this
+    /// precision).
+    fn copy_from(&mut self, at: usize, src: &Store, from: usize, len: usize) {
+        match (self, src) {
+            (Store::F32(d), Store::F32(s)) => d[at..at + len].copy_from_slice(&s[from..from + len]),
+            (Store::F16(d), Store::F16(s)) => d[at..at + len].copy_from_slice(&s[from..from + len]),
+            _ => panic!("KV rows are copied between stores of one precision"),
         }
     }
 
@@ -440,6 +538,69 @@ mod tests {
         }
         assert_eq!(cache.precision(), KvPrecision::F16);
         assert_eq!(cache.size_bytes(), 2 * 16 * 4 * 2);
+    }
+
+    /// A cache of 2 layers, 2 KV heads of 3 values, `positions` stored with values that name
+    /// their layer, position, head and dim.
+    fn filled(precision: KvPrecision, capacity: usize, positions: usize, sign: f32) -> KvCache {
+        let mut cache = KvCache::new(2, capacity, 2, 3, precision).unwrap();
+        for layer in 0..2 {
+            for p in 0..positions {
+                let k: Vec<f32> = (0..6)
+                    .map(|i| sign * (layer * 1000 + p * 10 + i) as f32)
+                    .collect();
+                let v: Vec<f32> = k.iter().map(|x| x + 0.5).collect();
+                cache.store(layer, p, &k, &v);
+            }
+        }
+        cache
+    }
+
+    #[test]
+    fn copied_rows_load_back_bit_for_bit_at_either_precision() {
+        for precision in [KvPrecision::F32, KvPrecision::F16] {
+            let source = filled(precision, 40, 21, 1.0);
+            let rows = source.copy_rows(21).unwrap();
+            assert_eq!(rows.positions, 21);
+            assert_eq!(rows.size_bytes(), source.rows_bytes(21));
+            // Keys take two blocks of 16, values 21 rows, per layer and head.
+            let values = 2 * 2 * (32 * 3 + 21 * 3);
+            assert_eq!(rows.size_bytes(), values * precision.bytes() as usize);
+
+            // Into a cache holding another sequence: the first 18 positions become the copy's.
+            let mut cache = filled(precision, 40, 30, -1.0);
+            cache.load_rows(&rows, 18);
+            for layer in 0..2 {
+                for head in 0..2 {
+                    assert_eq!(
+                        cache.read_values(layer, head, 0..18),
+                        source.read_values(layer, head, 0..18),
+                        "{precision:?}, layer {layer}, head {head}"
+                    );
+                    let keys = cache.read_keys(layer, head, 0..18);
+                    let want = source.read_keys(layer, head, 0..18);
+                    for p in 0..18 {
+                        for d in 0..3 {
+                            let at = (p / KEY_BLOCK * 3 + d) * KEY_BLOCK + p % KEY_BLOCK;
+                            assert_eq!(keys[at], want[at], "key of position {p}");
+                        }
+                    }
+                    assert_eq!(
+                        cache.read_values(layer, head, 18..30),
+                        filled(precision, 40, 30, -1.0).read_values(layer, head, 18..30),
+                        "values past the loaded positions are the cache's own"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "another model")]
+    fn rows_of_another_shape_are_refused() {
+        let rows = filled(KvPrecision::F32, 16, 4, 1.0).copy_rows(4).unwrap();
+        let mut other = KvCache::new(2, 16, 1, 3, KvPrecision::F32).unwrap();
+        other.load_rows(&rows, 4);
     }
 
     #[test]

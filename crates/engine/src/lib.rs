@@ -42,6 +42,7 @@ mod json_automaton;
 mod json_file;
 mod json_schema;
 mod kv_cache;
+mod kv_store;
 mod linear;
 mod model;
 mod pooling;

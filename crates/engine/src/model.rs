@@ -49,6 +49,12 @@ pub struct LoadOptions {
     /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
     /// the best level this CPU supports.
     pub kernel: Option<KernelLevel>,
+    /// Bytes of memory for the keys and values of sequences the model ran before (the KV
+    /// store: conversations switched away from, kept so that coming back prefills only what
+    /// changed; see `kv_store`). 0 keeps none. By default, four times the KV cache (four full
+    /// contexts), at most a quarter of the memory available when the model loads; nothing is
+    /// allocated until a sequence is kept.
+    pub kv_store_bytes: Option<u64>,
 }
 
 /// What a loaded model is, for display.
@@ -173,7 +179,14 @@ impl Model {
         Ok(Model {
             dir: dir.to_path_buf(),
             info,
-            runner: Runner::new(config, weights, cpu, context_length, kv_precision)?,
+            runner: Runner::new(
+                config,
+                weights,
+                cpu,
+                context_length,
+                kv_precision,
+                options.kv_store_bytes,
+            )?,
             tokenizer,
             template,
             stop_ids,
@@ -210,6 +223,22 @@ impl Model {
     /// Bytes the KV cache occupies (allocated once, for the whole context).
     pub fn kv_cache_bytes(&self) -> usize {
         self.runner.kv_cache_bytes()
+    }
+
+    /// The most bytes the KV store keeps ([`LoadOptions::kv_store_bytes`]).
+    pub fn kv_store_budget(&self) -> u64 {
+        self.runner.kv_store_budget()
+    }
+
+    /// Sets the most bytes the KV store keeps, dropping the least recently used sequences
+    /// beyond it (0 drops them all and keeps none from now on).
+    pub fn set_kv_store_budget(&mut self, bytes: u64) {
+        self.runner.set_kv_store_budget(bytes);
+    }
+
+    /// Bytes the KV store's kept sequences occupy now.
+    pub fn kv_store_bytes(&self) -> u64 {
+        self.runner.kv_store_bytes()
     }
 
     /// The ids that end generation: every eos id and end-of-turn token the model's files declare.
@@ -893,6 +922,43 @@ mod tests {
                     "{name} position {i}: incremental differs by {diff}"
                 );
             }
+        }
+    }
+
+    /// A prompt started from a kept sequence's rows (the KV store, after a switch to another
+    /// sequence and back) has a cold run's logits bit for bit, with an f32 and an f16 cache.
+    #[test]
+    fn a_prompt_started_from_kept_rows_has_a_cold_runs_logits_bit_for_bit() {
+        let q4nx = synthetic_q4nx();
+        let once = ChatOptions {
+            sampling: SamplingParams::greedy(),
+            max_tokens: 1,
+            speculative: Some(false),
+            ..ChatOptions::default()
+        };
+        let run = |model: &mut Model, prompt: &[u32]| {
+            let (_, stats) = model
+                .generate(prompt, &once, &mut |_| ControlFlow::Continue(()))
+                .unwrap();
+            let logits = model.runner.last_logits();
+            let bits: Vec<u32> = logits.iter().map(|x| x.to_bits()).collect();
+            (stats.prefilled_tokens, bits)
+        };
+        let a: Vec<u32> = (0..50u32).map(|i| 1 + (i * 7919 + 13) % 500).collect();
+        let b: Vec<u32> = (0..40u32).map(|i| 1 + (i * 104_729 + 5) % 500).collect();
+        for dir in [fixture("tiny-qwen3"), q4nx.path().to_path_buf()] {
+            let mut model = Model::load(&dir, &LoadOptions::default()).unwrap();
+            run(&mut model, &a[..45]);
+            run(&mut model, &b);
+            let (prefilled, warm) = run(&mut model, &a);
+            assert_eq!(prefilled, 5, "{dir:?}: A's first 45 positions were kept");
+            let nothing_kept = LoadOptions {
+                kv_store_bytes: Some(0),
+                ..LoadOptions::default()
+            };
+            let (prefilled, cold) = run(&mut Model::load(&dir, &nothing_kept).unwrap(), &a);
+            assert_eq!(prefilled, 50);
+            assert!(warm == cold, "{dir:?}: the logits differ from a cold run's");
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::cpu::CpuContext;
 use crate::draft::Drafter;
 use crate::json_schema::ResponseFormat;
 use crate::kv_cache::{KvCache, KvPrecision};
+use crate::kv_store::{self, KvStore};
 use crate::sampler::{sample, sample_allowed, Rng, SamplingParams};
 use crate::transformer::{
     forward, last_token_embedding, Logits, RunState, TransformerWeights, MAX_CHUNK,
@@ -89,6 +90,11 @@ pub enum StopReason {
 pub struct GenerationStats {
     /// Tokens in the prompt.
     pub prompt_tokens: usize,
+    /// Of those, the tokens run through the model; the others' keys and values were already
+    /// computed (the prefix the cache or the KV store held, see `kv_store`). At least 1: the
+    /// last prompt token always runs, since its logits choose the first new token.
+    #[serde(default)]
+    pub prefilled_tokens: usize,
     /// Seconds spent running the prompt through the model (only the part not already cached).
     pub prefill_secs: f64,
     /// Seconds from the request (before templating and tokenizing, for chat) to the first
@@ -130,6 +136,8 @@ pub(crate) struct Runner {
     cache: KvCache,
     /// The tokens whose keys and values are in the cache, position by position.
     cached: Vec<u32>,
+    /// The keys and values of sequences the cache held before, to start from again.
+    store: KvStore,
 }
 
 impl Runner {
@@ -139,6 +147,7 @@ impl Runner {
         cpu: CpuContext,
         context: usize,
         precision: KvPrecision,
+        store_budget: Option<u64>,
     ) -> Result<Self, Error> {
         let cache = KvCache::new(
             config.num_hidden_layers,
@@ -147,10 +156,15 @@ impl Runner {
             config.head_dim,
             precision,
         )?;
+        let store_budget = store_budget.unwrap_or_else(|| {
+            let available = crate::weights_memory::available_memory();
+            kv_store::default_budget(cache.size_bytes(), available)
+        });
         tracing::debug!(
             bytes = cache.size_bytes(),
             context,
             ?precision,
+            store_budget,
             "allocated the KV cache"
         );
         Ok(Runner {
@@ -160,6 +174,7 @@ impl Runner {
             cpu,
             cache,
             cached: Vec::new(),
+            store: KvStore::new(store_budget),
         })
     }
 
@@ -168,7 +183,23 @@ impl Runner {
         self.cache.size_bytes()
     }
 
-    /// Forgets what the cache holds (the next feed starts at position 0).
+    /// The most bytes the KV store keeps.
+    pub(crate) fn kv_store_budget(&self) -> u64 {
+        self.store.budget()
+    }
+
+    /// Sets the most bytes the KV store keeps (0 keeps nothing), dropping what is beyond it.
+    pub(crate) fn set_kv_store_budget(&mut self, bytes: u64) {
+        self.store.set_budget(bytes);
+    }
+
+    /// Bytes the KV store's kept sequences occupy now.
+    pub(crate) fn kv_store_bytes(&self) -> u64 {
+        self.store.size_bytes()
+    }
+
+    /// Forgets what the cache holds (the next feed starts at position 0; the KV store keeps
+    /// what it holds).
     pub(crate) fn reset(&mut self) {
         self.cached.clear();
     }
@@ -272,7 +303,8 @@ impl Runner {
         ))
     }
 
-    /// Generates after `prompt`, reusing the longest prefix already in the cache. `on_token`
+    /// Generates after `prompt`, reusing the longest prefix already computed: in the cache, or
+    /// in the KV store (see `kv_store`). `on_token`
     /// sees every generated id (a final end-of-turn id included) and can stop generation.
     /// `started` is when the caller received the request (for time to first token). With a
     /// `constraint`, every token is one it allows, and generation ends when it allows none
@@ -298,6 +330,7 @@ impl Runner {
         }
         let mut stats = GenerationStats {
             prompt_tokens: prompt.len(),
+            prefilled_tokens: 0,
             prefill_secs: 0.0,
             ttft_secs: 0.0,
             generated_tokens: 0,
@@ -311,10 +344,11 @@ impl Runner {
             return Ok((Vec::new(), stats));
         }
 
-        // Prefill what the cache does not already hold; the last prompt token always runs, since
-        // its logits choose the first new token.
-        let reuse = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
-        self.cached.truncate(reuse);
+        // Prefill what was not already computed; the last prompt token always runs, since its
+        // logits choose the first new token.
+        let last = prompt.len() - 1;
+        let reuse = (self.store).prepare(&mut self.cache, &mut self.cached, &prompt[..last]);
+        stats.prefilled_tokens = prompt.len() - reuse;
         let prefill_start = Instant::now();
         self.feed(&prompt[reuse..], None)?;
         stats.prefill_secs = prefill_start.elapsed().as_secs_f64();
@@ -419,8 +453,4 @@ impl Runner {
         stats.decode_secs = first_token_at.map_or(0.0, |t| t.elapsed().as_secs_f64());
         Ok((generated, stats))
     }
-}
-
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

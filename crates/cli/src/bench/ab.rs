@@ -156,6 +156,7 @@ pub fn run(
             fixed_threads: args.fixed_threads,
             map_weights: args.map_weights,
             kernel: Some(level),
+            ..LoadOptions::default()
         },
     )
     .with_context(|| format!("could not load the model in {}", dir.display()))?;
