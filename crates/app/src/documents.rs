@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub use hearth_chat::conversations::Source;
 pub use hearth_documents::Document;
 use hearth_documents::{
-    find_embedding_model, index, search, DocumentId, EmbeddingModel, EngineEmbedding,
-    IndexSettings, Library, LibraryError, Outcome, Place, Ranking, Stage,
+    find_embedding_model, index, search, DocumentId, IndexSettings, Library, LibraryError,
+    Outcome, Place, Ranking, Stage,
 };
 use serde::Serialize;
 
@@ -25,6 +25,9 @@ use crate::error::{Error, ErrorCode, Result};
 
 pub use hearth_chat::conversations::MessageSources;
 pub use hearth_documents::extract::accepted_extensions;
+/// The engine's sentence-embedding models, as the library runs them (the server answers
+/// `/v1/embeddings` with the same).
+pub use hearth_documents::{EmbeddingModel, EngineEmbedding};
 
 /// Passages retrieved for a question before the context budget chooses among them.
 const RETRIEVED: usize = 8;

@@ -70,8 +70,9 @@ pub struct Args {
           value_parser = parse_keep_alive, allow_hyphen_values = true)]
     keep_alive: Option<KeepAlive>,
     /// Folder of the sentence-embedding model that /v1/embeddings and /api/embed answer with
-    /// (a BERT encoder: config.json, model.safetensors, tokenizer.json) [default: the bundled
-    /// all-MiniLM-L6-v2, when this installation has it].
+    /// by default (a BERT encoder: config.json, model.safetensors, tokenizer.json) [default:
+    /// the bundled all-MiniLM-L6-v2, when this installation has it]. Installed embedding
+    /// models (`hearth pull qwen3-embedding-0.6b`) are served beside it, by their names.
     #[arg(long, env = "HEARTH_EMBEDDING_MODEL", value_name = "DIR")]
     embedding_model: Option<std::path::PathBuf>,
 }
@@ -112,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             hearth_server::DEFAULT_KEEP_ALIVE
         }),
-        embedding: embedding_source(&args)?,
+        embedding_models: embedding_sources(&args)?,
         ..ServerOptions::default()
     };
     let state = open_models(&args, options)?;
@@ -136,8 +137,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// What requests name the bundled embedding model (all-MiniLM-L6-v2).
 const BUNDLED_EMBEDDING_MODEL: &str = "all-minilm-l6-v2";
 
-/// The embedding model: `--embedding-model` (named after its folder), else the bundled one.
-fn embedding_source(args: &Args) -> anyhow::Result<Option<EmbeddingSource>> {
+/// The embedding models: `--embedding-model` (named after its folder), else the bundled one;
+/// then every installed embedding model, by its name.
+fn embedding_sources(args: &Args) -> anyhow::Result<Vec<EmbeddingSource>> {
+    let mut sources: Vec<EmbeddingSource> = first_embedding_source(args)?.into_iter().collect();
+    let store = crate::list::open_store()?;
+    for model in store.list()? {
+        if model.is_embedding() && model.folder.is_dir() {
+            sources.push(EmbeddingSource {
+                name: model.name,
+                folder: model.folder,
+            });
+        }
+    }
+    Ok(sources)
+}
+
+/// `--embedding-model` (named after its folder), else the bundled model.
+fn first_embedding_source(args: &Args) -> anyhow::Result<Option<EmbeddingSource>> {
     if let Some(dir) = &args.embedding_model {
         let folder =
             hearth_documents::find_embedding_model(Some(dir.clone()), None).with_context(|| {
@@ -215,13 +232,16 @@ fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> 
     Ok(state)
 }
 
-/// Every installed model Hearth's engine can run, as the server names them.
+/// Every installed model Hearth's engine can chat with, as the server names them (embedding
+/// models are served by `/v1/embeddings` only).
 fn installed_models() -> anyhow::Result<Vec<LocalModel>> {
     let store = crate::list::open_store()?;
     let installed = store.list()?;
     Ok(installed
         .into_iter()
-        .filter(|m| m.backends.contains(&hearth_hub::Backend::Cpu) && m.folder.is_dir())
+        .filter(|m| {
+            m.backends.contains(&hearth_hub::Backend::Cpu) && m.folder.is_dir() && !m.is_embedding()
+        })
         .map(|m| {
             let sha256 = ["model.q4nx", "model.safetensors"]
                 .iter()

@@ -76,6 +76,25 @@ impl EngineEmbedding {
         }
     }
 
+    /// Length of every vector: 384 for all-MiniLM-L6-v2, 1024 for Qwen3-Embedding-0.6B.
+    pub fn dimension(&self) -> usize {
+        match &self.model {
+            Engine::Encoder(m) => m.dimension(),
+            Engine::Decoder(m) => m.dimension(),
+        }
+    }
+
+    /// Tokens the model would read of `text` if nothing were cut: its word pieces with `[CLS]`
+    /// and `[SEP]`, or its tokens with `<|endoftext|>`. Above [`EngineEmbedding::max_tokens`]
+    /// the text is cut.
+    pub fn count_tokens(&self, text: &str) -> Result<usize, String> {
+        match &self.model {
+            Engine::Encoder(m) => m.count_pieces(text).map(|n| n + 2),
+            Engine::Decoder(m) => m.count_tokens(text).map(|n| n + 1),
+        }
+        .map_err(|e| e.to_string())
+    }
+
     fn embed_texts(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let vectors = match &self.model {
             Engine::Encoder(m) => m.embed(texts),

@@ -1,7 +1,10 @@
 //! Sentence embeddings: OpenAI's `POST /v1/embeddings` and Ollama's `POST /api/embed` (and its
-//! older `POST /api/embeddings`), answered by the server's embedding model (Hearth bundles
-//! all-MiniLM-L6-v2, run by `hearth_engine::Embedder`), loaded at the first such request and
-//! kept. Chat models do not embed: a request naming one is told which model does.
+//! older `POST /api/embeddings`), answered by the embedding model the request names among the
+//! server's (Hearth bundles all-MiniLM-L6-v2, a BERT encoder; an installed Qwen3-Embedding runs
+//! as a decoder with last-token pooling), run as the document library runs them
+//! (`hearth_app::documents::EngineEmbedding`). One is loaded at a time, at the first request
+//! naming it, and kept until a request names another. Chat models do not embed: a request
+//! naming one is told which models do.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,10 +14,10 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
+use hearth_app::documents::{EmbeddingModel, EngineEmbedding};
 use hearth_backends::remote::wire::{
     self, Embedding, EmbeddingInput, EmbeddingList, EmbeddingRequest, EmbeddingVector,
 };
-use hearth_engine::Embedder;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -22,8 +25,8 @@ use crate::error::{AppError, OllamaError};
 use crate::state::AppState;
 use crate::worker;
 
-/// The embedding model a server answers with: the name requests use, and its folder (a BERT
-/// encoder: `config.json`, `model.safetensors`, `tokenizer.json`).
+/// An embedding model a server answers with: the name requests use, and its folder (a BERT
+/// encoder, or a Qwen3 embedding model: `config.json`, weights, `tokenizer.json`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddingSource {
     /// What requests name it (`"model"`), compared ignoring case and a `:latest` suffix.
@@ -32,74 +35,86 @@ pub struct EmbeddingSource {
     pub folder: PathBuf,
 }
 
-/// The server's embedding model, loaded at its first use.
-pub(crate) struct EmbeddingModel {
-    source: Option<EmbeddingSource>,
-    loaded: Mutex<Option<Arc<Embedder>>>,
+/// The server's embedding models; the one in use is loaded at its first request.
+pub(crate) struct EmbeddingModels {
+    sources: Vec<EmbeddingSource>,
+    /// The model loaded, by its served name.
+    loaded: Mutex<Option<(String, Arc<EngineEmbedding>)>>,
 }
 
-impl EmbeddingModel {
-    pub(crate) fn new(source: Option<EmbeddingSource>) -> Self {
-        EmbeddingModel {
-            source,
+impl EmbeddingModels {
+    pub(crate) fn new(sources: Vec<EmbeddingSource>) -> Self {
+        EmbeddingModels {
+            sources,
             loaded: Mutex::new(None),
         }
     }
 
-    /// The model `requested` names, loading it if needed (on this thread: call it from a
-    /// blocking one), its served name, and how long loading took.
+    /// The model `requested` names, loading it if needed in place of the one loaded (on this
+    /// thread: call it from a blocking one), its served name, and how long loading took.
     fn get(
         &self,
         requested: &str,
         state: &AppState,
-    ) -> Result<(Arc<Embedder>, String, Duration), AppError> {
+    ) -> Result<(Arc<EngineEmbedding>, String, Duration), AppError> {
         let source = self.source(requested, state)?;
         let name = source.name.clone();
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(embedder) = loaded.as_ref() {
-            return Ok((Arc::clone(embedder), name, Duration::ZERO));
+        if let Some((loaded_name, embedder)) = loaded.as_ref() {
+            if *loaded_name == name {
+                return Ok((Arc::clone(embedder), name, Duration::ZERO));
+            }
         }
+        // The model loaded before is let go first: two in memory could be 3 GB.
+        *loaded = None;
         let started = Instant::now();
-        let embedder = Embedder::load(&source.folder, None).map_err(|e| {
-            tracing::error!(error = %e, "the embedding model did not load");
+        let embedder = EngineEmbedding::load(&source.folder, None).map_err(|e| {
+            tracing::error!(error = %e, model = %name, "the embedding model did not load");
             AppError::LoadFailed {
-                model: source.name.clone(),
+                model: name.clone(),
                 message: e.to_string(),
             }
         })?;
         let embedder = Arc::new(embedder);
-        *loaded = Some(Arc::clone(&embedder));
+        *loaded = Some((name.clone(), Arc::clone(&embedder)));
         Ok((embedder, name, started.elapsed()))
     }
 
-    /// The source `requested` names, or why none does.
+    /// The source `requested` names, or why none does (naming the embedding models there are).
     fn source(&self, requested: &str, state: &AppState) -> Result<&EmbeddingSource, AppError> {
         let wanted = requested.strip_suffix(":latest").unwrap_or(requested);
-        match &self.source {
-            Some(source) if source.name.eq_ignore_ascii_case(wanted) => Ok(source),
-            source => {
-                let offer = match source {
-                    Some(s) => format!("use \"{}\"", s.name),
-                    None => "this server has no embedding model (`hearth serve --embedding-model FOLDER` sets one)".to_owned(),
-                };
-                if state.entry(requested).is_ok() {
-                    Err(AppError::bad_field(
-                        "model",
-                        format!(
-                            "\"{requested}\" is a chat model and does not make embeddings; {offer}"
-                        ),
-                    ))
-                } else {
-                    Err(AppError::ModelNotFound {
-                        requested: requested.to_owned(),
-                        served: match source {
-                            Some(s) => format!("{} (embeddings)", s.name),
-                            None => "no embedding model".to_owned(),
-                        },
-                    })
-                }
-            }
+        if let Some(source) = self
+            .sources
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(wanted))
+        {
+            return Ok(source);
         }
+        let names = self
+            .sources
+            .iter()
+            .map(|s| format!("\"{}\"", s.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if state.entry(requested).is_ok() {
+            let offer = if self.sources.is_empty() {
+                "this server has no embedding model (`hearth serve --embedding-model FOLDER` sets one)".to_owned()
+            } else {
+                format!("use an embedding model: {names}")
+            };
+            return Err(AppError::bad_field(
+                "model",
+                format!("\"{requested}\" is a chat model and does not make embeddings; {offer}"),
+            ));
+        }
+        Err(AppError::ModelNotFound {
+            requested: requested.to_owned(),
+            served: if self.sources.is_empty() {
+                "no embedding model (`hearth pull qwen3-embedding-0.6b` installs one)".to_owned()
+            } else {
+                format!("the embedding models {names}")
+            },
+        })
     }
 }
 
@@ -153,25 +168,24 @@ async fn embed_texts(
                 ));
             }
         }
-        let engine_error = |e: hearth_engine::Error| {
+        let engine_error = |e: String| {
             tracing::error!(error = %e, "embedding failed");
             AppError::Internal
         };
-        let mut sequences = Vec::with_capacity(texts.len());
+        let limit = embedder.max_tokens();
+        let mut tokens = 0;
         for text in &texts {
-            if !truncate {
-                let pieces = embedder.count_pieces(text).map_err(engine_error)?;
-                if pieces > embedder.max_pieces() {
-                    return Err(AppError::ContextFull {
-                        needed: pieces + 2,
-                        limit: embedder.max_pieces() + 2,
-                    });
-                }
+            let count = embedder.count_tokens(text).map_err(engine_error)?;
+            if !truncate && count > limit {
+                return Err(AppError::ContextFull {
+                    needed: count,
+                    limit,
+                });
             }
-            sequences.push(embedder.tokens(text).map_err(engine_error)?);
+            tokens += count.min(limit);
         }
-        let tokens = sequences.iter().map(Vec::len).sum();
-        let vectors = embedder.embed_tokens(&sequences).map_err(engine_error)?;
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed(&texts).map_err(engine_error)?;
         Ok(Embedded {
             model,
             vectors,

@@ -7,7 +7,8 @@
 //! Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`,
 //! `POST /v1/completions`; `POST /api/chat`, `POST /api/generate`, `POST /api/show`,
 //! `GET /api/tags`, `GET /api/ps`, `GET /api/version`; `POST /v1/embeddings`, `POST /api/embed`
-//! and `POST /api/embeddings` with the embedding model ([`ServerOptions::embedding`]);
+//! and `POST /api/embeddings` with the embedding model a request names
+//! ([`ServerOptions::embedding_models`]);
 //! `GET /` says the server runs. Every request must be addressed to this machine
 //! (loopback `Host`, and a loopback or operator-allowed `Origin` when a browser sends one). One
 //! generation runs at a time on a blocking thread; a few requests may wait, more get 503.

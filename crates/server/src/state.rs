@@ -9,7 +9,7 @@ use hearth_chat::{Backend, BackendInfo, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::{LocalModels, ModelEntry};
-use crate::embeddings::{EmbeddingModel, EmbeddingSource};
+use crate::embeddings::{EmbeddingModels, EmbeddingSource};
 use crate::error::{AppError, Error};
 use crate::held::{HeldModel, Unavailable};
 use crate::keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
@@ -62,9 +62,10 @@ pub struct ServerOptions {
     /// Time allowed for a request's body to arrive; past it, 408. By default
     /// [`DEFAULT_BODY_TIMEOUT`].
     pub body_timeout: Duration,
-    /// The model `/v1/embeddings` and `/api/embed` answer with (loaded at the first such
-    /// request). By default none: those requests are told the server has none.
-    pub embedding: Option<EmbeddingSource>,
+    /// The models `/v1/embeddings` and `/api/embed` answer with, by the name a request gives
+    /// (one loaded at a time, at the first request naming it). By default none: those requests
+    /// are told the server has none.
+    pub embedding_models: Vec<EmbeddingSource>,
 }
 
 impl ServerOptions {
@@ -101,7 +102,7 @@ impl Default for ServerOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
-            embedding: None,
+            embedding_models: Vec::new(),
         }
     }
 }
@@ -124,8 +125,8 @@ struct Shared {
     admission: Arc<Semaphore>,
     last_receipt: Mutex<Option<Receipt>>,
     started_unix: u64,
-    /// The embedding model, loaded at its first use.
-    embedding: EmbeddingModel,
+    /// The embedding models, each loaded at its first use.
+    embedding: EmbeddingModels,
 }
 
 /// Where models come from.
@@ -219,7 +220,7 @@ impl AppState {
     ) -> AppState {
         // Bounded here too, so that an unchecked value can never overflow or panic.
         let admission = Arc::new(Semaphore::new(options.queue.min(MAX_QUEUE) + 1));
-        let embedding = EmbeddingModel::new(options.embedding.clone());
+        let embedding = EmbeddingModels::new(options.embedding_models.clone());
         AppState {
             inner: Arc::new(Shared {
                 slot: Mutex::new(loaded),
@@ -335,8 +336,8 @@ impl AppState {
         lock(&self.inner.running).clone()
     }
 
-    /// The embedding model (`/v1/embeddings`, `/api/embed`).
-    pub(crate) fn embedding_model(&self) -> &EmbeddingModel {
+    /// The embedding models (`/v1/embeddings`, `/api/embed`).
+    pub(crate) fn embedding_model(&self) -> &EmbeddingModels {
         &self.inner.embedding
     }
 

@@ -1,18 +1,21 @@
 //! `/v1/embeddings` (OpenAI's shape) and `/api/embed`, `/api/embeddings` (Ollama's) through
 //! `app(state)` with `oneshot`, on the tiny BERT encoder of the engine fixtures (32 dimensions)
-//! beside the tiny Qwen3 chat model. The vectors must be the engine's own.
+//! and the tiny Qwen3 embedding model (64 dimensions, standing in for an installed
+//! Qwen3-Embedding-0.6B) beside the tiny Qwen3 chat model. The vectors must be the engine's own.
 
 use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use hearth_engine::{Embedder, LoadOptions};
+use hearth_engine::{DecoderEmbedder, Embedder, LoadOptions};
 use hearth_server::{app, AppState, EmbeddingSource, LocalModel, LocalModels, ServerOptions};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
 const EMBEDDER: &str = "tiny-bert";
+/// The name the tiny Qwen3 embedding fixture is served under, as an installed model would be.
+const QWEN3_EMBEDDER: &str = "Qwen3-Embedding-0.6B";
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,7 +23,7 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn state_with(embedding: Option<EmbeddingSource>) -> AppState {
+fn state_with(embedding_models: Vec<EmbeddingSource>) -> AppState {
     let models = LocalModels::new(
         vec![LocalModel {
             name: "tiny-qwen3".into(),
@@ -35,17 +38,23 @@ fn state_with(embedding: Option<EmbeddingSource>) -> AppState {
     AppState::on_demand(
         models,
         ServerOptions {
-            embedding,
+            embedding_models,
             ..ServerOptions::default()
         },
     )
 }
 
 fn state() -> AppState {
-    state_with(Some(EmbeddingSource {
-        name: EMBEDDER.into(),
-        folder: fixture("tiny-bert"),
-    }))
+    state_with(vec![
+        EmbeddingSource {
+            name: EMBEDDER.into(),
+            folder: fixture("tiny-bert"),
+        },
+        EmbeddingSource {
+            name: QWEN3_EMBEDDER.into(),
+            folder: fixture("tiny-qwen3-embedding"),
+        },
+    ])
 }
 
 fn post(path: &str, body: Value) -> Request<Body> {
@@ -211,7 +220,7 @@ async fn wrong_requests_are_told_what_to_send() {
         (
             json!({"model": "tiny-qwen3", "input": "x"}),
             StatusCode::BAD_REQUEST,
-            "use \"tiny-bert\"",
+            "use an embedding model: \"tiny-bert\", \"Qwen3-Embedding-0.6B\"",
         ),
         (
             json!({"model": "text-embedding-3-small", "input": "x"}),
@@ -249,7 +258,7 @@ async fn wrong_requests_are_told_what_to_send() {
 
 #[tokio::test]
 async fn a_server_without_an_embedding_model_says_so() {
-    let state = state_with(None);
+    let state = state_with(Vec::new());
     let (status, value) = send(
         &state,
         post("/api/embed", json!({"model": "tiny-qwen3", "input": "x"})),
@@ -258,4 +267,76 @@ async fn a_server_without_an_embedding_model_says_so() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{value}");
     let message = value["error"].as_str().unwrap();
     assert!(message.contains("no embedding model"), "{message}");
+}
+
+#[tokio::test]
+async fn an_installed_qwen3_embedding_model_answers_when_named_and_the_encoder_after_it() {
+    let state = state();
+    let texts = ["Hearth reads your files.", "Le train part à neuf heures."];
+    let (status, value) = send(
+        &state,
+        post(
+            "/v1/embeddings",
+            json!({"model": "qwen3-embedding-0.6b", "input": texts}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{value}");
+    assert_eq!(
+        value["model"], QWEN3_EMBEDDER,
+        "the served name, whatever the case asked"
+    );
+    let want = DecoderEmbedder::load(&fixture("tiny-qwen3-embedding"), Some(1))
+        .unwrap()
+        .embed(&texts)
+        .unwrap();
+    let data = value["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    for (i, item) in data.iter().enumerate() {
+        let vector = floats(&item["embedding"]);
+        assert_eq!(vector.len(), 64, "the Qwen3 fixture's hidden size");
+        assert_eq!(
+            vector, want[i],
+            "vector {i} is the decoder's last-token vector"
+        );
+    }
+    let tokens = value["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert!(
+        tokens >= 4,
+        "each text counts its <|endoftext|> too: {value}"
+    );
+
+    // The other model is loaded in its place when a request names it.
+    let (status, value) = send(
+        &state,
+        post("/v1/embeddings", json!({"model": EMBEDDER, "input": texts})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{value}");
+    assert_eq!(
+        floats(&value["data"][1]["embedding"]),
+        engine_vectors(&texts)[1]
+    );
+
+    let (status, value) = send(
+        &state,
+        post(
+            "/v1/embeddings",
+            json!({"model": "text-embedding-3-small", "input": "x"}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{value}");
+    assert_eq!(
+        value["error"]["type"], "invalid_request_error",
+        "OpenAI's shape: {value}"
+    );
+    assert_eq!(value["error"]["code"], "model_not_found", "{value}");
+    let message = value["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("text-embedding-3-small")
+            && message.contains("\"tiny-bert\"")
+            && message.contains("\"Qwen3-Embedding-0.6B\""),
+        "names what was asked and every embedding model there is: {message}"
+    );
 }
