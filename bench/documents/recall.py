@@ -15,6 +15,7 @@ question, then reused: a file is read again only when it changes).
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,17 @@ def answered(result, gold):
         if min(b, end) - max(a, start) >= (end - start) / 2:
             return True
     return False
+
+
+def other_documents(home, files):
+    """Files in the library besides the bench's: BM25's term statistics cover the whole index,
+    so they change the keyword ranks (and the combined recall) of the bench's questions."""
+    db = os.path.join(home, "hearth", "documents.db")
+    if not os.path.exists(db):
+        return []
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        paths = [row[0] for row in conn.execute("SELECT path FROM documents")]
+    return sorted(set(paths) - {os.path.abspath(f) for f in files})
 
 
 def main():
@@ -104,6 +116,11 @@ def main():
               for ranking in rankings}
     for ranking, ids in missed.items():
         print(f"missed by {ranking}: {ids}")
+    others = other_documents(home, files)
+    if others:
+        print(f"warning: the library also holds {len(others)} other file(s) ({', '.join(others)}); "
+              "BM25 counts their words too, so these numbers are not the bench's: use an empty "
+              "HEARTH_BENCH_DOCS home or remove them")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
