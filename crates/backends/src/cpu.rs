@@ -116,7 +116,7 @@ impl Backend for CpuBackend {
         };
         let stats = self.model.generate_text(&tokens, options, on_text)?;
         let prefill_rate =
-            (stats.prefill_secs > 0.0).then(|| stats.prompt_tokens as f64 / stats.prefill_secs);
+            (stats.prefill_secs > 0.0).then(|| stats.prefilled_tokens as f64 / stats.prefill_secs);
         Ok(Generation {
             prompt_tokens: TokenCount {
                 tokens: stats.prompt_tokens,
@@ -130,6 +130,7 @@ impl Backend for CpuBackend {
             timings: BackendTimings {
                 load_secs: None,
                 prefill_secs: Some(stats.prefill_secs),
+                prefill_tokens: Some(stats.prefilled_tokens),
                 prefill_tokens_per_s: prefill_rate,
                 decode_secs: Some(stats.decode_secs),
                 decode_tokens_per_s: stats.decode_tokens_per_sec(),

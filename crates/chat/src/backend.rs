@@ -163,7 +163,12 @@ pub struct BackendTimings {
     pub load_secs: Option<f64>,
     /// Seconds spent reading the prompt.
     pub prefill_secs: Option<f64>,
-    /// Prompt tokens per second.
+    /// Prompt tokens run through the model in those seconds; the others' keys and values were
+    /// kept from earlier turns (Hearth's engine keeps them, see its `kv_store`). None when the
+    /// backend does not say.
+    #[serde(default)]
+    pub prefill_tokens: Option<usize>,
+    /// Prompt tokens read per second (of those run through the model).
     pub prefill_tokens_per_s: Option<f64>,
     /// Seconds spent writing the answer.
     pub decode_secs: Option<f64>,
