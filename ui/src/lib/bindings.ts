@@ -134,7 +134,13 @@ load_secs: number | null,
  */
 prefill_secs: number | null, 
 /**
- * Prompt tokens per second.
+ * Prompt tokens run through the model in those seconds; the others' keys and values were
+ * kept from earlier turns (Hearth's engine keeps them, see its `kv_store`). None when the
+ * backend does not say.
+ */
+prefill_tokens: number | null, 
+/**
+ * Prompt tokens read per second (of those run through the model).
  */
 prefill_tokens_per_s: number | null, 
 /**

@@ -395,6 +395,8 @@ export const de: Translation = {
   'receipt.length': 'Länge',
   'receipt.lengthExact': '{written} Tokens geschrieben (etwa {words} Wörter), {read} gelesen',
   'receipt.lengthAbout': 'etwa {written} Tokens geschrieben (etwa {words} Wörter), etwa {read} gelesen',
+  'receipt.kept': 'Wiederverwendet',
+  'receipt.keptText': '{read, plural, one {# neues Token gelesen} other {# neue Tokens gelesen}}, {kept} aus früheren Runden behalten',
   'receipt.leftOut': 'Weggelassen',
   'receipt.leftOutText': '{count, plural, one {die älteste Nachricht, damit die Unterhaltung ins Gedächtnis des Modells passt} other {die # ältesten Nachrichten, damit die Unterhaltung ins Gedächtnis des Modells passt}}',
   'receipt.technical': 'Technische Details',

@@ -417,6 +417,8 @@ export const en = {
   'receipt.length': 'Length',
   'receipt.lengthExact': '{written} tokens written (about {words} words), {read} read',
   'receipt.lengthAbout': 'about {written} tokens written (about {words} words), about {read} read',
+  'receipt.kept': 'Reused',
+  'receipt.keptText': '{read, plural, one {# new token read} other {# new tokens read}}, {kept} kept from earlier turns',
   'receipt.leftOut': 'Left out',
   'receipt.leftOutText': "{count, plural, one {the oldest message, so the conversation fits the model's memory} other {the # oldest messages, so the conversation fits the model's memory}}",
   'receipt.technical': 'Technical details',

@@ -395,6 +395,8 @@ export const es: Translation = {
   'receipt.length': 'Longitud',
   'receipt.lengthExact': '{written} tokens escritos (unas {words} palabras), {read} leídos',
   'receipt.lengthAbout': 'unos {written} tokens escritos (unas {words} palabras), unos {read} leídos',
+  'receipt.kept': 'Reutilizado',
+  'receipt.keptText': '{read, plural, one {# token nuevo leído} other {# tokens nuevos leídos}}, {kept} conservados de turnos anteriores',
   'receipt.leftOut': 'Omitidos',
   'receipt.leftOutText': '{count, plural, one {el mensaje más antiguo, para que la conversación quepa en la memoria del modelo} other {los # mensajes más antiguos, para que la conversación quepa en la memoria del modelo}}',
   'receipt.technical': 'Detalles técnicos',

@@ -396,6 +396,8 @@ export const fr: Translation = {
   'receipt.length': 'Longueur',
   'receipt.lengthExact': '{written} jetons écrits (environ {words} mots), {read} lus',
   'receipt.lengthAbout': 'environ {written} jetons écrits (environ {words} mots), environ {read} lus',
+  'receipt.kept': 'Réutilisé',
+  'receipt.keptText': '{read, plural, one {# nouveau jeton lu} other {# nouveaux jetons lus}}, {kept} conservés des tours précédents',
   'receipt.leftOut': 'Omis',
   'receipt.leftOutText': '{count, plural, one {le message le plus ancien, pour que la conversation tienne dans la mémoire du modèle} other {les # messages les plus anciens, pour que la conversation tienne dans la mémoire du modèle}}',
   'receipt.technical': 'Détails techniques',

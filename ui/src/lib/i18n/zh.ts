@@ -387,6 +387,8 @@ export const zh: Translation = {
   'receipt.length': '长度',
   'receipt.lengthExact': '写了 {written} 个词元（约 {words} 个词），读了 {read} 个',
   'receipt.lengthAbout': '写了约 {written} 个词元（约 {words} 个词），读了约 {read} 个',
+  'receipt.kept': '复用',
+  'receipt.keptText': '{read, plural, other {新读了 # 个词元}}，{kept} 个沿用之前轮次的计算',
   'receipt.leftOut': '略去',
   'receipt.leftOutText': '{count, plural, other {最早的 # 条消息，以便对话装进模型的记忆}}',
   'receipt.technical': '技术细节',
