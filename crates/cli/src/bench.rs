@@ -103,6 +103,14 @@ pub struct Args {
     /// repetition prefills `--prompt` tokens, then runs `--generate` pairs of steps.
     #[arg(long, value_name = "VARIANT", conflicts_with = "repeat_task")]
     ab: Option<String>,
+    /// With `--ab`: alternate whole prefills of `--prompt` tokens from an empty context instead
+    /// of decode steps (`--repetitions` pairs).
+    #[arg(long, requires = "ab")]
+    ab_prefill: bool,
+    /// Attention's products for a quantized model: bf16 (BF16 dot products with f32 sums,
+    /// where the level has them) or f32 (exact) [default: bf16 where it is faster here].
+    #[arg(long, value_name = "PRODUCTS")]
+    attention: Option<String>,
     /// Be one of those busy processes (what `--busy` starts).
     #[arg(long, hide = true)]
     busy_loop: bool,
@@ -199,6 +207,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--attention`: Some(true) for bf16, Some(false) for f32, None for the default.
+fn bf16_attention(products: Option<&str>) -> anyhow::Result<Option<bool>> {
+    match products {
+        None => Ok(None),
+        Some("bf16") => Ok(Some(true)),
+        Some("f32") => Ok(Some(false)),
+        Some(other) => bail!("--attention {other:?}: use bf16 or f32"),
+    }
+}
+
 /// The `--kernel` level, or the best this CPU has; an error names what it can run instead.
 fn kernel_level(name: Option<&str>) -> anyhow::Result<KernelLevel> {
     let level = match name {
@@ -225,6 +243,8 @@ struct Runs {
     /// Threads taking part at the end of each timed repetition.
     active_threads: Vec<usize>,
     kv_cache_bytes: usize,
+    /// Whether attention's products were BF16 (else f32).
+    bf16_attention: bool,
     weights_memory: WeightsMemory,
     peak_memory: Option<u64>,
     /// With `--repeat-task`: the task that repeats text, then the one that does not.
@@ -310,6 +330,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
             fixed_threads: args.fixed_threads,
             map_weights: args.map_weights,
             kernel: Some(level),
+            bf16_attention: bf16_attention(args.attention.as_deref())?,
             ..LoadOptions::default()
         },
     )
@@ -374,6 +395,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         decode,
         active_threads,
         kv_cache_bytes: model.kv_cache_bytes(),
+        bf16_attention: model.bf16_attention(),
         weights_memory: model.weights_memory(),
         peak_memory: peak_rss_bytes(),
         tasks,
@@ -484,11 +506,16 @@ impl Summary {
     }
 
     /// The fastest prefill of `tokens` tokens the peaks allow, in tokens per second: its
-    /// matmuls at the int8 peak plus its attention at the f32 peak, nothing else.
+    /// matmuls at the int8 peak plus its attention at the peak of its products (f32, or BF16
+    /// dot products), nothing else.
     fn prefill_ceiling_tps(&self, tokens: usize) -> Option<f64> {
-        let (int8, f32) = (self.peak.int8.as_ref()?, self.peak.f32.as_ref()?);
+        let int8 = self.peak.int8.as_ref()?;
+        let products = match self.runs.bf16_attention {
+            true => self.peak.bf16.as_ref()?,
+            false => self.peak.f32.as_ref()?,
+        };
         let matmul = (tokens * self.footprint.matmul_macs_per_token) as f64 / (int8.gmacs * 1e9);
-        let attention = self.footprint.attention_macs(tokens) / (f32.gmacs * 1e9);
+        let attention = self.footprint.attention_macs(tokens) / (products.gmacs * 1e9);
         Some(tokens as f64 / (matmul + attention))
     }
 
@@ -503,6 +530,7 @@ impl Summary {
             "active_threads_samples": runs.active_threads,
             "busy_processes": args.busy,
             "kernel_level": self.level.name(),
+            "attention_products": if runs.bf16_attention { "bf16" } else { "f32" },
             "prompt_tokens": args.prompt,
             "generated_tokens": args.generate,
             "repetitions": args.repetitions.max(1),
@@ -633,6 +661,9 @@ impl Summary {
         };
         writeln!(out, "peak f32 mul-add  {}", rate(&self.peak.f32))?;
         writeln!(out, "peak int8 mul-add {}", rate(&self.peak.int8))?;
+        if self.peak.bf16.is_some() {
+            writeln!(out, "peak bf16 mul-add {}", rate(&self.peak.bf16))?;
+        }
         let macs = self.footprint.matmul_macs_per_token;
         match self.prefill_matmul_fraction() {
             Some(fraction) => writeln!(
@@ -656,9 +687,14 @@ impl Summary {
                 out,
                 "prefill ceiling  {here:.1} tok/s at {} tokens (measured: {:.0}% of it), \
                  {long:.1} tok/s at {CEILING_PROMPT} (matmuls at the int8 peak, attention at \
-                 the f32 peak)",
+                 the {} peak)",
                 args.prompt,
-                self.prefill_tps() / here * 100.0
+                self.prefill_tps() / here * 100.0,
+                if self.runs.bf16_attention {
+                    "bf16"
+                } else {
+                    "f32"
+                }
             )?;
         }
         Ok(())

@@ -49,6 +49,11 @@ pub struct LoadOptions {
     /// caller reads any override (`--kernel`, `HEARTH_KERNEL`) and passes it here. By default,
     /// the best level this CPU supports.
     pub kernel: Option<KernelLevel>,
+    /// Whether attention over a quantized model's cache multiplies in BF16 with f32 sums
+    /// (where the level has BF16 dot products; a dense model is always exact). By default, where
+    /// that is faster than f32 on this CPU (`cpu::peak::bf16_dot_pays`); for benchmarks and
+    /// fidelity checks.
+    pub bf16_attention: Option<bool>,
     /// Bytes of memory for the keys and values of sequences the model ran before (the KV
     /// store: conversations switched away from, kept so that coming back prefills only what
     /// changed; see `kv_store`). 0 keeps none. By default, four times the KV cache (four full
@@ -203,6 +208,12 @@ impl Model {
     /// The model's configuration (`config.json`).
     pub fn config(&self) -> &ModelConfig {
         &self.runner.config
+    }
+
+    /// Whether this model's attention multiplies in BF16 ([`LoadOptions::bf16_attention`]):
+    /// a quantized model whose context asks for it at a level that has it.
+    pub fn bf16_attention(&self) -> bool {
+        self.info.weight_format == "q4nx" && self.runner.cpu.bf16_attention()
     }
 
     /// Threads this model's kernels run on (its own pool).
@@ -480,7 +491,11 @@ fn cpu_context(dir: &Path, options: &LoadOptions) -> Result<CpuContext, Error> {
     } else {
         ThreadPool::new(threads)
     };
-    Ok(CpuContext::with_pool(pool, level))
+    let mut cpu = CpuContext::with_pool(pool, level);
+    if let Some(bf16) = options.bf16_attention {
+        cpu.set_bf16_attention(bf16);
+    }
+    Ok(cpu)
 }
 
 /// The most memory the KV cache of one model may take (64 GiB): a context needing more is

@@ -33,13 +33,16 @@ pub enum Variant {
     Kernel([KernelLevel; 2]),
     /// `threads=A,B`: two thread counts, at the same kernel level.
     Threads([usize; 2]),
+    /// `attention=A,B`: attention's products in BF16 (`bf16`) or f32 (`f32`), on the same
+    /// threads and level (a quantized model's; a dense model's attention is exact either way).
+    Attention([bool; 2]),
 }
 
 impl Variant {
     /// Parses `kernel=A,B` or `threads=A,B`; an error says what is accepted.
     pub fn parse(text: &str) -> anyhow::Result<Variant> {
-        let usage =
-            "use kernel=A,B (e.g. kernel=avx512vnni,avx2) or threads=A,B (e.g. threads=1,2)";
+        let usage = "use kernel=A,B (e.g. kernel=avx512vnni,avx2), threads=A,B (e.g. \
+                     threads=1,2) or attention=A,B (bf16 or f32)";
         let Some((switch, values)) = text.split_once('=') else {
             bail!("--ab {text:?}: {usage}");
         };
@@ -61,6 +64,16 @@ impl Variant {
                 };
                 Ok(Variant::Threads([count(a)?, count(b)?]))
             }
+            "attention" => {
+                let bf16 = |v: &str| match v {
+                    "bf16" => Ok(true),
+                    "f32" => Ok(false),
+                    _ => Err(anyhow::anyhow!(
+                        "--ab {text:?}: {v:?} is not bf16 or f32 (attention's products)"
+                    )),
+                };
+                Ok(Variant::Attention([bf16(a)?, bf16(b)?]))
+            }
             other => bail!("--ab {text:?}: unknown switch {other:?}: {usage}"),
         }
     }
@@ -70,6 +83,7 @@ impl Variant {
         match self {
             Variant::Kernel(_) => "kernel",
             Variant::Threads(_) => "threads",
+            Variant::Attention(_) => "attention",
         }
     }
 
@@ -78,16 +92,19 @@ impl Variant {
         match self {
             Variant::Kernel(levels) => levels.map(|l| l.name().to_owned()),
             Variant::Threads(counts) => counts.map(|n| n.to_string()),
+            Variant::Attention(bf16) => bf16.map(|b| if b { "bf16" } else { "f32" }.to_owned()),
         }
     }
 }
 
-/// The contexts the two sides compute with: one pool for both sides whose level is set before
-/// each step (`kernel=`), or a pool per side (`threads=`).
+/// The contexts the two sides compute with: one pool for both sides whose level or attention
+/// products are set before each step (`kernel=`, `attention=`), or a pool per side (`threads=`).
 struct Contexts {
     cpus: Vec<CpuContext>,
     /// Each side's level, when the sides share `cpus[0]`.
     levels: Option<[KernelLevel; 2]>,
+    /// Each side's attention products (BF16 or not), when the sides share `cpus[0]`.
+    bf16: Option<[bool; 2]>,
 }
 
 impl Contexts {
@@ -100,6 +117,7 @@ impl Contexts {
             Variant::Kernel(levels) => Contexts {
                 cpus: vec![CpuContext::with_pool(pool(threads), levels[0])],
                 levels: Some(levels),
+                bf16: None,
             },
             Variant::Threads(counts) => Contexts {
                 cpus: counts
@@ -107,19 +125,30 @@ impl Contexts {
                     .map(|&n| CpuContext::with_pool(pool(n), level))
                     .collect(),
                 levels: None,
+                bf16: None,
+            },
+            Variant::Attention(bf16) => Contexts {
+                cpus: vec![CpuContext::with_pool(pool(threads), level)],
+                levels: None,
+                bf16: Some(bf16),
             },
         }
     }
 
     /// The context of side `side` (0 for A, 1 for B), set up for it.
     fn side(&mut self, side: usize) -> &mut CpuContext {
-        match self.levels {
-            Some(levels) => {
+        match (self.levels, self.bf16) {
+            (Some(levels), _) => {
                 let cpu = &mut self.cpus[0];
                 cpu.set_level(levels[side]);
                 cpu
             }
-            None => &mut self.cpus[side],
+            (None, Some(bf16)) => {
+                let cpu = &mut self.cpus[0];
+                cpu.set_bf16_attention(bf16[side]);
+                cpu
+            }
+            (None, None) => &mut self.cpus[side],
         }
     }
 }
@@ -162,13 +191,22 @@ pub fn run(
     .with_context(|| format!("could not load the model in {}", dir.display()))?;
     let mut contexts = Contexts::new(variant, threads, level, args.fixed_threads);
     let busy = BusyLoops::start(args.busy)?;
-    let pairs = alternate(
-        &mut model,
-        &mut contexts,
-        args.prompt,
-        steps,
-        args.repetitions.max(1),
-    );
+    let pairs = if args.ab_prefill {
+        alternate_prefills(
+            &mut model,
+            &mut contexts,
+            args.prompt,
+            args.repetitions.max(1),
+        )
+    } else {
+        alternate(
+            &mut model,
+            &mut contexts,
+            args.prompt,
+            steps,
+            args.repetitions.max(1),
+        )
+    };
     drop(busy);
     let pairs = pairs?;
 
@@ -222,6 +260,36 @@ fn alternate(
     Ok(pairs)
 }
 
+/// `--ab-prefill`: a warm-up, then `repetitions` pairs of `prompt`-token prefills from an empty
+/// context, A and B alternating (B first in every other pair), each timed whole.
+fn alternate_prefills(
+    model: &mut Model,
+    contexts: &mut Contexts,
+    prompt: usize,
+    repetitions: usize,
+) -> anyhow::Result<Pairs> {
+    let vocab = model.config().vocab_size;
+    let tokens = prompt_tokens(prompt.max(1), vocab, 7);
+    for side in [0, 1] {
+        model.feed_with(&tokens[..tokens.len().min(64)], true, contexts.side(side))?;
+    }
+    let mut pairs = Pairs::default();
+    for pair in 0..repetitions {
+        let order = if pair % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut secs = [0.0; 2];
+        for side in order {
+            let cpu = contexts.side(side);
+            let start = Instant::now();
+            model.feed_with(&tokens, true, cpu)?;
+            secs[side] = start.elapsed().as_secs_f64();
+        }
+        pairs.a.push(secs[0]);
+        pairs.b.push(secs[1]);
+        tracing::info!(pair, "bench --ab --ab-prefill pair");
+    }
+    Ok(pairs)
+}
+
 /// The JSON object `--ab --json` prints.
 fn json(
     variant: Variant,
@@ -234,6 +302,7 @@ fn json(
     let [a, b] = variant.sides();
     serde_json::json!({
         "ab": variant.switch(),
+        "timed": if args.ab_prefill { "prefill" } else { "decode step" },
         "a": a,
         "b": b,
         "threads": threads,
@@ -273,20 +342,33 @@ fn write_table(
         Variant::Kernel(_) if threads == 1 => "1 thread".to_owned(),
         Variant::Kernel(_) => format!("{threads} threads"),
         Variant::Threads(_) => format!("kernels {level}"),
+        Variant::Attention(_) => format!("{threads} threads, kernels {level}"),
     };
     if args.busy > 0 {
         setting += &format!(", {} busy processes beside", args.busy);
     }
-    writeln!(
-        out,
-        "{switch}={a} against {switch}={b}, alternated step by step ({setting}; {} pairs \
-         after {}-token prompts, {} repetitions)",
-        pairs.a.len(),
-        args.prompt,
-        args.repetitions.max(1)
-    )?;
-    writeln!(out, "A {switch}={a:<12} {a_ms:.2} ms per step (median)")?;
-    writeln!(out, "B {switch}={b:<12} {b_ms:.2} ms per step (median)")?;
+    let unit = if args.ab_prefill {
+        writeln!(
+            out,
+            "{switch}={a} against {switch}={b}, alternated prefill by prefill ({setting}; {} \
+             pairs of {}-token prefills)",
+            pairs.a.len(),
+            args.prompt,
+        )?;
+        "prefill"
+    } else {
+        writeln!(
+            out,
+            "{switch}={a} against {switch}={b}, alternated step by step ({setting}; {} pairs \
+             after {}-token prompts, {} repetitions)",
+            pairs.a.len(),
+            args.prompt,
+            args.repetitions.max(1)
+        )?;
+        "step"
+    };
+    writeln!(out, "A {switch}={a:<12} {a_ms:.2} ms per {unit} (median)")?;
+    writeln!(out, "B {switch}={b:<12} {b_ms:.2} ms per {unit} (median)")?;
     writeln!(
         out,
         "A is {:.3}x as fast as B (median of per-pair ratios; quartiles {:.3} to {:.3})",

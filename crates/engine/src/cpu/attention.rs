@@ -89,6 +89,7 @@ pub fn causal_attention(
     let group_dim = heads / kv_heads * head_dim;
     let out_ptr = SharedMut(out.as_mut_ptr());
     let level = cpu.level();
+    let bf16 = cpu.bf16_attention();
     let tiles = tokens.div_ceil(TILE);
     cpu.pool().run(tiles * kv_heads, &|job| {
         // The last tiles first: they attend over the most positions, and the short ones that
@@ -120,6 +121,7 @@ pub fn causal_attention(
             let head = KvHead {
                 cache,
                 level,
+                bf16,
                 layer,
                 kv_head,
             };
@@ -158,16 +160,20 @@ const POSITIONS: usize = 16 * KEY_BLOCK;
 struct Scratch {
     /// `[token][head][position]` scores, then weights; rows padded to whole key blocks.
     scores: Vec<f32>,
+    /// The BF16 pairs of a pass with BF16 products ([`bf16`]).
+    pairs: bf16::Pairs,
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// One KV head of one layer of the cache, read with the kernels `level` allows.
+/// One KV head of one layer of the cache, read with the kernels `level` allows (BF16
+/// products if `bf16` and the cache is f16: [`bf16`]).
 struct KvHead<'c> {
     cache: &'c KvCache,
     level: KernelLevel,
+    bf16: bool,
     layer: usize,
     kv_head: usize,
 }
@@ -204,6 +210,12 @@ impl Width {
 /// All query heads of one KV head for the tile's tokens, with the widest kernels the cache
 /// reader's level allows.
 fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scratch: &mut Scratch) {
+    #[cfg(target_arch = "x86_64")]
+    if kv.bf16 && bf16::applies(shape, kv.cache) {
+        if let Some(kernels) = wide::Avx512Bf16::detect() {
+            return bf16::attend_group(kernels, shape, tile, kv, scratch);
+        }
+    }
     match Width::for_level(kv.level) {
         #[cfg(target_arch = "x86_64")]
         Width::Avx512 => {
@@ -269,7 +281,7 @@ fn attend_heads<const G: usize, E: Value>(
     // Token `i` of the tile attends over `tile.first + i + 1` positions.
     let longest = tile.first + tile.q.len();
     let stride = longest.next_multiple_of(KEY_BLOCK);
-    let Scratch { scores } = scratch;
+    let Scratch { scores, .. } = scratch;
     let pass = G * hd;
     let group_dim = tile.q.first().map_or(0, |q| q.len());
     for heads in (0..group_dim).step_by(pass) {
@@ -483,13 +495,315 @@ fn fold16(x: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
     tail.iter().fold(acc[0], |a, &b| op(a, b))
 }
 
+/// Attention with BF16 products, for a quantized model (its cache is f16): the scores
+/// `q · k` and the weighted sum of values multiply BF16 numbers and add in f32, 32 products per
+/// `vdpbf16ps` instead of 16 per f32 multiply-add, which is what a long prompt's prefill spends
+/// its attention time on. A dense model's cache is f32 and its attention stays exact.
+///
+/// The queries, keys, values and softmax weights are rounded to BF16 (to nearest even, as
+/// `vcvtne2ps2bf16` does: 8 significant bits, a relative error of at most 2^-9 each) and paired
+/// along the sum: `(q[d], q[d + 1])` with `(k[d][p], k[d + 1][p])` for a score, `(w[p],
+/// w[p + 1])` with `(v[p][c], v[p + 1][c])` for an output. Each pair is added as
+/// `vdpbf16ps` does (Intel's definition, checked on the hardware): the odd product, then the
+/// even one, each a fused multiply-add rounded to nearest even, with subnormal inputs read as
+/// zero and subnormal results flushed to zero ([`dot2`]). Scores and softmax stay f32.
+///
+/// [`Portable`] is the twin of the AVX-512 BF16 kernels, bit for bit (tested). Each token's
+/// sums run over its own positions in the same order as alone, as in the f32 path, so a
+/// prefill still gives what one token at a time would. The error against the f32 path is
+/// bounded in the tests and measured on models in bench/README.md.
+mod bf16 {
+    use half::f16;
+
+    use super::{
+        AttentionShape, KvCache, KvHead, KvPrecision, Scratch, Tile, KEY_BLOCK, POSITIONS,
+    };
+
+    /// Whether BF16 products apply: an f16 cache (a quantized model), heads of an even size
+    /// (the products go in pairs along it).
+    pub(super) fn applies(shape: AttentionShape, cache: &KvCache) -> bool {
+        cache.precision() == KvPrecision::F16 && shape.head_dim.is_multiple_of(2)
+    }
+
+    /// `x` rounded to BF16 as `vcvtne2ps2bf16` rounds it: to nearest even, a subnormal to
+    /// zero of its sign, a NaN to a quiet NaN.
+    pub(super) fn to_bf16(x: f32) -> u16 {
+        let bits = x.to_bits();
+        if x.is_nan() {
+            return ((bits >> 16) | 0x40) as u16;
+        }
+        if x.is_subnormal() {
+            return ((bits >> 16) & 0x8000) as u16;
+        }
+        ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+    }
+
+    /// Two values as one pair: the first in the low half, as `vdpbf16ps` reads element `2i`.
+    pub(super) fn pair(low: f32, high: f32) -> u32 {
+        u32::from(to_bf16(low)) | u32::from(to_bf16(high)) << 16
+    }
+
+    /// An f32 as `vdpbf16ps` reads it: a subnormal is zero of its sign.
+    fn daz(x: f32) -> f32 {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    }
+
+    /// One lane of `vdpbf16ps`: `acc + a.1 · b.1`, then `+ a.0 · b.0`, each a fused
+    /// multiply-add with subnormal inputs read as zero and a subnormal result flushed to zero.
+    #[inline(always)]
+    pub(super) fn dot2(acc: f32, a: u32, b: u32) -> f32 {
+        let half = |pair: u32, shift: u32| daz(f32::from_bits((pair >> shift) << 16));
+        let step = |acc: f32, shift| daz(half(a, shift).mul_add(half(b, shift), daz(acc)));
+        step(step(acc, 16), 0)
+    }
+
+    /// The BF16 pairs of one pass, rebuilt for each pass (no allocation once warm).
+    #[derive(Default)]
+    pub(super) struct Pairs {
+        /// `[token][head][head_dim / 2]`: `(q[d], q[d + 1])`.
+        q: Vec<u32>,
+        /// One run of keys, `[block][head_dim / 2][KEY_BLOCK]`: `(k[d][p], k[d + 1][p])`.
+        keys: Vec<u32>,
+        /// One run of values, `[positions / 2][head_dim]`: `(v[p][c], v[p + 1][c])`, the last
+        /// pair of an odd run completed with zero.
+        values: Vec<u32>,
+        /// `[token][head][stride / 2]`: `(w[p], w[p + 1])`, zero past the token's positions.
+        weights: Vec<u32>,
+    }
+
+    /// The BF16 steps of a pass at one width. Every implementation gives the same bits.
+    pub(super) trait Kernels: Copy {
+        /// `keys` (`[block][head_dim][KEY_BLOCK]`) as pairs along `d` into `out`.
+        fn key_pairs(self, keys: &[f16], head_dim: usize, out: &mut Vec<u32>);
+
+        /// `values` (`[positions][head_dim]`) as pairs of positions into `out`.
+        fn value_pairs(self, values: &[f16], head_dim: usize, out: &mut Vec<u32>);
+
+        /// `scores[g * stride + first + j] = (Σ over pairs of d of dot2) · scale` for the
+        /// positions `j` of the key blocks of `keys` (pairs, as [`Pairs::keys`]); `q` is
+        /// `[G][head_dim / 2]`.
+        fn scores<const G: usize>(
+            self,
+            q: &[u32],
+            keys: &[u32],
+            scale: f32,
+            scores: &mut [f32],
+            stride: usize,
+            first: usize,
+        );
+
+        /// `out[g][c] = dot2(out[g][c], values[p2][c], weights[g * half_stride + first + p2])`
+        /// for each pair of positions `p2` of `values` (as [`Pairs::values`]) in order.
+        fn weighted_values<const G: usize>(
+            self,
+            weights: &[u32],
+            half_stride: usize,
+            first: usize,
+            values: &[u32],
+            out: &mut [f32],
+        );
+
+        /// [`softmax`], compiled for this width.
+        fn softmax(self, x: &mut [f32]);
+    }
+
+    /// Plain Rust, the twin of the AVX-512 BF16 kernels that the tests check them against (no
+    /// level runs it: a level without BF16 dot products keeps attention in f32).
+    #[cfg(test)]
+    #[derive(Clone, Copy)]
+    pub(super) struct Portable;
+
+    #[cfg(test)]
+    impl Kernels for Portable {
+        fn key_pairs(self, keys: &[f16], hd: usize, out: &mut Vec<u32>) {
+            out.clear();
+            for block in keys.chunks_exact(hd * KEY_BLOCK) {
+                for d in (0..hd).step_by(2) {
+                    out.extend((0..KEY_BLOCK).map(|j| {
+                        let at = |d: usize| block[d * KEY_BLOCK + j].to_f32();
+                        pair(at(d), at(d + 1))
+                    }));
+                }
+            }
+        }
+
+        fn value_pairs(self, values: &[f16], hd: usize, out: &mut Vec<u32>) {
+            out.clear();
+            out.resize((values.len() / hd).div_ceil(2) * hd, 0);
+            value_pairs_from(values, hd, 0, out);
+        }
+
+        fn scores<const G: usize>(
+            self,
+            q: &[u32],
+            keys: &[u32],
+            scale: f32,
+            scores: &mut [f32],
+            stride: usize,
+            first: usize,
+        ) {
+            let half = q.len() / G;
+            for (b, keys) in keys.chunks_exact(half * KEY_BLOCK).enumerate() {
+                for (g, q) in q.chunks_exact(half).enumerate() {
+                    for j in 0..KEY_BLOCK {
+                        let mut acc = 0.0;
+                        for (d2, &q) in q.iter().enumerate() {
+                            acc = dot2(acc, keys[d2 * KEY_BLOCK + j], q);
+                        }
+                        scores[g * stride + first + b * KEY_BLOCK + j] = acc * scale;
+                    }
+                }
+            }
+        }
+
+        fn weighted_values<const G: usize>(
+            self,
+            weights: &[u32],
+            half_stride: usize,
+            first: usize,
+            values: &[u32],
+            out: &mut [f32],
+        ) {
+            weighted_columns(G, weights, half_stride, first, values, out, 0);
+        }
+
+        fn softmax(self, x: &mut [f32]) {
+            super::softmax(x)
+        }
+    }
+
+    /// [`Kernels::value_pairs`] for the columns `from..head_dim` of each pair, into `out`
+    /// (sized `head_dim` per pair): the twin, and the wide kernel's last columns.
+    pub(super) fn value_pairs_from(values: &[f16], hd: usize, from: usize, out: &mut [u32]) {
+        for (p2, out) in out.chunks_exact_mut(hd).enumerate() {
+            let row = |p: usize, c: usize| values.get(p * hd + c).map_or(0.0, |v| v.to_f32());
+            for (c, out) in out.iter_mut().enumerate().skip(from) {
+                *out = pair(row(2 * p2, c), row(2 * p2 + 1, c));
+            }
+        }
+    }
+
+    /// [`Kernels::weighted_values`] for the columns `from..head_dim`, one at a time.
+    pub(super) fn weighted_columns(
+        heads: usize,
+        weights: &[u32],
+        half_stride: usize,
+        first: usize,
+        values: &[u32],
+        out: &mut [f32],
+        from: usize,
+    ) {
+        let hd = out.len() / heads;
+        let pairs = values.len() / hd;
+        for (g, out) in out.chunks_exact_mut(hd).enumerate() {
+            let w = &weights[g * half_stride + first..][..pairs];
+            for (c, out) in out.iter_mut().enumerate().skip(from) {
+                for (&w, row) in w.iter().zip(values.chunks_exact(hd)) {
+                    *out = dot2(*out, row[c], w);
+                }
+            }
+        }
+    }
+
+    /// The group's query heads in passes of `G` (as the f32 path), with BF16 products.
+    pub(super) fn attend_group(
+        kernels: impl Kernels,
+        shape: AttentionShape,
+        tile: Tile<'_, '_>,
+        kv: KvHead<'_>,
+        scratch: &mut Scratch,
+    ) {
+        let args = (shape, &kv, scratch);
+        match shape.heads / shape.kv_heads {
+            g if g % 8 == 0 => attend_heads::<8>(kernels, tile, args),
+            g if g % 4 == 0 => attend_heads::<4>(kernels, tile, args),
+            g if g % 3 == 0 => attend_heads::<3>(kernels, tile, args),
+            g if g % 2 == 0 => attend_heads::<2>(kernels, tile, args),
+            _ => attend_heads::<1>(kernels, tile, args),
+        }
+    }
+
+    /// [`super::attend_heads`] with BF16 products: each run of keys and values is paired once
+    /// for all the tile's tokens, then each token's sums run over its own positions.
+    fn attend_heads<const G: usize>(
+        kernels: impl Kernels,
+        tile: Tile<'_, '_>,
+        (shape, kv, scratch): (AttentionShape, &KvHead<'_>, &mut Scratch),
+    ) {
+        let hd = shape.head_dim;
+        let longest = tile.first + tile.q.len();
+        // Even (a whole number of key blocks), so pairs of positions never straddle rows.
+        let stride = longest.next_multiple_of(KEY_BLOCK);
+        let Scratch { scores, pairs } = scratch;
+        let pass = G * hd;
+        let group_dim = tile.q.first().map_or(0, |q| q.len());
+        for heads in (0..group_dim).step_by(pass) {
+            pairs.q.clear();
+            for q in tile.q {
+                let q = &q[heads..heads + pass];
+                pairs.q.extend(q.chunks_exact(2).map(|d| pair(d[0], d[1])));
+            }
+            scores.clear();
+            scores.resize(tile.q.len() * G * stride, 0.0);
+            for block in (0..longest).step_by(POSITIONS) {
+                let end = (block + POSITIONS).min(longest);
+                let rows: &[f16] = kv.cache.key_run(kv.layer, kv.kv_head, block..end);
+                kernels.key_pairs(rows, hd, &mut pairs.keys);
+                for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
+                    let positions = end.min(tile.first + i + 1).saturating_sub(block);
+                    let q = &pairs.q[i * pass / 2..][..pass / 2];
+                    let keys = &pairs.keys[..positions.div_ceil(KEY_BLOCK) * KEY_BLOCK * hd / 2];
+                    if !keys.is_empty() {
+                        kernels.scores::<G>(q, keys, shape.scale, scores, stride, block);
+                    }
+                }
+            }
+            pairs.weights.clear();
+            for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
+                let positions = tile.first + i + 1;
+                for head_scores in scores.chunks_exact_mut(stride) {
+                    let weights = &mut head_scores[..positions];
+                    kernels.softmax(weights);
+                    let w = |p: usize| weights.get(p).copied().unwrap_or(0.0);
+                    pairs
+                        .weights
+                        .extend((0..stride / 2).map(|p2| pair(w(2 * p2), w(2 * p2 + 1))));
+                }
+            }
+            for out in tile.out.iter_mut() {
+                out[heads..heads + pass].fill(0.0);
+            }
+            for block in (0..longest).step_by(POSITIONS) {
+                let end = (block + POSITIONS).min(longest);
+                let rows: &[f16] = kv.cache.value_run(kv.layer, kv.kv_head, block..end);
+                kernels.value_pairs(rows, hd, &mut pairs.values);
+                for i in 0..tile.q.len() {
+                    let positions = end.min(tile.first + i + 1).saturating_sub(block);
+                    if positions > 0 {
+                        let out = &mut tile.out[i][heads..heads + pass];
+                        let values = &pairs.values[..positions.div_ceil(2) * hd];
+                        let weights = &pairs.weights[i * G * stride / 2..][..G * stride / 2];
+                        kernels.weighted_values::<G>(weights, stride / 2, block / 2, values, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The AVX-512 and AVX2 (with FMA) kernels, fusing each multiply-add as the portable code
 /// does.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
 
-    use super::{softmax, weighted_columns, Kernels, Value, KEY_BLOCK};
+    use half::f16;
+
+    use super::{bf16, softmax, weighted_columns, Kernels, Value, KEY_BLOCK};
 
     /// How far ahead of its loads a kernel asks for the cache's bytes. A decode step reads each
     /// KV head's keys, then its values, in one stream. Measured on MiniCPM5-2B's shape at 4096
@@ -636,7 +950,7 @@ mod wide {
 
     /// Checks what the unchecked loads and stores of a scores kernel rely on.
     fn check_scores<const G: usize, E>(
-        q: &[f32],
+        q: &[impl Copy],
         keys: &[E],
         scores: &[f32],
         stride: usize,
@@ -651,7 +965,7 @@ mod wide {
     /// Checks what the unchecked loads and stores of a weighted-values kernel rely on; returns
     /// the columns it covers (whole multiples of `width`).
     fn check_values<const G: usize, E>(
-        weights: &[f32],
+        weights: &[impl Copy],
         stride: usize,
         first: usize,
         values: &[E],
@@ -843,6 +1157,246 @@ mod wide {
     unsafe fn softmax_avx2(x: &mut [f32]) {
         softmax(x)
     }
+
+    /// `acc + pairs(x) · pairs(splat(*s))`, one `vdpbf16ps` that broadcasts the pair at `s` as
+    /// it loads it (as [`fmadd_splat`] does for f32). Safety: `s` is readable.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn dot_splat(acc: __m512, x: __m512i, s: *const u32) -> __m512 {
+        let mut acc = acc;
+        // SAFETY: reads the one u32 at `s` (the caller's promise); touches no memory else.
+        unsafe {
+            std::arch::asm!(
+                "vdpbf16ps {acc}, {x}, dword ptr [{s}]{{1to16}}",
+                acc = inout(zmm_reg) acc,
+                x = in(zmm_reg) x,
+                s = in(reg) s,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        acc
+    }
+
+    /// Proof that the CPU has AVX-512F, BW and BF16: only [`Avx512Bf16::detect`] makes one.
+    #[derive(Clone, Copy)]
+    pub struct Avx512Bf16(());
+
+    impl Avx512Bf16 {
+        pub fn detect() -> Option<Self> {
+            (is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512bf16"))
+            .then_some(Avx512Bf16(()))
+        }
+    }
+
+    impl bf16::Kernels for Avx512Bf16 {
+        fn key_pairs(self, keys: &[f16], hd: usize, out: &mut Vec<u32>) {
+            assert!(hd.is_multiple_of(2) && keys.len().is_multiple_of(hd * KEY_BLOCK));
+            out.clear();
+            out.resize(keys.len() / 2, 0);
+            // SAFETY: the CPU has the features (self exists); `out` holds half as many u32 as
+            // `keys` has values, a whole number of 32-value rows pairs.
+            unsafe { key_pairs_avx512(keys, out) }
+        }
+
+        fn value_pairs(self, values: &[f16], hd: usize, out: &mut Vec<u32>) {
+            assert!(hd > 0 && values.len().is_multiple_of(hd));
+            out.clear();
+            out.resize((values.len() / hd).div_ceil(2) * hd, 0);
+            let whole = hd / 16 * 16;
+            // SAFETY: the CPU has the features (self exists); the lengths were set just above.
+            unsafe { value_pairs_avx512(values, hd, whole, out) };
+            bf16::value_pairs_from(values, hd, whole, out);
+        }
+
+        fn scores<const G: usize>(
+            self,
+            q: &[u32],
+            keys: &[u32],
+            scale: f32,
+            scores: &mut [f32],
+            stride: usize,
+            first: usize,
+        ) {
+            check_scores::<G, u32>(q, keys, scores, stride, first);
+            // SAFETY: the CPU has the features (self exists); the bounds were checked just
+            // above (the same shapes as f32 scores, with `head_dim / 2` pairs).
+            unsafe { scores_bf16::<G>(q, keys, scale, scores, stride, first) }
+        }
+
+        fn weighted_values<const G: usize>(
+            self,
+            weights: &[u32],
+            half_stride: usize,
+            first: usize,
+            values: &[u32],
+            out: &mut [f32],
+        ) {
+            let whole = check_values::<G, u32>(weights, half_stride, first, values, out, 32);
+            // SAFETY: the CPU has the features (self exists); the bounds were checked just above.
+            unsafe { values_bf16::<G>(weights, half_stride, first, values, out, whole) };
+            bf16::weighted_columns(G, weights, half_stride, first, values, out, whole);
+        }
+
+        fn softmax(self, x: &mut [f32]) {
+            // SAFETY: AVX-512F is present (self exists).
+            unsafe { softmax_avx512(x) }
+        }
+    }
+
+    /// Element `2p` of a pair vector is `p` of the first row, `2p + 1` is `p` of the second.
+    const INTERLEAVE: [u16; 32] = {
+        let mut index = [0u16; 32];
+        let mut p = 0;
+        while p < 16 {
+            index[2 * p] = p as u16;
+            index[2 * p + 1] = 16 + p as u16;
+            p += 1;
+        }
+        index
+    };
+
+    /// 16 values of each of two rows as 16 pairs: widened exactly, rounded to BF16 by
+    /// `vcvtne2ps2bf16`, interleaved.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    unsafe fn pairs16(first: __m512, second: __m512) -> __m512i {
+        let index = _mm512_loadu_si512(INTERLEAVE.as_ptr().cast());
+        // The second row's values go to the upper half, the first row's to the lower.
+        let both: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(second, first));
+        _mm512_permutexvar_epi16(index, both)
+    }
+
+    /// Each two rows of 16 keys (`d` and `d + 1` of a block) into 16 pairs.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    unsafe fn key_pairs_avx512(keys: &[f16], out: &mut [u32]) {
+        let (k, o) = (keys.as_ptr(), out.as_mut_ptr());
+        for row in 0..keys.len() / 32 {
+            let at = k.add(row * 32);
+            prefetch_ahead(at);
+            // SAFETY (loads and stores): `keys` holds `32 · rows` values, `out` half as many.
+            let first = _mm512_cvtph_ps(_mm256_loadu_si256(at.cast()));
+            let second = _mm512_cvtph_ps(_mm256_loadu_si256(at.add(16).cast()));
+            _mm512_storeu_si512(o.add(row * 16).cast(), pairs16(first, second));
+        }
+    }
+
+    /// Columns `0..whole` (pieces of 16) of each pair of value rows; the second row of an odd
+    /// last pair is zero.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    unsafe fn value_pairs_avx512(values: &[f16], hd: usize, whole: usize, out: &mut [u32]) {
+        let positions = values.len() / hd;
+        let (v, o) = (values.as_ptr(), out.as_mut_ptr());
+        for p2 in 0..positions.div_ceil(2) {
+            let row = v.add(2 * p2 * hd);
+            let second = 2 * p2 + 1 < positions;
+            for column in (0..whole).step_by(16) {
+                if starts_line::<f16>(column) {
+                    prefetch_ahead(row.wrapping_add(column));
+                    prefetch_ahead(row.wrapping_add(hd + column));
+                }
+                // SAFETY (loads and stores): rows `2 p2` (and `2 p2 + 1` if `second`) are in
+                // `values`; `out` holds `hd` pairs per pair of rows.
+                let a = _mm512_cvtph_ps(_mm256_loadu_si256(row.add(column).cast()));
+                let b = if second {
+                    _mm512_cvtph_ps(_mm256_loadu_si256(row.add(hd + column).cast()))
+                } else {
+                    _mm512_setzero_ps()
+                };
+                _mm512_storeu_si512(o.add(p2 * hd + column).cast(), pairs16(a, b));
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn scores_bf16<const G: usize>(
+        q: &[u32],
+        keys: &[u32],
+        scale: f32,
+        scores: &mut [f32],
+        stride: usize,
+        first: usize,
+    ) {
+        let half = q.len() / G;
+        let block = half * KEY_BLOCK;
+        let blocks = keys.len() / block;
+        let (q, keys, scores) = (q.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
+        let scale = _mm512_set1_ps(scale);
+        // Two blocks at a time share each broadcast of q, as in the f32 kernel.
+        let mut b = 0;
+        while b + 2 <= blocks {
+            let (k0, k1) = (keys.add(b * block), keys.add((b + 1) * block));
+            let mut acc0 = [_mm512_setzero_ps(); G];
+            let mut acc1 = [_mm512_setzero_ps(); G];
+            for d2 in 0..half {
+                // SAFETY (all loads and stores): the bounds checked by `check_scores`.
+                let x0 = _mm512_loadu_si512(k0.add(d2 * KEY_BLOCK).cast());
+                let x1 = _mm512_loadu_si512(k1.add(d2 * KEY_BLOCK).cast());
+                for g in 0..G {
+                    let qd = q.add(g * half + d2);
+                    acc0[g] = dot_splat(acc0[g], x0, qd);
+                    acc1[g] = dot_splat(acc1[g], x1, qd);
+                }
+            }
+            for g in 0..G {
+                let at = scores.add(g * stride + first + b * KEY_BLOCK);
+                _mm512_storeu_ps(at, _mm512_mul_ps(acc0[g], scale));
+                _mm512_storeu_ps(at.add(KEY_BLOCK), _mm512_mul_ps(acc1[g], scale));
+            }
+            b += 2;
+        }
+        if b < blocks {
+            let k0 = keys.add(b * block);
+            let mut acc = [_mm512_setzero_ps(); G];
+            for d2 in 0..half {
+                let x0 = _mm512_loadu_si512(k0.add(d2 * KEY_BLOCK).cast());
+                for (g, acc) in acc.iter_mut().enumerate() {
+                    *acc = dot_splat(*acc, x0, q.add(g * half + d2));
+                }
+            }
+            for (g, acc) in acc.iter().enumerate() {
+                let at = scores.add(g * stride + first + b * KEY_BLOCK);
+                _mm512_storeu_ps(at, _mm512_mul_ps(*acc, scale));
+            }
+        }
+    }
+
+    /// Columns `0..whole` in pieces of 32: two vectors per head stay in registers across all
+    /// pairs of positions.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn values_bf16<const G: usize>(
+        weights: &[u32],
+        half_stride: usize,
+        first: usize,
+        values: &[u32],
+        out: &mut [f32],
+        whole: usize,
+    ) {
+        let hd = out.len() / G;
+        let pairs = values.len() / hd;
+        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        for column in (0..whole).step_by(32) {
+            // SAFETY (all loads and stores): the bounds checked by `check_values`.
+            let mut lo: [__m512; G] =
+                std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column)));
+            let mut hi: [__m512; G] =
+                std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column + 16)));
+            for p2 in 0..pairs {
+                let v0 = _mm512_loadu_si512(v.add(p2 * hd + column).cast());
+                let v1 = _mm512_loadu_si512(v.add(p2 * hd + column + 16).cast());
+                for g in 0..G {
+                    let wg = w.add(g * half_stride + first + p2);
+                    lo[g] = dot_splat(lo[g], v0, wg);
+                    hi[g] = dot_splat(hi[g], v1, wg);
+                }
+            }
+            for g in 0..G {
+                _mm512_storeu_ps(o.add(g * hd + column), lo[g]);
+                _mm512_storeu_ps(o.add(g * hd + column + 16), hi[g]);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -910,6 +1464,7 @@ mod tests {
                     let head = KvHead {
                         cache: &cache,
                         level: KernelLevel::Scalar,
+                        bf16: false,
                         layer: 0,
                         kv_head,
                     };
@@ -992,7 +1547,8 @@ mod tests {
             }
             let expected = reference(shape, &q, tokens, start, &k, &v);
             for threads in [1, 3] {
-                let cpu = CpuContext::best(threads);
+                let mut cpu = CpuContext::best(threads);
+                cpu.set_bf16_attention(false);
                 let mut out = vec![f32::NAN; q.len()];
                 causal_attention(&cpu, shape, &q, tokens, start, &cache, 1, &mut out);
                 for (a, b) in out.iter().zip(&expected) {
@@ -1015,7 +1571,8 @@ mod tests {
     }
 
     /// The level a context is made with reaches the kernels (and the f16 widening of the cache),
-    /// and every level gives the portable kernels' result bit for bit.
+    /// and every level gives the portable kernels' result bit for bit (f32 products; BF16
+    /// products against their twin: `bf16_kernels_compute_exactly_what_their_twin_does`).
     #[test]
     fn every_level_gives_the_scalar_levels_result_exactly() {
         // Passes of 4 heads, and of 3 (SmolLM2's 9 heads over 3).
@@ -1048,7 +1605,8 @@ mod tests {
             }
             let run = |level| {
                 let mut out = vec![f32::NAN; q.len()];
-                let cpu = CpuContext::new(2, level);
+                let mut cpu = CpuContext::new(2, level);
+                cpu.set_bf16_attention(false);
                 causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut out);
                 out
             };
@@ -1094,8 +1652,12 @@ mod tests {
             let q: Vec<f32> = (0..tokens * q_dim)
                 .map(|i| (i as f32 * 0.23).cos())
                 .collect();
-            for level in KernelLevel::supported() {
-                let cpu = CpuContext::new(2, level);
+            for (level, bf16) in KernelLevel::supported()
+                .into_iter()
+                .flat_map(|level| [(level, false), (level, true)])
+            {
+                let mut cpu = CpuContext::new(2, level);
+                cpu.set_bf16_attention(bf16);
                 let mut tiled = vec![f32::NAN; q.len()];
                 causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut tiled);
                 let mut alone = vec![f32::NAN; q.len()];
@@ -1107,7 +1669,11 @@ mod tests {
                     causal_attention(&cpu, shape, q, 1, start + t, &cache, 0, out);
                 }
                 assert!(alone.iter().all(|x| x.is_finite()));
-                assert_eq!(tiled, alone, "{level}, {tokens} tokens from {start}");
+                let products = if cpu.bf16_attention() { "bf16" } else { "f32" };
+                assert_eq!(
+                    tiled, alone,
+                    "{level} {products}, {tokens} tokens from {start}"
+                );
             }
         }
     }
@@ -1174,11 +1740,318 @@ mod tests {
         }
     }
 
+    /// `bf16::attend_group` with `kernels` for the tokens `start..start + tokens` (one tile),
+    /// KV head by KV head.
+    fn bf16_group(
+        kernels: impl bf16::Kernels,
+        shape: AttentionShape,
+        cache: &KvCache,
+        q: &[f32],
+        start: usize,
+    ) -> Vec<f32> {
+        let q_dim = shape.heads * shape.head_dim;
+        let group_dim = q_dim / shape.kv_heads;
+        let tokens = q.len() / q_dim;
+        assert!(tokens <= TILE);
+        let mut out = vec![f32::NAN; q.len()];
+        for kv_head in 0..shape.kv_heads {
+            let at = |t: usize| t * q_dim + kv_head * group_dim;
+            let qs: Vec<&[f32]> = (0..tokens).map(|t| &q[at(t)..][..group_dim]).collect();
+            let mut outs: Vec<Vec<f32>> = vec![vec![f32::NAN; group_dim]; tokens];
+            let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            let head = KvHead {
+                cache,
+                level: KernelLevel::Scalar,
+                bf16: true,
+                layer: 0,
+                kv_head,
+            };
+            let tile = Tile {
+                q: &qs,
+                out: &mut out_refs,
+                first: start,
+            };
+            bf16::attend_group(kernels, shape, tile, head, &mut Scratch::default());
+            for (t, o) in outs.iter().enumerate() {
+                out[at(t)..][..group_dim].copy_from_slice(o);
+            }
+        }
+        out
+    }
+
+    /// An f16 cache of `positions` rows of keys and values from `wave`.
+    fn f16_cache(shape: AttentionShape, positions: usize, scale: f32) -> KvCache {
+        let kv_dim = shape.kv_heads * shape.head_dim;
+        let mut cache = KvCache::new(
+            1,
+            positions,
+            shape.kv_heads,
+            shape.head_dim,
+            KvPrecision::F16,
+        )
+        .unwrap();
+        for p in 0..positions {
+            let row: Vec<f32> = (0..kv_dim)
+                .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin() * scale)
+                .collect();
+            let values: Vec<f32> = row.iter().map(|x| x * 0.7 - 0.1).collect();
+            cache.store(0, p, &row, &values);
+        }
+        cache
+    }
+
+    /// The AVX-512 BF16 kernels give their twin's bits: heads of 40 (a piece of 32 columns and
+    /// 8 left to the twin's code), 64 and 128, groups of 8, 4, 3, 2 and 1, tiles from the first
+    /// position and past the first run of the cache read at a time, odd and even lengths.
+    #[test]
+    fn bf16_kernels_compute_exactly_what_their_twin_does() {
+        #[cfg(target_arch = "x86_64")]
+        let Some(avx512) = wide::Avx512Bf16::detect() else {
+            return; // no BF16 dot products on this CPU
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        return;
+        #[cfg(target_arch = "x86_64")]
+        for (heads, kv_heads, head_dim) in [
+            (16, 2, 128),
+            (9, 3, 64),
+            (8, 2, 40),
+            (4, 2, 64),
+            (2, 1, 40),
+            (3, 3, 64),
+        ] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim,
+                scale: 1.0 / (head_dim as f32).sqrt(),
+            };
+            for (tokens, start) in [(TILE, 0), (1, 0), (3, 30), (5, POSITIONS + 37), (TILE, 95)] {
+                let cache = f16_cache(shape, start + tokens, 1.0);
+                let q: Vec<f32> = (0..tokens * heads * head_dim)
+                    .map(|i| (i as f32 * 0.23).cos() * 2.0)
+                    .collect();
+                let twin = bf16_group(bf16::Portable, shape, &cache, &q, start);
+                assert!(twin.iter().all(|x| x.is_finite()));
+                let wide = bf16_group(avx512, shape, &cache, &q, start);
+                assert_eq!(wide, twin, "{shape:?}, {tokens} tokens from {start}");
+            }
+        }
+    }
+
+    /// `dot2` is one lane of `vdpbf16ps` on this CPU, bit for bit, across the exponent range:
+    /// subnormal inputs and results, infinities and NaNs (as some NaN) included.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn dot2_is_what_vdpbf16ps_computes() {
+        use std::arch::x86_64::*;
+        if wide::Avx512Bf16::detect().is_none() {
+            return;
+        }
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn hardware(acc: &[f32; 16], a: &[u32; 16], b: &[u32; 16]) -> [f32; 16] {
+            let (acc, a, b) = (
+                _mm512_loadu_ps(acc.as_ptr()),
+                _mm512_loadu_si512(a.as_ptr().cast()),
+                _mm512_loadu_si512(b.as_ptr().cast()),
+            );
+            let a: __m512bh = std::mem::transmute(a);
+            let b: __m512bh = std::mem::transmute(b);
+            let sum = _mm512_dpbf16_ps(acc, a, b);
+            let mut out = [0.0; 16];
+            _mm512_storeu_ps(out.as_mut_ptr(), sum);
+            out
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // A value of a random sign, significand and exponent near `scale`'s.
+        let mut value = |scale: i32| -> f32 {
+            let r = next();
+            let exponent = (scale + (r % 24) as i32 - 12).clamp(0, 255) as u32;
+            f32::from_bits((r >> 32) as u32 & 0x807f_ffff | exponent << 23)
+        };
+        for scale in [127, 20, 5, 1, 240, 250] {
+            for _ in 0..2000 {
+                let acc: [f32; 16] = std::array::from_fn(|_| value(scale));
+                let mut half = || -> u32 { value(scale / 2 + 63).to_bits() >> 16 };
+                let a: [u32; 16] = std::array::from_fn(|_| half() | half() << 16);
+                let b: [u32; 16] = std::array::from_fn(|_| half() | half() << 16);
+                // SAFETY: the features were detected.
+                let got = unsafe { hardware(&acc, &a, &b) };
+                for i in 0..16 {
+                    let want = super::bf16::dot2(acc[i], a[i], b[i]);
+                    assert!(
+                        got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+                        "{} + {a:08x?}·{b:08x?}: {} vs {want}",
+                        acc[i],
+                        got[i]
+                    );
+                }
+            }
+        }
+    }
+
+    /// `to_bf16` rounds as `vcvtne2ps2bf16` does, on every f16 widened (what the cache holds)
+    /// and on f32 bit patterns across the range (what queries and weights are).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn to_bf16_rounds_as_the_hardware_does() {
+        use std::arch::x86_64::*;
+        if wide::Avx512Bf16::detect().is_none() {
+            return;
+        }
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn hardware(x: &[f32; 16]) -> [u16; 16] {
+            let both = _mm512_cvtne2ps_pbh(_mm512_setzero_ps(), _mm512_loadu_ps(x.as_ptr()));
+            let mut out = [0u16; 32];
+            let both: __m512i = std::mem::transmute(both);
+            _mm512_storeu_si512(out.as_mut_ptr().cast(), both);
+            std::array::from_fn(|i| out[i])
+        }
+        let halves = (0..=u16::MAX).map(|h| f16::from_bits(h).to_f32());
+        let patterns = (0..1u64 << 20).map(|i| f32::from_bits((i * 4093 + i / 7) as u32));
+        let all: Vec<f32> = halves.chain(patterns).collect();
+        for chunk in all.chunks_exact(16) {
+            let x: [f32; 16] = chunk.try_into().unwrap();
+            // SAFETY: the features were detected.
+            let got = unsafe { hardware(&x) };
+            for (x, got) in x.iter().zip(got) {
+                let want = super::bf16::to_bf16(*x);
+                let nan = |h: u16| f32::from_bits(u32::from(h) << 16).is_nan();
+                assert!(
+                    got == want || (nan(got) && nan(want)),
+                    "{x:e}: {got:04x} vs {want:04x}"
+                );
+            }
+        }
+    }
+
+    /// With BF16 products each output moves from the f32 one by at most the rounding of the
+    /// products' inputs (2^-9 each) carried through: the scores by `scale · Σ_d |q_d k_d|` times
+    /// 2^-7 (q and k rounded, with margin), which moves the softmax weights by at most twice
+    /// that relatively, and the weighted sum by `Σ_p w_p |v_p|` times that plus 2^-7 (w and v
+    /// rounded). Asserted per output on MiniCPM5-2B's and SmolLM2's head shapes, tokens past
+    /// 300 positions, and the largest share of the bound printed.
+    #[test]
+    fn bf16_products_stay_within_their_bound_of_f32() {
+        if !KernelLevel::detect().has_bf16_dot() {
+            return;
+        }
+        for (heads, kv_heads, hd) in [(16, 2, 128), (9, 3, 64)] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim: hd,
+                scale: 1.0 / (hd as f32).sqrt(),
+            };
+            let (tokens, start) = (TILE, 300);
+            let positions = start + tokens;
+            let cache = f16_cache(shape, positions, 1.5);
+            let q: Vec<f32> = (0..tokens * heads * hd)
+                .map(|i| (i as f32 * 0.23).cos() * 2.0)
+                .collect();
+            let run = |bf16: bool| {
+                let mut cpu = CpuContext::best(2);
+                cpu.set_bf16_attention(bf16);
+                let mut out = vec![f32::NAN; q.len()];
+                causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut out);
+                out
+            };
+            let (exact, bf16) = (run(false), run(true));
+            assert_ne!(exact, bf16, "BF16 products ran");
+            // The stored keys and values as f32, and the exact weights.
+            let kv_dim = kv_heads * hd;
+            let rows = |of: fn(f32) -> f32| -> Vec<f32> {
+                (0..positions * kv_dim)
+                    .map(|i| f16::from_f32(of((i as f32 * 0.37).sin() * 1.5)).to_f32())
+                    .collect()
+            };
+            let (k, v) = (rows(|x| x), rows(|x| x * 0.7 - 0.1));
+            let eps = 2f32.powi(-7);
+            let mut worst = 0.0f32;
+            for t in 0..tokens {
+                for h in 0..heads {
+                    let kvh = h / (heads / kv_heads);
+                    let qh = &q[(t * heads + h) * hd..][..hd];
+                    let key = |p: usize| &k[p * kv_dim + kvh * hd..][..hd];
+                    let score_error = (0..=start + t)
+                        .map(|p| {
+                            qh.iter()
+                                .zip(key(p))
+                                .map(|(a, b)| (a * b).abs())
+                                .sum::<f32>()
+                        })
+                        .fold(0.0, f32::max)
+                        * shape.scale
+                        * eps;
+                    let mut w: Vec<f32> = (0..=start + t)
+                        .map(|p| qh.iter().zip(key(p)).map(|(a, b)| a * b).sum::<f32>())
+                        .map(|s| s * shape.scale)
+                        .collect();
+                    softmax(&mut w);
+                    for c in 0..hd {
+                        let magnitude: f32 = w
+                            .iter()
+                            .enumerate()
+                            .map(|(p, w)| w * v[p * kv_dim + kvh * hd + c].abs())
+                            .sum();
+                        let bound = magnitude * (2.0 * score_error + eps) + 1e-6;
+                        let at = (t * heads + h) * hd + c;
+                        let error = (bf16[at] - exact[at]).abs();
+                        assert!(
+                            error <= bound,
+                            "token {t} head {h} column {c}: {error} > {bound}"
+                        );
+                        worst = worst.max(error / bound);
+                    }
+                }
+            }
+            println!("{shape:?}: the largest error is {worst:.3} of its bound");
+        }
+    }
+
+    /// A dense model's f32 cache is attended exactly whether BF16 products are allowed or not.
+    #[test]
+    fn an_f32_cache_stays_exact_with_bf16_allowed() {
+        let shape = AttentionShape {
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 64,
+            scale: 0.125,
+        };
+        let (tokens, start) = (5, 40);
+        let kv_dim = shape.kv_heads * shape.head_dim;
+        let mut cache = KvCache::new(1, start + tokens, 2, 64, KvPrecision::F32).unwrap();
+        for p in 0..start + tokens {
+            let row: Vec<f32> = (0..kv_dim)
+                .map(|i| ((p * kv_dim + i) as f32 * 0.37).sin())
+                .collect();
+            cache.store(0, p, &row, &row);
+        }
+        let q: Vec<f32> = (0..tokens * 8 * 64)
+            .map(|i| (i as f32 * 0.23).cos())
+            .collect();
+        let run = |bf16: bool| {
+            let mut cpu = CpuContext::best(2);
+            cpu.set_bf16_attention(bf16);
+            let mut out = vec![f32::NAN; q.len()];
+            causal_attention(&cpu, shape, &q, tokens, start, &cache, 0, &mut out);
+            out
+        };
+        assert_eq!(run(true), run(false));
+    }
+
     /// Not a check: times attention on MiniCPM5-2B's shape (16 query heads over 2 KV heads of
     /// 128, an f16 cache) for bench/README.md. `HEARTH_ATTENTION="P L N T"` (default
     /// `4096 42 1 2`): N tokens (1, a decode step; 64, a prefill chunk) at the end of P cached
     /// positions, in each of L layers (42 hold 180 MB: memory; 1 stays in L3), on T threads.
-    /// Prints the median of 20 runs through the layers.
+    /// Prints the median of 20 runs through the layers for f32 products and, alternating with
+    /// them, for BF16 products where this CPU has them.
     #[test]
     #[ignore = "a timing probe, run by hand: bench/README.md"]
     fn time_attention_on_minicpm5_shape() {
@@ -1203,30 +2076,35 @@ mod tests {
                 cache.store(layer, p, &row, &row);
             }
         }
-        let cpu = CpuContext::best(threads);
+        let mut cpu = CpuContext::best(threads);
         let q: Vec<f32> = (0..tokens * heads * hd)
             .map(|i| (i as f32 * 0.23).cos())
             .collect();
         let mut out = vec![0.0; q.len()];
         let start = positions - tokens;
-        let mut secs: Vec<f64> = (0..20)
-            .map(|_| {
-                let clock = std::time::Instant::now();
-                for layer in 0..layers {
-                    causal_attention(&cpu, shape, &q, tokens, start, &cache, layer, &mut out);
-                }
-                clock.elapsed().as_secs_f64()
-            })
-            .collect();
-        secs.sort_by(f64::total_cmp);
-        let median = secs[secs.len() / 2];
-        let pairs = (tokens * start + tokens * (tokens + 1) / 2) * layers;
-        let fmas = (pairs * heads * hd * 2) as f64;
-        println!(
-            "{positions} positions, {tokens} tokens, {layers} layers, {threads} threads: \
-             {:.3} ms, {:.1} G multiply-adds/s",
-            median * 1e3,
-            fmas / median / 1e9
-        );
+        // f32 and BF16 products (where this CPU has them) alternate run by run.
+        let sides = if cpu.level().has_bf16_dot() { 2 } else { 1 };
+        let mut secs = vec![Vec::new(); sides];
+        for run in 0..20 * sides {
+            cpu.set_bf16_attention(run % sides == 1);
+            let clock = std::time::Instant::now();
+            for layer in 0..layers {
+                causal_attention(&cpu, shape, &q, tokens, start, &cache, layer, &mut out);
+            }
+            secs[run % sides].push(clock.elapsed().as_secs_f64());
+        }
+        for (side, secs) in secs.iter_mut().enumerate() {
+            secs.sort_by(f64::total_cmp);
+            let median = secs[secs.len() / 2];
+            let pairs = (tokens * start + tokens * (tokens + 1) / 2) * layers;
+            let fmas = (pairs * heads * hd * 2) as f64;
+            println!(
+                "{positions} positions, {tokens} tokens, {layers} layers, {threads} threads, \
+                 {} products: {:.3} ms, {:.1} G multiply-adds/s",
+                ["f32", "bf16"][side],
+                median * 1e3,
+                fmas / median / 1e9
+            );
+        }
     }
 }

@@ -7,11 +7,13 @@
 use super::level::KernelLevel;
 use super::pool::ThreadPool;
 
-/// The threads and the kernel level of one model.
+/// The threads and the kernel level of one model, and whether its attention may use BF16 dot
+/// products.
 #[derive(Debug)]
 pub struct CpuContext {
     pool: ThreadPool,
     level: KernelLevel,
+    bf16_attention: bool,
 }
 
 impl CpuContext {
@@ -35,7 +37,11 @@ impl CpuContext {
             level.is_supported(),
             "this CPU cannot run the {level} kernels"
         );
-        CpuContext { pool, level }
+        CpuContext {
+            pool,
+            level,
+            bf16_attention: super::peak::bf16_dot_pays(),
+        }
     }
 
     /// A context of `threads` threads at the best level this CPU has.
@@ -65,6 +71,22 @@ impl CpuContext {
     /// The SIMD level every kernel of this model runs at.
     pub fn level(&self) -> KernelLevel {
         self.level
+    }
+
+    /// Whether attention over a quantized model's f16 cache multiplies in BF16 (with f32 sums,
+    /// `cpu::attention`): asked for and the level's kernels have BF16 dot products
+    /// ([`KernelLevel::has_bf16_dot`]). By default it is asked for where they are faster than
+    /// f32 multiply-adds ([`super::peak::bf16_dot_pays`]). A dense model's f32 cache is always
+    /// attended exactly.
+    pub fn bf16_attention(&self) -> bool {
+        self.bf16_attention && self.level.has_bf16_dot()
+    }
+
+    /// Asks for BF16 products in attention where the level has them (`true`), or keeps its
+    /// products in f32 (`false`, exact), whichever is faster here (for benchmarks and fidelity
+    /// checks).
+    pub fn set_bf16_attention(&mut self, allowed: bool) {
+        self.bf16_attention = allowed;
     }
 
     /// Threads in the pool (the caller included).

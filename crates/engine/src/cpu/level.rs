@@ -71,6 +71,19 @@ impl KernelLevel {
         }
     }
 
+    /// Whether this level's attention kernels have BF16 dot products: the AVX-512 levels on a
+    /// CPU with AVX512_BF16 (`vdpbf16ps`: Zen 4 and 5, Sapphire Rapids and later). Only a
+    /// quantized model's attention uses them (see `cpu::attention`).
+    pub fn has_bf16_dot(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => {
+                self.is_supported() && is_x86_feature_detected!("avx512bf16")
+            }
+            _ => false,
+        }
+    }
+
     /// Short lowercase name, as shown by `hearth bench` and the model info.
     pub fn name(self) -> &'static str {
         match self {

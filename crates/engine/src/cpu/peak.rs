@@ -40,6 +40,9 @@ pub struct ArithmeticPeak {
     /// int8 products summed into wider integers: `vpdpbusd` with AVX-512 VNNI, else AVX2
     /// `vpmaddubsw` (each followed by the `vpaddw` that a kernel sums its pairs with).
     pub int8: Option<PeakRate>,
+    /// BF16 pairs summed into f32: `vdpbf16ps` with AVX-512 BF16 (what attention over a
+    /// quantized model's cache may use, see [`bf16_dot_pays`]).
+    pub bf16: Option<PeakRate>,
     /// Threads that computed.
     pub threads: usize,
 }
@@ -59,6 +62,7 @@ impl ArithmeticPeak {
         ArithmeticPeak {
             f32: join(self.f32, later.f32),
             int8: join(self.int8, later.int8),
+            bf16: join(self.bf16, later.bf16),
             threads: self.threads,
         }
     }
@@ -81,8 +85,39 @@ pub fn measure_peak(pool: &ThreadPool, repetitions: usize) -> ArithmeticPeak {
     ArithmeticPeak {
         f32: measure(kinds.f32),
         int8: measure(kinds.int8),
+        bf16: measure(kinds.bf16),
         threads: pool.threads(),
     }
+}
+
+/// Whether BF16 dot products multiply at least 1.25 times as fast as f32 multiply-adds on this
+/// CPU (products per second, one thread), measured once per process: the loops alternate five
+/// times, about 0.1 ms each, and the fastest of each counts. It decides whether attention over a
+/// quantized model's cache uses them by default ([`super::CpuContext`]). `vdpbf16ps` does twice
+/// the products of `vfmadd231ps` per instruction, but not every core issues it as often: on the
+/// Intel Xeon (Sapphire Rapids class) this was built on, a quarter as often, so half the
+/// products per second (bench/README.md). The two rates differ by a factor of two either way,
+/// so the answer does not flip with noise.
+pub fn bf16_dot_pays() -> bool {
+    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAYS.get_or_init(|| {
+        let kinds = kernels();
+        let (Some(f32), Some(bf16)) = (kinds.f32, kinds.bf16) else {
+            return false;
+        };
+        const ITERATIONS: usize = 1 << 12;
+        let seconds_per_mac = |kernel: &Kernel| {
+            let start = Instant::now();
+            std::hint::black_box((kernel.run)(ITERATIONS));
+            start.elapsed().as_secs_f64() / (ITERATIONS * kernel.macs_per_iteration) as f64
+        };
+        let (mut f32_best, mut bf16_best) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..5 {
+            f32_best = f32_best.min(seconds_per_mac(&f32));
+            bf16_best = bf16_best.min(seconds_per_mac(&bf16));
+        }
+        f32_best >= 1.25 * bf16_best
+    })
 }
 
 /// One measuring loop: `run(iterations)` does `macs_per_iteration` multiply-adds per iteration
@@ -97,6 +132,7 @@ struct Kernel {
 struct Kernels {
     f32: Option<Kernel>,
     int8: Option<Kernel>,
+    bf16: Option<Kernel>,
 }
 
 /// The loops this CPU can run, best first.
@@ -138,12 +174,20 @@ fn kernels() -> Kernels {
         } else {
             None
         };
-        Kernels { f32, int8 }
+        let bf16 = (is_x86_feature_detected!("avx512bf16") && is_x86_feature_detected!("avx512f"))
+            .then_some(Kernel {
+                instruction: "vdpbf16ps zmm (AVX-512 BF16)",
+                macs_per_iteration: x86::CHAINS * 32,
+                // SAFETY: AVX-512F and BF16 were detected just above.
+                run: |n| unsafe { x86::dpbf16_avx512(n) },
+            });
+        Kernels { f32, int8, bf16 }
     }
     #[cfg(not(target_arch = "x86_64"))]
     Kernels {
         f32: None,
         int8: None,
+        bf16: None,
     }
 }
 
@@ -203,6 +247,52 @@ mod x86 {
                 "vfmadd231ps {a9}, {m}, {b}",
                 "vfmadd231ps {a10}, {m}, {b}",
                 "vfmadd231ps {a11}, {m}, {b}",
+                a0 = inout(zmm_reg) acc[0],
+                a1 = inout(zmm_reg) acc[1],
+                a2 = inout(zmm_reg) acc[2],
+                a3 = inout(zmm_reg) acc[3],
+                a4 = inout(zmm_reg) acc[4],
+                a5 = inout(zmm_reg) acc[5],
+                a6 = inout(zmm_reg) acc[6],
+                a7 = inout(zmm_reg) acc[7],
+                a8 = inout(zmm_reg) acc[8],
+                a9 = inout(zmm_reg) acc[9],
+                a10 = inout(zmm_reg) acc[10],
+                a11 = inout(zmm_reg) acc[11],
+                m = in(zmm_reg) m,
+                b = in(zmm_reg) b,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        let total = acc
+            .iter()
+            .fold(_mm512_setzero_ps(), |s, a| _mm512_add_ps(s, *a));
+        _mm512_reduce_add_ps(total).to_bits()
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn dpbf16_avx512(iterations: usize) -> u32 {
+        // acc += m · b over pairs of BF16 0.001 (0x3a83): small steps, as for f32.
+        let (m, b) = (
+            _mm512_set1_epi32(0x3a83_3a83),
+            _mm512_set1_epi32(0x3a83_3a83),
+        );
+        let mut acc = [_mm512_set1_ps(1.0); CHAINS];
+        for _ in 0..iterations {
+            // SAFETY: register-only arithmetic on AVX-512 BF16, which the caller checked.
+            asm!(
+                "vdpbf16ps {a0}, {m}, {b}",
+                "vdpbf16ps {a1}, {m}, {b}",
+                "vdpbf16ps {a2}, {m}, {b}",
+                "vdpbf16ps {a3}, {m}, {b}",
+                "vdpbf16ps {a4}, {m}, {b}",
+                "vdpbf16ps {a5}, {m}, {b}",
+                "vdpbf16ps {a6}, {m}, {b}",
+                "vdpbf16ps {a7}, {m}, {b}",
+                "vdpbf16ps {a8}, {m}, {b}",
+                "vdpbf16ps {a9}, {m}, {b}",
+                "vdpbf16ps {a10}, {m}, {b}",
+                "vdpbf16ps {a11}, {m}, {b}",
                 a0 = inout(zmm_reg) acc[0],
                 a1 = inout(zmm_reg) acc[1],
                 a2 = inout(zmm_reg) acc[2],
@@ -381,7 +471,7 @@ mod tests {
         let pool = ThreadPool::fixed(2);
         let peak = measure_peak(&pool, 2);
         assert_eq!(peak.threads, 2);
-        for rate in [&peak.f32, &peak.int8].into_iter().flatten() {
+        for rate in [&peak.f32, &peak.int8, &peak.bf16].into_iter().flatten() {
             assert_eq!(rate.samples_gmacs.len(), 2, "{}", rate.instruction);
             assert!(
                 rate.gmacs > 0.0 && rate.gmacs.is_finite(),
@@ -408,11 +498,13 @@ mod tests {
         let first = ArithmeticPeak {
             f32: Some(rate(&[1.0, 2.0, 9.0])),
             int8: None,
+            bf16: None,
             threads: 2,
         };
         let later = ArithmeticPeak {
             f32: Some(rate(&[3.0, 4.0])),
             int8: Some(rate(&[5.0])),
+            bf16: None,
             threads: 2,
         };
         let merged = first.merge(later);
@@ -449,6 +541,13 @@ mod tests {
             let got = unsafe { x86::dpbusd_avx512(3) };
             // 4 products of 90 * -51 per lane, 16 lanes, 12 chains, 3 iterations.
             assert_eq!(got as i32, 4 * 90 * -51 * 16 * 12 * 3);
+        }
+        if is_x86_feature_detected!("avx512bf16") && is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F and BF16 were detected just above.
+            let got = f32::from_bits(unsafe { x86::dpbf16_avx512(3) });
+            // 16 lanes x 12 chains, each 1 + 3 x 2 products of BF16 0.001 (0.00100040...).
+            let step = f32::from_bits(0x3a83_0000).powi(2);
+            assert!((got - 192.0 * (1.0 + 6.0 * step)).abs() < 1e-3, "{got}");
         }
     }
 }
