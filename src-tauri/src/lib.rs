@@ -37,7 +37,15 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             let home = Home::for_user(hearth_app::home::find_builtin_model(resources.as_deref()))?;
             tracing::info!("data folder: {}", home.data_dir.display());
             let app = App::open(home)?;
-            app.set_cpu_threads(commands::settings::load(window.handle()).threads);
+            let settings = commands::settings::load(window.handle());
+            app.set_cpu_threads(settings.threads);
+            // The embedding model chosen in Settings; one removed since leaves the bundled one.
+            if let Err(error) = app
+                .documents
+                .choose_embedding_model(settings.embedding_model.as_deref())
+            {
+                tracing::warn!("{}", error.message);
+            }
             // The bundled embedding model, for searching the user's files by meaning.
             app.documents.set_resource_dir(resources);
             window.manage(app);
@@ -97,6 +105,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::documents::library,
             commands::documents::remove_document,
             commands::documents::message_sources,
+            commands::documents::cancel_indexing,
+            commands::documents::continue_indexing,
             commands::documents::test_drop,
         ])
 }

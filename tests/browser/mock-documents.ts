@@ -1,7 +1,7 @@
 // The user's files in the mocked backend: a library, each conversation's attachments, the
 // dialog's and a drop's files (indexed with `documents` progress events, one of them failing),
-// the remote notice, and the sources an answer cites. A test steers it through
-// window.__mockDocuments.
+// the remote notice, the sources an answer cites, and Cancel / Continue indexing (passages read
+// but not embedded wait in the library). A test steers it through window.__mockDocuments.
 import { emit } from '@tauri-apps/api/event';
 
 type Json = Record<string, any>;
@@ -13,6 +13,8 @@ export const documentsControl = {
   unreadable: { 'scan.pdf': 'scan.pdf has no text layer; it may be a scan. Hearth reads the text of PDFs, not pictures of pages.' } as Record<string, string>,
   /** Milliseconds between indexing progress events. */
   stepMs: 60,
+  /** Installed embedding models the Settings offer besides the bundled one. */
+  embeddingChoices: [] as string[],
   /** The remote notice (when the model in use is remote and the conversation has files). */
   remoteHost: null as string | null,
   /** Sources the next answer cites when its conversation has files. */
@@ -33,6 +35,11 @@ const saved = new Map<string, Json[]>();
 const tokens = new Map<string, string[]>();
 let nextDoc = 1;
 let nextToken = 1;
+/** Cancel's flag for the runs going now (each Cancel sets it and starts a fresh one). */
+let cancel = { set: false };
+let running = 0;
+/** Passages read but not embedded yet (a cancelled run leaves them). */
+let waiting = 0;
 
 function fail(code: string, message: string): never {
   throw { code, message };
@@ -55,15 +62,38 @@ function addFile(name: string): Json {
 
 async function index(doc: Json) {
   const total = 4;
-  for (let done = 1; done <= total; done++) {
+  const flag = cancel;
+  running++;
+  let done = 1;
+  for (; done <= total && !flag.set; done++) {
     await new Promise((r) => setTimeout(r, documentsControl.stepMs));
+    if (flag.set) break;
     await emit('documents', { event: 'progress', data: { document_name: doc.name, stage: done < 2 ? 'reading' : 'embedding', done, total } });
   }
+  running--;
   doc.indexing = false;
   const error = documentsControl.unreadable[doc.name];
   if (error) doc.error = error;
   else doc.passages = 42;
+  // Cancelled: the file was read (keyword search finds it), its vectors wait.
+  if (flag.set && !error) waiting += 30;
   await emit('documents', { event: 'indexed', data: { document: { ...doc } } });
+  await emit('documents', { event: 'finished', data: { cancelled: flag.set, unread: [] } });
+}
+
+/** Continue indexing: embeds what waits, with progress, then says it finished. */
+async function embedWaiting() {
+  const flag = cancel;
+  running++;
+  const name = [...library.values()].find((d) => d.passages > 0)?.name ?? '';
+  const total = waiting;
+  for (let done = 0; done < total && !flag.set; done += 10) {
+    await new Promise((r) => setTimeout(r, documentsControl.stepMs));
+    await emit('documents', { event: 'progress', data: { document_name: name, stage: 'embedding', done, total } });
+    waiting = Math.max(0, total - done - 10);
+  }
+  running--;
+  await emit('documents', { event: 'finished', data: { cancelled: flag.set, unread: [] } });
 }
 
 function listOf(conversationId: string): Json[] {
@@ -84,7 +114,14 @@ function notice(conversationId: string): { server: string; message: string } | n
 
 function libraryView() {
   const documents = [...library.values()].map((d) => ({ ...d }));
-  return { documents, disk_bytes: documents.length * 310_000 };
+  return {
+    documents,
+    disk_bytes: documents.length * 310_000,
+    embedding_model: 'all-MiniLM-L6-v2',
+    embedding_choices: documentsControl.embeddingChoices,
+    waiting,
+    indexing: running > 0,
+  };
 }
 
 /** A drop on the window, as the backend reports it: a single-use token and the names. */
@@ -138,6 +175,15 @@ export function documentsCommand(cmd: string, args: Json): unknown {
     case 'remove_document':
       library.delete(args.documentId);
       return libraryView();
+    case 'cancel_indexing': {
+      const wasRunning = running > 0;
+      cancel.set = true;
+      cancel = { set: false };
+      return wasRunning;
+    }
+    case 'continue_indexing':
+      void embedWaiting();
+      return null;
     case 'message_sources':
       return [...saved.entries()]
         .filter(([key]) => key.startsWith(`${args.conversationId}:`))

@@ -970,6 +970,44 @@ test('your files: the library lists every file and its disk use, attaches one to
   await library.waitFor({ state: 'detached' });
 });
 
+test('your files: Cancel next to the indexing progress stops it and says what is kept; Continue indexing in the library finishes it', async ({ page }) => {
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 300; });
+  await page.getByTestId('attach-button').click();
+  const file = page.getByTestId('attached-file');
+  await file.locator('progress').waitFor();
+  const cancel = file.getByTestId('cancel-indexing');
+  assert((await cancel.textContent()).trim() === 'Cancel', 'the button beside the progress says Cancel');
+  await cancel.click();
+  const stopped = page.getByTestId('indexing-stopped');
+  await stopped.waitFor();
+  assert((await stopped.textContent()).includes('What was read is kept and found by keyword'), await stopped.textContent());
+  await cancel.waitFor({ state: 'detached' });
+  assert((await file.textContent()).includes('42 passages'), `the file read before Cancel stays attached: ${await file.textContent()}`);
+  await page.getByTestId('library-button').click();
+  await page.getByTestId('library').waitFor();
+  assert((await page.getByTestId('library-embedding').textContent()).includes('all-MiniLM-L6-v2'), 'the library says which model finds passages by meaning');
+  const waiting = page.getByTestId('library-waiting');
+  await waiting.waitFor();
+  assert((await waiting.textContent()).includes('30 passages are found by keyword only until indexing continues'), await waiting.textContent());
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 150; });
+  await page.getByTestId('continue-indexing').click();
+  await page.getByTestId('library-indexing').waitFor();
+  await page.getByTestId('library-indexing').waitFor({ state: 'detached' });
+  assert((await waiting.count()) === 0, 'nothing waits once indexing finished');
+  await page.keyboard.press('Escape');
+});
+
+test('settings: the model that searches your files is chosen among the installed embedding models, and the help says what switching does', async ({ page }) => {
+  await page.evaluate(() => { window.__mockDocuments.embeddingChoices = ['Qwen3-Embedding-0.6B']; });
+  await openView(page, 'settings');
+  const select = page.getByTestId('embedding-model');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="embedding-model"] option').length === 2);
+  assert((await select.locator('option').first().textContent()).includes('all-MiniLM-L6-v2 (comes with Hearth, English)'), 'the bundled model is the default');
+  assert((await page.getByTestId('embedding-help').textContent()).includes('meanwhile they are still found by keyword'), await page.getByTestId('embedding-help').textContent());
+  await select.selectOption('Qwen3-Embedding-0.6B');
+  await page.waitForFunction(() => document.querySelector('[data-testid="embedding-model"]').value === 'Qwen3-Embedding-0.6B');
+});
+
 test('your files: with a remote server, a notice names it before the first answer and is accepted once', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
   await page.getByTestId('attach-button').click();

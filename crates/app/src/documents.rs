@@ -9,14 +9,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub use hearth_chat::conversations::Source;
 pub use hearth_documents::Document;
 use hearth_documents::{
-    find_embedding_model, index, search, DocumentId, IndexSettings, Library, LibraryError,
-    Outcome, Place, Ranking, Stage,
+    embed_missing, find_embedding_model, index, search, DocumentId, IndexSettings, Library,
+    LibraryError, Outcome, Place, Ranking, Stage,
 };
 use serde::Serialize;
 
@@ -28,6 +28,9 @@ pub use hearth_documents::extract::accepted_extensions;
 /// The engine's sentence-embedding models, as the library runs them (the server answers
 /// `/v1/embeddings` with the same).
 pub use hearth_documents::{EmbeddingModel, EngineEmbedding};
+
+/// The name of the embedding model Hearth bundles, the default one.
+pub const BUNDLED_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
 
 /// Passages retrieved for a question before the context budget chooses among them.
 const RETRIEVED: usize = 8;
@@ -62,6 +65,16 @@ pub struct LibraryView {
     pub documents: Vec<DocumentInfo>,
     /// Bytes the library's database takes on disk.
     pub disk_bytes: u64,
+    /// The model that finds passages by meaning: an installed model's name, or the bundled
+    /// all-MiniLM-L6-v2's (None: none could be loaded, so files are found by keyword only).
+    pub embedding_model: Option<String>,
+    /// Installed embedding models the user may choose instead of the bundled one, by name.
+    pub embedding_choices: Vec<String>,
+    /// Passages that have no vector from that model yet: found by keyword only until indexing
+    /// continues ([`Documents::continue_indexing`]).
+    pub waiting: usize,
+    /// Whether files are being indexed now.
+    pub indexing: bool,
 }
 
 /// A conversation's files as the front end shows them above the message box.
@@ -112,6 +125,14 @@ pub enum DocumentEvent {
         /// What went wrong and what to do, in plain words.
         message: String,
     },
+    /// An indexing run ended: every file and passage it reached is kept.
+    Finished {
+        /// Whether Cancel stopped it early (what it did not reach waits for the next run).
+        cancelled: bool,
+        /// Files it was given that it never read (only when cancelled), by name: attach them
+        /// again to read them.
+        unread: Vec<String>,
+    },
 }
 
 /// How far the indexing of files is.
@@ -146,13 +167,32 @@ pub const DOCUMENTS_EVENT: &str = "documents";
 /// Where indexing events go.
 pub type DocumentSink = Arc<dyn Fn(DocumentEvent) + Send + Sync>;
 
+/// An embedding model as loaded for a choice (the installed model's folder; None: the bundled
+/// one).
+struct LoadedEmbedding {
+    choice: Option<PathBuf>,
+    /// None: it could not be loaded, so keyword search only.
+    model: Option<Arc<EngineEmbedding>>,
+}
+
 /// The document library of a running front end: one connection for listing and searching,
 /// another opened by each indexing thread (SQLite's WAL lets searches run while it writes).
 pub struct Documents {
     path: PathBuf,
     resource_dir: Mutex<Option<PathBuf>>,
     library: Mutex<Option<Library>>,
-    model: OnceLock<Option<Arc<EngineEmbedding>>>,
+    /// Where installed models are, to find the embedding model chosen by name.
+    models: Option<hearth_hub::Store>,
+    /// The embedding model chosen in Settings: an installed model's name and folder; None, the
+    /// default: the bundled one.
+    chosen: Mutex<Option<(String, PathBuf)>>,
+    /// The embedding model loaded, and the choice it was loaded for.
+    model: Mutex<Option<LoadedEmbedding>>,
+    /// Cancel's flag for the indexing runs going now; each Cancel sets it and puts a fresh one
+    /// in its place for the runs that start after.
+    cancel: Mutex<Arc<AtomicBool>>,
+    /// Indexing runs going now.
+    runs: Arc<AtomicUsize>,
     /// Files being indexed now, with the conversation each is for.
     indexing: Arc<Mutex<HashMap<PathBuf, String>>>,
     /// Dropped files waiting for the front end to attach them, by token.
@@ -187,9 +227,13 @@ impl From<&Document> for DocumentInfo {
 }
 
 impl Documents {
-    /// The library of `home`: `documents.db` in its data folder, beside the conversations.
+    /// The library of `home`: `documents.db` in its data folder, beside the conversations, with
+    /// its installed models to choose an embedding model from.
     pub fn in_home(home: &crate::Home) -> Self {
-        Self::new(home.documents_db())
+        Self {
+            models: Some(home.store()),
+            ..Self::new(home.documents_db())
+        }
     }
 
     /// The library at `path` (opened at first use, so starting the app reads nothing).
@@ -198,7 +242,11 @@ impl Documents {
             path,
             resource_dir: Mutex::new(None),
             library: Mutex::new(None),
-            model: OnceLock::new(),
+            models: None,
+            chosen: Mutex::new(None),
+            model: Mutex::new(None),
+            cancel: Mutex::default(),
+            runs: Arc::default(),
             indexing: Arc::default(),
             drops: Mutex::default(),
             dropped: Default::default(),
@@ -253,28 +301,166 @@ impl Documents {
         Library::open(&self.path).map_err(library_error)
     }
 
-    /// The embedding model (`HEARTH_EMBEDDING_MODEL`, the app's resources, an installed
-    /// Hearth or the source tree), loaded once; None means keyword search only.
+    /// The embedding model: the installed one chosen in Settings, else the bundled one
+    /// (`HEARTH_EMBEDDING_MODEL`, the app's resources, an installed Hearth or the source tree);
+    /// loaded at first use and again after another choice. None means keyword search only.
     pub fn embedder(&self) -> Option<Arc<EngineEmbedding>> {
-        self.model
-            .get_or_init(|| {
+        let chosen = lock(&self.chosen).clone().map(|(_, folder)| folder);
+        let mut slot = lock(&self.model);
+        if let Some(loaded) = slot.as_ref() {
+            if loaded.choice == chosen {
+                return loaded.model.clone();
+            }
+        }
+        // The model of the choice before is let go first: two could take gigabytes.
+        *slot = None;
+        let dir = match &chosen {
+            Some(dir) => Some(dir.clone()),
+            None => {
                 let resources = lock(&self.resource_dir).clone();
-                let dir = find_embedding_model(
+                find_embedding_model(
                     std::env::var_os("HEARTH_EMBEDDING_MODEL").map(PathBuf::from),
                     resources.as_deref(),
-                )?;
-                match EngineEmbedding::load(&dir, None) {
-                    Ok(model) => Some(Arc::new(model)),
-                    Err(error) => {
-                        tracing::warn!(
-                            "the embedding model in {} could not be loaded ({error}); documents are searched by keyword only",
-                            dir.display()
-                        );
-                        None
-                    }
+                )
+            }
+        };
+        let model = dir.and_then(|dir| match EngineEmbedding::load(&dir, None) {
+            Ok(model) => Some(Arc::new(model)),
+            Err(error) => {
+                tracing::warn!(
+                    "the embedding model in {} could not be loaded ({error}); documents are searched by keyword only",
+                    dir.display()
+                );
+                None
+            }
+        });
+        *slot = Some(LoadedEmbedding {
+            choice: chosen,
+            model: model.clone(),
+        });
+        model
+    }
+
+    /// Chooses the embedding model by the name of an installed model (None: the bundled one,
+    /// the default). Returns whether the choice changed: then the library's passages need the
+    /// new model's vectors ([`Documents::continue_indexing`]); each model's vectors are kept
+    /// apart, so nothing is mixed and choosing a model again finds its vectors still there.
+    pub fn choose_embedding_model(&self, name: Option<&str>) -> Result<bool> {
+        let folder = match name {
+            None => None,
+            Some(name) => {
+                let installed = self
+                    .models
+                    .as_ref()
+                    .and_then(|store| store.get(name).ok())
+                    .filter(|m| m.folder.join("config.json").is_file())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorCode::NotFound,
+                            format!(
+                                "The embedding model {name} is not installed. Download it in Models \
+                                 (Qwen3-Embedding-0.6B), or choose the one that comes with Hearth."
+                            ),
+                        )
+                    })?;
+                Some((installed.name, installed.folder))
+            }
+        };
+        let mut chosen = lock(&self.chosen);
+        let changed = *chosen != folder;
+        *chosen = folder;
+        Ok(changed)
+    }
+
+    /// The name of the embedding model chosen: an installed model's, or the bundled one's.
+    pub fn embedding_model_name(&self) -> String {
+        lock(&self.chosen).as_ref().map_or_else(
+            || BUNDLED_EMBEDDING_MODEL.to_owned(),
+            |(name, _)| name.clone(),
+        )
+    }
+
+    /// Installed embedding models (from the catalog: Qwen3-Embedding-0.6B), by name.
+    pub fn embedding_choices(&self) -> Vec<String> {
+        let Some(store) = &self.models else {
+            return Vec::new();
+        };
+        store
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.is_embedding())
+            .map(|m| m.name)
+            .collect()
+    }
+
+    /// Stops every indexing run going now, between two files or two batches of passages:
+    /// what they read and embedded is kept, each ends with a `Finished` event, and what is left
+    /// waits for the next run. Returns whether any was running.
+    pub fn cancel_indexing(&self) -> bool {
+        let mut flag = lock(&self.cancel);
+        flag.store(true, Ordering::Relaxed);
+        *flag = Arc::default();
+        self.runs.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether files are being indexed now.
+    pub fn is_indexing(&self) -> bool {
+        self.runs.load(Ordering::Relaxed) > 0
+    }
+
+    /// Cancel's flag for a run starting now, and the count that says one is running.
+    fn start_run(&self) -> (Arc<AtomicBool>, RunGuard) {
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        (
+            Arc::clone(&lock(&self.cancel)),
+            RunGuard(Arc::clone(&self.runs)),
+        )
+    }
+
+    /// Embeds, on a thread of its own, every passage of the library that has no vector from
+    /// the embedding model yet: what a cancelled or killed run left, or the whole library after
+    /// another model was chosen. Keyword search works meanwhile. Progress goes to `events`,
+    /// then `Finished`.
+    pub fn continue_indexing(self: &Arc<Self>, events: DocumentSink) -> Result<()> {
+        let this = Arc::clone(self);
+        let (cancel, guard) = self.start_run();
+        std::thread::Builder::new()
+            .name("hearth-embed".into())
+            .spawn(move || {
+                let _running = guard;
+                let Some(embedder) = this.embedder() else {
+                    events(DocumentEvent::Finished {
+                        cancelled: false,
+                        unread: Vec::new(),
+                    });
+                    return;
+                };
+                let result = this.open().and_then(|library| {
+                    embed_missing(
+                        &library,
+                        &IndexSettings::default(),
+                        &*embedder,
+                        &mut |p| events(progress_event(&p)),
+                        &cancel,
+                    )
+                    .map_err(library_error)
+                });
+                if let Err(error) = result {
+                    tracing::warn!("indexing stopped: {}", error.message);
                 }
+                events(DocumentEvent::Finished {
+                    cancelled: cancel.load(Ordering::Relaxed),
+                    unread: Vec::new(),
+                });
             })
-            .clone()
+            .map_err(|e| {
+                Error::new(
+                    ErrorCode::Storage,
+                    format!("cannot start indexing ({e}); try again"),
+                )
+            })?;
+        Ok(())
     }
 
     /// Indexes `paths` and attaches each to `conversation_id`, waiting for it (the command
@@ -307,7 +493,14 @@ impl Documents {
     ) -> Result<Vec<Document>> {
         let library = self.open()?;
         let embedder = self.embedder();
-        let (documents, failed) = run_index(&library, None, paths, embedder, events)?;
+        let (documents, failed) = run_index(
+            &library,
+            None,
+            paths,
+            embedder,
+            events,
+            &AtomicBool::new(false),
+        )?;
         if let Some(message) = failed.into_iter().next() {
             return Err(Error::invalid(message));
         }
@@ -336,27 +529,50 @@ impl Documents {
         };
         let this = Arc::clone(self);
         let conversation = conversation_id.to_owned();
+        let (cancel, guard) = self.start_run();
         std::thread::Builder::new()
             .name("hearth-index".into())
             .spawn(move || {
+                let _running = guard;
                 let embedder = this.embedder();
                 let result = this.open().and_then(|library| {
-                    run_index(&library, Some(&conversation), &fresh, embedder, &*events)
+                    run_index(
+                        &library,
+                        Some(&conversation),
+                        &fresh,
+                        embedder,
+                        &*events,
+                        &cancel,
+                    )
                 });
-                if let Err(error) = result {
-                    events(DocumentEvent::Failed {
+                let mut unread = Vec::new();
+                match result {
+                    // A cancelled run reads the files in order and stops: the rest are unread.
+                    Ok((documents, failed)) => {
+                        if cancel.load(Ordering::Relaxed) {
+                            let reached = documents.len() + failed.len();
+                            unread = fresh.iter().skip(reached).map(|p| file_name(p)).collect();
+                        }
+                    }
+                    Err(error) => events(DocumentEvent::Failed {
                         name: fresh
                             .iter()
                             .map(|p| file_name(p))
                             .collect::<Vec<_>>()
                             .join(", "),
                         message: error.message,
-                    });
+                    }),
                 }
-                let mut indexing = lock(&this.indexing);
-                for path in &fresh {
-                    indexing.remove(path);
+                {
+                    let mut indexing = lock(&this.indexing);
+                    for path in &fresh {
+                        indexing.remove(path);
+                    }
                 }
+                events(DocumentEvent::Finished {
+                    cancelled: cancel.load(Ordering::Relaxed),
+                    unread,
+                });
             })
             .map_err(|e| {
                 Error::new(
@@ -422,17 +638,33 @@ impl Documents {
         self.attached(conversation_id)
     }
 
-    /// Every file in the library, and the disk it takes.
+    /// Every file in the library, the disk it takes, and its embedding model: which, the
+    /// others installed, and the passages still waiting for its vectors (this loads it).
     pub fn library(&self) -> Result<LibraryView> {
+        let embedder = self.embedder();
+        let indexing = lock(&self.indexing).clone();
         self.with_library(|library| {
+            let waiting = match &embedder {
+                Some(model) => library
+                    .count_without_vectors(model.model_id())
+                    .map_err(library_error)?,
+                None => 0,
+            };
             Ok(LibraryView {
                 documents: library
                     .documents()
                     .map_err(library_error)?
                     .iter()
-                    .map(DocumentInfo::from)
+                    .map(|d| DocumentInfo {
+                        indexing: indexing.contains_key(&d.path),
+                        ..DocumentInfo::from(d)
+                    })
                     .collect(),
                 disk_bytes: library.disk_use(),
+                embedding_model: embedder.as_ref().map(|_| self.embedding_model_name()),
+                embedding_choices: self.embedding_choices(),
+                waiting,
+                indexing: self.is_indexing(),
             })
         })
     }
@@ -465,35 +697,47 @@ impl Documents {
     }
 }
 
+/// Keeps the count of indexing runs while one runs (also when it panics).
+struct RunGuard(Arc<AtomicUsize>);
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An indexing progress report as the front end gets it.
+fn progress_event(p: &hearth_documents::Progress) -> DocumentEvent {
+    DocumentEvent::Progress(IndexProgress {
+        document_name: file_name(p.file),
+        stage: match p.stage {
+            Stage::Reading => IndexStage::Reading,
+            Stage::Embedding => IndexStage::Embedding,
+        },
+        done: p.done,
+        total: p.total,
+    })
+}
+
 /// Indexes `paths` into `library`, attaching each file read to `conversation_id` when one is
-/// given; returns the files read and the messages of those that failed (each also sent as a
-/// `Failed` event).
+/// given, until `cancel` is set; returns the files read and the messages of those that failed
+/// (each also sent as a `Failed` event).
 fn run_index(
     library: &Library,
     conversation_id: Option<&str>,
     paths: &[PathBuf],
     embedder: Option<Arc<EngineEmbedding>>,
     events: &dyn Fn(DocumentEvent),
+    cancel: &AtomicBool,
 ) -> Result<(Vec<Document>, Vec<String>)> {
-    let cancel = AtomicBool::new(false);
     let model = embedder.as_deref().map(|m| m as &dyn EmbeddingModel);
     let report = index(
         library,
         paths,
         &IndexSettings::default(),
         model,
-        &mut |p| {
-            events(DocumentEvent::Progress(IndexProgress {
-                document_name: file_name(p.file),
-                stage: match p.stage {
-                    Stage::Reading => IndexStage::Reading,
-                    Stage::Embedding => IndexStage::Embedding,
-                },
-                done: p.done,
-                total: p.total,
-            }))
-        },
-        &cancel,
+        &mut |p| events(progress_event(&p)),
+        cancel,
     )
     .map_err(library_error)?;
     let mut failed = Vec::new();

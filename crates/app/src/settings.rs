@@ -87,6 +87,9 @@ pub struct Settings {
     pub threads: Option<usize>,
     /// The language of the app's words. Default: the system's.
     pub language: Language,
+    /// The installed embedding model that searches the user's files by meaning, by name
+    /// (`Documents::choose_embedding_model`). Default None: the bundled all-MiniLM-L6-v2.
+    pub embedding_model: Option<String>,
 }
 
 /// The most threads the setting accepts.
@@ -102,6 +105,7 @@ impl Default for Settings {
             system_prompt: String::new(),
             threads: None,
             language: Language::System,
+            embedding_model: None,
         }
     }
 }

@@ -147,6 +147,25 @@ pub fn index(
     Ok(report)
 }
 
+/// Embeds every passage of `library` that has no vector from `embedder` yet (what a cancelled
+/// or killed run left, or the whole library for a model chosen anew), with `progress` and
+/// `cancel` as [`index`] has them. Returns the passages embedded.
+pub fn embed_missing(
+    library: &Library,
+    settings: &IndexSettings,
+    embedder: &dyn EmbeddingModel,
+    progress: &mut dyn FnMut(Progress),
+    cancel: &AtomicBool,
+) -> Result<usize, LibraryError> {
+    let documents: Vec<(PathBuf, DocumentId)> = library
+        .documents()?
+        .into_iter()
+        .filter(|d| d.passages > 0)
+        .map(|d| (d.path, d.id))
+        .collect();
+    embed(library, &documents, settings, embedder, progress, cancel)
+}
+
 /// Reads one file into the library unless it is there unchanged.
 fn read_one(
     library: &Library,

@@ -12,7 +12,9 @@ pub mod search;
 
 pub use embedding::{find_embedding_model, EmbeddingModel, EngineEmbedding};
 pub use extract::{extract, ExtractError, ExtractLimits, Extracted, Format, Place, Section};
-pub use index::{index, FileReport, IndexReport, IndexSettings, Outcome, Progress, Stage};
+pub use index::{
+    embed_missing, index, FileReport, IndexReport, IndexSettings, Outcome, Progress, Stage,
+};
 pub use library::{Document, DocumentId, Library, LibraryError};
 pub use passages::PassageLimits;
 pub use search::{search, Hit, Ranking};

@@ -420,6 +420,20 @@ impl Library {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// Passages of the whole library that have no vector from `model` yet: found by keyword
+    /// only until they are embedded.
+    pub fn count_without_vectors(&self, model: &str) -> Result<usize, LibraryError> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM passages p WHERE NOT EXISTS
+                     (SELECT 1 FROM vectors v WHERE v.passage_id = p.id AND v.model = ?1)",
+                [model],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(|e| self.err(e))
+    }
+
     /// Stores the vectors `model` gave these passages, in one transaction.
     pub fn store_vectors(
         &self,

@@ -19,7 +19,7 @@ use tauri_plugin_dialog::DialogExt;
 use crate::error::{CommandError, CommandResult, ErrorCode};
 
 /// Sends indexing events to the window as `documents` events.
-fn window_events<R: Runtime>(window: AppHandle<R>) -> DocumentSink {
+pub fn window_events<R: Runtime>(window: AppHandle<R>) -> DocumentSink {
     Arc::new(move |event: DocumentEvent| {
         if let Err(error) = window.emit(DOCUMENTS_EVENT, &event) {
             tracing::warn!("the window stopped listening: {error}");
@@ -120,6 +120,22 @@ pub fn library(app: State<'_, App>) -> CommandResult<LibraryView> {
 #[tauri::command(async)]
 pub fn remove_document(app: State<'_, App>, document_id: i64) -> CommandResult<LibraryView> {
     app.documents.remove(document_id)
+}
+
+/// Stops the indexing going now; what was read and embedded is kept. Whether any was running.
+#[tauri::command(async)]
+pub fn cancel_indexing(app: State<'_, App>) -> bool {
+    app.documents.cancel_indexing()
+}
+
+/// Embeds, in the background, the passages of the library that have no vector from the
+/// embedding model yet (after a cancel, or for a model chosen anew).
+#[tauri::command(async)]
+pub fn continue_indexing<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+) -> CommandResult<()> {
+    app.documents.continue_indexing(window_events(window))
 }
 
 /// The sources saved with the answers of `conversation_id`.

@@ -48,5 +48,7 @@ pub const COMMANDS: &[&str] = &[
     "library",
     "remove_document",
     "message_sources",
+    "cancel_indexing",
+    "continue_indexing",
     "test_drop",
 ];

@@ -180,6 +180,10 @@ export const api = {
   /** Delete a file's text and index (the original file is not touched); the library after. */
   removeDocument: (documentId: number) => call('remove_document', { documentId }),
   messageSources: (conversationId: string) => call('message_sources', { conversationId }),
+  /** Stop the indexing going now (what was read and embedded is kept); whether any was running. */
+  cancelIndexing: () => call('cancel_indexing'),
+  /** Embed, in the background, the passages the embedding model has no vector for yet. */
+  continueIndexing: () => call('continue_indexing'),
   /** Calls `handler` for every `documents` event (drops, indexing progress, files done or failed). */
   onDocuments: (handler: (event: Events['documents']) => void) => on('documents', handler),
 

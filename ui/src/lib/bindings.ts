@@ -522,7 +522,16 @@ name: string,
 /**
  * What went wrong and what to do, in plain words.
  */
-message: string, } };
+message: string, } } | { "event": "finished", "data": { 
+/**
+ * Whether Cancel stopped it early (what it did not reach waits for the next run).
+ */
+cancelled: boolean, 
+/**
+ * Files it was given that it never read (only when cancelled), by name: attach them
+ * again to read them.
+ */
+unread: Array<string>, } };
 
 /**
  * A file in the library or attached to a conversation, as the front end shows it.
@@ -864,7 +873,25 @@ documents: Array<DocumentInfo>,
 /**
  * Bytes the library's database takes on disk.
  */
-disk_bytes: number, };
+disk_bytes: number, 
+/**
+ * The model that finds passages by meaning: an installed model's name, or the bundled
+ * all-MiniLM-L6-v2's (None: none could be loaded, so files are found by keyword only).
+ */
+embedding_model: string | null, 
+/**
+ * Installed embedding models the user may choose instead of the bundled one, by name.
+ */
+embedding_choices: Array<string>, 
+/**
+ * Passages that have no vector from that model yet: found by keyword only until indexing
+ * continues ([`Documents::continue_indexing`]).
+ */
+waiting: number, 
+/**
+ * Whether files are being indexed now.
+ */
+indexing: boolean, };
 
 /**
  * Live numbers while an answer is written.
@@ -1686,7 +1713,12 @@ threads: number | null,
 /**
  * The language of the app's words. Default: the system's.
  */
-language: Language, };
+language: Language, 
+/**
+ * The installed embedding model that searches the user's files by meaning, by name
+ * (`Documents::choose_embedding_model`). Default None: the bundled all-MiniLM-L6-v2.
+ */
+embedding_model: string | null, };
 
 /**
  * Whether other apps can use Hearth now, and how to reach it.

@@ -78,6 +78,8 @@ export interface Commands {
   library: { args: Record<string, never>; returns: LibraryView };
   remove_document: { args: { documentId: number }; returns: LibraryView };
   message_sources: { args: { conversationId: string }; returns: MessageSources[] };
+  cancel_indexing: { args: Record<string, never>; returns: boolean };
+  continue_indexing: { args: Record<string, never>; returns: null };
   test_drop: { args: { paths: string[] }; returns: null };
 }
 

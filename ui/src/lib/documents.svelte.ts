@@ -1,6 +1,6 @@
 // The user's files in the app: the open conversation's attachments (with their indexing progress
-// and errors), the document library, the sources of each answer, the passage opened from one,
-// and the notice that passages go to a remote server. Files are named to the backend only by
+// and errors, and Cancel and Continue for indexing), the document library, the sources of each
+// answer, the passage opened from one, and the notice that passages go to a remote server. Files are named to the backend only by
 // library id or by the token of a drop: no path leaves the UI. It talks to the backend only
 // through its slice of `api`.
 import type { Api } from './api';
@@ -21,6 +21,8 @@ export type DocumentsApi = Pick<
   | 'library'
   | 'removeDocument'
   | 'messageSources'
+  | 'cancelIndexing'
+  | 'continueIndexing'
   | 'onDocuments'
 >;
 
@@ -42,6 +44,10 @@ export class DocumentsStore {
   /** Why the last attach, remove or listing failed, shown above the message box. */
   error = $state<string | null>(null);
   busy = $state(false);
+  /** Indexing was cancelled: the names of the files it never read (null: nothing to say). */
+  stopped = $state<string[] | null>(null);
+  /** Whether indexing runs now (as far as the events and the last listing tell). */
+  indexing = $derived(Object.keys(this.progress).length > 0 || (this.library?.indexing ?? false));
 
   constructor(
     private readonly api: DocumentsApi,
@@ -187,6 +193,30 @@ export class DocumentsStore {
     }
   }
 
+  /** Cancel: stops the indexing going now; what was read and embedded is kept. */
+  async cancelIndexing(): Promise<void> {
+    try {
+      await this.api.cancelIndexing();
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** Continue indexing: embeds what a cancel (or the choice of another model) left. */
+  async continueIndexing(): Promise<void> {
+    this.stopped = null;
+    try {
+      await this.api.continueIndexing();
+      if (this.library) this.library = { ...this.library, indexing: true };
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  dismissStopped(): void {
+    this.stopped = null;
+  }
+
   /** The sources of the answer being written (the chat's `sources` event). */
   setSources(messageId: number, sources: Source[]): void {
     this.sources = { ...this.sources, [messageId]: sources };
@@ -231,6 +261,14 @@ export class DocumentsStore {
         this.progress = rest;
         this.failed = { ...this.failed, [event.data.name]: event.data.message };
         this.attached = this.attached.filter((d) => !(d.id === 0 && d.name === event.data.name));
+        return;
+      }
+      case 'finished': {
+        this.progress = {};
+        const unread = event.data.unread;
+        if (event.data.cancelled) this.stopped = unread;
+        this.attached = this.attached.filter((d) => !(d.id === 0 && unread.includes(d.name))).map((d) => ({ ...d, indexing: false }));
+        if (this.library) await this.refreshLibrary();
         return;
       }
     }
