@@ -4,11 +4,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use crate::model_args::{finish_output, parse_tokens, ModelArgs};
 
 /// Print the logits of every prompt position (or the perplexity of the sequence).
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["tokens", "text"])))]
+#[command(group(clap::ArgGroup::new("output").args(["json", "perplexity", "f32"])))]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
@@ -25,6 +28,10 @@ pub struct Args {
     /// token after the first (nats) and its exponential, the perplexity.
     #[arg(long)]
     perplexity: bool,
+    /// Write the logits to FILE instead, as raw little-endian f32, one vocabulary-sized row per
+    /// position (what `bench/fidelity.py` reads; JSON of thousands of rows is gigabytes).
+    #[arg(long, value_name = "FILE")]
+    f32: Option<std::path::PathBuf>,
 }
 
 /// Runs the verb.
@@ -36,6 +43,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => unreachable!("clap requires --tokens or --text"),
     };
     let logits = model.logits(&tokens)?;
+    if let Some(path) = &args.f32 {
+        write_f32(path, &logits)
+            .with_context(|| format!("could not write the logits to {}", path.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = std::io::stdout().lock();
     let written = if args.perplexity {
         let nll = mean_nll(&logits, &tokens)
@@ -80,6 +92,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     finish_output(written)
 }
 
+/// `rows` as raw little-endian f32, row after row.
+fn write_f32(path: &std::path::Path, rows: &[Vec<f32>]) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for row in rows {
+        let bytes: Vec<u8> = row.iter().flat_map(|v| v.to_le_bytes()).collect();
+        file.write_all(&bytes)?;
+    }
+    file.flush()
+}
+
 /// Mean over positions `i` of `-log softmax(logits[i])[tokens[i + 1]]`, in f64; `None` for fewer
 /// than two tokens.
 fn mean_nll(logits: &[Vec<f32>], tokens: &[u32]) -> Option<f64> {
@@ -105,5 +127,18 @@ mod tests {
         let nll = mean_nll(&logits, &[0, 1, 2]).unwrap();
         assert!((nll.exp() - 4.0).abs() < 1e-9);
         assert!(mean_nll(&logits[..1], &[0]).is_none());
+    }
+
+    #[test]
+    fn f32_output_is_the_rows_in_order_little_endian() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logits.f32");
+        write_f32(&path, &[vec![1.0, -2.5], vec![0.25, 3.0]]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(values, [1.0, -2.5, 0.25, 3.0]);
     }
 }
