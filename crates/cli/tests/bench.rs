@@ -106,3 +106,36 @@ fn repeat_task_answers_are_the_plain_answers_when_sampled() {
     let temperature = json["task_temperature"].as_f64().unwrap();
     assert!((temperature - 0.7).abs() < 1e-6, "{temperature}");
 }
+
+/// `--switch`: coming back to a conversation reads its new message and the answer's last token
+/// with the KV store, the whole prompt without it.
+#[test]
+fn switch_reads_only_the_new_message_with_the_kv_store() {
+    let home = tempfile::tempdir().unwrap();
+    let json = bench(
+        home.path(),
+        &[
+            "--shape",
+            "tiny",
+            "--threads",
+            "1",
+            "--prompt",
+            "40",
+            "--repetitions",
+            "2",
+            "--switch",
+        ],
+    );
+    let prompt = json["read_whole"]["prompt_tokens"].as_u64().unwrap();
+    assert_eq!(
+        prompt,
+        40 + 16 + 16,
+        "A, its answer, the new message: {json}"
+    );
+    assert_eq!(json["kept"]["tokens_read"], serde_json::json!([17, 17]));
+    assert_eq!(
+        json["read_whole"]["tokens_read"],
+        serde_json::json!([prompt, prompt])
+    );
+    assert!(json["kv_store_budget_bytes"].as_u64().unwrap() > 0);
+}
