@@ -503,6 +503,20 @@ impl Summary {
         self.decode_bandwidth_gbps() / self.bandwidth_gbps
     }
 
+    /// Bytes of the KV cache a decode step reads, averaged over the timed steps (at positions
+    /// `prompt..prompt + generate`): beside the weights, what a step streams from memory.
+    fn kv_bytes_per_decode_token(&self, args: &Args) -> f64 {
+        let mean_position = args.prompt as f64 + args.generate as f64 / 2.0;
+        mean_position * self.footprint.kv_bytes_per_position as f64
+    }
+
+    /// The decode's share of the measured read bandwidth, counting the KV cache's bytes too.
+    fn roofline_with_kv(&self, args: &Args) -> f64 {
+        let bytes =
+            self.footprint.weight_bytes_per_token as f64 + self.kv_bytes_per_decode_token(args);
+        self.decode_tps() * bytes / 1e9 / self.bandwidth_gbps
+    }
+
     /// Prefill's matmul multiply-adds per second, in 10^9 (those of the measured prompt).
     fn prefill_matmul_gmacs(&self) -> f64 {
         self.prefill_tps() * self.footprint.matmul_macs_per_token as f64 / 1e9
@@ -552,6 +566,8 @@ impl Summary {
             "bandwidth_samples_gbps": self.bandwidth_samples,
             "decode_bandwidth_gbps": self.decode_bandwidth_gbps(),
             "roofline_fraction": self.roofline(),
+            "kv_cache_bytes_per_decode_token": self.kv_bytes_per_decode_token(args),
+            "roofline_fraction_with_kv_cache": self.roofline_with_kv(args),
             "arithmetic_peak": self.peak,
             "prefill_matmul_macs_per_token": self.footprint.matmul_macs_per_token,
             "prefill_attention_macs": self.footprint.attention_macs(args.prompt),
@@ -620,6 +636,13 @@ impl Summary {
             footprint.weight_bytes_per_token as f64 / 1e9,
             self.decode_bandwidth_gbps(),
             self.roofline() * 100.0
+        )?;
+        writeln!(
+            out,
+            "and KV cache     {:.3} GB/token (mean over the decoded positions) -> {:.0}% of \
+             measured bandwidth with the weights",
+            self.kv_bytes_per_decode_token(args) / 1e9,
+            self.roofline_with_kv(args) * 100.0
         )?;
         self.write_peak(args, out)?;
         writeln!(
@@ -738,6 +761,9 @@ struct Footprint {
     /// Layers x query heads x head dimension: attention's multiply-adds per (query, position)
     /// pair, over the scores and the weighted sum of values each.
     attention_macs_per_pair: usize,
+    /// Bytes of keys and values one position holds in the KV cache (all layers; f16 for a
+    /// quantized model, f32 for a dense one): what a decode step reads per position before it.
+    kv_bytes_per_position: usize,
     file: PathBuf,
     file_bytes: u64,
 }
@@ -772,12 +798,21 @@ impl Footprint {
             bytes += config.vocab_size * config.hidden_size * 2;
         }
         let file_bytes = fs::metadata(weights.path()).map(|m| m.len()).unwrap_or(0);
+        let kv_value_bytes = match weights.format() {
+            q4nx::WeightFormat::Q4nx => 2,
+            q4nx::WeightFormat::Safetensors => 4,
+        };
         Ok(Footprint {
             weight_bytes_per_token: bytes,
             matmul_macs_per_token,
             attention_macs_per_pair: config.num_hidden_layers
                 * config.num_attention_heads
                 * config.head_dim,
+            kv_bytes_per_position: config.num_hidden_layers
+                * config.num_key_value_heads
+                * config.head_dim
+                * 2
+                * kv_value_bytes,
             file: weights.path().to_path_buf(),
             file_bytes,
         })
