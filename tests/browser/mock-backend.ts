@@ -23,7 +23,9 @@ interface MockControl {
   npuLoadMs: number;
   /** Why answers end when not stopped ('end of turn', 'length limit', ...). */
   stopReason: string;
-  /** Milliseconds the pretend model reads the prompt before its first word. */
+  /** Milliseconds the pretend model reads the prompt before its first word. On the processor it
+   *  reports how far it has read after each chunk of 64 tokens, as the engine does; on the NPU and
+   *  a remote server it says nothing until the first word. */
   prefillMs: number;
   /** Send a `fallback` event after this many tokens (null: never). */
   fallbackAfter: number | null;
@@ -228,7 +230,7 @@ async function startAnswer(args: Json) {
   send({ event: 'started', data: { title: c.title, user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
   await documentsBeforeAnswer(c.id, send, answer.id);
-  if (control.prefillMs) await new Promise((r) => setTimeout(r, control.prefillMs));
+  await readPrompt(send);
   let first = 0;
   let count = 0;
   for (const piece of tokensOf(control.answer)) {
@@ -257,6 +259,21 @@ async function startAnswer(args: Json) {
   busy = false;
   send({ event: 'done', data: { message: { ...answer } } });
   return null;
+}
+
+/** The prompt read before the first word: `reading` events chunk by chunk on the processor. */
+async function readPrompt(send: (message: Json) => void) {
+  const total = control.promptTokens;
+  const chunks = current.backend_kind === 'cpu' ? Math.ceil(total / 64) : 0;
+  if (chunks === 0) {
+    if (control.prefillMs) await new Promise((r) => setTimeout(r, control.prefillMs));
+    return;
+  }
+  send({ event: 'reading', data: { done: 0, total } });
+  for (let chunk = 1; chunk <= chunks && !cancelled; chunk++) {
+    await new Promise((r) => setTimeout(r, control.prefillMs / chunks));
+    send({ event: 'reading', data: { done: Math.min(total, chunk * 64), total } });
+  }
 }
 
 // NPU area: the doctor's answer for the fixture laptop tests/fixtures/npu/strix-ready (a test may

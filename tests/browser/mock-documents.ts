@@ -22,9 +22,6 @@ export const documentsControl = {
     { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 120, char_end: 180, text: 'The rent of 900 euros is due on the first day of each month.' },
     { number: 2, document_id: 1, name: 'contract.pdf', place: 'page 5', page: 5, section: 4, char_start: 40, char_end: 95, text: 'Either party may end the lease with three months of notice.' },
   ],
-  /** Reading percentages sent before the first token when the conversation has files. */
-  reading: [20, 40, 80, 100],
-  readingStepMs: 150,
 };
 (window as any).__mockDocuments = documentsControl;
 
@@ -132,15 +129,11 @@ export async function dropFiles(names: string[]) {
 }
 (window as any).__mockDrop = dropFiles;
 
-/** Before the answer's first token: the refusal without the notice accepted, reading progress and sources. */
+/** Before the answer's first token: the sources (the prompt's reading is the backend's, mock-backend.ts). */
 export async function documentsBeforeAnswer(conversationId: string, send: (message: Json) => void, answerId: number) {
   if (listOf(conversationId).length === 0) return;
   send({ event: 'sources', data: { sources: documentsControl.sources } });
   saved.set(`${conversationId}:${answerId}`, documentsControl.sources);
-  for (const percent of documentsControl.reading) {
-    send({ event: 'reading', data: { percent } });
-    await new Promise((r) => setTimeout(r, documentsControl.readingStepMs));
-  }
 }
 
 /** start_answer's check: a remote server needs the notice accepted first. */

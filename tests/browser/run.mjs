@@ -913,7 +913,7 @@ test('your files: a drop on the window shows what it accepts, attaches, shows in
 });
 
 test('your files: the paperclip attaches through the dialog; the answer reads the file with progress, cites numbered sources, and a source opens its passage (keyboard too)', async ({ page }) => {
-  await page.evaluate(() => { window.__mock.answer = 'The rent is 900 euros a month [1], and notice is three months [2].'; window.__mock.tokenDelayMs = 5; });
+  await page.evaluate(() => { window.__mock.answer = 'The rent is 900 euros a month [1], and notice is three months [2].'; window.__mock.tokenDelayMs = 5; window.__mock.prefillMs = 800; window.__mock.promptTokens = 900; });
   await page.getByTestId('attach-button').click();
   await page.getByTestId('attached-file').waitFor();
   assert((await page.getByTestId('attached-file').textContent()).includes('contract.pdf'), 'the chosen file is listed above the box');
@@ -1299,25 +1299,46 @@ test('review #19 (S3): an import error goes as soon as the path is edited, and i
   assert((await page.getByTestId('import-error').count()) === 0, 'no error under a newly chosen file');
 });
 
-test('live line (issue 38 item 3): speed and power beside "Writing the answer", and the prompt reading is shown', async ({ page }) => {
+test('live line (issue 38 item 3): speed and power beside "Writing the answer"; the prompt reading shows how far the processor has read, and only time where the backend cannot tell', async ({ page }) => {
   await page.evaluate(() => { window.__mock.tokenDelayMs = 40; window.__mock.prefillMs = 900; window.__mock.promptTokens = 1800; window.__mock.answer = 'word '.repeat(60); });
   await send(page, 'Summarise this long text');
   const reading = page.getByTestId('reading-line');
   await reading.waitFor();
-  assert(/Reading your message and the conversation \(1,800 tokens\)… \d s/.test(await reading.textContent()), await reading.textContent());
+  // The processor reports each chunk it reads: the share and its bar grow from what it says.
+  const shares = [];
+  for (let i = 0; i < 200; i++) {
+    const seen = await page.evaluate(() => {
+      const line = document.querySelector('[data-testid="reading-line"]');
+      return line && { text: line.textContent.trim(), bar: document.querySelector('progress.reading')?.value ?? null };
+    });
+    if (!seen) break;
+    const share = /^Reading your message… (\d+)%$/.exec(seen.text);
+    assert(share && seen.bar !== null && Math.abs(seen.bar - Number(share[1])) <= 1, `the processor's reading line: ${JSON.stringify(seen)}`);
+    shares.push(Number(share[1]));
+    await page.waitForTimeout(30);
+  }
+  assert(shares.length >= 3 && shares.every((p, i) => i === 0 || p >= shares[i - 1]) && shares.at(-1) > shares[0], `the share read grows: ${shares}`);
   await page.waitForFunction(() => /^\d+(\.\d)? tok\/s · \d+(\.\d)? W$/.test(document.querySelector('[data-testid="live-line"]')?.textContent.trim() ?? ''));
   const hint = await page.locator('#composer-hint').textContent();
   assert(hint.includes('Writing the answer…') && hint.includes('Escape stops it.'), hint);
   await page.getByTestId('send-button').waitFor({ timeout: 15000 });
   assert((await page.getByTestId('live-line').count()) === 0, 'the receipt takes over after the answer');
-  // A second long prompt: the first answer measured the reading speed, so a share done is shown;
-  // on battery, with its capacity known from that answer's receipt, the live line says how long
-  // a full battery lasts at this rate.
+  // On the NPU, FastFlowLM does not say how far it has read: tokens and seconds, no share made
+  // up from earlier answers; on battery, with its capacity known from that answer's receipt, the
+  // live line says how long a full battery lasts at this rate.
+  await page.getByTestId('model-picker').selectOption('npu:Llama-3.2-1B-NPU2');
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Running on the NPU'));
   await send(page, 'And again');
-  await page.waitForFunction(() => /about \d+%/.test(document.querySelector('[data-testid="reading-line"]')?.textContent ?? ''));
+  await reading.waitFor();
+  assert(/^Reading your message and the conversation \(1,800 tokens\)… \d s$/.test((await reading.textContent()).trim()), await reading.textContent());
+  assert((await page.locator('progress.reading').count()) === 0, 'no bar without a share read');
   await page.waitForFunction(() => (document.querySelector('[data-testid="live-line"]')?.textContent ?? '').includes('a full battery lasts about 4 h 00 min at this rate'));
   await page.getByTestId('send-button').waitFor({ timeout: 15000 });
-}, () => { window.__mockBattery = true; });
+}, () => {
+  window.__mockBattery = true;
+  window.__mock.npuModels = { 'Llama-3.2-1B-NPU2': true };
+  window.__mock.npuLoadMs = 10;
+});
 
 test('review #9 (S2): without a power sensor, plain words instead of a bare dash; energy in watt-hours and battery', async ({ page }) => {
   await page.getByTestId('status-item').click();

@@ -16,7 +16,7 @@ use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
 use hearth_chat::{
     AnswerError, AnswerEvent, AnswerRequest, BackendError, BackendKind, Input, LiveStats,
 };
-use hearth_engine::ChatMessage;
+use hearth_engine::{ChatMessage, PrefillProgress};
 use serde::{Deserialize, Serialize};
 
 use crate::app::{lock, App, BusyGuard};
@@ -83,6 +83,10 @@ pub enum ChatEvent {
         /// The sources, saved with the answer.
         sources: Vec<hearth_chat::conversations::Source>,
     },
+    /// How much of the prompt the model has read, before the first `Token`: at 0, then after
+    /// each chunk of the prefill. Only from the processor; the NPU and remote servers do not
+    /// tell, so none comes from them.
+    Reading(PrefillProgress),
     /// A piece of the answer.
     Token {
         /// Text to append.
@@ -393,6 +397,7 @@ impl Turn<'_> {
                         }
                     }
                 }
+                AnswerEvent::Reading(progress) => emit(ChatEvent::Reading(progress)),
                 AnswerEvent::Stats(live) => emit(ChatEvent::Stats(live)),
             }
             if app.stop_requested() {

@@ -100,6 +100,50 @@ fn a_message_is_planned_streamed_and_saved_with_its_receipt_and_the_title_comes_
 }
 
 #[test]
+fn a_long_message_is_reported_read_before_the_first_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&short()).unwrap();
+    // Over 64 tokens (a chunk of the engine's prefill) and within the fixture's 128.
+    let content = "one two three four five six seven eight nine ten ".repeat(2);
+    let events = answer(&app, &c.id, ChatAction::Send { content });
+    let Some(ChatEvent::Started { prompt_tokens, .. }) = events.first() else {
+        panic!("the first event is Started: {events:?}");
+    };
+    assert!(*prompt_tokens > 64, "two chunks to read: {prompt_tokens}");
+    let first_token = events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::Token { .. }))
+        .expect("a token");
+    let read: Vec<(usize, usize, usize)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            ChatEvent::Reading(p) => Some((i, p.done, p.total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        read.iter()
+            .map(|&(_, done, total)| (done, total))
+            .collect::<Vec<_>>(),
+        [
+            (0, *prompt_tokens),
+            (64, *prompt_tokens),
+            (*prompt_tokens, *prompt_tokens)
+        ],
+        "read at 0, after the first chunk and at the end: {events:?}"
+    );
+    assert!(read.iter().all(|&(i, ..)| i < first_token));
+    let json = serde_json::to_value(&events[read[1].0]).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"event": "reading", "data": {"done": 64, "total": prompt_tokens}}),
+        "the UI reads it as {{event: 'reading', data: {{done, total}}}}"
+    );
+}
+
+#[test]
 fn a_regenerate_plans_the_same_question_and_keeps_the_first_answer_as_a_version() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());

@@ -3,13 +3,14 @@
 //! backend is checked against. It is where structured output is enforced: the engine samples
 //! under `ChatOptions::format`, so a JSON answer that ends always parses and matches its schema.
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use hearth_engine::{ChatOptions, LoadOptions, Model};
 
 use hearth_chat::backend::{
-    Backend, BackendError, BackendInfo, BackendKind, BackendTimings, Generation, Input, Prompt,
-    TextSink, TokenCount,
+    Backend, BackendError, BackendEvent, BackendInfo, BackendKind, BackendTimings, EventSink,
+    Generation, Input, Prompt, TokenCount,
 };
 
 /// The engine with one loaded model.
@@ -105,7 +106,7 @@ impl Backend for CpuBackend {
         &mut self,
         prompt: Prompt,
         options: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError> {
         let tokens = match prompt.tokens {
             Some(tokens) => tokens,
@@ -114,7 +115,14 @@ impl Backend for CpuBackend {
                 .tokens
                 .unwrap_or_default(),
         };
-        let stats = self.model.generate_text(&tokens, options, on_text)?;
+        // The engine reports the prefill and the text through two callbacks, never at once.
+        let on_event = RefCell::new(on_event);
+        let stats = self.model.generate_text(
+            &tokens,
+            options,
+            &mut |progress| (*on_event.borrow_mut())(BackendEvent::Reading(progress)),
+            &mut |piece| (*on_event.borrow_mut())(BackendEvent::Text(piece)),
+        )?;
         let prefill_rate =
             (stats.prefill_secs > 0.0).then(|| stats.prefilled_tokens as f64 / stats.prefill_secs);
         Ok(Generation {

@@ -23,8 +23,8 @@ use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, StopReason, TextTo
 
 pub use config::{RemoteConfig, RemoteConfigError};
 use hearth_chat::backend::{
-    count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
-    Generation, Input, Prompt, TextSink, TokenCount,
+    count_tokens, estimate_tokens, Backend, BackendError, BackendEvent, BackendInfo, BackendKind,
+    EventSink, FailureKind, Generation, Input, Prompt, TokenCount,
 };
 pub use openai::{ApiKey, ChatRequest, ClientOptions, OpenAiClient, ServerModel, StreamOutcome};
 
@@ -249,12 +249,13 @@ impl Backend for RemoteBackend {
         &mut self,
         prompt: Prompt,
         options: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError> {
+        // A server does not say how far it has read the prompt: only text comes.
         let mut answer = String::new();
         let mut pass_on = |piece: &str| {
             answer.push_str(piece);
-            on_text(piece)
+            on_event(BackendEvent::Text(piece))
         };
         let (request, outcome) = match prompt.input {
             Input::Chat(messages) => {

@@ -9,7 +9,7 @@
 
 use std::ops::ControlFlow;
 
-use hearth_chat::backend::{Backend, Input};
+use hearth_chat::backend::{Backend, BackendEvent, Input};
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 use serde::{Deserialize, Serialize};
 
@@ -153,8 +153,10 @@ fn answer_text(
         Ok(p) => p,
         Err(e) => return (text, Some(e.to_string())),
     };
-    let result = backend.generate(prompt, options, &mut |piece: &str| {
-        text.push_str(piece);
+    let result = backend.generate(prompt, options, &mut |event| {
+        if let BackendEvent::Text(piece) = event {
+            text.push_str(piece);
+        }
         ControlFlow::Continue(())
     });
     let error = result.err().map(|e| e.to_string());

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use hearth_backends::remote::sse::{EventReader, Item, SseError};
 use hearth_backends::remote::{ChatRequest, ClientOptions, OpenAiClient};
-use hearth_chat::backend::TextSink;
+use hearth_chat::backend::{BackendEvent, EventSink};
 use hearth_chat::{
     answer, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError, BackendInfo,
     BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,
@@ -211,10 +211,10 @@ impl Backend for Waiting {
         &mut self,
         prompt: Prompt,
         _: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError> {
         for _ in 0..100 {
-            if on_text("").is_break() {
+            if on_event(BackendEvent::Text("")).is_break() {
                 return Ok(Generation {
                     prompt_tokens: prompt.count,
                     generated_tokens: TokenCount {
@@ -258,6 +258,7 @@ fn the_answer_loop_lets_stop_through_on_an_empty_piece_and_counts_no_token() {
         }
         AnswerEvent::Text(text) => panic!("no text was written, got {text:?}"),
         AnswerEvent::Started(_) => ControlFlow::Continue(()),
+        AnswerEvent::Reading(_) => panic!("a server does not say how far it has read"),
     })
     .expect("a stopped answer");
     assert_eq!(answer.stop, AnswerStop::Cancelled);

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use hearth_backends::CpuBackend;
 use hearth_chat::{
-    answer, Answer, AnswerError, AnswerEvent, AnswerRequest, Backend, BackendKind, Input,
+    answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendKind,
+    Input,
 };
 use hearth_engine::{ChatMessage, ChatOptions, Role, SamplingParams};
 
@@ -109,4 +110,77 @@ fn raw_text_is_continued_without_a_template() {
     let answer = run(&mut cpu, req).1.unwrap();
     assert!(!answer.text.is_empty());
     assert_eq!(answer.receipt.backend_kind, BackendKind::Cpu);
+}
+
+/// A question long enough to be read in several chunks of the engine's prefill.
+fn long_question() -> Input {
+    let text = "Ownership moves a value to its new owner, and borrowing lends it. ".repeat(20);
+    chat(&[(Role::User, &format!("{text}What is ownership?"))])
+}
+
+#[test]
+fn a_long_prompt_is_reported_read_chunk_by_chunk_before_the_first_text() {
+    let mut cpu = CpuBackend::open(&demo_model(), "demo", &Default::default(), None).unwrap();
+    let (events, result) = run(&mut cpu, request(long_question()));
+    let answer = result.unwrap();
+    let AnswerEvent::Started(start) = &events[0] else {
+        panic!("Started comes first: {events:?}");
+    };
+    let prompt = start.prompt_tokens.tokens;
+    assert!(
+        prompt > 2 * 64,
+        "the question takes several chunks: {prompt}"
+    );
+    let first_text = events
+        .iter()
+        .position(|e| matches!(e, AnswerEvent::Text(_)))
+        .expect("some text");
+    let read: Vec<(usize, usize)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            AnswerEvent::Reading(p) => {
+                assert!(i < first_text, "reading is reported before the first text");
+                Some((p.done, p.total))
+            }
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(usize, usize)> = std::iter::once(0)
+        .chain((64..prompt).step_by(64))
+        .chain(std::iter::once(prompt))
+        .map(|done| (done, prompt))
+        .collect();
+    assert_eq!(
+        read, expected,
+        "0, then after each chunk of 64, up to the prompt"
+    );
+    assert!(!answer.text.is_empty());
+}
+
+#[test]
+fn stop_while_the_prompt_is_read_ends_the_answer_before_any_text() {
+    let mut cpu = CpuBackend::open(&demo_model(), "demo", &Default::default(), None).unwrap();
+    let mut events = Vec::new();
+    let answer = answer(&mut cpu, request(long_question()), &mut |event| {
+        let stop = matches!(event, AnswerEvent::Reading(p) if p.done > 0);
+        events.push(event);
+        if stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(answer.stop, AnswerStop::Cancelled);
+    assert_eq!(
+        (answer.text.as_str(), answer.receipt.generated_tokens),
+        ("", 0)
+    );
+    let read = events
+        .iter()
+        .filter(|e| matches!(e, AnswerEvent::Reading(_)))
+        .count();
+    assert_eq!(read, 2, "no chunk is read after Stop: {events:?}");
+    assert!(!events.iter().any(|e| matches!(e, AnswerEvent::Text(_))));
 }

@@ -8,11 +8,12 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use hearth_engine::{ChatOptions, StopReason};
+use hearth_engine::{ChatOptions, PrefillProgress, StopReason};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{
-    Backend, BackendError, BackendInfo, BackendKind, BackendTimings, Input, Prompt, TokenCount,
+    Backend, BackendError, BackendEvent, BackendInfo, BackendKind, BackendTimings, Input, Prompt,
+    TokenCount,
 };
 use crate::clock::unix_now;
 use crate::context::{self, FitError};
@@ -66,11 +67,15 @@ pub struct AnswerStart {
     pub backend: BackendInfo,
 }
 
-/// What happens while answering, in order: `Started`, then `Text` and `Stats` interleaved.
+/// What happens while answering, in order: `Started`, then `Reading` while the prompt is read
+/// (only from backends that can tell, see [`BackendEvent::Reading`]), then `Text` and `Stats`
+/// interleaved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnswerEvent {
     /// The prompt fits and generation starts.
     Started(AnswerStart),
+    /// How much of the prompt has been read, before the first text.
+    Reading(PrefillProgress),
     /// A piece of the answer (stop strings already applied).
     Text(String),
     /// Live numbers, about ten times a second.
@@ -289,7 +294,17 @@ pub fn answer(
             elapsed_secs: (now - started).as_secs_f64(),
         }
     };
-    let result = backend.generate(prompt, &options, &mut |piece: &str| {
+    let result = backend.generate(prompt, &options, &mut |event| {
+        let piece = match event {
+            BackendEvent::Reading(progress) => {
+                if on_event(AnswerEvent::Reading(progress)).is_break() {
+                    stopped_by_caller = true;
+                    return ControlFlow::Break(());
+                }
+                return ControlFlow::Continue(());
+            }
+            BackendEvent::Text(piece) => piece,
+        };
         if piece.is_empty() {
             // Nothing written (a remote backend waiting): only a chance to stop.
             if on_event(AnswerEvent::Stats(live(pieces, first))).is_break() {

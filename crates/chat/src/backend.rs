@@ -9,7 +9,7 @@
 use std::ops::ControlFlow;
 use std::str::FromStr;
 
-use hearth_engine::{ChatMessage, ChatOptions, StopReason};
+use hearth_engine::{ChatMessage, ChatOptions, PrefillProgress, StopReason};
 use serde::{Deserialize, Serialize};
 
 /// Where answers are computed.
@@ -288,6 +288,21 @@ impl BackendError {
 /// that a Stop is seen while nothing arrives.
 pub type TextSink<'a> = &'a mut dyn FnMut(&str) -> ControlFlow<()>;
 
+/// What a backend tells while it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendEvent<'a> {
+    /// How much of the prompt has been read (the part not already cached), from backends that
+    /// can tell: the cpu one, after each chunk of its prefill. FastFlowLM and remote servers
+    /// say nothing until the first text.
+    Reading(PrefillProgress),
+    /// A piece of the answer, as [`TextSink`] receives it (an empty one carries no text).
+    Text(&'a str),
+}
+
+/// Receives a backend's events; `ControlFlow::Break(())` stops the generation (also while the
+/// prompt is read, where the backend can stop there).
+pub type EventSink<'a> = &'a mut dyn FnMut(BackendEvent<'_>) -> ControlFlow<()>;
+
 /// A place that runs one model. `Send` so the app and the server can answer on a worker thread.
 pub trait Backend: Send {
     /// What it is.
@@ -300,16 +315,16 @@ pub trait Backend: Send {
     /// out when a conversation is too long. Estimated where the backend has no tokenizer.
     fn count_text(&self, text: &str) -> TokenCount;
 
-    /// Generates the answer to `prompt`, streaming its text to `on_text` (stop strings are
-    /// applied by the caller, not here). Under a JSON `options.format` the answer is that JSON
-    /// (the cpu backend constrains its sampling, a remote one passes the format on as OpenAI's
-    /// `response_format`), or the backend refuses with
+    /// Generates the answer to `prompt`, streaming its reading progress and text to `on_event`
+    /// (stop strings are applied by the caller, not here). Under a JSON `options.format` the
+    /// answer is that JSON (the cpu backend constrains its sampling, a remote one passes the
+    /// format on as OpenAI's `response_format`), or the backend refuses with
     /// [`BackendError::structured_output_unsupported`].
     fn generate(
         &mut self,
         prompt: Prompt,
         options: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError>;
 }
 

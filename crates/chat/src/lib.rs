@@ -27,9 +27,9 @@ pub use answer::{
     Receipt,
 };
 pub use backend::{
-    Availability, Backend, BackendError, BackendInfo, BackendKind, BackendTimings, FailureKind,
-    Generation, Input, Prompt, TokenCount,
+    Availability, Backend, BackendError, BackendEvent, BackendInfo, BackendKind, BackendTimings,
+    FailureKind, Generation, Input, Prompt, TokenCount,
 };
 pub use energy::{EnergyReport, Measurement, PowerMeter};
-pub use hearth_engine::ResponseFormat;
+pub use hearth_engine::{PrefillProgress, ResponseFormat};
 pub use settings::ConversationSettings;

@@ -3,11 +3,12 @@
 
 use std::ops::ControlFlow;
 
-use hearth_chat::backend::TextSink;
+use hearth_chat::backend::EventSink;
 use hearth_chat::context::FitError;
 use hearth_chat::{
     answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop, Backend, BackendError,
-    BackendInfo, BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt, TokenCount,
+    BackendEvent, BackendInfo, BackendKind, BackendTimings, FailureKind, Generation, Input, Prompt,
+    TokenCount,
 };
 use hearth_engine::{ChatMessage, ChatOptions, Role, StopReason};
 
@@ -77,7 +78,7 @@ impl Backend for Scripted {
         &mut self,
         prompt: Prompt,
         options: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError> {
         self.asked_max_tokens = Some(options.max_tokens);
         let mut written = 0;
@@ -90,7 +91,7 @@ impl Backend for Scripted {
                 ));
             }
             written += 1;
-            if on_text(piece).is_break() {
+            if on_event(BackendEvent::Text(piece)).is_break() {
                 stop = StopReason::Cancelled;
                 break;
             }

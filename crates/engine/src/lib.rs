@@ -63,7 +63,7 @@ pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
 pub use json_schema::ResponseFormat;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
-pub use runner::{ChatOptions, GenerationStats, StopReason};
+pub use runner::{ChatOptions, GenerationStats, PrefillProgress, StopReason};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;
 pub use weights_memory::WeightsMemory;

@@ -14,7 +14,7 @@ use crate::constraint::{Constraint, TokenBytes};
 use crate::cpu::{pool, CpuContext, KernelLevel, ThreadPool};
 use crate::json_file::read_json;
 use crate::kv_cache::KvPrecision;
-use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, Runner};
+use crate::runner::{ChatOptions, GenerationStats, LoadedWeights, PrefillProgress, Runner};
 use crate::tokenizer::TextTokenizer;
 use crate::transformer::TransformerWeights;
 use crate::weights_memory::{self, WeightsMemory};
@@ -305,19 +305,21 @@ impl Model {
     ) -> Result<GenerationStats, Error> {
         let started = Instant::now();
         let prompt = self.tokenize_chat(messages, options)?;
-        self.stream_text(&prompt, options, started, on_text)
+        self.stream_text(&prompt, options, started, &mut keep_reading, on_text)
     }
 
     /// Generates after the token ids `prompt` (already rendered and tokenized, e.g. by
     /// [`Model::tokenize_chat`]) and streams the decoded text like [`Model::chat`]; the time to
-    /// first token counts from this call.
+    /// first token counts from this call. `on_reading` follows the prefill of the part of the
+    /// prompt not already cached, chunk by chunk, and can stop it.
     pub fn generate_text(
         &mut self,
         prompt: &[u32],
         options: &ChatOptions,
+        on_reading: &mut dyn FnMut(PrefillProgress) -> ControlFlow<()>,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<GenerationStats, Error> {
-        self.stream_text(prompt, options, Instant::now(), on_text)
+        self.stream_text(prompt, options, Instant::now(), on_reading, on_text)
     }
 
     /// Continues `text` as plain text (no chat template), streaming like [`Model::chat`].
@@ -329,7 +331,7 @@ impl Model {
     ) -> Result<GenerationStats, Error> {
         let started = Instant::now();
         let prompt = self.tokenize(text)?;
-        self.stream_text(&prompt, options, started, on_text)
+        self.stream_text(&prompt, options, started, &mut keep_reading, on_text)
     }
 
     /// Generates after `prompt` and streams the decoded text (stop tokens are not shown).
@@ -338,6 +340,7 @@ impl Model {
         prompt: &[u32],
         options: &ChatOptions,
         started: Instant,
+        on_reading: &mut dyn FnMut(PrefillProgress) -> ControlFlow<()>,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<GenerationStats, Error> {
         // Field borrows, not `require_tokenizer`: the runner is borrowed mutably below.
@@ -373,6 +376,7 @@ impl Model {
             stop_ids,
             started,
             constraint.as_mut(),
+            on_reading,
             &mut on_token,
         )?;
         match failure {
@@ -403,6 +407,7 @@ impl Model {
             stop_ids,
             Instant::now(),
             constraint.as_mut(),
+            &mut keep_reading,
             on_token,
         )
     }
@@ -435,7 +440,7 @@ impl Model {
             self.runner.reset();
         }
         std::mem::swap(&mut self.runner.cpu, cpu);
-        let result = self.runner.feed(tokens, None);
+        let result = self.runner.feed(tokens, None, None);
         std::mem::swap(&mut self.runner.cpu, cpu);
         result
     }
@@ -445,6 +450,11 @@ impl Model {
             dir: self.dir.clone(),
         })
     }
+}
+
+/// Follows no prefill: for the calls that show no reading progress.
+fn keep_reading(_: PrefillProgress) -> ControlFlow<()> {
+    ControlFlow::Continue(())
 }
 
 /// The constraint `options.format` puts on an answer, over the tokenizer's vocabulary (its
@@ -725,7 +735,7 @@ mod tests {
                 ..LoadOptions::default()
             };
             let mut at_level = Model::load(q4nx.path(), &options).unwrap();
-            at_level.runner.feed(&tokens, None).unwrap();
+            at_level.runner.feed(&tokens, None, None).unwrap();
             assert_eq!(
                 model.runner.last_logits(),
                 at_level.runner.last_logits(),
@@ -767,7 +777,7 @@ mod tests {
             let tokens: Vec<u32> = (0..100u32).map(|i| (i * 7919 + 13) % vocab).collect();
             let mut steps = Vec::new();
             for &token in &tokens {
-                model.runner.feed(&[token], None).unwrap();
+                model.runner.feed(&[token], None, None).unwrap();
                 steps.push(model.runner.last_logits().to_vec());
             }
             model.runner.reset();
@@ -777,7 +787,7 @@ mod tests {
                 let end = (fed + size).min(tokens.len());
                 model
                     .runner
-                    .feed(&tokens[fed..end], Some(&mut batched))
+                    .feed(&tokens[fed..end], Some(&mut batched), None)
                     .unwrap();
                 fed = end;
                 if fed == tokens.len() {
@@ -925,7 +935,7 @@ mod tests {
             let full = model.logits(&tokens).unwrap();
             model.runner.reset();
             for (i, &token) in tokens.iter().enumerate() {
-                model.runner.feed(&[token], None).unwrap();
+                model.runner.feed(&[token], None, None).unwrap();
                 let step = model.runner.last_logits();
                 let scale = full[i].iter().fold(0.0f32, |m, v| m.max(v.abs()));
                 let diff = step

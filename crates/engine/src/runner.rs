@@ -118,6 +118,18 @@ pub struct GenerationStats {
     pub accepted_drafts: usize,
 }
 
+/// How far a turn's prompt has been read: `done` of the `total` tokens this turn runs through
+/// the model (the part not already in the cache; a reused prefix counts in neither). Reported
+/// at 0 before the first chunk and after each chunk of [`MAX_CHUNK`] tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PrefillProgress {
+    /// Tokens read so far.
+    pub done: usize,
+    /// Tokens to read.
+    pub total: usize,
+}
+
 impl GenerationStats {
     /// Decode speed in tokens per second (tokens after the first over the decode time), if any.
     pub fn decode_tokens_per_sec(&self) -> Option<f64> {
@@ -229,11 +241,13 @@ impl Runner {
 
     /// Runs `tokens` at positions `self.cached.len()..`, appending them to the cache. With
     /// `all_rows`, every token's logits are appended to it; otherwise only the last token's
-    /// logits are left in the run state.
+    /// logits are left in the run state. `on_chunk` is told after each chunk how many of
+    /// `tokens` have run; when it breaks, feeding stops there (the cache holds what ran).
     pub(crate) fn feed(
         &mut self,
         tokens: &[u32],
         mut all_rows: Option<&mut Vec<Vec<f32>>>,
+        mut on_chunk: Option<&mut dyn FnMut(usize) -> ControlFlow<()>>,
     ) -> Result<(), Error> {
         let start = self.cached.len();
         let limit = self.cache.capacity();
@@ -268,6 +282,10 @@ impl Runner {
             if let Some(rows) = all_rows.as_deref_mut() {
                 rows.extend(self.state.logits.chunks_exact(vocab).map(<[f32]>::to_vec));
             }
+            let done = self.cached.len() - start;
+            if on_chunk.as_mut().is_some_and(|f| f(done).is_break()) {
+                break;
+            }
         }
         Ok(())
     }
@@ -277,7 +295,7 @@ impl Runner {
         self.check_tokens(tokens)?;
         self.reset();
         let mut rows = Vec::with_capacity(tokens.len());
-        let result = self.feed(tokens, Some(&mut rows));
+        let result = self.feed(tokens, Some(&mut rows), None);
         result.map(|()| rows)
     }
 
@@ -304,8 +322,10 @@ impl Runner {
     }
 
     /// Generates after `prompt`, reusing the longest prefix already computed: in the cache, or
-    /// in the KV store (see `kv_store`). `on_token`
-    /// sees every generated id (a final end-of-turn id included) and can stop generation.
+    /// in the KV store (see `kv_store`). `on_reading` follows the prefill of the rest
+    /// ([`PrefillProgress`]) and can stop it (nothing is generated then, and the stop reason is
+    /// `Cancelled`). `on_token` sees every generated id (a final end-of-turn id included) and
+    /// can stop generation.
     /// `started` is when the caller received the request (for time to first token). With a
     /// `constraint`, every token is one it allows, and generation ends when it allows none
     /// after a complete answer (a model without stop ids).
@@ -317,6 +337,7 @@ impl Runner {
         stop_ids: &[u32],
         started: Instant,
         mut constraint: Option<&mut Constraint<'_>>,
+        on_reading: &mut dyn FnMut(PrefillProgress) -> ControlFlow<()>,
         on_token: &mut dyn FnMut(u32) -> ControlFlow<()>,
     ) -> Result<(Vec<u32>, GenerationStats), Error> {
         self.check_tokens(prompt)?;
@@ -350,8 +371,25 @@ impl Runner {
         let reuse = (self.store).prepare(&mut self.cache, &mut self.cached, &prompt[..last]);
         stats.prefilled_tokens = prompt.len() - reuse;
         let prefill_start = Instant::now();
-        self.feed(&prompt[reuse..], None)?;
+        let total = prompt.len() - reuse;
+        let mut read = |done| on_reading(PrefillProgress { done, total });
+        let mut stopped = read(0).is_break();
+        if !stopped {
+            self.feed(
+                &prompt[reuse..],
+                None,
+                Some(&mut |done| {
+                    let flow = read(done);
+                    stopped = flow.is_break();
+                    flow
+                }),
+            )?;
+        }
         stats.prefill_secs = prefill_start.elapsed().as_secs_f64();
+        if stopped {
+            stats.stop_reason = StopReason::Cancelled;
+            return Ok((Vec::new(), stats));
+        }
         tracing::debug!(
             reused = reuse,
             prefilled = prompt.len() - reuse,
@@ -438,7 +476,7 @@ impl Runner {
                 (limit - self.cached.len() - 1).min(options.max_tokens - generated.len() - 1);
             drafts = drafter.next(&history, room);
             if drafts.is_empty() {
-                self.feed(&[next], None)?;
+                self.feed(&[next], None, None)?;
             } else {
                 stats.draft_passes += 1;
                 stats.drafted_tokens += drafts.len();
@@ -446,7 +484,7 @@ impl Runner {
                 let tokens: Vec<u32> = std::iter::once(next)
                     .chain(drafts.iter().copied())
                     .collect();
-                self.feed(&tokens, Some(&mut rows))?;
+                self.feed(&tokens, Some(&mut rows), None)?;
             }
         }
         stats.generated_tokens = generated.len();

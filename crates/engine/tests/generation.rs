@@ -1,5 +1,6 @@
 //! Generation behaviour on the tiny fixture models: reproducible sampling, cancellation, chat
-//! streaming, reuse of the cached prefix, and a context that fills up.
+//! streaming, reuse of the cached prefix, the progress of a long prefill, and a context that
+//! fills up.
 
 mod common;
 
@@ -7,7 +8,8 @@ use std::ops::ControlFlow;
 
 use common::{fixture, reference};
 use hearth_engine::{
-    ChatMessage, ChatOptions, LoadOptions, Model, Role, SamplingParams, StopReason, WeightsMemory,
+    ChatMessage, ChatOptions, LoadOptions, Model, PrefillProgress, Role, SamplingParams,
+    StopReason, WeightsMemory,
 };
 
 fn load(name: &str) -> Model {
@@ -77,6 +79,89 @@ fn reusing_the_cached_prefix_gives_the_same_tokens_as_a_fresh_model() {
     let reused = run(&mut warm, &long, &sampled(3, 8));
     let fresh = run(&mut load("tiny-qwen3"), &long, &sampled(3, 8));
     assert_eq!(reused, fresh);
+}
+
+/// Generates after `prompt` and returns what the prefill reported.
+fn readings(model: &mut Model, prompt: &[u32], max_tokens: usize) -> Vec<PrefillProgress> {
+    let mut seen = Vec::new();
+    model
+        .generate_text(
+            prompt,
+            &sampled(5, max_tokens),
+            &mut |progress| {
+                seen.push(progress);
+                ControlFlow::Continue(())
+            },
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .expect("generate");
+    seen
+}
+
+/// `(done, total)` pairs, for short assertions.
+fn pairs(readings: &[PrefillProgress]) -> Vec<(usize, usize)> {
+    readings.iter().map(|r| (r.done, r.total)).collect()
+}
+
+#[test]
+fn a_long_prefill_reports_its_progress_chunk_by_chunk() {
+    // Chunks run 64 tokens at a time: 120 tokens are read in two, reported at 0, 64 and 120.
+    let mut model = load("tiny-qwen3");
+    let prompt: Vec<u32> = (0..120).map(|i| 1 + (i * 7) % 500).collect();
+    assert_eq!(
+        pairs(&readings(&mut model, &prompt, 1)),
+        [(0, 120), (64, 120), (120, 120)]
+    );
+}
+
+#[test]
+fn a_cached_prefix_is_not_read_again_nor_counted() {
+    // With max_tokens 1 nothing generated is fed, so the cache holds the first 50 tokens.
+    let mut model = load("tiny-qwen3");
+    let prompt: Vec<u32> = (0..120).map(|i| 1 + (i * 11) % 500).collect();
+    readings(&mut model, &prompt[..50], 1);
+    let read = readings(&mut model, &prompt, 1);
+    assert_eq!(
+        pairs(&read),
+        [(0, 70), (64, 70), (70, 70)],
+        "only the 70 tokens after the cached 50 are read"
+    );
+    // The same prompt again: only its last token runs (its logits choose the next token).
+    assert_eq!(pairs(&readings(&mut model, &prompt, 1)), [(0, 1), (1, 1)]);
+}
+
+#[test]
+fn stopping_while_the_prompt_is_read_generates_nothing() {
+    let mut model = load("tiny-qwen3");
+    let prompt: Vec<u32> = (0..120).map(|i| 1 + (i * 13) % 500).collect();
+    let mut seen = Vec::new();
+    let mut texts = 0;
+    let stats = model
+        .generate_text(
+            &prompt,
+            &sampled(5, 8),
+            &mut |progress| {
+                seen.push(progress.done);
+                if progress.done >= 64 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+            &mut |_| {
+                texts += 1;
+                ControlFlow::Continue(())
+            },
+        )
+        .expect("generate");
+    assert_eq!(seen, [0, 64], "the second chunk never runs");
+    assert_eq!(stats.stop_reason, StopReason::Cancelled);
+    assert_eq!((stats.generated_tokens, texts), (0, 0));
+    // What was read stays in the cache: the next turn reads only the rest.
+    assert_eq!(
+        pairs(&readings(&mut model, &prompt, 1)),
+        [(0, 56), (56, 56)]
+    );
 }
 
 #[test]

@@ -97,7 +97,9 @@ fn generate(state: &AppState, job: Job, tx: &mpsc::Sender<Progress>) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(_) => ControlFlow::Break(()),
             },
-            AnswerEvent::Started(_) | AnswerEvent::Stats(_) => ControlFlow::Continue(()),
+            AnswerEvent::Started(_) | AnswerEvent::Reading(_) | AnswerEvent::Stats(_) => {
+                ControlFlow::Continue(())
+            }
         })
     });
     let result = match outcome {

@@ -66,7 +66,9 @@ export class AnswerStream {
   fallbacks = $state<Record<number, string>>({});
   /** The user message being edited. */
   editingId = $state<number | null>(null);
-  /** How much of a long prompt (attached files) has been read, 0..100; null when not reading. */
+  /** How much of the prompt the model has read, 0..100, as the backend reports it (the
+   *  processor does after each chunk it reads); null before its first report, after the first
+   *  word, and all along on a backend that cannot tell (the NPU, a remote server). */
   readingPercent = $state<number | null>(null);
   private sourcesHandlers: ((messageId: number, sources: Source[]) => void)[] = [];
 
@@ -199,14 +201,13 @@ export class AnswerStream {
     // conversation is open.
     const open = this.conversations.current;
     const conversation = open?.id === conversationId ? open : null;
-    // How much of a long prompt has been read (not in the generated ChatEvent yet).
-    const reading = event as unknown as { event: string; data: { percent?: number } };
-    if (reading.event === 'reading') {
-      this.readingPercent = reading.data.percent ?? null;
-      return false;
-    }
     if (event.event === 'token') this.readingPercent = null;
     switch (event.event) {
+      case 'reading': {
+        const { done, total } = event.data;
+        this.readingPercent = total > 0 ? Math.min(100, (done / total) * 100) : 100;
+        return false;
+      }
       case 'sources': {
         const answerId = conversation?.messages.findLast((m) => m.role === 'assistant')?.id;
         if (answerId !== undefined) for (const handler of this.sourcesHandlers) handler(answerId, event.data.sources);

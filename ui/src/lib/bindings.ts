@@ -325,7 +325,7 @@ model: ModelStatus, } } | { "event": "sources", "data": {
 /**
  * The sources, saved with the answer.
  */
-sources: Array<Source>, } } | { "event": "token", "data": { 
+sources: Array<Source>, } } | { "event": "reading", "data": PrefillProgress } | { "event": "token", "data": { 
 /**
  * Text to append.
  */
@@ -1408,6 +1408,21 @@ cpu_percent: Metric<number>,
  * iGPU busy, %.
  */
 igpu_percent: Metric<number>, };
+
+/**
+ * How far a turn's prompt has been read: `done` of the `total` tokens this turn runs through
+ * the model (the part not already in the cache; a reused prefix counts in neither). Reported
+ * at 0 before the first chunk and after each chunk of [`MAX_CHUNK`] tokens.
+ */
+export type PrefillProgress = { 
+/**
+ * Tokens read so far.
+ */
+done: number, 
+/**
+ * Tokens to read.
+ */
+total: number, };
 
 /**
  * How a download ended.

@@ -124,7 +124,7 @@ describe('DocumentsStore', () => {
 });
 
 describe('the answer stream and the documents store, wired as main.ts wires them', () => {
-  it("an answer's sources land under it and the reading percent shows until the first word", async () => {
+  it("an answer's sources land under it and the reading percent the backend reports shows until the first word", async () => {
     const { api, conversations, documents } = setup();
     const notifications = new Notifications();
     const readings: (number | null)[] = [];
@@ -132,7 +132,9 @@ describe('the answer stream and the documents store, wired as main.ts wires them
     const events = [
       { event: 'started', data: { title: 'Rent', user_message: { id: 8, role: 'user', content: 'Rent?', state: 'complete', receipt: null, created_at: 0, branches: [] }, assistant_message: { id: 9, role: 'assistant', content: '', state: 'streaming', receipt: null, created_at: 0, branches: [] }, prompt_tokens: 900, context_limit: 4096, trimmed_messages: 0, model: null } },
       { event: 'sources', data: { sources: [source] } },
-      { event: 'reading', data: { percent: 40 } },
+      { event: 'reading', data: { done: 0, total: 900 } },
+      { event: 'reading', data: { done: 360, total: 900 } },
+      { event: 'reading', data: { done: 900, total: 900 } },
       { event: 'token', data: { text: 'It is 900 euros [1].' } },
     ] as unknown as ChatEvent[];
     const full = {
@@ -148,7 +150,7 @@ describe('the answer stream and the documents store, wired as main.ts wires them
     answer.onSources((id, sources) => documents.setSources(id, sources));
     await answer.send('Rent?');
     expect(documents.sources[9]).toEqual([source]);
-    expect(readings).toEqual([null, null, 40, null]);
+    expect(readings).toEqual([null, null, 0, 40, 100, null]);
   });
 });
 

@@ -9,8 +9,7 @@ import {
   formatSeconds,
   formatWattHours,
   liveLine,
-  readingProgress,
-  readingRate,
+  readingWait,
 } from './format';
 
 describe('format', () => {
@@ -57,20 +56,9 @@ describe('live numbers and energy in units people know', () => {
     expect(liveLine(40, 15, 'about 4 h 00 min')).toBe('40.0 tok/s · 15.0 W · a full battery lasts about 4 h 00 min at this rate');
   });
 
-  it('reading a prompt: tokens and seconds, and a share done once a reading speed is known', () => {
-    expect(readingProgress(2300, 3.4, null)).toEqual({ text: 'Reading your message and the conversation (2,300 tokens)… 3 s', percent: null });
-    const p = readingProgress(2000, 2, 500);
-    expect(p.percent).toBe(50);
-    expect(p.text).toContain('about 50%, about 2 s left');
-    expect(readingProgress(2000, 10, 500).percent).toBe(99);
-    expect(readingProgress(2000, 10, 500).text).toContain('almost done');
-  });
-
-  it('the reading speed comes from the backend when it reports one, else from earlier receipts', () => {
-    expect(readingRate([])).toBeNull();
-    expect(readingRate([{ prompt_tokens: 12, ttft_secs: 0.1 }])).toBeNull();
-    expect(readingRate([{ prompt_tokens: 1000, ttft_secs: 2 }])).toBe(500);
-    expect(readingRate([{ prompt_tokens: 1000, ttft_secs: 2, backend_timings: { prefill_tokens_per_s: 800 } }])).toBe(800);
+  it('reading a prompt on a backend that does not say how far it is: tokens and seconds, no share', () => {
+    expect(readingWait(2300, 3.4)).toEqual({ text: 'Reading your message and the conversation (2,300 tokens)… 3 s', percent: null });
+    expect(readingWait(2300, 0).text).toContain('… 0 s');
   });
 
   it('watt-hours, share of the battery and battery life', () => {

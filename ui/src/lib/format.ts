@@ -92,36 +92,10 @@ export function liveLine(tokensPerSecond: number | null | undefined, watts: numb
   return parts.join(' · ');
 }
 
-/** How fast this model read earlier prompts, tokens per second, from receipts (the backend's own
- *  prefill rate when it reports one, else prompt tokens over the time to the first word). */
-export function readingRate(
-  receipts: { prompt_tokens: number; ttft_secs: number; backend_timings?: { prefill_tokens_per_s: number | null } | null }[],
-): number | null {
-  for (let i = receipts.length - 1; i >= 0; i--) {
-    const r = receipts[i];
-    const own = r.backend_timings?.prefill_tokens_per_s;
-    if (own != null && Number.isFinite(own) && own > 0) return own;
-    if (r.prompt_tokens >= 32 && r.ttft_secs > 0) return r.prompt_tokens / r.ttft_secs;
-  }
-  return null;
-}
-
-/** What to say while the model reads the prompt: how much it reads, for how long already, and
- *  (when an earlier answer measured its reading speed) about how much is done. */
-export function readingProgress(
-  promptTokens: number,
-  elapsedSecs: number,
-  rate: number | null,
-): { text: string; percent: number | null } {
-  const secs = Math.max(0, Math.floor(elapsedSecs));
-  if (rate == null || rate <= 0 || promptTokens <= 0) {
-    return { text: t('format.reading', { tokens: promptTokens, secs }), percent: null };
-  }
-  const total = promptTokens / rate;
-  const percent = Math.min(99, Math.floor((elapsedSecs / total) * 100));
-  const left = Math.max(0, Math.ceil(total - elapsedSecs));
-  const text = left > 0 ? t('format.readingLeft', { tokens: promptTokens, percent, left }) : t('format.readingAlmost', { tokens: promptTokens, percent });
-  return { text, percent };
+/** What to say while the model reads the prompt on a backend that does not tell how far it is
+ *  (the NPU, a remote server): how much it reads and for how long already, no share done. */
+export function readingWait(promptTokens: number, elapsedSecs: number): { text: string; percent: null } {
+  return { text: t('format.reading', { tokens: promptTokens, secs: Math.max(0, Math.floor(elapsedSecs)) }), percent: null };
 }
 
 /** Energy as people know it: "4.6 mWh", "0.12 Wh", "1.3 Wh". */

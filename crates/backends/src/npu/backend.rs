@@ -18,8 +18,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hearth_chat::backend::{
-    count_tokens, estimate_tokens, Backend, BackendError, BackendInfo, BackendKind, FailureKind,
-    Generation, Input, Prompt, TextSink, TokenCount,
+    count_tokens, estimate_tokens, Backend, BackendError, BackendEvent, BackendInfo, BackendKind,
+    EventSink, FailureKind, Generation, Input, Prompt, TextSink, TokenCount,
 };
 use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
 use serde_json::{json, Value};
@@ -774,8 +774,10 @@ impl Backend for NpuBackend {
         &mut self,
         prompt: Prompt,
         options: &ChatOptions,
-        on_text: TextSink<'_>,
+        on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError> {
+        // FastFlowLM does not say how far it has read the prompt: only text comes.
+        let on_text = &mut |piece: &str| on_event(BackendEvent::Text(piece));
         let Input::Chat(messages) = &prompt.input else {
             return Err(BackendError::Unsupported(
                 "FastFlowLM only answers conversations, not raw text".into(),

@@ -349,8 +349,6 @@ export const de: Translation = {
   'format.toFirstWord': '{time} bis zum ersten Wort',
   'format.batteryLasts': 'bei diesem Verbrauch hält ein voller Akku {time}',
   'format.reading': 'Ihre Nachricht und die Unterhaltung werden gelesen ({tokens} Tokens)… {secs} s',
-  'format.readingLeft': 'Ihre Nachricht und die Unterhaltung werden gelesen ({tokens} Tokens): etwa {percent} %, noch etwa {left} s',
-  'format.readingAlmost': 'Ihre Nachricht und die Unterhaltung werden gelesen ({tokens} Tokens): etwa {percent} %, fast fertig',
   'format.lessThanShare': 'weniger als {share}',
   'format.aboutMinutes': '{count, plural, one {etwa # Minute} other {etwa # Minuten}}',
   'format.aboutHours': 'etwa {hours} h {minutes} min',

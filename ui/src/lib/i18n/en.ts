@@ -370,8 +370,6 @@ export const en = {
   'format.toFirstWord': '{time} to first word',
   'format.batteryLasts': 'a full battery lasts {time} at this rate',
   'format.reading': 'Reading your message and the conversation ({tokens} tokens)… {secs} s',
-  'format.readingLeft': 'Reading your message and the conversation ({tokens} tokens): about {percent}%, about {left} s left',
-  'format.readingAlmost': 'Reading your message and the conversation ({tokens} tokens): about {percent}%, almost done',
   'format.lessThanShare': 'less than {share}',
   'format.aboutMinutes': '{count, plural, one {about # minute} other {about # minutes}}',
   'format.aboutHours': 'about {hours} h {minutes} min',

@@ -349,8 +349,6 @@ export const es: Translation = {
   'format.toFirstWord': '{time} hasta la primera palabra',
   'format.batteryLasts': 'a este ritmo una batería llena dura {time}',
   'format.reading': 'Leyendo tu mensaje y la conversación ({tokens} tokens)… {secs} s',
-  'format.readingLeft': 'Leyendo tu mensaje y la conversación ({tokens} tokens): cerca del {percent} %, quedan unos {left} s',
-  'format.readingAlmost': 'Leyendo tu mensaje y la conversación ({tokens} tokens): cerca del {percent} %, casi listo',
   'format.lessThanShare': 'menos del {share}',
   'format.aboutMinutes': '{count, plural, one {alrededor de # minuto} other {alrededor de # minutos}}',
   'format.aboutHours': 'alrededor de {hours} h {minutes} min',

@@ -350,8 +350,6 @@ export const fr: Translation = {
   'format.toFirstWord': '{time} avant le premier mot',
   'format.batteryLasts': 'à ce rythme, une batterie pleine dure {time}',
   'format.reading': 'Lecture de votre message et de la conversation ({tokens} jetons)… {secs} s',
-  'format.readingLeft': 'Lecture de votre message et de la conversation ({tokens} jetons) : environ {percent} %, encore environ {left} s',
-  'format.readingAlmost': 'Lecture de votre message et de la conversation ({tokens} jetons) : environ {percent} %, presque fini',
   'format.lessThanShare': 'moins de {share}',
   'format.aboutMinutes': '{count, plural, one {environ # minute} other {environ # minutes}}',
   'format.aboutHours': 'environ {hours} h {minutes} min',

@@ -341,8 +341,6 @@ export const zh: Translation = {
   'format.toFirstWord': '首字用时 {time}',
   'format.batteryLasts': '按此速率，满电可用 {time}',
   'format.reading': '正在读取你的消息和对话（{tokens} 个词元）… {secs} 秒',
-  'format.readingLeft': '正在读取你的消息和对话（{tokens} 个词元）：约 {percent}%，大约还剩 {left} 秒',
-  'format.readingAlmost': '正在读取你的消息和对话（{tokens} 个词元）：约 {percent}%，快完成了',
   'format.lessThanShare': '不到 {share}',
   'format.aboutMinutes': '{count, plural, other {约 # 分钟}}',
   'format.aboutHours': '约 {hours} 小时 {minutes} 分',
