@@ -393,6 +393,9 @@ mod tests {
             (v.switch(), v.sides()),
             ("threads", ["1".into(), "2".into()])
         );
+        let v = Variant::parse("attention=bf16,f32").unwrap();
+        assert_eq!(v, Variant::Attention([true, false]));
+        assert_eq!(v.sides(), ["bf16", "f32"]);
     }
 
     #[test]
@@ -403,6 +406,7 @@ mod tests {
             ("threads=0,2", "\"0\" is not a thread count"),
             ("speed=1,2", "unknown switch \"speed\""),
             ("kernel=sse9,avx2", "sse9"),
+            ("attention=fp8,f32", "\"fp8\" is not bf16 or f32"),
         ] {
             let err = format!("{:#}", Variant::parse(text).unwrap_err());
             assert!(err.contains(says), "{text}: {err}");
@@ -427,11 +431,14 @@ mod tests {
         for variant in [
             Variant::Kernel([KernelLevel::Scalar, level]),
             Variant::Threads([1, 2]),
+            Variant::Attention([true, false]),
         ] {
             let mut contexts = Contexts::new(variant, 2, level, false);
             let pairs = alternate(&mut model, &mut contexts, 16, 5, 2).unwrap();
             assert_eq!((pairs.a.len(), pairs.b.len()), (10, 10), "{variant:?}");
             assert!(pairs.ratios().iter().all(|r| r.is_finite() && *r > 0.0));
+            let prefills = alternate_prefills(&mut model, &mut contexts, 20, 3).unwrap();
+            assert_eq!((prefills.a.len(), prefills.b.len()), (3, 3), "{variant:?}");
         }
     }
 
