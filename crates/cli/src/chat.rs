@@ -18,6 +18,7 @@ use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, ConversationSettings,
 use hearth_engine::{ChatMessage, ChatOptions, Role};
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
+use crate::progress::StatusLine;
 use crate::terminal::safe;
 
 /// Chat with a model in the terminal (type /reset to start over, /exit or Ctrl-D to leave).
@@ -213,6 +214,7 @@ impl Saved {
         let receipt = RefCell::new(None);
         let failure = RefCell::new(None);
         let sources = RefCell::new(Vec::new());
+        let status = RefCell::new(StatusLine::new());
         let progress = hearth_app::npu::logged_progress();
         let action = ChatAction::Send {
             content: text.to_owned(),
@@ -223,7 +225,15 @@ impl Saved {
                 ChatEvent::Started {
                     trimmed_messages, ..
                 } => say_trimmed(trimmed_messages),
-                ChatEvent::Token { text } => print_piece(&text),
+                ChatEvent::Reading(progress) => {
+                    if let Some(text) = crate::progress::reading(progress) {
+                        status.borrow_mut().redraw(&text);
+                    }
+                }
+                ChatEvent::Token { text } => {
+                    status.borrow_mut().clear();
+                    print_piece(&text);
+                }
                 ChatEvent::Sources { sources: given } => *sources.borrow_mut() = given,
                 ChatEvent::Fallback { reason, .. } => eprintln!("\nhearth: {}", safe(&reason)),
                 ChatEvent::Done { message } => *receipt.borrow_mut() = message.receipt,
@@ -231,6 +241,7 @@ impl Saved {
                 // Live numbers and the like are for the app's window.
                 _ => {}
             });
+        status.borrow_mut().clear();
         println!();
         if let Err(error) = result {
             eprintln!("hearth: {}", safe(&error.message));
@@ -300,14 +311,24 @@ impl Unsaved {
             power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
             trim_to_fit: true,
         };
+        let mut status = StatusLine::new();
         let result = hearth_chat::answer(self.session.backend.as_mut(), request, &mut |event| {
             match event {
                 AnswerEvent::Started(start) => say_trimmed(start.trimmed_messages),
-                AnswerEvent::Text(piece) => print_piece(&piece),
+                AnswerEvent::Reading(progress) => {
+                    if let Some(text) = crate::progress::reading(progress) {
+                        status.redraw(&text);
+                    }
+                }
+                AnswerEvent::Text(piece) => {
+                    status.clear();
+                    print_piece(&piece);
+                }
                 _ => {}
             }
             ControlFlow::Continue(())
         });
+        status.clear();
         println!();
         match result {
             Ok(answer) => {

@@ -5,6 +5,8 @@
 
 use std::io::{IsTerminal, Write};
 
+use hearth_chat::PrefillProgress;
+
 use crate::terminal::safe;
 
 /// A status line on stderr.
@@ -46,6 +48,14 @@ impl StatusLine {
         let _ = writeln!(err, "{}", safe(text));
     }
 
+    /// Erases the status line, so what follows is written where it was.
+    pub fn clear(&mut self) {
+        if self.drawn {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+            self.drawn = false;
+        }
+    }
+
     /// Ends the status line, so what follows starts on a line of its own.
     pub fn finish(&mut self) {
         if self.drawn {
@@ -53,6 +63,20 @@ impl StatusLine {
             self.drawn = false;
         }
     }
+}
+
+/// Prompts shorter than this are read too fast for their reading to be worth a status line.
+const LONG_PROMPT: usize = 256;
+
+/// What the status line says while the processor reads a long prompt ("Reading the prompt…
+/// 40%"), None for a short one (`hearth run` and `hearth chat` erase it at the first text).
+pub fn reading(progress: PrefillProgress) -> Option<String> {
+    (progress.total >= LONG_PROMPT).then(|| {
+        format!(
+            "Reading the prompt… {}%",
+            progress.done * 100 / progress.total
+        )
+    })
 }
 
 /// `secs` as people read a time left: `42s`, `3m07s`, `1h05m`.
@@ -68,6 +92,14 @@ pub fn duration(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_long_prompt_shows_its_reading() {
+        let at = |done, total| reading(PrefillProgress { done, total });
+        assert_eq!(at(64, 100), None);
+        assert_eq!(at(0, 1000).as_deref(), Some("Reading the prompt… 0%"));
+        assert_eq!(at(448, 1000).as_deref(), Some("Reading the prompt… 44%"));
+    }
 
     #[test]
     fn durations_read_as_seconds_minutes_or_hours() {

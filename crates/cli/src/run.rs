@@ -13,6 +13,7 @@ use hearth_engine::{ChatMessage, Role};
 use serde::Serialize;
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
+use crate::progress::StatusLine;
 use crate::terminal::safe;
 
 /// Answer one prompt, streaming the answer.
@@ -122,6 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     let mut write_failed = None;
     let streaming = !args.json;
+    let mut status = StatusLine::new();
     let result = hearth_chat::answer(backend.as_mut(), request, &mut |event| match event {
         AnswerEvent::Started(start) if streaming && start.backend.kind.leaves_this_computer() => {
             eprintln!(
@@ -131,7 +133,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             ControlFlow::Continue(())
         }
+        AnswerEvent::Reading(progress) if streaming => {
+            if let Some(text) = crate::progress::reading(progress) {
+                status.redraw(&text);
+            }
+            ControlFlow::Continue(())
+        }
         AnswerEvent::Text(piece) if streaming => {
+            status.clear();
             match stdout
                 .write_all(safe(&piece).as_bytes())
                 .and_then(|()| stdout.flush())
@@ -145,6 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => ControlFlow::Continue(()),
     });
+    status.clear();
     let answer = match result {
         Ok(answer) => answer,
         Err(hearth_chat::AnswerError::Failed { text, error }) => {
