@@ -387,6 +387,8 @@ impl Runner {
         }
         stats.prefill_secs = prefill_start.elapsed().as_secs_f64();
         if stopped {
+            // Only what was read before the stop ran (and stays cached for the next turn).
+            stats.prefilled_tokens = self.cached.len() - reuse;
             stats.stop_reason = StopReason::Cancelled;
             return Ok((Vec::new(), stats));
         }

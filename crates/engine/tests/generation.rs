@@ -157,6 +157,7 @@ fn stopping_while_the_prompt_is_read_generates_nothing() {
     assert_eq!(seen, [0, 64], "the second chunk never runs");
     assert_eq!(stats.stop_reason, StopReason::Cancelled);
     assert_eq!((stats.generated_tokens, texts), (0, 0));
+    assert_eq!(stats.prefilled_tokens, 64, "the receipt counts what ran");
     // What was read stays in the cache: the next turn reads only the rest.
     assert_eq!(
         pairs(&readings(&mut model, &prompt, 1)),
