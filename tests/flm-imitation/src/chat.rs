@@ -248,7 +248,8 @@ pub fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
     let mut chunks = 0usize;
     let mut client_gone = false;
     let mut failed_mid_stream = false;
-    let result = model.generate_text(&prompt, &options, &mut |piece: &str| {
+    let mut reading = |_| ControlFlow::Continue(());
+    let result = model.generate_text(&prompt, &options, &mut reading, &mut |piece: &str| {
         text.push_str(piece);
         if !streaming {
             return ControlFlow::Continue(());
