@@ -120,7 +120,7 @@ pub struct GenerationStats {
 
 /// How far a turn's prompt has been read: `done` of the `total` tokens this turn runs through
 /// the model (the part not already in the cache; a reused prefix counts in neither). Reported
-/// at 0 before the first chunk and after each chunk of [`MAX_CHUNK`] tokens.
+/// at 0 before the first chunk and after each chunk the prefill runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PrefillProgress {
