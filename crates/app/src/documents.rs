@@ -428,8 +428,9 @@ impl Documents {
         std::thread::Builder::new()
             .name("hearth-embed".into())
             .spawn(move || {
-                let _running = guard;
+                let running = guard;
                 let Some(embedder) = this.embedder() else {
+                    drop(running);
                     events(DocumentEvent::Finished {
                         cancelled: false,
                         unread: Vec::new(),
@@ -449,6 +450,8 @@ impl Documents {
                 if let Err(error) = result {
                     tracing::warn!("indexing stopped: {}", error.message);
                 }
+                // The run has ended when Finished says so: whoever reads the library then sees it.
+                drop(running);
                 events(DocumentEvent::Finished {
                     cancelled: cancel.load(Ordering::Relaxed),
                     unread: Vec::new(),
@@ -533,7 +536,7 @@ impl Documents {
         std::thread::Builder::new()
             .name("hearth-index".into())
             .spawn(move || {
-                let _running = guard;
+                let running = guard;
                 let embedder = this.embedder();
                 let result = this.open().and_then(|library| {
                     run_index(
@@ -569,6 +572,7 @@ impl Documents {
                         indexing.remove(path);
                     }
                 }
+                drop(running);
                 events(DocumentEvent::Finished {
                     cancelled: cancel.load(Ordering::Relaxed),
                     unread,
