@@ -11,7 +11,6 @@ use crate::model_args::{finish_output, parse_tokens, ModelArgs};
 /// Print the logits of every prompt position (or the perplexity of the sequence).
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["tokens", "text"])))]
-#[command(group(clap::ArgGroup::new("output").args(["json", "perplexity", "f32"])))]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
@@ -30,7 +29,7 @@ pub struct Args {
     perplexity: bool,
     /// Write the logits to FILE instead, as raw little-endian f32, one vocabulary-sized row per
     /// position (what `bench/fidelity.py` reads; JSON of thousands of rows is gigabytes).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "perplexity"])]
     f32: Option<std::path::PathBuf>,
 }
 
