@@ -3,12 +3,15 @@
 //! and the NPU through the FastFlowLM imitation (`tests/flm-imitation`, built by
 //! `cargo test --workspace` next to `hearth`).
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use common::Served;
 
 fn npu_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -77,38 +80,8 @@ impl Home {
 }
 
 /// `hearth serve` on a free loopback port, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(home: &Home, model: &str) -> Served {
-    let mut child = home
-        .command(&["serve", "--model", model, "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("hearth serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    // Keep reading what it prints: a closed pipe would end it at its next line.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    // "Hearth is serving demo at http://127.0.0.1:PORT/v1 (OpenAI-compatible). ..."
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .trim_end_matches("/v1")
-        .to_owned();
-    Served { child, url }
+    common::serve(home.command(&["serve", "--model", model, "--port", "0"]))
 }
 
 #[test]

@@ -5,10 +5,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
 
@@ -16,19 +15,6 @@ const NAME: &str = "Qwen3-Embedding-0.6B";
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-qwen3-embedding")
-}
-
-/// `hearth serve` on a free loopback port, killed when dropped.
-struct Served {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One HTTP/1.1 request on its own connection: the status and the JSON body.
@@ -86,28 +72,14 @@ fn an_installed_embedding_model_is_served_by_its_name_and_not_as_a_chat_model() 
     );
     mark_as_catalog_embedding_model(home.path());
 
-    let mut child = common::hearth(home.path())
+    let mut serve = common::hearth(home.path());
+    serve
         .args(["serve", "--port", "0"])
-        .env_remove("HEARTH_EMBEDDING_MODEL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("hearth serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    // Keep reading what it prints: a closed pipe would end it at its next line.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .trim_end_matches(|c: char| !c.is_ascii_digit())
-        .to_owned();
-    let served = Served { child, address };
+        .env_remove("HEARTH_EMBEDDING_MODEL");
+    let served = common::serve(serve);
 
     let (status, value) = request(
-        &served.address,
+        served.address(),
         "POST",
         "/v1/embeddings",
         Some(json!({"model": NAME, "input": ["The train leaves at nine.", "x"]})),
@@ -117,7 +89,7 @@ fn an_installed_embedding_model_is_served_by_its_name_and_not_as_a_chat_model() 
     let vector = value["data"][0]["embedding"].as_array().unwrap();
     assert_eq!(vector.len(), 64, "the Qwen3 fixture's hidden size");
 
-    let (status, value) = request(&served.address, "GET", "/v1/models", None);
+    let (status, value) = request(served.address(), "GET", "/v1/models", None);
     assert_eq!(status, 200, "{value}");
     assert!(
         !value.to_string().contains(NAME),
@@ -125,7 +97,7 @@ fn an_installed_embedding_model_is_served_by_its_name_and_not_as_a_chat_model() 
     );
 
     let (status, value) = request(
-        &served.address,
+        served.address(),
         "POST",
         "/v1/embeddings",
         Some(json!({"model": "nonesuch", "input": "x"})),

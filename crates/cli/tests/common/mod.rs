@@ -3,9 +3,9 @@
 
 #![allow(dead_code)] // each test file uses part of this
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `hearth` with `home` as its HOME and XDG data, config and state folders, no NPU (an empty
 /// system root) and no demo model from the environment. Add the arguments and run it.
@@ -36,4 +36,47 @@ pub fn run_typing(command: &mut Command, stdin: &str) -> Output {
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().expect("hearth runs")
+}
+
+/// A running `hearth serve`, killed when dropped.
+pub struct Served {
+    child: Child,
+    /// Where it listens, as it printed it: `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Served {
+    /// `host:port`, for a raw HTTP request.
+    pub fn address(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `command` (a `hearth serve --port 0 ...`) and waits for the line that says where it
+/// listens: "Hearth is serving ... at http://127.0.0.1:PORT/v1 (OpenAI-compatible). ...".
+pub fn serve(mut command: Command) -> Served {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hearth serve starts");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    // Keep reading what it prints: a closed pipe would end it at its next line.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim_end_matches("/v1")
+        .to_owned();
+    Served { child, url }
 }
