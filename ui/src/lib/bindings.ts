@@ -1412,7 +1412,7 @@ igpu_percent: Metric<number>, };
 /**
  * How far a turn's prompt has been read: `done` of the `total` tokens this turn runs through
  * the model (the part not already in the cache; a reused prefix counts in neither). Reported
- * at 0 before the first chunk and after each chunk of [`MAX_CHUNK`] tokens.
+ * at 0 before the first chunk and after each chunk the prefill runs.
  */
 export type PrefillProgress = { 
 /**
