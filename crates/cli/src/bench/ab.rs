@@ -338,11 +338,14 @@ fn write_table(
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
+    let threads = match threads {
+        1 => "1 thread".to_owned(),
+        n => format!("{n} threads"),
+    };
     let mut setting = match variant {
-        Variant::Kernel(_) if threads == 1 => "1 thread".to_owned(),
-        Variant::Kernel(_) => format!("{threads} threads"),
+        Variant::Kernel(_) => threads,
         Variant::Threads(_) => format!("kernels {level}"),
-        Variant::Attention(_) => format!("{threads} threads, kernels {level}"),
+        Variant::Attention(_) => format!("{threads}, kernels {level}"),
     };
     if args.busy > 0 {
         setting += &format!(", {} busy processes beside", args.busy);
