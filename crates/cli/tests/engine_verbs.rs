@@ -1,9 +1,10 @@
 //! The model verbs (`logits`, `generate`, `run`, `chat`) end to end through the `hearth` binary,
 //! on the engine's tiny fixture models.
 
-use std::io::Write;
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -14,25 +15,7 @@ fn fixture(name: &str) -> PathBuf {
 /// Runs `hearth` with every Hearth folder in a temporary directory (`hearth chat` saves there).
 fn hearth(args: &[&str], stdin: &str) -> Output {
     let home = tempfile::tempdir().unwrap();
-    let d = home.path();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(args)
-        .env("HOME", d)
-        .env("XDG_DATA_HOME", d.join("data"))
-        .env("XDG_CONFIG_HOME", d.join("config"))
-        .env("XDG_STATE_HOME", d.join("state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().expect("hearth runs")
+    common::run_typing(common::hearth(home.path()).args(args), stdin)
 }
 
 /// Runs `hearth` and checks it succeeded, showing its stderr if not.
