@@ -18,7 +18,7 @@ use q4nx::{DenseTensor, Dtype, Tensor, TileMatrix};
 use crate::cpu::pool::{SharedMut, ThreadPool};
 use crate::cpu::q4_1::{self, MAX_TOKENS};
 use crate::cpu::q8;
-use crate::cpu::quant::{quantize_row, QuantizedActivations, BLOCK};
+use crate::cpu::quant::{quantize_row, QuantizedActivations, BATCH, BLOCK};
 use crate::cpu::{CpuContext, KernelLevel};
 
 /// A dense weight matrix `W[rows, cols]` borrowed from the weight file, row-major, in its stored
@@ -274,6 +274,9 @@ fn matmul_tiles(
     ACTIVATIONS.with(|cell| {
         let mut acts = cell.borrow_mut();
         quantize(&mut acts, x, tokens, cols, pool);
+        if matches!(kernel, TileKernel::Q4_1) && cpu.interleaved_batches() {
+            acts.interleave();
+        }
         let acts = &*acts;
         pool.run(first_chunk[jobs.len()], &|chunk| {
             let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
@@ -291,15 +294,30 @@ fn matmul_tiles(
                 one = [0.0f32; TILE_ROWS];
                 &mut one
             } else {
-                batch = [0.0f32; TILE_ROWS * MAX_TOKENS];
+                batch = [0.0f32; TILE_ROWS * BATCH];
                 &mut batch
             };
             for rb in first..end {
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
-                for t0 in (0..tokens).step_by(MAX_TOKENS) {
-                    let n = (tokens - t0).min(MAX_TOKENS);
-                    let part = &mut block[..n * TILE_ROWS];
-                    kernel.row_block(level, tiles, narrow, acts, t0, part);
+                let mut t0 = 0;
+                while t0 < tokens {
+                    // The whole interleaved batches first (none unless asked for above).
+                    let n = if t0 / BATCH < acts.batches() {
+                        let part = &mut block[..BATCH * TILE_ROWS];
+                        q4_1::row_block_interleaved(level, tiles, narrow, acts, t0 / BATCH, part);
+                        BATCH
+                    } else {
+                        let n = (tokens - t0).min(MAX_TOKENS);
+                        kernel.row_block(
+                            level,
+                            tiles,
+                            narrow,
+                            acts,
+                            t0,
+                            &mut block[..n * TILE_ROWS],
+                        );
+                        n
+                    };
                     for t in 0..n {
                         let src = &block[t * TILE_ROWS..(t + 1) * TILE_ROWS];
                         // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside this output
@@ -309,6 +327,7 @@ fn matmul_tiles(
                             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, TILE_ROWS);
                         }
                     }
+                    t0 += n;
                 }
             }
         });
@@ -519,6 +538,38 @@ mod tests {
             bytes: &tiles,
         };
         assert_matmul_within_quantization_bound(&Linear::Q4_1 { matrix, cols }, tokens);
+    }
+
+    #[test]
+    fn interleaved_batches_change_no_bit_of_a_matmul() {
+        // 2 whole batches of 16, then 8 + 3 tokens the other kernels compute, on 3 row
+        // blocks of K = 300 (2 column tiles, padded): the same bits with the batch kernel
+        // (where this CPU has it) as without.
+        let (rows, cols, tokens) = (96, 300, 2 * BATCH + MAX_TOKENS + 3);
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 70.0)
+            .collect();
+        let tiles = q4nx::quantize_q4_1_tiles(&w, rows, cols);
+        let matrix = TileMatrix {
+            name: "w",
+            rows,
+            cols: 512,
+            last_groups: GROUPS_PER_TILE,
+            bytes: &tiles,
+        };
+        let linear = Linear::Q4_1 { matrix, cols };
+        assert_matmul_within_quantization_bound(&linear, tokens);
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
+        let mut cpu = cpu();
+        let mut run = |interleave: bool| {
+            cpu.set_interleaved_batches(interleave);
+            let mut out = vec![f32::NAN; tokens * rows];
+            linear.matmul(&cpu, &x, tokens, &mut out);
+            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(true), run(false));
     }
 
     /// `linear`'s matmul of `tokens` tokens of a fixed input is, for every row and token, within

@@ -36,13 +36,17 @@ pub enum Variant {
     /// `attention=A,B`: attention's products in BF16 (`bf16`) or f32 (`f32`), on the same
     /// threads and level (a quantized model's; a dense model's attention is exact either way).
     Attention([bool; 2]),
+    /// `batch=A,B`: tokens per pass of a prefill's 4-bit matmuls over their tiles, 16 (the
+    /// interleaved-batch kernel, where the level has it) or 8; the same bits either way.
+    Batch([usize; 2]),
 }
 
 impl Variant {
-    /// Parses `kernel=A,B` or `threads=A,B`; an error says what is accepted.
+    /// Parses `kernel=A,B`, `threads=A,B`, `attention=A,B` or `batch=A,B`; an error says what
+    /// is accepted.
     pub fn parse(text: &str) -> anyhow::Result<Variant> {
         let usage = "use kernel=A,B (e.g. kernel=avx512vnni,avx2), threads=A,B (e.g. \
-                     threads=1,2) or attention=A,B (bf16 or f32)";
+                     threads=1,2), attention=A,B (bf16 or f32) or batch=A,B (16 or 8)";
         let Some((switch, values)) = text.split_once('=') else {
             bail!("--ab {text:?}: {usage}");
         };
@@ -74,6 +78,17 @@ impl Variant {
                 };
                 Ok(Variant::Attention([bf16(a)?, bf16(b)?]))
             }
+            "batch" => {
+                let tokens = |v: &str| match v {
+                    "16" => Ok(16),
+                    "8" => Ok(8),
+                    _ => Err(anyhow::anyhow!(
+                        "--ab {text:?}: {v:?} is not 16 or 8 (tokens per pass of the prefill's \
+                         matmuls)"
+                    )),
+                };
+                Ok(Variant::Batch([tokens(a)?, tokens(b)?]))
+            }
             other => bail!("--ab {text:?}: unknown switch {other:?}: {usage}"),
         }
     }
@@ -84,6 +99,7 @@ impl Variant {
             Variant::Kernel(_) => "kernel",
             Variant::Threads(_) => "threads",
             Variant::Attention(_) => "attention",
+            Variant::Batch(_) => "batch",
         }
     }
 
@@ -93,18 +109,16 @@ impl Variant {
             Variant::Kernel(levels) => levels.map(|l| l.name().to_owned()),
             Variant::Threads(counts) => counts.map(|n| n.to_string()),
             Variant::Attention(bf16) => bf16.map(|b| if b { "bf16" } else { "f32" }.to_owned()),
+            Variant::Batch(tokens) => tokens.map(|n| n.to_string()),
         }
     }
 }
 
-/// The contexts the two sides compute with: one pool for both sides whose level or attention
-/// products are set before each step (`kernel=`, `attention=`), or a pool per side (`threads=`).
+/// The contexts the two sides compute with: a pool per side (`threads=`), or one pool for
+/// both sides whose setting is switched before each step (the others).
 struct Contexts {
     cpus: Vec<CpuContext>,
-    /// Each side's level, when the sides share `cpus[0]`.
-    levels: Option<[KernelLevel; 2]>,
-    /// Each side's attention products (BF16 or not), when the sides share `cpus[0]`.
-    bf16: Option<[bool; 2]>,
+    variant: Variant,
 }
 
 impl Contexts {
@@ -113,43 +127,32 @@ impl Contexts {
             true => ThreadPool::fixed(threads),
             false => ThreadPool::new(threads),
         };
-        match variant {
-            Variant::Kernel(levels) => Contexts {
-                cpus: vec![CpuContext::with_pool(pool(threads), levels[0])],
-                levels: Some(levels),
-                bf16: None,
-            },
-            Variant::Threads(counts) => Contexts {
-                cpus: counts
-                    .iter()
-                    .map(|&n| CpuContext::with_pool(pool(n), level))
-                    .collect(),
-                levels: None,
-                bf16: None,
-            },
-            Variant::Attention(bf16) => Contexts {
-                cpus: vec![CpuContext::with_pool(pool(threads), level)],
-                levels: None,
-                bf16: Some(bf16),
-            },
-        }
+        let cpus = match variant {
+            Variant::Kernel(levels) => vec![CpuContext::with_pool(pool(threads), levels[0])],
+            Variant::Threads(counts) => counts
+                .iter()
+                .map(|&n| CpuContext::with_pool(pool(n), level))
+                .collect(),
+            Variant::Attention(_) | Variant::Batch(_) => {
+                vec![CpuContext::with_pool(pool(threads), level)]
+            }
+        };
+        Contexts { cpus, variant }
     }
 
     /// The context of side `side` (0 for A, 1 for B), set up for it.
     fn side(&mut self, side: usize) -> &mut CpuContext {
-        match (self.levels, self.bf16) {
-            (Some(levels), _) => {
-                let cpu = &mut self.cpus[0];
-                cpu.set_level(levels[side]);
-                cpu
-            }
-            (None, Some(bf16)) => {
-                let cpu = &mut self.cpus[0];
-                cpu.set_bf16_attention(bf16[side]);
-                cpu
-            }
-            (None, None) => &mut self.cpus[side],
+        if let Variant::Threads(_) = self.variant {
+            return &mut self.cpus[side];
         }
+        let cpu = &mut self.cpus[0];
+        match self.variant {
+            Variant::Kernel(levels) => cpu.set_level(levels[side]),
+            Variant::Attention(bf16) => cpu.set_bf16_attention(bf16[side]),
+            Variant::Batch(tokens) => cpu.set_interleaved_batches(tokens[side] == 16),
+            Variant::Threads(_) => unreachable!("a pool per side, returned above"),
+        }
+        cpu
     }
 }
 
@@ -345,7 +348,7 @@ fn write_table(
     let mut setting = match variant {
         Variant::Kernel(_) => threads,
         Variant::Threads(_) => format!("kernels {level}"),
-        Variant::Attention(_) => format!("{threads}, kernels {level}"),
+        Variant::Attention(_) | Variant::Batch(_) => format!("{threads}, kernels {level}"),
     };
     if args.busy > 0 {
         setting += &format!(", {} busy processes beside", args.busy);
@@ -399,6 +402,12 @@ mod tests {
         let v = Variant::parse("attention=bf16,f32").unwrap();
         assert_eq!(v, Variant::Attention([true, false]));
         assert_eq!(v.sides(), ["bf16", "f32"]);
+        let v = Variant::parse("batch=16,8").unwrap();
+        assert_eq!(v, Variant::Batch([16, 8]));
+        assert_eq!(
+            (v.switch(), v.sides()),
+            ("batch", ["16".into(), "8".into()])
+        );
     }
 
     #[test]
@@ -410,6 +419,7 @@ mod tests {
             ("speed=1,2", "unknown switch \"speed\""),
             ("kernel=sse9,avx2", "sse9"),
             ("attention=fp8,f32", "\"fp8\" is not bf16 or f32"),
+            ("batch=32,8", "\"32\" is not 16 or 8"),
         ] {
             let err = format!("{:#}", Variant::parse(text).unwrap_err());
             assert!(err.contains(says), "{text}: {err}");
@@ -435,6 +445,7 @@ mod tests {
             Variant::Kernel([KernelLevel::Scalar, level]),
             Variant::Threads([1, 2]),
             Variant::Attention([true, false]),
+            Variant::Batch([16, 8]),
         ] {
             let mut contexts = Contexts::new(variant, 2, level, false);
             let pairs = alternate(&mut model, &mut contexts, 16, 5, 2).unwrap();

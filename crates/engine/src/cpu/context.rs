@@ -14,6 +14,7 @@ pub struct CpuContext {
     pool: ThreadPool,
     level: KernelLevel,
     bf16_attention: bool,
+    interleave: bool,
 }
 
 impl CpuContext {
@@ -41,6 +42,7 @@ impl CpuContext {
             pool,
             level,
             bf16_attention: super::peak::bf16_dot_pays(),
+            interleave: true,
         }
     }
 
@@ -87,6 +89,20 @@ impl CpuContext {
     /// checks).
     pub fn set_bf16_attention(&mut self, allowed: bool) {
         self.bf16_attention = allowed;
+    }
+
+    /// Whether the 4-bit matmuls of a prefill run their whole batches of
+    /// [`super::quant::BATCH`] tokens through the interleaved-batch kernel
+    /// ([`super::q4_1::row_block_interleaved`]; the same bits as the others, sooner): asked for
+    /// (the default) and the level has it.
+    pub fn interleaved_batches(&self) -> bool {
+        self.interleave && super::q4_1::has_interleaved_kernel(self.level)
+    }
+
+    /// Lets prefill use the interleaved-batch kernel where the level has it (`true`, the
+    /// default), or keeps every batch at [`super::q4_1::MAX_TOKENS`] tokens (for benchmarks).
+    pub fn set_interleaved_batches(&mut self, allowed: bool) {
+        self.interleave = allowed;
     }
 
     /// Threads in the pool (the caller included).

@@ -16,7 +16,7 @@ use q4nx::tile::{
 };
 
 use super::level::KernelLevel;
-use super::quant::{QuantizedActivations, BLOCK};
+use super::quant::{QuantizedActivations, BATCH, BLOCK};
 
 /// Most tokens one call of [`row_block`] computes; the caller loops over larger batches.
 pub const MAX_TOKENS: usize = 8;
@@ -121,6 +121,46 @@ pub fn row_block(
         }
         #[cfg(not(target_arch = "x86_64"))]
         _ => scalar::row_block(tiles, narrow, acts, t0, out),
+    }
+}
+
+/// Whether `level` has [`row_block_interleaved`], the prefill kernel over interleaved batches.
+pub fn has_interleaved_kernel(level: KernelLevel) -> bool {
+    cfg!(target_arch = "x86_64") && level == KernelLevel::Avx512Vnni
+}
+
+/// Computes one row block for batch `b` of `acts`' interleaved copy
+/// ([`QuantizedActivations::interleave`]: the [`BATCH`] tokens from `b * BATCH`):
+/// `out[t * 32 + r]`, bit for bit what [`row_block`] gives for those tokens at `level`.
+///
+/// Each tile is unpacked once for the whole batch, twice as many tokens as [`MAX_TOKENS`],
+/// and the batch's activations are read at offsets fixed at compile time. Panics unless
+/// [`has_interleaved_kernel`] says `level` has it, or if the sizes disagree.
+pub fn row_block_interleaved(
+    level: KernelLevel,
+    tiles: &[u8],
+    narrow: bool,
+    acts: &QuantizedActivations,
+    b: usize,
+    out: &mut [f32],
+) {
+    let tokens = acts.check_row_block(tiles, TILE_BYTES, narrow, b * BATCH, out);
+    assert!(tokens == BATCH && b < acts.batches());
+    assert!(
+        has_interleaved_kernel(level) && level.is_supported(),
+        "kernel level {level} has no interleaved-batch kernel here"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX-512F/BW/VNNI/VBMI are present (the level is supported) and sizes were
+    // checked above.
+    unsafe {
+        match (narrow, acts.is_padded()) {
+            (true, _) => avx512vnni::row_block_interleaved::<true, true>(tiles, acts, b, out),
+            (false, true) => avx512vnni::row_block_interleaved::<true, false>(tiles, acts, b, out),
+            (false, false) => {
+                avx512vnni::row_block_interleaved::<false, false>(tiles, acts, b, out)
+            }
+        }
     }
 }
 
@@ -726,6 +766,80 @@ pub(super) mod avx512vnni {
             }
         }
     }
+
+    /// Tokens whose sums [`dots`] interleaves.
+    const LANES: usize = 8;
+
+    /// [`dot`] for [`LANES`] consecutive tokens of an interleaved batch (`xq` at the first
+    /// one's 32 values, the next ones after it), one chain of `vpdpbusd` each, interleaved
+    /// token by token: the same integer sums, with 8 independent chains in flight instead of
+    /// each token waiting for its own chain of 8 (a loop over tokens that the compiler kept
+    /// rolled left the units waiting on that latency).
+    #[inline(always)]
+    unsafe fn dots(w: &[__m512i; 8], xq: *const i8) -> [__m512i; LANES] {
+        let x = |t: usize, j: usize| {
+            _mm512_set1_epi32(xq.add(t * BLOCK + 4 * j).cast::<i32>().read_unaligned())
+        };
+        let mut sums = [_mm512_setzero_si512(); LANES];
+        for j in 0..8 {
+            for (t, sum) in sums.iter_mut().enumerate() {
+                *sum = _mm512_dpbusd_epi32(*sum, w[j], x(t, j));
+            }
+        }
+        sums
+    }
+
+    /// [`row_block_interleaved`](super::row_block_interleaved): [`row_block_batch`]'s loop
+    /// over the [`BATCH`] tokens of interleaved batch `b`. Its 32 accumulators do not fit the 32
+    /// registers with the unpacked group, so the half not being computed waits in memory
+    /// (once per tile and half: a few loads and stores per 3,000 instructions).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    pub unsafe fn row_block_interleaved<const PADDED: bool, const NARROW: bool>(
+        tiles: &[u8],
+        acts: &QuantizedActivations,
+        b: usize,
+        out: &mut [f32],
+    ) {
+        let (xq, ss) = acts.batch(b);
+        let mut acc = [[_mm512_setzero_ps(); BATCH]; 2];
+        let mut lookahead = (PADDED && !NARROW).then(|| Lookahead::new(tiles, acts));
+        let mut base = tiles.as_ptr();
+        for ct in 0..acts.column_tiles() {
+            let groups = acts.groups_in::<PADDED>(ct);
+            let layout = layout::<NARROW>(groups);
+            for h in 0..2 {
+                let mut half = acc[h];
+                for g in 0..groups {
+                    let gi = ct * GROUPS + g;
+                    look_ahead(&mut lookahead, base, h * layout.groups + g);
+                    let w = unpack_group_half(base.add(layout.q4_1_codes(h) + g * 256));
+                    let j = g * TILE_ROWS + h * 16;
+                    let d = bf16x16(base.add(SCALES + 2 * j));
+                    let m = bf16x16(base.add(layout.q4_1_mins() + 2 * j));
+                    // The group's values of the batch's tokens, and their scales and sums.
+                    let x = xq.as_ptr().add(gi * BATCH * BLOCK);
+                    let s = ss.as_ptr().add(gi * 2 * BATCH);
+                    for t0 in (0..BATCH).step_by(LANES) {
+                        let isums = dots(&w, x.add(t0 * BLOCK));
+                        for (i, isum) in isums.into_iter().enumerate() {
+                            let t = t0 + i;
+                            let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*s.add(t)));
+                            let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, half[t]);
+                            half[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*s.add(BATCH + t)), a);
+                        }
+                    }
+                }
+                acc[h] = half;
+            }
+            // One past the end after the last tile: never read.
+            base = base.wrapping_add(layout.groups * GROUP_BYTES);
+        }
+        for t in 0..BATCH {
+            for h in 0..2 {
+                _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[h][t]);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -904,6 +1018,62 @@ mod tests {
                 row_block(level, &whole, false, &acts, 0, &mut a);
                 row_block(level, &narrow, true, &acts, 0, &mut b);
                 assert_eq!(bits(&a), bits(&b), "{level}, {tokens} tokens");
+            }
+        }
+    }
+
+    #[test]
+    fn interleaved_batches_give_the_bits_of_row_block() {
+        // Two whole batches and 3 tokens more, on K = 512 (whole tiles), K = 600 in whole
+        // tiles with NaN padding (the `PADDED` variant must skip it) and K = 600 narrowed:
+        // each batch gives, bit for bit, what `row_block` gives for its tokens 8 at a time.
+        let level = KernelLevel::Avx512Vnni;
+        if !(has_interleaved_kernel(level) && level.is_supported()) {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI (the only batch kernel)");
+            return;
+        }
+        let mut rng = Lcg(13);
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let mut padded = random_tiles(3, &mut rng);
+        fill_groups_from(&mut padded, 2, 3, 0xFF);
+        let mut narrow = padded[..2 * TILE_BYTES].to_vec();
+        q4nx::tile::narrow_tile(&padded[2 * TILE_BYTES..], false, 3, &mut narrow);
+        let whole = random_tiles(2, &mut rng);
+        let tokens = 2 * BATCH + 3;
+        for (cols, tiles, is_narrow) in [
+            (512, &whole, false),
+            (600, &padded, false),
+            (600, &narrow, true),
+        ] {
+            let mut x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+            x[..cols].fill(-1.0); // a token of extreme values (-127 after quantization)
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(&x, tokens, cols);
+            acts.interleave();
+            assert_eq!(acts.batches(), 2);
+            for b in 0..2 {
+                let mut batch = vec![f32::NAN; BATCH * 32];
+                row_block_interleaved(level, tiles, is_narrow, &acts, b, &mut batch);
+                let mut eights = vec![f32::NAN; BATCH * 32];
+                for (i, part) in eights.chunks_exact_mut(MAX_TOKENS * 32).enumerate() {
+                    row_block(
+                        level,
+                        tiles,
+                        is_narrow,
+                        &acts,
+                        b * BATCH + i * MAX_TOKENS,
+                        part,
+                    );
+                }
+                assert!(
+                    batch.iter().all(|v| v.is_finite()),
+                    "K {cols}: read the padding"
+                );
+                assert_eq!(
+                    bits(&batch),
+                    bits(&eights),
+                    "K {cols}, narrow {is_narrow}, batch {b}"
+                );
             }
         }
     }

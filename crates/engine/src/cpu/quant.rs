@@ -4,6 +4,9 @@
 /// Columns per quantization block: one Q4_1 group, so a block meets one scale and min.
 pub const BLOCK: usize = q4nx::tile::GROUP;
 
+/// Tokens per batch of the interleaved copy ([`QuantizedActivations::interleave`]).
+pub const BATCH: usize = 16;
+
 /// The activations of `tokens` tokens, quantized to int8 blocks of [`BLOCK`].
 ///
 /// For block `b` of token `t`: `x[k] ≈ xq[k] * scale[b]`, and `sum[b] = scale[b] * Σ xq[k]`,
@@ -21,6 +24,10 @@ pub struct QuantizedActivations {
     xq: Vec<i8>,     // (tokens, cols_padded)
     scale: Vec<f32>, // (tokens, cols_padded / BLOCK)
     sum: Vec<f32>,   // (tokens, cols_padded / BLOCK)
+    /// Whole batches in the interleaved copy (0 until [`Self::interleave`]).
+    batches: usize,
+    batch_xq: Vec<i8>,  // (batches, cols_padded / BLOCK, BATCH, BLOCK)
+    batch_ss: Vec<f32>, // (batches, cols_padded / BLOCK, 2, BATCH): scales, then sums
 }
 
 impl QuantizedActivations {
@@ -34,6 +41,7 @@ impl QuantizedActivations {
         self.tokens = tokens;
         self.cols_padded = q4nx::layout::padded_cols(cols);
         self.groups = cols.div_ceil(BLOCK);
+        self.batches = 0;
         let blocks = tokens * self.cols_padded / BLOCK;
         self.xq.resize(tokens * self.cols_padded, 0);
         self.scale.resize(blocks, 0.0);
@@ -172,6 +180,47 @@ impl QuantizedActivations {
         &self.sum[t * blocks..(t + 1) * blocks]
     }
 
+    /// Copies every whole batch of [`BATCH`] tokens into the interleaved layout the prefill
+    /// kernel reads ([`Self::batch`]); the tokens after the last whole batch are left out.
+    pub fn interleave(&mut self) {
+        let blocks = self.cols_padded / BLOCK;
+        self.batches = self.tokens / BATCH;
+        self.batch_xq
+            .resize(self.batches * blocks * BATCH * BLOCK, 0);
+        self.batch_ss.resize(self.batches * blocks * 2 * BATCH, 0.0);
+        for t in 0..self.batches * BATCH {
+            let (b, i) = (t / BATCH, t % BATCH);
+            for block in 0..blocks {
+                let at = (b * blocks + block) * BATCH;
+                let to = (at + i) * BLOCK;
+                let from = t * self.cols_padded + block * BLOCK;
+                self.batch_xq[to..to + BLOCK].copy_from_slice(&self.xq[from..from + BLOCK]);
+                self.batch_ss[2 * at + i] = self.scale[t * blocks + block];
+                self.batch_ss[2 * at + BATCH + i] = self.sum[t * blocks + block];
+            }
+        }
+    }
+
+    /// Whole batches of [`BATCH`] tokens in the interleaved copy: 0 until
+    /// [`Self::interleave`], and after every [`Self::resize`].
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
+
+    /// Batch `b` (tokens `b * BATCH ..`) interleaved, block by block: the block's values of the
+    /// batch's tokens one after the other (`BATCH * BLOCK` bytes), and its `BATCH` scales then
+    /// `BATCH` sums. So a kernel that computes the batch's tokens together reads each block of
+    /// all of them from one place, at offsets fixed when it is compiled.
+    pub fn batch(&self, b: usize) -> (&[i8], &[f32]) {
+        assert!(b < self.batches, "batch {b} was not interleaved");
+        let blocks = self.cols_padded / BLOCK;
+        let (values, ss) = (blocks * BATCH * BLOCK, blocks * 2 * BATCH);
+        (
+            &self.batch_xq[b * values..(b + 1) * values],
+            &self.batch_ss[b * ss..(b + 1) * ss],
+        )
+    }
+
     /// Mutable buffers of token `t`: (values, scales, sums).
     pub fn token_mut(&mut self, t: usize) -> (&mut [i8], &mut [f32], &mut [f32]) {
         let blocks = self.cols_padded / BLOCK;
@@ -266,6 +315,45 @@ mod tests {
                 .sum();
             assert_eq!(acts.sums(0)[b], acts.scales(0)[b] * q as f32, "block {b}");
         }
+    }
+
+    #[test]
+    fn interleaved_batches_hold_each_tokens_values_scales_and_sums() {
+        let (tokens, cols) = (2 * BATCH + 5, 300);
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
+            .collect();
+        let mut acts = QuantizedActivations::new();
+        acts.quantize(&x, tokens, cols);
+        assert_eq!(
+            acts.batches(),
+            0,
+            "nothing is interleaved before it is asked for"
+        );
+        acts.interleave();
+        assert_eq!(
+            acts.batches(),
+            2,
+            "the 5 tokens after the last whole batch are left out"
+        );
+        let blocks = acts.cols_padded() / BLOCK;
+        for b in 0..2 {
+            let (values, ss) = acts.batch(b);
+            for block in 0..blocks {
+                for i in 0..BATCH {
+                    let t = b * BATCH + i;
+                    let at = (block * BATCH + i) * BLOCK;
+                    assert_eq!(
+                        values[at..at + BLOCK],
+                        acts.xq(t)[block * BLOCK..(block + 1) * BLOCK]
+                    );
+                    assert_eq!(ss[block * 2 * BATCH + i], acts.scales(t)[block]);
+                    assert_eq!(ss[block * 2 * BATCH + BATCH + i], acts.sums(t)[block]);
+                }
+            }
+        }
+        acts.resize(tokens, cols);
+        assert_eq!(acts.batches(), 0, "a resize forgets the copy");
     }
 
     #[test]
