@@ -781,9 +781,9 @@ pub(super) mod avx512vnni {
             _mm512_set1_epi32(xq.add(t * BLOCK + 4 * j).cast::<i32>().read_unaligned())
         };
         let mut sums = [_mm512_setzero_si512(); LANES];
-        for j in 0..8 {
+        for (j, &w) in w.iter().enumerate() {
             for (t, sum) in sums.iter_mut().enumerate() {
-                *sum = _mm512_dpbusd_epi32(*sum, w[j], x(t, j));
+                *sum = _mm512_dpbusd_epi32(*sum, w, x(t, j));
             }
         }
         sums
@@ -794,6 +794,7 @@ pub(super) mod avx512vnni {
     /// registers with the unpacked group, so the half not being computed waits in memory
     /// (once per tile and half: a few loads and stores per 3,000 instructions).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    #[allow(clippy::needless_range_loop)] // `t` and `h` index several parallel arrays
     pub unsafe fn row_block_interleaved<const PADDED: bool, const NARROW: bool>(
         tiles: &[u8],
         acts: &QuantizedActivations,
