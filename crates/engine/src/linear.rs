@@ -273,7 +273,7 @@ fn matmul_tiles(
     let first_chunk = &first_chunk[..=jobs.len()];
     ACTIVATIONS.with(|cell| {
         let mut acts = cell.borrow_mut();
-        quantize(&mut acts, x, tokens, cols, pool);
+        quantize(&mut acts, x, tokens, cols, cpu);
         if matches!(kernel, TileKernel::Q4_1) && cpu.interleaved_batches() {
             acts.interleave();
         }
@@ -340,10 +340,11 @@ fn quantize(
     x: &[f32],
     tokens: usize,
     cols: usize,
-    pool: &ThreadPool,
+    cpu: &CpuContext,
 ) {
+    let (pool, level) = (cpu.pool(), cpu.level());
     if tokens < 4 {
-        acts.quantize(x, tokens, cols);
+        acts.quantize(level, x, tokens, cols);
         return;
     }
     acts.resize(tokens, cols);
@@ -365,7 +366,7 @@ fn quantize(
                 std::slice::from_raw_parts_mut(sum.at(t * blocks), blocks),
             )
         };
-        quantize_row(&x[t * cols..(t + 1) * cols], xq, scale, sum);
+        quantize_row(level, &x[t * cols..(t + 1) * cols], xq, scale, sum);
     });
 }
 

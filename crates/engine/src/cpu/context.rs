@@ -91,16 +91,15 @@ impl CpuContext {
         self.bf16_attention = allowed;
     }
 
-    /// Whether the 4-bit matmuls of a prefill run their whole batches of
-    /// [`super::quant::BATCH`] tokens through the interleaved-batch kernel
-    /// ([`super::q4_1::row_block_interleaved`]; the same bits as the others, sooner): asked for
-    /// (the default) and the level has it.
+    /// Whether the 4-bit matmuls of a prefill run their whole batches of 16 tokens through
+    /// the interleaved-batch kernel (`q4_1::row_block_interleaved`: the same bits as the
+    /// 8-token kernels, sooner): asked for (the default) and the level has it.
     pub fn interleaved_batches(&self) -> bool {
         self.interleave && super::q4_1::has_interleaved_kernel(self.level)
     }
 
     /// Lets prefill use the interleaved-batch kernel where the level has it (`true`, the
-    /// default), or keeps every batch at [`super::q4_1::MAX_TOKENS`] tokens (for benchmarks).
+    /// default), or keeps every batch at 8 tokens (`false`, for benchmarks).
     pub fn set_interleaved_batches(&mut self, allowed: bool) {
         self.interleave = allowed;
     }

@@ -929,7 +929,7 @@ mod tests {
         for tokens in 1..=MAX_TOKENS {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             let mut reference = vec![0.0; tokens * 32];
             row_block(KernelLevel::Scalar, &tiles, false, &acts, 0, &mut reference);
             for t in 0..tokens {
@@ -984,7 +984,7 @@ mod tests {
         for tokens in [1, 3, MAX_TOKENS] {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             assert_eq!(acts.groups(), 19);
             for level in KernelLevel::supported() {
                 let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
@@ -1013,7 +1013,7 @@ mod tests {
         for tokens in 1..=MAX_TOKENS {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             for level in KernelLevel::supported() {
                 let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
                 row_block(level, &whole, false, &acts, 0, &mut a);
@@ -1049,7 +1049,7 @@ mod tests {
             let mut x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             x[..cols].fill(-1.0); // a token of extreme values (-127 after quantization)
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             acts.interleave();
             assert_eq!(acts.batches(), 2);
             for b in 0..2 {
@@ -1117,7 +1117,7 @@ mod tests {
         let tiles = random_tiles(1, &mut rng);
         let x: Vec<f32> = (0..4 * 256).map(|_| rng.unit()).collect();
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&x, 4, 256);
+        acts.quantize(KernelLevel::Scalar, &x, 4, 256);
         let mut all = vec![0.0; 4 * 32];
         let mut last_two = vec![0.0; 2 * 32];
         for level in KernelLevel::supported() {

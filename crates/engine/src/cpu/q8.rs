@@ -515,7 +515,7 @@ mod tests {
         for tokens in [1, 2, 3, 6, 9] {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             let mut reference = vec![0.0; tokens * 32];
             row_block(KernelLevel::Scalar, &tiles, false, &acts, 0, &mut reference);
             for t in 0..tokens {
@@ -570,7 +570,7 @@ mod tests {
         for tokens in [1, 3, 5] {
             let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
             let mut acts = QuantizedActivations::new();
-            acts.quantize(&x, tokens, cols);
+            acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
             for level in KernelLevel::supported() {
                 let (mut a, mut b) = (vec![0.0; tokens * 32], vec![0.0; tokens * 32]);
                 row_block(level, &zeroed, false, &acts, 0, &mut a);
@@ -615,7 +615,7 @@ mod tests {
             for tokens in 1..=10 {
                 let x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit() * 3.0).collect();
                 let mut acts = QuantizedActivations::new();
-                acts.quantize(&x, tokens, cols);
+                acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
                 for t0 in [0, 1].into_iter().filter(|&t0| t0 < tokens) {
                     let n = tokens - t0;
                     let mut reference = vec![0.0; n * 32];
@@ -685,7 +685,7 @@ mod tests {
         let tiles = random_tiles(blocks * 3, &mut rng);
         let x: Vec<f32> = (0..cols).map(|_| rng.unit()).collect();
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&x, 1, cols);
+        acts.quantize(KernelLevel::Scalar, &x, 1, cols);
         let mut out = vec![0.0; TILE_ROWS];
         let levels = KernelLevel::supported();
         let mut secs = vec![Vec::new(); levels.len()];

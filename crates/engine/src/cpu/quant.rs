@@ -1,6 +1,8 @@
 //! Activation quantization: each token's activations become int8 blocks of 32 (one block per
 //! weight group) with one f32 scale per block, done once per matmul and shared by every row.
 
+use super::level::KernelLevel;
+
 /// Columns per quantization block: one Q4_1 group, so a block meets one scale and min.
 pub const BLOCK: usize = q4nx::tile::GROUP;
 
@@ -48,8 +50,9 @@ impl QuantizedActivations {
         self.sum.resize(blocks, 0.0);
     }
 
-    /// Quantizes `x` (`[tokens, cols]` row-major) on the calling thread.
-    pub fn quantize(&mut self, x: &[f32], tokens: usize, cols: usize) {
+    /// Quantizes `x` (`[tokens, cols]` row-major) on the calling thread, with the `level`
+    /// build of [`quantize_row`] (the same bytes at every level).
+    pub fn quantize(&mut self, level: KernelLevel, x: &[f32], tokens: usize, cols: usize) {
         assert_eq!(
             x.len(),
             tokens * cols,
@@ -58,7 +61,7 @@ impl QuantizedActivations {
         self.resize(tokens, cols);
         for t in 0..tokens {
             let (xq, scale, sum) = self.token_mut(t);
-            quantize_row(&x[t * cols..(t + 1) * cols], xq, scale, sum);
+            quantize_row(level, &x[t * cols..(t + 1) * cols], xq, scale, sum);
         }
     }
 
@@ -242,11 +245,96 @@ impl QuantizedActivations {
 /// [`BLOCK`]) with symmetric per-block scales `max|x| / 127` and block sums `scale * Σ xq`
 /// (see [`QuantizedActivations`]).
 ///
-/// Written as plain arithmetic on fixed-size blocks so the compiler vectorizes it: decode calls
-/// this on the calling thread before every matmul while the other threads wait.
-pub fn quantize_row(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
-    debug_assert!(xq.len().is_multiple_of(BLOCK) && x.len() <= xq.len());
-    debug_assert_eq!(scale.len(), xq.len() / BLOCK);
+/// Decode calls this on the calling thread before every matmul while the other threads wait.
+/// The AVX-512 levels run [`quantize_row_avx512`]; the others run its twin
+/// ([`quantize_blocks`], plain arithmetic on fixed-size blocks), compiled for AVX2 at that
+/// level. Every level gives the same bytes.
+///
+/// Panics if `level` is not supported by this CPU.
+pub fn quantize_row(
+    level: KernelLevel,
+    x: &[f32],
+    xq: &mut [i8],
+    scale: &mut [f32],
+    sum: &mut [f32],
+) {
+    assert!(
+        xq.len().is_multiple_of(BLOCK) && x.len() <= xq.len() && scale.len() == xq.len() / BLOCK,
+        "quantize_row: buffers do not fit the row"
+    );
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported"
+    );
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level's features were checked above.
+        KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe {
+            quantize_row_avx512(x, xq, scale, sum)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        KernelLevel::Avx2 => unsafe { quantize_row_avx2(x, xq, scale, sum) },
+        _ => quantize_blocks(x, xq, scale, sum),
+    }
+}
+
+/// [`quantize_blocks`] in 512-bit vectors, block by block: the block's two vectors, their
+/// largest magnitude and values' sum reduced across lanes, and the same rounding trick.
+/// Bit for bit the twin's result on finite values (the maximum of magnitudes and the integer
+/// sum do not depend on order; the rest is the same IEEE operations). The twin compiled for
+/// these instructions kept each block's maximum and sum as scalar chains: 1.3 ns per value,
+/// where this takes a fifth of that.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+unsafe fn quantize_row_avx512(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
+    use std::arch::x86_64::*;
+    const MAGIC: f32 = 12_582_912.0;
+    let whole = x.len() / BLOCK;
+    for b in 0..whole {
+        // SAFETY (caller): `x` holds `whole` blocks, `xq` at least as many, and `scale` and
+        // `sum` one per block of `xq` (checked by `quantize_row`).
+        let p = x.as_ptr().add(b * BLOCK);
+        let (lo, hi) = (_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16)));
+        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+        let inverse = if amax > 0.0 { 127.0 / amax } else { 0.0 };
+        let round = |v: __m512| {
+            let shifted = _mm512_add_ps(
+                _mm512_mul_ps(v, _mm512_set1_ps(inverse)),
+                _mm512_set1_ps(MAGIC),
+            );
+            _mm512_sub_epi32(
+                _mm512_castps_si512(shifted),
+                _mm512_set1_epi32(MAGIC.to_bits() as i32),
+            )
+        };
+        let (qlo, qhi) = (round(lo), round(hi));
+        let out = xq.as_mut_ptr().add(b * BLOCK);
+        _mm_storeu_si128(out.cast(), _mm512_cvtepi32_epi8(qlo));
+        _mm_storeu_si128(out.add(16).cast(), _mm512_cvtepi32_epi8(qhi));
+        let total = _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
+        scale[b] = amax / 127.0;
+        sum[b] = scale[b] * total as f32;
+    }
+    // The partial block at the end of `x` and the padding blocks after it.
+    let done = whole * BLOCK;
+    quantize_blocks(
+        &x[done..],
+        &mut xq[done..],
+        &mut scale[whole..],
+        &mut sum[whole..],
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_row_avx2(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
+    quantize_blocks(x, xq, scale, sum)
+}
+
+/// [`quantize_row`]'s arithmetic: the scalar twin, compiled into each caller's instructions.
+#[inline(always)]
+fn quantize_blocks(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
     for (b, out) in xq.chunks_exact_mut(BLOCK).enumerate() {
         let start = (b * BLOCK).min(x.len());
         let values = &x[start..(start + BLOCK).min(x.len())];
@@ -267,6 +355,7 @@ pub fn quantize_row(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]
 }
 
 /// `max |v|` of one block, in 8 lanes.
+#[inline(always)]
 fn abs_max(block: &[f32; BLOCK]) -> f32 {
     let mut max = [0.0f32; 8];
     for part in block.chunks_exact(8) {
@@ -281,6 +370,7 @@ fn abs_max(block: &[f32; BLOCK]) -> f32 {
 /// no fraction bits, and the integer sits in the low bits of the sum. Integer arithmetic the
 /// compiler vectorizes, where `f32::round` is a libm call and `as` a saturating conversion.
 /// Also `exp`'s split into a power of two.
+#[inline(always)]
 pub(super) fn round_to_int(v: f32) -> i32 {
     const MAGIC: f32 = 12_582_912.0;
     (v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
@@ -296,7 +386,7 @@ mod tests {
             .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
             .collect();
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&x, 1, 300);
+        acts.quantize(KernelLevel::Scalar, &x, 1, 300);
         assert_eq!(acts.cols_padded(), 512);
         for (k, v) in x.iter().enumerate() {
             let s = acts.scales(0)[k / BLOCK];
@@ -324,7 +414,7 @@ mod tests {
             .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
             .collect();
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&x, tokens, cols);
+        acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
         assert_eq!(
             acts.batches(),
             0,
@@ -357,6 +447,49 @@ mod tests {
     }
 
     #[test]
+    fn every_level_quantizes_to_the_same_bytes() {
+        // Ordinary values, a block of zeros, huge and tiny magnitudes, ties, a partial last
+        // block and signed zeros: each level's build gives the scalar build's bytes and bits.
+        let mut x: Vec<f32> = (0..300)
+            .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
+            .collect();
+        x[32..64].fill(0.0);
+        x[64] = 3.0e38;
+        x[65] = -1.0e-38;
+        x[96..128].copy_from_slice(&[0.5f32, -0.5, 127.0, -127.0].repeat(8));
+        x[128] = -0.0;
+        // And 64 rows of random values whose magnitudes span 2^-40 to 2^40 block by block.
+        let mut rng = crate::cpu::test_data::Lcg(17);
+        let random: Vec<f32> = (0..64 * 300)
+            .map(|i| rng.unit() * 2f32.powi((i / BLOCK % 81) as i32 - 40))
+            .collect();
+        let quantized = |x: &[f32], level: KernelLevel| {
+            let tokens = x.len() / 300;
+            let mut acts = QuantizedActivations::new();
+            acts.quantize(level, x, tokens, 300);
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            (0..tokens)
+                .map(|t| {
+                    (
+                        acts.xq(t).to_vec(),
+                        bits(acts.scales(t)),
+                        bits(acts.sums(t)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        for x in [&x, &random] {
+            let scalar = quantized(x, KernelLevel::Scalar);
+            for level in KernelLevel::supported() {
+                assert!(
+                    quantized(x, level) == scalar,
+                    "{level} quantizes differently"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn rounding_is_to_nearest_with_ties_to_even() {
         let cases = [
             (0.4, 0),
@@ -375,7 +508,7 @@ mod tests {
     #[test]
     fn zero_blocks_have_zero_scale_and_values() {
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&[0.0; 64], 2, 32);
+        acts.quantize(KernelLevel::Scalar, &[0.0; 64], 2, 32);
         assert!(acts.xq(1).iter().all(|&q| q == 0));
         assert_eq!(acts.scales(1)[0], 0.0);
     }
@@ -385,7 +518,7 @@ mod tests {
         let mut x = vec![0.5f32; 32];
         x[3] = -4.0;
         let mut acts = QuantizedActivations::new();
-        acts.quantize(&x, 1, 32);
+        acts.quantize(KernelLevel::Scalar, &x, 1, 32);
         assert_eq!(acts.xq(0)[3], -127);
         assert_eq!(acts.xq(0)[0], 16);
     }
