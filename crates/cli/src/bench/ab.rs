@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use hearth_engine::cpu::{bandwidth, CpuContext, KernelLevel, ThreadPool};
+use hearth_engine::cpu::{bandwidth, CpuContext, KernelLevel, ThreadPool, BATCH};
 use hearth_engine::{LoadOptions, Model};
 
 use super::{kernel_level, prompt_tokens, Args};
@@ -36,8 +36,9 @@ pub enum Variant {
     /// `attention=A,B`: attention's products in BF16 (`bf16`) or f32 (`f32`), on the same
     /// threads and level (a quantized model's; a dense model's attention is exact either way).
     Attention([bool; 2]),
-    /// `batch=A,B`: tokens per pass of a prefill's 4-bit matmuls over their tiles, 16 (the
-    /// interleaved-batch kernel, where the level has it) or 8; the same bits either way.
+    /// `batch=A,B`: tokens per pass of a prefill's 4-bit matmuls over their tiles,
+    /// [`hearth_engine::cpu::BATCH`] (the interleaved-batch kernel, where the level has it) or
+    /// 8; the same bits either way.
     Batch([usize; 2]),
 }
 
@@ -46,7 +47,7 @@ impl Variant {
     /// is accepted.
     pub fn parse(text: &str) -> anyhow::Result<Variant> {
         let usage = "use kernel=A,B (e.g. kernel=avx512vnni,avx2), threads=A,B (e.g. \
-                     threads=1,2), attention=A,B (bf16 or f32) or batch=A,B (16 or 8)";
+                     threads=1,2), attention=A,B (bf16 or f32) or batch=A,B (32 or 8)";
         let Some((switch, values)) = text.split_once('=') else {
             bail!("--ab {text:?}: {usage}");
         };
@@ -79,12 +80,11 @@ impl Variant {
                 Ok(Variant::Attention([bf16(a)?, bf16(b)?]))
             }
             "batch" => {
-                let tokens = |v: &str| match v {
-                    "16" => Ok(16),
-                    "8" => Ok(8),
+                let tokens = |v: &str| match v.parse::<usize>() {
+                    Ok(n) if n == BATCH || n == 8 => Ok(n),
                     _ => Err(anyhow::anyhow!(
-                        "--ab {text:?}: {v:?} is not 16 or 8 (tokens per pass of the prefill's \
-                         matmuls)"
+                        "--ab {text:?}: {v:?} is not {BATCH} or 8 (tokens per pass of the \
+                         prefill's matmuls)"
                     )),
                 };
                 Ok(Variant::Batch([tokens(a)?, tokens(b)?]))
@@ -149,7 +149,7 @@ impl Contexts {
         match self.variant {
             Variant::Kernel(levels) => cpu.set_level(levels[side]),
             Variant::Attention(bf16) => cpu.set_bf16_attention(bf16[side]),
-            Variant::Batch(tokens) => cpu.set_interleaved_batches(tokens[side] == 16),
+            Variant::Batch(tokens) => cpu.set_interleaved_batches(tokens[side] == BATCH),
             Variant::Threads(_) => unreachable!("a pool per side, returned above"),
         }
         cpu
@@ -402,11 +402,11 @@ mod tests {
         let v = Variant::parse("attention=bf16,f32").unwrap();
         assert_eq!(v, Variant::Attention([true, false]));
         assert_eq!(v.sides(), ["bf16", "f32"]);
-        let v = Variant::parse("batch=16,8").unwrap();
-        assert_eq!(v, Variant::Batch([16, 8]));
+        let v = Variant::parse("batch=32,8").unwrap();
+        assert_eq!(v, Variant::Batch([32, 8]));
         assert_eq!(
             (v.switch(), v.sides()),
-            ("batch", ["16".into(), "8".into()])
+            ("batch", ["32".into(), "8".into()])
         );
     }
 
@@ -419,7 +419,7 @@ mod tests {
             ("speed=1,2", "unknown switch \"speed\""),
             ("kernel=sse9,avx2", "sse9"),
             ("attention=fp8,f32", "\"fp8\" is not bf16 or f32"),
-            ("batch=32,8", "\"32\" is not 16 or 8"),
+            ("batch=16,8", "\"16\" is not 32 or 8"),
         ] {
             let err = format!("{:#}", Variant::parse(text).unwrap_err());
             assert!(err.contains(says), "{text}: {err}");
@@ -445,7 +445,7 @@ mod tests {
             Variant::Kernel([KernelLevel::Scalar, level]),
             Variant::Threads([1, 2]),
             Variant::Attention([true, false]),
-            Variant::Batch([16, 8]),
+            Variant::Batch([BATCH, 8]),
         ] {
             let mut contexts = Contexts::new(variant, 2, level, false);
             let pairs = alternate(&mut model, &mut contexts, 16, 5, 2).unwrap();

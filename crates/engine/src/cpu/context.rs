@@ -91,8 +91,8 @@ impl CpuContext {
         self.bf16_attention = allowed;
     }
 
-    /// Whether the 4-bit matmuls of a prefill run their whole batches of 16 tokens through
-    /// the interleaved-batch kernel (`q4_1::row_block_interleaved`: the same bits as the
+    /// Whether the 4-bit matmuls of a prefill run their whole batches of
+    /// [`BATCH`](super::BATCH) tokens through the interleaved-batch kernel (`q4_1::row_block_interleaved`: the same bits as the
     /// 8-token kernels, sooner): asked for (the default) and the level has it.
     pub fn interleaved_batches(&self) -> bool {
         self.interleave && super::q4_1::has_interleaved_kernel(self.level)

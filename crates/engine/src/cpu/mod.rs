@@ -37,3 +37,4 @@ mod test_data;
 pub use context::CpuContext;
 pub use level::{KernelLevel, UnknownKernelLevel};
 pub use pool::ThreadPool;
+pub use quant::BATCH;

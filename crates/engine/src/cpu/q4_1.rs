@@ -133,7 +133,7 @@ pub fn has_interleaved_kernel(level: KernelLevel) -> bool {
 /// ([`QuantizedActivations::interleave`]: the [`BATCH`] tokens from `b * BATCH`):
 /// `out[t * 32 + r]`, bit for bit what [`row_block`] gives for those tokens at `level`.
 ///
-/// Each tile is unpacked once for the whole batch, twice as many tokens as [`MAX_TOKENS`],
+/// Each tile is unpacked once for the whole batch, 4 times as many tokens as [`MAX_TOKENS`],
 /// and the batch's activations are read at offsets fixed at compile time. Panics unless
 /// [`has_interleaved_kernel`] says `level` has it, or if the sizes disagree.
 pub fn row_block_interleaved(
