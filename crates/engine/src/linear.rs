@@ -224,7 +224,7 @@ impl TileKernel {
     fn prefetch_start(self, tiles: &[u8], narrow: bool, acts: &QuantizedActivations) {
         match self {
             TileKernel::Q4_1 => q4_1::prefetch_start(tiles, narrow, acts),
-            TileKernel::Q8 => {} // the hardware prefetchers keep up with its plain loop
+            TileKernel::Q8 => {} // its kernels ask for the bytes ahead as they go
         }
     }
 
