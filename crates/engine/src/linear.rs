@@ -524,49 +524,45 @@ mod tests {
         bound
     }
 
-    #[test]
-    fn q4_1_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
-        let (rows, cols, tokens) = (96, 300, 11); // 3 row blocks, 2 column tiles, 8 + 3 tokens
-        let w: Vec<f32> = (0..rows * cols)
+    /// The tiles of a 96 x 300 Q4_1 matrix of fixed weights: 3 row blocks of 2 column tiles,
+    /// the second padded (K = 300 of 512).
+    fn tiles_96_by_300() -> Vec<u8> {
+        let w: Vec<f32> = (0..96 * 300)
             .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 70.0)
             .collect();
-        let tiles = q4nx::quantize_q4_1_tiles(&w, rows, cols);
+        q4nx::quantize_q4_1_tiles(&w, 96, 300)
+    }
+
+    fn linear_96_by_300(tiles: &[u8]) -> Linear<'_> {
         let matrix = TileMatrix {
             name: "w",
-            rows,
+            rows: 96,
             cols: 512,
             last_groups: GROUPS_PER_TILE,
-            bytes: &tiles,
+            bytes: tiles,
         };
-        assert_matmul_within_quantization_bound(&Linear::Q4_1 { matrix, cols }, tokens);
+        Linear::Q4_1 { matrix, cols: 300 }
+    }
+
+    #[test]
+    fn q4_1_matmul_on_many_rows_and_tokens_is_within_the_quantization_bound() {
+        let tiles = tiles_96_by_300();
+        assert_matmul_within_quantization_bound(&linear_96_by_300(&tiles), MAX_TOKENS + 3);
     }
 
     #[test]
     fn interleaved_batches_change_no_bit_of_a_matmul() {
-        // 2 whole batches of 16, then 8 + 3 tokens the other kernels compute, on 3 row
-        // blocks of K = 300 (2 column tiles, padded): the same bits with the batch kernel
-        // (where this CPU has it) as without.
-        let (rows, cols, tokens) = (96, 300, 2 * BATCH + MAX_TOKENS + 3);
-        let w: Vec<f32> = (0..rows * cols)
-            .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 70.0)
-            .collect();
-        let tiles = q4nx::quantize_q4_1_tiles(&w, rows, cols);
-        let matrix = TileMatrix {
-            name: "w",
-            rows,
-            cols: 512,
-            last_groups: GROUPS_PER_TILE,
-            bytes: &tiles,
-        };
-        let linear = Linear::Q4_1 { matrix, cols };
+        // 2 whole batches, then 8 + 3 tokens the other kernels compute: the same bits with
+        // the batch kernel (where this CPU has it) as without.
+        let tokens = 2 * BATCH + MAX_TOKENS + 3;
+        let tiles = tiles_96_by_300();
+        let linear = linear_96_by_300(&tiles);
         assert_matmul_within_quantization_bound(&linear, tokens);
-        let x: Vec<f32> = (0..tokens * cols)
-            .map(|i| (i as f32 * 0.37).sin())
-            .collect();
+        let x: Vec<f32> = (0..tokens * 300).map(|i| (i as f32 * 0.37).sin()).collect();
         let mut cpu = cpu();
         let mut run = |interleave: bool| {
             cpu.set_interleaved_batches(interleave);
-            let mut out = vec![f32::NAN; tokens * rows];
+            let mut out = vec![f32::NAN; tokens * 96];
             linear.matmul(&cpu, &x, tokens, &mut out);
             out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         };

@@ -684,6 +684,23 @@ pub(super) mod avx512vnni {
         _mm512_add_epi32(a, b)
     }
 
+    /// One group's part of 16 row sums of one token: `acc + isum * (d * sx) + m * sum`, as a
+    /// multiply, then two fused multiply-adds. Both kernels add a group this one way, which is
+    /// what makes their results the same bits.
+    #[inline(always)]
+    unsafe fn add_group(
+        acc: __m512,
+        isum: __m512i,
+        d: __m512,
+        m: __m512,
+        sx: f32,
+        sum: f32,
+    ) -> __m512 {
+        let dsx = _mm512_mul_ps(d, _mm512_set1_ps(sx));
+        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, acc);
+        _mm512_fmadd_ps(m, _mm512_set1_ps(sum), a)
+    }
+
     #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     pub unsafe fn tile_isums(tile: &[u8], xq: &[i8], out: &mut [i32; TILE_ROWS * GROUPS]) {
@@ -750,9 +767,8 @@ pub(super) mod avx512vnni {
                     let m = bf16x16(base.add(layout.q4_1_mins() + 2 * j));
                     for t in 0..N {
                         let isum = dot(&w, xq[t].add(gi * BLOCK));
-                        let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*scales[t].add(gi)));
-                        let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, half[t]);
-                        half[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*sums[t].add(gi)), a);
+                        half[t] =
+                            add_group(half[t], isum, d, m, *scales[t].add(gi), *sums[t].add(gi));
                     }
                 }
                 acc[h] = half;
@@ -824,9 +840,7 @@ pub(super) mod avx512vnni {
                         let isums = dots(&w, x.add(t0 * BLOCK));
                         for (i, isum) in isums.into_iter().enumerate() {
                             let t = t0 + i;
-                            let dsx = _mm512_mul_ps(d, _mm512_set1_ps(*s.add(t)));
-                            let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsx, half[t]);
-                            half[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(*s.add(BATCH + t)), a);
+                            half[t] = add_group(half[t], isum, d, m, *s.add(t), *s.add(BATCH + t));
                         }
                     }
                 }
