@@ -274,8 +274,13 @@ fn matmul_tiles(
     ACTIVATIONS.with(|cell| {
         let mut acts = cell.borrow_mut();
         quantize(&mut acts, x, tokens, cols, cpu);
-        if matches!(kernel, TileKernel::Q4_1) && cpu.interleaved_batches() {
-            acts.interleave();
+        // A prefill's tokens in whole groups of 8 go through the batch kernel, the rest
+        // (fewer than 8) through `row_block`.
+        if matches!(kernel, TileKernel::Q4_1)
+            && tokens >= 2 * MAX_TOKENS
+            && cpu.interleaved_batches()
+        {
+            acts.interleave(tokens / MAX_TOKENS * MAX_TOKENS);
         }
         let acts = &*acts;
         pool.run(first_chunk[jobs.len()], &|chunk| {
@@ -301,11 +306,12 @@ fn matmul_tiles(
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
                 let mut t0 = 0;
                 while t0 < tokens {
-                    // The whole interleaved batches first (none unless asked for above).
-                    let n = if t0 / BATCH < acts.batches() {
-                        let part = &mut block[..BATCH * TILE_ROWS];
+                    // The interleaved batches first (none unless asked for above).
+                    let n = if t0 < acts.interleaved() {
+                        let n = (acts.interleaved() - t0).min(BATCH);
+                        let part = &mut block[..n * TILE_ROWS];
                         q4_1::row_block_interleaved(level, tiles, narrow, acts, t0 / BATCH, part);
-                        BATCH
+                        n
                     } else {
                         let n = (tokens - t0).min(MAX_TOKENS);
                         kernel.row_block(
@@ -552,8 +558,8 @@ mod tests {
 
     #[test]
     fn interleaved_batches_change_no_bit_of_a_matmul() {
-        // 2 whole batches, then 8 + 3 tokens the other kernels compute: the same bits with
-        // the batch kernel (where this CPU has it) as without.
+        // 2 whole batches and one of 8 tokens, then 3 tokens `row_block` computes: the same
+        // bits with the batch kernel (where this CPU has it) as without.
         let tokens = 2 * BATCH + MAX_TOKENS + 3;
         let tiles = tiles_96_by_300();
         let linear = linear_96_by_300(&tiles);

@@ -91,9 +91,10 @@ impl CpuContext {
         self.bf16_attention = allowed;
     }
 
-    /// Whether the 4-bit matmuls of a prefill run their whole batches of
-    /// [`BATCH`](super::BATCH) tokens through the interleaved-batch kernel (`q4_1::row_block_interleaved`: the same bits as the
-    /// 8-token kernels, sooner): asked for (the default) and the level has it.
+    /// Whether the 4-bit matmuls of a prefill run their tokens, in batches of up to
+    /// [`BATCH`](super::BATCH), through the interleaved-batch kernel
+    /// (`q4_1::row_block_interleaved`: the same bits as the 8-token kernel, sooner): asked
+    /// for (the default) and the level has it.
     pub fn interleaved_batches(&self) -> bool {
         self.interleave && super::q4_1::has_interleaved_kernel(self.level)
     }

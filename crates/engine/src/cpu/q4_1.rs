@@ -129,12 +129,13 @@ pub fn has_interleaved_kernel(level: KernelLevel) -> bool {
     cfg!(target_arch = "x86_64") && level == KernelLevel::Avx512Vnni
 }
 
-/// Computes one row block for batch `b` of `acts`' interleaved copy
-/// ([`QuantizedActivations::interleave`]: the [`BATCH`] tokens from `b * BATCH`):
-/// `out[t * 32 + r]`, bit for bit what [`row_block`] gives for those tokens at `level`.
+/// Computes one row block for tokens `b * BATCH ..` of batch `b` of `acts`' interleaved copy
+/// ([`QuantizedActivations::interleave`]), as many as `out` holds: a multiple of
+/// [`MAX_TOKENS`], up to [`BATCH`]. `out[t * 32 + r]`, bit for bit what [`row_block`] gives for
+/// those tokens at `level`.
 ///
-/// Each tile is unpacked once for the whole batch, 4 times as many tokens as [`MAX_TOKENS`],
-/// and the batch's activations are read at offsets fixed at compile time. Panics unless
+/// Each tile is unpacked once for all of them, up to 4 times as many tokens as [`row_block`]
+/// takes, and their activations are read at offsets fixed at compile time. Panics unless
 /// [`has_interleaved_kernel`] says `level` has it, or if the sizes disagree.
 pub fn row_block_interleaved(
     level: KernelLevel,
@@ -145,7 +146,12 @@ pub fn row_block_interleaved(
     out: &mut [f32],
 ) {
     let tokens = acts.check_row_block(tiles, TILE_BYTES, narrow, b * BATCH, out);
-    assert!(tokens == BATCH && b < acts.batches());
+    assert!(
+        tokens <= BATCH
+            && tokens.is_multiple_of(MAX_TOKENS)
+            && b * BATCH + tokens <= acts.interleaved(),
+        "row_block_interleaved: {tokens} tokens of batch {b} are not interleaved groups of 8"
+    );
     assert!(
         has_interleaved_kernel(level) && level.is_supported(),
         "kernel level {level} has no interleaved-batch kernel here"
@@ -154,13 +160,7 @@ pub fn row_block_interleaved(
     // SAFETY: AVX-512F/BW/VNNI/VBMI are present (the level is supported) and sizes were
     // checked above.
     unsafe {
-        match (narrow, acts.is_padded()) {
-            (true, _) => avx512vnni::row_block_interleaved::<true, true>(tiles, acts, b, out),
-            (false, true) => avx512vnni::row_block_interleaved::<true, false>(tiles, acts, b, out),
-            (false, false) => {
-                avx512vnni::row_block_interleaved::<false, false>(tiles, acts, b, out)
-            }
-        }
+        avx512vnni::row_block_interleaved(tiles, narrow, acts, b, out)
     }
 }
 
@@ -783,8 +783,8 @@ pub(super) mod avx512vnni {
         }
     }
 
-    /// Tokens whose sums [`dots`] interleaves.
-    const LANES: usize = 8;
+    /// Tokens whose sums [`dots`] interleaves: the batch kernel takes whole groups of them.
+    const LANES: usize = MAX_TOKENS;
 
     /// [`dot`] for [`LANES`] consecutive tokens of an interleaved batch (`xq` at the first
     /// one's 32 values, the next ones after it), one chain of `vpdpbusd` each, interleaved
@@ -805,20 +805,47 @@ pub(super) mod avx512vnni {
         sums
     }
 
-    /// [`row_block_interleaved`](super::row_block_interleaved): [`row_block_batch`]'s loop
-    /// over the [`BATCH`] tokens of interleaved batch `b`. Its 32 accumulators do not fit the 32
-    /// registers with the unpacked group, so the half not being computed waits in memory
-    /// (once per tile and half: a few loads and stores per 3,000 instructions).
+    /// [`row_block_interleaved`](super::row_block_interleaved): one arm per token count and
+    /// padding, so every loop over tokens has a length fixed at compile time (a count read at
+    /// run time made a 512-token prefill 7% slower).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
+    pub unsafe fn row_block_interleaved(
+        tiles: &[u8],
+        narrow: bool,
+        acts: &QuantizedActivations,
+        b: usize,
+        out: &mut [f32],
+    ) {
+        const { assert!(BATCH == 4 * LANES, "one arm per group of LANES tokens") };
+        macro_rules! arms {
+            ($($n:literal),*) => {
+                match (out.len() / TILE_ROWS, narrow, acts.is_padded()) {
+                    $(
+                        ($n, true, _) => interleaved::<$n, true, true>(tiles, acts, b, out),
+                        ($n, false, true) => interleaved::<$n, true, false>(tiles, acts, b, out),
+                        ($n, false, false) => interleaved::<$n, false, false>(tiles, acts, b, out),
+                    )*
+                    (n, ..) => unreachable!("{n} tokens: checked to be whole groups of {LANES}"),
+                }
+            };
+        }
+        arms!(32, 24, 16, 8)
+    }
+
+    /// [`row_block_batch`]'s loop over the `N` tokens of interleaved batch `b` (whole groups of
+    /// [`LANES`]). At 32 tokens its accumulators do not fit the 32 registers with the unpacked
+    /// group, so the half not being computed waits in memory (once per tile and half: a few
+    /// loads and stores per 3,000 instructions).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vbmi,avx2,fma")]
     #[allow(clippy::needless_range_loop)] // `t` and `h` index several parallel arrays
-    pub unsafe fn row_block_interleaved<const PADDED: bool, const NARROW: bool>(
+    unsafe fn interleaved<const N: usize, const PADDED: bool, const NARROW: bool>(
         tiles: &[u8],
         acts: &QuantizedActivations,
         b: usize,
         out: &mut [f32],
     ) {
         let (xq, ss) = acts.batch(b);
-        let mut acc = [[_mm512_setzero_ps(); BATCH]; 2];
+        let mut acc = [[_mm512_setzero_ps(); N]; 2];
         let mut lookahead = (PADDED && !NARROW).then(|| Lookahead::new(tiles, acts));
         let mut base = tiles.as_ptr();
         for ct in 0..acts.column_tiles() {
@@ -836,7 +863,7 @@ pub(super) mod avx512vnni {
                     // The group's values of the batch's tokens, and their scales and sums.
                     let x = xq.as_ptr().add(gi * BATCH * BLOCK);
                     let s = ss.as_ptr().add(gi * 2 * BATCH);
-                    for t0 in (0..BATCH).step_by(LANES) {
+                    for t0 in (0..N).step_by(LANES) {
                         let isums = dots(&w, x.add(t0 * BLOCK));
                         for (i, isum) in isums.into_iter().enumerate() {
                             let t = t0 + i;
@@ -849,7 +876,7 @@ pub(super) mod avx512vnni {
             // One past the end after the last tile: never read.
             base = base.wrapping_add(layout.groups * GROUP_BYTES);
         }
-        for t in 0..BATCH {
+        for t in 0..N {
             for h in 0..2 {
                 _mm512_storeu_ps(out.as_mut_ptr().add(t * TILE_ROWS + h * 16), acc[h][t]);
             }
@@ -1039,9 +1066,10 @@ mod tests {
 
     #[test]
     fn interleaved_batches_give_the_bits_of_row_block() {
-        // Two whole batches and 3 tokens more, on K = 512 (whole tiles), K = 600 in whole
-        // tiles with NaN padding (the `PADDED` variant must skip it) and K = 600 narrowed:
-        // each batch gives, bit for bit, what `row_block` gives for its tokens 8 at a time.
+        // Two whole batches and one of 16 tokens (3 tokens more are left to `row_block`), on
+        // K = 512 (whole tiles), K = 600 in whole tiles with NaN padding (the `PADDED` variant
+        // must skip it) and K = 600 narrowed: each batch gives, bit for bit, what `row_block`
+        // gives for its tokens 8 at a time.
         let level = KernelLevel::Avx512Vnni;
         if !(has_interleaved_kernel(level) && level.is_supported()) {
             eprintln!("skipped: this CPU has no AVX-512 VNNI (the only batch kernel)");
@@ -1054,7 +1082,7 @@ mod tests {
         let mut narrow = padded[..2 * TILE_BYTES].to_vec();
         q4nx::tile::narrow_tile(&padded[2 * TILE_BYTES..], false, 3, &mut narrow);
         let whole = random_tiles(2, &mut rng);
-        let tokens = 2 * BATCH + 3;
+        let (interleaved, tokens) = (2 * BATCH + 16, 2 * BATCH + 19);
         for (cols, tiles, is_narrow) in [
             (512, &whole, false),
             (600, &padded, false),
@@ -1064,21 +1092,15 @@ mod tests {
             x[..cols].fill(-1.0); // a token of extreme values (-127 after quantization)
             let mut acts = QuantizedActivations::new();
             acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
-            acts.interleave();
-            assert_eq!(acts.batches(), 2);
-            for b in 0..2 {
-                let mut batch = vec![f32::NAN; BATCH * 32];
+            acts.interleave(interleaved);
+            for b in 0..interleaved.div_ceil(BATCH) {
+                let n = BATCH.min(interleaved - b * BATCH);
+                let mut batch = vec![f32::NAN; n * 32];
                 row_block_interleaved(level, tiles, is_narrow, &acts, b, &mut batch);
-                let mut eights = vec![f32::NAN; BATCH * 32];
+                let mut eights = vec![f32::NAN; n * 32];
                 for (i, part) in eights.chunks_exact_mut(MAX_TOKENS * 32).enumerate() {
-                    row_block(
-                        level,
-                        tiles,
-                        is_narrow,
-                        &acts,
-                        b * BATCH + i * MAX_TOKENS,
-                        part,
-                    );
+                    let t0 = b * BATCH + i * MAX_TOKENS;
+                    row_block(level, tiles, is_narrow, &acts, t0, part);
                 }
                 assert!(
                     batch.iter().all(|v| v.is_finite()),

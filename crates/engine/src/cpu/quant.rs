@@ -7,7 +7,8 @@ use super::level::KernelLevel;
 pub const BLOCK: usize = q4nx::tile::GROUP;
 
 /// Tokens per batch of the interleaved copy ([`QuantizedActivations::interleave`]) that a
-/// prefill's 4-bit matmuls read: each tile is unpacked once for the whole batch. On
+/// prefill's 4-bit matmuls read: each tile is unpacked once for the whole batch (a last batch
+/// may hold fewer). On
 /// MiniCPM5-2B's shape a 512-token prefill took 0.88x the time with 32 as with 16 (bench/README.md;
 /// 64 gained nothing more, and would leave shorter prompts to the 8-token kernel).
 pub const BATCH: usize = 32;
@@ -29,8 +30,8 @@ pub struct QuantizedActivations {
     xq: Vec<i8>,     // (tokens, cols_padded)
     scale: Vec<f32>, // (tokens, cols_padded / BLOCK)
     sum: Vec<f32>,   // (tokens, cols_padded / BLOCK)
-    /// Whole batches in the interleaved copy (0 until [`Self::interleave`]).
-    batches: usize,
+    /// Tokens in the interleaved copy, from the first (0 until [`Self::interleave`]).
+    interleaved: usize,
     batch_xq: Vec<i8>,  // (batches, cols_padded / BLOCK, BATCH, BLOCK)
     batch_ss: Vec<f32>, // (batches, cols_padded / BLOCK, 2, BATCH): scales, then sums
 }
@@ -46,7 +47,7 @@ impl QuantizedActivations {
         self.tokens = tokens;
         self.cols_padded = q4nx::layout::padded_cols(cols);
         self.groups = cols.div_ceil(BLOCK);
-        self.batches = 0;
+        self.interleaved = 0;
         let blocks = tokens * self.cols_padded / BLOCK;
         self.xq.resize(tokens * self.cols_padded, 0);
         self.scale.resize(blocks, 0.0);
@@ -186,15 +187,19 @@ impl QuantizedActivations {
         &self.sum[t * blocks..(t + 1) * blocks]
     }
 
-    /// Copies every whole batch of [`BATCH`] tokens into the interleaved layout the prefill
-    /// kernel reads ([`Self::batch`]); the tokens after the last whole batch are left out.
-    pub fn interleave(&mut self) {
+    /// Copies the first `tokens` tokens, in batches of [`BATCH`] (the last one may hold
+    /// fewer), into the interleaved layout the prefill kernel reads ([`Self::batch`]).
+    pub fn interleave(&mut self, tokens: usize) {
+        assert!(
+            tokens <= self.tokens,
+            "interleave: more tokens than quantized"
+        );
         let blocks = self.cols_padded / BLOCK;
-        self.batches = self.tokens / BATCH;
-        self.batch_xq
-            .resize(self.batches * blocks * BATCH * BLOCK, 0);
-        self.batch_ss.resize(self.batches * blocks * 2 * BATCH, 0.0);
-        for t in 0..self.batches * BATCH {
+        let batches = tokens.div_ceil(BATCH);
+        self.interleaved = tokens;
+        self.batch_xq.resize(batches * blocks * BATCH * BLOCK, 0);
+        self.batch_ss.resize(batches * blocks * 2 * BATCH, 0.0);
+        for t in 0..tokens {
             let (b, i) = (t / BATCH, t % BATCH);
             for block in 0..blocks {
                 let at = (b * blocks + block) * BATCH;
@@ -207,18 +212,22 @@ impl QuantizedActivations {
         }
     }
 
-    /// Whole batches of [`BATCH`] tokens in the interleaved copy: 0 until
-    /// [`Self::interleave`], and after every [`Self::resize`].
-    pub fn batches(&self) -> usize {
-        self.batches
+    /// Tokens in the interleaved copy (the first ones): 0 until [`Self::interleave`], and
+    /// after every [`Self::resize`].
+    pub fn interleaved(&self) -> usize {
+        self.interleaved
     }
 
-    /// Batch `b` (tokens `b * BATCH ..`) interleaved, block by block: the block's values of the
-    /// batch's tokens one after the other (`BATCH * BLOCK` bytes), and its `BATCH` scales then
-    /// `BATCH` sums. So a kernel that computes the batch's tokens together reads each block of
-    /// all of them from one place, at offsets fixed when it is compiled.
+    /// Batch `b` (tokens `b * BATCH ..`, up to [`BATCH`] of them) interleaved, block by block:
+    /// the block's values of the batch's tokens one after the other (`BATCH * BLOCK` bytes),
+    /// and its `BATCH` scales then `BATCH` sums (the places of tokens a last batch does not
+    /// hold keep old values). So a kernel that computes the batch's tokens together reads
+    /// each block of all of them from one place, at offsets fixed when it is compiled.
     pub fn batch(&self, b: usize) -> (&[i8], &[f32]) {
-        assert!(b < self.batches, "batch {b} was not interleaved");
+        assert!(
+            b * BATCH < self.interleaved,
+            "batch {b} was not interleaved"
+        );
         let blocks = self.cols_padded / BLOCK;
         let (values, ss) = (blocks * BATCH * BLOCK, blocks * 2 * BATCH);
         (
@@ -412,28 +421,25 @@ mod tests {
 
     #[test]
     fn interleaved_batches_hold_each_tokens_values_scales_and_sums() {
-        let (tokens, cols) = (2 * BATCH + 5, 300);
+        let (tokens, cols) = (2 * BATCH + 13, 300);
         let x: Vec<f32> = (0..tokens * cols)
             .map(|i| ((i * 7919) % 263) as f32 / 13.0 - 10.0)
             .collect();
         let mut acts = QuantizedActivations::new();
         acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
         assert_eq!(
-            acts.batches(),
+            acts.interleaved(),
             0,
             "nothing is interleaved before it is asked for"
         );
-        acts.interleave();
-        assert_eq!(
-            acts.batches(),
-            2,
-            "the 5 tokens after the last whole batch are left out"
-        );
+        // Two whole batches and 8 tokens of a third; the last 5 tokens are left out.
+        acts.interleave(2 * BATCH + 8);
+        assert_eq!(acts.interleaved(), 2 * BATCH + 8);
         let blocks = acts.cols_padded() / BLOCK;
-        for b in 0..2 {
+        for b in 0..3 {
             let (values, ss) = acts.batch(b);
             for block in 0..blocks {
-                for i in 0..BATCH {
+                for i in 0..BATCH.min(2 * BATCH + 8 - b * BATCH) {
                     let t = b * BATCH + i;
                     let at = (block * BATCH + i) * BLOCK;
                     assert_eq!(
@@ -446,7 +452,7 @@ mod tests {
             }
         }
         acts.resize(tokens, cols);
-        assert_eq!(acts.batches(), 0, "a resize forgets the copy");
+        assert_eq!(acts.interleaved(), 0, "a resize forgets the copy");
     }
 
     #[test]
