@@ -6,11 +6,11 @@ use super::level::KernelLevel;
 /// Columns per quantization block: one Q4_1 group, so a block meets one scale and min.
 pub const BLOCK: usize = q4nx::tile::GROUP;
 
-/// Tokens per batch of the interleaved copy ([`QuantizedActivations::interleave`]) that a
+/// Tokens per batch of the interleaved copy (`QuantizedActivations::interleave`) that a
 /// prefill's 4-bit matmuls read: each tile is unpacked once for the whole batch (a last batch
-/// may hold fewer). On
-/// MiniCPM5-2B's shape a 512-token prefill took 0.88x the time with 32 as with 16 (bench/README.md;
-/// 64 gained nothing more, and would leave shorter prompts to the 8-token kernel).
+/// may hold fewer). On MiniCPM5-2B's shape a 512-token prefill ran 1.21-1.23x as fast as with
+/// the 8-token kernel, against 1.08-1.15x with batches of 16; 64 gained nothing more
+/// (bench/README.md).
 pub const BATCH: usize = 32;
 
 /// The activations of `tokens` tokens, quantized to int8 blocks of [`BLOCK`].
