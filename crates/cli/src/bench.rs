@@ -205,6 +205,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         peak_reset,
         footprint,
         page_cache_secs,
+        l3_cache_bytes: bandwidth::l3_cache_bytes(),
         runs,
     };
     let mut out = std::io::stdout().lock();
@@ -483,6 +484,8 @@ struct Summary {
     peak_reset: bool,
     footprint: Footprint,
     page_cache_secs: f64,
+    /// This CPU's L3 cache, where Linux reports it ([`bandwidth::l3_cache_bytes`]).
+    l3_cache_bytes: Option<u64>,
     runs: Runs,
 }
 
@@ -570,6 +573,7 @@ impl Summary {
             "roofline_fraction": self.roofline(),
             "kv_cache_bytes_per_decode_token": self.kv_bytes_per_decode_token(args),
             "roofline_fraction_with_kv_cache": self.roofline_with_kv(args),
+            "l3_cache_bytes": self.l3_cache_bytes,
             "arithmetic_peak": self.peak,
             "prefill_matmul_macs_per_token": self.footprint.matmul_macs_per_token,
             "prefill_attention_macs": self.footprint.attention_macs(args.prompt),
@@ -646,6 +650,17 @@ impl Summary {
             self.kv_bytes_per_decode_token(args) / 1e9,
             self.roofline_with_kv(args) * 100.0
         )?;
+        if let Some(l3) = self
+            .l3_cache_bytes
+            .filter(|&l3| footprint.weight_bytes_per_token as u64 <= l3)
+        {
+            writeln!(
+                out,
+                "                 the weights fit in this CPU's {:.0} MiB L3 cache: steps can \
+                 read part of them from it, faster than memory, so these shares can pass 100%",
+                l3 as f64 / 1048576.0
+            )?;
+        }
         self.write_peak(args, out)?;
         writeln!(
             out,

@@ -23,6 +23,32 @@ pub struct ReadBandwidth {
     pub threads: usize,
 }
 
+/// The size of this CPU's last-level (L3) cache as Linux reports it (sysfs, for CPU 0), or
+/// `None` where it does not. A model whose weights fit in it can be read partly from the
+/// cache between decode steps, faster than the probe's buffer, which is much larger.
+pub fn l3_cache_bytes() -> Option<u64> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+        (read("level")?.trim() == "3")
+            .then(|| parse_cache_size(&read("size")?))
+            .flatten()
+    })
+}
+
+/// A sysfs cache size: a number of bytes with an optional `K`, `M` or `G` (binary) suffix,
+/// as `491520K`. `None` for anything else, or a size that overflows.
+fn parse_cache_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, 'K') => (&text[..i], 1u64 << 10),
+        (i, 'M') => (&text[..i], 1 << 20),
+        (i, 'G') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
+}
+
 /// Reads a `bytes`-sized buffer `repetitions` times with every thread of `pool` (after one
 /// untimed pass that faults the pages in) and returns the median bandwidth.
 pub fn measure_read_bandwidth(
@@ -136,6 +162,25 @@ unsafe fn sum_avx2(words: &[u64]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them_and_nothing_else() {
+        assert_eq!(parse_cache_size("491520K\n"), Some(491_520 << 10));
+        assert_eq!(parse_cache_size("32M"), Some(32 << 20));
+        assert_eq!(parse_cache_size("1G"), Some(1 << 30));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        for bad in [
+            "",
+            "K",
+            "-1K",
+            "12 K",
+            "3.5M",
+            "99999999999999999999G",
+            "1T",
+        ] {
+            assert_eq!(parse_cache_size(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn simd_sum_equals_plain_sum() {
