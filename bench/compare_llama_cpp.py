@@ -30,6 +30,7 @@ Q4NX folder, for example one `hearth import FILE` made) against llama.cpp on FIL
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import statistics
@@ -232,6 +233,12 @@ def time_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
     mparams = L.llama_model_default_params()
     if args.no_extra_buffers:
         mparams.use_extra_bufts = False
+    else:
+        # On a Xeon with AMX, llama.cpp 0.3.36 repacked Q4_1 for AMX and then crashed with a
+        # segmentation fault in its first `llama_decode`, which no Python code can catch: say
+        # beforehand what to do.
+        print(f"llama.cpp: {gguf_path.name} with its extra buffer types (repacked weights); "
+              "if it crashes, rerun with --no-extra-buffers", file=sys.stderr, flush=True)
     load = getattr(L, "llama_model_load_from_file", None) or L.llama_load_model_from_file
     model = load(str(gguf_path).encode(), mparams)
     if not model:
@@ -288,6 +295,8 @@ def time_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
 
 
 def main() -> None:
+    # A crash inside llama.cpp (a segmentation fault) ends the process; this prints where.
+    faulthandler.enable()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hearth", default="target/release/hearth", help="the hearth binary")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
