@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// `hearth` in the private home, with no embedding model named by the environment.
@@ -14,24 +14,11 @@ fn hearth(home: &Path) -> Command {
     command
 }
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-qwen3-embedding")
-}
-
 #[test]
 fn an_installed_qwen3_embedding_model_is_chosen_by_name() {
     let home = tempfile::tempdir().unwrap();
     let docs = tempfile::tempdir().unwrap();
-    let import = hearth(home.path())
-        .args(["import", "--name", "tiny-embedding"])
-        .arg(fixture())
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    common::import_tiny_qwen3_embedding(home.path(), "tiny-embedding");
     let file = docs.path().join("notes.md");
     std::fs::write(
         &file,

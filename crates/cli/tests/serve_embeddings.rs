@@ -7,15 +7,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 const NAME: &str = "Qwen3-Embedding-0.6B";
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-qwen3-embedding")
-}
 
 /// One HTTP/1.1 request on its own connection: the status and the JSON body.
 fn request(address: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -60,16 +56,7 @@ fn mark_as_catalog_embedding_model(home: &Path) {
 #[test]
 fn an_installed_embedding_model_is_served_by_its_name_and_not_as_a_chat_model() {
     let home = tempfile::tempdir().unwrap();
-    let import = common::hearth(home.path())
-        .args(["import", "--name", NAME])
-        .arg(fixture())
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    common::import_tiny_qwen3_embedding(home.path(), NAME);
     mark_as_catalog_embedding_model(home.path());
 
     let mut serve = common::hearth(home.path());

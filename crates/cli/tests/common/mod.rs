@@ -21,6 +21,24 @@ pub fn hearth(home: &Path) -> Command {
     command
 }
 
+/// Imports the engine's tiny random Qwen3-Embedding-shaped fixture (standing in for
+/// Qwen3-Embedding-0.6B, which tests never download) into `home`'s store as `name`, and checks
+/// that the import succeeded.
+pub fn import_tiny_qwen3_embedding(home: &Path, name: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/engine/tiny-qwen3-embedding");
+    let import = hearth(home)
+        .args(["import", "--name", name])
+        .arg(fixture)
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+}
+
 /// Runs `command`, typing `stdin` into it, and waits for its output.
 pub fn run_typing(command: &mut Command, stdin: &str) -> Output {
     let mut child = command
