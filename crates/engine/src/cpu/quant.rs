@@ -301,7 +301,6 @@ pub fn quantize_row(
 #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
 unsafe fn quantize_row_avx512(x: &[f32], xq: &mut [i8], scale: &mut [f32], sum: &mut [f32]) {
     use std::arch::x86_64::*;
-    const MAGIC: f32 = 12_582_912.0;
     let whole = x.len() / BLOCK;
     for b in 0..whole {
         // SAFETY (caller): `x` holds `whole` blocks, `xq` at least as many, and `scale` and
@@ -384,9 +383,11 @@ fn abs_max(block: &[f32; BLOCK]) -> f32 {
 /// Also `exp`'s split into a power of two.
 #[inline(always)]
 pub(super) fn round_to_int(v: f32) -> i32 {
-    const MAGIC: f32 = 12_582_912.0;
     (v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
 }
+
+/// `1.5 * 2^23`, [`round_to_int`]'s shift (and the AVX-512 kernel's, lane by lane).
+const MAGIC: f32 = 12_582_912.0;
 
 #[cfg(test)]
 mod tests {
