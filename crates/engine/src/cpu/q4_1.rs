@@ -222,14 +222,24 @@ pub fn prefetch_start(tiles: &[u8], narrow: bool, acts: &QuantizedActivations) {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_ahead(tile: *const u8, step: usize) {
+    let (far, near) = (
+        PREFETCH_L2_TILES * TILE_BYTES,
+        PREFETCH_L1_TILES * TILE_BYTES,
+    );
+    request_lines(tile.wrapping_add(step * 320), 320, far, near);
+}
+
+/// Requests, line by line, the `bytes` from `at + far` into L2 and those from `at + near` into
+/// L1 (the Q8 kernels' look-ahead too).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn request_lines(at: *const u8, bytes: usize, far: usize, near: usize) {
     use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-    let far = tile.wrapping_add(PREFETCH_L2_TILES * TILE_BYTES + step * 320);
-    let near = tile.wrapping_add(PREFETCH_L1_TILES * TILE_BYTES + step * 320);
-    for line in 0..5 {
+    for line in (0..bytes).step_by(64) {
         // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
         unsafe {
-            _mm_prefetch::<_MM_HINT_T1>(far.wrapping_add(line * 64).cast());
-            _mm_prefetch::<_MM_HINT_T0>(near.wrapping_add(line * 64).cast());
+            _mm_prefetch::<_MM_HINT_T1>(at.wrapping_add(far + line).cast());
+            _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(near + line).cast());
         }
     }
 }

@@ -133,21 +133,14 @@ const AHEAD_L2: usize = 64 * 1024;
 #[cfg(target_arch = "x86_64")]
 const AHEAD_L1: usize = 8 * 1024;
 
-/// Requests the lines of one group's worth of bytes ([`GROUP_BYTES`]) at both distances past
-/// `at`. A kernel's row blocks lie one after another, so a pointer walked over them a group at
-/// a time asks for every line once, in the order the kernel reads them (over whole tiles with
-/// padding groups, which are skipped, it falls a little behind that distance).
+/// Requests one group's worth of bytes ([`GROUP_BYTES`]) at both distances past `at`. A
+/// kernel's row blocks lie one after another, so a pointer walked over them a group at a time
+/// asks for every line once, in the order the kernel reads them (over whole tiles with padding
+/// groups, which are skipped, it falls a little behind that distance).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn request_ahead(at: *const u8) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-    for line in (0..GROUP_BYTES).step_by(64) {
-        // SAFETY: prefetching is a hint: it never faults, even past the end of the mapping.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T1>(at.wrapping_add(AHEAD_L2 + line).cast());
-            _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(AHEAD_L1 + line).cast());
-        }
-    }
+    crate::cpu::q4_1::request_lines(at, GROUP_BYTES, AHEAD_L2, AHEAD_L1);
 }
 
 /// The tile's 256 BF16 scales as f32, in their index order.
