@@ -239,7 +239,7 @@ fn attend_heads<const G: usize>(
     let longest = tile.first + tile.q.len();
     // Even (a whole number of key blocks), so pairs of positions never straddle rows.
     let stride = longest.next_multiple_of(KEY_BLOCK);
-    let Scratch { scores, pairs } = scratch;
+    let Scratch { scores, pairs, .. } = scratch;
     let pass = G * hd;
     let group_dim = tile.q.first().map_or(0, |q| q.len());
     for heads in (0..group_dim).step_by(pass) {

@@ -160,6 +160,9 @@ const POSITIONS: usize = 16 * KEY_BLOCK;
 struct Scratch {
     /// `[token][head][position]` scores, then weights; rows padded to whole key blocks.
     scores: Vec<f32>,
+    /// `[token][head_dim][head]`: the queries of a pass of f32 products, as
+    /// [`Kernels::scores`] reads them.
+    queries: Vec<f32>,
     /// The BF16 pairs of a pass with BF16 products ([`bf16`]).
     pairs: bf16::Pairs,
 }
@@ -281,18 +284,25 @@ fn attend_heads<const G: usize, E: Value>(
     // Token `i` of the tile attends over `tile.first + i + 1` positions.
     let longest = tile.first + tile.q.len();
     let stride = longest.next_multiple_of(KEY_BLOCK);
-    let Scratch { scores, .. } = scratch;
+    let Scratch {
+        scores, queries, ..
+    } = scratch;
     let pass = G * hd;
     let group_dim = tile.q.first().map_or(0, |q| q.len());
     for heads in (0..group_dim).step_by(pass) {
-        scores.clear();
+        queries.clear();
+        for q in tile.q {
+            let q = &q[heads..heads + pass];
+            queries.extend((0..pass).map(|i| q[i % G * hd + i / G]));
+        }
+        // Not cleared: every score read below (softmax's and the weights') is written first.
         scores.resize(tile.q.len() * G * stride, 0.0);
         for block in (0..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
             let rows: &[E] = kv.cache.key_run(kv.layer, kv.kv_head, block..end);
             for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
                 let positions = end.min(tile.first + i + 1).saturating_sub(block);
-                let q = &tile.q[i][heads..heads + pass];
+                let q = &queries[i * pass..][..pass];
                 let keys = &rows[..positions.div_ceil(KEY_BLOCK) * KEY_BLOCK * hd];
                 if !keys.is_empty() {
                     kernels.scores::<G, E>(q, keys, shape.scale, scores, stride, block);
@@ -325,9 +335,10 @@ fn attend_heads<const G: usize, E: Value>(
 /// The inner loops of a pass of `G` query heads, at one vector width. Every implementation
 /// sums in the same order, so all give the same results.
 trait Kernels: Copy {
-    /// `scores[g * stride + first + j] = (Σ_d q[g][d] · keys[d][j]) · scale` for the positions
+    /// `scores[g * stride + first + j] = (Σ_d q[d][g] · keys[d][j]) · scale` for the positions
     /// `j` of one or more key blocks (`keys` is blocks of `[head_dim][KEY_BLOCK]`, `q` is
-    /// `[G][head_dim]`), each summed over `d` in order.
+    /// `[head_dim][G]`, so the `G` values a key vector meets lie side by side), each summed
+    /// over `d` in order.
     fn scores<const G: usize, E: Value>(
         self,
         q: &[f32],
@@ -408,11 +419,11 @@ impl Kernels for Portable {
     ) {
         let hd = q.len() / G;
         for (b, keys) in keys.chunks_exact(hd * KEY_BLOCK).enumerate() {
-            for (g, q) in q.chunks_exact(hd).enumerate() {
+            for g in 0..G {
                 for j in 0..KEY_BLOCK {
                     let mut acc = 0.0;
-                    for (d, q) in q.iter().enumerate() {
-                        acc = q.mul_add(keys[d * KEY_BLOCK + j].to_f32(), acc);
+                    for d in 0..hd {
+                        acc = q[d * G + g].mul_add(keys[d * KEY_BLOCK + j].to_f32(), acc);
                     }
                     scores[g * stride + first + b * KEY_BLOCK + j] = acc * scale;
                 }

@@ -37,24 +37,29 @@ fn reference(
 
 #[test]
 fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
-    // head_dim 40: one piece of 32 columns (AVX-512) or five of 8 (AVX2), then a tail of 8.
-    for (heads, kv_heads, positions) in [(8, 1, 70), (4, 1, 16), (6, 2, 33), (3, 1, 1)] {
+    // head_dim 40: two vectors of 16 columns (AVX-512) or five of 8 (AVX2), then a tail of 8;
+    // 112: two passes of three vectors and one of one. 70 positions: key blocks in a pass of
+    // three and one of two; 33, one of three; 16 and 1, one of one.
+    let cases = [(8, 1, 70), (4, 1, 16), (6, 2, 33), (3, 1, 1)];
+    for (hd, (heads, kv_heads, positions)) in
+        [40, 112].into_iter().flat_map(|hd| cases.map(|c| (hd, c)))
+    {
         let shape = AttentionShape {
             heads,
             kv_heads,
-            head_dim: 40,
+            head_dim: hd,
             scale: 0.3,
         };
-        let mut cache = KvCache::new(1, positions, kv_heads, 40, KvPrecision::F32).unwrap();
+        let mut cache = KvCache::new(1, positions, kv_heads, hd, KvPrecision::F32).unwrap();
         for p in 0..positions {
-            let row: Vec<f32> = (0..kv_heads * 40)
-                .map(|i| ((p * 40 + i) as f32 * 0.37).sin())
+            let row: Vec<f32> = (0..kv_heads * hd)
+                .map(|i| ((p * hd + i) as f32 * 0.37).sin())
                 .collect();
             let half: Vec<f32> = row.iter().map(|x| x * 0.5).collect();
             cache.store(0, p, &row, &half);
         }
-        let q: Vec<f32> = (0..heads * 40).map(|i| (i as f32 * 0.23).cos()).collect();
-        let group_dim = heads / kv_heads * 40;
+        let q: Vec<f32> = (0..heads * hd).map(|i| (i as f32 * 0.23).cos()).collect();
+        let group_dim = heads / kv_heads * hd;
         let run = |kernels: &dyn Fn(Tile<'_, '_>, KvHead<'_>, &mut Scratch)| {
             let mut out = vec![f32::NAN; q.len()];
             for (kv_head, out) in out.chunks_exact_mut(group_dim).enumerate() {
@@ -80,10 +85,14 @@ fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
         #[cfg(target_arch = "x86_64")]
         {
             if let Some(avx512) = wide::Avx512::detect() {
-                let wide = run(&|tile, head, scratch| {
-                    attend_group_with(avx512, shape, tile, head, scratch)
-                });
-                assert_eq!(wide, portable, "AVX-512, {shape:?}, {positions} positions");
+                for in_register in [true, false] {
+                    let avx512 = avx512.with_splat_in_register(in_register);
+                    let wide = run(&|tile, head, scratch| {
+                        attend_group_with(avx512, shape, tile, head, scratch)
+                    });
+                    let what = format!("{shape:?}, {positions} positions, {in_register}");
+                    assert_eq!(wide, portable, "AVX-512, broadcast in register: {what}");
+                }
             }
             if let Some(avx2) = wide::Avx2::detect() {
                 let wide =
@@ -700,5 +709,57 @@ fn time_attention_on_minicpm5_shape() {
             median * 1e3,
             fmas / median / 1e9
         );
+    }
+}
+
+/// Not a check: times the AVX-512 f32 products of a pass of 8 heads of 128 (MiniCPM5's) with
+/// each query or weight value broadcast into a register and from memory, over runs of keys
+/// and values held in L1 (96 positions) and in L2 (960), for bench/README.md. Which of the
+/// two a model uses is measured when it loads (`wide::splat_in_register`).
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[ignore = "a timing probe, run by hand: bench/README.md"]
+fn time_broadcasts() {
+    const G: usize = 8;
+    let Some(avx512) = wide::Avx512::detect() else {
+        return println!("no AVX-512F here");
+    };
+    let hd = 128;
+    let q: Vec<f32> = (0..G * hd).map(|i| (i as f32 * 0.1).sin()).collect();
+    for positions in [96, 960] {
+        let cache: Vec<f16> = (0..positions * hd)
+            .map(|i| f16::from_f32((i as f32 * 0.3).cos()))
+            .collect();
+        let weights = vec![1.0 / positions as f32; G * positions];
+        let mut scores = vec![0.0; G * positions];
+        let mut out = vec![0.0; G * hd];
+        let macs = (G * hd * positions * 100) as f64;
+        // Register and memory alternate; the fastest of 20 rounds of 100 calls each counts.
+        let mut best = [[f64::INFINITY; 2]; 2];
+        for _ in 0..20 {
+            for (side, in_register) in [true, false].into_iter().enumerate() {
+                let kernels = avx512.with_splat_in_register(in_register);
+                let clock = std::time::Instant::now();
+                for _ in 0..100 {
+                    kernels.scores::<G, f16>(&q, &cache, 1.0, &mut scores, positions, 0);
+                    std::hint::black_box(&mut scores);
+                }
+                best[0][side] = best[0][side].min(clock.elapsed().as_secs_f64());
+                let clock = std::time::Instant::now();
+                for _ in 0..100 {
+                    kernels.weighted_values::<G, f16>(&weights, positions, 0, &cache, &mut out);
+                    std::hint::black_box(&mut out);
+                }
+                best[1][side] = best[1][side].min(clock.elapsed().as_secs_f64());
+            }
+        }
+        for (product, [register, memory]) in ["scores", "weighted values"].iter().zip(best) {
+            println!(
+                "{positions} positions, {product}: {:.1} G multiply-adds/s broadcast in a \
+                 register, {:.1} from memory",
+                macs / register / 1e9,
+                macs / memory / 1e9
+            );
+        }
     }
 }

@@ -53,13 +53,24 @@ fn starts_line<E>(offset: usize) -> bool {
     (offset * size_of::<E>()).is_multiple_of(64)
 }
 
-/// Proof that the CPU has AVX-512F: only [`Avx512::detect`] makes one.
+/// Proof that the CPU has AVX-512F (only [`Avx512::detect`] makes one), and how its kernels
+/// broadcast a query or weight value ([`fmadd_each`]).
 #[derive(Clone, Copy)]
-pub struct Avx512(());
+pub struct Avx512 {
+    splat_in_register: bool,
+}
 
 impl Avx512 {
     pub fn detect() -> Option<Self> {
-        is_x86_feature_detected!("avx512f").then_some(Avx512(()))
+        is_x86_feature_detected!("avx512f").then(|| Avx512 {
+            splat_in_register: splat_in_register(),
+        })
+    }
+
+    /// The same kernels, broadcasting into a register or not (the sums are the same).
+    #[cfg(test)]
+    pub fn with_splat_in_register(self, splat_in_register: bool) -> Self {
+        Avx512 { splat_in_register }
     }
 }
 
@@ -75,7 +86,12 @@ impl Kernels for Avx512 {
     ) {
         check_scores::<G, E>(q, keys, scores, stride, first);
         // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
-        unsafe { scores_avx512::<G, E>(q, keys, scale, scores, stride, first) }
+        unsafe {
+            match self.splat_in_register {
+                true => scores_avx512::<G, E, true>(q, keys, scale, scores, stride, first),
+                false => scores_avx512::<G, E, false>(q, keys, scale, scores, stride, first),
+            }
+        }
     }
 
     fn weighted_values<const G: usize, E: Value>(
@@ -86,9 +102,15 @@ impl Kernels for Avx512 {
         values: &[E],
         out: &mut [f32],
     ) {
-        let whole = check_values::<G, E>(weights, stride, first, values, out, 32);
+        let whole = check_values::<G, E>(weights, stride, first, values, out, 16);
+        let (w, v) = (weights, values);
         // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
-        unsafe { values_avx512::<G, E>(weights, stride, first, values, out, whole) };
+        unsafe {
+            match self.splat_in_register {
+                true => values_avx512::<G, E, true>(w, stride, first, v, out, whole),
+                false => values_avx512::<G, E, false>(w, stride, first, v, out, whole),
+            }
+        }
         weighted_columns(G, weights, stride, first, values, out, whole);
     }
 
@@ -96,6 +118,43 @@ impl Kernels for Avx512 {
         // SAFETY: AVX-512F is present (self exists).
         unsafe { softmax_avx512(x) }
     }
+}
+
+/// Whether this core runs the AVX-512 kernels faster with each query or weight value
+/// broadcast into a register once for the multiply-adds that share it, rather than from
+/// memory inside each of them. Measured once per process, as `peak::bf16_dot_pays` is: the
+/// scores kernel of a pass of 8 heads of 128 over 96 positions (24 KiB of keys, held in L1),
+/// both ways, five times alternated, the fastest of each counts. On the Intel Xeon this was
+/// built on the register is about 20% faster; on Zen 4 a separate broadcast was measured 15%
+/// slower ([`fmadd_splat`]), so the register must win by 5% to be chosen.
+fn splat_in_register() -> bool {
+    static REGISTER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTER.get_or_init(|| {
+        const G: usize = 8;
+        let (hd, positions) = (128, 96);
+        let q: Vec<f32> = (0..G * hd).map(|i| (i as f32 * 0.1).sin()).collect();
+        let keys: Vec<f16> = (0..positions * hd)
+            .map(|i| f16::from_f32((i as f32 * 0.3).cos()))
+            .collect();
+        let mut scores = vec![0.0; G * positions];
+        let mut time = |register: bool| {
+            let start = std::time::Instant::now();
+            for _ in 0..50 {
+                let kernels = Avx512 {
+                    splat_in_register: register,
+                };
+                kernels.scores::<G, f16>(&q, &keys, 1.0, &mut scores, positions, 0);
+                std::hint::black_box(&mut scores);
+            }
+            start.elapsed()
+        };
+        let (mut register, mut memory) = (std::time::Duration::MAX, std::time::Duration::MAX);
+        for _ in 0..5 {
+            register = register.min(time(true));
+            memory = memory.min(time(false));
+        }
+        register.as_secs_f64() * 1.05 < memory.as_secs_f64()
+    })
 }
 
 /// Proof that the CPU has AVX2, FMA and F16C: only [`Avx2::detect`] makes one.
@@ -180,8 +239,13 @@ fn check_values<const G: usize, E>(
     hd / width * width
 }
 
+/// Key blocks side by side in one pass of a scores kernel: each query value then feeds three
+/// multiply-adds, 24 sums in registers for a pass of 8 heads.
+const BLOCKS: usize = 3;
+
+/// Scores for the key blocks of `keys`, [`BLOCKS`] at a time, then the last one or two.
 #[target_feature(enable = "avx512f")]
-unsafe fn scores_avx512<const G: usize, E: Value>(
+unsafe fn scores_avx512<const G: usize, E: Value, const REGISTER: bool>(
     q: &[f32],
     keys: &[E],
     scale: f32,
@@ -190,63 +254,103 @@ unsafe fn scores_avx512<const G: usize, E: Value>(
     first: usize,
 ) {
     let hd = q.len() / G;
-    let block = hd * KEY_BLOCK;
-    let blocks = keys.len() / block;
-    let (q, keys, scores) = (q.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
-    let scale = _mm512_set1_ps(scale);
-    // Two blocks at a time share each broadcast of q: 2 G sums in flight, one load of q per
-    // two multiply-adds. Each position's sum is the same as one block at a time.
+    let blocks = keys.len() / (hd * KEY_BLOCK);
+    let pass = Blocks {
+        q: q.as_ptr(),
+        hd,
+        scale: _mm512_set1_ps(scale),
+        scores: scores.as_mut_ptr(),
+        stride,
+    };
     let mut b = 0;
-    while b + 2 <= blocks {
-        let (k0, k1) = (keys.add(b * block), keys.add((b + 1) * block));
-        let mut acc0 = [_mm512_setzero_ps(); G];
-        let mut acc1 = [_mm512_setzero_ps(); G];
-        for d in 0..hd {
-            if starts_line::<E>(d * KEY_BLOCK) {
-                prefetch_ahead(k0.wrapping_add(d * KEY_BLOCK));
-                prefetch_ahead(k1.wrapping_add(d * KEY_BLOCK));
-            }
-            // SAFETY (all loads and stores): the bounds checked by `check_scores`.
-            let (x0, x1) = (
-                E::load16(k0.add(d * KEY_BLOCK)),
-                E::load16(k1.add(d * KEY_BLOCK)),
-            );
-            for g in 0..G {
-                let qd = q.add(g * hd + d);
-                acc0[g] = fmadd_splat(acc0[g], x0, qd);
-                acc1[g] = fmadd_splat(acc1[g], x1, qd);
-            }
-        }
-        for g in 0..G {
-            let at = scores.add(g * stride + first + b * KEY_BLOCK);
-            _mm512_storeu_ps(at, _mm512_mul_ps(acc0[g], scale));
-            _mm512_storeu_ps(at.add(KEY_BLOCK), _mm512_mul_ps(acc1[g], scale));
-        }
-        b += 2;
+    while b + BLOCKS <= blocks {
+        score_blocks::<G, BLOCKS, E, REGISTER>(&pass, keys.as_ptr(), b, first);
+        b += BLOCKS;
     }
-    if b < blocks {
-        let k0 = keys.add(b * block);
-        let mut acc = [_mm512_setzero_ps(); G];
-        for d in 0..hd {
-            if starts_line::<E>(d * KEY_BLOCK) {
-                prefetch_ahead(k0.wrapping_add(d * KEY_BLOCK));
-            }
-            let x0 = E::load16(k0.add(d * KEY_BLOCK));
-            for (g, acc) in acc.iter_mut().enumerate() {
-                *acc = fmadd_splat(*acc, x0, q.add(g * hd + d));
+    match blocks - b {
+        2 => score_blocks::<G, 2, E, REGISTER>(&pass, keys.as_ptr(), b, first),
+        1 => score_blocks::<G, 1, E, REGISTER>(&pass, keys.as_ptr(), b, first),
+        _ => {}
+    }
+}
+
+/// What every call of [`score_blocks`] in one scores kernel shares.
+struct Blocks {
+    /// The pass's queries, `[head_dim][G]`.
+    q: *const f32,
+    hd: usize,
+    scale: __m512,
+    scores: *mut f32,
+    stride: usize,
+}
+
+/// Scores of key blocks `b..b + N`: `N` vectors of 16 keys per `d` share each query value,
+/// so the `G * N` sums stay in registers over the whole of `d`.
+/// Safety: the bounds that `check_scores` checked for the kernel cover these blocks.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn score_blocks<const G: usize, const N: usize, E: Value, const REGISTER: bool>(
+    pass: &Blocks,
+    keys: *const E,
+    b: usize,
+    first: usize,
+) {
+    let hd = pass.hd;
+    let k: [*const E; N] = std::array::from_fn(|i| keys.add((b + i) * hd * KEY_BLOCK));
+    let mut acc = [[_mm512_setzero_ps(); N]; G];
+    for d in 0..hd {
+        if starts_line::<E>(d * KEY_BLOCK) {
+            for k in k {
+                prefetch_ahead(k.wrapping_add(d * KEY_BLOCK));
             }
         }
-        for (g, acc) in acc.iter().enumerate() {
-            let at = scores.add(g * stride + first + b * KEY_BLOCK);
-            _mm512_storeu_ps(at, _mm512_mul_ps(*acc, scale));
+        // SAFETY (all loads and stores): the bounds checked by `check_scores`.
+        let x: [__m512; N] = std::array::from_fn(|i| E::load16(k[i].add(d * KEY_BLOCK)));
+        let qd = pass.q.add(d * G);
+        for (g, acc) in acc.iter_mut().enumerate() {
+            fmadd_each::<N, REGISTER>(acc, &x, qd.add(g));
+        }
+    }
+    for (g, acc) in acc.iter().enumerate() {
+        for (i, acc) in acc.iter().enumerate() {
+            let at = pass
+                .scores
+                .add(g * pass.stride + first + (b + i) * KEY_BLOCK);
+            _mm512_storeu_ps(at, _mm512_mul_ps(*acc, pass.scale));
         }
     }
 }
 
-/// Columns `0..whole` in pieces of 32: two vectors per head stay in registers across all
-/// positions.
+/// `acc[i] + x[i] · splat(*s)` for each `i`, rounded once each: the value at `s` loaded
+/// once into a register for all of them (`REGISTER`), or broadcast from memory by each
+/// multiply-add ([`fmadd_splat`]). The same sums either way; which is faster depends on the
+/// core ([`splat_in_register`]). Safety: `s` is readable.
+#[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn values_avx512<const G: usize, E: Value>(
+unsafe fn fmadd_each<const N: usize, const REGISTER: bool>(
+    acc: &mut [__m512; N],
+    x: &[__m512; N],
+    s: *const f32,
+) {
+    if REGISTER {
+        let s = _mm512_set1_ps(*s);
+        for (acc, x) in acc.iter_mut().zip(x) {
+            *acc = _mm512_fmadd_ps(*x, s, *acc);
+        }
+    } else {
+        for (acc, x) in acc.iter_mut().zip(x) {
+            *acc = fmadd_splat(*acc, *x, s);
+        }
+    }
+}
+
+/// Columns of values summed in one pass of a weighted-values kernel (3 vectors of 16): each
+/// weight then feeds three multiply-adds, 24 sums in registers for a pass of 8 heads.
+const COLUMNS: usize = 3;
+
+/// Columns `0..whole` (a multiple of 16) in pieces of [`COLUMNS`] vectors, then one or two.
+#[target_feature(enable = "avx512f")]
+unsafe fn values_avx512<const G: usize, E: Value, const REGISTER: bool>(
     weights: &[f32],
     stride: usize,
     first: usize,
@@ -255,30 +359,69 @@ unsafe fn values_avx512<const G: usize, E: Value>(
     whole: usize,
 ) {
     let hd = out.len() / G;
-    let positions = values.len() / hd;
-    let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
-    for column in (0..whole).step_by(32) {
-        // SAFETY (all loads and stores): the bounds checked by `check_values`.
-        let mut lo: [__m512; G] = std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column)));
-        let mut hi: [__m512; G] =
-            std::array::from_fn(|g| _mm512_loadu_ps(o.add(g * hd + column + 16)));
-        for p in 0..positions {
-            for half in [column, column + 16] {
-                if starts_line::<E>(half) {
-                    prefetch_ahead(v.wrapping_add(p * hd + half));
-                }
-            }
-            let v0 = E::load16(v.add(p * hd + column));
-            let v1 = E::load16(v.add(p * hd + column + 16));
-            for g in 0..G {
-                let wg = w.add(g * stride + first + p);
-                lo[g] = fmadd_splat(lo[g], v0, wg);
-                hi[g] = fmadd_splat(hi[g], v1, wg);
+    let pass = Columns {
+        weights: weights.as_ptr().add(first),
+        stride,
+        values: values.as_ptr(),
+        positions: values.len() / hd,
+        out: out.as_mut_ptr(),
+        hd,
+    };
+    let vectors = whole / 16;
+    let mut v = 0;
+    while v + COLUMNS <= vectors {
+        value_columns::<G, COLUMNS, E, REGISTER>(&pass, v * 16);
+        v += COLUMNS;
+    }
+    match vectors - v {
+        2 => value_columns::<G, 2, E, REGISTER>(&pass, v * 16),
+        1 => value_columns::<G, 1, E, REGISTER>(&pass, v * 16),
+        _ => {}
+    }
+}
+
+/// What every call of [`value_columns`] in one weighted-values kernel shares.
+struct Columns<E> {
+    /// The weights of the first position, `G` rows `stride` apart.
+    weights: *const f32,
+    stride: usize,
+    /// `[positions][hd]`.
+    values: *const E,
+    positions: usize,
+    /// `[G][hd]`.
+    out: *mut f32,
+    hd: usize,
+}
+
+/// Columns `column..column + 16 N` of the pass's outputs: `N` vectors of values per position
+/// share each weight, so the `G * N` sums stay in registers over all positions.
+/// Safety: the bounds that `check_values` checked for the kernel cover these columns.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn value_columns<const G: usize, const N: usize, E: Value, const REGISTER: bool>(
+    pass: &Columns<E>,
+    column: usize,
+) {
+    let (hd, v, o) = (pass.hd, pass.values, pass.out);
+    // SAFETY (all loads and stores): the bounds checked by `check_values`.
+    let mut acc: [[__m512; N]; G] = std::array::from_fn(|g| {
+        std::array::from_fn(|i| _mm512_loadu_ps(o.add(g * hd + column + 16 * i)))
+    });
+    for p in 0..pass.positions {
+        let row = v.add(p * hd + column);
+        for i in 0..N {
+            if starts_line::<E>(column + 16 * i) {
+                prefetch_ahead(row.wrapping_add(16 * i));
             }
         }
-        for g in 0..G {
-            _mm512_storeu_ps(o.add(g * hd + column), lo[g]);
-            _mm512_storeu_ps(o.add(g * hd + column + 16), hi[g]);
+        let x: [__m512; N] = std::array::from_fn(|i| E::load16(row.add(16 * i)));
+        for (g, acc) in acc.iter_mut().enumerate() {
+            fmadd_each::<N, REGISTER>(acc, &x, pass.weights.add(g * pass.stride + p));
+        }
+    }
+    for (g, acc) in acc.iter().enumerate() {
+        for (i, acc) in acc.iter().enumerate() {
+            _mm512_storeu_ps(o.add(g * hd + column + 16 * i), *acc);
         }
     }
 }
@@ -309,7 +452,7 @@ unsafe fn scores_avx2<const G: usize, E: Value>(
             // SAFETY (all loads and stores): the bounds checked by `check_scores`.
             let k = E::load8(keys.add(d * KEY_BLOCK + lane));
             for (g, acc) in acc.iter_mut().enumerate() {
-                let qd = _mm256_set1_ps(*q.add(g * hd + d));
+                let qd = _mm256_set1_ps(*q.add(d * G + g));
                 *acc = _mm256_fmadd_ps(qd, k, *acc);
             }
         }
