@@ -38,6 +38,7 @@ impl CpuContext {
             level.is_supported(),
             "this CPU cannot run the {level} kernels"
         );
+        super::attention::choose_kernels();
         CpuContext {
             pool,
             level,

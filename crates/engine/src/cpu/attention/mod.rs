@@ -135,6 +135,13 @@ pub fn causal_attention(
     });
 }
 
+/// Times, once per process, what picks how the AVX-512 kernels broadcast a value
+/// (`wide::splat_in_register`, about a millisecond), so that no attention call waits for it.
+pub(super) fn choose_kernels() {
+    #[cfg(target_arch = "x86_64")]
+    let _ = wide::Avx512::detect();
+}
+
 /// Query tokens of a prefill attended in one job: each block of keys and values is read once
 /// for all of them instead of once per token. The sums of each token are
 /// the same as alone, so a prefill gives what one token at a time would.
