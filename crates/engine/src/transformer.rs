@@ -9,7 +9,7 @@ use std::path::Path;
 use q4nx::{Family, ModelConfig, Tensor, Weights};
 
 use crate::cpu::attention::{self, AttentionShape};
-use crate::cpu::exp::exp;
+use crate::cpu::exp::silu_mul;
 use crate::cpu::CpuContext;
 use crate::kv_cache::KvCache;
 use crate::linear::Linear;
@@ -347,9 +347,7 @@ pub(crate) fn forward(
         // In pieces over the pool: the exponentials are a visible share of a decode step.
         const PIECE: usize = 1024;
         cpu.pool().for_each_piece_mut(gate, PIECE, &|i, gate| {
-            for (g, u) in gate.iter_mut().zip(&up[i * PIECE..]) {
-                *g = *g / (1.0 + exp(-*g)) * u;
-            }
+            silu_mul(cpu.level(), gate, &up[i * PIECE..][..gate.len()]);
         });
         layer.w_down.matmul(cpu, gate, n, xb2);
         add_in_place(x, xb2);

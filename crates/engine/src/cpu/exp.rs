@@ -8,6 +8,7 @@
 //! built from its bits. Within 2 units in the last place of libm's result over the normal range;
 //! results below `e^-86.6` (about 2.5e-38) are flushed to zero.
 
+use super::level::KernelLevel;
 use super::quant::round_to_int;
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
@@ -46,9 +47,77 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
+/// `gate[i] = silu(gate[i]) · up[i]`, SiLU being `x / (1 + e^-x)`: the MLP's activation.
+/// Compiled for the widest vectors `level` allows (the portable loop with AVX-512F or AVX2
+/// enabled: a prefill's 512 tokens of MiniCPM5-2B take 42 x 512 x 6144 of them, and at the
+/// baseline's 4-wide SSE they were about 3% of its time). The same operations in the same order
+/// at every level (Rust never fuses a multiply and an add on its own), so the same bits.
+pub(crate) fn silu_mul(level: KernelLevel, gate: &mut [f32], up: &[f32]) {
+    assert_eq!(gate.len(), up.len(), "SiLU: gate and up differ in length");
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the AVX-512 levels run only where AVX-512F is present.
+        KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe { silu_mul_avx512(gate, up) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the AVX2 level runs only where AVX2 is present.
+        KernelLevel::Avx2 => unsafe { silu_mul_avx2(gate, up) },
+        _ => silu_mul_portable(gate, up),
+    }
+}
+
+#[inline(always)]
+fn silu_mul_portable(gate: &mut [f32], up: &[f32]) {
+    for (g, u) in gate.iter_mut().zip(up) {
+        *g = *g / (1.0 + exp(-*g)) * u;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn silu_mul_avx512(gate: &mut [f32], up: &[f32]) {
+    silu_mul_portable(gate, up)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn silu_mul_avx2(gate: &mut [f32], up: &[f32]) {
+    silu_mul_portable(gate, up)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silu_gives_the_scalar_levels_bits_at_every_level() {
+        // Past both vector widths with a tail, across exp's range and its edges.
+        let mut gate: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() * 40.0).collect();
+        gate.extend([
+            0.0,
+            -0.0,
+            1e-40,
+            -1e-40,
+            88.0,
+            -88.0,
+            100.0,
+            -100.0,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        let up: Vec<f32> = (0..gate.len()).map(|i| (i as f32 * 0.11).cos()).collect();
+        let mut want = gate.clone();
+        silu_mul(KernelLevel::Scalar, &mut want, &up);
+        assert!(want[..1000].iter().all(|v| v.is_finite()));
+        for level in KernelLevel::supported() {
+            let mut got = gate.clone();
+            silu_mul(level, &mut got, &up);
+            let (got, want): (Vec<u32>, Vec<u32>) = (
+                got.iter().map(|v| v.to_bits()).collect(),
+                want.iter().map(|v| v.to_bits()).collect(),
+            );
+            assert_eq!(got, want, "{level}");
+        }
+    }
 
     #[test]
     fn matches_libm_within_two_ulps_over_the_normal_range() {
