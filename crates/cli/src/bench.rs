@@ -101,8 +101,9 @@ pub struct Args {
     /// Alternate two settings of one switch decode step by decode step in one process, and
     /// report each side's median step time and the median of the per-pair ratios:
     /// `kernel=A,B` (kernel levels, e.g. `kernel=avx512vnni,avx2`), `threads=A,B`,
-    /// `attention=A,B` (bf16 or f32) or `batch=A,B` (32 or 8 tokens per pass of the prefill's
-    /// 4-bit matmuls; with `--ab-prefill`). Each repetition prefills `--prompt` tokens, then
+    /// `attention=A,B` (bf16 or f32), `broadcast=A,B` (register or memory: where attention's
+    /// AVX-512 f32 kernels broadcast each value from) or `batch=A,B` (32 or 8 tokens per pass
+    /// of the prefill's 4-bit matmuls; with `--ab-prefill`). Each repetition prefills `--prompt` tokens, then
     /// runs `--generate` pairs of steps.
     #[arg(long, value_name = "VARIANT", conflicts_with = "repeat_task")]
     ab: Option<String>,

@@ -36,6 +36,10 @@ pub enum Variant {
     /// `attention=A,B`: attention's products in BF16 (`bf16`) or f32 (`f32`), on the same
     /// threads and level (a quantized model's; a dense model's attention is exact either way).
     Attention([bool; 2]),
+    /// `broadcast=A,B`: attention's AVX-512 f32 kernels broadcasting each query or weight
+    /// value into a `register` or from `memory`; the same sums either way (which is faster
+    /// differs by core, and a probe picks it when a model loads).
+    Broadcast([bool; 2]),
     /// `batch=A,B`: tokens per pass of a prefill's 4-bit matmuls over their tiles,
     /// [`hearth_engine::cpu::BATCH`] (the interleaved-batch kernel, where the level has it) or
     /// 8; the same bits either way.
@@ -43,11 +47,12 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// Parses `kernel=A,B`, `threads=A,B`, `attention=A,B` or `batch=A,B`; an error says what
-    /// is accepted.
+    /// Parses `kernel=A,B`, `threads=A,B`, `attention=A,B`, `broadcast=A,B` or `batch=A,B`;
+    /// an error says what is accepted.
     pub fn parse(text: &str) -> anyhow::Result<Variant> {
         let usage = "use kernel=A,B (e.g. kernel=avx512vnni,avx2), threads=A,B (e.g. \
-                     threads=1,2), attention=A,B (bf16 or f32) or batch=A,B (32 or 8)";
+                     threads=1,2), attention=A,B (bf16 or f32), broadcast=A,B (register or \
+                     memory) or batch=A,B (32 or 8)";
         let Some((switch, values)) = text.split_once('=') else {
             bail!("--ab {text:?}: {usage}");
         };
@@ -79,6 +84,17 @@ impl Variant {
                 };
                 Ok(Variant::Attention([bf16(a)?, bf16(b)?]))
             }
+            "broadcast" => {
+                let in_register = |v: &str| match v {
+                    "register" => Ok(true),
+                    "memory" => Ok(false),
+                    _ => Err(anyhow::anyhow!(
+                        "--ab {text:?}: {v:?} is not register or memory (where attention's \
+                         kernels broadcast a value from)"
+                    )),
+                };
+                Ok(Variant::Broadcast([in_register(a)?, in_register(b)?]))
+            }
             "batch" => {
                 let tokens = |v: &str| match v.parse::<usize>() {
                     Ok(n) if n == BATCH || n == 8 => Ok(n),
@@ -99,6 +115,7 @@ impl Variant {
             Variant::Kernel(_) => "kernel",
             Variant::Threads(_) => "threads",
             Variant::Attention(_) => "attention",
+            Variant::Broadcast(_) => "broadcast",
             Variant::Batch(_) => "batch",
         }
     }
@@ -109,6 +126,9 @@ impl Variant {
             Variant::Kernel(levels) => levels.map(|l| l.name().to_owned()),
             Variant::Threads(counts) => counts.map(|n| n.to_string()),
             Variant::Attention(bf16) => bf16.map(|b| if b { "bf16" } else { "f32" }.to_owned()),
+            Variant::Broadcast(in_register) => {
+                in_register.map(|r| if r { "register" } else { "memory" }.to_owned())
+            }
             Variant::Batch(tokens) => tokens.map(|n| n.to_string()),
         }
     }
@@ -133,7 +153,7 @@ impl Contexts {
                 .iter()
                 .map(|&n| CpuContext::with_pool(pool(n), level))
                 .collect(),
-            Variant::Attention(_) | Variant::Batch(_) => {
+            Variant::Attention(_) | Variant::Broadcast(_) | Variant::Batch(_) => {
                 vec![CpuContext::with_pool(pool(threads), level)]
             }
         };
@@ -149,6 +169,7 @@ impl Contexts {
         match self.variant {
             Variant::Kernel(levels) => cpu.set_level(levels[side]),
             Variant::Attention(bf16) => cpu.set_bf16_attention(bf16[side]),
+            Variant::Broadcast(in_register) => cpu.set_broadcast_in_register(in_register[side]),
             Variant::Batch(tokens) => cpu.set_interleaved_batches(tokens[side] == BATCH),
             Variant::Threads(_) => unreachable!("a pool per side, returned above"),
         }
@@ -348,7 +369,9 @@ fn write_table(
     let mut setting = match variant {
         Variant::Kernel(_) => threads,
         Variant::Threads(_) => format!("kernels {level}"),
-        Variant::Attention(_) | Variant::Batch(_) => format!("{threads}, kernels {level}"),
+        Variant::Attention(_) | Variant::Broadcast(_) | Variant::Batch(_) => {
+            format!("{threads}, kernels {level}")
+        }
     };
     if args.busy > 0 {
         setting += &format!(", {} busy processes beside", args.busy);
@@ -402,6 +425,9 @@ mod tests {
         let v = Variant::parse("attention=bf16,f32").unwrap();
         assert_eq!(v, Variant::Attention([true, false]));
         assert_eq!(v.sides(), ["bf16", "f32"]);
+        let v = Variant::parse("broadcast=register,memory").unwrap();
+        assert_eq!(v, Variant::Broadcast([true, false]));
+        assert_eq!(v.sides(), ["register", "memory"]);
         let v = Variant::parse("batch=32,8").unwrap();
         assert_eq!(v, Variant::Batch([32, 8]));
         assert_eq!(
@@ -420,6 +446,10 @@ mod tests {
             ("kernel=sse9,avx2", "sse9"),
             ("attention=fp8,f32", "\"fp8\" is not bf16 or f32"),
             ("batch=16,8", "\"16\" is not 32 or 8"),
+            (
+                "broadcast=stack,memory",
+                "\"stack\" is not register or memory",
+            ),
         ] {
             let err = format!("{:#}", Variant::parse(text).unwrap_err());
             assert!(err.contains(says), "{text}: {err}");

@@ -14,6 +14,7 @@ pub struct CpuContext {
     pool: ThreadPool,
     level: KernelLevel,
     bf16_attention: bool,
+    broadcast_in_register: bool,
     interleave: bool,
 }
 
@@ -38,11 +39,11 @@ impl CpuContext {
             level.is_supported(),
             "this CPU cannot run the {level} kernels"
         );
-        super::attention::choose_kernels();
         CpuContext {
             pool,
             level,
             bf16_attention: super::peak::bf16_dot_pays(),
+            broadcast_in_register: super::attention::broadcast_in_register_pays(),
             interleave: true,
         }
     }
@@ -90,6 +91,19 @@ impl CpuContext {
     /// checks).
     pub fn set_bf16_attention(&mut self, allowed: bool) {
         self.bf16_attention = allowed;
+    }
+
+    /// Whether attention's AVX-512 f32 kernels broadcast each query or weight value into a
+    /// register once for the multiply-adds that share it, rather than from memory inside each
+    /// (the same sums either way). By default, whichever the load-time probe found faster
+    /// here ([`super::attention::broadcast_in_register_pays`]).
+    pub fn broadcast_in_register(&self) -> bool {
+        self.broadcast_in_register
+    }
+
+    /// Broadcasts into a register (`true`) or from memory (for benchmarks).
+    pub fn set_broadcast_in_register(&mut self, in_register: bool) {
+        self.broadcast_in_register = in_register;
     }
 
     /// Whether the 4-bit matmuls of a prefill run their tokens, in batches of up to

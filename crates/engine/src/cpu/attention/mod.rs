@@ -90,6 +90,7 @@ pub fn causal_attention(
     let out_ptr = SharedMut(out.as_mut_ptr());
     let level = cpu.level();
     let bf16 = cpu.bf16_attention();
+    let in_register = cpu.broadcast_in_register();
     let tiles = tokens.div_ceil(TILE);
     cpu.pool().run(tiles * kv_heads, &|job| {
         // The last tiles first: they attend over the most positions, and the short ones that
@@ -122,6 +123,7 @@ pub fn causal_attention(
                 cache,
                 level,
                 bf16,
+                in_register,
                 layer,
                 kv_head,
             };
@@ -135,11 +137,15 @@ pub fn causal_attention(
     });
 }
 
-/// Times, once per process, what picks how the AVX-512 kernels broadcast a value
-/// (`wide::splat_in_register`, about a millisecond), so that no attention call waits for it.
-pub(super) fn choose_kernels() {
+/// Whether the AVX-512 kernels run faster here broadcasting each query or weight value into
+/// a register than from memory: timed once per process, in about a millisecond
+/// (`wide::splat_in_register`); false without AVX-512F.
+pub fn broadcast_in_register_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
-    let _ = wide::Avx512::detect();
+    if wide::Avx512::detect().is_some() {
+        return wide::splat_in_register();
+    }
+    false
 }
 
 /// Query tokens of a prefill attended in one job: each block of keys and values is read once
@@ -184,6 +190,9 @@ struct KvHead<'c> {
     cache: &'c KvCache,
     level: KernelLevel,
     bf16: bool,
+    /// Whether the AVX-512 f32 kernels broadcast into a register
+    /// ([`CpuContext::broadcast_in_register`]).
+    in_register: bool,
     layer: usize,
     kv_head: usize,
 }
@@ -230,6 +239,7 @@ fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scrat
         #[cfg(target_arch = "x86_64")]
         Width::Avx512 => {
             if let Some(avx512) = wide::Avx512::detect() {
+                let avx512 = avx512.with_splat_in_register(kv.in_register);
                 return attend_group_with(avx512, shape, tile, kv, scratch);
             }
         }

@@ -67,6 +67,7 @@ fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
                     cache: &cache,
                     level: KernelLevel::Scalar,
                     bf16: false,
+                    in_register: false,
                     layer: 0,
                     kv_head,
                 };
@@ -367,6 +368,7 @@ fn bf16_group(
             cache,
             level: KernelLevel::Scalar,
             bf16: true,
+            in_register: false,
             layer: 0,
             kv_head,
         };

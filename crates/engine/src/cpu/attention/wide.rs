@@ -54,7 +54,7 @@ fn starts_line<E>(offset: usize) -> bool {
 }
 
 /// Proof that the CPU has AVX-512F (only [`Avx512::detect`] makes one), and how its kernels
-/// broadcast a query or weight value ([`fmadd_each`]).
+/// broadcast a query or weight value ([`fmadd_each`]; from memory unless told otherwise).
 #[derive(Clone, Copy)]
 pub struct Avx512 {
     splat_in_register: bool,
@@ -62,13 +62,12 @@ pub struct Avx512 {
 
 impl Avx512 {
     pub fn detect() -> Option<Self> {
-        is_x86_feature_detected!("avx512f").then(|| Avx512 {
-            splat_in_register: splat_in_register(),
+        is_x86_feature_detected!("avx512f").then_some(Avx512 {
+            splat_in_register: false,
         })
     }
 
     /// The same kernels, broadcasting into a register or not (the sums are the same).
-    #[cfg(test)]
     pub fn with_splat_in_register(self, splat_in_register: bool) -> Self {
         Avx512 { splat_in_register }
     }
@@ -127,7 +126,7 @@ impl Kernels for Avx512 {
 /// both ways, five times alternated, the fastest of each counts. On the Intel Xeon this was
 /// built on the register is about 20% faster; on Zen 4 a separate broadcast was measured 15%
 /// slower ([`fmadd_splat`]), so the register must win by 5% to be chosen.
-fn splat_in_register() -> bool {
+pub fn splat_in_register() -> bool {
     static REGISTER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REGISTER.get_or_init(|| {
         const G: usize = 8;
