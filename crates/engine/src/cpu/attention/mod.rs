@@ -139,11 +139,11 @@ pub fn causal_attention(
 
 /// Whether the AVX-512 kernels run faster here broadcasting each query or weight value into
 /// a register than from memory: timed once per process, in about a millisecond
-/// (`wide::splat_in_register`); false without AVX-512F.
+/// (`wide::broadcast_in_register_pays`); false without AVX-512F.
 pub fn broadcast_in_register_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
     if wide::Avx512::detect().is_some() {
-        return wide::splat_in_register();
+        return wide::broadcast_in_register_pays();
     }
     false
 }
@@ -239,7 +239,7 @@ fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scrat
         #[cfg(target_arch = "x86_64")]
         Width::Avx512 => {
             if let Some(avx512) = wide::Avx512::detect() {
-                let avx512 = avx512.with_splat_in_register(kv.in_register);
+                let avx512 = avx512.with_broadcast_in_register(kv.in_register);
                 return attend_group_with(avx512, shape, tile, kv, scratch);
             }
         }

@@ -87,7 +87,7 @@ fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
         {
             if let Some(avx512) = wide::Avx512::detect() {
                 for in_register in [true, false] {
-                    let avx512 = avx512.with_splat_in_register(in_register);
+                    let avx512 = avx512.with_broadcast_in_register(in_register);
                     let wide = run(&|tile, head, scratch| {
                         attend_group_with(avx512, shape, tile, head, scratch)
                     });
@@ -717,7 +717,7 @@ fn time_attention_on_minicpm5_shape() {
 /// Not a check: times the AVX-512 f32 products of a pass of 8 heads of 128 (MiniCPM5's) with
 /// each query or weight value broadcast into a register and from memory, over runs of keys
 /// and values held in L1 (96 positions) and in L2 (960), for bench/README.md. Which of the
-/// two a model uses is measured when it loads (`wide::splat_in_register`).
+/// two a model uses is measured when it loads (`wide::broadcast_in_register_pays`).
 #[cfg(target_arch = "x86_64")]
 #[test]
 #[ignore = "a timing probe, run by hand: bench/README.md"]
@@ -740,7 +740,7 @@ fn time_broadcasts() {
         let mut best = [[f64::INFINITY; 2]; 2];
         for _ in 0..20 {
             for (side, in_register) in [true, false].into_iter().enumerate() {
-                let kernels = avx512.with_splat_in_register(in_register);
+                let kernels = avx512.with_broadcast_in_register(in_register);
                 let clock = std::time::Instant::now();
                 for _ in 0..100 {
                     kernels.scores::<G, f16>(&q, &cache, 1.0, &mut scores, positions, 0);

@@ -57,19 +57,21 @@ fn starts_line<E>(offset: usize) -> bool {
 /// broadcast a query or weight value ([`fmadd_each`]; from memory unless told otherwise).
 #[derive(Clone, Copy)]
 pub struct Avx512 {
-    splat_in_register: bool,
+    broadcast_in_register: bool,
 }
 
 impl Avx512 {
     pub fn detect() -> Option<Self> {
         is_x86_feature_detected!("avx512f").then_some(Avx512 {
-            splat_in_register: false,
+            broadcast_in_register: false,
         })
     }
 
     /// The same kernels, broadcasting into a register or not (the sums are the same).
-    pub fn with_splat_in_register(self, splat_in_register: bool) -> Self {
-        Avx512 { splat_in_register }
+    pub fn with_broadcast_in_register(self, broadcast_in_register: bool) -> Self {
+        Avx512 {
+            broadcast_in_register,
+        }
     }
 }
 
@@ -86,7 +88,7 @@ impl Kernels for Avx512 {
         check_scores::<G, E>(q, keys, scores, stride, first);
         // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
         unsafe {
-            match self.splat_in_register {
+            match self.broadcast_in_register {
                 true => scores_avx512::<G, E, true>(q, keys, scale, scores, stride, first),
                 false => scores_avx512::<G, E, false>(q, keys, scale, scores, stride, first),
             }
@@ -105,7 +107,7 @@ impl Kernels for Avx512 {
         let (w, v) = (weights, values);
         // SAFETY: AVX-512F is present (self exists); the bounds were checked just above.
         unsafe {
-            match self.splat_in_register {
+            match self.broadcast_in_register {
                 true => values_avx512::<G, E, true>(w, stride, first, v, out, whole),
                 false => values_avx512::<G, E, false>(w, stride, first, v, out, whole),
             }
@@ -124,9 +126,10 @@ impl Kernels for Avx512 {
 /// memory inside each of them. Measured once per process, as `peak::bf16_dot_pays` is: the
 /// scores kernel of a pass of 8 heads of 128 over 96 positions (24 KiB of keys, held in L1),
 /// both ways, five times alternated, the fastest of each counts. On the Intel Xeon this was
-/// built on the register is about 20% faster; on Zen 4 a separate broadcast was measured 15%
-/// slower ([`fmadd_splat`]), so the register must win by 5% to be chosen.
-pub fn splat_in_register() -> bool {
+/// built on the register makes the kernels 4-11% faster (a whole prefill about 1%); on Zen 4
+/// a separate broadcast was measured 15% slower ([`fmadd_splat`]), so the register must win by
+/// 5% to be chosen.
+pub fn broadcast_in_register_pays() -> bool {
     static REGISTER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REGISTER.get_or_init(|| {
         const G: usize = 8;
@@ -140,7 +143,7 @@ pub fn splat_in_register() -> bool {
             let start = std::time::Instant::now();
             for _ in 0..50 {
                 let kernels = Avx512 {
-                    splat_in_register: register,
+                    broadcast_in_register: register,
                 };
                 kernels.scores::<G, f16>(&q, &keys, 1.0, &mut scores, positions, 0);
                 std::hint::black_box(&mut scores);
@@ -323,7 +326,7 @@ unsafe fn score_blocks<const G: usize, const N: usize, E: Value, const REGISTER:
 /// `acc[i] + x[i] · splat(*s)` for each `i`, rounded once each: the value at `s` loaded
 /// once into a register for all of them (`REGISTER`), or broadcast from memory by each
 /// multiply-add ([`fmadd_splat`]). The same sums either way; which is faster depends on the
-/// core ([`splat_in_register`]). Safety: `s` is readable.
+/// core ([`broadcast_in_register_pays`]). Safety: `s` is readable.
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn fmadd_each<const N: usize, const REGISTER: bool>(
