@@ -258,6 +258,8 @@ struct Runs {
     kv_cache_bytes: usize,
     /// Whether attention's products were BF16 (else f32).
     bf16_attention: bool,
+    /// Where attention's AVX-512 f32 kernels broadcast a value from (`Model::attention_broadcast`).
+    attention_broadcast: Option<&'static str>,
     weights_memory: WeightsMemory,
     peak_memory: Option<u64>,
     /// With `--repeat-task`: the task that repeats text, then the one that does not.
@@ -409,6 +411,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         active_threads,
         kv_cache_bytes: model.kv_cache_bytes(),
         bf16_attention: model.bf16_attention(),
+        attention_broadcast: model.attention_broadcast(),
         weights_memory: model.weights_memory(),
         peak_memory: peak_rss_bytes(),
         tasks,
@@ -551,7 +554,7 @@ impl Summary {
     /// The JSON object `--json` prints (the comparison script and the README read it).
     fn json(&self, args: &Args, total_secs: f64) -> serde_json::Value {
         let runs = &self.runs;
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "model": self.dir.display().to_string(),
             "shape": args.shape,
             "threads": self.threads,
@@ -593,7 +596,10 @@ impl Summary {
             "total_secs": total_secs,
             "task_temperature": args.task_temperature,
             "tasks": runs.tasks.iter().map(TaskRuns::json).collect::<Vec<_>>(),
-        })
+        });
+        // Past what one `json!` expands within the recursion limit.
+        json["attention_broadcast"] = runs.attention_broadcast.into();
+        json
     }
 
     /// The table for people.
@@ -611,9 +617,14 @@ impl Summary {
         } else {
             format!("{:?} at the end of each run", runs.active_threads)
         };
+        let broadcast = match runs.attention_broadcast {
+            Some(from) => format!(" (attention broadcast: {from})"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "threads          {} (taking part: {taking_part})   kernels {}   busy processes {}",
+            "threads          {} (taking part: {taking_part})   kernels {}{broadcast}   busy \
+             processes {}",
             self.threads, self.level, args.busy
         )?;
         writeln!(

@@ -63,6 +63,13 @@ fn bench_json_reports_speed_bandwidth_and_memory() {
     assert_eq!(json["repetitions"], 1);
     assert_eq!(json["bandwidth_samples_gbps"].as_array().unwrap().len(), 10);
     assert!(json["kernel_level"].is_string());
+    // "register" or "memory" where attention's AVX-512 f32 kernels run, else null.
+    let avx512 = json["kernel_level"].as_str().unwrap().starts_with("avx512");
+    let broadcast = &json["attention_broadcast"];
+    match avx512 && json["attention_products"] == "f32" {
+        true => assert!(broadcast == "register" || broadcast == "memory", "{json}"),
+        false => assert!(broadcast.is_null(), "{json}"),
+    }
     assert!(
         home.path().join("cache/hearth/bench/tiny").is_dir(),
         "the random model is cached under XDG_CACHE_HOME"

@@ -216,6 +216,19 @@ impl Model {
         self.info.weight_format == "q4nx" && self.runner.cpu.bf16_attention()
     }
 
+    /// Where attention's AVX-512 f32 kernels broadcast each query or weight value from,
+    /// `"register"` or `"memory"`, as the probe chose when the model loaded
+    /// ([`CpuContext::broadcast_in_register`]); None where those kernels do not run (another
+    /// level, or BF16 products).
+    pub fn attention_broadcast(&self) -> Option<&'static str> {
+        let cpu = &self.runner.cpu;
+        let avx512 = matches!(cpu.level(), KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni);
+        (avx512 && !self.bf16_attention()).then_some(match cpu.broadcast_in_register() {
+            true => "register",
+            false => "memory",
+        })
+    }
+
     /// Threads this model's kernels run on (its own pool).
     pub fn threads(&self) -> usize {
         self.runner.cpu.threads()
