@@ -324,50 +324,20 @@ fn matmul_tiles(
                         );
                         n
                     };
-                    // SAFETY: rows rb*32..rb*32+32 of tokens t0..t0+n lie inside this output
-                    // (tokens * rows elements) and belong to this chunk alone.
-                    unsafe {
-                        let dst = out.at(t0 * rows + rb * TILE_ROWS);
-                        scatter_rows(level, &block[..n * TILE_ROWS], dst, rows);
+                    for t in 0..n {
+                        let src = &block[t * TILE_ROWS..(t + 1) * TILE_ROWS];
+                        // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside this output
+                        // (tokens * rows elements) and belong to this chunk alone.
+                        unsafe {
+                            let dst = out.at((t0 + t) * rows + rb * TILE_ROWS);
+                            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, TILE_ROWS);
+                        }
                     }
                     t0 += n;
                 }
             }
         });
     });
-}
-
-/// Copies each token's 32 row sums from a row block's buffer (`[token][32]`) to its place in
-/// the output, `stride` floats apart, with the widest moves `level` allows (the copies compiled
-/// for the baseline took 8 moves of 16 bytes per token).
-///
-/// # Safety
-///
-/// `dst + t * stride .. + 32` is writable for every token `t` of `block`, and disjoint from it.
-unsafe fn scatter_rows(level: KernelLevel, block: &[f32], dst: *mut f32, stride: usize) {
-    #[inline(always)]
-    unsafe fn copy(block: &[f32], dst: *mut f32, stride: usize) {
-        for (t, src) in block.chunks_exact(TILE_ROWS).enumerate() {
-            // SAFETY: the caller's promise.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(t * stride), TILE_ROWS) };
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn copy_avx512(block: &[f32], dst: *mut f32, stride: usize) {
-        // SAFETY: the caller's promise.
-        unsafe { copy(block, dst, stride) }
-    }
-    match level {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the AVX-512 levels run only where AVX-512F is present; the rest is the
-        // caller's promise.
-        KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe {
-            copy_avx512(block, dst, stride)
-        },
-        // SAFETY: the caller's promise.
-        _ => unsafe { copy(block, dst, stride) },
-    }
 }
 
 /// Quantizes the activations, several tokens in parallel when there are several.
