@@ -103,8 +103,8 @@ pub struct Args {
     /// `kernel=A,B` (kernel levels, e.g. `kernel=avx512vnni,avx2`), `threads=A,B`,
     /// `attention=A,B` (bf16 or f32), `broadcast=A,B` (register or memory: where attention's
     /// AVX-512 f32 kernels broadcast each value from) or `batch=A,B` (32 or 8 tokens per pass
-    /// of the prefill's 4-bit matmuls; with `--ab-prefill`). Each repetition prefills `--prompt` tokens, then
-    /// runs `--generate` pairs of steps.
+    /// of the prefill's 4-bit matmuls; with `--ab-prefill`). Each repetition prefills
+    /// `--prompt` tokens, then runs `--generate` pairs of steps.
     #[arg(long, value_name = "VARIANT", conflicts_with = "repeat_task")]
     ab: Option<String>,
     /// With `--ab`: alternate whole prefills of `--prompt` tokens from an empty context instead
@@ -258,7 +258,8 @@ struct Runs {
     kv_cache_bytes: usize,
     /// Whether attention's products were BF16 (else f32).
     bf16_attention: bool,
-    /// Where attention's AVX-512 f32 kernels broadcast a value from (`Model::attention_broadcast`).
+    /// Where attention's AVX-512 f32 kernels broadcast a value from
+    /// (`Model::attention_broadcast`).
     attention_broadcast: Option<&'static str>,
     weights_memory: WeightsMemory,
     peak_memory: Option<u64>,

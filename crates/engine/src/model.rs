@@ -222,7 +222,7 @@ impl Model {
     /// level, or BF16 products).
     pub fn attention_broadcast(&self) -> Option<&'static str> {
         let cpu = &self.runner.cpu;
-        let avx512 = matches!(cpu.level(), KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni);
+        let avx512 = crate::cpu::attention::runs_avx512_kernels(cpu.level());
         (avx512 && !self.bf16_attention()).then_some(match cpu.broadcast_in_register() {
             true => "register",
             false => "memory",

@@ -148,6 +148,18 @@ pub fn broadcast_in_register_pays() -> bool {
     false
 }
 
+/// Whether attention at `level` runs the AVX-512 f32 kernels, the ones
+/// [`CpuContext::broadcast_in_register`] chooses for (when its products are f32).
+pub fn runs_avx512_kernels(level: KernelLevel) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return Width::for_level(level) == Width::Avx512;
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = level;
+        false
+    }
+}
+
 /// Query tokens of a prefill attended in one job: each block of keys and values is read once
 /// for all of them instead of once per token. The sums of each token are
 /// the same as alone, so a prefill gives what one token at a time would.
