@@ -54,12 +54,16 @@ pub fn exp(x: f32) -> f32 {
 /// at every level (Rust never fuses a multiply and an add on its own), so the same bits.
 pub(crate) fn silu_mul(level: KernelLevel, gate: &mut [f32], up: &[f32]) {
     assert_eq!(gate.len(), up.len(), "SiLU: gate and up differ in length");
+    assert!(
+        level.is_supported(),
+        "kernel level {level} is not supported"
+    );
     match level {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the AVX-512 levels run only where AVX-512F is present.
+        // SAFETY: the level is supported (checked above), and both AVX-512 levels have AVX-512F.
         KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe { silu_mul_avx512(gate, up) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the AVX2 level runs only where AVX2 is present.
+        // SAFETY: the level is supported (checked above), and the AVX2 level has AVX2.
         KernelLevel::Avx2 => unsafe { silu_mul_avx2(gate, up) },
         _ => silu_mul_portable(gate, up),
     }
