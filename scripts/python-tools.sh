@@ -9,7 +9,7 @@
 # makes a reinstall fast. A venv that already has every pinned version is reused without any
 # network.
 #
-# Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-chat --test llama_cpp_server
+# Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-backends --test llama_cpp_server
 #      HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-cli --test api_clients
 # Progress goes to stderr; only the python path goes to stdout.
 set -euo pipefail

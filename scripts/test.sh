@@ -7,6 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ "${CI:-}" = 1 ] && export CI=true   # the Tauri CLI rejects CI=1
+# CI builds once, from a fresh clone: cargo's incremental state would only cost disk (about 4 GB).
+[ "${CI:-}" = true ] && export CARGO_INCREMENTAL=0
 started=$(date +%s)
 
 section() { printf '\n\033[1m=== %s ===\033[0m\n' "$1"; section_started=$(date +%s); }
@@ -18,9 +20,24 @@ record() { # name status closing-line; also how long its section took (the CI bu
   [ "$2" = ok ] || failed=1
 }
 
+# Free space where the build goes, in GB. A cold run of a fresh clone grows it by about 8 GB
+# (cargo's build, the app and its package, the Python tools), so it needs about 10 GB free; less
+# ends in "No space left on device" in whichever step comes first, so the run says so up front.
+COLD_RUN_GB=10
+free_gb() {
+  local dir="${CARGO_TARGET_DIR:-.}"
+  [ -d "$dir" ] || dir=.
+  df -Pk "$dir" | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'
+}
+
 section "Setup"
 bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
-record "Setup" ok "system packages, npm packages, tauri-driver"
+free=$(free_gb)
+record "Setup" ok "system packages, npm packages, tauri-driver; ${free} GB free"
+if awk -v f="$free" -v need="$COLD_RUN_GB" 'BEGIN { exit !(f < need) }'; then
+  echo "test: only ${free} GB of disk is free here and a first run needs about ${COLD_RUN_GB} GB;" \
+    "steps may fail with \"No space left on device\". Free some space (an old target/ folder, say) and run again."
+fi
 # Tests never touch a real home: private data and config folders for the whole run.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -131,6 +148,7 @@ fi
 
 section "Summary"
 printf '%s\n' "${results[@]}"
+echo "Disk: $(du -sh "$target" 2>/dev/null | cut -f1) in $target, $(free_gb) GB free"
 elapsed=$(( $(date +%s) - started ))
 if [ "$failed" -eq 0 ]; then
   echo "npm test: all passed in $((elapsed / 60)) min $((elapsed % 60)) s"
