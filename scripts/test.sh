@@ -35,8 +35,8 @@ bash scripts/setup.sh test || { echo "test: setup failed"; exit 1; }
 free=$(free_gb)
 record "Setup" ok "system packages, npm packages, tauri-driver; ${free} GB free"
 if awk -v f="$free" -v need="$COLD_RUN_GB" 'BEGIN { exit !(f < need) }'; then
-  echo "test: only ${free} GB of disk is free here and a first run needs about ${COLD_RUN_GB} GB;" \
-    "steps may fail with \"No space left on device\". Free some space (an old target/ folder, say) and run again."
+  echo "test: only ${free} GB of disk is free here, and a first run needs about ${COLD_RUN_GB} GB." \
+    "If a step fails with \"No space left on device\", free some space (an old target/ folder, say) and run again."
 fi
 # Tests never touch a real home: private data and config folders for the whole run.
 scratch=$(mktemp -d)
