@@ -17,7 +17,8 @@
    own tensors hold.
 
 For each thread count, Hearth then llama.cpp run back to back, and both bandwidth fractions use
-the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON.
+the bandwidth Hearth measured in that same run. Prints a Markdown table and writes JSON to
+`--out PATH` (default `bench/results/results.json`; bench/README.md names each kept file's run).
 
     python3 bench/compare_llama_cpp.py --hearth target/release/hearth --threads 1 2 [--no-extra-buffers]
 
@@ -305,7 +306,8 @@ def main() -> None:
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run both engines beside N busy-looping processes (another program keeping N cores busy)")
-    ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
+    ap.add_argument("--out", default="bench/results/results.json", metavar="PATH",
+                    help="where to write the JSON results (its folder is created if missing)")
     ap.add_argument("--no-extra-buffers", action="store_true",
                     help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
                          "VM whose CPU advertises AMX that the kernel does not enable, where llama.cpp's "
@@ -341,7 +343,9 @@ def main() -> None:
         results.append(row)
 
     load = os.getloadavg()
-    Path(args.out).write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
     print(f"| threads | engine | prefill {args.prompt} tok/s | decode {args.generate} tok/s "
           "| decode GB/s | fraction of measured read bandwidth |")
     print("|---|---|---|---|---|---|")
