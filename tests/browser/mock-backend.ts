@@ -227,7 +227,9 @@ async function startAnswer(args: Json) {
   cancelled = false;
   let index = 0;
   const send = (message: Json) => (window as any).__TAURI_INTERNALS__.runCallback(channel.id, { message, index: index++ });
-  send({ event: 'started', data: { title: c.title, user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
+  // As the store does: adding the messages makes it the latest conversation.
+  c.updated_at = now();
+  send({ event: 'started', data: { conversation: summary(c, ''), user_message: user, assistant_message: { ...answer }, prompt_tokens: control.promptTokens, context_limit: control.contextLimit, trimmed_messages: 0, model: current } });
   const started = performance.now();
   await documentsBeforeAnswer(c.id, send, answer.id);
   await readPrompt(send);

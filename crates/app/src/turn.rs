@@ -12,7 +12,7 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use hearth_chat::conversations::{Conversation, Message, MessageState, Role};
+use hearth_chat::conversations::{Conversation, ConversationSummary, Message, MessageState, Role};
 use hearth_chat::{
     AnswerError, AnswerEvent, AnswerRequest, BackendError, BackendKind, Input, LiveStats,
 };
@@ -62,8 +62,9 @@ pub enum ChatAction {
 pub enum ChatEvent {
     /// The user's message is saved and the answer begins.
     Started {
-        /// The conversation's title now (a first message names it).
-        title: String,
+        /// The conversation's line of the list now (a first message names it; it is the most
+        /// recently changed), so the front end need not list the conversations again.
+        conversation: ConversationSummary,
         /// The saved user message (None when regenerating).
         user_message: Option<Message>,
         /// The (empty) answer being written.
@@ -359,7 +360,7 @@ impl Turn<'_> {
                         Ok(Some(saved)) => {
                             self.answer_id = Some(saved.assistant_message.id);
                             emit(ChatEvent::Started {
-                                title: saved.title,
+                                conversation: saved.conversation,
                                 user_message: saved.user_message,
                                 assistant_message: saved.assistant_message,
                                 prompt_tokens: start.prompt_tokens.tokens,
@@ -472,7 +473,7 @@ impl Turn<'_> {
 
 /// What saving the start of a turn gives.
 struct SavedTurn {
-    title: String,
+    conversation: ConversationSummary,
     user_message: Option<Message>,
     assistant_message: Message,
 }
@@ -507,9 +508,16 @@ fn save_turn(
         MessageState::Streaming,
     )?;
     store.keep_versions(assistant_message.id, &earlier)?;
-    let title = store.get(conversation_id)?.title;
+    let saved = store.get(conversation_id)?;
     Ok(SavedTurn {
-        title,
+        conversation: ConversationSummary {
+            message_count: saved.messages.len(),
+            id: saved.id,
+            title: saved.title,
+            created_at: saved.created_at,
+            updated_at: saved.updated_at,
+            snippet: None,
+        },
         user_message,
         assistant_message,
     })

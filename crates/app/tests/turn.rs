@@ -59,7 +59,7 @@ fn a_message_is_planned_streamed_and_saved_with_its_receipt_and_the_title_comes_
         },
     );
     let Some(ChatEvent::Started {
-        title,
+        conversation,
         user_message,
         model,
         ..
@@ -68,8 +68,12 @@ fn a_message_is_planned_streamed_and_saved_with_its_receipt_and_the_title_comes_
         panic!("the first event is Started: {events:?}");
     };
     assert_eq!(
-        title, "Hello there",
+        conversation.title, "Hello there",
         "a first message names the conversation"
+    );
+    assert_eq!(
+        conversation.message_count, 2,
+        "the list's line counts the message and the answer begun"
     );
     assert_eq!(user_message.as_ref().unwrap().content, "Hello there");
     assert_eq!(model.builtin, Some(BuiltinKind::Demo));

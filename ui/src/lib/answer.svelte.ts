@@ -182,16 +182,16 @@ export class AnswerStream {
       return true;
     } catch (error) {
       this.composerError = plainError(messageOf(error)).summary;
-      // The backend may have saved part of the turn before failing: show what is stored.
+      // The backend may have saved part of the turn before failing: show what is stored, and
+      // list what it kept (a conversation created for this message stays, empty).
       if (error instanceof BackendError) await this.conversations.reload(conversation.id);
+      await this.conversations.refresh();
       return false;
     } finally {
       this.streaming = false;
       this.streamingId = null;
       this.stopping = false;
       if (!finished) this.live = this.live && { ...this.live };
-      // The list's order and counts follow the finished turn.
-      await this.conversations.refresh();
     }
   }
 
@@ -218,9 +218,8 @@ export class AnswerStream {
         this.session.contextLimit = event.data.context_limit;
         this.trimmedMessages = event.data.trimmed_messages;
         if (event.data.model) this.session.answeredWith(event.data.model);
-        // The first message names the conversation; a new one is listed as soon as its answer starts.
-        this.conversations.retitle(conversationId, event.data.title);
-        if (!this.conversations.conversations.some((c) => c.id === conversationId)) void this.conversations.refresh();
+        // The conversation's line of the list as the turn left it (a first message names it).
+        void this.conversations.place(event.data.conversation);
         if (!conversation) return false;
         const { user_message, assistant_message } = event.data;
         let messages = conversation.messages;

@@ -5,7 +5,7 @@ import { ModelSession } from './session.svelte';
 import { Notifications } from './notifications.svelte';
 import { Shell } from './shell.svelte';
 import type { Api } from './api';
-import type { ChatAction, ChatEvent, Conversation, Message } from './types';
+import type { ChatAction, ChatEvent, Conversation, ConversationSummary, Message } from './types';
 
 const settings = {
   system_prompt: '',
@@ -16,6 +16,11 @@ const settings = {
 
 function message(id: number, role: 'user' | 'assistant', content: string): Message {
   return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [] };
+}
+
+/** Conversation c1's line of the list, as a `started` event carries it. */
+function line(title: string, message_count = 2): ConversationSummary {
+  return { id: 'c1', title, created_at: 0, updated_at: 1, message_count, snippet: null };
 }
 
 /** A fake backend whose startAnswer replays the given events. */
@@ -64,7 +69,7 @@ describe('AnswerStream', () => {
     };
     const { answer, conversations, session } = stores(
       fakeApi(() => [
-        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { conversation: line('hi'), user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 7, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'token', data: { text: 'Hel' } },
         { event: 'token', data: { text: 'lo' } },
         { event: 'stats', data: { generated_tokens: 2, ttft_secs: 0.1, tokens_per_second: 9, elapsed_secs: 0.3 } },
@@ -81,7 +86,7 @@ describe('AnswerStream', () => {
   it('shows a streamed error and stops streaming', async () => {
     const { answer, conversations } = stores(
       fakeApi(() => [
-        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { conversation: line('hi'), user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'error', data: { code: 'model', message: 'The model stopped with an error.' } },
       ]),
     );
@@ -135,7 +140,7 @@ describe('AnswerStream', () => {
   it('notes a fallback to the processor next to that answer', async () => {
     const { answer } = stores(
       fakeApi(() => [
-        { event: 'started', data: { title: 'hi', user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+        { event: 'started', data: { conversation: line('hi'), user_message: message(1, 'user', 'hi'), assistant_message: message(2, 'assistant', ''), prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
         { event: 'fallback', data: { reason: 'The NPU stopped answering.', backend: 'cpu', model: null as never } },
         { event: 'done', data: { message: message(2, 'assistant', 'ok') } },
       ]),
@@ -151,7 +156,7 @@ describe('AnswerStream', () => {
         round++;
         const reply = message(round * 10, 'assistant', '');
         const events: ChatEvent[] = [
-          { event: 'started', data: { title: 'hi', user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: reply, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
+          { event: 'started', data: { conversation: line('hi'), user_message: action.kind === 'send' ? message(1, 'user', 'q') : null, assistant_message: reply, prompt_tokens: 3, context_limit: 512, trimmed_messages: 0, model: null as never } },
           { event: 'done', data: { message: { ...reply, content: `answer ${round}` } } },
         ];
         return events;
@@ -188,6 +193,24 @@ describe('ConversationList', () => {
     conversations.conversations = [summary('a', 'First'), summary('b', 'Second')];
     await conversations.rename('b', 'Renamed');
     expect(conversations.conversations.map((c) => c.title)).toEqual(['First', 'Renamed']);
+  });
+
+  it("places an answer's conversation at the top of the list, asking the backend again only for a search", async () => {
+    let listed = 0;
+    const summary = (id: string, title: string) => ({ id, title, created_at: 0, updated_at: 0, message_count: 2, snippet: null });
+    const api = { listConversations: async () => (listed++, [summary('b', 'Second')]) } as unknown as Api;
+    const { conversations } = stores(api);
+    conversations.conversations = [summary('a', 'First'), summary('b', 'Second')];
+    await conversations.place({ ...summary('a', 'First'), message_count: 4 });
+    expect(conversations.conversations.map((c) => [c.id, c.message_count])).toEqual([['a', 4], ['b', 2]]);
+    await conversations.place({ ...summary('b', 'Second'), message_count: 4 });
+    expect(conversations.conversations.map((c) => c.id)).toEqual(['b', 'a']);
+    expect(listed).toBe(0);
+    // Filtered by a search, the list is the backend's to give: whether the moved line still matches.
+    conversations.search = 'Sec';
+    await conversations.place(summary('a', 'First'));
+    expect(listed).toBe(1);
+    expect(conversations.conversations.map((c) => c.id)).toEqual(['b']);
   });
 
   it('shows the chat and asks for the message box focus on a new or opened conversation', async () => {

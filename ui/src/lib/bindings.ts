@@ -295,9 +295,10 @@ content: string, };
  */
 export type ChatEvent = { "event": "started", "data": { 
 /**
- * The conversation's title now (a first message names it).
+ * The conversation's line of the list now (a first message names it; it is the most
+ * recently changed), so the front end need not list the conversations again.
  */
-title: string, 
+conversation: ConversationSummary, 
 /**
  * The saved user message (None when regenerating).
  */

@@ -127,8 +127,24 @@ export class ConversationList {
     }
   }
 
-  /** The title the backend gave conversation `id` (its first message names it). */
-  retitle(id: string, title: string): void {
+  /** A conversation's line as the backend has it now (an answer's `started` event carries
+   *  it): placed at the top of the list without listing again. Only when the line moves (a
+   *  new conversation, or one that was not the latest) while a search filters the list is the
+   *  list asked again, since the backend alone knows what the search matches. */
+  async place(line: ConversationSummary): Promise<void> {
+    if (this.current?.id === line.id) this.current.title = line.title;
+    const top = this.conversations[0];
+    if (top?.id === line.id) {
+      this.conversations = [{ ...line, snippet: top.snippet }, ...this.conversations.slice(1)];
+    } else if (this.search.trim()) {
+      await this.refresh();
+    } else {
+      this.conversations = [line, ...this.conversations.filter((c) => c.id !== line.id)];
+    }
+  }
+
+  /** The title conversation `id` now has (renamed by the user); its place in the list stays. */
+  private retitle(id: string, title: string): void {
     if (this.current?.id === id) this.current.title = title;
     this.conversations = this.conversations.map((c) => (c.id === id ? { ...c, title } : c));
   }

@@ -130,7 +130,7 @@ describe('the answer stream and the documents store, wired as main.ts wires them
     const readings: (number | null)[] = [];
     let answer: AnswerStream;
     const events = [
-      { event: 'started', data: { title: 'Rent', user_message: { id: 8, role: 'user', content: 'Rent?', state: 'complete', receipt: null, created_at: 0, branches: [] }, assistant_message: { id: 9, role: 'assistant', content: '', state: 'streaming', receipt: null, created_at: 0, branches: [] }, prompt_tokens: 900, context_limit: 4096, trimmed_messages: 0, model: null } },
+      { event: 'started', data: { conversation: { id: 'c1', title: 'Rent', created_at: 0, updated_at: 1, message_count: 2, snippet: null }, user_message: { id: 8, role: 'user', content: 'Rent?', state: 'complete', receipt: null, created_at: 0, branches: [] }, assistant_message: { id: 9, role: 'assistant', content: '', state: 'streaming', receipt: null, created_at: 0, branches: [] }, prompt_tokens: 900, context_limit: 4096, trimmed_messages: 0, model: null } },
       { event: 'sources', data: { sources: [source] } },
       { event: 'reading', data: { done: 0, total: 900 } },
       { event: 'reading', data: { done: 360, total: 900 } },
