@@ -1,27 +1,34 @@
 //! The user's own files in conversations: the document library (`documents.db` in the data
-//! folder, private to the user), files attached to a conversation, indexing on its own thread,
-//! and what a turn reads from them ([`ground`]: the best passages, numbered for the model to cite,
-//! and the [`Source`]s saved with the answer).
+//! folder, private to the user), files attached to a conversation, and indexing on its own
+//! thread. What a turn reads from them to cite is [`crate::grounding`]; what the front end is
+//! shown of them is in `views` (re-exported here).
 //!
 //! Paths come in only from the front end's own pickers (the desktop's native dialog and window
 //! drop, the command line's `--file`), never from model output or a web page: nothing here takes
 //! a path from text.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use hearth_chat::conversations::Source;
 pub use hearth_documents::Document;
 use hearth_documents::{
-    embed_missing, find_embedding_model, index, search, DocumentId, IndexSettings, Library,
-    LibraryError, Outcome, Place, Ranking, Stage,
+    embed_missing, find_embedding_model, index, DocumentId, IndexSettings, Library, LibraryError,
+    Outcome, Stage,
 };
-use serde::Serialize;
 
 use crate::app::lock;
 use crate::error::{Error, ErrorCode, Result};
+
+mod views;
+
+pub(crate) use views::file_name;
+pub use views::{
+    remote_notice, ConversationDocuments, DocumentEvent, DocumentInfo, DocumentSink, IndexProgress,
+    IndexStage, LibraryView, RemoteNotice, DOCUMENTS_EVENT,
+};
 
 pub use hearth_chat::conversations::MessageSources;
 pub use hearth_documents::extract::accepted_extensions;
@@ -31,141 +38,6 @@ pub use hearth_documents::{EmbeddingModel, EngineEmbedding};
 
 /// The name of the embedding model Hearth bundles, the default one.
 pub const BUNDLED_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
-
-/// Passages retrieved for a question before the context budget chooses among them.
-const RETRIEVED: usize = 8;
-
-/// A file in the library or attached to a conversation, as the front end shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct DocumentInfo {
-    /// Its id in the library (0 while its first indexing has not stored it yet).
-    pub id: i64,
-    /// The file's name, without its folder.
-    pub name: String,
-    /// What kind of file: "pdf", "docx", "text", ...
-    pub format: String,
-    /// Its title, when the file names one.
-    pub title: Option<String>,
-    /// Bytes of the original file.
-    pub size: u64,
-    /// Passages indexed (0 while indexing, or when it could not be read).
-    pub passages: usize,
-    /// Why it could not be read, naming the file.
-    pub error: Option<String>,
-    /// Whether it is being indexed now.
-    pub indexing: bool,
-}
-
-/// The library as the front end shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct LibraryView {
-    /// Every file indexed.
-    pub documents: Vec<DocumentInfo>,
-    /// Bytes the library's database takes on disk.
-    pub disk_bytes: u64,
-    /// The model that finds passages by meaning: an installed model's name, or the bundled
-    /// all-MiniLM-L6-v2's (None: none could be loaded, so files are found by keyword only).
-    pub embedding_model: Option<String>,
-    /// Installed embedding models the user may choose instead of the bundled one, by name.
-    pub embedding_choices: Vec<String>,
-    /// Passages that have no vector from that model yet: found by keyword only until indexing
-    /// continues ([`Documents::continue_indexing`]).
-    pub waiting: usize,
-    /// Whether files are being indexed now.
-    pub indexing: bool,
-}
-
-/// A conversation's files as the front end shows them above the message box.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct ConversationDocuments {
-    /// The attached files, then those still being indexed for it.
-    pub documents: Vec<DocumentInfo>,
-    /// What to tell the user before the first answer when the model in use is on a remote
-    /// server and they have not accepted that passages go there (None: nothing to tell).
-    pub remote_notice: Option<RemoteNotice>,
-}
-
-/// The notice that passages of the attached files will be sent to a remote server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct RemoteNotice {
-    /// The server the passages would go to.
-    pub server: String,
-    /// The notice in English; the desktop says it from its catalog, naming `server`.
-    pub message: String,
-}
-
-/// What happens to the user's files, sent to the front end: a drop on the window, then
-/// indexing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", content = "data", rename_all = "lowercase")]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub enum DocumentEvent {
-    /// Files were dropped on the window; the front end attaches them by `token` (once).
-    Dropped {
-        /// Names the drop for [`Documents::take_drop`].
-        token: String,
-        /// The files' names, without their folders.
-        names: Vec<String>,
-    },
-    /// How far indexing is.
-    Progress(IndexProgress),
-    /// A file is indexed (or its error is stored with it).
-    Indexed {
-        /// The file as the library has it now.
-        document: DocumentInfo,
-    },
-    /// A file could not be indexed.
-    Failed {
-        /// The file's name.
-        name: String,
-        /// What went wrong and what to do, in plain words.
-        message: String,
-    },
-    /// An indexing run ended: every file and passage it reached is kept.
-    Finished {
-        /// Whether Cancel stopped it early (what it did not reach waits for the next run).
-        cancelled: bool,
-        /// Files it was given that it never read (only when cancelled), by name: attach them
-        /// again to read them.
-        unread: Vec<String>,
-    },
-}
-
-/// How far the indexing of files is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct IndexProgress {
-    /// The file being read, or whose passages are embedded.
-    pub document_name: String,
-    /// Which of the two stages.
-    pub stage: IndexStage,
-    /// Files read (reading) or passages embedded (embedding) so far.
-    pub done: usize,
-    /// In all.
-    pub total: usize,
-}
-
-/// The two stages of indexing: every file is read (then searchable by keyword), then its
-/// passages are embedded (then searchable by meaning).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub enum IndexStage {
-    /// Extracting text and storing passages.
-    Reading,
-    /// Computing the passages' vectors.
-    Embedding,
-}
-
-/// The window event that carries [`DocumentEvent`]s.
-pub const DOCUMENTS_EVENT: &str = "documents";
-
-/// Where indexing events go.
-pub type DocumentSink = Arc<dyn Fn(DocumentEvent) + Send + Sync>;
 
 /// An embedding model as loaded for a choice (the installed model's folder; None: the bundled
 /// one).
@@ -201,29 +73,8 @@ pub struct Documents {
     dropped: std::sync::atomic::AtomicU64,
 }
 
-fn library_error(error: LibraryError) -> Error {
+pub(crate) fn library_error(error: LibraryError) -> Error {
     Error::new(ErrorCode::Storage, error.to_string())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
-}
-
-impl From<&Document> for DocumentInfo {
-    fn from(d: &Document) -> Self {
-        DocumentInfo {
-            id: d.id,
-            name: file_name(&d.path),
-            format: d.format.clone(),
-            title: d.title.clone(),
-            size: d.size,
-            passages: d.passages,
-            error: d.error.clone(),
-            indexing: false,
-        }
-    }
 }
 
 impl Documents {
@@ -773,298 +624,4 @@ fn run_index(
         }
     }
     Ok((read, failed))
-}
-
-/// What a turn reads from the attached files.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Grounding {
-    /// The instruction and the numbered passages, for the system message.
-    pub instruction: String,
-    /// The passages given, by number, to save with the answer.
-    pub sources: Vec<Source>,
-}
-
-/// The instruction every grounded turn starts with.
-const CITE: &str = "The user attached files. Answer from the numbered passages of those files below. Cite each passage you use with its number in square brackets, like [1]. If the passages do not answer the question, say that the attached files do not answer it; do not invent an answer.";
-
-/// Added when no passage matches the question.
-const NOTHING_FOUND: &str = "\n\nNo passage of the attached files matches this question: tell the user that their files do not seem to answer it.";
-
-/// The passages of `attached` to give the model for `question`: every passage of the files in
-/// order when they all fit in `budget` tokens (a short file is read whole), else the best
-/// retrieved passages that fit. `cost` counts a text's tokens (see
-/// `hearth_chat::context::passage_cost`); each passage is counted as the model reads it, with
-/// its number, file and place. None when nothing attached could be read.
-pub fn ground(
-    library: &Library,
-    embedder: Option<&dyn EmbeddingModel>,
-    attached: &[Document],
-    question: &str,
-    budget: usize,
-    cost: &mut dyn FnMut(&str) -> usize,
-) -> Result<Option<Grounding>> {
-    let readable: Vec<&Document> = attached.iter().filter(|d| d.passages > 0).collect();
-    if readable.is_empty() {
-        return Ok(None);
-    }
-    let names: HashMap<DocumentId, String> = readable
-        .iter()
-        .map(|d| (d.id, file_name(&d.path)))
-        .collect();
-    let source = |i: usize,
-                  document: DocumentId,
-                  section: usize,
-                  place: Place,
-                  char_start: usize,
-                  char_end: usize,
-                  text: String| Source {
-        number: i + 1,
-        document_id: document,
-        name: names.get(&document).cloned().unwrap_or_default(),
-        page: match place {
-            Place::Page(n) => Some(n),
-            _ => None,
-        },
-        place: place_words(&place),
-        section,
-        char_start,
-        char_end,
-        text,
-    };
-    let mut whole = Vec::new();
-    for d in &readable {
-        for p in library.passages(d.id).map_err(library_error)? {
-            let i = whole.len();
-            whole.push(source(
-                i,
-                p.document,
-                p.section,
-                p.place,
-                p.char_start,
-                p.char_end,
-                p.text,
-            ));
-        }
-    }
-    let costs: Vec<usize> = whole.iter().map(|s| cost(&passage_block(s))).collect();
-    let sources = if hearth_chat::context::passages_that_fit(&costs, budget) == whole.len() {
-        whole
-    } else {
-        let ids: Vec<DocumentId> = readable.iter().map(|d| d.id).collect();
-        let hits = search(
-            library,
-            question,
-            &ids,
-            Ranking::Combined,
-            embedder,
-            RETRIEVED,
-        )
-        .map_err(library_error)?;
-        let best: Vec<Source> = hits
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                source(
-                    i,
-                    h.document,
-                    h.section,
-                    h.place,
-                    h.char_start,
-                    h.char_end,
-                    h.text,
-                )
-            })
-            .collect();
-        let costs: Vec<usize> = best.iter().map(|s| cost(&passage_block(s))).collect();
-        let fit = hearth_chat::context::passages_that_fit(&costs, budget);
-        best.into_iter().take(fit).collect()
-    };
-    let mut instruction = CITE.to_owned();
-    if sources.is_empty() {
-        instruction.push_str(NOTHING_FOUND);
-    }
-    for s in &sources {
-        instruction.push_str("\n\n");
-        instruction.push_str(&passage_block(s));
-    }
-    Ok(Some(Grounding {
-        instruction,
-        sources,
-    }))
-}
-
-/// A passage as the model reads it: "[2] contract.pdf, page 3:" and its text.
-fn passage_block(s: &Source) -> String {
-    let at = if s.place.is_empty() {
-        String::new()
-    } else {
-        format!(", {}", s.place)
-    };
-    format!("[{}] {}{at}:\n{}", s.number, s.name, s.text)
-}
-
-/// A source as listed under an answer: "[2] contract.pdf, page 3".
-pub fn source_line(s: &Source) -> String {
-    if s.place.is_empty() {
-        format!("[{}] {}", s.number, s.name)
-    } else {
-        format!("[{}] {}, {}", s.number, s.name, s.place)
-    }
-}
-
-/// A place in words: "page 3", "section “Terms”", or "" for the whole file.
-fn place_words(place: &Place) -> String {
-    match place {
-        Place::Page(n) => format!("page {n}"),
-        Place::Heading(h) => format!("section “{h}”"),
-        Place::Whole => String::new(),
-    }
-}
-
-/// What the user is told before passages of their files go to `server` (host and port).
-pub fn remote_notice(server: &str) -> RemoteNotice {
-    RemoteNotice {
-        server: server.to_string(),
-        message: format!(
-            "Passages of the files attached to this conversation will be sent to {server} to \
-             answer. Your files and their index stay on this computer."
-        ),
-    }
-}
-
-impl crate::App {
-    /// The files of `conversation_id` and the remote notice that applies to it.
-    pub fn conversation_documents(&self, conversation_id: &str) -> Result<ConversationDocuments> {
-        Ok(ConversationDocuments {
-            documents: self.documents.attached(conversation_id)?,
-            remote_notice: self.remote_documents_notice(conversation_id)?,
-        })
-    }
-
-    /// The sources saved with the answers of `conversation_id`, to show them again.
-    pub fn message_sources(&self, conversation_id: &str) -> Result<Vec<MessageSources>> {
-        Ok(lock(&self.store).sources(conversation_id)?)
-    }
-
-    /// The notice to show before the first answer when the model in use is on a remote server,
-    /// files are attached and the user has not accepted yet for this conversation; None
-    /// otherwise (or while an answer holds the model: it checked when it began).
-    pub fn remote_documents_notice(&self, conversation_id: &str) -> Result<Option<RemoteNotice>> {
-        let Ok(slot) = self.model.try_lock() else {
-            return Ok(None);
-        };
-        let Some(server) = slot.as_ref().and_then(remote_server) else {
-            return Ok(None);
-        };
-        drop(slot);
-        if self
-            .documents
-            .attached_documents(conversation_id)?
-            .is_empty()
-        {
-            return Ok(None);
-        }
-        let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
-        Ok((accepted.as_deref() != Some(server.as_str())).then(|| remote_notice(&server)))
-    }
-
-    /// The user accepts that passages of this conversation's files go to the remote server in
-    /// use (asked again if the server changes).
-    pub fn accept_remote_documents(&self, conversation_id: &str) -> Result<()> {
-        let server = lock(&self.model).as_ref().and_then(remote_server);
-        if let Some(server) = server {
-            lock(&self.store).accept_remote_documents(conversation_id, &server)?;
-        }
-        Ok(())
-    }
-
-    /// What the turn reads from the conversation's files for the newest user message in
-    /// `messages`: refused on a remote server the user has not accepted; None when nothing is
-    /// attached. Passages take at most the share of the context `hearth_chat::context` allows.
-    pub(crate) fn ground_turn(
-        &self,
-        conversation_id: &str,
-        loaded: &crate::Session,
-        options: &hearth_engine::ChatOptions,
-        messages: &[hearth_engine::ChatMessage],
-    ) -> Result<Option<Grounding>> {
-        let attached = self.documents.attached_documents(conversation_id)?;
-        if attached.is_empty() {
-            return Ok(None);
-        }
-        if let Some(server) = remote_server(loaded) {
-            let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
-            if accepted.as_deref() != Some(server.as_str()) {
-                return Err(Error::invalid(remote_notice(&server).message)
-                    .detail("remote_documents", &[("server", server)]));
-            }
-        }
-        let question = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == hearth_engine::Role::User)
-            .map_or("", |m| m.content.as_str());
-        ground_for(
-            &self.documents,
-            &attached,
-            question,
-            loaded.backend.as_ref(),
-            options.max_tokens,
-        )
-    }
-}
-
-/// What `backend` reads from `attached` for `question`: [`ground`] within the share of its
-/// context `hearth_chat::context` gives the user's files (after the reserve for an answer of
-/// `max_tokens`), each passage counted with the backend's tokenizer or estimated with a
-/// margin. The one rule for the app, `hearth run --file` and `hearth chat --file`.
-pub fn ground_for(
-    documents: &Documents,
-    attached: &[Document],
-    question: &str,
-    backend: &dyn hearth_chat::Backend,
-    max_tokens: usize,
-) -> Result<Option<Grounding>> {
-    let limit = backend.info().context_length.unwrap_or(UNKNOWN_CONTEXT);
-    let reserve = hearth_chat::context::answer_reserve(max_tokens, limit);
-    let budget = hearth_chat::context::passage_budget(limit, reserve);
-    let embedder = documents.embedder();
-    documents.with_library(|library| {
-        ground(
-            library,
-            embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
-            attached,
-            question,
-            budget,
-            &mut |text| hearth_chat::context::passage_cost(backend.count_text(text)),
-        )
-    })
-}
-
-/// The context assumed for a server that does not say its own.
-const UNKNOWN_CONTEXT: usize = 4096;
-
-/// The remote server a session answers on, by its host and port as the model picker names it
-/// (what the user accepts passages going to); None on this computer.
-fn remote_server(session: &crate::Session) -> Option<String> {
-    (session.kind() == hearth_chat::BackendKind::Remote)
-        .then(|| session.backend.info().device.clone())
-}
-
-/// `messages` with the grounding's instruction in the system message (added to the
-/// conversation's own system prompt, or as the first message).
-pub fn with_instruction(
-    mut messages: Vec<hearth_engine::ChatMessage>,
-    instruction: &str,
-) -> Vec<hearth_engine::ChatMessage> {
-    match messages.first_mut() {
-        Some(first) if first.role == hearth_engine::Role::System => {
-            first.content = format!("{}\n\n{instruction}", first.content);
-        }
-        _ => messages.insert(
-            0,
-            hearth_engine::ChatMessage::new(hearth_engine::Role::System, instruction),
-        ),
-    }
-    messages
 }

@@ -10,7 +10,7 @@
 //! - [`selection`]: choosing the model in use, and the app's status at start;
 //! - [`turn`]: one turn of a conversation: plan, stream, save;
 //! - [`documents`]: the user's files: the document library, files attached to a conversation,
-//!   and the passages a turn reads from them to cite;
+//!   indexing; [`grounding`]: how a file becomes a cited answer (the passages a turn reads);
 //! - [`conversations`], [`export`]: the saved conversations and their export files;
 //! - [`model_store`]: the Models area (catalog, downloads, import, remove, default);
 //! - [`npu`]: the NPU's status and power, loading onto it, its self-test and the comparison
@@ -26,6 +26,7 @@ pub mod documents;
 pub mod error;
 pub mod export;
 pub mod fidelity;
+pub mod grounding;
 pub mod home;
 pub mod model_store;
 pub mod models;

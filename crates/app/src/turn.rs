@@ -238,7 +238,7 @@ impl App {
             &plan.messages,
         )?;
         let messages = match &grounding {
-            Some(g) => crate::documents::with_instruction(plan.messages.clone(), &g.instruction),
+            Some(g) => crate::grounding::with_instruction(plan.messages.clone(), &g.instruction),
             None => plan.messages.clone(),
         };
         let mut turn = Turn {

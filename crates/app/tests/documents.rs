@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use hearth_app::documents::{ground, with_instruction};
+use hearth_app::grounding::{ground, with_instruction};
 use hearth_app::turn::{ChatAction, ChatEvent};
 use hearth_app::{App, Home};
 use hearth_chat::conversations::Source;

@@ -296,7 +296,7 @@ impl Unsaved {
         };
         let (input, sources) = match grounding {
             Some(g) => (
-                hearth_app::documents::with_instruction(self.messages.clone(), &g.instruction),
+                hearth_app::grounding::with_instruction(self.messages.clone(), &g.instruction),
                 g.sources,
             ),
             None => (self.messages.clone(), Vec::new()),

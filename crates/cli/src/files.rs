@@ -6,9 +6,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use hearth_app::documents::{
-    ground_for, source_line, Document, DocumentEvent, Documents, Grounding, Source,
-};
+use hearth_app::documents::{Document, DocumentEvent, Documents, EmbeddingModel, Source};
+use hearth_app::grounding::{ground_for, source_line, Grounding};
 
 use crate::terminal::safe;
 
@@ -44,13 +43,17 @@ impl Files {
             let notice = hearth_app::documents::remote_notice(&backend.info().device);
             eprintln!("hearth: {}", safe(&notice.message));
         }
-        Ok(ground_for(
-            &self.documents,
-            &self.read,
-            question,
-            backend,
-            max_tokens,
-        )?)
+        let embedder = self.documents.embedder();
+        Ok(self.documents.with_library(|library| {
+            ground_for(
+                library,
+                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+                &self.read,
+                question,
+                backend,
+                max_tokens,
+            )
+        })?)
     }
 }
 

@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let files = crate::files::Files::index(&args.files, args.quiet)?;
             let grounding = files.ground(&args.prompt, backend.as_ref(), options.max_tokens)?;
             if let Some(g) = grounding {
-                messages = hearth_app::documents::with_instruction(messages, &g.instruction);
+                messages = hearth_app::grounding::with_instruction(messages, &g.instruction);
                 sources = g.sources;
             }
         }

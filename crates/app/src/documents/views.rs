@@ -1,0 +1,173 @@
+//! What the front end is shown of the user's files: the library, a conversation's files, the
+//! remote notice, and the events of a drop and of indexing. Plain data, serialized for the
+//! desktop's IPC (and its TypeScript bindings); `Documents` builds them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hearth_documents::Document;
+use serde::Serialize;
+
+/// A file in the library or attached to a conversation, as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct DocumentInfo {
+    /// Its id in the library (0 while its first indexing has not stored it yet).
+    pub id: i64,
+    /// The file's name, without its folder.
+    pub name: String,
+    /// What kind of file: "pdf", "docx", "text", ...
+    pub format: String,
+    /// Its title, when the file names one.
+    pub title: Option<String>,
+    /// Bytes of the original file.
+    pub size: u64,
+    /// Passages indexed (0 while indexing, or when it could not be read).
+    pub passages: usize,
+    /// Why it could not be read, naming the file.
+    pub error: Option<String>,
+    /// Whether it is being indexed now.
+    pub indexing: bool,
+}
+
+/// The library as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LibraryView {
+    /// Every file indexed.
+    pub documents: Vec<DocumentInfo>,
+    /// Bytes the library's database takes on disk.
+    pub disk_bytes: u64,
+    /// The model that finds passages by meaning: an installed model's name, or the bundled
+    /// all-MiniLM-L6-v2's (None: none could be loaded, so files are found by keyword only).
+    pub embedding_model: Option<String>,
+    /// Installed embedding models the user may choose instead of the bundled one, by name.
+    pub embedding_choices: Vec<String>,
+    /// Passages that have no vector from that model yet: found by keyword only until indexing
+    /// continues (`Documents::continue_indexing`).
+    pub waiting: usize,
+    /// Whether files are being indexed now.
+    pub indexing: bool,
+}
+
+/// A conversation's files as the front end shows them above the message box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ConversationDocuments {
+    /// The attached files, then those still being indexed for it.
+    pub documents: Vec<DocumentInfo>,
+    /// What to tell the user before the first answer when the model in use is on a remote
+    /// server and they have not accepted that passages go there (None: nothing to tell).
+    pub remote_notice: Option<RemoteNotice>,
+}
+
+/// The notice that passages of the attached files will be sent to a remote server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RemoteNotice {
+    /// The server the passages would go to.
+    pub server: String,
+    /// The notice in English; the desktop says it from its catalog, naming `server`.
+    pub message: String,
+}
+
+/// What happens to the user's files, sent to the front end: a drop on the window, then
+/// indexing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum DocumentEvent {
+    /// Files were dropped on the window; the front end attaches them by `token` (once).
+    Dropped {
+        /// Names the drop for `Documents::take_drop`.
+        token: String,
+        /// The files' names, without their folders.
+        names: Vec<String>,
+    },
+    /// How far indexing is.
+    Progress(IndexProgress),
+    /// A file is indexed (or its error is stored with it).
+    Indexed {
+        /// The file as the library has it now.
+        document: DocumentInfo,
+    },
+    /// A file could not be indexed.
+    Failed {
+        /// The file's name.
+        name: String,
+        /// What went wrong and what to do, in plain words.
+        message: String,
+    },
+    /// An indexing run ended: every file and passage it reached is kept.
+    Finished {
+        /// Whether Cancel stopped it early (what it did not reach waits for the next run).
+        cancelled: bool,
+        /// Files it was given that it never read (only when cancelled), by name: attach them
+        /// again to read them.
+        unread: Vec<String>,
+    },
+}
+
+/// How far the indexing of files is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct IndexProgress {
+    /// The file being read, or whose passages are embedded.
+    pub document_name: String,
+    /// Which of the two stages.
+    pub stage: IndexStage,
+    /// Files read (reading) or passages embedded (embedding) so far.
+    pub done: usize,
+    /// In all.
+    pub total: usize,
+}
+
+/// The two stages of indexing: every file is read (then searchable by keyword), then its
+/// passages are embedded (then searchable by meaning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum IndexStage {
+    /// Extracting text and storing passages.
+    Reading,
+    /// Computing the passages' vectors.
+    Embedding,
+}
+
+/// The window event that carries [`DocumentEvent`]s.
+pub const DOCUMENTS_EVENT: &str = "documents";
+
+/// Where indexing events go.
+pub type DocumentSink = Arc<dyn Fn(DocumentEvent) + Send + Sync>;
+
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+impl From<&Document> for DocumentInfo {
+    fn from(d: &Document) -> Self {
+        DocumentInfo {
+            id: d.id,
+            name: file_name(&d.path),
+            format: d.format.clone(),
+            title: d.title.clone(),
+            size: d.size,
+            passages: d.passages,
+            error: d.error.clone(),
+            indexing: false,
+        }
+    }
+}
+
+/// What the user is told before passages of their files go to `server` (host and port).
+pub fn remote_notice(server: &str) -> RemoteNotice {
+    RemoteNotice {
+        server: server.to_string(),
+        message: format!(
+            "Passages of the files attached to this conversation will be sent to {server} to \
+             answer. Your files and their index stay on this computer."
+        ),
+    }
+}

@@ -1,0 +1,306 @@
+//! How a file becomes a cited answer. The front end attaches a file ([`crate::documents`]);
+//! the library reads it into passages, each with its place (page, section), and indexes them by
+//! keyword and, with an embedding model, by meaning. When the user asks, the turn
+//! (`App::ground_turn`) takes the newest question and [`ground_for`] gives the files the share
+//! of the model's context that `hearth_chat::context` allows: every passage in order when all
+//! fit (a short file is read whole), else the best retrieved ones that fit. [`ground`] numbers
+//! them, [1], [2], ..., under an instruction to cite by number; [`with_instruction`] puts that
+//! in the system message; the [`Source`]s are saved with the answer and listed under it
+//! ([`source_line`]).
+//!
+//! Passages leave this computer only for a remote server the user accepted for the
+//! conversation: until then the turn is refused, with the notice to show.
+
+use std::collections::HashMap;
+
+use hearth_chat::conversations::{MessageSources, Source};
+use hearth_documents::{search, Document, DocumentId, EmbeddingModel, Library, Place, Ranking};
+
+use crate::app::lock;
+use crate::documents::{
+    file_name, library_error, remote_notice, ConversationDocuments, RemoteNotice,
+};
+use crate::error::{Error, Result};
+
+/// Passages retrieved for a question before the context budget chooses among them.
+const RETRIEVED: usize = 8;
+
+/// What a turn reads from the attached files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grounding {
+    /// The instruction and the numbered passages, for the system message.
+    pub instruction: String,
+    /// The passages given, by number, to save with the answer.
+    pub sources: Vec<Source>,
+}
+
+/// The instruction every grounded turn starts with.
+const CITE: &str = "The user attached files. Answer from the numbered passages of those files below. Cite each passage you use with its number in square brackets, like [1]. If the passages do not answer the question, say that the attached files do not answer it; do not invent an answer.";
+
+/// Added when no passage matches the question.
+const NOTHING_FOUND: &str = "\n\nNo passage of the attached files matches this question: tell the user that their files do not seem to answer it.";
+
+/// The passages of `attached` to give the model for `question`: every passage of the files in
+/// order when they all fit in `budget` tokens (a short file is read whole), else the best
+/// retrieved passages that fit. `cost` counts a text's tokens (see
+/// `hearth_chat::context::passage_cost`); each passage is counted as the model reads it, with
+/// its number, file and place. None when nothing attached could be read.
+pub fn ground(
+    library: &Library,
+    embedder: Option<&dyn EmbeddingModel>,
+    attached: &[Document],
+    question: &str,
+    budget: usize,
+    cost: &mut dyn FnMut(&str) -> usize,
+) -> Result<Option<Grounding>> {
+    let readable: Vec<&Document> = attached.iter().filter(|d| d.passages > 0).collect();
+    if readable.is_empty() {
+        return Ok(None);
+    }
+    let names: HashMap<DocumentId, String> = readable
+        .iter()
+        .map(|d| (d.id, file_name(&d.path)))
+        .collect();
+    let source = |i: usize,
+                  document: DocumentId,
+                  section: usize,
+                  place: Place,
+                  char_start: usize,
+                  char_end: usize,
+                  text: String| Source {
+        number: i + 1,
+        document_id: document,
+        name: names.get(&document).cloned().unwrap_or_default(),
+        page: match place {
+            Place::Page(n) => Some(n),
+            _ => None,
+        },
+        place: place_words(&place),
+        section,
+        char_start,
+        char_end,
+        text,
+    };
+    let mut whole = Vec::new();
+    for d in &readable {
+        for p in library.passages(d.id).map_err(library_error)? {
+            let i = whole.len();
+            whole.push(source(
+                i,
+                p.document,
+                p.section,
+                p.place,
+                p.char_start,
+                p.char_end,
+                p.text,
+            ));
+        }
+    }
+    let costs: Vec<usize> = whole.iter().map(|s| cost(&passage_block(s))).collect();
+    let sources = if hearth_chat::context::passages_that_fit(&costs, budget) == whole.len() {
+        whole
+    } else {
+        let ids: Vec<DocumentId> = readable.iter().map(|d| d.id).collect();
+        let hits = search(
+            library,
+            question,
+            &ids,
+            Ranking::Combined,
+            embedder,
+            RETRIEVED,
+        )
+        .map_err(library_error)?;
+        let best: Vec<Source> = hits
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                source(
+                    i,
+                    h.document,
+                    h.section,
+                    h.place,
+                    h.char_start,
+                    h.char_end,
+                    h.text,
+                )
+            })
+            .collect();
+        let costs: Vec<usize> = best.iter().map(|s| cost(&passage_block(s))).collect();
+        let fit = hearth_chat::context::passages_that_fit(&costs, budget);
+        best.into_iter().take(fit).collect()
+    };
+    let mut instruction = CITE.to_owned();
+    if sources.is_empty() {
+        instruction.push_str(NOTHING_FOUND);
+    }
+    for s in &sources {
+        instruction.push_str("\n\n");
+        instruction.push_str(&passage_block(s));
+    }
+    Ok(Some(Grounding {
+        instruction,
+        sources,
+    }))
+}
+
+/// A passage as the model reads it: "[2] contract.pdf, page 3:" and its text.
+fn passage_block(s: &Source) -> String {
+    let at = if s.place.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", s.place)
+    };
+    format!("[{}] {}{at}:\n{}", s.number, s.name, s.text)
+}
+
+/// A source as listed under an answer: "[2] contract.pdf, page 3".
+pub fn source_line(s: &Source) -> String {
+    if s.place.is_empty() {
+        format!("[{}] {}", s.number, s.name)
+    } else {
+        format!("[{}] {}, {}", s.number, s.name, s.place)
+    }
+}
+
+/// A place in words: "page 3", "section “Terms”", or "" for the whole file.
+fn place_words(place: &Place) -> String {
+    match place {
+        Place::Page(n) => format!("page {n}"),
+        Place::Heading(h) => format!("section “{h}”"),
+        Place::Whole => String::new(),
+    }
+}
+
+/// What `backend` reads from `attached` for `question`: [`ground`] within the share of its
+/// context `hearth_chat::context` gives the user's files (after the reserve for an answer of
+/// `max_tokens`), each passage counted with the backend's tokenizer or estimated with a
+/// margin. The one rule for the app, `hearth run --file` and `hearth chat --file`.
+pub fn ground_for(
+    library: &Library,
+    embedder: Option<&dyn EmbeddingModel>,
+    attached: &[Document],
+    question: &str,
+    backend: &dyn hearth_chat::Backend,
+    max_tokens: usize,
+) -> Result<Option<Grounding>> {
+    let limit = backend.info().context_length.unwrap_or(UNKNOWN_CONTEXT);
+    let reserve = hearth_chat::context::answer_reserve(max_tokens, limit);
+    let budget = hearth_chat::context::passage_budget(limit, reserve);
+    ground(library, embedder, attached, question, budget, &mut |text| {
+        hearth_chat::context::passage_cost(backend.count_text(text))
+    })
+}
+
+/// The context assumed for a server that does not say its own.
+const UNKNOWN_CONTEXT: usize = 4096;
+
+/// The remote server a session answers on, by its host and port as the model picker names it
+/// (what the user accepts passages going to); None on this computer.
+fn remote_server(session: &crate::Session) -> Option<String> {
+    (session.kind() == hearth_chat::BackendKind::Remote)
+        .then(|| session.backend.info().device.clone())
+}
+
+/// `messages` with the grounding's instruction in the system message (added to the
+/// conversation's own system prompt, or as the first message).
+pub fn with_instruction(
+    mut messages: Vec<hearth_engine::ChatMessage>,
+    instruction: &str,
+) -> Vec<hearth_engine::ChatMessage> {
+    match messages.first_mut() {
+        Some(first) if first.role == hearth_engine::Role::System => {
+            first.content = format!("{}\n\n{instruction}", first.content);
+        }
+        _ => messages.insert(
+            0,
+            hearth_engine::ChatMessage::new(hearth_engine::Role::System, instruction),
+        ),
+    }
+    messages
+}
+
+impl crate::App {
+    /// The files of `conversation_id` and the remote notice that applies to it.
+    pub fn conversation_documents(&self, conversation_id: &str) -> Result<ConversationDocuments> {
+        Ok(ConversationDocuments {
+            documents: self.documents.attached(conversation_id)?,
+            remote_notice: self.remote_documents_notice(conversation_id)?,
+        })
+    }
+
+    /// The sources saved with the answers of `conversation_id`, to show them again.
+    pub fn message_sources(&self, conversation_id: &str) -> Result<Vec<MessageSources>> {
+        Ok(lock(&self.store).sources(conversation_id)?)
+    }
+
+    /// The notice to show before the first answer when the model in use is on a remote server,
+    /// files are attached and the user has not accepted yet for this conversation; None
+    /// otherwise (or while an answer holds the model: it checked when it began).
+    pub fn remote_documents_notice(&self, conversation_id: &str) -> Result<Option<RemoteNotice>> {
+        let Ok(slot) = self.model.try_lock() else {
+            return Ok(None);
+        };
+        let Some(server) = slot.as_ref().and_then(remote_server) else {
+            return Ok(None);
+        };
+        drop(slot);
+        if self
+            .documents
+            .attached_documents(conversation_id)?
+            .is_empty()
+        {
+            return Ok(None);
+        }
+        let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
+        Ok((accepted.as_deref() != Some(server.as_str())).then(|| remote_notice(&server)))
+    }
+
+    /// The user accepts that passages of this conversation's files go to the remote server in
+    /// use (asked again if the server changes).
+    pub fn accept_remote_documents(&self, conversation_id: &str) -> Result<()> {
+        let server = lock(&self.model).as_ref().and_then(remote_server);
+        if let Some(server) = server {
+            lock(&self.store).accept_remote_documents(conversation_id, &server)?;
+        }
+        Ok(())
+    }
+
+    /// What the turn reads from the conversation's files for the newest user message in
+    /// `messages`: refused on a remote server the user has not accepted; None when nothing is
+    /// attached. Passages take at most the share of the context `hearth_chat::context` allows.
+    pub(crate) fn ground_turn(
+        &self,
+        conversation_id: &str,
+        loaded: &crate::Session,
+        options: &hearth_engine::ChatOptions,
+        messages: &[hearth_engine::ChatMessage],
+    ) -> Result<Option<Grounding>> {
+        let attached = self.documents.attached_documents(conversation_id)?;
+        if attached.is_empty() {
+            return Ok(None);
+        }
+        if let Some(server) = remote_server(loaded) {
+            let accepted = lock(&self.store).remote_documents_ok(conversation_id)?;
+            if accepted.as_deref() != Some(server.as_str()) {
+                return Err(Error::invalid(remote_notice(&server).message)
+                    .detail("remote_documents", &[("server", server)]));
+            }
+        }
+        let question = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == hearth_engine::Role::User)
+            .map_or("", |m| m.content.as_str());
+        let embedder = self.documents.embedder();
+        self.documents.with_library(|library| {
+            ground_for(
+                library,
+                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+                &attached,
+                question,
+                loaded.backend.as_ref(),
+                options.max_tokens,
+            )
+        })
+    }
+}
