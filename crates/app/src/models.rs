@@ -12,7 +12,7 @@ use crate::fidelity::{self, SelftestSummary};
 use crate::home::Home;
 
 /// The weights files whose sha256 names a model's weights, in the order they are looked up.
-const WEIGHTS_FILES: [&str; 2] = ["model.q4nx", "model.safetensors"];
+pub(crate) const WEIGHTS_FILES: [&str; 2] = ["model.q4nx", "model.safetensors"];
 
 /// sha256 of an installed model's weights, as the registry recorded it at install (None when
 /// it has no record, e.g. the built-in model).
@@ -60,6 +60,25 @@ impl LocalModel {
             .iter()
             .find(|b| b.kind == BackendKind::Npu)
             .and_then(|b| b.reason.as_deref())
+    }
+
+    /// A model folder given by its path, outside the registry (`hearth run --model DIR`): named
+    /// after the folder, and run on the processor only, since FastFlowLM runs only the models
+    /// the registry lists.
+    pub fn folder(path: PathBuf) -> Self {
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        LocalModel {
+            name,
+            path,
+            builtin: None,
+            is_default: false,
+            sha256: None,
+            backends: vec![Availability::usable(BackendKind::Cpu)],
+            selftest: None,
+        }
     }
 
     /// sha256 of the weights: the registry's record, or for a built-in model without one (the

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::home::Home;
 use crate::models::LocalModel;
 
+pub use hearth_backends::KernelLevel;
 pub use hearth_chat::BackendKind;
 
 /// Where a local model runs when the caller names no backend: on the NPU when the NPU is ready
@@ -70,11 +71,14 @@ pub struct OpenOptions {
     /// Context length in tokens for Hearth's engine (None: min(4096, the model's maximum)).
     pub context_length: Option<usize>,
     /// SIMD level of Hearth's engine (None: the best this processor has).
-    pub kernel: Option<hearth_engine::cpu::KernelLevel>,
+    pub kernel: Option<hearth_backends::KernelLevel>,
     /// Try the NPU even for a model FastFlowLM is known to fail with (for testers).
     pub npu_anyway: bool,
     /// Receives FastFlowLM's loading events (None: they are only logged).
     pub npu_events: Option<NpuEventSink>,
+    /// Refuse, on the processor, a model that cannot chat (no tokenizer or chat template), as
+    /// a server whose routes only chat does; the desktop and `hearth run --raw` open any.
+    pub require_chat: bool,
 }
 
 /// A model ready to answer.
@@ -108,13 +112,17 @@ impl Session {
     }
 
     fn open_cpu(model: &LocalModel, options: &OpenOptions) -> Result<Self, BackendError> {
-        let options = hearth_engine::LoadOptions {
+        let options_require_chat = options.require_chat;
+        let options = hearth_backends::LoadOptions {
             threads: options.threads,
             context_length: options.context_length,
             kernel: options.kernel,
             ..Default::default()
         };
         let cpu = CpuBackend::open(&model.path, &model.name, &options, model.weights_sha256())?;
+        if options_require_chat {
+            cpu.require_chat()?;
+        }
         let engine = cpu.model().info();
         let info = cpu.info();
         let status = ModelStatus {

@@ -5,8 +5,9 @@
 //!   `/v1/completions` for raw text), its errors in plain words, and the API key that is never
 //!   shown;
 //! - [`config`]: the server's address, key and model, saved privately (0600) as `remote.json`;
-//! - [`sse`]: server-sent events read with a bound on each event;
-//! - [`wire`]: OpenAI's request and reply bodies as serde types, shared with Hearth's server.
+//! - [`sse`]: server-sent events read with a bound on each event.
+//!
+//! The request and reply bodies are `hearth_wire::openai`'s, shared with Hearth's server.
 //!
 //! Counting: the server's `usage` is exact and used whenever it is sent. Before the answer (to
 //! fit the conversation) and when a server sends no `usage`, Hearth counts with the model's
@@ -17,7 +18,6 @@
 pub mod config;
 pub mod openai;
 pub mod sse;
-pub mod wire;
 
 use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, StopReason, TextTokenizer};
 

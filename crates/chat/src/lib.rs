@@ -31,5 +31,11 @@ pub use backend::{
     FailureKind, Generation, Input, Prompt, TokenCount,
 };
 pub use energy::{EnergyReport, Measurement, PowerMeter};
-pub use hearth_engine::{PrefillProgress, ResponseFormat};
+// The words every caller of the answer loop speaks: messages, their roles, the options of one
+// answer. They are the engine's types, named here so front ends depend on the loop, not on
+// the engine.
+pub use hearth_engine::{
+    ChatMessage, ChatOptions, Error as EngineError, GenerationStats, PrefillProgress,
+    ResponseFormat, Role, SamplingParams, StopReason,
+};
 pub use settings::ConversationSettings;

@@ -8,11 +8,10 @@ use std::net::{IpAddr, TcpListener};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use hearth_app::session::KernelLevel;
 use hearth_chat::BackendKind;
-use hearth_engine::cpu::KernelLevel;
-use hearth_engine::LoadOptions;
 use hearth_server::{
-    AppState, EmbeddingSource, KeepAlive, LocalModel, LocalModels, ServerOptions, DEFAULT_QUEUE,
+    AppState, EmbeddingSource, KeepAlive, LoadSettings, LocalModels, ServerOptions, DEFAULT_QUEUE,
 };
 
 use crate::model_args::{BackendArgs, ModelArgs};
@@ -179,14 +178,14 @@ fn first_embedding_source(args: &Args) -> anyhow::Result<Option<EmbeddingSource>
 }
 
 /// The server's models: the one `--model` names (loaded now, so a bad model fails here), or
-/// every installed model, loaded on demand.
+/// every model the app lists, loaded on demand.
 fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> {
-    let load = LoadOptions {
+    let load = LoadSettings {
         context_length: args.context,
         threads: args.threads,
         kernel: args.kernel,
-        ..LoadOptions::default()
     };
+    let home = crate::model_args::home()?;
     let Some(name) = &args.model else {
         if args.backend.backend.is_some_and(|k| k != BackendKind::Cpu) || args.backend.url.is_some()
         {
@@ -194,14 +193,17 @@ fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> 
                 "--backend npu and --backend remote serve one model: give it with --model"
             );
         }
-        let models = installed_models()?;
+        let models = hearth_app::models::local_models(&home);
         if models.is_empty() {
             eprintln!(
                 "warning: no model is installed yet; `hearth pull` downloads one, and the server \
                  serves it once restarted"
             );
         }
-        return Ok(AppState::on_demand(LocalModels::new(models, load), options));
+        return Ok(AppState::on_demand(
+            LocalModels::new(home, models, load),
+            options,
+        ));
     };
     let model = ModelArgs {
         model: name.clone(),
@@ -212,48 +214,17 @@ fn open_models(args: &Args, options: ServerOptions) -> anyhow::Result<AppState> 
     if args.backend.kind(&model) != BackendKind::Cpu {
         return Ok(AppState::new(args.backend.open(&model)?, options));
     }
-    let local = model.resolve()?;
-    let models = LocalModels::new(
-        vec![LocalModel {
-            name: local.name.clone(),
-            dir: local.path.clone(),
-            sha256: local.weights_sha256(),
-        }],
-        load,
-    );
-    let state = AppState::on_demand(models, options);
-    state.preload(&local.name).map_err(|e| {
+    let local = model.resolve_in(&home)?;
+    let (name, path) = (local.name.clone(), local.path.clone());
+    let state = AppState::on_demand(LocalModels::new(home, vec![local], load), options);
+    state.preload(&name).map_err(|e| {
         anyhow::anyhow!(
             "could not load the model in {}: {}",
-            local.path.display(),
+            path.display(),
             e.message()
         )
     })?;
     Ok(state)
-}
-
-/// Every installed model Hearth's engine can chat with, as the server names them (embedding
-/// models are served by `/v1/embeddings` only).
-fn installed_models() -> anyhow::Result<Vec<LocalModel>> {
-    let store = crate::list::open_store()?;
-    let installed = store.list()?;
-    Ok(installed
-        .into_iter()
-        .filter(|m| {
-            m.backends.contains(&hearth_hub::Backend::Cpu) && m.folder.is_dir() && !m.is_embedding()
-        })
-        .map(|m| {
-            let sha256 = ["model.q4nx", "model.safetensors"]
-                .iter()
-                .find_map(|f| m.files.get(*f))
-                .map(|record| record.sha256.clone());
-            LocalModel {
-                name: m.name,
-                dir: m.folder,
-                sha256,
-            }
-        })
-        .collect())
 }
 
 /// How to call it. Whoever started the server may stop reading its output (a closed pipe):

@@ -3,7 +3,8 @@
 //!
 //! ```no_run
 //! use hearth_hub::{pull, DownloadControl, DownloadOptions, HubClient, PullRequest, Store};
-//! let store = Store::open_default()?;
+//! # let data_folder = std::path::PathBuf::from("hearth-data");
+//! let store = Store::at(data_folder); // the app's `Home` gives $XDG_DATA_HOME/hearth
 //! let client = HubClient::from_env(false);
 //! let request = PullRequest { query: "minicpm5-2b".into(), ..Default::default() };
 //! let outcome = pull(&store, &client, &request, &DownloadOptions::default(),
@@ -22,7 +23,7 @@ mod download;
 mod error;
 mod found;
 mod fsutil;
-pub use fsutil::write_atomic;
+pub use fsutil::{dir_size, write_atomic};
 mod gguf_import;
 mod hub_api;
 pub mod kernels;

@@ -1,42 +1,46 @@
 //! The models a server can answer with: either one backend opened before the server started (the
-//! NPU, a remote server, or the model named with `hearth serve --model`), or the installed model
-//! folders, loaded on Hearth's engine when a request names one ([`LocalModels`]).
+//! NPU, a remote server, or the model named with `hearth serve --model`), or the app's local
+//! models, opened through the app on the processor when a request names one ([`LocalModels`]).
 //!
-//! What a listing says of a model (family, trained context, size) is read from its folder's
-//! `config.json` and files, without loading it.
+//! What a listing says of a model (family, trained context, size) is the app's
+//! [`ModelCard`], read from its folder without loading it.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hearth_backends::CpuBackend;
+use hearth_app::model_card::ModelCard;
+use hearth_app::session::{KernelLevel, OpenOptions};
+use hearth_app::{Home, LocalModel, Session};
 use hearth_chat::{Backend, BackendInfo, BackendKind};
-use hearth_engine::LoadOptions;
+use hearth_wire::ollama::Details;
 
 use crate::error::AppError;
 
-/// An installed model folder the server may load.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalModel {
-    /// The name requests use (the registry's name, or the folder's).
-    pub name: String,
-    /// The model folder (config.json, weights, tokenizer.json, chat template).
-    pub dir: PathBuf,
-    /// sha256 of the weights, when the registry has it (shown as the model's digest).
-    pub sha256: Option<String>,
+/// How the server opens a local model on the processor (`hearth serve --threads --context
+/// --kernel`); None leaves each to the engine's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadSettings {
+    /// Processor threads (None: one per physical core).
+    pub threads: Option<usize>,
+    /// Context length in tokens, unless a request asks for more with `num_ctx` (None:
+    /// min(4096, the model's maximum)).
+    pub context_length: Option<usize>,
+    /// SIMD level (None: the best this processor has).
+    pub kernel: Option<KernelLevel>,
 }
 
-/// Installed model folders, each loaded on Hearth's CPU engine when a request names it.
+/// The app's local models, each opened on Hearth's engine when a request names it.
 #[derive(Debug, Clone)]
 pub struct LocalModels {
+    home: Home,
     models: Vec<LocalModel>,
-    load: LoadOptions,
+    load: LoadSettings,
 }
 
 impl LocalModels {
-    /// Serves `models`, loading each with `load` (its `context_length` is the context a model
-    /// gets unless a request asks for more with `num_ctx`).
-    pub fn new(models: Vec<LocalModel>, load: LoadOptions) -> Self {
-        LocalModels { models, load }
+    /// Serves `models` (the app's list, `hearth_app::models::local_models`, or one folder),
+    /// opening each in `home` with `load`.
+    pub fn new(home: Home, models: Vec<LocalModel>, load: LoadSettings) -> Self {
+        LocalModels { home, models, load }
     }
 
     /// The models, in the order given.
@@ -53,24 +57,27 @@ impl LocalModels {
             .find(|m| m.name.eq_ignore_ascii_case(wanted))
     }
 
-    /// Loads `model` with room for `context` positions (None: the server's default).
+    /// Opens `model` with room for `context` positions (None: the server's default), through
+    /// the app (`Session::open` on the processor), refusing a model that cannot chat.
     pub(crate) fn open(
         &self,
         model: &LocalModel,
         context: Option<usize>,
     ) -> Result<Box<dyn Backend>, AppError> {
-        let options = LoadOptions {
+        let options = OpenOptions {
+            threads: self.load.threads,
             context_length: context.or(self.load.context_length),
-            ..self.load.clone()
+            kernel: self.load.kernel,
+            require_chat: true,
+            ..OpenOptions::default()
         };
-        let failed = |message: String| AppError::LoadFailed {
-            model: model.name.clone(),
-            message,
-        };
-        let backend = CpuBackend::open(&model.dir, &model.name, &options, model.sha256.clone())
-            .map_err(|e| failed(e.to_string()))?;
-        backend.require_chat().map_err(|e| failed(e.to_string()))?;
-        Ok(Box::new(backend))
+        let session = Session::open(&self.home, model, BackendKind::Cpu, options).map_err(|e| {
+            AppError::LoadFailed {
+                model: model.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        Ok(session.backend)
     }
 }
 
@@ -98,42 +105,24 @@ pub(crate) struct ModelEntry {
 }
 
 impl ModelEntry {
-    /// A local model's entry, read from its folder.
-    pub fn of_folder(model: &LocalModel) -> Self {
-        let config = read_json(&model.dir.join("config.json"));
-        let family = config
-            .as_ref()
-            .and_then(|c| c.get("model_type"))
-            .and_then(|t| t.as_str())
-            .map(str::to_owned);
-        let trained_context = config
-            .as_ref()
-            .and_then(|c| c.get("max_position_embeddings"))
-            .and_then(|n| n.as_u64())
-            .and_then(|n| usize::try_from(n).ok());
-        let weights = ["model.q4nx", "model.safetensors"]
-            .iter()
-            .map(|f| model.dir.join(f))
-            .find(|p| p.is_file());
-        let format = weights
-            .as_ref()
-            .and_then(|p| p.extension())
-            .map_or_else(String::new, |e| e.to_string_lossy().into_owned());
-        let modified = weights
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .and_then(|m| m.modified().ok());
+    /// A local model's entry, from its card.
+    pub fn of_card(card: ModelCard) -> Self {
         ModelEntry {
-            name: model.name.clone(),
-            family,
-            format,
-            trained_context,
-            size_bytes: folder_size(&model.dir),
-            digest: model.sha256.clone(),
-            modified,
+            name: card.name,
+            family: card.family,
+            format: card.format,
+            trained_context: card.trained_context,
+            size_bytes: card.size_bytes,
+            digest: card.sha256,
+            modified: card.modified,
             kind: BackendKind::Cpu,
-            template: template_source(&model.dir),
+            template: card.template,
         }
+    }
+
+    /// A local model's entry, read from its folder.
+    pub fn of_model(model: &LocalModel) -> Self {
+        Self::of_card(ModelCard::read(model))
     }
 
     /// The entry of a backend opened before the server started (nothing read from disk).
@@ -152,17 +141,16 @@ impl ModelEntry {
     }
 
     /// The `details` object Ollama gives each model.
-    pub fn ollama_details(&self) -> serde_json::Value {
-        let family = self.family.clone().unwrap_or_default();
-        let families: Vec<&str> = self.family.iter().map(String::as_str).collect();
-        serde_json::json!({
-            "parent_model": "",
-            "format": self.format,
-            "family": family,
-            "families": families,
-            "parameter_size": "",
-            "quantization_level": quantization(&self.format),
-        })
+    pub fn ollama_details(&self, context_length: Option<usize>) -> Details {
+        Details {
+            parent_model: String::new(),
+            format: self.format.clone(),
+            family: self.family.clone().unwrap_or_default(),
+            families: self.family.iter().cloned().collect(),
+            parameter_size: String::new(),
+            quantization_level: quantization(&self.format).to_owned(),
+            context_length,
+        }
     }
 }
 
@@ -173,42 +161,6 @@ fn quantization(format: &str) -> &'static str {
         "safetensors" => "F32",
         _ => "",
     }
-}
-
-fn read_json(path: &Path) -> Option<serde_json::Value> {
-    let text = std::fs::read(path).ok()?;
-    serde_json::from_slice(&text).ok()
-}
-
-/// The chat template as the engine reads it: `chat_template.jinja`, else `tokenizer_config.json`'s
-/// `chat_template` (a string, or the `default` entry of a list).
-fn template_source(dir: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(dir.join("chat_template.jinja")) {
-        return Some(text);
-    }
-    match read_json(&dir.join("tokenizer_config.json"))?.get("chat_template")? {
-        serde_json::Value::String(text) => Some(text.clone()),
-        serde_json::Value::Array(list) => list
-            .iter()
-            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
-            .and_then(|t| t.get("template"))
-            .and_then(|t| t.as_str())
-            .map(str::to_owned),
-        _ => None,
-    }
-}
-
-/// Bytes of the files directly in `dir` (model folders are flat).
-fn folder_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
 }
 
 /// `time` as RFC 3339 in UTC with microseconds (`2024-06-04T14:38:31.837530Z`), as Ollama's
@@ -257,13 +209,20 @@ mod tests {
 
     #[test]
     fn names_match_with_or_without_the_latest_tag() {
+        let home = Home {
+            data_dir: "/nonexistent/data".into(),
+            config_dir: "/nonexistent/config".into(),
+            state_dir: "/nonexistent/state".into(),
+            builtin: None,
+            system_root: "/".into(),
+        };
         let models = LocalModels::new(
+            home,
             vec![LocalModel {
                 name: "SmolLM2".into(),
-                dir: PathBuf::from("x"),
-                sha256: None,
+                ..LocalModel::folder("x".into())
             }],
-            LoadOptions::default(),
+            LoadSettings::default(),
         );
         assert!(models.find("smollm2").is_some());
         assert!(models.find("smollm2:latest").is_some());

@@ -12,8 +12,8 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream;
-use hearth_backends::remote::wire::{ChatRequest, Choice, Delta, Usage};
 use hearth_chat::{Answer, Input};
+use hearth_wire::openai::{ChatRequest, Choice, Delta, Usage};
 use tokio::sync::mpsc;
 
 use crate::error::{Api, AppError};

@@ -13,8 +13,8 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream;
-use hearth_backends::remote::wire::{Choice, CompletionRequest, PromptText};
 use hearth_chat::Input;
+use hearth_wire::openai::{Choice, CompletionRequest, PromptText};
 use serde_json::Value;
 use tokio::sync::mpsc;
 

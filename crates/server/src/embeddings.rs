@@ -15,11 +15,10 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
 use hearth_app::documents::{EmbeddingModel, EngineEmbedding};
-use hearth_backends::remote::wire::{
-    self, Embedding, EmbeddingInput, EmbeddingList, EmbeddingRequest, EmbeddingVector,
+use hearth_wire::ollama::{EmbedReply, EmbedRequest, EmbeddingReply};
+use hearth_wire::openai::{
+    self as wire, Embedding, EmbeddingInput, EmbeddingList, EmbeddingRequest, EmbeddingVector,
 };
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::error::{AppError, OllamaError};
 use crate::state::AppState;
@@ -255,26 +254,14 @@ pub async fn openai_embeddings(
     }))
 }
 
-/// `POST /api/embed` request (Ollama's shape).
-#[derive(Debug, Deserialize)]
-pub struct OllamaRequest {
-    model: Option<String>,
-    input: Option<EmbeddingInput>,
-    /// The older `/api/embeddings` field: one text.
-    prompt: Option<String>,
-    /// Cut texts longer than the model reads (default); false refuses them.
-    truncate: Option<bool>,
-    dimensions: Option<usize>,
-}
-
 /// `POST /api/embed`: `{model, embeddings: [[...]], total_duration, load_duration,
 /// prompt_eval_count}`.
 pub async fn ollama_embed(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, OllamaError> {
+) -> Result<Json<EmbedReply>, OllamaError> {
     let started = Instant::now();
-    let request: OllamaRequest =
+    let request: EmbedRequest =
         worker::parse_body(body, &state, "an embed request", "'model' and 'input'")?;
     let model = crate::ollama::required_model(request.model.as_deref())?.to_owned();
     let input = request
@@ -292,21 +279,21 @@ pub async fn ollama_embed(
         request.dimensions,
     )
     .await?;
-    Ok(Json(json!({
-        "model": embedded.model,
-        "embeddings": embedded.vectors,
-        "total_duration": worker::nanos(started.elapsed()),
-        "load_duration": worker::nanos(embedded.load),
-        "prompt_eval_count": embedded.tokens,
-    })))
+    Ok(Json(EmbedReply {
+        model: embedded.model,
+        embeddings: embedded.vectors,
+        total_duration: worker::nanos(started.elapsed()),
+        load_duration: worker::nanos(embedded.load),
+        prompt_eval_count: embedded.tokens,
+    }))
 }
 
 /// `POST /api/embeddings` (Ollama's older route): `{model, prompt}` gives `{embedding: [...]}`.
 pub async fn ollama_embeddings(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, OllamaError> {
-    let request: OllamaRequest = worker::parse_body(
+) -> Result<Json<EmbeddingReply>, OllamaError> {
+    let request: EmbedRequest = worker::parse_body(
         body,
         &state,
         "an embeddings request",
@@ -317,7 +304,8 @@ pub async fn ollama_embeddings(
         .prompt
         .ok_or_else(|| AppError::bad_field("prompt", "prompt is required: the text to embed"))?;
     let embedded = embed_texts(&state, model, vec![prompt], true, None).await?;
-    Ok(Json(json!({ "embedding": embedded.vectors[0] })))
+    let embedding = embedded.vectors.into_iter().next().unwrap_or_default();
+    Ok(Json(EmbeddingReply { embedding }))
 }
 
 /// The little-endian bytes of `vector` in standard base64 (with padding), as OpenAI sends

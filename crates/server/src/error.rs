@@ -5,7 +5,8 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use hearth_backends::remote::wire::{ApiError, ErrorReply};
+use hearth_wire::ollama;
+use hearth_wire::openai::{ApiError, ErrorReply};
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -237,10 +238,10 @@ impl AppError {
     }
 }
 
-impl From<hearth_engine::Error> for AppError {
+impl From<hearth_chat::EngineError> for AppError {
     /// Engine errors a request can cause become 4xx; the rest are logged and become a 500.
-    fn from(err: hearth_engine::Error) -> Self {
-        use hearth_engine::Error as E;
+    fn from(err: hearth_chat::EngineError) -> Self {
+        use hearth_chat::EngineError as E;
         match err {
             E::ContextFull { needed, limit } => AppError::ContextFull { needed, limit },
             E::EmptyPrompt => {
@@ -334,7 +335,7 @@ impl AppError {
     pub fn body(&self, api: Api) -> serde_json::Value {
         let message = self.message();
         match api {
-            Api::Ollama => serde_json::json!({ "error": message }),
+            Api::Ollama => serde_json::json!(ollama::ErrorReply { error: message }),
             Api::OpenAi => serde_json::json!(ErrorReply {
                 error: ApiError {
                     message,

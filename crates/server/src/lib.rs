@@ -1,8 +1,9 @@
 //! Hearth's local HTTP API, in the two shapes other programs already speak: OpenAI's (chat
 //! completions and legacy completions, plain and streamed) and Ollama's (`/api/chat`,
 //! `/api/generate`, `/api/show`, `/api/tags`, `/api/ps`, ...). Every route answers through the
-//! same loop as the app, over one [`hearth_chat::Backend`] at a time: Hearth's CPU engine (models
-//! loaded on demand, see [`LocalModels`]), the NPU through FastFlowLM, or a remote server.
+//! same loop as the app, over one [`hearth_chat::Backend`] at a time, every model opened through
+//! the app (`hearth_app::Session`): Hearth's CPU engine (models loaded on demand, see
+//! [`LocalModels`]), the NPU through FastFlowLM, or a remote server.
 //!
 //! Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`,
 //! `POST /v1/completions`; `POST /api/chat`, `POST /api/generate`, `POST /api/show`,
@@ -15,11 +16,14 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use hearth_backends::CpuBackend;
+//! use hearth_app::session::{BackendKind, OpenOptions};
+//! use hearth_app::{Home, LocalModel, Session};
 //! use hearth_server::{AppState, ServerOptions};
-//! let backend = CpuBackend::open("models/demo".as_ref(), "demo", &Default::default(), None)?;
-//! backend.require_chat()?;
-//! let state = AppState::new(Box::new(backend), ServerOptions::default());
+//! let home = Home::for_user(None)?;
+//! let model = LocalModel::folder("models/demo".into());
+//! let options = OpenOptions { require_chat: true, ..OpenOptions::default() };
+//! let session = Session::open(&home, &model, BackendKind::Cpu, options)?;
+//! let state = AppState::new(session.backend, ServerOptions::default());
 //! let listener = std::net::TcpListener::bind("127.0.0.1:11435")?;
 //! hearth_server::serve_blocking(listener, state)?;
 //! # Ok(()) }
@@ -33,7 +37,6 @@ mod embeddings;
 mod error;
 mod guard;
 mod held;
-mod keep_alive;
 mod models;
 pub mod ollama;
 pub mod openai;
@@ -52,11 +55,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Router};
 
-pub use catalog::{LocalModel, LocalModels};
+pub use catalog::{LoadSettings, LocalModels};
 pub use embeddings::EmbeddingSource;
 pub use error::{Api, AppError, Error, OllamaError};
+pub use hearth_wire::{KeepAlive, DEFAULT_KEEP_ALIVE};
 pub use held::{HeldModel, Unavailable};
-pub use keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
 pub use running::{start, RunningServer};
 pub use share::Sharing;
 pub use state::{

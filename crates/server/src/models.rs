@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use hearth_backends::remote::wire::{Model, ModelList};
+use hearth_wire::openai::{Model, ModelList};
 
 use crate::catalog::ModelEntry;
 use crate::error::AppError;

@@ -1,13 +1,13 @@
 //! OpenAI's routes as the server speaks them, over the wire types it shares with the remote
-//! client ([`hearth_backends::remote::wire`]): a request checked and translated into engine
+//! client ([`hearth_wire::openai`]): a request checked and translated into engine
 //! options, the receipt as `usage`, and the reply bodies' common fields.
 
 use axum::response::sse::Event as SseEvent;
-use hearth_backends::remote::wire::{
-    self, ChatRequest, Choice, MessageContent, RequestMessage, StopStrings,
-};
 use hearth_chat::Receipt;
-use hearth_engine::{ChatMessage, ChatOptions, ResponseFormat, Role, SamplingParams};
+use hearth_chat::{ChatMessage, ChatOptions, ResponseFormat, Role, SamplingParams};
+use hearth_wire::openai::{
+    self as wire, ChatRequest, Choice, MessageContent, RequestMessage, StopStrings,
+};
 
 use crate::error::AppError;
 

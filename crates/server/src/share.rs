@@ -83,7 +83,7 @@ impl Sharing {
             old.server.stop();
         }
         let model = Arc::new(AppModel {
-            model: Arc::clone(&app.model),
+            model: app.model_slot(),
             seen: Mutex::new(None),
         });
         let state = AppState::lent(model.clone(), ServerOptions::default());

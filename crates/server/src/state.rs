@@ -12,7 +12,7 @@ use crate::catalog::{LocalModels, ModelEntry};
 use crate::embeddings::{EmbeddingModels, EmbeddingSource};
 use crate::error::{AppError, Error};
 use crate::held::{HeldModel, Unavailable};
-use crate::keep_alive::{KeepAlive, DEFAULT_KEEP_ALIVE};
+use hearth_wire::{KeepAlive, DEFAULT_KEEP_ALIVE};
 
 /// Default request body limit: 4 MiB, far more than any chat needs.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -239,7 +239,7 @@ impl AppState {
     pub(crate) fn catalog(&self) -> Vec<ModelEntry> {
         match &self.inner.models {
             Models::Pinned(entry) => vec![entry.clone()],
-            Models::Local(local) => local.models().iter().map(ModelEntry::of_folder).collect(),
+            Models::Local(local) => local.models().iter().map(ModelEntry::of_model).collect(),
             Models::Held(held) => held.info().iter().map(ModelEntry::of_backend).collect(),
         }
     }
@@ -252,7 +252,7 @@ impl AppState {
         };
         let found = match &self.inner.models {
             Models::Pinned(entry) => one(entry.clone()),
-            Models::Local(local) => local.find(requested).map(ModelEntry::of_folder),
+            Models::Local(local) => local.find(requested).map(ModelEntry::of_model),
             Models::Held(held) => held
                 .info()
                 .and_then(|info| one(ModelEntry::of_backend(&info))),
@@ -494,7 +494,7 @@ impl AppState {
                     "model loaded"
                 );
                 *lock(&self.inner.running) = Some(Running {
-                    entry: ModelEntry::of_folder(model),
+                    entry: ModelEntry::of_model(model),
                     info,
                     expires: None,
                 });

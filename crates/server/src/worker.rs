@@ -10,8 +10,8 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
+use hearth_chat::ChatOptions;
 use hearth_chat::{Answer, AnswerEvent, AnswerRequest, Input};
-use hearth_engine::ChatOptions;
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 

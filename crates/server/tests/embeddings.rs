@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use hearth_engine::{DecoderEmbedder, Embedder, LoadOptions};
-use hearth_server::{app, AppState, EmbeddingSource, LocalModel, LocalModels, ServerOptions};
+use hearth_app::{Home, LocalModel};
+use hearth_engine::{DecoderEmbedder, Embedder};
+use hearth_server::{app, AppState, EmbeddingSource, LoadSettings, LocalModels, ServerOptions};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -16,6 +17,19 @@ use tower::ServiceExt;
 const EMBEDDER: &str = "tiny-bert";
 /// The name the tiny Qwen3 embedding fixture is served under, as an installed model would be.
 const QWEN3_EMBEDDER: &str = "Qwen3-Embedding-0.6B";
+
+/// The home the models open in: a model on the processor reads nothing there, so its folders
+/// are never created.
+fn home() -> Home {
+    let unused = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-tests-home");
+    Home {
+        data_dir: unused.join("data"),
+        config_dir: unused.join("config"),
+        state_dir: unused.join("state"),
+        builtin: None,
+        system_root: "/".into(),
+    }
+}
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,14 +39,14 @@ fn fixture(name: &str) -> PathBuf {
 
 fn state_with(embedding_models: Vec<EmbeddingSource>) -> AppState {
     let models = LocalModels::new(
+        home(),
         vec![LocalModel {
             name: "tiny-qwen3".into(),
-            dir: fixture("tiny-qwen3"),
-            sha256: None,
+            ..LocalModel::folder(fixture("tiny-qwen3"))
         }],
-        LoadOptions {
+        LoadSettings {
             context_length: Some(64),
-            ..LoadOptions::default()
+            ..LoadSettings::default()
         },
     );
     AppState::on_demand(

@@ -8,13 +8,26 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use hearth_engine::LoadOptions;
-use hearth_server::{app, AppState, LocalModel, LocalModels, ServerOptions};
+use hearth_app::{Home, LocalModel};
+use hearth_server::{app, AppState, LoadSettings, LocalModels, ServerOptions};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
 const MODEL: &str = "tiny-qwen3";
+
+/// The home the models open in: a model on the processor reads nothing there, so its folders
+/// are never created.
+fn home() -> Home {
+    let unused = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-tests-home");
+    Home {
+        data_dir: unused.join("data"),
+        config_dir: unused.join("config"),
+        state_dir: unused.join("state"),
+        builtin: None,
+        system_root: "/".into(),
+    }
+}
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-qwen3")
@@ -22,14 +35,14 @@ fn fixture_dir() -> PathBuf {
 
 fn state_with(options: ServerOptions) -> AppState {
     let models = LocalModels::new(
+        home(),
         vec![LocalModel {
             name: MODEL.into(),
-            dir: fixture_dir(),
-            sha256: None,
+            ..LocalModel::folder(fixture_dir())
         }],
-        LoadOptions {
+        LoadSettings {
             context_length: Some(64),
-            ..LoadOptions::default()
+            ..LoadSettings::default()
         },
     );
     AppState::on_demand(models, options)
@@ -502,13 +515,13 @@ async fn another_model_replaces_the_loaded_one_and_v1_models_lists_both() {
     // The same fixture under two names: two models as far as the server knows.
     let model = |name: &str| LocalModel {
         name: name.into(),
-        dir: fixture_dir(),
-        sha256: None,
+        ..LocalModel::folder(fixture_dir())
     };
     let state = AppState::on_demand(
         LocalModels::new(
+            home(),
             vec![model("first"), model("second")],
-            LoadOptions::default(),
+            LoadSettings::default(),
         ),
         ServerOptions::default(),
     );

@@ -42,9 +42,9 @@ fn open(app: &App, name: &str) {
         backends: Vec::new(),
         selftest: None,
     };
-    let session = Session::open(&app.home, &model, BackendKind::Cpu, OpenOptions::default())
+    let session = Session::open(app.home(), &model, BackendKind::Cpu, OpenOptions::default())
         .expect("the fixture opens on the processor");
-    *app.model.lock().unwrap() = Some(session);
+    *app.model_slot().lock().unwrap() = Some(session);
 }
 
 fn address(url: &str) -> SocketAddr {
@@ -100,7 +100,8 @@ fn other_apps_get_the_model_the_app_has_open_while_the_switch_is_on() {
     let (code, body) = exchange(addr, &ollama_chat("tiny-qwen3"));
     assert_eq!(code, 200, "{body}");
     {
-        let _answering = app.model.lock().unwrap();
+        let slot = app.model_slot();
+        let _answering = slot.lock().unwrap();
         let (code, body) = exchange(addr, &ollama_chat("tiny-qwen3"));
         assert_eq!(code, 503, "the app is answering: {body}");
         assert_eq!(
@@ -121,7 +122,7 @@ fn other_apps_get_the_model_the_app_has_open_while_the_switch_is_on() {
     let off = sharing.stop();
     assert!(!off.on && off.url.is_none());
     assert!(TcpListener::bind(addr).is_ok(), "the port is free once off");
-    assert!(app.model.try_lock().is_ok(), "the app has its model back");
+    assert!(app.claim_model().is_ok(), "the app has its model back");
 }
 
 #[test]

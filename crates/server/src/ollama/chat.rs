@@ -8,44 +8,14 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hearth_chat::Input;
-use hearth_engine::{ChatMessage, Role};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use hearth_chat::{ChatMessage, Role};
+use hearth_wire::ollama::{ChatChunk, ChatRequest, Counters, Message, ReplyMessage};
+use serde_json::Value;
 
-use super::{created_at, metrics, ndjson_response, required_model, Common, Shape};
+use super::{created_at, done_only, metrics, ndjson_response, required_model, Shape};
 use crate::error::{AppError, OllamaError};
 use crate::state::{AppState, ModelRequest};
 use crate::worker::{self, Job};
-
-/// `POST /api/chat` body. Fields Hearth does not use are ignored.
-#[derive(Debug, Deserialize)]
-pub struct ChatRequest {
-    /// Model, stream, format, keep_alive, options, think.
-    #[serde(flatten)]
-    pub common: Common,
-    /// The conversation; none only loads (or with `keep_alive: 0` unloads) the model.
-    #[serde(default)]
-    pub messages: Vec<Message>,
-    /// Tools the model may call: refused, Hearth's models do not call tools yet.
-    #[serde(default)]
-    pub tools: Option<Vec<Value>>,
-}
-
-/// One message.
-#[derive(Debug, Deserialize)]
-pub struct Message {
-    /// `system`, `user` or `assistant` (`tool` is refused).
-    pub role: String,
-    /// Its text.
-    #[serde(default)]
-    pub content: String,
-    /// Images: refused, Hearth's models read text only.
-    #[serde(default)]
-    pub images: Option<Vec<Value>>,
-    /// Tool calls of an earlier answer: refused with tools.
-    #[serde(default)]
-    pub tool_calls: Option<Vec<Value>>,
-}
 
 /// `POST /api/chat`.
 pub async fn chat(
@@ -57,7 +27,7 @@ pub async fn chat(
         worker::parse_body(body, &state, "a chat request", "'model' and 'messages'")?;
     let name = required_model(request.common.model.as_deref())?.to_owned();
     let entry = state.entry(&name)?;
-    let mapped = request.common.map(worker::random_u64())?;
+    let mapped = super::map(&request.common, worker::random_u64())?;
     state.check_context(&entry, mapped.num_ctx)?;
     if request.tools.as_ref().is_some_and(|t| !t.is_empty()) {
         return Err(AppError::bad_field(
@@ -70,7 +40,7 @@ pub async fn chat(
         .messages
         .into_iter()
         .enumerate()
-        .map(|(i, m)| m.into_chat_message(i))
+        .map(|(i, m)| chat_message(m, i))
         .collect::<Result<Vec<_>, _>>()?;
     let model = ModelRequest {
         name: entry.name,
@@ -79,7 +49,7 @@ pub async fn chat(
     };
     let permit = state.admit()?;
     if messages.is_empty() {
-        let reason = super::generate::load_or_unload(&state, permit, model).await?;
+        let reason = super::load_or_unload(&state, permit, model).await?;
         return Ok(Json(last(&name, "", done_only(reason))).into_response());
     }
     let job = Job {
@@ -101,62 +71,54 @@ pub async fn chat(
 const SHAPE: Shape = Shape { piece, last };
 
 fn piece(model: &str, text: &str) -> Value {
-    json!({
-        "model": model,
-        "created_at": created_at(),
-        "message": { "role": "assistant", "content": text },
-        "done": false,
+    chunk(model, text, None)
+}
+
+fn last(model: &str, text: &str, counters: Counters) -> Value {
+    chunk(model, text, Some(counters))
+}
+
+fn chunk(model: &str, text: &str, counters: Option<Counters>) -> Value {
+    let done = counters.is_some();
+    super::to_value(&ChatChunk {
+        model: model.to_owned(),
+        created_at: created_at(),
+        message: ReplyMessage {
+            role: "assistant",
+            content: text.to_owned(),
+        },
+        done,
+        counters,
     })
 }
 
-fn last(model: &str, text: &str, counters: Map<String, Value>) -> Value {
-    let mut value = json!({
-        "model": model,
-        "created_at": created_at(),
-        "message": { "role": "assistant", "content": text },
-        "done": true,
-    });
-    if let Value::Object(map) = &mut value {
-        map.extend(counters);
-    }
-    value
-}
-
-/// The counters of a request that only loaded or unloaded: just the reason.
-pub(crate) fn done_only(reason: &str) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert("done_reason".into(), json!(reason));
-    map
-}
-
-impl Message {
-    fn into_chat_message(self, index: usize) -> Result<ChatMessage, AppError> {
-        let role = match self.role.as_str() {
-            "system" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            other => {
-                return Err(AppError::bad_field(
-                    "messages",
-                    format!(
-                        "message {index} has role '{other}'; Hearth understands system, user \
-                         and assistant (no tools)"
-                    ),
-                ))
-            }
-        };
-        if self.images.as_ref().is_some_and(|i| !i.is_empty()) {
+/// One of Ollama's messages as Hearth's, refusing what Hearth's models cannot read.
+fn chat_message(message: Message, index: usize) -> Result<ChatMessage, AppError> {
+    let role = match message.role.as_str() {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        other => {
             return Err(AppError::bad_field(
                 "messages",
-                format!("message {index} has images; Hearth's models read text only"),
-            ));
+                format!(
+                    "message {index} has role '{other}'; Hearth understands system, user \
+                     and assistant (no tools)"
+                ),
+            ))
         }
-        if self.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) {
-            return Err(AppError::bad_field(
-                "messages",
-                format!("message {index} has tool_calls; Hearth's models do not call tools yet"),
-            ));
-        }
-        Ok(ChatMessage::new(role, self.content))
+    };
+    if message.images.as_ref().is_some_and(|i| !i.is_empty()) {
+        return Err(AppError::bad_field(
+            "messages",
+            format!("message {index} has images; Hearth's models read text only"),
+        ));
     }
+    if message.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) {
+        return Err(AppError::bad_field(
+            "messages",
+            format!("message {index} has tool_calls; Hearth's models do not call tools yet"),
+        ));
+    }
+    Ok(ChatMessage::new(role, message.content))
 }

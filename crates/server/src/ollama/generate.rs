@@ -9,45 +9,16 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hearth_chat::Input;
-use hearth_engine::{ChatMessage, Role};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use tokio::sync::OwnedSemaphorePermit;
+use hearth_chat::{ChatMessage, Role};
+use hearth_wire::ollama::{Counters, GenerateChunk, GenerateRequest};
+use serde_json::Value;
 
-use super::chat::done_only;
-use super::{created_at, metrics, ndjson_response, required_model, Common, Shape};
+use super::{
+    created_at, done_only, load_or_unload, metrics, ndjson_response, required_model, Shape,
+};
 use crate::error::{AppError, OllamaError};
 use crate::state::{AppState, ModelRequest};
 use crate::worker::{self, Job};
-
-/// `POST /api/generate` body. Fields Hearth does not use are ignored.
-#[derive(Debug, Deserialize)]
-pub struct GenerateRequest {
-    /// Model, stream, format, keep_alive, options, think.
-    #[serde(flatten)]
-    pub common: Common,
-    /// The prompt; empty only loads (or with `keep_alive: 0` unloads) the model.
-    #[serde(default)]
-    pub prompt: String,
-    /// A system message put before the prompt.
-    #[serde(default)]
-    pub system: String,
-    /// Continue the prompt as it is, without the chat template.
-    #[serde(default)]
-    pub raw: bool,
-    /// Text after the answer (fill-in-the-middle): refused.
-    #[serde(default)]
-    pub suffix: String,
-    /// A template of the request's own: refused, the model's own template is used.
-    #[serde(default)]
-    pub template: String,
-    /// Token ids of an earlier answer (deprecated by Ollama): refused.
-    #[serde(default)]
-    pub context: Vec<Value>,
-    /// Images: refused, Hearth's models read text only.
-    #[serde(default)]
-    pub images: Vec<Value>,
-}
 
 /// `POST /api/generate`.
 pub async fn generate(
@@ -59,9 +30,9 @@ pub async fn generate(
         worker::parse_body(body, &state, "a generate request", "'model' and 'prompt'")?;
     let name = required_model(request.common.model.as_deref())?.to_owned();
     let entry = state.entry(&name)?;
-    let mapped = request.common.map(worker::random_u64())?;
+    let mapped = super::map(&request.common, worker::random_u64())?;
     state.check_context(&entry, mapped.num_ctx)?;
-    let input = request.input()?;
+    let input = input(&request)?;
     let model = ModelRequest {
         name: entry.name,
         num_ctx: mapped.num_ctx,
@@ -88,98 +59,72 @@ pub async fn generate(
     }
 }
 
-impl GenerateRequest {
-    /// What to continue; None for an empty prompt (load or unload only).
-    fn input(&self) -> Result<Option<Input>, AppError> {
-        let refuse = |field: &'static str, why: &str| Err(AppError::bad_field(field, why));
-        if !self.images.is_empty() {
-            return refuse(
-                "images",
-                "images are not supported: Hearth's models read text only",
-            );
-        }
-        if !self.suffix.is_empty() {
-            return refuse(
-                "suffix",
-                "'suffix' (fill in the middle) is not supported by Hearth's models",
-            );
-        }
-        if !self.template.is_empty() {
-            return refuse(
-                "template",
-                "'template' is not supported: Hearth renders every prompt with the model's own \
-                 chat template; use raw: true to send a prompt already formatted",
-            );
-        }
-        if !self.context.is_empty() {
-            return refuse(
-                "context",
-                "'context' (deprecated by Ollama) is not supported: send the conversation to \
-                 /api/chat instead",
-            );
-        }
-        if self.prompt.is_empty() {
-            return Ok(None);
-        }
-        if self.raw {
-            if !self.system.is_empty() {
-                return refuse(
-                    "system",
-                    "raw mode does not support template, system, or context",
-                );
-            }
-            return Ok(Some(Input::Raw(self.prompt.clone())));
-        }
-        let mut messages = Vec::new();
-        if !self.system.is_empty() {
-            messages.push(ChatMessage::new(Role::System, self.system.clone()));
-        }
-        messages.push(ChatMessage::new(Role::User, self.prompt.clone()));
-        Ok(Some(Input::Chat(messages)))
+/// What to continue; None for an empty prompt (load or unload only).
+fn input(request: &GenerateRequest) -> Result<Option<Input>, AppError> {
+    let refuse = |field: &'static str, why: &str| Err(AppError::bad_field(field, why));
+    if !request.images.is_empty() {
+        return refuse(
+            "images",
+            "images are not supported: Hearth's models read text only",
+        );
     }
-}
-
-/// Loads the model (or with `keep_alive: 0` unloads it) without generating, as Ollama does for
-/// an empty prompt; Ollama's `done_reason` for it: `load` when the model is loaded afterwards
-/// (a pinned backend stays), else `unload`.
-pub(crate) async fn load_or_unload(
-    state: &AppState,
-    permit: OwnedSemaphorePermit,
-    model: ModelRequest,
-) -> Result<&'static str, AppError> {
-    let state = state.clone();
-    let loaded = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        state.load_or_unload(&model)
-    })
-    .await
-    .map_err(|e| {
-        tracing::error!("loading failed: {e}");
-        AppError::Internal
-    })??;
-    Ok(if loaded { "load" } else { "unload" })
+    if !request.suffix.is_empty() {
+        return refuse(
+            "suffix",
+            "'suffix' (fill in the middle) is not supported by Hearth's models",
+        );
+    }
+    if !request.template.is_empty() {
+        return refuse(
+            "template",
+            "'template' is not supported: Hearth renders every prompt with the model's own \
+             chat template; use raw: true to send a prompt already formatted",
+        );
+    }
+    if !request.context.is_empty() {
+        return refuse(
+            "context",
+            "'context' (deprecated by Ollama) is not supported: send the conversation to \
+             /api/chat instead",
+        );
+    }
+    if request.prompt.is_empty() {
+        return Ok(None);
+    }
+    if request.raw {
+        if !request.system.is_empty() {
+            return refuse(
+                "system",
+                "raw mode does not support template, system, or context",
+            );
+        }
+        return Ok(Some(Input::Raw(request.prompt.clone())));
+    }
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(ChatMessage::new(Role::System, request.system.clone()));
+    }
+    messages.push(ChatMessage::new(Role::User, request.prompt.clone()));
+    Ok(Some(Input::Chat(messages)))
 }
 
 const SHAPE: Shape = Shape { piece, last };
 
 fn piece(model: &str, text: &str) -> Value {
-    json!({
-        "model": model,
-        "created_at": created_at(),
-        "response": text,
-        "done": false,
-    })
+    chunk(model, text, None)
 }
 
-fn last(model: &str, text: &str, counters: Map<String, Value>) -> Value {
-    let mut value = json!({
-        "model": model,
-        "created_at": created_at(),
-        "response": text,
-        "done": true,
-    });
-    if let Value::Object(map) = &mut value {
-        map.extend(counters);
-    }
-    value
+fn last(model: &str, text: &str, counters: Counters) -> Value {
+    chunk(model, text, Some(counters))
+}
+
+fn chunk(model: &str, text: &str, counters: Option<Counters>) -> Value {
+    let done = counters.is_some();
+    super::to_value(&GenerateChunk {
+        model: model.to_owned(),
+        created_at: created_at(),
+        response: text.to_owned(),
+        done,
+        counters,
+    })
 }

@@ -20,14 +20,14 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use hearth_chat::Receipt;
-use hearth_engine::{ChatOptions, ResponseFormat, SamplingParams};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use hearth_chat::{ChatOptions, ResponseFormat, SamplingParams};
+use hearth_wire::ollama::{Common, Counters};
+use serde_json::Value;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::catalog::rfc3339;
 use crate::error::{Api, AppError};
-use crate::keep_alive::KeepAlive;
+use crate::state::{AppState, ModelRequest};
 use crate::worker::{nanos, nanos_of_secs, Finished, Progress};
 
 /// Options Ollama accepts that Hearth reads but that change nothing here (the engine picks its
@@ -55,29 +55,6 @@ const IGNORED_OPTIONS: &[&str] = &[
     "draft_num_predict",
 ];
 
-/// The fields `/api/chat` and `/api/generate` share.
-#[derive(Debug, Deserialize)]
-pub struct Common {
-    /// The model's name (required by Ollama).
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Stream newline-delimited JSON (the default) or answer with one object.
-    #[serde(default)]
-    pub stream: Option<bool>,
-    /// `"json"` or a JSON schema.
-    #[serde(default)]
-    pub format: Option<Value>,
-    /// How long the model stays loaded afterwards.
-    #[serde(default)]
-    pub keep_alive: Option<KeepAlive>,
-    /// Model parameters (`temperature`, `num_predict`, `num_ctx`, ...).
-    #[serde(default)]
-    pub options: Option<Map<String, Value>>,
-    /// Thinking: `true`/`false` (passed to the chat template), or a level (refused).
-    #[serde(default)]
-    pub think: Option<Value>,
-}
-
 /// `options` and the other common fields, checked and mapped onto Hearth's settings.
 #[derive(Debug)]
 pub struct Mapped {
@@ -91,80 +68,78 @@ pub struct Mapped {
     pub stream: bool,
 }
 
-impl Common {
-    /// Checks the fields and maps them; `default_seed` is used when `options.seed` is absent
-    /// or negative (Ollama's "random").
-    pub fn map(&self, default_seed: u64) -> Result<Mapped, AppError> {
-        let mut options = ChatOptions {
-            format: response_format(self.format.as_ref())?,
-            // Ollama's default num_predict is -1: until the model ends or the context fills.
-            max_tokens: usize::MAX,
-            enable_thinking: think(self.think.as_ref())?,
-            ..ChatOptions::default()
-        };
-        let mut sampling = SamplingParams {
-            seed: default_seed,
-            ..SamplingParams::default()
-        };
-        let mut stops = Vec::new();
-        let mut num_ctx = None;
-        for (key, value) in self.options.iter().flatten() {
-            match key.as_str() {
-                "temperature" => sampling.temperature = float(key, value)?,
-                "top_p" => sampling.top_p = float(key, value)?,
-                "min_p" => sampling.min_p = float(key, value)?,
-                "repeat_penalty" => sampling.repetition_penalty = float(key, value)?,
-                "top_k" => {
-                    sampling.top_k = usize::try_from(integer(key, value)?).map_err(|_| {
-                        AppError::bad_request("option 'top_k' must be 0 (all tokens) or more")
-                    })?
-                }
-                "seed" => {
-                    let seed = integer(key, value)?;
-                    if seed >= 0 {
-                        sampling.seed = seed as u64;
-                    }
-                }
-                "num_predict" => {
-                    options.max_tokens = match integer(key, value)? {
-                        // -1: no limit; -2: fill the context. Both end at the context here.
-                        -1 | -2 => usize::MAX,
-                        n if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
-                        n => {
-                            return Err(AppError::bad_request(format!(
-                                "option 'num_predict' is {n}; use at least 1, or -1 for no limit"
-                            )))
-                        }
-                    }
-                }
-                "num_ctx" => {
-                    let n = integer(key, value)?;
-                    if n < 1 {
-                        return Err(AppError::bad_request(format!(
-                            "option 'num_ctx' is {n}; use at least 1"
-                        )));
-                    }
-                    num_ctx = Some(usize::try_from(n).unwrap_or(usize::MAX));
-                }
-                "stop" => stops = strings(key, value)?,
-                known if IGNORED_OPTIONS.contains(&known) => {}
-                unknown => {
-                    // As Ollama: an unknown option is logged and ignored.
-                    tracing::warn!(option = unknown, "invalid option provided; ignored");
+/// Checks the common fields and maps them; `default_seed` is used when `options.seed` is
+/// absent or negative (Ollama's "random").
+pub fn map(common: &Common, default_seed: u64) -> Result<Mapped, AppError> {
+    let mut options = ChatOptions {
+        format: response_format(common.format.as_ref())?,
+        // Ollama's default num_predict is -1: until the model ends or the context fills.
+        max_tokens: usize::MAX,
+        enable_thinking: think(common.think.as_ref())?,
+        ..ChatOptions::default()
+    };
+    let mut sampling = SamplingParams {
+        seed: default_seed,
+        ..SamplingParams::default()
+    };
+    let mut stops = Vec::new();
+    let mut num_ctx = None;
+    for (key, value) in common.options.iter().flatten() {
+        match key.as_str() {
+            "temperature" => sampling.temperature = float(key, value)?,
+            "top_p" => sampling.top_p = float(key, value)?,
+            "min_p" => sampling.min_p = float(key, value)?,
+            "repeat_penalty" => sampling.repetition_penalty = float(key, value)?,
+            "top_k" => {
+                sampling.top_k = usize::try_from(integer(key, value)?).map_err(|_| {
+                    AppError::bad_request("option 'top_k' must be 0 (all tokens) or more")
+                })?
+            }
+            "seed" => {
+                let seed = integer(key, value)?;
+                if seed >= 0 {
+                    sampling.seed = seed as u64;
                 }
             }
+            "num_predict" => {
+                options.max_tokens = match integer(key, value)? {
+                    // -1: no limit; -2: fill the context. Both end at the context here.
+                    -1 | -2 => usize::MAX,
+                    n if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+                    n => {
+                        return Err(AppError::bad_request(format!(
+                            "option 'num_predict' is {n}; use at least 1, or -1 for no limit"
+                        )))
+                    }
+                }
+            }
+            "num_ctx" => {
+                let n = integer(key, value)?;
+                if n < 1 {
+                    return Err(AppError::bad_request(format!(
+                        "option 'num_ctx' is {n}; use at least 1"
+                    )));
+                }
+                num_ctx = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            "stop" => stops = strings(key, value)?,
+            known if IGNORED_OPTIONS.contains(&known) => {}
+            unknown => {
+                // As Ollama: an unknown option is logged and ignored.
+                tracing::warn!(option = unknown, "invalid option provided; ignored");
+            }
         }
-        sampling
-            .validate()
-            .map_err(|e| AppError::bad_request(format!("invalid options: {e}")))?;
-        options.sampling = sampling;
-        Ok(Mapped {
-            options,
-            stops,
-            num_ctx,
-            stream: self.stream.unwrap_or(true),
-        })
     }
+    sampling
+        .validate()
+        .map_err(|e| AppError::bad_request(format!("invalid options: {e}")))?;
+    options.sampling = sampling;
+    Ok(Mapped {
+        options,
+        stops,
+        num_ctx,
+        stream: common.stream.unwrap_or(true),
+    })
 }
 
 /// `format`: `"json"` for any JSON object, or a JSON schema the answer must match (checked
@@ -243,33 +218,59 @@ pub(crate) fn required_model(model: Option<&str>) -> Result<&str, AppError> {
     }
 }
 
-/// Ollama's counters and durations (nanoseconds) for a finished answer, merged into the final
-/// object of a stream or the one object of a plain answer.
-pub(crate) fn metrics(finished: &Finished, started: Instant) -> Map<String, Value> {
+/// Ollama's counters and durations (nanoseconds) for a finished answer, on the final object
+/// of a stream or the one object of a plain answer.
+pub(crate) fn metrics(finished: &Finished, started: Instant) -> Counters {
     let receipt: &Receipt = &finished.answer.receipt;
     let prefill_secs = receipt
         .backend_timings
         .as_ref()
         .and_then(|t| t.prefill_secs)
         .unwrap_or(receipt.ttft_secs);
-    let mut map = Map::new();
-    map.insert(
-        "done_reason".into(),
-        json!(finished.answer.stop.finish_reason()),
-    );
-    map.insert("total_duration".into(), json!(nanos(started.elapsed())));
-    map.insert("load_duration".into(), json!(nanos(finished.load)));
-    map.insert("prompt_eval_count".into(), json!(receipt.prompt_tokens));
-    map.insert(
-        "prompt_eval_duration".into(),
-        json!(nanos_of_secs(prefill_secs)),
-    );
-    map.insert("eval_count".into(), json!(receipt.generated_tokens));
-    map.insert(
-        "eval_duration".into(),
-        json!(nanos_of_secs(receipt.decode_secs)),
-    );
-    map
+    Counters {
+        done_reason: finished.answer.stop.finish_reason().to_string(),
+        total_duration: Some(nanos(started.elapsed())),
+        load_duration: Some(nanos(finished.load)),
+        prompt_eval_count: Some(receipt.prompt_tokens),
+        prompt_eval_duration: Some(nanos_of_secs(prefill_secs)),
+        eval_count: Some(receipt.generated_tokens),
+        eval_duration: Some(nanos_of_secs(receipt.decode_secs)),
+    }
+}
+
+/// The counters of a request that only loaded or unloaded: just the reason.
+pub(crate) fn done_only(reason: &str) -> Counters {
+    Counters {
+        done_reason: reason.to_string(),
+        ..Counters::default()
+    }
+}
+
+/// Loads the model (or with `keep_alive: 0` unloads it) without generating, as Ollama does for
+/// an empty prompt; Ollama's `done_reason` for it: `load` when the model is loaded afterwards
+/// (a pinned backend stays), else `unload`.
+pub(crate) async fn load_or_unload(
+    state: &AppState,
+    permit: OwnedSemaphorePermit,
+    model: ModelRequest,
+) -> Result<&'static str, AppError> {
+    let state = state.clone();
+    let loaded = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        state.load_or_unload(&model)
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!("loading failed: {e}");
+        AppError::Internal
+    })??;
+    Ok(if loaded { "load" } else { "unload" })
+}
+
+/// A wire reply as the JSON value a stream line or a whole answer is written from. Ollama's
+/// reply types hold only strings, numbers, lists and string-keyed maps, which always serialize.
+pub(crate) fn to_value(reply: &impl serde::Serialize) -> Value {
+    serde_json::to_value(reply).expect("an Ollama reply serializes")
 }
 
 /// `created_at` now.
@@ -283,7 +284,7 @@ pub(crate) struct Shape {
     pub piece: fn(&str, &str) -> Value,
     /// The last object (`done: true`) from the model's name, the whole text (empty when
     /// streamed) and the counters.
-    pub last: fn(&str, &str, Map<String, Value>) -> Value,
+    pub last: fn(&str, &str, Counters) -> Value,
 }
 
 /// The newline-delimited JSON stream of an answer: one object per piece, then the last with
@@ -358,19 +359,22 @@ pub(crate) fn ndjson_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn common(json: Value) -> Common {
+    fn common_of(json: Value) -> Common {
         serde_json::from_value(json).expect("valid fields")
     }
 
     #[test]
     fn options_map_onto_hearths_sampling() {
-        let m = common(json!({"options": {
-            "temperature": 0, "top_k": 5, "top_p": 0.5, "min_p": 0.1, "repeat_penalty": 1.1,
-            "seed": 42, "num_predict": 7, "num_ctx": 64, "stop": ["x"], "num_thread": 8,
-            "made_up": 1
-        }}))
-        .map(1)
+        let m = map(
+            &common_of(json!({"options": {
+                "temperature": 0, "top_k": 5, "top_p": 0.5, "min_p": 0.1, "repeat_penalty": 1.1,
+                "seed": 42, "num_predict": 7, "num_ctx": 64, "stop": ["x"], "num_thread": 8,
+                "made_up": 1
+            }})),
+            1,
+        )
         .unwrap();
         let s = &m.options.sampling;
         assert_eq!(
@@ -386,9 +390,11 @@ mod tests {
 
     #[test]
     fn defaults_follow_ollama_where_hearth_can() {
-        let m = common(json!({"stream": false, "options": {"seed": -1, "num_predict": -1}}))
-            .map(9)
-            .unwrap();
+        let m = map(
+            &common_of(json!({"stream": false, "options": {"seed": -1, "num_predict": -1}})),
+            9,
+        )
+        .unwrap();
         assert!(!m.stream);
         assert_eq!(m.options.sampling.seed, 9, "a negative seed is random");
         assert_eq!(m.options.max_tokens, usize::MAX, "-1 is no limit");
@@ -406,7 +412,7 @@ mod tests {
             (json!({"num_ctx": 1.5}), "'num_ctx' must be an integer"),
             (json!({"stop": [1]}), "'stop' must be a list of strings"),
         ] {
-            let err = common(json!({ "options": options })).map(0).unwrap_err();
+            let err = map(&common_of(json!({ "options": options })), 0).unwrap_err();
             assert_eq!(err.status(), 400);
             assert!(err.message().contains(says), "{}", err.message());
         }
@@ -415,19 +421,18 @@ mod tests {
     #[test]
     fn think_levels_and_bad_formats_are_refused_and_json_formats_map() {
         assert_eq!(
-            common(json!({"think": true}))
-                .map(0)
+            map(&common_of(json!({"think": true})), 0)
                 .unwrap()
                 .options
                 .enable_thinking,
             Some(true)
         );
-        assert!(common(json!({"think": "high"})).map(0).is_err());
-        assert!(common(json!({"format": 3})).map(0).is_err());
-        let json_mode = common(json!({"format": "json"})).map(0).unwrap();
+        assert!(map(&common_of(json!({"think": "high"})), 0).is_err());
+        assert!(map(&common_of(json!({"format": 3})), 0).is_err());
+        let json_mode = map(&common_of(json!({"format": "json"})), 0).unwrap();
         assert_eq!(json_mode.options.format, ResponseFormat::JsonObject);
         let schema = json!({"type": "object", "properties": {"age": {"type": "integer"}}});
-        let with_schema = common(json!({ "format": schema })).map(0).unwrap();
+        let with_schema = map(&common_of(json!({ "format": schema })), 0).unwrap();
         assert_eq!(
             with_schema.options.format,
             ResponseFormat::JsonSchema(schema)

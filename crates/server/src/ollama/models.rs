@@ -8,9 +8,9 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
-use hearth_engine::SamplingParams;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use hearth_chat::SamplingParams;
+use hearth_wire::ollama::{ListedModel, ModelList, RunningModel, ShowReply, ShowRequest, Version};
+use serde_json::json;
 
 use super::required_model;
 use crate::catalog::{rfc3339, ModelEntry};
@@ -19,27 +19,25 @@ use crate::state::AppState;
 use crate::worker;
 
 /// `GET /api/tags`: every model the server can answer with.
-pub async fn tags(State(state): State<AppState>) -> Json<Value> {
-    let models: Vec<Value> = state
+pub async fn tags(State(state): State<AppState>) -> Json<ModelList<ListedModel>> {
+    let models = state
         .catalog()
         .iter()
-        .map(|entry| {
-            json!({
-                "name": entry.name,
-                "model": entry.name,
-                "modified_at": rfc3339(entry.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
-                "size": entry.size_bytes,
-                "digest": entry.digest.clone().unwrap_or_default(),
-                "details": entry.ollama_details(),
-            })
+        .map(|entry| ListedModel {
+            name: entry.name.clone(),
+            model: entry.name.clone(),
+            modified_at: rfc3339(entry.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+            size: entry.size_bytes,
+            digest: entry.digest.clone().unwrap_or_default(),
+            details: entry.ollama_details(None),
         })
         .collect();
-    Json(json!({ "models": models }))
+    Json(ModelList { models })
 }
 
 /// `GET /api/ps`: the model in memory, where it runs and when it will be unloaded.
-pub async fn ps(State(state): State<AppState>) -> Json<Value> {
-    let models: Vec<Value> = state
+pub async fn ps(State(state): State<AppState>) -> Json<ModelList<RunningModel>> {
+    let models = state
         .running()
         .into_iter()
         .map(|running| {
@@ -48,44 +46,32 @@ pub async fn ps(State(state): State<AppState>) -> Json<Value> {
                 || SystemTime::now() + Duration::from_secs(FOREVER_SECS),
                 AppState::wall_clock,
             );
-            let mut details = running.entry.ollama_details();
-            details["context_length"] = json!(running.info.context_length);
-            json!({
-                "name": running.entry.name,
-                "model": running.entry.name,
-                "size": running.entry.size_bytes,
-                "digest": running.entry.digest.clone().unwrap_or_default(),
-                "details": details,
-                "expires_at": rfc3339(expires),
-                "size_vram": 0,
-                "context_length": running.info.context_length,
-                "backend": running.info.kind,
-                "device": running.info.device,
-            })
+            let context = running.info.context_length;
+            RunningModel {
+                name: running.entry.name.clone(),
+                model: running.entry.name.clone(),
+                size: running.entry.size_bytes,
+                digest: running.entry.digest.clone().unwrap_or_default(),
+                details: running.entry.ollama_details(context),
+                expires_at: rfc3339(expires),
+                size_vram: 0,
+                context_length: context,
+                backend: running.info.kind.as_str().to_owned(),
+                device: running.info.device,
+            }
         })
         .collect();
-    Json(json!({ "models": models }))
+    Json(ModelList { models })
 }
 
 /// About 292 years, the longest keep-alive Ollama writes (`math.MaxInt64` nanoseconds).
 const FOREVER_SECS: u64 = i64::MAX as u64 / 1_000_000_000;
 
-/// `POST /api/show` body.
-#[derive(Debug, Deserialize)]
-pub struct ShowRequest {
-    /// The model's name.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Its older name for the same field.
-    #[serde(default)]
-    pub name: Option<String>,
-}
-
 /// `POST /api/show`: a model's family, context, parameters and chat template.
 pub async fn show(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, OllamaError> {
+) -> Result<Json<ShowReply>, OllamaError> {
     let request: ShowRequest = worker::parse_body(body, &state, "a show request", "'model'")?;
     let name = required_model(request.model.as_deref().or(request.name.as_deref()))?;
     let entry = state.entry(name)?;
@@ -97,7 +83,7 @@ pub async fn show(
     Ok(Json(show_body(&entry, context)))
 }
 
-fn show_body(entry: &ModelEntry, context: Option<usize>) -> Value {
+fn show_body(entry: &ModelEntry, context: Option<usize>) -> ShowReply {
     let defaults = SamplingParams::default();
     let mut parameters = String::new();
     if let Some(context) = context {
@@ -117,21 +103,21 @@ fn show_body(entry: &ModelEntry, context: Option<usize>) -> Value {
     if let Some(trained) = entry.trained_context {
         model_info.insert(format!("{family}.context_length"), json!(trained));
     }
-    let mut details = entry.ollama_details();
-    details["context_length"] = json!(context);
-    json!({
-        "modelfile": format!("# Hearth model {}\nFROM {}\n", entry.name, entry.name),
-        "parameters": parameters,
-        "template": entry.template.clone().unwrap_or_default(),
-        "details": details,
-        "model_info": model_info,
-        "capabilities": ["completion"],
-        "modified_at": rfc3339(entry.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
-        "backend": entry.kind,
-    })
+    ShowReply {
+        modelfile: format!("# Hearth model {}\nFROM {}\n", entry.name, entry.name),
+        parameters,
+        template: entry.template.clone().unwrap_or_default(),
+        details: entry.ollama_details(context),
+        model_info,
+        capabilities: vec!["completion".to_owned()],
+        modified_at: rfc3339(entry.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        backend: entry.kind.as_str().to_owned(),
+    }
 }
 
 /// `GET /api/version`: Hearth's version.
-pub async fn version() -> Json<Value> {
-    Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
+pub async fn version() -> Json<Version> {
+    Json(Version {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
 }
