@@ -244,10 +244,6 @@ pub enum Error {
     /// The committed catalog is malformed (a build problem, not a user one).
     #[error("hub: the built-in catalog is malformed: {0}")]
     Catalog(String),
-
-    /// No data folder could be found.
-    #[error("hub: cannot find where to keep models: neither XDG_DATA_HOME nor HOME is set to an absolute path. Set one of them")]
-    NoDataDir,
 }
 
 impl Error {

@@ -1,5 +1,6 @@
-//! The local model store: `$XDG_DATA_HOME/hearth/` with `models/<name>/` (installed models),
-//! `downloads/<name>/` (downloads in progress or paused) and `model_list.json` (the registry).
+//! The local model store in one data folder, which its caller names (the app keeps it in
+//! `$XDG_DATA_HOME/hearth/`): `models/<name>/` (installed models), `downloads/<name>/`
+//! (downloads in progress or paused) and `model_list.json` (the registry).
 //!
 //! A model becomes visible only by being registered, and it is registered only after its
 //! folder is complete and valid: the folder is moved into `models/` and the registry entry is
@@ -166,11 +167,6 @@ pub struct Store {
 }
 
 impl Store {
-    /// The store at `$XDG_DATA_HOME/hearth`, or `$HOME/.local/share/hearth`.
-    pub fn open_default() -> Result<Store> {
-        Ok(Store::at(data_home()?.join("hearth")))
-    }
-
     /// The store rooted at `root`.
     pub fn at(root: PathBuf) -> Store {
         Store {
@@ -730,18 +726,6 @@ fn foreign_folder_name(name: &str) -> Error {
     }
 }
 
-/// `$XDG_DATA_HOME`, or `$HOME/.local/share` (only absolute paths count, as the spec says).
-pub fn data_home() -> Result<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute("XDG_DATA_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local").join("share")))
-        .ok_or(Error::NoDataDir)
-}
-
 /// FastFlowLM details for a model outside the catalog. The family names FastFlowLM's engine:
 /// `llama3` runs the Llama architecture (MiniCPM5 included); Qwen3 models keep family `qwen3`
 /// only with Qwen's own vocabulary, since that engine hard-codes Qwen's token ids.
@@ -775,17 +759,4 @@ pub(crate) fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn data_home_prefers_absolute_xdg_data_home() {
-        // Only reads the variables; the value depends on the test environment.
-        if let Ok(home) = data_home() {
-            assert!(home.is_absolute());
-        }
-    }
 }
