@@ -1,12 +1,18 @@
-//! Matrix products: the one small type every weight matrix of the model goes through.
+//! Matrix products: [`Linear`], the one type every weight matrix of the model goes through.
 //!
-//! Changed by the kernels engineer (the public interface is unchanged): Q4_1 matrices now run
-//! the SIMD tile kernels of [`crate::cpu`] — activations quantized once per call to int8 blocks
-//! (so results differ from the f32 reference by that rounding, bounded in the tests below), row
-//! blocks of 32 rows split over the persistent thread pool, up to 8 tokens per pass over a
-//! tile. Q8 matrices (heads and embeddings imported from 8-bit GGUF weights) run the same way
-//! with the Q8 tile kernels. Dense matrices keep the plain per-row path, split over the pool too
-//! (same sums, same order per output).
+//! A matrix borrows its weights from the loaded file (or its huge-page copy) in the form they
+//! are stored: Q4_1 or Q8 tiles, or a dense float matrix. [`Linear::matmul`] computes
+//! `x W^T` for one or more tokens on the model's [`CpuContext`], at its kernel level:
+//! - tiles: the activations are quantized once per call to int8 blocks (so results differ from
+//!   the f32 reference by that rounding, bounded in the tests below), then the tile kernels of
+//!   [`crate::cpu`] run over row blocks of 32 rows split over the thread pool, up to 8 tokens
+//!   per pass, a prefill's whole groups of 8 through the interleaved batch kernel;
+//! - dense: each row converted to f32 and dotted with every token, rows split over the pool
+//!   (same sums, same order per output).
+//!
+//! [`Linear::matmul_shared_input`] runs matrices that read the same input (q, k and v; gate and
+//! up) in one run of the pool. [`Linear::row_f32`] reads one row, which is also how embeddings
+//! are looked up.
 
 use std::cell::RefCell;
 

@@ -1,6 +1,13 @@
-//! Model names and FastFlowLM tags: what a name may be (a folder name and FastFlowLM's `name`),
-//! what a tag `family:size` looks like, and the tag a model without one gets from its name. The
-//! catalog, the registry, the store and pulls all check names and tags here.
+//! Model names and FastFlowLM tags, the one place their rules live.
+//!
+//! - [`check_name`]: what a model's name may be. A name is both its folder under `models/` and
+//!   FastFlowLM's `name`, so it is never a path.
+//! - [`split_tag`]: a FastFlowLM tag `family:size`, or `None` when the text is not one.
+//! - [`derive_tag`]: the tag a model without one gets from its name.
+//!
+//! The catalog checks its entries here; the store every name it lists, imports, removes or
+//! discards a download of (a registry entry naming another folder is refused, never deleted);
+//! pulls and GGUF imports the name they write to; the registry splits a query's tag here.
 
 use crate::error::{Error, Result};
 
