@@ -6,15 +6,13 @@
 //! naming it, and kept until a request names another. Chat models do not embed: a request
 //! naming one is told which models do.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
-use hearth_app::documents::{EmbeddingModel, EngineEmbedding};
+use hearth_app::documents::EmbeddingModel;
 use hearth_wire::ollama::{EmbedReply, EmbedRequest, EmbeddingReply};
 use hearth_wire::openai::{
     self as wire, Embedding, EmbeddingInput, EmbeddingList, EmbeddingRequest, EmbeddingVector,
@@ -23,99 +21,6 @@ use hearth_wire::openai::{
 use crate::error::{AppError, OllamaError};
 use crate::state::AppState;
 use crate::worker;
-
-/// An embedding model a server answers with: the name requests use, and its folder (a BERT
-/// encoder, or a Qwen3 embedding model: `config.json`, weights, `tokenizer.json`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbeddingSource {
-    /// What requests name it (`"model"`), compared ignoring case and a `:latest` suffix.
-    pub name: String,
-    /// Its folder.
-    pub folder: PathBuf,
-}
-
-/// The server's embedding models; the one in use is loaded at its first request.
-pub(crate) struct EmbeddingModels {
-    sources: Vec<EmbeddingSource>,
-    /// The model loaded, by its served name.
-    loaded: Mutex<Option<(String, Arc<EngineEmbedding>)>>,
-}
-
-impl EmbeddingModels {
-    pub(crate) fn new(sources: Vec<EmbeddingSource>) -> Self {
-        EmbeddingModels {
-            sources,
-            loaded: Mutex::new(None),
-        }
-    }
-
-    /// The model `requested` names, loading it if needed in place of the one loaded (on this
-    /// thread: call it from a blocking one), its served name, and how long loading took.
-    fn get(
-        &self,
-        requested: &str,
-        state: &AppState,
-    ) -> Result<(Arc<EngineEmbedding>, String, Duration), AppError> {
-        let source = self.source(requested, state)?;
-        let name = source.name.clone();
-        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((loaded_name, embedder)) = loaded.as_ref() {
-            if *loaded_name == name {
-                return Ok((Arc::clone(embedder), name, Duration::ZERO));
-            }
-        }
-        // The model loaded before is let go first: two in memory could be 3 GB.
-        *loaded = None;
-        let started = Instant::now();
-        let embedder = EngineEmbedding::load(&source.folder, None).map_err(|e| {
-            tracing::error!(error = %e, model = %name, "the embedding model did not load");
-            AppError::LoadFailed {
-                model: name.clone(),
-                message: e.to_string(),
-            }
-        })?;
-        let embedder = Arc::new(embedder);
-        *loaded = Some((name.clone(), Arc::clone(&embedder)));
-        Ok((embedder, name, started.elapsed()))
-    }
-
-    /// The source `requested` names, or why none does (naming the embedding models there are).
-    fn source(&self, requested: &str, state: &AppState) -> Result<&EmbeddingSource, AppError> {
-        let wanted = requested.strip_suffix(":latest").unwrap_or(requested);
-        if let Some(source) = self
-            .sources
-            .iter()
-            .find(|s| s.name.eq_ignore_ascii_case(wanted))
-        {
-            return Ok(source);
-        }
-        let names = self
-            .sources
-            .iter()
-            .map(|s| format!("\"{}\"", s.name))
-            .collect::<Vec<_>>()
-            .join(", ");
-        if state.entry(requested).is_ok() {
-            let offer = if self.sources.is_empty() {
-                "this server has no embedding model (`hearth serve --embedding-model FOLDER` sets one)".to_owned()
-            } else {
-                format!("use an embedding model: {names}")
-            };
-            return Err(AppError::bad_field(
-                "model",
-                format!("\"{requested}\" is a chat model and does not make embeddings; {offer}"),
-            ));
-        }
-        Err(AppError::ModelNotFound {
-            requested: requested.to_owned(),
-            served: if self.sources.is_empty() {
-                "no embedding model (`hearth pull qwen3-embedding-0.6b` installs one)".to_owned()
-            } else {
-                format!("the embedding models {names}")
-            },
-        })
-    }
-}
 
 /// The texts of an `input` (one text or several, as both APIs accept them), or why there are
 /// none.
@@ -155,7 +60,8 @@ async fn embed_texts(
     let shared = state.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        let (embedder, model, load) = shared.embedding_model().get(&requested, &shared)?;
+        let is_chat_model = shared.entry(&requested).is_ok();
+        let (embedder, model, load) = shared.embedding_model().get(&requested, is_chat_model)?;
         if let Some(wanted) = dimensions {
             if wanted != embedder.dimension() {
                 return Err(AppError::bad_field(

@@ -33,6 +33,7 @@ mod catalog;
 mod chat;
 mod completions;
 mod connections;
+mod embedding_models;
 mod embeddings;
 mod error;
 mod guard;
@@ -56,7 +57,7 @@ use axum::routing::{get, post};
 use axum::{middleware, Router};
 
 pub use catalog::{LoadSettings, LocalModels};
-pub use embeddings::EmbeddingSource;
+pub use embedding_models::EmbeddingSource;
 pub use error::{Api, AppError, Error, OllamaError};
 pub use hearth_wire::{KeepAlive, DEFAULT_KEEP_ALIVE};
 pub use held::{HeldModel, Unavailable};

@@ -9,7 +9,7 @@ use hearth_chat::{Backend, BackendInfo, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::{LocalModels, ModelEntry};
-use crate::embeddings::{EmbeddingModels, EmbeddingSource};
+use crate::embedding_models::{EmbeddingModels, EmbeddingSource};
 use crate::error::{AppError, Error};
 use crate::held::{HeldModel, Unavailable};
 use hearth_wire::{KeepAlive, DEFAULT_KEEP_ALIVE};
