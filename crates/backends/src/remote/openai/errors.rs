@@ -109,6 +109,19 @@ impl OpenAiClient {
         }
     }
 
+    /// A stream that went on without text for longer than the read timeout.
+    pub(super) fn no_text_error(&self) -> BackendError {
+        self.failed(
+            FailureKind::Timeout,
+            format!(
+                "The server at {} sent no text for {}, only signs that it is still there. It \
+                 may be stuck; try again, or restart it.",
+                self.base_url,
+                Self::secs(self.options.read_timeout)
+            ),
+        )
+    }
+
     /// A reply with a status other than 200.
     pub(super) fn status_error(
         &self,
@@ -350,5 +363,108 @@ pub(super) fn server_words(body: &str, key: Option<&ApiKey>) -> Option<String> {
             None => Some(clean(body, key)),
         },
         Err(_) => Some(clean(body, key)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::openai::testing::{client, kind};
+
+    #[test]
+    fn transport_failures_map_to_kinds_and_plain_words() {
+        let c = client();
+        let io = |kind: std::io::ErrorKind, text: &str| {
+            ureq::Error::Io(std::io::Error::new(kind, text.to_owned()))
+        };
+        let cases = [
+            (
+                ureq::Error::Timeout(ureq::Timeout::Connect),
+                FailureKind::Timeout,
+                "did not accept a connection within 10 s",
+            ),
+            (
+                ureq::Error::Timeout(ureq::Timeout::PerRead),
+                FailureKind::Timeout,
+                "sent nothing back for 60 s",
+            ),
+            (
+                ureq::Error::HostNotFound,
+                FailureKind::Dns,
+                "does not resolve",
+            ),
+            (
+                io(
+                    std::io::ErrorKind::Other,
+                    "failed to lookup address information: Name or service not known",
+                ),
+                FailureKind::Dns,
+                "does not resolve",
+            ),
+            (
+                io(std::io::ErrorKind::ConnectionRefused, "refused"),
+                FailureKind::Refused,
+                "nothing is listening there",
+            ),
+            (
+                io(std::io::ErrorKind::ConnectionReset, "reset"),
+                FailureKind::Cut,
+                "closed the connection without answering",
+            ),
+            (
+                ureq::Error::Tls("bad certificate"),
+                FailureKind::Tls,
+                "(bad certificate)",
+            ),
+        ];
+        for (error, kind_wanted, words) in cases {
+            let e = c.request_error(error);
+            assert_eq!(kind(&e), kind_wanted, "{e}");
+            assert!(e.to_string().contains(words), "{e}");
+            assert!(e.to_string().contains("http://127.0.0.1:9"), "{e}");
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_kinds_and_plain_words() {
+        let c = client();
+        let mut headers = ureq::http::HeaderMap::new();
+        headers.insert("retry-after", "30".parse().unwrap());
+        headers.insert("location", "http://elsewhere:1/v1/models".parse().unwrap());
+        let cases = [
+            (401, FailureKind::Auth, "refused the API key (HTTP 401)"),
+            (403, FailureKind::Auth, "refused the API key (HTTP 403)"),
+            (404, FailureKind::ModelNotFound, "no model named \"m\""),
+            (429, FailureKind::Busy, "asks to wait 30 s"),
+            (503, FailureKind::Busy, "busy (HTTP 503)"),
+            (
+                307,
+                FailureKind::BadReply,
+                "to \"http://elsewhere:1/v1/models\"",
+            ),
+            (500, FailureKind::Server, "(HTTP 500): out of memory"),
+            (502, FailureKind::Server, "HTTP 502. It said: Bad Gateway"),
+        ];
+        for (status, kind_wanted, words) in cases {
+            let body = match status {
+                500 => r#"{"error":{"message":"out of memory"}}"#,
+                502 => "Bad Gateway",
+                _ => r#"{"error":"sk-SECRET is wrong"}"#,
+            };
+            let e = c.status_error(status, &headers, body, Some("m"));
+            assert_eq!(kind(&e), kind_wanted, "{status}: {e}");
+            assert!(e.to_string().contains(words), "{status}: {e}");
+            assert!(!e.to_string().contains("SECRET"), "{status}: {e}");
+        }
+        let e = c.status_error(429, &headers, "", None);
+        assert!(matches!(
+            e,
+            BackendError::Failed {
+                retry_after_secs: Some(30),
+                ..
+            }
+        ));
+        let e = c.status_error(404, &headers, "", None);
+        assert!(e.to_string().contains("has no /v1/models"), "{e}");
     }
 }

@@ -4,7 +4,7 @@ use hearth_engine::ChatMessage;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::remote::wire;
+use hearth_wire::openai as wire;
 
 /// One request for a streamed chat answer.
 #[derive(Debug, Clone, Default)]
@@ -122,4 +122,36 @@ struct Samplers {
     repeat_penalty: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     repetition_penalty: Option<f32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::openai::testing::request;
+
+    #[test]
+    fn request_body_leaves_out_unset_fields() {
+        let mut req = request();
+        req.temperature = Some(0.7);
+        req.repetition_penalty = Some(1.1);
+        let body: Value = serde_json::from_str(&req.body()).unwrap();
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["temperature"], 0.7);
+        assert_eq!(body["repeat_penalty"], 1.1);
+        assert_eq!(body["repetition_penalty"], 1.1);
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert!(body.get("top_p").is_none(), "no nulls: {body}");
+        assert!(body.get("seed").is_none());
+    }
+
+    #[test]
+    fn a_completion_body_has_the_prompt_in_place_of_messages() {
+        let mut req = request();
+        req.max_tokens = Some(5);
+        let body: Value = serde_json::from_str(&req.completion_body("Once upon")).unwrap();
+        assert_eq!(body["prompt"], "Once upon");
+        assert!(body.get("messages").is_none(), "{body}");
+        assert_eq!(body["max_tokens"], 5);
+        assert_eq!(body["stream"], true);
+    }
 }

@@ -15,7 +15,7 @@ use super::{
     DEFAULT_MAX_TOKENS, MAX_BYTES_PER_TOKEN, MAX_JSON_BODY,
 };
 use crate::remote::sse::{EventReader, Item, SseError};
-use crate::remote::wire::{Choice, Delta, Reply};
+use hearth_wire::openai::{Choice, Delta, Reply};
 
 /// What the worker reading an answer passes to the caller.
 pub(super) enum Piece {
@@ -384,4 +384,269 @@ impl<'c, 's, R: Read> Stream<'c, 's, R> {
 /// A reply's fields as the wire types read them; JSON that is not an object reads as empty.
 fn read_reply(value: &Value) -> Reply {
     Reply::deserialize(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::openai::testing::{client, kind, request};
+    use crate::remote::openai::MAX_EVENT_BYTES;
+
+    /// Reads `body` as a stream with `content_type`, collecting the text passed on.
+    fn read(
+        body: &str,
+        content_type: &str,
+        req: &ChatRequest,
+    ) -> (Result<StreamOutcome, BackendError>, Vec<String>) {
+        read_limited(body, content_type, req, MAX_EVENT_BYTES)
+    }
+
+    /// [`read`] with events of at most `max_event_bytes`. Empty pieces (keep-alives) are not
+    /// collected.
+    fn read_limited(
+        body: &str,
+        content_type: &str,
+        req: &ChatRequest,
+        max_event_bytes: usize,
+    ) -> (Result<StreamOutcome, BackendError>, Vec<String>) {
+        let client = client();
+        let mut pieces = Vec::new();
+        let mut sink = |t: &str| {
+            if !t.is_empty() {
+                pieces.push(t.to_owned());
+            }
+            ControlFlow::Continue(())
+        };
+        let reader = BufReader::new(body.as_bytes());
+        let result =
+            Stream::new(&client, req, reader, &mut sink, max_event_bytes).run(content_type);
+        (result, pieces)
+    }
+
+    #[test]
+    fn usage_in_the_last_chunk_with_null_timings() {
+        let body = concat!(
+            "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n",
+            ": keep-alive\n\n",
+            "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+            "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":null},\"finish_reason\":\"stop\"}],",
+            "\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":2,\"load_duration\":0.0,",
+            "\"prefill_duration_ttft\":0.21,\"prefill_speed_tps\":null,\"decoding_duration\":0.5,\"decoding_speed_tps\":40.5}}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        let out = out.unwrap();
+        assert_eq!(pieces, ["Hel", "lo"]);
+        assert_eq!(out.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(out.model.as_deref(), Some("m"));
+        assert_eq!(
+            out.usage,
+            Some(ServerUsage {
+                prompt_tokens: Some(12),
+                completion_tokens: Some(2)
+            })
+        );
+        assert_eq!(out.timings.prefill_secs, Some(0.21));
+        assert_eq!(out.timings.prefill_tokens_per_s, None);
+        assert_eq!(out.timings.decode_tokens_per_s, Some(40.5));
+        assert_eq!(out.timings.load_secs, Some(0.0));
+    }
+
+    #[test]
+    fn llama_cpp_timings_are_read() {
+        let body = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"prompt_n\":5,\"prompt_ms\":250.0,\"prompt_per_second\":20.0,\"predicted_ms\":1000.0,\"predicted_per_second\":9.5}}\r\n\r\ndata: [DONE]\r\n\r\n";
+        let (out, _) = read(body, "text/event-stream", &request());
+        let out = out.unwrap();
+        assert_eq!(out.finish_reason.as_deref(), Some("length"));
+        assert_eq!(out.timings.prefill_secs, Some(0.25));
+        assert_eq!(out.timings.decode_secs, Some(1.0));
+        assert_eq!(out.timings.decode_tokens_per_s, Some(9.5));
+        assert_eq!(out.usage, None);
+    }
+
+    #[test]
+    fn reasoning_is_wrapped_in_think_tags() {
+        let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\" ok\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Yes\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        out.unwrap();
+        assert_eq!(pieces.concat(), "<think>hmm ok</think>Yes");
+        // Reasoning only, then the end: the tag is still closed.
+        let body = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"x\"}}]}\n\ndata: [DONE]\n\n";
+        let (_, pieces) = read(body, "text/event-stream", &request());
+        assert_eq!(pieces.concat(), "<think>x</think>");
+    }
+
+    #[test]
+    fn an_error_with_status_200_is_an_error() {
+        let (out, _) = read(
+            "{\"error\":\"Failed to load qwen3:1.7b model!\"}",
+            "application/json",
+            &request(),
+        );
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::Server);
+        assert!(e.to_string().contains("Failed to load"), "{e}");
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"boom sk-SECRET\",\"code\":500}}\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        let e = out.unwrap_err();
+        assert_eq!(pieces, ["a"]);
+        assert!(e.to_string().contains("boom <hidden>"), "{e}");
+    }
+
+    #[test]
+    fn a_stream_without_an_end_is_cut() {
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        assert_eq!(kind(&out.unwrap_err()), FailureKind::Cut);
+        assert_eq!(pieces, ["a"]);
+        // A finish_reason without [DONE] is a complete answer.
+        let body =
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n";
+        let (out, _) = read(body, "", &request());
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("stop"));
+        // Nothing at all: cut too, and said so.
+        let (out, _) = read("", "text/event-stream", &request());
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::Cut);
+        assert!(
+            e.to_string().contains("before any of the answer arrived"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn non_json_and_non_sse_are_bad_replies() {
+        for (body, ct) in [
+            ("<html>502 Bad Gateway</html>", "text/html"),
+            ("data: hello\n\n", "text/event-stream"),
+            ("{not json", "application/json"),
+            ("hello there\n\n", "text/event-stream"),
+        ] {
+            let (out, _) = read(body, ct, &request());
+            let e = out.unwrap_err();
+            assert_eq!(kind(&e), FailureKind::BadReply, "{body}: {e}");
+            assert!(e.to_string().contains("cannot read"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_whole_json_answer_is_accepted() {
+        let body = r#"{"model":"m","choices":[{"message":{"role":"assistant","content":"Hi!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
+        let (out, pieces) = read(body, "application/json", &request());
+        let out = out.unwrap();
+        assert_eq!(pieces, ["Hi!"]);
+        assert_eq!(out.usage.unwrap().completion_tokens, Some(2));
+    }
+
+    #[test]
+    fn completion_text_pieces_are_read_streamed_or_whole() {
+        let body =
+            "data: {\"model\":\"m\",\"choices\":[{\"text\":\"Once\",\"finish_reason\":null}]}\n\n\
+                    data: {\"choices\":[{\"text\":\" upon\",\"finish_reason\":\"length\"}]}\n\n\
+                    data: [DONE]\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        assert_eq!(pieces, ["Once", " upon"]);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("length"));
+        let whole = r#"{"model":"m","choices":[{"text":"Hi!","finish_reason":"stop"}]}"#;
+        let (out, pieces) = read(whole, "application/json", &request());
+        assert_eq!(pieces, ["Hi!"]);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn the_wrong_model_is_caught_before_its_text() {
+        let mut req = request();
+        req.require_model = true;
+        let body =
+            "data: {\"model\":\"llama3.2:1b\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &req);
+        assert_eq!(kind(&out.unwrap_err()), FailureKind::WrongModel);
+        assert!(pieces.is_empty());
+    }
+
+    #[test]
+    fn break_stops_reading() {
+        let client = client();
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n";
+        let mut seen = Vec::new();
+        let mut sink = |t: &str| {
+            seen.push(t.to_owned());
+            ControlFlow::Break(())
+        };
+        let req = request();
+        let reader = BufReader::new(body.as_bytes());
+        let out = Stream::new(&client, &req, reader, &mut sink, MAX_EVENT_BYTES)
+            .run("text/event-stream")
+            .unwrap();
+        assert!(out.cancelled);
+        assert_eq!(seen, ["a"]);
+    }
+
+    #[test]
+    fn finish_reason_error_is_a_server_error() {
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"error\"}]}\n\ndata: [DONE]\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::Server);
+        assert!(
+            e.to_string().contains("stopped the answer with an error"),
+            "{e}"
+        );
+        assert_eq!(pieces, ["a"]);
+    }
+
+    #[test]
+    fn multi_line_data_is_joined() {
+        let body = "data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"x\"}, \"finish_reason\":\"stop\"}]}\n\n";
+        let (out, pieces) = read(body, "text/event-stream", &request());
+        out.unwrap();
+        assert_eq!(pieces, ["x"]);
+    }
+
+    fn chunk(text: &str) -> String {
+        format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    }
+
+    #[test]
+    fn an_event_is_bounded_in_all_its_data_lines() {
+        // Each line is short, but together they pass the limit: refused, not gathered.
+        let body = format!("{}\n\n", "data: 0123456789012345678\n".repeat(10));
+        let (out, _) = read_limited(&body, "text/event-stream", &request(), 100);
+        let e = out.unwrap_err();
+        assert_eq!(kind(&e), FailureKind::BadReply, "{e}");
+        assert!(e.to_string().contains("events is longer than"), "{e}");
+        // Events under the limit, one after another, are all read.
+        let body = format!("{}data: [DONE]\n\n", chunk("ab").repeat(20));
+        let (out, pieces) = read_limited(&body, "text/event-stream", &request(), 100);
+        out.unwrap();
+        assert_eq!(pieces.concat(), "ab".repeat(20));
+    }
+
+    #[test]
+    fn an_answer_past_max_tokens_ends_at_its_length() {
+        let mut req = request();
+        req.max_tokens = Some(8);
+        let body = chunk("tok").repeat(1000);
+        let (out, pieces) = read(&body, "text/event-stream", &req);
+        let out = out.unwrap();
+        assert_eq!(out.finish_reason.as_deref(), Some("length"));
+        assert!(
+            pieces.len() <= 8 + 2 + ANSWER_MARGIN_TOKENS,
+            "{}",
+            pieces.len()
+        );
+        // Few pieces of many bytes are bounded too.
+        let big = "x".repeat(4000);
+        let body = chunk(&big).repeat(100);
+        let (out, pieces) = read(&body, "text/event-stream", &req);
+        assert_eq!(out.unwrap().finish_reason.as_deref(), Some("length"));
+        let bytes: usize = pieces.iter().map(String::len).sum();
+        assert!(bytes <= (8 + 2 + ANSWER_MARGIN_TOKENS) * MAX_BYTES_PER_TOKEN + big.len());
+    }
 }

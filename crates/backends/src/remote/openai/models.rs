@@ -1,0 +1,140 @@
+//! What a server says outside an answer: the models it offers (`GET /v1/models`), the context
+//! length llama.cpp's server holds (`/props`), and token counts by a model's own tokenizer.
+
+use std::time::Duration;
+
+use hearth_chat::backend::BackendError;
+use hearth_wire::openai as wire;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::errors::{quote, read_json_text};
+use super::OpenAiClient;
+
+/// A model a server offers, from `/v1/models`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerModel {
+    /// Its id, as the server wants it in requests.
+    pub id: String,
+    /// Who owns it, as the server says (`owned_by`).
+    pub owned_by: Option<String>,
+    /// Positions it holds, when the server says (vLLM's `max_model_len`).
+    pub context_length: Option<usize>,
+}
+
+impl OpenAiClient {
+    /// The models the server offers (`GET /v1/models`).
+    pub fn models(&self) -> Result<Vec<ServerModel>, BackendError> {
+        let url = format!("{}/v1/models", self.base_url);
+        tracing::debug!(url = %url, "listing the server's models");
+        let mut request = self.agent.get(&url);
+        if let Some(key) = &self.key {
+            request = request.header("Authorization", format!("Bearer {}", key.expose()));
+        }
+        let response = request.call().map_err(|e| self.request_error(e))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = read_json_text(response.into_body()).map_err(|e| self.body_error(e))?;
+        if status != 200 {
+            return Err(self.status_error(status, &headers, &text, None));
+        }
+        let value = self.parse_json(&text)?;
+        if let Some(error) = value.get("error") {
+            return Err(self.server_error(error));
+        }
+        let list: wire::ModelList = serde_json::from_value(value).unwrap_or_default();
+        let Some(data) = list.data else {
+            return Err(self.bad_reply(&format!(
+                "its model list has no \"data\" array (starts with {})",
+                quote(&text, self.key.as_ref())
+            )));
+        };
+        Ok(data
+            .into_iter()
+            .filter_map(|m| {
+                Some(ServerModel {
+                    id: m.id?,
+                    owned_by: m.owned_by,
+                    context_length: m.max_model_len.map(|n| n as usize),
+                })
+            })
+            .collect())
+    }
+
+    /// The context length llama.cpp's own server reports at `/props`
+    /// (`default_generation_settings.n_ctx`); None from any other server or on any failure.
+    pub fn props_context_length(&self) -> Option<usize> {
+        let url = format!("{}/props", self.base_url);
+        let mut request = self
+            .agent
+            .get(&url)
+            .config()
+            .timeout_per_read(Some(self.options.read_timeout.min(Duration::from_secs(5))))
+            .build();
+        if let Some(key) = &self.key {
+            request = request.header("Authorization", format!("Bearer {}", key.expose()));
+        }
+        let response = request.call().ok()?;
+        if response.status().as_u16() != 200 {
+            return None;
+        }
+        let text = read_json_text(response.into_body()).ok()?;
+        let value: Value = serde_json::from_str(&text).ok()?;
+        let n = value
+            .get("default_generation_settings")?
+            .get("n_ctx")?
+            .as_u64()?;
+        (n > 0).then_some(n as usize)
+    }
+
+    /// Tokens of `text` by the server's own tokenizer, for servers that send no `usage` with a
+    /// stream: llama-cpp-python's `/extras/tokenize/count`, or the `/tokenize` of llama.cpp's
+    /// server (`tokens`) and vLLM (`count`). None when the server has neither or fails.
+    /// llama-cpp-python adds the model's BOS token to the count; pass the count of `""` as
+    /// `overhead` to take it off.
+    pub fn server_token_count(&self, model: &str, text: &str) -> Option<usize> {
+        let attempts = [
+            (
+                "/extras/tokenize/count",
+                serde_json::json!({ "input": text, "model": model }),
+            ),
+            (
+                "/tokenize",
+                serde_json::json!({
+                    "content": text, "add_special": false,
+                    "model": model, "prompt": text, "add_special_tokens": false,
+                }),
+            ),
+        ];
+        for (path, body) in attempts {
+            let url = format!("{}{path}", self.base_url);
+            let mut request = self
+                .agent
+                .post(&url)
+                .config()
+                .timeout_per_read(Some(self.options.read_timeout.min(Duration::from_secs(10))))
+                .build()
+                .header("Content-Type", "application/json");
+            if let Some(key) = &self.key {
+                request = request.header("Authorization", format!("Bearer {}", key.expose()));
+            }
+            let Ok(response) = request.send(body.to_string()) else {
+                return None;
+            };
+            if response.status().as_u16() != 200 {
+                continue;
+            }
+            let value: Value =
+                serde_json::from_str(&read_json_text(response.into_body()).ok()?).ok()?;
+            let count = value
+                .get("count")
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .or_else(|| value.get("tokens")?.as_array().map(Vec::len));
+            if count.is_some() {
+                return count;
+            }
+        }
+        None
+    }
+}
