@@ -13,6 +13,8 @@ use hearth_hub::{BuiltinKind, DownloadControl};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::home::Home;
+use crate::loading::Progress;
+use crate::lock::lock;
 use crate::models;
 use crate::session::Session;
 
@@ -89,11 +91,6 @@ pub struct App {
     pub power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
     /// The document library and the files attached to conversations.
     pub documents: Arc<crate::documents::Documents>,
-}
-
-/// Lock a mutex, recovering from a panic in another holder (the data stays usable).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl App {
@@ -216,7 +213,7 @@ impl App {
     /// registered model, else the built-in model (and a notice says what that is). It opens
     /// where [`crate::session::best_backend`] says; when the NPU fails to load it, on the
     /// processor.
-    pub fn ensure_model(&self, progress: &crate::npu::Progress) -> Result<()> {
+    pub fn ensure_model(&self, progress: &Progress) -> Result<()> {
         if lock(&self.model).is_some() {
             return Ok(());
         }

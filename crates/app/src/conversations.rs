@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use crate::app::{lock, App};
+use crate::app::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::export::{self, ExportFormat};
+use crate::lock::lock;
 
 // The records front ends receive and send, from the chat crate that stores them.
 pub use hearth_chat::conversations::{Conversation, ConversationSummary, Message};

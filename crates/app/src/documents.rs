@@ -19,8 +19,8 @@ use hearth_documents::{
     Outcome, Stage,
 };
 
-use crate::app::lock;
 use crate::error::{Error, ErrorCode, Result};
+use crate::lock::lock;
 
 mod views;
 

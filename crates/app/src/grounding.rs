@@ -16,11 +16,11 @@ use std::collections::HashMap;
 use hearth_chat::conversations::{MessageSources, Source};
 use hearth_documents::{search, Document, DocumentId, EmbeddingModel, Library, Place, Ranking};
 
-use crate::app::lock;
 use crate::documents::{
     file_name, library_error, remote_notice, ConversationDocuments, RemoteNotice,
 };
 use crate::error::{Error, Result};
+use crate::lock::lock;
 
 /// Passages retrieved for a question before the context budget chooses among them.
 const RETRIEVED: usize = 8;

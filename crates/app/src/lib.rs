@@ -28,6 +28,8 @@ pub mod export;
 pub mod fidelity;
 pub mod grounding;
 pub mod home;
+mod loading;
+mod lock;
 pub mod model_store;
 pub mod models;
 pub mod npu;

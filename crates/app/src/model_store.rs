@@ -13,8 +13,9 @@ use hearth_hub::{
 };
 use serde::Serialize;
 
-use crate::app::{lock, App};
+use crate::app::App;
 use crate::error::{Error, ErrorCode, Result};
+use crate::lock::lock;
 
 // The hub's records front ends receive.
 pub use hearth_hub::{FoundModel, InstalledModel, Progress, Removed};

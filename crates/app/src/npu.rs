@@ -12,58 +12,19 @@ use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
 use hearth_engine::{ChatMessage, LoadOptions, Role};
 use serde::Serialize;
 
-use crate::app::{lock, App};
+use crate::app::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::fidelity::{self, SavedSelftest};
+use crate::lock::lock;
 use crate::models::{self, LocalModel};
 use crate::session::{ModelStatus, OpenOptions, Session};
 
 // The NPU's records front ends receive.
 pub use hearth_npu::{Diagnosis, PowerSample};
 
-/// The name of the event that carries [`ModelLoading`] to the desktop UI.
-pub const LOADING_EVENT: &str = "model-loading";
-
-/// Where loading a model onto the NPU has got to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub enum LoadingStage {
-    /// FastFlowLM is being found and checked.
-    Starting,
-    /// The model is being loaded onto the NPU (also after a restart).
-    Loading,
-    /// The NPU's answers are being compared with the processor's (once per model).
-    Checking,
-    /// The model answers on the NPU.
-    Ready,
-    /// Loading failed; the message says why.
-    Failed,
-    /// FastFlowLM was stopped (idle, or replaced); it starts again with the next answer.
-    Stopped,
-}
-
-/// What a front end shows while a model loads onto the NPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct ModelLoading {
-    /// The model's name.
-    pub model: String,
-    /// Where it is being loaded.
-    pub backend: BackendKind,
-    /// How far it got.
-    pub stage: LoadingStage,
-    /// In plain words.
-    pub message: String,
-}
-
-/// Receives loading progress (the desktop sends it to the UI as [`LOADING_EVENT`]).
-pub type Progress = Arc<dyn Fn(ModelLoading) + Send + Sync>;
-
-/// A [`Progress`] that only logs (front ends with nothing to show it on).
-pub fn logged_progress() -> Progress {
-    Arc::new(|loading: ModelLoading| tracing::info!("{}: {}", loading.model, loading.message))
-}
+// Loading progress, which front ends name here (its home is `loading`, beside the app state
+// that reports it).
+pub use crate::loading::{logged_progress, LoadingStage, ModelLoading, Progress, LOADING_EVENT};
 
 fn report(progress: &Progress, model: &str, stage: LoadingStage, message: impl Into<String>) {
     progress(ModelLoading {
@@ -92,7 +53,7 @@ impl App {
 
     /// One reading of power and utilization. Reads sysfs only: it never wakes the NPU.
     pub fn power_sample(&self) -> hearth_npu::PowerSample {
-        let mut sources = crate::app::lock(&self.power);
+        let mut sources = lock(&self.power);
         sources
             .get_or_insert_with(|| hearth_npu::PowerSources::discover(&self.home.system_root))
             .sample(0.0)

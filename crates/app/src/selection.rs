@@ -4,10 +4,11 @@ use hearth_backends::remote::RemoteConfig;
 use hearth_chat::BackendKind;
 use serde::Serialize;
 
-use crate::app::{lock, App, Notice};
+use crate::app::{App, Notice};
 use crate::error::{Error, ErrorCode, Result};
+use crate::loading::Progress;
+use crate::lock::lock;
 use crate::models::{self, LocalModel};
-use crate::npu::Progress;
 use crate::session::{self, ModelStatus, OpenOptions, Session};
 use crate::settings::{system_language, Language};
 use crate::turn::MAX_MESSAGE_CHARS;

@@ -19,9 +19,10 @@ use hearth_chat::{
 use hearth_engine::{ChatMessage, PrefillProgress};
 use serde::{Deserialize, Serialize};
 
-use crate::app::{lock, App, BusyGuard};
+use crate::app::{App, BusyGuard};
 use crate::error::{Error, ErrorCode, Result};
-use crate::npu::Progress;
+use crate::loading::Progress;
+use crate::lock::lock;
 use crate::session::{ModelStatus, OpenOptions, Session};
 
 /// The longest message one can send, in characters (a 1 MB paste is refused with this number).
