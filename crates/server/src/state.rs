@@ -133,7 +133,7 @@ struct Shared {
 enum Models {
     /// One backend opened before the server started; it stays loaded.
     Pinned(ModelEntry),
-    /// Installed folders, loaded on request.
+    /// The app's local models, opened through the app on request.
     Local(LocalModels),
     /// The model another part of the program holds (the desktop app's), used when it is free.
     Held(Arc<dyn HeldModel>),
@@ -180,9 +180,10 @@ impl ModelRequest {
 }
 
 impl AppState {
-    /// Serves the model `backend` runs (Hearth's engine, the NPU, or a remote server: a
-    /// local model must be able to chat, see `CpuBackend::require_chat`). It stays loaded for
-    /// the server's life; requests for other models get 404.
+    /// Serves the model `backend` runs (Hearth's engine, the NPU, or a remote server, opened
+    /// through `hearth_app::Session`; a local model must be able to chat, see
+    /// `OpenOptions::require_chat`). It stays loaded for the server's life; requests for other
+    /// models get 404.
     pub fn new(backend: Box<dyn Backend>, options: ServerOptions) -> AppState {
         let info = backend.info().clone();
         let entry = ModelEntry::of_backend(&info);
