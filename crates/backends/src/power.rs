@@ -1,10 +1,12 @@
-//! This computer's power sensors as the answer loop's [`PowerMeter`]: readings about once a
-//! second through `hearth_npu`'s telemetry, integrated into joules for prefill and decode apart.
+//! This computer's power sensors as the answer loop's [`PowerMeter`]: `hearth_npu`'s telemetry
+//! reads them about once a second, and each reading is handed to the loop, which integrates
+//! the joules (`hearth_chat::energy`).
 
 use std::path::PathBuf;
 
-use hearth_chat::energy::{BatteryUse, EnergyReport, Measurement, Meter, MeterEnergy, PowerMeter};
+use hearth_chat::energy::{PowerMeter, PowerReading, PowerReadings, PowerTrace};
 use hearth_chat::BackendKind;
+use hearth_npu::{Metric, PowerSample, TelemetryHandle, TelemetryOptions};
 
 /// The power sensors under a system root (`/` on a real machine, a fixture tree in tests).
 #[derive(Debug, Clone)]
@@ -20,10 +22,10 @@ impl Sensors {
 }
 
 impl PowerMeter for Sensors {
-    fn start(&self, kind: BackendKind) -> Box<dyn Measurement> {
+    fn start(&self, kind: BackendKind) -> Box<dyn PowerReadings> {
         Box::new(Telemetry(hearth_npu::Telemetry::start_with(
             &self.root,
-            hearth_npu::TelemetryOptions {
+            TelemetryOptions {
                 // The NPU's sensors ioctl wakes it, so it is asked only when the NPU answers.
                 sensors_ioctl: kind == BackendKind::Npu,
                 ..Default::default()
@@ -32,103 +34,80 @@ impl PowerMeter for Sensors {
     }
 }
 
-struct Telemetry(hearth_npu::TelemetryHandle);
+struct Telemetry(TelemetryHandle);
 
-impl Measurement for Telemetry {
-    fn decode_began(&self) {
-        self.0.mark_phase(hearth_npu::Phase::Decode);
+impl PowerReadings for Telemetry {
+    fn read_now(&self) -> f64 {
+        self.0.sample_now()
     }
 
-    fn finish(self: Box<Self>, prompt_tokens: usize, generated_tokens: usize) -> EnergyReport {
-        receipt_energy(self.0.finish(prompt_tokens, generated_tokens))
-    }
-}
-
-/// The telemetry's report in the receipt's terms (the same fields).
-fn receipt_energy(report: hearth_npu::EnergyReport) -> EnergyReport {
-    EnergyReport {
-        prefill_secs: report.prefill_secs,
-        decode_secs: report.decode_secs,
-        prompt_tokens: report.prompt_tokens,
-        generated_tokens: report.generated_tokens,
-        meter: report.meter.map(receipt_meter),
-        source: report.source,
-        prefill_joules: report.prefill_joules,
-        decode_joules: report.decode_joules,
-        total_joules: report.total_joules,
-        joules_per_1000_tokens: report.joules_per_1000_tokens,
-        meters: report
-            .meters
-            .into_iter()
-            .map(|m| MeterEnergy {
-                meter: receipt_meter(m.meter),
-                source: m.source,
-                prefill_joules: m.prefill_joules,
-                decode_joules: m.decode_joules,
-                total_joules: m.total_joules,
-                average_watts: m.average_watts,
-                readings: m.readings,
-            })
-            .collect(),
-        battery: report.battery.map(|b| BatteryUse {
-            average_watts: b.average_watts,
-            capacity_wh: b.capacity_wh,
-            percent_per_hour: b.percent_per_hour,
-        }),
-        samples: report.samples,
+    fn stop(self: Box<Self>) -> PowerTrace {
+        let recording = self.0.finish();
+        PowerTrace {
+            readings: recording.samples.iter().map(reading).collect(),
+            end_secs: recording.end_secs,
+            battery_capacity_wh: recording.battery_capacity_wh,
+        }
     }
 }
 
-fn receipt_meter(meter: hearth_npu::Meter) -> Meter {
-    match meter {
-        hearth_npu::Meter::Package => Meter::Package,
-        hearth_npu::Meter::Battery => Meter::Battery,
-        hearth_npu::Meter::Npu => Meter::Npu,
+/// The meters the loop integrates, from one telemetry sample.
+fn reading(sample: &PowerSample) -> PowerReading {
+    let watts = |metric: &Metric<f64>| match metric {
+        Metric::Available { value, source } => Ok((*value, source.clone())),
+        Metric::Unavailable { unavailable } => Err(unavailable.clone()),
+    };
+    PowerReading {
+        t_secs: sample.t_secs,
+        package: watts(&sample.package_watts),
+        battery: watts(&sample.battery_watts),
+        npu: watts(&sample.npu_watts),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use hearth_chat::energy::{Measurement, Meter};
+
     use super::*;
 
-    /// The receipt's report is the telemetry's, field for field: stored receipts and the UI's
-    /// bindings read the same JSON whichever side wrote it.
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/npu")
+            .join(name)
+    }
+
+    /// A laptop on battery (the `strix-ready` tree): the receipt's headline is package power,
+    /// every meter keeps the source it was read from, and battery draw becomes % per hour.
     #[test]
-    fn the_receipt_energy_serializes_as_the_telemetry_report() {
-        let meter = |meter, joules| hearth_npu::MeterEnergy {
-            meter,
-            source: "amdgpu hwmon4 power1_average".into(),
-            prefill_joules: joules,
-            decode_joules: 2.0 * joules,
-            total_joules: 3.0 * joules,
-            average_watts: 9.5,
-            readings: 4,
-        };
-        let report = hearth_npu::EnergyReport {
-            prefill_secs: 0.5,
-            decode_secs: 2.0,
-            prompt_tokens: 12,
-            generated_tokens: 30,
-            meter: Some(hearth_npu::Meter::Package),
-            source: "package power: amdgpu hwmon4 power1_average (PPT)".into(),
-            prefill_joules: Some(1.0),
-            decode_joules: Some(2.0),
-            total_joules: Some(3.0),
-            joules_per_1000_tokens: Some(100.0),
-            meters: vec![
-                meter(hearth_npu::Meter::Package, 1.0),
-                meter(hearth_npu::Meter::Battery, 1.5),
-                meter(hearth_npu::Meter::Npu, 0.25),
-            ],
-            battery: Some(hearth_npu::BatteryUse {
-                average_watts: 9.5,
-                capacity_wh: 60.0,
-                percent_per_hour: 15.8,
-            }),
-            samples: 4,
-        };
-        let telemetry = serde_json::to_value(&report).unwrap();
-        let receipt = serde_json::to_value(receipt_energy(report)).unwrap();
-        assert_eq!(receipt, telemetry);
+    fn an_answer_measured_on_a_fixture_laptop() {
+        let sensors = Sensors::new(fixture("strix-ready"));
+        let measurement = Measurement::start(&sensors, BackendKind::Cpu);
+        measurement.decode_began();
+        let r = measurement.finish(100, 50);
+        assert_eq!(r.meter, Some(Meter::Package));
+        assert_eq!(r.source, "package power: amdgpu hwmon4 power1_input (PPT)");
+        assert_eq!(r.samples, 3, "start, decode, finish");
+        assert_eq!((r.prompt_tokens, r.generated_tokens), (100, 50));
+        let bat = r.battery.expect("on battery with energy_full");
+        assert!((bat.percent_per_hour - 100.0 * 18.4 / 73.0).abs() < 1e-9);
+        let npu = r.meters.iter().find(|m| m.meter == Meter::Npu).unwrap();
+        assert_eq!(npu.source, "amdgpu gpu_metrics (card1) average_ipu_power");
+    }
+
+    /// A machine with no sensor at all: no joules, and the receipt says why for each meter.
+    #[test]
+    fn no_sensors_give_no_joules_and_say_why() {
+        let empty = tempfile::tempdir().unwrap();
+        let measurement = Measurement::start(&Sensors::new(empty.path()), BackendKind::Cpu);
+        let r = measurement.finish(10, 0);
+        assert_eq!((r.meter, r.total_joules), (None, None));
+        assert!(
+            r.source.starts_with("unavailable: package power: "),
+            "{}",
+            r.source
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::backend::{
 };
 use crate::clock::unix_now;
 use crate::context::{self, FitError};
-use crate::energy::{EnergyReport, PowerMeter};
+use crate::energy::{EnergyReport, Measurement, PowerMeter};
 use crate::stop::StopFilter;
 
 /// What to answer and how.
@@ -263,7 +263,7 @@ pub fn answer(
     }
 
     // Prefill and decode are measured apart: decode begins with the first piece.
-    let measurement = power.map(|meter| meter.start(info.kind));
+    let measurement = power.map(|meter| Measurement::start(meter, info.kind));
 
     // A JSON answer ends after its value by itself; a stop string met inside it (a "\n\n" in
     // a string, a "}") would cut it short of parsing.

@@ -12,8 +12,8 @@
 //!   hardware context with its health, the free context slots, and the last error the NPU
 //!   raised; [`check_faults_since`] tells a failed answer whether the NPU itself reported a fault.
 //! - [`Telemetry`] samples about once a second on its own thread during a generation and
-//!   [`TelemetryHandle::finish`] integrates joules over prefill and decode apart
-//!   ([`EnergyReport`]).
+//!   [`TelemetryHandle::finish`] hands over the readings ([`Recording`]); the answer loop
+//!   integrates them into joules.
 //! - [`bounded`] runs FastFlowLM's processes with bounds on their output, their time and their
 //!   lifetime: the doctor's version check here, and the chat crate's NPU backend.
 //!
@@ -29,7 +29,6 @@ pub mod contexts;
 mod cpu;
 mod device;
 mod diagnosis;
-mod energy;
 mod fsroot;
 pub mod gpu_metrics;
 mod hwmon;
@@ -43,7 +42,6 @@ mod telemetry;
 pub use contexts::{check_faults_since, DeviceContexts, FaultCheck, HwContext};
 pub use device::{Detection, Generation, NpuDevice};
 pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};
-pub use energy::{BatteryUse, EnergyReport, Meter, MeterEnergy, Phase};
 pub use metric::Metric;
 pub use sample::{PowerSample, PowerSources};
-pub use telemetry::{Telemetry, TelemetryHandle, TelemetryOptions};
+pub use telemetry::{Recording, Telemetry, TelemetryHandle, TelemetryOptions};

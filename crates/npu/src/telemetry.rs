@@ -1,21 +1,21 @@
-//! Sampling power about once a second on its own thread while a generation runs.
+//! Sampling power about once a second on its own thread while a generation runs; the caller
+//! integrates the readings (the answer loop turns them into joules).
 //!
 //! ```no_run
-//! use hearth_npu::{Phase, Telemetry};
+//! use hearth_npu::Telemetry;
 //! let telemetry = Telemetry::start(std::path::Path::new("/"));
 //! // ... prefill runs ...
-//! telemetry.mark_phase(Phase::Decode); // at the first generated token
-//! // ... decode runs; telemetry.latest() gives live watts ...
-//! let energy = telemetry.finish(312, 128); // prompt and generated token counts
-//! println!("{:?} J ({})", energy.total_joules, energy.source);
+//! let decode_from = telemetry.sample_now(); // at the first generated token
+//! // ... decode runs ...
+//! let recording = telemetry.finish();
+//! println!("{} readings over {} s", recording.samples.len(), recording.end_secs);
 //! ```
 //!
-//! The thread reads once at start, at each phase mark, every `interval`, and once more at
-//! finish, so even a generation shorter than a second has readings at both ends. The amdgpu
-//! `gpu_metrics` values are refreshed by the firmware about once a second: sampling faster only
-//! repeats them.
+//! The thread reads once at start, at each [`TelemetryHandle::sample_now`], every `interval`,
+//! and once more at finish, so even a generation shorter than a second has readings at both
+//! ends. The amdgpu `gpu_metrics` values are refreshed by the firmware about once a second:
+//! sampling faster only repeats them.
 
-use crate::energy::{self, EnergyReport, Phase, PhaseMark};
 use crate::sample::{PowerSample, PowerSources};
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -23,19 +23,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A function called with each reading, on the sampling thread.
-pub type SampleCallback = Box<dyn FnMut(&PowerSample) + Send>;
-
 /// How telemetry samples.
+#[derive(Debug)]
 pub struct TelemetryOptions {
     /// Time between readings. By default, 1 s.
     pub interval: Duration,
     /// Also read the amdxdna sensors ioctl (opens the NPU device once; wakes the NPU). By
     /// default, true: telemetry only runs while generating.
     pub sensors_ioctl: bool,
-    /// Called on the sampling thread with each reading (e.g. to stream live watts to a UI).
-    /// By default, none.
-    pub on_sample: Option<SampleCallback>,
 }
 
 impl Default for TelemetryOptions {
@@ -43,18 +38,7 @@ impl Default for TelemetryOptions {
         TelemetryOptions {
             interval: Duration::from_secs(1),
             sensors_ioctl: true,
-            on_sample: None,
         }
-    }
-}
-
-impl std::fmt::Debug for TelemetryOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TelemetryOptions")
-            .field("interval", &self.interval)
-            .field("sensors_ioctl", &self.sensors_ioctl)
-            .field("on_sample", &self.on_sample.is_some())
-            .finish()
     }
 }
 
@@ -63,8 +47,7 @@ impl std::fmt::Debug for TelemetryOptions {
 pub struct Telemetry;
 
 impl Telemetry {
-    /// Starts sampling the system under `root` (`/` for this machine) with default options. The
-    /// generation is taken to be in [`Phase::Prefill`] from now.
+    /// Starts sampling the system under `root` (`/` for this machine) with default options.
     pub fn start(root: &Path) -> TelemetryHandle {
         Telemetry::start_with(root, TelemetryOptions::default())
     }
@@ -79,7 +62,6 @@ impl Telemetry {
         let TelemetryOptions {
             interval,
             sensors_ioctl,
-            mut on_sample,
         } = options;
         let thread = std::thread::Builder::new()
             .name("hearth-telemetry".into())
@@ -90,11 +72,8 @@ impl Telemetry {
                 }
                 let capacity = sources.battery_capacity_wh();
                 lock(&thread_shared).battery_capacity_wh = capacity;
-                let mut take = |sources: &mut PowerSources| {
+                let take = |sources: &mut PowerSources| {
                     let s = sources.sample(started.elapsed().as_secs_f64());
-                    if let Some(f) = on_sample.as_mut() {
-                        f(&s);
-                    }
                     lock(&thread_shared).samples.push(s);
                 };
                 take(&mut sources);
@@ -129,8 +108,18 @@ enum Message {
 #[derive(Default)]
 struct Shared {
     samples: Vec<PowerSample>,
-    marks: Vec<PhaseMark>,
     battery_capacity_wh: Option<f64>,
+}
+
+/// What telemetry read through one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    /// Every reading, in the order taken.
+    pub samples: Vec<PowerSample>,
+    /// When sampling stopped, in seconds since the start.
+    pub end_secs: f64,
+    /// The battery's full capacity, Wh, when known.
+    pub battery_capacity_wh: Option<f64>,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -149,48 +138,29 @@ pub struct TelemetryHandle {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} samples, {} marks",
-            self.samples.len(),
-            self.marks.len()
-        )
+        write!(f, "{} samples", self.samples.len())
     }
 }
 
 impl TelemetryHandle {
-    /// Marks that `phase` begins now (call with [`Phase::Decode`] at the first generated
-    /// token) and takes a reading at the boundary.
-    pub fn mark_phase(&self, phase: Phase) {
+    /// Takes a reading now (at a boundary the caller marks, such as the first generated token)
+    /// and returns the time, in seconds since the start.
+    pub fn sample_now(&self) -> f64 {
         let t_secs = self.started.elapsed().as_secs_f64();
-        lock(&self.shared).marks.push(PhaseMark { phase, t_secs });
         let _ = self.tx.send(Message::SampleNow);
+        t_secs
     }
 
-    /// The most recent reading, for live figures.
-    pub fn latest(&self) -> Option<PowerSample> {
-        lock(&self.shared).samples.last().cloned()
-    }
-
-    /// Every reading so far.
-    pub fn samples(&self) -> Vec<PowerSample> {
-        lock(&self.shared).samples.clone()
-    }
-
-    /// Stops sampling (with a last reading) and integrates the energy of the generation, which
-    /// read `prompt_tokens` and produced `generated_tokens`.
-    pub fn finish(mut self, prompt_tokens: usize, generated_tokens: usize) -> EnergyReport {
-        let end = self.started.elapsed().as_secs_f64();
+    /// Stops sampling, with a last reading, and hands over every reading.
+    pub fn finish(mut self) -> Recording {
+        let end_secs = self.started.elapsed().as_secs_f64();
         self.stop();
-        let shared = lock(&self.shared);
-        energy::report(
-            &shared.samples,
-            &shared.marks,
-            end,
-            prompt_tokens,
-            generated_tokens,
-            shared.battery_capacity_wh,
-        )
+        let mut shared = lock(&self.shared);
+        Recording {
+            samples: std::mem::take(&mut shared.samples),
+            end_secs,
+            battery_capacity_wh: shared.battery_capacity_wh,
+        }
     }
 
     fn stop(&mut self) {
@@ -223,34 +193,28 @@ mod tests {
             .u16(offset::AVERAGE_IPU_POWER, 1_500)
             .into_bytes();
         fs::write(card.join("gpu_metrics"), bytes).unwrap();
-        let seen = Arc::new(Mutex::new(0usize));
-        let seen2 = Arc::clone(&seen);
         // An interval far longer than the test: every reading comes from start, mark, finish.
         let t = Telemetry::start_with(
             dir.path(),
             TelemetryOptions {
                 interval: Duration::from_secs(3600),
                 sensors_ioctl: true,
-                on_sample: Some(Box::new(move |_| *seen2.lock().unwrap() += 1)),
             },
         );
-        t.mark_phase(Phase::Decode);
-        let r = t.finish(20, 10);
-        assert_eq!(r.samples, 3, "start, decode mark, finish");
-        assert_eq!(*seen.lock().unwrap(), 3);
-        assert_eq!(r.meter, Some(energy::Meter::Package));
-        assert!(r
-            .source
-            .contains("gpu_metrics (card1) average_socket_power"));
-        let total = r.total_joules.unwrap();
-        let secs = r.prefill_secs + r.decode_secs;
-        assert!((total - 12.0 * secs).abs() < 1e-6, "flat 12 W over the run");
-        let npu = r
-            .meters
-            .iter()
-            .find(|m| m.meter == energy::Meter::Npu)
-            .unwrap();
-        assert!((npu.average_watts - 1.5).abs() < 1e-9 || secs == 0.0);
+        let marked = t.sample_now();
+        let r = t.finish();
+        assert_eq!(r.samples.len(), 3, "start, the mark, finish");
+        assert!(0.0 <= marked && marked <= r.end_secs);
+        assert!(r.samples.windows(2).all(|w| w[0].t_secs <= w[1].t_secs));
+        for s in &r.samples {
+            assert_eq!(s.package_watts.value(), Some(&12.0));
+            assert!(s
+                .package_watts
+                .source()
+                .unwrap()
+                .contains("gpu_metrics (card1) average_socket_power"));
+            assert_eq!(s.npu_watts.value(), Some(&1.5));
+        }
     }
 
     #[test]

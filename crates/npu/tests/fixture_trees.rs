@@ -5,9 +5,7 @@ use hearth_npu::contexts::{AsyncError, ContextState, DeviceContexts, ResourceInf
 use hearth_npu::gpu_metrics::GpuMetrics;
 use hearth_npu::ioctl::ArrayReply;
 use hearth_npu::ioctl::{decode_sensors, FirmwareVersion, SensorKind};
-use hearth_npu::{
-    diagnose, diagnose_with, CheckId, Detection, Meter, Metric, PowerSources, Status,
-};
+use hearth_npu::{diagnose, diagnose_with, CheckId, Detection, Metric, PowerSources, Status};
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -348,17 +346,23 @@ fn telemetry_on_a_fixture_laptop() {
             ..Default::default()
         },
     );
-    t.mark_phase(hearth_npu::Phase::Decode);
-    assert!(t.latest().is_some() || t.samples().is_empty());
-    let r = t.finish(100, 50);
-    assert_eq!(r.meter, Some(Meter::Package));
-    assert_eq!(r.source, "package power: amdgpu hwmon4 power1_input (PPT)");
-    let bat = r.battery.expect("on battery with energy_full");
-    assert!((bat.percent_per_hour - 100.0 * 18.4 / 73.0).abs() < 1e-9);
-    let npu_meter = r.meters.iter().find(|m| m.meter == Meter::Npu).unwrap();
+    t.sample_now();
+    let r = t.finish();
+    assert_eq!(r.samples.len(), 3, "start, the mark, finish");
     assert_eq!(
-        npu_meter.source,
-        "amdgpu gpu_metrics (card1) average_ipu_power"
+        r.battery_capacity_wh,
+        Some(73.0),
+        "on battery with energy_full"
+    );
+    let s = &r.samples[2];
+    assert_eq!(
+        s.package_watts.source(),
+        Some("amdgpu hwmon4 power1_input (PPT)")
+    );
+    assert_eq!(s.battery_watts.value(), Some(&18.4));
+    assert_eq!(
+        s.npu_watts.source(),
+        Some("amdgpu gpu_metrics (card1) average_ipu_power")
     );
 }
 
