@@ -37,17 +37,12 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             let home = Home::for_user(hearth_app::home::find_builtin_model(resources.as_deref()))?;
             tracing::info!("data folder: {}", home.data_dir.display());
             let app = App::open(home)?;
-            let settings = commands::settings::load(window.handle());
-            app.set_cpu_threads(settings.threads);
-            // The embedding model chosen in Settings; one removed since leaves the bundled one.
-            if let Err(error) = app
-                .documents
-                .choose_embedding_model(settings.embedding_model.as_deref())
-            {
+            // An embedding model chosen in Settings and removed since leaves the bundled one.
+            if let Err(error) = app.apply_settings(&commands::settings::load(window.handle())) {
                 tracing::warn!("{}", error.message);
             }
             // The bundled embedding model, for searching the user's files by meaning.
-            app.documents.set_resource_dir(resources);
+            app.documents().set_resource_dir(resources);
             window.manage(app);
             Ok(())
         })

@@ -17,6 +17,7 @@ use crate::loading::Progress;
 use crate::lock::lock;
 use crate::models;
 use crate::session::Session;
+use crate::settings::Settings;
 
 /// How important a notice is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,32 +66,32 @@ impl Notice {
     }
 }
 
-/// The app's shared state.
+/// The app's shared state. Front ends reach it through methods; its fields are the core's own.
 #[derive(Clone)]
 pub struct App {
     /// Where things live.
-    pub home: Arc<Home>,
+    pub(crate) home: Arc<Home>,
     /// Conversations.
-    pub store: Arc<Mutex<ConversationStore>>,
+    pub(crate) store: Arc<Mutex<ConversationStore>>,
     /// The model in use (locked for the whole of an answer).
-    pub model: Arc<Mutex<Option<Session>>>,
+    pub(crate) model: Arc<Mutex<Option<Session>>>,
     /// The last model load error, for the UI.
-    pub model_error: Arc<Mutex<Option<Error>>>,
+    pub(crate) model_error: Arc<Mutex<Option<Error>>>,
     /// Set while an answer is being written.
-    pub busy: Arc<AtomicBool>,
+    pub(crate) busy: Arc<AtomicBool>,
     /// Set by Stop; checked between tokens.
-    pub cancel: Arc<AtomicBool>,
+    pub(crate) cancel: Arc<AtomicBool>,
     /// Notices collected at start (database recovered, demo model in use).
-    pub notices: Arc<Mutex<Vec<Notice>>>,
+    pub(crate) notices: Arc<Mutex<Vec<Notice>>>,
     /// Processor threads for the next model opened (the Threads setting; None: automatic).
-    pub cpu_threads: Arc<Mutex<Option<usize>>>,
+    pub(crate) cpu_threads: Arc<Mutex<Option<usize>>>,
     /// Downloads running now, by model name (pause and cancel flip their control).
-    pub downloads: Arc<Mutex<HashMap<String, DownloadControl>>>,
+    pub(crate) downloads: Arc<Mutex<HashMap<String, DownloadControl>>>,
     /// The power sources, found on first reading and kept so CPU use is measured between
     /// readings.
-    pub power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
+    pub(crate) power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
     /// The document library and the files attached to conversations.
-    pub documents: Arc<crate::documents::Documents>,
+    pub(crate) documents: Arc<crate::documents::Documents>,
 }
 
 impl App {
@@ -137,6 +138,43 @@ impl App {
         })
     }
 
+    /// Where things live.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// The document library and the files attached to conversations.
+    pub fn documents(&self) -> &Arc<crate::documents::Documents> {
+        &self.documents
+    }
+
+    /// The model slot itself, for a front end that answers with the app's model from threads
+    /// of its own (the server behind the share switch): it locks the slot for the whole of each
+    /// answer, as a turn does, so the two never answer at once.
+    pub fn model_slot(&self) -> Arc<Mutex<Option<Session>>> {
+        Arc::clone(&self.model)
+    }
+
+    /// Puts `session`, opened by the front end, in use as the model (`hearth chat` opens it
+    /// where its options say); refused while an answer is being written.
+    pub fn use_session(&self, session: Session) -> Result<()> {
+        let mut slot = self.claim_model()?;
+        self.install(&mut slot, session);
+        Ok(())
+    }
+
+    /// Applies the app-wide settings that the core acts on: the processor threads for the next
+    /// model opened (None: one per physical core), then the embedding model (an installed one,
+    /// or the bundled one when None). Returns whether the embedding model changed: the
+    /// library's passages are then embedded again with it, which the front end starts
+    /// (`Documents::continue_indexing`) with its own progress events. An embedding model that
+    /// is not installed is an error; the threads apply even then.
+    pub fn apply_settings(&self, settings: &Settings) -> Result<bool> {
+        *lock(&self.cpu_threads) = settings.threads;
+        self.documents
+            .choose_embedding_model(settings.embedding_model.as_deref())
+    }
+
     /// Add a notice.
     pub fn notify(&self, notice: Notice) {
         lock(&self.notices).push(notice);
@@ -145,11 +183,6 @@ impl App {
     /// The notices not yet shown; each is handed over once.
     pub fn take_notices(&self) -> Vec<Notice> {
         std::mem::take(&mut *lock(&self.notices))
-    }
-
-    /// Sets the processor threads for the next model opened (None: one per physical core).
-    pub fn set_cpu_threads(&self, threads: Option<usize>) {
-        *lock(&self.cpu_threads) = threads;
     }
 
     /// Claims the right to write an answer (one at a time); the guard gives it back.

@@ -9,6 +9,8 @@
 //!   model in use, busy and stop flags, notices);
 //! - [`selection`]: choosing the model in use, and the app's status at start;
 //! - [`turn`]: one turn of a conversation: plan, stream, save;
+//! - [`ask`]: a turn that is not saved (`hearth run`, `hearth chat --no-save`), and the power
+//!   rule and answer-loop call it shares with [`turn`];
 //! - [`documents`]: the user's files: the document library, files attached to a conversation,
 //!   indexing; [`grounding`]: how a file becomes a cited answer (the passages a turn reads);
 //! - [`conversations`], [`export`]: the saved conversations and their export files;
@@ -21,6 +23,7 @@
 //! - [`error`]: the one error every function returns, a code and a plain message.
 
 pub mod app;
+pub mod ask;
 pub mod conversations;
 pub mod documents;
 pub mod error;

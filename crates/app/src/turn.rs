@@ -1,7 +1,8 @@
 //! One turn of a conversation: check the request, make sure a model is open, plan what the
 //! model sees, save the user's message and an empty answer, run the shared answer loop
-//! (`hearth_chat::answer`: fit, stream, stop strings, power, receipt) while saving the answer
-//! as it grows, and store how it ended with its receipt.
+//! (`hearth_chat::answer`: fit, stream, stop strings, power, receipt; called, with the power
+//! rule, through [`crate::ask`] as the unsaved turn calls it) while saving the answer as it
+//! grows, and store how it ended with its receipt.
 //!
 //! On the NPU, a FastFlowLM that fails before writing anything hands the answer to the
 //! processor at once (a `Fallback` event says why). When it crashes in the middle, the partial
@@ -13,13 +14,12 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use hearth_chat::conversations::{Conversation, ConversationSummary, Message, MessageState, Role};
-use hearth_chat::{
-    AnswerError, AnswerEvent, AnswerRequest, BackendError, BackendKind, Input, LiveStats,
-};
-use hearth_engine::{ChatMessage, PrefillProgress};
+use hearth_chat::{AnswerError, AnswerEvent, BackendError, BackendKind, Input, LiveStats};
+use hearth_chat::{ChatMessage, PrefillProgress};
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, BusyGuard};
+use crate::ask::Question;
 use crate::error::{Error, ErrorCode, Result};
 use crate::loading::Progress;
 use crate::lock::lock;
@@ -183,21 +183,21 @@ pub fn plan(conversation: &Conversation, action: &ChatAction) -> Result<Plan> {
     let mut messages = Vec::new();
     let system = conversation.settings.system_prompt.trim();
     if !system.is_empty() {
-        messages.push(ChatMessage::new(hearth_engine::Role::System, system));
+        messages.push(ChatMessage::new(hearth_chat::Role::System, system));
     }
     for m in &conversation.messages[..keep_until] {
         if m.content.trim().is_empty() || m.state == MessageState::Error {
             continue;
         }
         let role = match m.role {
-            Role::User => hearth_engine::Role::User,
-            Role::Assistant => hearth_engine::Role::Assistant,
+            Role::User => hearth_chat::Role::User,
+            Role::Assistant => hearth_chat::Role::Assistant,
         };
         messages.push(ChatMessage::new(role, m.content.clone()));
     }
     let new_user_text = match action {
         ChatAction::Send { content } | ChatAction::Edit { content, .. } => {
-            messages.push(ChatMessage::new(hearth_engine::Role::User, content.clone()));
+            messages.push(ChatMessage::new(hearth_chat::Role::User, content.clone()));
             Some(content.clone())
         }
         ChatAction::Regenerate => None,
@@ -252,15 +252,13 @@ impl App {
             text: String::new(),
             start_error: None,
         };
-        let sensors = hearth_backends::Sensors::new(&self.home.system_root);
-        let request = || AnswerRequest {
-            input: Input::Chat(messages.clone()),
+        let question = Question {
+            input: Input::Chat(messages),
             options: conversation.settings.chat_options(),
             stops: Vec::new(),
-            power: Some(&sensors),
             trim_to_fit: true,
         };
-        let mut result = turn.write(loaded, request(), emit);
+        let mut result = turn.write(loaded, question.clone(), emit);
         let nothing_written = turn.text.is_empty()
             && !matches!(&result, Err(AnswerError::Failed { text, .. }) if !text.is_empty());
         if let Some(reason) = npu_failure(loaded, &result).filter(|_| nothing_written) {
@@ -288,7 +286,7 @@ impl App {
                 model: cpu.status(),
             });
             let loaded = guard.insert(cpu);
-            result = turn.write(loaded, request(), emit);
+            result = turn.write(loaded, question, emit);
         }
         turn.finish(result, emit)
     }
@@ -336,7 +334,7 @@ impl Turn<'_> {
     fn write(
         &mut self,
         loaded: &mut Session,
-        request: AnswerRequest<'_>,
+        question: Question,
         emit: &dyn Fn(ChatEvent),
     ) -> std::result::Result<hearth_chat::Answer, AnswerError> {
         let status = loaded.status();
@@ -344,7 +342,7 @@ impl Turn<'_> {
         let mut last_save = Instant::now();
         let mut save_failed = false;
         self.text.clear();
-        hearth_chat::answer(loaded.backend.as_mut(), request, &mut |event| {
+        crate::ask::stream(&app.home, loaded, question, &mut |event| {
             match event {
                 AnswerEvent::Started(start) => {
                     let saved = match self.answer_id {

@@ -82,7 +82,7 @@ fn an_attached_short_file_is_read_whole_cited_and_its_sources_are_saved() {
     let c = app.create_conversation(&settings).unwrap();
     let note = fixture("short-note.txt");
     let attached = app
-        .documents
+        .documents()
         .attach_now(&c.id, std::slice::from_ref(&note), &|_| {})
         .unwrap();
     assert_eq!(attached.len(), 1);
@@ -123,7 +123,7 @@ fn an_attached_short_file_is_read_whole_cited_and_its_sources_are_saved() {
     assert_eq!(sources[0].number, 1);
     assert_ranges_match(&note, &sources);
 
-    let saved = app.store.lock().unwrap().sources(&c.id).unwrap();
+    let saved = app.message_sources(&c.id).unwrap();
     assert_eq!(saved.len(), 1);
     assert_eq!(saved[0].sources, sources, "saved with the answer");
     let Some(ChatEvent::Done { message }) = events.last() else {
@@ -143,10 +143,10 @@ fn a_long_file_gives_its_best_passages_by_number_and_the_prompt_holds_them() {
     let app = app(dir.path());
     let c = app.create_conversation(&Default::default()).unwrap();
     let file = fixture("lighthouse.txt");
-    app.documents
+    app.documents()
         .attach_now(&c.id, std::slice::from_ref(&file), &|_| {})
         .unwrap();
-    let attached = app.documents.attached_documents(&c.id).unwrap();
+    let attached = app.documents().attached_documents(&c.id).unwrap();
     let library = Library::open(&dir.path().join("data/documents.db")).unwrap();
     let words = &mut |t: &str| t.split_whitespace().count();
     let question = "How many steps does the climb up the tower have?";
@@ -168,13 +168,13 @@ fn a_long_file_gives_its_best_passages_by_number_and_the_prompt_holds_them() {
     assert!(g.instruction.contains("Cite each passage"));
 
     let messages = with_instruction(
-        vec![hearth_engine::ChatMessage::new(
-            hearth_engine::Role::User,
+        vec![hearth_chat::ChatMessage::new(
+            hearth_chat::Role::User,
             question,
         )],
         &g.instruction,
     );
-    assert_eq!(messages[0].role, hearth_engine::Role::System);
+    assert_eq!(messages[0].role, hearth_chat::Role::System);
     assert!(messages[0].content.contains("one hundred and twelve steps"));
 
     let nothing = ground(&library, None, &attached, "zygomorphic quasar", 80, words)
@@ -199,15 +199,15 @@ fn removing_a_file_deletes_its_text_and_leaves_the_conversation() {
     let app = app(dir.path());
     let c = app.create_conversation(&Default::default()).unwrap();
     let listed = app
-        .documents
+        .documents()
         .attach_now(&c.id, &[fixture("lighthouse.txt")], &|_| {})
         .unwrap();
-    let view = app.documents.library().unwrap();
+    let view = app.documents().library().unwrap();
     assert_eq!(view.documents.len(), 1);
     assert!(view.disk_bytes > 0);
-    let after = app.documents.remove(listed[0].id).unwrap();
+    let after = app.documents().remove(listed[0].id).unwrap();
     assert!(after.documents.is_empty());
-    assert!(app.documents.attached(&c.id).unwrap().is_empty());
+    assert!(app.documents().attached(&c.id).unwrap().is_empty());
     let library = Library::open(&dir.path().join("data/documents.db")).unwrap();
     assert!(library.passages(listed[0].id).unwrap().is_empty());
 }
@@ -220,7 +220,7 @@ fn a_file_that_cannot_be_read_is_an_error_naming_it() {
     let missing = dir.path().join("nowhere.txt");
     let failed = Mutex::new(Vec::new());
     let e = app
-        .documents
+        .documents()
         .attach_now(&c.id, &[missing], &|e| failed.lock().unwrap().push(e))
         .unwrap_err();
     assert!(e.message.contains("nowhere.txt"), "{}", e.message);
@@ -298,15 +298,15 @@ fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_pass
     let app = app(dir.path());
     let (url, chats) = remote_server();
     let config = hearth_backends::RemoteConfig::new(&url).unwrap();
-    *app.model.lock().unwrap() =
-        Some(hearth_app::Session::connect_remote(&config, "remote-model").unwrap());
+    app.use_session(hearth_app::Session::connect_remote(&config, "remote-model").unwrap())
+        .unwrap();
     let c = app.create_conversation(&Default::default()).unwrap();
     assert_eq!(
         app.conversation_documents(&c.id).unwrap().remote_notice,
         None,
         "no notice while no file is attached"
     );
-    app.documents
+    app.documents()
         .attach_now(&c.id, &[fixture("short-note.txt")], &|_| {})
         .unwrap();
     let notice = app
@@ -392,16 +392,18 @@ fn a_drop_is_attached_by_its_token_once() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());
     let c = app.create_conversation(&Default::default()).unwrap();
-    let event = app.documents.register_drop(vec![fixture("short-note.txt")]);
+    let event = app
+        .documents()
+        .register_drop(vec![fixture("short-note.txt")]);
     let hearth_app::documents::DocumentEvent::Dropped { token, names } = event else {
         panic!("{event:?}")
     };
     assert_eq!(names, ["short-note.txt"], "the UI gets names, not paths");
-    let paths = app.documents.take_drop(&token).unwrap();
-    app.documents.attach_now(&c.id, &paths, &|_| {}).unwrap();
-    assert_eq!(app.documents.attached(&c.id).unwrap().len(), 1);
+    let paths = app.documents().take_drop(&token).unwrap();
+    app.documents().attach_now(&c.id, &paths, &|_| {}).unwrap();
+    assert_eq!(app.documents().attached(&c.id).unwrap().len(), 1);
     assert!(
-        app.documents.take_drop(&token).is_err(),
+        app.documents().take_drop(&token).is_err(),
         "a token is used once"
     );
 }

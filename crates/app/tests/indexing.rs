@@ -88,7 +88,7 @@ fn cancel_while_reading_keeps_the_files_read_and_names_the_rest() {
         .iter()
         .map(|n| text_file(dir.path(), n, 2))
         .collect();
-    let documents: Arc<Documents> = Arc::clone(&app.documents);
+    let documents: Arc<Documents> = Arc::clone(app.documents());
     let canceller = Arc::clone(&documents);
     // Cancel as the first file starts: it is read, the two after it are not.
     let (events, rx, _) = sink(move |event| {
@@ -116,7 +116,7 @@ fn cancel_while_embedding_keeps_the_vectors_and_continue_indexing_finishes_them(
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());
     let file = text_file(dir.path(), "keeper.txt", 40);
-    let documents = Arc::clone(&app.documents);
+    let documents = Arc::clone(app.documents());
     let canceller = Arc::clone(&documents);
     // Cancel as the first batch of passages is embedded: that batch is stored, no more.
     let (events, rx, _) = sink(move |event| {
@@ -141,7 +141,7 @@ fn cancel_while_embedding_keeps_the_vectors_and_continue_indexing_finishes_them(
     assert!(!view.indexing);
 
     // Meanwhile the file is found by keyword.
-    let library = Library::open(&app.home.documents_db()).unwrap();
+    let library = Library::open(&app.home().documents_db()).unwrap();
     let id = view.documents[0].id;
     let hits = search(&library, "clockwork", &[id], Ranking::Keyword, None, 5).unwrap();
     assert!(!hits.is_empty(), "keyword search works after a cancel");
@@ -170,7 +170,7 @@ fn cancel_while_embedding_keeps_the_vectors_and_continue_indexing_finishes_them(
 /// Installs the tiny Qwen3 embedding fixture as the catalog's Qwen3-Embedding-0.6B would be
 /// (imported, then marked with the catalog id a download records).
 fn install_qwen3_embedding(app: &App) {
-    let store = app.home.store();
+    let store = app.home().store();
     store
         .import(
             &engine_fixture("tiny-qwen3-embedding"),
@@ -203,7 +203,7 @@ fn install_qwen3_embedding(app: &App) {
 fn another_embedding_model_embeds_the_library_again_and_keeps_each_models_vectors() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());
-    let documents = Arc::clone(&app.documents);
+    let documents = Arc::clone(app.documents());
     let file = text_file(dir.path(), "keeper.txt", 4);
     documents
         .attach_now("c", std::slice::from_ref(&file), &|_| {})
@@ -244,7 +244,7 @@ fn another_embedding_model_embeds_the_library_again_and_keeps_each_models_vector
     documents.continue_indexing(events).unwrap();
     assert_eq!(finished(&rx), (false, Vec::new()));
     assert_eq!(documents.library().unwrap().waiting, 0);
-    let library = Library::open(&app.home.documents_db()).unwrap();
+    let library = Library::open(&app.home().documents_db()).unwrap();
     assert_eq!(
         library.count_without_vectors("tiny-bert-32d").unwrap(),
         0,

@@ -1,7 +1,8 @@
 //! `hearth chat`: an interactive conversation in the terminal, streaming each answer. It is
 //! saved in the app's conversation list, as the desktop app saves its own (through
 //! `hearth_app`'s turn: the same store, the same plan, the NPU's fallback to the processor), so
-//! it shows there afterwards; `--no-save` keeps it in memory only. When the conversation
+//! it shows there afterwards; `--no-save` keeps it in memory only and answers through the app's
+//! unsaved turn (`hearth_app::ask`: the same grounding and power rule). When the conversation
 //! outgrows the context, the oldest turns are left out (and it says so). With `--file`, the
 //! files are attached to the conversation as the app attaches them, each answer is grounded in
 //! them, and its numbered sources are printed after it.
@@ -12,10 +13,11 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use hearth_app::ask::{ask, Files, Question};
 use hearth_app::turn::{ChatAction, ChatEvent};
-use hearth_app::{App, Session};
-use hearth_chat::{AnswerError, AnswerEvent, AnswerRequest, ConversationSettings, Input, Receipt};
-use hearth_engine::{ChatMessage, ChatOptions, Role};
+use hearth_app::{App, Home, Session};
+use hearth_chat::{AnswerError, AnswerEvent, ConversationSettings, Input, Receipt};
+use hearth_chat::{ChatMessage, ChatOptions, Role};
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
 use crate::progress::StatusLine;
@@ -78,12 +80,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let mut chat = if args.no_save {
+        let home = crate::model_args::home()?;
         let files = if args.files.is_empty() {
             None
         } else {
-            Some(crate::files::Files::index(&args.files, false)?)
+            let files = crate::files::index(&home, &args.files, false)?;
+            crate::files::tell_remote(&session);
+            Some(files)
         };
-        Chat::Unsaved(Box::new(Unsaved::new(session, args.system, options, files)))
+        Chat::Unsaved(Box::new(Unsaved::new(
+            home,
+            session,
+            args.system,
+            options,
+            files,
+        )))
     } else {
         if args.sampling.speculative.is_some() {
             eprintln!(
@@ -97,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             max_tokens: options.max_tokens,
             enable_thinking: thinking,
         };
-        Chat::Saved(Saved::open(session, settings, args.files)?)
+        Chat::Saved(Box::new(Saved::open(session, settings, args.files)?))
     };
     let stdin = std::io::stdin();
     let mut line = String::new();
@@ -130,8 +141,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The conversation, saved with the app's or kept in memory.
 enum Chat {
-    Saved(Saved),
-    // Boxed: it holds the session itself, the saved one holds the app that holds it.
+    // Both boxed: each is large (the app's state; a session with Hearth's folders), and one
+    // lives for the whole chat.
+    Saved(Box<Saved>),
     Unsaved(Box<Unsaved>),
 }
 
@@ -172,12 +184,12 @@ impl Saved {
         files: Vec<PathBuf>,
     ) -> anyhow::Result<Saved> {
         let app = App::open(crate::model_args::home()?)?;
-        *app.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        app.use_session(session)?;
         for notice in app.take_notices() {
             eprintln!("hearth: {}", safe(&notice.message));
         }
         if !files.is_empty() {
-            app.documents
+            app.documents()
                 .index_now(&files, &|event| crate::files::report(&event, false))?;
         }
         Ok(Saved {
@@ -193,7 +205,7 @@ impl Saved {
     fn start(&self) -> anyhow::Result<String> {
         let id = self.app.create_conversation(&self.settings)?.id;
         if !self.files.is_empty() {
-            self.app.documents.attach_now(&id, &self.files, &|_| {})?;
+            self.app.documents().attach_now(&id, &self.files, &|_| {})?;
             if let Some(notice) = self.app.remote_documents_notice(&id)? {
                 eprintln!("hearth: {}", safe(&notice.message));
                 self.app.accept_remote_documents(&id)?;
@@ -255,29 +267,33 @@ impl Saved {
     }
 }
 
-/// A conversation in memory only (`--no-save`).
+/// A conversation in memory only (`--no-save`), answered by the app's unsaved turn
+/// (`hearth_app::ask`).
 struct Unsaved {
+    home: Home,
     session: Session,
     options: ChatOptions,
     /// The system message it starts with, if any.
     start: Vec<ChatMessage>,
     messages: Vec<ChatMessage>,
     /// `--file`, indexed.
-    files: Option<crate::files::Files>,
+    files: Option<Files>,
 }
 
 impl Unsaved {
     fn new(
+        home: Home,
         session: Session,
         system: Option<String>,
         options: ChatOptions,
-        files: Option<crate::files::Files>,
+        files: Option<Files>,
     ) -> Unsaved {
         let start: Vec<ChatMessage> = system
             .into_iter()
             .map(|s| ChatMessage::new(Role::System, s))
             .collect();
         Unsaved {
+            home,
             session,
             options,
             messages: start.clone(),
@@ -288,51 +304,49 @@ impl Unsaved {
 
     fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
         self.messages.push(ChatMessage::new(Role::User, text));
-        let grounding = match &self.files {
-            Some(files) => {
-                files.ground(text, self.session.backend.as_ref(), self.options.max_tokens)?
-            }
-            None => None,
-        };
-        let (input, sources) = match grounding {
-            Some(g) => (
-                hearth_app::grounding::with_instruction(self.messages.clone(), &g.instruction),
-                g.sources,
-            ),
-            None => (self.messages.clone(), Vec::new()),
-        };
-        // Power is read on this computer while it computes (not for a remote server).
-        let local = !self.session.kind().leaves_this_computer();
-        let sensors = hearth_backends::Sensors::new("/");
-        let request = AnswerRequest {
-            input: Input::Chat(input),
+        let question = Question {
+            input: Input::Chat(self.messages.clone()),
             options: self.options.clone(),
             stops: Vec::new(),
-            power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
             trim_to_fit: true,
         };
         let mut status = StatusLine::new();
-        let result = hearth_chat::answer(self.session.backend.as_mut(), request, &mut |event| {
-            match event {
-                AnswerEvent::Started(start) => say_trimmed(start.trimmed_messages),
-                AnswerEvent::Reading(progress) => {
-                    if let Some(text) = crate::progress::reading(progress) {
-                        status.redraw(&text);
+        let files = self.files.as_ref();
+        let asked = ask(
+            &self.home,
+            &mut self.session,
+            question,
+            files,
+            &mut |event| {
+                match event {
+                    AnswerEvent::Started(start) => say_trimmed(start.trimmed_messages),
+                    AnswerEvent::Reading(progress) => {
+                        if let Some(text) = crate::progress::reading(progress) {
+                            status.redraw(&text);
+                        }
                     }
+                    AnswerEvent::Text(piece) => {
+                        status.clear();
+                        print_piece(&piece);
+                    }
+                    _ => {}
                 }
-                AnswerEvent::Text(piece) => {
-                    status.clear();
-                    print_piece(&piece);
-                }
-                _ => {}
-            }
-            ControlFlow::Continue(())
-        });
+                ControlFlow::Continue(())
+            },
+        );
         status.clear();
         println!();
-        match result {
+        let asked = match asked {
+            Ok(asked) => asked,
+            Err(error) => {
+                self.messages.pop();
+                eprintln!("hearth: {}", safe(&error.message));
+                return Ok(None);
+            }
+        };
+        match asked.answer {
             Ok(answer) => {
-                crate::files::print_sources(&mut std::io::stdout(), &sources);
+                crate::files::print_sources(&mut std::io::stdout(), &asked.sources);
                 self.messages
                     .push(ChatMessage::new(Role::Assistant, answer.text));
                 Ok(Some(answer.receipt))

@@ -1,59 +1,32 @@
-//! `--file` of `hearth run` and `hearth chat`: the user's files indexed into Hearth's document
-//! library and given to the model as the app gives a conversation's (`hearth_app::documents`:
-//! the same passages within the same share of the context, the same instruction to cite), and
-//! the numbered sources printed after the answer.
+//! `--file` of `hearth run` and `hearth chat`: what the terminal says about the user's files
+//! (each file read, and that passages go to a remote server) and the numbered sources printed
+//! after the answer. Indexing and grounding are the app's (`hearth_app::ask::Files` for an
+//! unsaved turn, a conversation's attached files for a saved one): the same passages within
+//! the same share of the context, under the same instruction to cite.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use hearth_app::documents::{Document, DocumentEvent, Documents, EmbeddingModel, Source};
-use hearth_app::grounding::{ground_for, source_line, Grounding};
+use hearth_app::ask::Files;
+use hearth_app::documents::{remote_notice, DocumentEvent, Source};
+use hearth_app::grounding::source_line;
+use hearth_app::{Home, Session};
 
 use crate::terminal::safe;
 
-/// Files given with `--file`, indexed.
-pub struct Files {
-    documents: Documents,
-    read: Vec<Document>,
-    /// Whether the user was told that passages go to a remote server.
-    told: std::cell::Cell<bool>,
+/// Indexes `paths` into the document library in `home` for unsaved turns (a file indexed
+/// before and unchanged is not read again), saying what was read unless `quiet`; a file that
+/// cannot be read is an error naming it.
+pub fn index(home: &Home, paths: &[PathBuf], quiet: bool) -> anyhow::Result<Files> {
+    Ok(Files::index(home, paths, &|event| report(&event, quiet))?)
 }
 
-impl Files {
-    /// Indexes `paths` into the library in Hearth's data folder (a file indexed before and
-    /// unchanged is not read again); a file that cannot be read is an error naming it.
-    pub fn index(paths: &[PathBuf], quiet: bool) -> anyhow::Result<Files> {
-        let documents = Documents::in_home(&crate::model_args::home()?);
-        let read = documents.index_now(paths, &|event| report(&event, quiet))?;
-        Ok(Files {
-            documents,
-            read,
-            told: Default::default(),
-        })
-    }
-
-    /// What the model on `backend` is given for `question` (None when no file has text).
-    pub fn ground(
-        &self,
-        question: &str,
-        backend: &dyn hearth_chat::Backend,
-        max_tokens: usize,
-    ) -> anyhow::Result<Option<Grounding>> {
-        if backend.info().kind.leaves_this_computer() && !self.told.replace(true) {
-            let notice = hearth_app::documents::remote_notice(&backend.info().device);
-            eprintln!("hearth: {}", safe(&notice.message));
-        }
-        let embedder = self.documents.embedder();
-        Ok(self.documents.with_library(|library| {
-            ground_for(
-                library,
-                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
-                &self.read,
-                question,
-                backend,
-                max_tokens,
-            )
-        })?)
+/// With a model on a remote server, says that passages of the files go there (giving `--file`
+/// is the user's consent).
+pub fn tell_remote(session: &Session) {
+    if session.kind().leaves_this_computer() {
+        let notice = remote_notice(&session.backend.info().device);
+        eprintln!("hearth: {}", safe(&notice.message));
     }
 }
 

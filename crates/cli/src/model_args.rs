@@ -140,11 +140,11 @@ impl BackendArgs {
 
     /// Opens `model` on the NPU even when FastFlowLM is known to fail with it
     /// (`hearth run --npu-anyway`, for testers).
-    pub fn open_npu_anyway(&self, model: &ModelArgs) -> anyhow::Result<Box<dyn Backend>> {
+    pub fn open_npu_anyway(&self, model: &ModelArgs) -> anyhow::Result<Session> {
         if matches!(self.backend, Some(kind) if kind != BackendKind::Npu) || self.url.is_some() {
             anyhow::bail!("--npu-anyway runs the model on the NPU: leave out --backend and --url, or give --backend npu");
         }
-        Ok(self.open_session(model, true)?.backend)
+        self.open_session(model, true)
     }
 
     /// Opens `model` where `--backend` says, or where the app would (`Session::open`).

@@ -1,15 +1,15 @@
 //! `hearth run`: answer one prompt and exit, streaming the answer to stdout (or, with `--json`,
-//! printing one object at the end). With `--file`, the answer is grounded in those files as
-//! the app grounds a conversation's (`hearth_app::documents`), and their numbered sources are
-//! printed after it.
+//! printing one object at the end), through the app's unsaved turn (`hearth_app::ask`). With
+//! `--file`, the answer is grounded in those files as the app grounds a conversation's, and
+//! their numbered sources are printed after it.
 
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hearth_chat::{AnswerEvent, AnswerRequest, Input};
-use hearth_engine::{ChatMessage, Role};
+use hearth_app::ask::{ask, Question};
+use hearth_chat::{AnswerEvent, ChatMessage, Input, Role};
 use serde::Serialize;
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
@@ -80,51 +80,42 @@ struct RunReport<'a> {
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut backend = if args.npu_anyway {
+    let mut session = if args.npu_anyway {
         args.backend.open_npu_anyway(&args.model)?
     } else {
-        args.backend.open(&args.model)?
+        args.backend.open_session(&args.model, false)?
     };
     let thinking = match (args.think, args.no_think) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
     };
-    let options = args.sampling.options(thinking);
-    let mut sources = Vec::new();
     let input = if args.raw {
         Input::Raw(args.prompt)
     } else {
-        let mut messages = Vec::new();
-        if let Some(system) = args.system {
-            messages.push(ChatMessage::new(Role::System, system));
-        }
-        if !args.files.is_empty() {
-            let files = crate::files::Files::index(&args.files, args.quiet)?;
-            let grounding = files.ground(&args.prompt, backend.as_ref(), options.max_tokens)?;
-            if let Some(g) = grounding {
-                messages = hearth_app::grounding::with_instruction(messages, &g.instruction);
-                sources = g.sources;
-            }
-        }
-        messages.push(ChatMessage::new(Role::User, args.prompt));
-        Input::Chat(messages)
+        let system = args.system.map(|s| ChatMessage::new(Role::System, s));
+        let user = ChatMessage::new(Role::User, args.prompt);
+        Input::Chat(system.into_iter().chain([user]).collect())
     };
-    // Power is read on this computer while it computes the answer (not for a remote server).
-    let local = !backend.info().kind.leaves_this_computer();
-    let sensors = hearth_backends::Sensors::new("/");
-    let request = AnswerRequest {
+    let question = Question {
         input,
-        options,
+        options: args.sampling.options(thinking),
         stops: args.stop,
-        power: local.then_some(&sensors as &dyn hearth_chat::PowerMeter),
         trim_to_fit: false,
+    };
+    let home = crate::model_args::home()?;
+    let files = if args.files.is_empty() {
+        None
+    } else {
+        let files = crate::files::index(&home, &args.files, args.quiet)?;
+        crate::files::tell_remote(&session);
+        Some(files)
     };
     let mut stdout = std::io::stdout().lock();
     let mut write_failed = None;
     let streaming = !args.json;
     let mut status = StatusLine::new();
-    let result = hearth_chat::answer(backend.as_mut(), request, &mut |event| match event {
+    let mut show = |event: AnswerEvent| match event {
         AnswerEvent::Started(start) if streaming && start.backend.kind.leaves_this_computer() => {
             eprintln!(
                 "hearth: this question is sent to {} ({}); it leaves this computer.",
@@ -153,7 +144,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         _ => ControlFlow::Continue(()),
-    });
+    };
+    let asked = ask(&home, &mut session, question, files.as_ref(), &mut show)?;
+    let (result, sources) = (asked.answer, asked.sources);
     status.clear();
     let answer = match result {
         Ok(answer) => answer,

@@ -176,7 +176,7 @@ fn chat_with_a_file_saves_the_sources_with_each_answer() {
     .unwrap();
     let listed = app.list_conversations("").unwrap();
     assert_eq!(listed.len(), 1);
-    let attached = app.documents.attached(&listed[0].id).unwrap();
+    let attached = app.documents().attached(&listed[0].id).unwrap();
     assert_eq!(attached[0].name, "boathouse.md", "the file stays attached");
     let saved = app.message_sources(&listed[0].id).unwrap();
     assert_eq!(saved.len(), 1, "the answer keeps its sources");

@@ -30,7 +30,7 @@ pub fn window_events<R: Runtime>(window: AppHandle<R>) -> DocumentSink {
 /// Files dropped on the window (the window system's drag-drop event, or `test_drop`): kept
 /// under a token, which the UI receives in a `dropped` event and attaches with.
 pub fn dropped<R: Runtime>(window: &AppHandle<R>, app: &App, paths: Vec<PathBuf>) {
-    let event = app.documents.register_drop(paths);
+    let event = app.documents().register_drop(paths);
     window_events(window.clone())(event);
 }
 
@@ -55,9 +55,9 @@ pub fn pick_documents<R: Runtime>(
         .filter_map(|f| f.into_path().ok())
         .collect();
     if paths.is_empty() {
-        return app.documents.attached(&conversation_id);
+        return app.documents().attached(&conversation_id);
     }
-    app.documents
+    app.documents()
         .attach(&conversation_id, paths, window_events(window))
 }
 
@@ -69,8 +69,8 @@ pub fn attach_dropped<R: Runtime>(
     conversation_id: String,
     token: String,
 ) -> CommandResult<Vec<DocumentInfo>> {
-    let paths = app.documents.take_drop(&token)?;
-    app.documents
+    let paths = app.documents().take_drop(&token)?;
+    app.documents()
         .attach(&conversation_id, paths, window_events(window))
 }
 
@@ -81,7 +81,7 @@ pub fn attach_document(
     conversation_id: String,
     document_id: i64,
 ) -> CommandResult<Vec<DocumentInfo>> {
-    app.documents.attach_known(&conversation_id, document_id)
+    app.documents().attach_known(&conversation_id, document_id)
 }
 
 /// Takes a file off `conversation_id` (it stays in the library).
@@ -91,7 +91,7 @@ pub fn detach_document(
     conversation_id: String,
     document_id: i64,
 ) -> CommandResult<Vec<DocumentInfo>> {
-    app.documents.detach(&conversation_id, document_id)
+    app.documents().detach(&conversation_id, document_id)
 }
 
 /// The files of `conversation_id`, and the notice to show before passages go to a remote
@@ -113,19 +113,19 @@ pub fn accept_remote_documents(app: State<'_, App>, conversation_id: String) -> 
 /// Every file in the library, and the disk it takes.
 #[tauri::command(async)]
 pub fn library(app: State<'_, App>) -> CommandResult<LibraryView> {
-    app.documents.library()
+    app.documents().library()
 }
 
 /// Deletes a file's text, passages and vectors from the library (the original file stays).
 #[tauri::command(async)]
 pub fn remove_document(app: State<'_, App>, document_id: i64) -> CommandResult<LibraryView> {
-    app.documents.remove(document_id)
+    app.documents().remove(document_id)
 }
 
 /// Stops the indexing going now; what was read and embedded is kept. Whether any was running.
 #[tauri::command(async)]
 pub fn cancel_indexing(app: State<'_, App>) -> bool {
-    app.documents.cancel_indexing()
+    app.documents().cancel_indexing()
 }
 
 /// Embeds, in the background, the passages of the library that have no vector from the
@@ -135,7 +135,7 @@ pub fn continue_indexing<R: Runtime>(
     window: AppHandle<R>,
     app: State<'_, App>,
 ) -> CommandResult<()> {
-    app.documents.continue_indexing(window_events(window))
+    app.documents().continue_indexing(window_events(window))
 }
 
 /// The sources saved with the answers of `conversation_id`.

@@ -29,8 +29,9 @@ pub fn get_settings<R: Runtime>(window: AppHandle<R>) -> Settings {
     load(&window)
 }
 
-/// Save settings (values are clamped into range) and return what was stored. Another
-/// embedding model starts embedding the library with it in the background.
+/// Save settings (values are clamped into range), apply them (`App::apply_settings`) and
+/// return what was stored. Another embedding model starts embedding the library with it in
+/// the background.
 #[tauri::command]
 pub fn save_settings<R: Runtime>(
     window: AppHandle<R>,
@@ -38,9 +39,7 @@ pub fn save_settings<R: Runtime>(
     settings: Settings,
 ) -> CommandResult<Settings> {
     let settings = settings.clamped();
-    let new_embedding_model = app
-        .documents
-        .choose_embedding_model(settings.embedding_model.as_deref())?;
+    let new_embedding_model = app.apply_settings(&settings)?;
     let storage = |e: &dyn std::fmt::Display| {
         CommandError::new(
             ErrorCode::Storage,
@@ -53,9 +52,8 @@ pub fn save_settings<R: Runtime>(
         serde_json::to_value(&settings).map_err(|e| storage(&e))?,
     );
     store.save().map_err(|e| storage(&e))?;
-    app.set_cpu_threads(settings.threads);
     if new_embedding_model {
-        app.documents
+        app.documents()
             .continue_indexing(super::documents::window_events(window))?;
     }
     Ok(settings)

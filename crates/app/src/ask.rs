@@ -1,0 +1,182 @@
+//! A turn that is not saved (`hearth run`, `hearth chat --no-save`), and the two rules every
+//! turn shares with the saved one ([`crate::turn`]): which power meter reads an answer
+//! ([`power_meter`]) and the one call of the shared answer loop ([`stream`]).
+//!
+//! An unsaved turn ([`ask`]) takes what the front end keeps itself (the messages so far, or
+//! raw text), grounds the newest question in the [`Files`] given for it as the app grounds a
+//! conversation's attached files ([`crate::grounding::ground_for`], under the same
+//! instruction), runs the loop on the session, and hands back the answer with the sources the
+//! model was given. Nothing goes to the conversation store. Giving files with a model on a
+//! remote server is the user's consent to send their passages there; the front end says so
+//! ([`crate::documents::remote_notice`]).
+//!
+//! Power is read on this computer only while this computer computes the answer: a remote
+//! server's work is not measured by the sensors here, so its receipt carries no energy.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use hearth_backends::Sensors;
+use hearth_chat::{
+    Answer, AnswerError, AnswerEvent, AnswerRequest, BackendKind, ChatOptions, Input, PowerMeter,
+    Role,
+};
+
+use crate::documents::{Document, DocumentEvent, Documents, EmbeddingModel, Source};
+use crate::error::{Error, Result};
+use crate::grounding::{ground_for, with_instruction};
+use crate::home::Home;
+use crate::session::Session;
+
+/// What a turn asks the model, and how.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The conversation, ending with the user's message; or raw text to continue.
+    pub input: Input,
+    /// Sampling, answer length, thinking switch.
+    pub options: ChatOptions,
+    /// Strings that end the answer (it is cut before the first one).
+    pub stops: Vec<String>,
+    /// Leave out the oldest turns when the conversation does not fit (a chat); when false, one
+    /// that does not fit is refused (a single prompt).
+    pub trim_to_fit: bool,
+}
+
+/// Files given for unsaved turns, indexed into the document library in Hearth's data folder.
+pub struct Files {
+    documents: Documents,
+    read: Vec<Document>,
+}
+
+impl Files {
+    /// Indexes `paths` into `home`'s document library, telling `events` what it does (a file
+    /// indexed before and unchanged is not read again); a file that cannot be read is an error
+    /// naming it.
+    pub fn index(home: &Home, paths: &[PathBuf], events: &dyn Fn(DocumentEvent)) -> Result<Files> {
+        let documents = Documents::in_home(home);
+        let read = documents.index_now(paths, events)?;
+        Ok(Files { documents, read })
+    }
+
+    /// `question` grounded in the files for its newest user message on `session`, and the
+    /// sources given; unchanged, with none, when no file has text.
+    fn ground(&self, question: Question, session: &Session) -> Result<(Question, Vec<Source>)> {
+        let Input::Chat(messages) = &question.input else {
+            return Err(Error::invalid(
+                "Files ground a conversation, not raw text. Leave out the files or ask through the chat template.",
+            ));
+        };
+        let newest = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map_or("", |m| m.content.as_str());
+        let embedder = self.documents.embedder();
+        let grounding = self.documents.with_library(|library| {
+            ground_for(
+                library,
+                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+                &self.read,
+                newest,
+                session.backend.as_ref(),
+                question.options.max_tokens,
+            )
+        })?;
+        Ok(match grounding {
+            Some(g) => {
+                let messages = with_instruction(messages.clone(), &g.instruction);
+                let grounded = Question {
+                    input: Input::Chat(messages),
+                    ..question
+                };
+                (grounded, g.sources)
+            }
+            None => (question, Vec::new()),
+        })
+    }
+}
+
+/// What an unsaved turn gives.
+#[derive(Debug)]
+pub struct Asked {
+    /// The answer with its receipt, or how it failed (with the text written before).
+    pub answer: std::result::Result<Answer, AnswerError>,
+    /// The passages of the files the model was given, by the number it cites them with (empty
+    /// without files, or when none had text).
+    pub sources: Vec<Source>,
+}
+
+/// Answers `question` on `session` without saving anything, grounded in `files` when given;
+/// the answer loop's events go to `on_event` (which may stop the answer). An error here means
+/// the files could not be read for the question and no answer was begun; how the answer went
+/// is in [`Asked::answer`].
+pub fn ask(
+    home: &Home,
+    session: &mut Session,
+    question: Question,
+    files: Option<&Files>,
+    on_event: &mut dyn FnMut(AnswerEvent) -> ControlFlow<()>,
+) -> Result<Asked> {
+    let (question, sources) = match files {
+        Some(files) => files.ground(question, session)?,
+        None => (question, Vec::new()),
+    };
+    let answer = stream(home, session, question, on_event);
+    Ok(Asked { answer, sources })
+}
+
+/// Runs the shared answer loop (`hearth_chat::answer`) for `question` on `session`, its power
+/// read as [`power_meter`] says. The saved and the unsaved turn both answer through here.
+// The error is the answer loop's own (it carries the partial text), made once per answer.
+#[allow(clippy::result_large_err)]
+pub(crate) fn stream(
+    home: &Home,
+    session: &mut Session,
+    question: Question,
+    on_event: &mut dyn FnMut(AnswerEvent) -> ControlFlow<()>,
+) -> std::result::Result<Answer, AnswerError> {
+    let meter = power_meter(home, session.kind());
+    let request = AnswerRequest {
+        input: question.input,
+        options: question.options,
+        stops: question.stops,
+        power: meter.as_ref().map(|m| m as &dyn PowerMeter),
+        trim_to_fit: question.trim_to_fit,
+    };
+    hearth_chat::answer(session.backend.as_mut(), request, on_event)
+}
+
+/// The power rule: an answer computed on this computer (the processor, the NPU) is measured
+/// by the sensors under `home.system_root`; one computed elsewhere (a remote server) is not.
+pub(crate) fn power_meter(home: &Home, kind: BackendKind) -> Option<Sensors> {
+    (!kind.leaves_this_computer()).then(|| Sensors::new(&home.system_root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> Home {
+        Home {
+            data_dir: "data".into(),
+            config_dir: "config".into(),
+            state_dir: "state".into(),
+            builtin: None,
+            system_root: "/".into(),
+        }
+    }
+
+    #[test]
+    fn answers_computed_here_are_measured_here() {
+        assert!(power_meter(&home(), BackendKind::Cpu).is_some());
+        assert!(power_meter(&home(), BackendKind::Npu).is_some());
+    }
+
+    #[test]
+    fn a_remote_servers_answer_is_not_measured_on_this_computer() {
+        assert!(
+            power_meter(&home(), BackendKind::Remote).is_none(),
+            "this computer's sensors do not see the server's work"
+        );
+    }
+}
