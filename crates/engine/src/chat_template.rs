@@ -16,7 +16,7 @@ use minijinja::{AutoEscape, Environment, ErrorKind, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::template_program::{self, Program};
-use crate::template_values::RenderGuard;
+use crate::template_values::{limits, RenderGuard};
 use crate::Error;
 
 /// Who said a message.
@@ -59,49 +59,6 @@ impl ChatMessage {
             content: content.into(),
         }
     }
-}
-
-/// The bounds every render runs within. Each is far above what a real template needs for the
-/// conversation at hand (the Qwen3 template, with the largest conversation a context holds, uses
-/// a small fraction: see the tests), and far below what would hang Hearth or exhaust memory.
-pub mod limits {
-    /// Work any render may do, in minijinja's fuel: one per instruction, plus one per 64 bytes
-    /// of text or list slots a template makes. Bounds time (about a second on a laptop) and the
-    /// memory a template can fill (64 bytes per fuel).
-    pub const BASE_FUEL: u64 = 2_000_000;
-    /// More work per message of the conversation.
-    pub const FUEL_PER_MESSAGE: u64 = 1_000;
-    /// More work per byte of message text (so that 64 bytes of data may be made per byte given).
-    pub const FUEL_PER_TEXT_BYTE: u64 = 1;
-    /// Output any render may write, in bytes.
-    pub const BASE_OUTPUT_BYTES: usize = 1 << 20;
-    /// More output per byte of message text.
-    pub const OUTPUT_PER_TEXT_BYTE: usize = 4;
-    /// More output per message (role markers, turn separators).
-    pub const OUTPUT_PER_MESSAGE: usize = 1024;
-    /// How deep loops, macros and blocks may nest (minijinja's default is 500).
-    pub const NESTING: usize = 64;
-    /// How deep a value a template stores or prints may nest: lists in lists, maps in maps.
-    /// Real templates nest a tool's JSON schema a dozen levels at most.
-    pub const VALUE_DEPTH: usize = 128;
-    /// Namespaces one render may make (real templates make one or two).
-    pub const NAMESPACES: usize = 64;
-    /// The widest `indent` Hearth's `tojson` takes.
-    pub const TOJSON_INDENT: usize = 16;
-    /// The largest width or precision a `str.format` field may ask for.
-    pub const FORMAT_WIDTH: u64 = 4096;
-    /// The longest template source, in bytes (real ones are a few KiB; the longest known,
-    /// with tool-use sections, about 20 KiB).
-    pub const SOURCE_BYTES: usize = 256 << 10;
-    /// The most tokens one `{{ … }}` or `{% … %}` tag may hold (a string literal is one).
-    /// minijinja's compiler folds constant expressions in time that grows with about the cube
-    /// of their length: a chain of 1,000 `~` compiles in under a millisecond, one of 125,000
-    /// runs for minutes. Real tags hold a few dozen tokens.
-    pub const TAG_TOKENS: usize = 4096;
-    /// The stack of the thread each compile and render runs on. The limits above bound how
-    /// deep minijinja recurses (through values, expressions and nested blocks) to well within
-    /// it, whatever thread calls the render (a server's worker stack may be 2 MiB).
-    pub const STACK_BYTES: usize = 64 << 20;
 }
 
 /// A chat template (checked to compile) plus the special-token strings templates may print.

@@ -55,9 +55,7 @@ mod transformer;
 mod weights_memory;
 mod wordpiece;
 
-pub use chat_template::{
-    check_chat_template, limits as template_limits, ChatMessage, ChatTemplate, Role,
-};
+pub use chat_template::{check_chat_template, ChatMessage, ChatTemplate, Role};
 pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
@@ -65,5 +63,6 @@ pub use json_schema::ResponseFormat;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
 pub use runner::{ChatOptions, GenerationStats, PrefillProgress, StopReason};
 pub use sampler::SamplingParams;
+pub use template_values::limits as template_limits;
 pub use tokenizer::TextTokenizer;
 pub use weights_memory::WeightsMemory;
