@@ -87,15 +87,17 @@ impl Model {
     }
 
     /// Where attention's AVX-512 f32 kernels broadcast each query or weight value from,
-    /// `"register"` or `"memory"`, as the probe chose when the model loaded
-    /// ([`CpuContext::broadcast_in_register`]); None where those kernels do not run (another
+    /// `"register"` or `"memory"`, as set for a benchmark or as the probe chose
+    /// (`cpu::attention::broadcast_in_register`); None where those kernels do not run (another
     /// level, or BF16 products).
     pub fn attention_broadcast(&self) -> Option<&'static str> {
         let cpu = &self.runner.cpu;
         let avx512 = crate::cpu::attention::runs_avx512_kernels(cpu.level());
-        (avx512 && !self.bf16_attention()).then_some(match cpu.broadcast_in_register() {
-            true => "register",
-            false => "memory",
+        (avx512 && !self.bf16_attention()).then(|| {
+            match crate::cpu::attention::broadcast_in_register(cpu) {
+                true => "register",
+                false => "memory",
+            }
         })
     }
 

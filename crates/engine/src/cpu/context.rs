@@ -14,7 +14,8 @@ pub struct CpuContext {
     pool: ThreadPool,
     level: KernelLevel,
     bf16_attention: bool,
-    broadcast_in_register: bool,
+    /// Forced for a benchmark; None: as attention's probe finds.
+    broadcast_in_register: Option<bool>,
     interleave: bool,
 }
 
@@ -43,7 +44,7 @@ impl CpuContext {
             pool,
             level,
             bf16_attention: super::peak::bf16_dot_pays(),
-            broadcast_in_register: super::attention::broadcast_in_register_pays(),
+            broadcast_in_register: None,
             interleave: true,
         }
     }
@@ -93,17 +94,17 @@ impl CpuContext {
         self.bf16_attention = allowed;
     }
 
-    /// Whether attention's AVX-512 f32 kernels broadcast each query or weight value into a
-    /// register once for the multiply-adds that share it, rather than from memory inside each
-    /// (the same sums either way). By default, whichever the load-time probe found faster
-    /// here ([`super::attention::broadcast_in_register_pays`]).
-    pub fn broadcast_in_register(&self) -> bool {
+    /// Whether attention's AVX-512 f32 kernels were told to broadcast each query or weight
+    /// value into a register (`Some(true)`) or from memory (`Some(false)`) for a benchmark; None,
+    /// the default, leaves it to attention's own probe (`cpu::attention::broadcast_in_register`
+    /// says which one runs).
+    pub fn broadcast_override(&self) -> Option<bool> {
         self.broadcast_in_register
     }
 
     /// Broadcasts into a register (`true`) or from memory (for benchmarks).
     pub fn set_broadcast_in_register(&mut self, in_register: bool) {
-        self.broadcast_in_register = in_register;
+        self.broadcast_in_register = Some(in_register);
     }
 
     /// Whether the 4-bit matmuls of a prefill run their tokens, in batches of up to

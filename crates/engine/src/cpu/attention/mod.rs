@@ -90,7 +90,7 @@ pub fn causal_attention(
     let out_ptr = SharedMut(out.as_mut_ptr());
     let level = cpu.level();
     let bf16 = cpu.bf16_attention();
-    let in_register = cpu.broadcast_in_register();
+    let in_register = broadcast_in_register(cpu);
     let tiles = tokens.div_ceil(TILE);
     cpu.pool().run(tiles * kv_heads, &|job| {
         // The last tiles first: they attend over the most positions, and the short ones that
@@ -148,8 +148,17 @@ pub fn broadcast_in_register_pays() -> bool {
     false
 }
 
+/// Whether attention on `cpu` broadcasts each query or weight value into a register (the
+/// AVX-512 f32 kernels' choice, the same sums either way): as a benchmark set it
+/// ([`CpuContext::set_broadcast_in_register`]), else whichever [`broadcast_in_register_pays`]
+/// found faster here (measured once per process, at the first attention that asks).
+pub fn broadcast_in_register(cpu: &CpuContext) -> bool {
+    cpu.broadcast_override()
+        .unwrap_or_else(broadcast_in_register_pays)
+}
+
 /// Whether attention at `level` runs the AVX-512 f32 kernels, the ones
-/// [`CpuContext::broadcast_in_register`] chooses for (when its products are f32).
+/// [`broadcast_in_register`] chooses for (when its products are f32).
 pub fn runs_avx512_kernels(level: KernelLevel) -> bool {
     #[cfg(target_arch = "x86_64")]
     return Width::for_level(level) == Width::Avx512;
