@@ -30,14 +30,6 @@ pub struct Args {
     model: Option<String>,
 }
 
-/// The JSON document: the diagnosis plus one idle power reading.
-#[derive(serde::Serialize)]
-struct Report<'a> {
-    #[serde(flatten)]
-    diagnosis: &'a Diagnosis,
-    power: &'a PowerSample,
-}
-
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
@@ -56,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json(&diagnosis, &power))?
+            serde_json::to_string_pretty(&crate::report::findings(&diagnosis, &power))?
         );
     } else {
         print!("{}", crate::terminal::safe(&render(&diagnosis, &power)));
@@ -65,13 +57,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
-}
-
-/// What `--json` prints: the diagnosis plus the idle power reading.
-pub fn json(diagnosis: &Diagnosis, power: &PowerSample) -> serde_json::Value {
-    serde_json::to_value(Report { diagnosis, power }).unwrap_or_else(|e| {
-        serde_json::json!({ "failed": format!("the findings could not be written as JSON: {e}") })
     })
 }
 
@@ -248,7 +233,7 @@ mod tests {
         let root = fixture("strix-ready");
         let d = hearth_npu::diagnose(&root);
         let p = hearth_npu::PowerSources::discover(&root).sample(0.0);
-        let v = json(&d, &p);
+        let v = crate::report::findings(&d, &p);
         assert_eq!(v["ready"], true);
         assert_eq!(v["power"]["package_watts"]["value"], 14.8);
         assert!(v["power"]["cpu_percent"]["unavailable"].is_string());

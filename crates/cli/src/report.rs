@@ -175,6 +175,22 @@ fn machine(root: &Path) -> Value {
     })
 }
 
+/// The doctor's findings as JSON: the diagnosis plus one idle power reading.
+#[derive(Serialize)]
+struct Findings<'a> {
+    #[serde(flatten)]
+    diagnosis: &'a Diagnosis,
+    power: &'a PowerSample,
+}
+
+/// What `hearth doctor --json` prints, and the report's `doctor` part: the diagnosis plus the
+/// idle power reading.
+pub fn findings(diagnosis: &Diagnosis, power: &PowerSample) -> Value {
+    serde_json::to_value(Findings { diagnosis, power }).unwrap_or_else(
+        |e| json!({ "failed": format!("the findings could not be written as JSON: {e}") }),
+    )
+}
+
 /// Everything gathered, as one redacted JSON document. `fastflowlm` and `runs` are what
 /// [`fastflowlm`] and [`runs`] gave (or why they were not run).
 pub fn build(
@@ -189,7 +205,7 @@ pub fn build(
         "hearth_version": env!("CARGO_PKG_VERSION"),
         "privacy": PRIVACY,
         "machine": machine(root),
-        "doctor": crate::doctor::json(diagnosis, power),
+        "doctor": findings(diagnosis, power),
         "fastflowlm": fastflowlm,
         "runs": runs,
     });
