@@ -70,21 +70,11 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-/// The chat template as the engine reads it: `chat_template.jinja`, else `tokenizer_config.json`'s
-/// `chat_template` (a string, or the `default` entry of a list).
+/// The chat template's source where the engine reads it (`hearth_backends::template_source`).
 fn template_source(dir: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(dir.join("chat_template.jinja")) {
-        return Some(text);
-    }
-    match read_json(&dir.join("tokenizer_config.json"))?.get("chat_template")? {
-        serde_json::Value::String(text) => Some(text.clone()),
-        serde_json::Value::Array(list) => list
-            .iter()
-            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
-            .and_then(|t| t.get("template")?.as_str())
-            .map(str::to_owned),
-        _ => None,
-    }
+    let tokenizer_config = read_json(&dir.join("tokenizer_config.json"));
+    let found = hearth_backends::template_source(dir, tokenizer_config.as_ref()).ok()?;
+    found.map(|(text, _)| text)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub use cpu::CpuBackend;
 pub use npu::NpuBackend;
 pub use power::Sensors;
 pub use remote::{RemoteBackend, RemoteConfig};
-// What opening a model on the CPU takes, and the check a model folder's chat template passes
-// before Hearth keeps it: the engine's, named here for the app that opens models.
+// What opening a model on the CPU takes, where a model folder's chat template is and the check
+// it passes before Hearth keeps it: the engine's, named here for the app that opens models.
 pub use hearth_engine::cpu::KernelLevel;
-pub use hearth_engine::{check_chat_template, LoadOptions};
+pub use hearth_engine::{check_chat_template, template_source, LoadOptions};

@@ -118,30 +118,8 @@ impl ChatTemplate {
         model: String,
     ) -> Result<Option<Self>, Error> {
         let special_tokens = special_token_strings(tokenizer_config);
-        let jinja = dir.join("chat_template.jinja");
-        let (source, path) = if jinja.is_file() {
-            let text = std::fs::read_to_string(&jinja).map_err(|e| Error::Tokenizer {
-                path: jinja.clone(),
-                reason: e.to_string(),
-            })?;
-            (text, jinja)
-        } else {
-            let path = dir.join("tokenizer_config.json");
-            match tokenizer_config.and_then(|c| c.get("chat_template")) {
-                Some(serde_json::Value::String(text)) => (text.clone(), path),
-                Some(serde_json::Value::Array(list)) => {
-                    let named = |name: &str| {
-                        list.iter()
-                            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
-                            .and_then(|t| t.get("template")?.as_str())
-                    };
-                    match named("default") {
-                        Some(text) => (text.to_owned(), path),
-                        None => return Ok(None),
-                    }
-                }
-                _ => return Ok(None),
-            }
+        let Some((source, path)) = template_source(dir, tokenizer_config)? else {
+            return Ok(None);
         };
         if source.len() > limits::SOURCE_BYTES {
             return Err(Error::ChatTemplateLimit {
@@ -318,6 +296,34 @@ impl ChatTemplate {
 pub fn check_chat_template(dir: &Path, model: &str) -> Result<(), Error> {
     let tokenizer_config = crate::json_file::read_json(&dir.join("tokenizer_config.json"))?;
     ChatTemplate::read(dir, tokenizer_config.as_ref(), model.to_owned()).map(drop)
+}
+
+/// A model folder's chat template, unchecked, and the file it came from: `chat_template.jinja`
+/// if present, else the `chat_template` of `tokenizer_config.json` (a string, or a list whose
+/// `default` entry is used). `Ok(None)` when the folder declares none. The one rule for where
+/// a template is: loading reads it here, and so do model listings (the server's `/api/show`).
+pub fn template_source(
+    dir: &Path,
+    tokenizer_config: Option<&serde_json::Value>,
+) -> Result<Option<(String, std::path::PathBuf)>, Error> {
+    let jinja = dir.join("chat_template.jinja");
+    if jinja.is_file() {
+        let text = std::fs::read_to_string(&jinja).map_err(|e| Error::Tokenizer {
+            path: jinja.clone(),
+            reason: e.to_string(),
+        })?;
+        return Ok(Some((text, jinja)));
+    }
+    let path = dir.join("tokenizer_config.json");
+    let text = match tokenizer_config.and_then(|c| c.get("chat_template")) {
+        Some(serde_json::Value::String(text)) => Some(text.as_str()),
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+            .and_then(|t| t.get("template")?.as_str()),
+        _ => None,
+    };
+    Ok(text.map(|text| (text.to_owned(), path)))
 }
 
 /// The fuel one render used, out of its budget.

@@ -55,7 +55,7 @@ mod transformer;
 mod weights_memory;
 mod wordpiece;
 
-pub use chat_template::{check_chat_template, ChatMessage, ChatTemplate, Role};
+pub use chat_template::{check_chat_template, template_source, ChatMessage, ChatTemplate, Role};
 pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
