@@ -46,13 +46,13 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             window.manage(app);
             Ok(())
         })
-        // Files dropped on the window: their paths come from the window system, kept here
-        // under a token the UI attaches with (commands::documents).
+        // Files dropped on the window: their paths come from the window system, classified and
+        // kept here under a token the UI acts by (commands::documents).
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
                 let handle = window.app_handle();
                 if let Some(app) = handle.try_state::<App>() {
-                    commands::documents::dropped(handle, &app, paths.clone());
+                    commands::documents::dropped(handle, &app, paths);
                 }
             }
         })
@@ -81,6 +81,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::models::cancel_download,
             commands::models::remove_model,
             commands::models::import_model,
+            commands::models::import_dropped,
             commands::models::found_models,
             commands::models::import_found,
             commands::models::set_default_model,

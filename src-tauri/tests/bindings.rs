@@ -36,6 +36,7 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     hearth_app::documents::LibraryView::export_all(cfg)?;
     hearth_app::documents::ConversationDocuments::export_all(cfg)?;
     hearth_app::documents::DocumentEvent::export_all(cfg)?;
+    hearth_app::drop::Dropped::export_all(cfg)?;
     hearth_app::documents::MessageSources::export_all(cfg)?;
     npu::Comparison::export_all(cfg)?;
     hearth_app::Error::export_all(cfg)?;
@@ -270,6 +271,7 @@ fn commands(named: &mut BTreeSet<String>) -> Vec<Command> {
 const EVENTS: &[(&str, &str)] = &[
     (hearth_app::npu::LOADING_EVENT, "ModelLoading"),
     (hearth_app::documents::DOCUMENTS_EVENT, "DocumentEvent"),
+    (hearth_app::drop::DROP_EVENT, "Dropped"),
 ];
 
 /// `ui/src/lib/commands.ts`: the command map, in the order of `names::COMMANDS`.

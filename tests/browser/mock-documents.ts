@@ -1,8 +1,9 @@
 // The user's files in the mocked backend: a library, each conversation's attachments, the
-// dialog's and a drop's files (indexed with `documents` progress events, one of them failing),
+// dialog's and a drop's files (mock-drops.ts; indexed with `documents` progress events, one of them failing),
 // the remote notice, the sources an answer cites, and Cancel / Continue indexing (passages read
 // but not embedded wait in the library). A test steers it through window.__mockDocuments.
 import { emit } from '@tauri-apps/api/event';
+import { takeDrop } from './mock-drops';
 
 type Json = Record<string, any>;
 
@@ -29,9 +30,7 @@ const library = new Map<number, Json>();
 const attached = new Map<string, number[]>();
 const accepted = new Set<string>();
 const saved = new Map<string, Json[]>();
-const tokens = new Map<string, string[]>();
 let nextDoc = 1;
-let nextToken = 1;
 /** Cancel's flag for the runs going now (each Cancel sets it and starts a fresh one). */
 let cancel = { set: false };
 let running = 0;
@@ -97,10 +96,15 @@ function listOf(conversationId: string): Json[] {
   return (attached.get(conversationId) ?? []).flatMap((id) => (library.has(id) ? [{ ...library.get(id) }] : []));
 }
 
-function attach(conversationId: string, ids: number[]): Json[] {
+/** What every attach and detach answers with: the conversation's files and the remote notice. */
+function documentsOf(conversationId: string) {
+  return { documents: listOf(conversationId), remote_notice: notice(conversationId) };
+}
+
+function attach(conversationId: string, ids: number[]) {
   const list = attached.get(conversationId) ?? [];
   attached.set(conversationId, [...list, ...ids.filter((id) => !list.includes(id))]);
-  return listOf(conversationId);
+  return documentsOf(conversationId);
 }
 
 function notice(conversationId: string): { server: string; message: string } | null {
@@ -121,14 +125,6 @@ function libraryView() {
   };
 }
 
-/** A drop on the window, as the backend reports it: a single-use token and the names. */
-export async function dropFiles(names: string[]) {
-  const token = `t${nextToken++}`;
-  tokens.set(token, names);
-  await emit('documents', { event: 'dropped', data: { token, names } });
-}
-(window as any).__mockDrop = dropFiles;
-
 /** Before the answer's first token: the sources (the prompt's reading is the backend's, mock-backend.ts). */
 export async function documentsBeforeAnswer(conversationId: string, send: (message: Json) => void, answerId: number) {
   if (listOf(conversationId).length === 0) return;
@@ -146,20 +142,16 @@ export function documentsCommand(cmd: string, args: Json): unknown {
   switch (cmd) {
     case 'pick_documents':
       return attach(args.conversationId, documentsControl.picked.map((name) => addFile(name).id));
-    case 'attach_dropped': {
-      const names = tokens.get(args.token);
-      if (!names) fail('invalid_input', 'This drop was already used or has expired; drop the files again.');
-      tokens.delete(args.token);
-      return attach(args.conversationId, names.map((name) => addFile(name).id));
-    }
+    case 'attach_dropped':
+      return attach(args.conversationId, takeDrop(args.token, 'documents').map((name) => addFile(name).id));
     case 'attach_document':
       if (!library.has(args.documentId)) fail('not_found', `There is no file ${args.documentId} in your library.`);
       return attach(args.conversationId, [args.documentId]);
     case 'detach_document':
       attached.set(args.conversationId, (attached.get(args.conversationId) ?? []).filter((id) => id !== args.documentId));
-      return listOf(args.conversationId);
+      return documentsOf(args.conversationId);
     case 'conversation_documents':
-      return { documents: listOf(args.conversationId), remote_notice: notice(args.conversationId) };
+      return documentsOf(args.conversationId);
     case 'accept_remote_documents':
       accepted.add(args.conversationId);
       return null;

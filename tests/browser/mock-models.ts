@@ -1,6 +1,9 @@
 // The Models area of the mocked backend: a two-model catalog, the bundled demo as installed,
 // downloads that stream progress over the Channel (slowly, so Pause and Cancel can be tested),
-// delete, import and default. A test can steer it through window.__mockModels.
+// delete, import (by path, or a dropped model by its token) and default. A test can steer it
+// through window.__mockModels.
+import { takeDrop } from './mock-drops';
+
 type Json = Record<string, any>;
 
 const GB = 1_000_000_000;
@@ -235,6 +238,8 @@ export function modelsCommand(cmd: string, args: Json): unknown {
     }
     case 'import_model':
       return importModel(args);
+    case 'import_dropped':
+      return importModel({ path: `/home/ana/Downloads/${takeDrop(args.token, 'model')[0]}`, name: null, onProgress: args.onProgress });
     case 'found_models':
       return found;
     case 'import_found':

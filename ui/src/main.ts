@@ -12,6 +12,7 @@ import { AnswerStream } from './lib/answer.svelte';
 import { ModelsStore } from './lib/models.svelte';
 import { PowerMonitor } from './lib/power.svelte';
 import { DocumentsStore } from './lib/documents.svelte';
+import { Drops } from './lib/drops.svelte';
 import './app.css';
 
 const notifications = new Notifications(localStorage);
@@ -32,10 +33,12 @@ session.onModelChosen(() => void documents.modelChosen());
 const models = new ModelsStore(api, () => void session.refreshModels());
 // The chart's speed line: the live rate while an answer is written, 0 between answers.
 const monitor = new PowerMonitor(api, () => (answer.streaming ? (answer.live?.tokens_per_second ?? null) : 0));
+// Files dropped on the window, as the backend classified them: attached, imported, or said why not.
+const drops = new Drops(api, documents, models, shell, notifications);
 
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');
 export default mount(App, {
   target,
-  props: { notifications, shell, session, settings, conversations, answer, models, monitor, documents },
+  props: { notifications, shell, session, settings, conversations, answer, models, monitor, documents, drops },
 });

@@ -92,6 +92,8 @@ pub struct App {
     pub(crate) power: Arc<Mutex<Option<hearth_npu::PowerSources>>>,
     /// The document library and the files attached to conversations.
     pub(crate) documents: Arc<crate::documents::Documents>,
+    /// Files dropped on the window, waiting for the front end to act on them by token.
+    pub(crate) drops: Arc<crate::drop::Drops>,
 }
 
 impl App {
@@ -125,6 +127,7 @@ impl App {
         let documents = crate::documents::Documents::in_home(&home);
         Ok(Self {
             documents: Arc::new(documents),
+            drops: Arc::default(),
             home: Arc::new(home),
             store: Arc::new(Mutex::new(store)),
             model: Arc::new(Mutex::new(None)),

@@ -67,10 +67,6 @@ pub struct Documents {
     runs: Arc<AtomicUsize>,
     /// Files being indexed now, with the conversation each is for.
     indexing: Arc<Mutex<HashMap<PathBuf, String>>>,
-    /// Dropped files waiting for the front end to attach them, by token.
-    drops: Mutex<HashMap<String, Vec<PathBuf>>>,
-    /// Drops so far, to make each token new.
-    dropped: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn library_error(error: LibraryError) -> Error {
@@ -99,31 +95,7 @@ impl Documents {
             cancel: Mutex::default(),
             runs: Arc::default(),
             indexing: Arc::default(),
-            drops: Mutex::default(),
-            dropped: Default::default(),
         }
-    }
-
-    /// Keeps the paths of files dropped on the window (they come from the window system, never
-    /// from the web view) and returns the event that lets the front end attach them by token.
-    pub fn register_drop(&self, paths: Vec<PathBuf>) -> DocumentEvent {
-        let n = self
-            .dropped
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let token = format!("drop-{n}");
-        let names = paths.iter().map(|p| file_name(p)).collect();
-        lock(&self.drops).insert(token.clone(), paths);
-        DocumentEvent::Dropped { token, names }
-    }
-
-    /// The paths of the drop `token`, once; a token used or never given is an error.
-    pub fn take_drop(&self, token: &str) -> Result<Vec<PathBuf>> {
-        lock(&self.drops).remove(token).ok_or_else(|| {
-            Error::new(
-                ErrorCode::NotFound,
-                "Those dropped files were already attached or are no longer known. Drop them again.",
-            )
-        })
     }
 
     /// Where the packaged app's resources are, to find the bundled embedding model there.
@@ -362,14 +334,14 @@ impl Documents {
     }
 
     /// Indexes `paths` on a thread of its own and attaches each to `conversation_id` as it is
-    /// read; progress and errors go to `events`. Returns at once with the conversation's list
-    /// (the new files marked as being indexed).
+    /// read; progress and errors go to `events`. Returns at once ([`Documents::attached`] lists
+    /// the new files as being indexed).
     pub fn attach(
         self: &Arc<Self>,
         conversation_id: &str,
         paths: Vec<PathBuf>,
         events: DocumentSink,
-    ) -> Result<Vec<DocumentInfo>> {
+    ) -> Result<()> {
         let fresh: Vec<PathBuf> = {
             let mut indexing = lock(&self.indexing);
             paths
@@ -435,7 +407,7 @@ impl Documents {
                     format!("cannot start indexing ({e}); try again"),
                 )
             })?;
-        self.attached(conversation_id)
+        Ok(())
     }
 
     /// The files attached to `conversation_id`, then those still being indexed for it.
@@ -473,7 +445,7 @@ impl Documents {
     }
 
     /// Attaches a file already in the library to `conversation_id`.
-    pub fn attach_known(&self, conversation_id: &str, id: DocumentId) -> Result<Vec<DocumentInfo>> {
+    pub fn attach_known(&self, conversation_id: &str, id: DocumentId) -> Result<()> {
         self.with_library(|library| {
             let known = library.documents().map_err(library_error)?;
             if !known.iter().any(|d| d.id == id) {
@@ -483,14 +455,12 @@ impl Documents {
                 ));
             }
             library.attach(conversation_id, id).map_err(library_error)
-        })?;
-        self.attached(conversation_id)
+        })
     }
 
     /// Takes a file off `conversation_id` (it stays in the library).
-    pub fn detach(&self, conversation_id: &str, id: DocumentId) -> Result<Vec<DocumentInfo>> {
-        self.with_library(|library| library.detach(conversation_id, id).map_err(library_error))?;
-        self.attached(conversation_id)
+    pub fn detach(&self, conversation_id: &str, id: DocumentId) -> Result<()> {
+        self.with_library(|library| library.detach(conversation_id, id).map_err(library_error))
     }
 
     /// Every file in the library, the disk it takes, and its embedding model: which, the
@@ -549,6 +519,43 @@ impl Documents {
     /// The documents attached to `conversation_id`, as the library stores them.
     pub fn attached_documents(&self, conversation_id: &str) -> Result<Vec<Document>> {
         self.with_library(|library| library.attached(conversation_id).map_err(library_error))
+    }
+}
+
+/// Attaching and detaching files, as a front end asks: each returns the conversation's files
+/// and the remote notice (what [`crate::App::conversation_documents`] gives), so the front end
+/// need not ask again.
+impl crate::App {
+    /// Attaches `paths` (from the front end's own picker) to `conversation_id`; they are
+    /// indexed in the background, reporting to `events`.
+    pub fn attach_files(
+        &self,
+        conversation_id: &str,
+        paths: Vec<PathBuf>,
+        events: DocumentSink,
+    ) -> Result<ConversationDocuments> {
+        self.documents.attach(conversation_id, paths, events)?;
+        self.conversation_documents(conversation_id)
+    }
+
+    /// Attaches a file already in the library to `conversation_id`.
+    pub fn attach_document(
+        &self,
+        conversation_id: &str,
+        id: DocumentId,
+    ) -> Result<ConversationDocuments> {
+        self.documents.attach_known(conversation_id, id)?;
+        self.conversation_documents(conversation_id)
+    }
+
+    /// Takes a file off `conversation_id` (it stays in the library).
+    pub fn detach_document(
+        &self,
+        conversation_id: &str,
+        id: DocumentId,
+    ) -> Result<ConversationDocuments> {
+        self.documents.detach(conversation_id, id)?;
+        self.conversation_documents(conversation_id)
     }
 }
 

@@ -13,6 +13,8 @@
 //!   rule and answer-loop call it shares with [`turn`];
 //! - [`documents`]: the user's files: the document library, files attached to a conversation,
 //!   indexing; [`grounding`]: how a file becomes a cited answer (the passages a turn reads);
+//! - [`drop`]: files dropped on the window, classified once (a model, documents, a picture, or
+//!   neither, with why) and kept under a token the front end acts by;
 //! - [`conversations`], [`export`]: the saved conversations and their export files;
 //! - [`model_store`]: the Models area (catalog, downloads, import, remove, default);
 //! - [`npu`]: the NPU's status and power, loading onto it, its self-test and the comparison
@@ -26,6 +28,7 @@ pub mod app;
 pub mod ask;
 pub mod conversations;
 pub mod documents;
+pub mod drop;
 pub mod error;
 pub mod export;
 pub mod fidelity;

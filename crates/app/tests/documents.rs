@@ -388,22 +388,46 @@ fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_pass
 }
 
 #[test]
-fn a_drop_is_attached_by_its_token_once() {
+fn a_drop_is_classified_and_attached_by_its_token_once() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());
     let c = app.create_conversation(&Default::default()).unwrap();
-    let event = app
-        .documents()
-        .register_drop(vec![fixture("short-note.txt")]);
-    let hearth_app::documents::DocumentEvent::Dropped { token, names } = event else {
-        panic!("{event:?}")
-    };
-    assert_eq!(names, ["short-note.txt"], "the UI gets names, not paths");
-    let paths = app.documents().take_drop(&token).unwrap();
-    app.documents().attach_now(&c.id, &paths, &|_| {}).unwrap();
-    assert_eq!(app.documents().attached(&c.id).unwrap().len(), 1);
+    let drop = app.register_drop(&[fixture("short-note.txt")]);
+    assert_eq!(drop.kind, hearth_app::drop::DropKind::Documents);
+    assert_eq!(
+        drop.names,
+        ["short-note.txt"],
+        "the UI gets names, not paths"
+    );
+    let token = drop.token.expect("documents are kept under a token");
+    let refused = app.import_dropped(&token, &mut |_| {}).unwrap_err();
+    assert_eq!(
+        refused.code,
+        hearth_app::ErrorCode::InvalidInput,
+        "documents are not imported as a model: {}",
+        refused.message
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = Mutex::new(tx);
+    let events: hearth_app::documents::DocumentSink = std::sync::Arc::new(move |event| {
+        let _ = tx.lock().unwrap().send(event);
+    });
+    let now = app.attach_dropped(&c.id, &token, events.clone()).unwrap();
+    assert_eq!(
+        now.documents
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect::<Vec<_>>(),
+        ["short-note.txt"],
+        "the attach answers with the conversation's files"
+    );
+    assert!(now.remote_notice.is_none(), "no remote server in use");
+    while !matches!(
+        rx.recv_timeout(std::time::Duration::from_secs(60)),
+        Ok(hearth_app::documents::DocumentEvent::Finished { .. }) | Err(_)
+    ) {}
     assert!(
-        app.documents().take_drop(&token).is_err(),
+        app.attach_dropped(&c.id, &token, events).is_err(),
         "a token is used once"
     );
 }

@@ -3,15 +3,18 @@
 //!
 //! No path crosses from the web view: the dialog's choice and a drop's paths reach Rust from
 //! the window system, and the UI names files only by a drop's single-use token or a library id.
-//! Indexing runs on a thread of its own and reports on the `documents` window event.
+//! A drop is classified in the app (`hearth_app::drop`) and announced on the `dropped` window
+//! event. Indexing runs on a thread of its own and reports on the `documents` window event.
+//! Each attach and detach returns the conversation's files and the remote notice.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use hearth_app::documents::{
-    accepted_extensions, ConversationDocuments, DocumentEvent, DocumentInfo, DocumentSink,
-    LibraryView, MessageSources, DOCUMENTS_EVENT,
+    accepted_extensions, ConversationDocuments, DocumentEvent, DocumentSink, LibraryView,
+    MessageSources, DOCUMENTS_EVENT,
 };
+use hearth_app::drop::DROP_EVENT;
 use hearth_app::App;
 use tauri::{AppHandle, Emitter, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
@@ -27,22 +30,26 @@ pub fn window_events<R: Runtime>(window: AppHandle<R>) -> DocumentSink {
     })
 }
 
-/// Files dropped on the window (the window system's drag-drop event, or `test_drop`): kept
-/// under a token, which the UI receives in a `dropped` event and attaches with.
-pub fn dropped<R: Runtime>(window: &AppHandle<R>, app: &App, paths: Vec<PathBuf>) {
-    let event = app.documents().register_drop(paths);
-    window_events(window.clone())(event);
+/// Files dropped on the window (the window system's drag-drop event, or `test_drop`):
+/// classified and kept under a token; the UI receives the drop in a `dropped` event and acts
+/// by the token (`attach_dropped`, `import_dropped`).
+pub fn dropped<R: Runtime>(window: &AppHandle<R>, app: &App, paths: &[PathBuf]) {
+    let drop = app.register_drop(paths);
+    tracing::info!("drop: {}", drop.reason);
+    if let Err(error) = window.emit(DROP_EVENT, &drop) {
+        tracing::warn!("the window stopped listening: {error}");
+    }
 }
 
 /// Opens the system's file dialog and attaches the files chosen to `conversation_id`;
-/// indexing goes on in the background. Returns the conversation's files ([] unchanged when
-/// the dialog was cancelled).
+/// indexing goes on in the background. Returns the conversation's files (unchanged when the
+/// dialog was cancelled).
 #[tauri::command(async)]
 pub fn pick_documents<R: Runtime>(
     window: AppHandle<R>,
     app: State<'_, App>,
     conversation_id: String,
-) -> CommandResult<Vec<DocumentInfo>> {
+) -> CommandResult<ConversationDocuments> {
     let chosen = window
         .dialog()
         .file()
@@ -55,23 +62,20 @@ pub fn pick_documents<R: Runtime>(
         .filter_map(|f| f.into_path().ok())
         .collect();
     if paths.is_empty() {
-        return app.documents().attached(&conversation_id);
+        return app.conversation_documents(&conversation_id);
     }
-    app.documents()
-        .attach(&conversation_id, paths, window_events(window))
+    app.attach_files(&conversation_id, paths, window_events(window))
 }
 
-/// Attaches the files of the drop `token` (once) to `conversation_id`.
+/// Attaches the documents of the drop `token` (once) to `conversation_id`.
 #[tauri::command(async)]
 pub fn attach_dropped<R: Runtime>(
     window: AppHandle<R>,
     app: State<'_, App>,
     conversation_id: String,
     token: String,
-) -> CommandResult<Vec<DocumentInfo>> {
-    let paths = app.documents().take_drop(&token)?;
-    app.documents()
-        .attach(&conversation_id, paths, window_events(window))
+) -> CommandResult<ConversationDocuments> {
+    app.attach_dropped(&conversation_id, &token, window_events(window))
 }
 
 /// Attaches a file of the library to `conversation_id`.
@@ -80,8 +84,8 @@ pub fn attach_document(
     app: State<'_, App>,
     conversation_id: String,
     document_id: i64,
-) -> CommandResult<Vec<DocumentInfo>> {
-    app.documents().attach_known(&conversation_id, document_id)
+) -> CommandResult<ConversationDocuments> {
+    app.attach_document(&conversation_id, document_id)
 }
 
 /// Takes a file off `conversation_id` (it stays in the library).
@@ -90,8 +94,8 @@ pub fn detach_document(
     app: State<'_, App>,
     conversation_id: String,
     document_id: i64,
-) -> CommandResult<Vec<DocumentInfo>> {
-    app.documents().detach(&conversation_id, document_id)
+) -> CommandResult<ConversationDocuments> {
+    app.detach_document(&conversation_id, document_id)
 }
 
 /// The files of `conversation_id`, and the notice to show before passages go to a remote
@@ -162,10 +166,7 @@ pub fn test_drop<R: Runtime>(
             "test_drop works only in the end-to-end test (HEARTH_TEST_DROP=1).",
         ));
     }
-    dropped(
-        &window,
-        &app,
-        paths.into_iter().map(PathBuf::from).collect(),
-    );
+    let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+    dropped(&window, &app, &paths);
     Ok(())
 }

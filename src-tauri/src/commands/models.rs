@@ -1,5 +1,6 @@
 //! The Models area: the catalog, installed models, downloads (progress over a Channel, pause,
-//! resume, cancel), delete, import, default; each over one `hearth_app::App` function.
+//! resume, cancel), delete, import (a path typed or picked in the import form, or a model
+//! dropped on the window, by its token), default; each over one `hearth_app::App` function.
 
 use std::path::Path;
 
@@ -69,6 +70,19 @@ pub async fn import_model(
     let app = app.inner().clone();
     blocking(move || app.import_model(Path::new(path.trim()), name, &mut |p| send(&on_progress, p)))
         .await
+}
+
+/// Import the model of the drop `token` (once; the drop's path stayed in Rust), as
+/// `import_model` imports a path. Progress streams on `on_progress`.
+#[tauri::command]
+#[tracing::instrument(skip(app, on_progress))]
+pub async fn import_dropped(
+    app: State<'_, App>,
+    token: String,
+    on_progress: Channel<Progress>,
+) -> CommandResult<InstalledModel> {
+    let app = app.inner().clone();
+    blocking(move || app.import_dropped(&token, &mut |p| send(&on_progress, p))).await
 }
 
 /// The models other programs keep on this computer (Ollama, LM Studio, Jan, the Hugging Face

@@ -29,6 +29,7 @@ pub const COMMANDS: &[&str] = &[
     "cancel_download",
     "remove_model",
     "import_model",
+    "import_dropped",
     "found_models",
     "import_found",
     "set_default_model",

@@ -151,26 +151,37 @@ export const api = {
   pauseDownload: (name: string) => call('pause_download', { name }),
   cancelDownload: (name: string) => call('cancel_download', { name }),
   removeModel: (name: string) => call('remove_model', { name }),
-  /** Import a GGUF file or a model folder (a GGUF file is converted; the original stays);
-   *  progress on `onProgress`. */
+  /** Import a GGUF file or a model folder typed or picked in the import form (a GGUF file is
+   *  converted; the original stays); progress on `onProgress`. */
   importModel: (path: string, name: string | null, onProgress: (p: PullProgress) => void) => {
     const channel = new Channel<PullProgress>();
     channel.onmessage = onProgress;
     return call('import_model', { path, name, onProgress: channel });
   },
-  /** Files dragged over the window and dropped on it (Tauri's drag-drop events carry their
-   *  paths); resolves to the function that stops listening. */
+  /** Import the model of a `dropped` event (its token is single-use); progress on `onProgress`. */
+  importDropped: (token: string, onProgress: (p: PullProgress) => void) => {
+    const channel = new Channel<PullProgress>();
+    channel.onmessage = onProgress;
+    return call('import_dropped', { token, onProgress: channel });
+  },
+  /** Files dragged over the window, away, or dropped (for the overlay only: what was dropped
+   *  arrives classified in a `dropped` event); resolves to the function that stops listening. */
   onFileDrag: (handler: (drag: FileDrag) => void) =>
     Promise.all([
-      listen<{ paths: string[] }>('tauri://drag-enter', (e) => handler({ kind: 'over', paths: e.payload.paths ?? [] })),
-      listen('tauri://drag-leave', () => handler({ kind: 'leave', paths: [] })),
-      listen<{ paths: string[] }>('tauri://drag-drop', (e) => handler({ kind: 'drop', paths: e.payload.paths ?? [] })),
+      listen('tauri://drag-enter', () => handler('over')),
+      listen('tauri://drag-leave', () => handler('leave')),
+      listen('tauri://drag-drop', () => handler('drop')),
     ]).then((stops) => () => stops.forEach((stop) => stop())),
+  /** Calls `handler` with every drop on the window as the backend classified it; resolves to
+   *  the function that stops it. */
+  onDropped: (handler: (drop: Events['dropped']) => void) => on('dropped', handler),
   setDefaultModel: (name: string) => call('set_default_model', { name }),
   // The user's files: named to the backend by a drop's token or a library id, never by path.
+  // Each attach and detach returns the conversation's files and the remote notice, as
+  // `conversationDocuments` does.
   /** The system's file dialog (opened by the backend); attaches what was chosen (the list unchanged if cancelled). */
   pickDocuments: (conversationId: string) => call('pick_documents', { conversationId }),
-  /** Attach the files of a `dropped` event (its token is single-use). */
+  /** Attach the documents of a `dropped` event (its token is single-use). */
   attachDropped: (conversationId: string, token: string) => call('attach_dropped', { conversationId, token }),
   attachDocument: (conversationId: string, documentId: number) => call('attach_document', { conversationId, documentId }),
   detachDocument: (conversationId: string, documentId: number) => call('detach_document', { conversationId, documentId }),
@@ -184,7 +195,7 @@ export const api = {
   cancelIndexing: () => call('cancel_indexing'),
   /** Embed, in the background, the passages the embedding model has no vector for yet. */
   continueIndexing: () => call('continue_indexing'),
-  /** Calls `handler` for every `documents` event (drops, indexing progress, files done or failed). */
+  /** Calls `handler` for every `documents` event (indexing progress, files done or failed). */
   onDocuments: (handler: (event: Events['documents']) => void) => on('documents', handler),
 
   /** Models other programs keep on this computer (their folders are only read). */
@@ -199,8 +210,5 @@ export const api = {
 
 export type Api = typeof api;
 
-/** A drag of files over the window: entering (with the paths), leaving, or dropped. */
-export interface FileDrag {
-  kind: 'over' | 'leave' | 'drop';
-  paths: string[];
-}
+/** A drag of files over the window: entering, leaving, or dropped. */
+export type FileDrag = 'over' | 'leave' | 'drop';

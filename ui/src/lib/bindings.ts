@@ -500,18 +500,10 @@ pci_address: string,
 generation: NpuGeneration, } | { "state": "not_found" };
 
 /**
- * What happens to the user's files, sent to the front end: a drop on the window, then
- * indexing.
+ * How the indexing of the user's files goes, sent to the front end (a drop on the window is
+ * sent on its own event, as a `Dropped`).
  */
-export type DocumentEvent = { "event": "dropped", "data": { 
-/**
- * Names the drop for [`Documents::take_drop`].
- */
-token: string, 
-/**
- * The files' names, without their folders.
- */
-names: Array<string>, } } | { "event": "progress", "data": IndexProgress } | { "event": "indexed", "data": { 
+export type DocumentEvent = { "event": "progress", "data": IndexProgress } | { "event": "indexed", "data": { 
 /**
  * The file as the library has it now.
  */
@@ -570,6 +562,39 @@ error: string | null,
  * Whether it is being indexed now.
  */
 indexing: boolean, };
+
+/**
+ * What a drop is, as a whole.
+ */
+export type DropKind = "model" | "documents" | "picture" | "neither";
+
+/**
+ * A drop as the front end sees it.
+ */
+export type Dropped = { 
+/**
+ * What the drop is.
+ */
+kind: DropKind, 
+/**
+ * The names of the files acted on (the model, the documents, the pictures), without
+ * their folders.
+ */
+names: Array<string>, 
+/**
+ * What the drop also held that is not acted on, and why.
+ */
+left: Array<LeftFile>, 
+/**
+ * What is done and what is not, in plain words (English; the desktop says it from its
+ * catalog, by `kind`, `names` and `left`).
+ */
+reason: string, 
+/**
+ * Names the model or the documents for the one action taken on them (single-use); None
+ * for a picture or nothing usable.
+ */
+token: string | null, };
 
 /**
  * What one answer cost. The headline fields come from the best meter available (package, then
@@ -864,6 +889,24 @@ version: [number, number] | null, };
 export type Language = "system" | "en" | "zh" | "es" | "de" | "fr";
 
 /**
+ * A dropped file or folder that is not acted on, and why.
+ */
+export type LeftFile = { 
+/**
+ * Its name, without its folder.
+ */
+name: string, 
+/**
+ * Why it is left.
+ */
+why: LeftOut, };
+
+/**
+ * Why a dropped file or folder is not acted on.
+ */
+export type LeftOut = "model_with_documents" | "another_model" | "picture" | "folder" | "unknown";
+
+/**
  * The library as the front end shows it.
  */
 export type LibraryView = { 
@@ -886,7 +929,7 @@ embedding_model: string | null,
 embedding_choices: Array<string>, 
 /**
  * Passages that have no vector from that model yet: found by keyword only until indexing
- * continues ([`Documents::continue_indexing`]).
+ * continues (`Documents::continue_indexing`).
  */
 waiting: number, 
 /**

@@ -12,7 +12,7 @@ import type {
   ConversationSettings,
   ConversationSummary,
   DocumentEvent,
-  DocumentInfo,
+  Dropped,
   ExportFormat,
   FoundModel,
   InstalledModel,
@@ -59,6 +59,7 @@ export interface Commands {
   cancel_download: { args: { name: string }; returns: number };
   remove_model: { args: { name: string }; returns: Removed };
   import_model: { args: { path: string; name?: string | null; onProgress: Channel<PullProgress> }; returns: InstalledModel };
+  import_dropped: { args: { token: string; onProgress: Channel<PullProgress> }; returns: InstalledModel };
   found_models: { args: Record<string, never>; returns: FoundModel[] };
   import_found: { args: { path: string; name?: string | null; onProgress: Channel<PullProgress> }; returns: InstalledModel };
   set_default_model: { args: { name: string }; returns: null };
@@ -69,10 +70,10 @@ export interface Commands {
   share_status: { args: Record<string, never>; returns: ShareStatus };
   start_sharing: { args: { port: number }; returns: ShareStatus };
   stop_sharing: { args: Record<string, never>; returns: ShareStatus };
-  pick_documents: { args: { conversationId: string }; returns: DocumentInfo[] };
-  attach_dropped: { args: { conversationId: string; token: string }; returns: DocumentInfo[] };
-  attach_document: { args: { conversationId: string; documentId: number }; returns: DocumentInfo[] };
-  detach_document: { args: { conversationId: string; documentId: number }; returns: DocumentInfo[] };
+  pick_documents: { args: { conversationId: string }; returns: ConversationDocuments };
+  attach_dropped: { args: { conversationId: string; token: string }; returns: ConversationDocuments };
+  attach_document: { args: { conversationId: string; documentId: number }; returns: ConversationDocuments };
+  detach_document: { args: { conversationId: string; documentId: number }; returns: ConversationDocuments };
   conversation_documents: { args: { conversationId: string }; returns: ConversationDocuments };
   accept_remote_documents: { args: { conversationId: string }; returns: null };
   library: { args: Record<string, never>; returns: LibraryView };
@@ -90,4 +91,5 @@ export type CommandName = keyof Commands;
 export interface Events {
   'model-loading': ModelLoading;
   'documents': DocumentEvent;
+  'dropped': Dropped;
 }

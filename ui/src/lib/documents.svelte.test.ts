@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DocumentsStore, type DocumentsApi } from './documents.svelte';
 import { ConversationList, type ConversationsApi } from './conversations.svelte';
 import { Notifications } from './notifications.svelte';
-import { documentStatus, droppedModel, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
+import { documentStatus, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
 import type { Conversation, ChatEvent } from './types';
 import type { RemoteNotice } from './documents';
 import { AnswerStream } from './answer.svelte';
@@ -26,16 +26,18 @@ function setup(notice: RemoteNotice | null = null) {
   const calls: string[] = [];
   let attached: DocumentInfo[] = [];
   const library = { documents: [doc(1, 'contract.pdf'), doc(2, 'notes.md', { format: 'text' })], disk_bytes: 2_500_000 };
+  // Each attach and detach answers with the conversation's files and notice, as the backend does.
+  const now = () => ({ documents: attached, remote_notice: notice });
   const api = {
     createConversation: async () => structuredClone(conversation),
     getConversation: async () => structuredClone(conversation),
     listConversations: async () => [],
     conversationDocuments: async (id: string) => (calls.push(`documents ${id}`), { documents: attached, remote_notice: notice }),
     messageSources: async () => [{ message_id: 5, sources: [source] }],
-    pickDocuments: async (id: string) => (calls.push(`pick ${id}`), (attached = [doc(1, 'contract.pdf', { indexing: true, passages: 0 })])),
-    attachDropped: async (id: string, token: string) => (calls.push(`drop ${id} ${token}`), (attached = [doc(2, 'notes.md')])),
-    attachDocument: async (id: string, documentId: number) => (calls.push(`attach ${id} ${documentId}`), (attached = [library.documents[documentId - 1]])),
-    detachDocument: async (id: string, documentId: number) => (calls.push(`detach ${id} ${documentId}`), (attached = attached.filter((d) => d.id !== documentId))),
+    pickDocuments: async (id: string) => (calls.push(`pick ${id}`), (attached = [doc(1, 'contract.pdf', { indexing: true, passages: 0 })]), now()),
+    attachDropped: async (id: string, token: string) => (calls.push(`drop ${id} ${token}`), (attached = [doc(2, 'notes.md')]), now()),
+    attachDocument: async (id: string, documentId: number) => (calls.push(`attach ${id} ${documentId}`), (attached = [library.documents[documentId - 1]]), now()),
+    detachDocument: async (id: string, documentId: number) => (calls.push(`detach ${id} ${documentId}`), (attached = attached.filter((d) => d.id !== documentId)), now()),
     acceptRemoteDocuments: async (id: string) => (calls.push(`accept ${id}`), (notice = null), null),
     library: async () => library,
     removeDocument: async (documentId: number) => (calls.push(`remove ${documentId}`), { ...library, documents: library.documents.filter((d) => d.id !== documentId) }),
@@ -51,7 +53,8 @@ describe('DocumentsStore', () => {
   it('the paperclip creates the conversation when none is open, attaches, and follows indexing to its end', async () => {
     const { calls, documents } = setup();
     await documents.pick();
-    expect(calls).toEqual(['pick c1', 'documents c1']);
+    // The attach answers with the list and the notice: no second call to learn them.
+    expect(calls).toEqual(['pick c1']);
     expect(documents.attached.map((d) => d.name)).toEqual(['contract.pdf']);
     await documents.onEvent({ event: 'progress', data: { document_name: 'contract.pdf', stage: 'embedding', done: 2, total: 5 } });
     expect(documentStatus(documents.attached[0], documents.progress['contract.pdf'])).toBe('Indexing… 40%');
@@ -60,13 +63,13 @@ describe('DocumentsStore', () => {
     expect(documentStatus(documents.attached[0], undefined)).toBe('12.3 KB · 12 passages');
   });
 
-  it('a drop of documents attaches by token; a dropped .gguf is left to the model import', async () => {
-    const { calls, documents } = setup();
-    await documents.onEvent({ event: 'dropped', data: { token: 'model', names: ['qwen.gguf'] } });
-    expect(calls).toEqual([]);
-    await documents.onEvent({ event: 'dropped', data: { token: 't1', names: ['notes.md'] } });
-    expect(calls).toEqual(['drop c1 t1', 'documents c1']);
+  it('a drop of documents attaches by its token, with the remote notice the attach answers with', async () => {
+    const notice: RemoteNotice = { server: 'gpu-box:8000', message: 'Passages … will be sent to gpu-box:8000 to answer.' };
+    const { calls, documents } = setup(notice);
+    await documents.attachDropped('t1');
+    expect(calls).toEqual(['drop c1 t1']);
     expect(documents.attached.map((d) => d.name)).toEqual(['notes.md']);
+    expect(documents.remoteNotice).toEqual(notice);
   });
 
   it('a file that cannot be indexed keeps its plain message next to it', async () => {
@@ -159,7 +162,5 @@ describe('documents words', () => {
     expect(sourceLabel(source)).toBe('contract.pdf, page 3');
     expect(sourceLabel({ ...source, place: '' })).toBe('contract.pdf');
     expect(readingLine(40.2, true)).toBe('Reading your document… 40%');
-    expect(droppedModel(['a.gguf'])).toBe(true);
-    expect(droppedModel(['a.pdf', 'b.gguf'])).toBe(false);
   });
 });

@@ -1,13 +1,12 @@
 // The user's files in the app: the open conversation's attachments (with their indexing progress
 // and errors, and Cancel and Continue for indexing), the document library, the sources of each
 // answer, the passage opened from one, and the notice that passages go to a remote server. Files are named to the backend only by
-// library id or by the token of a drop: no path leaves the UI. It talks to the backend only
-// through its slice of `api`.
+// library id or by the token of a drop (drops.svelte.ts hands over the drops of documents): no
+// path leaves the UI. It talks to the backend only through its slice of `api`.
 import type { Api } from './api';
 import type { Conversation } from './types';
 import type { ConversationList } from './conversations.svelte';
-import type { DocumentEvent, DocumentInfo, IndexProgress, Library, RemoteNotice, Source } from './documents';
-import { droppedModel } from './documents';
+import type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, Library, RemoteNotice, Source } from './documents';
 import { type Notifications, messageOf } from './notifications.svelte';
 
 export type DocumentsApi = Pick<
@@ -99,24 +98,21 @@ export class DocumentsStore {
     return this.conversations.current?.id ?? null;
   }
 
-  /** After an attach: the list, and the remote notice that may now apply. */
-  private async attachedNow(id: string, documents: DocumentInfo[]): Promise<void> {
+  /** After an attach or detach: the list, and the remote notice that may now apply (the
+   *  command returns both). */
+  private attachedNow(id: string, now: ConversationDocuments): void {
     if (this.conversations.current?.id !== id) return;
-    this.attached = documents;
-    try {
-      this.remoteNotice = (await this.api.conversationDocuments(id)).remote_notice;
-    } catch (error) {
-      this.error = messageOf(error);
-    }
+    this.attached = now.documents;
+    this.remoteNotice = now.remote_notice;
   }
 
-  private async attachWith(run: (id: string) => Promise<DocumentInfo[]>): Promise<void> {
+  private async attachWith(run: (id: string) => Promise<ConversationDocuments>): Promise<void> {
     this.error = null;
     const id = await this.target();
     if (!id) return;
     this.busy = true;
     try {
-      await this.attachedNow(id, await run(id));
+      this.attachedNow(id, await run(id));
     } catch (error) {
       this.error = messageOf(error);
     } finally {
@@ -127,6 +123,11 @@ export class DocumentsStore {
   /** The paperclip: the system's file dialog (opened by the backend), then attach what was chosen. */
   pick(): Promise<void> {
     return this.attachWith((id) => this.api.pickDocuments(id));
+  }
+
+  /** Attach the documents of a drop on the window (by its single-use token). */
+  attachDropped(token: string): Promise<void> {
+    return this.attachWith((id) => this.api.attachDropped(id, token));
   }
 
   /** Attach a file already in the library to the open conversation. */
@@ -140,7 +141,7 @@ export class DocumentsStore {
     if (!id) return;
     this.error = null;
     try {
-      await this.attachedNow(id, await this.api.detachDocument(id, documentId));
+      this.attachedNow(id, await this.api.detachDocument(id, documentId));
     } catch (error) {
       this.error = messageOf(error);
     }
@@ -237,11 +238,6 @@ export class DocumentsStore {
   /** One `documents` event from the backend. */
   async onEvent(event: DocumentEvent): Promise<void> {
     switch (event.event) {
-      case 'dropped':
-        // A dropped .gguf file or folder is a model to import (the Models view takes it).
-        if (droppedModel(event.data.names)) return;
-        await this.attachWith((id) => this.api.attachDropped(id, event.data.token));
-        return;
       case 'progress':
         this.progress = { ...this.progress, [event.data.document_name]: event.data };
         return;

@@ -39,11 +39,6 @@ export function sourceLabel(source: Source): string {
   return source.place ? `${source.name}, ${source.place}` : source.name;
 }
 
-/** Whether a dropped set of names is a model to import (a .gguf file or a folder), not documents. */
-export function droppedModel(names: string[]): boolean {
-  return names.length > 0 && names.every((n) => /\.gguf$/i.test(n) || !/\.[A-Za-z0-9]{1,5}$/.test(n));
-}
-
 /** The live line while a long prompt is read: "Reading your document… 40%". */
 export function readingLine(percent: number, withDocuments: boolean): string {
   return t(withDocuments ? 'documents.readingDocument' : 'documents.readingMessage', { percent: Math.round(percent) });

@@ -44,7 +44,7 @@ function setup() {
     listConversations: async () => [],
     conversationDocuments: async () => ({ documents: [doc(1, 'a.txt'), doc(0, 'b.txt')], remote_notice: null }),
     messageSources: async () => [],
-    pickDocuments: async () => [doc(1, 'a.txt'), doc(0, 'b.txt')],
+    pickDocuments: async () => ({ documents: [doc(1, 'a.txt'), doc(0, 'b.txt')], remote_notice: null }),
     library: async () => (calls.push('library'), library()),
     cancelIndexing: async () => (calls.push('cancel'), true),
     continueIndexing: async () => (calls.push('continue'), (waiting = 0), null),

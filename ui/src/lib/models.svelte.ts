@@ -1,10 +1,11 @@
 // State of the Models view: the overview from the backend, live download progress, and the
-// actions (download, pause, resume, cancel, delete, import (picked, typed or dropped on the
-// window), set default). The api is passed in, so tests can hand in a fake one.
+// actions (download, pause, resume, cancel, delete, import (picked, typed, or dropped on the
+// window: by the drop's token), set default). The api is passed in, so tests can hand in a fake one.
 import { t } from './i18n/index.svelte';
 import type { CatalogItem, FoundModel, ModelsOverview, PullProgress } from './models';
 import { formatBytes } from './models';
-import type { Api, FileDrag } from './api';
+import type { Api } from './api';
+import type { InstalledModel } from './bindings';
 
 /** The backend calls this store needs (a slice of `api`). */
 export type ModelsApi = Pick<
@@ -15,12 +16,12 @@ export type ModelsApi = Pick<
   | 'cancelDownload'
   | 'removeModel'
   | 'importModel'
+  | 'importDropped'
   | 'setDefaultModel'
   | 'foundModels'
   | 'importFound'
   | 'pickModelFile'
   | 'pickFolder'
-  | 'onFileDrag'
 >;
 
 const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
@@ -37,7 +38,8 @@ export class ModelsStore {
   errors = $state<Record<string, string>>({});
   /** Why the last import failed, shown under the import form. */
   importError = $state<string | null>(null);
-  /** The import of the form running now: its path and latest progress (null: starting). */
+  /** The import running now (of the form, or of a drop): its path or name, and its latest
+   *  progress (null: starting). */
   importRunning = $state<{ path: string; progress: PullProgress | null } | null>(null);
   notice = $state<string | null>(null);
   /** Models other programs keep on this computer; null until looked for. */
@@ -137,14 +139,24 @@ export class ModelsStore {
   }
 
   /** Import a GGUF file or a model folder; true when it was installed (the form then clears). */
-  async importPath(path: string, name: string | null): Promise<boolean> {
+  importPath(path: string, name: string | null): Promise<boolean> {
+    return this.runImport(path, (onProgress) => this.api.importModel(path, name, onProgress));
+  }
+
+  /** Import the model dropped on the window (`shown`: its file or folder name), by the drop's token. */
+  importDropped(token: string, shown: string): Promise<boolean> {
+    return this.runImport(shown, (onProgress) => this.api.importDropped(token, onProgress));
+  }
+
+  /** One import at a time, its progress in `importRunning`; true when it was installed. */
+  private async runImport(path: string, run: (onProgress: (p: PullProgress) => void) => Promise<InstalledModel>): Promise<boolean> {
     if (this.importRunning) return false;
     this.importError = null;
     this.notice = null;
     this.importRunning = { path, progress: null };
     let ok = false;
     try {
-      const model = await this.api.importModel(path, name, (p) => {
+      const model = await run((p) => {
         if (this.importRunning) this.importRunning = { path, progress: p };
       });
       this.notice = `Imported ${model.name} (${formatBytes(model.size_bytes)}); the original stays where it was.`;
@@ -208,11 +220,6 @@ export class ModelsStore {
     return kind === 'file'
       ? this.api.pickModelFile(t('models.dialogFile'))
       : this.api.pickFolder(t('models.dialogFolder'));
-  }
-
-  /** Files dragged over the window and dropped on it; resolves to the function that stops it. */
-  watchFileDrag(handler: (drag: FileDrag) => void): Promise<() => void> {
-    return this.api.onFileDrag(handler);
   }
 
   /** The catalog item installed under `name`, if any. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, foundSourceLabel, importedAs, looksImportable, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type FoundModel, type InstalledModel, type PullProgress } from './models';
+import { formatBytes, formatEta, foundSourceLabel, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type FoundModel, type InstalledModel, type PullProgress } from './models';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -75,13 +75,6 @@ describe('found models', () => {
 });
 
 describe('importing what people have', () => {
-  it('takes a .gguf file or a folder by its look, and refuses other files', () => {
-    expect(looksImportable('/home/ana/Downloads/SmolLM2-135M-Instruct.Q4_1.gguf')).toBe(true);
-    expect(looksImportable('/home/ana/Downloads/MODEL.GGUF')).toBe(true);
-    expect(looksImportable('/home/ana/models/MyModel/')).toBe(true);
-    expect(looksImportable('/home/ana/Documents/report.pdf')).toBe(false);
-  });
-
   it('a found model already imported is recognised by its source or its name', () => {
     const found = { path: '/home/u/.lmstudio/models/x/tiny.gguf', import_name: 'tiny' } as FoundModel;
     const byPath = { name: 'Other', source: 'import:/home/u/.lmstudio/models/x/tiny.gguf' } as InstalledModel;

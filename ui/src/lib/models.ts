@@ -140,13 +140,6 @@ export function importedAs(found: FoundModel, installed: InstalledModel[]): Inst
   );
 }
 
-/** Whether a dragged or typed path is something the import takes by its look: a .gguf file,
- *  or anything without a file extension (a folder). */
-export function looksImportable(path: string): boolean {
-  const last = path.replace(/[/\\]+$/, '').split(/[/\\]/).pop() ?? '';
-  return /\.gguf$/i.test(last) || !/\.[A-Za-z0-9]{1,5}$/.test(last);
-}
-
 /** A catalog model's name as shown: the "-NPU2" of NPU ports is left out on a computer
  *  without an NPU, where it only confuses (they run on the processor too). */
 export function shownName(entry: CatalogEntry, hasNpu: boolean): string {

@@ -1,5 +1,5 @@
 //! What the front end is shown of the user's files: the library, a conversation's files, the
-//! remote notice, and the events of a drop and of indexing. Plain data, serialized for the
+//! remote notice, and the events of indexing. Plain data, serialized for the
 //! desktop's IPC (and its TypeScript bindings); `Documents` builds them.
 
 use std::path::Path;
@@ -71,19 +71,12 @@ pub struct RemoteNotice {
     pub message: String,
 }
 
-/// What happens to the user's files, sent to the front end: a drop on the window, then
-/// indexing.
+/// How the indexing of the user's files goes, sent to the front end (a drop on the window is
+/// sent on its own event, as a `Dropped`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum DocumentEvent {
-    /// Files were dropped on the window; the front end attaches them by `token` (once).
-    Dropped {
-        /// Names the drop for `Documents::take_drop`.
-        token: String,
-        /// The files' names, without their folders.
-        names: Vec<String>,
-    },
     /// How far indexing is.
     Progress(IndexProgress),
     /// A file is indexed (or its error is stored with it).

@@ -30,6 +30,13 @@ export const de: Translation = {
   'app.moreMenu': 'Mehr: Einstellungen, Modelle, Leistung',
   'app.dropFiles': 'Dateien hier ablegen, um sie an diese Unterhaltung anzuhängen',
   'app.dropKinds': '{kinds}; oder eine .gguf-Modelldatei bzw. einen Modellordner zum Importieren',
+  'drop.picture': 'Hearth liest noch keine Bilder, daher {count, plural, one {wurde {names}} other {wurden {names}}} nicht angehängt.',
+  'drop.neither': 'Hearth kann keine der abgelegten Dateien verwenden: Es liest Dokumente ({kinds}) und importiert Modelle (.gguf-Dateien oder Modellordner).',
+  'drop.leftModelWithDocuments': '{name} wurde nicht importiert: Lege ein Modell einzeln ab, um es zu importieren.',
+  'drop.leftAnotherModel': '{name} wurde nicht importiert: Lege jeweils nur ein Modell ab.',
+  'drop.leftPicture': '{name} wurde nicht angehängt: Hearth liest noch keine Bilder.',
+  'drop.leftFolder': '{name} ist ein Ordner ohne Modell: Lege stattdessen die Dateien darin ab.',
+  'drop.leftUnknown': '{name} ist keine Dateiart, die Hearth liest.',
 
   'sidebar.label': 'Unterhaltungen',
   'sidebar.newWithShortcut': 'Neue Unterhaltung (Strg+N)',

@@ -34,6 +34,14 @@ export const en = {
   'app.moreMenu': 'More: settings, models, performance',
   'app.dropFiles': 'Drop files to attach them to this conversation',
   'app.dropKinds': '{kinds}; or a .gguf model file or folder to import it',
+  // A drop on the window the app could not take in full (drops.svelte.ts).
+  'drop.picture': 'Hearth does not read pictures yet, so {names} {count, plural, one {was} other {were}} not attached.',
+  'drop.neither': 'Hearth can use none of the dropped files: it reads documents ({kinds}) and imports models (.gguf files or model folders).',
+  'drop.leftModelWithDocuments': '{name} was not imported: drop a model on its own to import it.',
+  'drop.leftAnotherModel': '{name} was not imported: drop one model at a time.',
+  'drop.leftPicture': '{name} was not attached: Hearth does not read pictures yet.',
+  'drop.leftFolder': '{name} is a folder without a model: drop the files in it instead.',
+  'drop.leftUnknown': '{name} is not a kind of file Hearth reads.',
 
   // The conversation list.
   'sidebar.label': 'Conversations',

@@ -30,6 +30,13 @@ export const es: Translation = {
   'app.moreMenu': 'Más: ajustes, modelos, rendimiento',
   'app.dropFiles': 'Suelta archivos para adjuntarlos a esta conversación',
   'app.dropKinds': '{kinds}; o un archivo o carpeta de modelo .gguf para importarlo',
+  'drop.picture': 'Hearth aún no lee imágenes, así que {names} no se {count, plural, one {adjuntó} other {adjuntaron}}.',
+  'drop.neither': 'Hearth no puede usar ninguno de los archivos soltados: lee documentos ({kinds}) e importa modelos (archivos .gguf o carpetas de modelo).',
+  'drop.leftModelWithDocuments': '{name} no se importó: suelta un modelo solo para importarlo.',
+  'drop.leftAnotherModel': '{name} no se importó: suelta un modelo cada vez.',
+  'drop.leftPicture': '{name} no se adjuntó: Hearth aún no lee imágenes.',
+  'drop.leftFolder': '{name} es una carpeta sin modelo: suelta los archivos que contiene.',
+  'drop.leftUnknown': '{name} no es un tipo de archivo que Hearth lea.',
 
   'sidebar.label': 'Conversaciones',
   'sidebar.newWithShortcut': 'Nueva conversación (Ctrl+N)',

@@ -30,6 +30,13 @@ export const fr: Translation = {
   'app.moreMenu': 'Plus : réglages, modèles, performances',
   'app.dropFiles': 'Déposez des fichiers pour les joindre à cette conversation',
   'app.dropKinds': '{kinds} ; ou un fichier ou dossier de modèle .gguf pour l’importer',
+  'drop.picture': 'Hearth ne lit pas encore les images : {names} {count, plural, one {n’a pas été joint} other {n’ont pas été joints}}.',
+  'drop.neither': 'Hearth ne peut utiliser aucun des fichiers déposés : il lit des documents ({kinds}) et importe des modèles (fichiers .gguf ou dossiers de modèle).',
+  'drop.leftModelWithDocuments': '{name} n’a pas été importé : déposez un modèle seul pour l’importer.',
+  'drop.leftAnotherModel': '{name} n’a pas été importé : déposez un modèle à la fois.',
+  'drop.leftPicture': '{name} n’a pas été joint : Hearth ne lit pas encore les images.',
+  'drop.leftFolder': '{name} est un dossier sans modèle : déposez plutôt les fichiers qu’il contient.',
+  'drop.leftUnknown': '{name} n’est pas un type de fichier que Hearth lit.',
 
   'sidebar.label': 'Conversations',
   'sidebar.newWithShortcut': 'Nouvelle conversation (Ctrl+N)',

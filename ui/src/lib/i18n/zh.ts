@@ -30,6 +30,13 @@ export const zh: Translation = {
   'app.moreMenu': '更多：设置、模型、性能',
   'app.dropFiles': '把文件拖到这里，附加到此对话',
   'app.dropKinds': '{kinds}；也可以拖入 .gguf 模型文件或文件夹来导入',
+  'drop.picture': 'Hearth 还不能读取图片，所以没有附加 {names}（{count, plural, other {# 张}}）。',
+  'drop.neither': 'Hearth 无法使用拖入的任何文件：它能读取文档（{kinds}），也能导入模型（.gguf 文件或模型文件夹）。',
+  'drop.leftModelWithDocuments': '没有导入 {name}：请单独拖入模型来导入它。',
+  'drop.leftAnotherModel': '没有导入 {name}：一次只能拖入一个模型。',
+  'drop.leftPicture': '没有附加 {name}：Hearth 还不能读取图片。',
+  'drop.leftFolder': '{name} 是不含模型的文件夹：请改为拖入其中的文件。',
+  'drop.leftUnknown': '{name} 不是 Hearth 能读取的文件类型。',
 
   'sidebar.label': '对话',
   'sidebar.newWithShortcut': '新对话（Ctrl+N）',
