@@ -119,7 +119,9 @@ impl Error {
 impl From<&BackendError> for ErrorCode {
     fn from(error: &BackendError) -> Self {
         match error {
-            BackendError::Engine(hearth_engine::Error::ContextFull { .. }) => ErrorCode::Context,
+            BackendError::Engine(hearth_chat::EngineError::ContextFull { .. }) => {
+                ErrorCode::Context
+            }
             BackendError::Engine(_) => ErrorCode::Model,
             BackendError::Unsupported(_) => ErrorCode::Unsupported,
             BackendError::Failed { kind, .. } => match kind {

@@ -204,16 +204,16 @@ fn remote_server(session: &crate::Session) -> Option<String> {
 /// `messages` with the grounding's instruction in the system message (added to the
 /// conversation's own system prompt, or as the first message).
 pub fn with_instruction(
-    mut messages: Vec<hearth_engine::ChatMessage>,
+    mut messages: Vec<hearth_chat::ChatMessage>,
     instruction: &str,
-) -> Vec<hearth_engine::ChatMessage> {
+) -> Vec<hearth_chat::ChatMessage> {
     match messages.first_mut() {
-        Some(first) if first.role == hearth_engine::Role::System => {
+        Some(first) if first.role == hearth_chat::Role::System => {
             first.content = format!("{}\n\n{instruction}", first.content);
         }
         _ => messages.insert(
             0,
-            hearth_engine::ChatMessage::new(hearth_engine::Role::System, instruction),
+            hearth_chat::ChatMessage::new(hearth_chat::Role::System, instruction),
         ),
     }
     messages
@@ -272,8 +272,8 @@ impl crate::App {
         &self,
         conversation_id: &str,
         loaded: &crate::Session,
-        options: &hearth_engine::ChatOptions,
-        messages: &[hearth_engine::ChatMessage],
+        options: &hearth_chat::ChatOptions,
+        messages: &[hearth_chat::ChatMessage],
     ) -> Result<Option<Grounding>> {
         let attached = self.documents.attached_documents(conversation_id)?;
         if attached.is_empty() {
@@ -289,7 +289,7 @@ impl crate::App {
         let question = messages
             .iter()
             .rev()
-            .find(|m| m.role == hearth_engine::Role::User)
+            .find(|m| m.role == hearth_chat::Role::User)
             .map_or("", |m| m.content.as_str());
         let embedder = self.documents.embedder();
         self.documents.with_library(|library| {

@@ -62,10 +62,10 @@ impl Home {
 
     /// The model store (registry and models folder), showing the built-in model. Every model
     /// is checked before it is registered: a chat template that would hang or exhaust memory
-    /// is refused at download and import (`hearth_engine::check_chat_template`).
+    /// is refused at download and import (`hearth_backends::check_chat_template`).
     pub fn store(&self) -> Store {
         let store = Store::at(self.data_dir.clone()).with_model_check(|dir, name| {
-            hearth_engine::check_chat_template(dir, name).map_err(|e| e.to_string())
+            hearth_backends::check_chat_template(dir, name).map_err(|e| e.to_string())
         });
         match &self.builtin {
             Some(model) => store.with_builtin(model.name(), model.folder.clone()),

@@ -3,7 +3,8 @@
 //! here, and shows the result or the [`Error`].
 //!
 //! - [`home`]: where Hearth keeps things (the one XDG resolution) and the model store on it;
-//! - [`models`]: the models Hearth can open, with where each can run;
+//! - [`models`]: the models Hearth can open, with where each can run; [`model_card`]: what a
+//!   listing says of one without loading it (the server's model lists);
 //! - [`session`]: a model opened on a backend, and the one rule for the best backend;
 //! - [`app`]: the state a running front end shares ([`App`]: the conversation database, the
 //!   model in use, busy and stop flags, notices);
@@ -36,6 +37,7 @@ pub mod grounding;
 pub mod home;
 mod loading;
 mod lock;
+pub mod model_card;
 pub mod model_store;
 pub mod models;
 pub mod npu;

@@ -4,7 +4,7 @@
 
 use hearth_chat::settings::{clamp_sampling, MAX_ANSWER_TOKENS};
 use hearth_chat::ConversationSettings;
-use hearth_engine::SamplingParams;
+use hearth_chat::SamplingParams;
 use serde::{Deserialize, Serialize};
 
 /// Light, dark, or follow the desktop.
