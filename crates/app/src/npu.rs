@@ -1,26 +1,41 @@
 //! The NPU: its status and power readings, a model loaded through FastFlowLM with a visible
 //! state, the one-time
 //! self-test against the processor, and one prompt run on both side by side.
+//!
+//! The self-test ([`selftest`]), one timed answer ([`timed_answer`]), the NPU's status
+//! ([`status`]) and the FastFlowLM found here ([`fastflowlm`]) are plain functions as well, for
+//! the front ends that hold no [`App`] (`hearth selftest`, `hearth doctor` and its report).
 
 use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hearth_backends::npu::NpuEvent;
 use hearth_backends::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
 use hearth_backends::CpuBackend;
+use hearth_backends::LoadOptions;
 use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
-use hearth_engine::{ChatMessage, LoadOptions, Role};
+use hearth_chat::{ChatMessage, Role};
 use serde::Serialize;
 
 use crate::app::App;
+use crate::ask::Question;
 use crate::error::{Error, ErrorCode, Result};
 use crate::fidelity::{self, SavedSelftest};
+use crate::home::Home;
 use crate::lock::lock;
 use crate::models::{self, LocalModel};
 use crate::session::{ModelStatus, OpenOptions, Session};
 
 // The NPU's records front ends receive.
 pub use hearth_npu::{Diagnosis, PowerSample};
+
+// The self-test's comparison, which the app keeps for each model (`fidelity::SavedSelftest`)
+// and front ends show prompt by prompt: the app's word for it is the backends' type.
+pub use hearth_backends::selftest::FidelityReport;
+
+/// How many tokens each self-test answer has, unless a front end asks for another length.
+pub const SELFTEST_MAX_TOKENS: usize = DEFAULT_MAX_TOKENS;
 
 // Loading progress, which front ends name here (its home is `loading`, beside the app state
 // that reports it).
@@ -155,7 +170,7 @@ impl App {
         entry: &LocalModel,
         loaded: &mut Session,
     ) -> std::result::Result<(), String> {
-        let mut reference = open_cpu(entry).map_err(|e| e.message)?;
+        let mut reference = open_cpu(entry, &OpenOptions::default()).map_err(|e| e.message)?;
         let runtime_version = loaded
             .backend
             .info()
@@ -222,7 +237,7 @@ impl App {
             .filter(|l| l.entry.as_ref().is_some_and(|e| e.name == entry.name));
         let cpu = match loaded {
             Some(l) if l.kind() == BackendKind::Cpu => self.run_once(l.backend.as_mut(), prompt),
-            _ => match open_cpu(&entry) {
+            _ => match open_cpu(&entry, &OpenOptions::default()) {
                 Ok(mut cpu) => self.run_once(&mut cpu, prompt),
                 Err(error) => Run::Failed {
                     error: error.message,
@@ -269,15 +284,16 @@ impl App {
     }
 }
 
-/// The reference side of a self-test or comparison: `entry` in Hearth's engine.
-fn open_cpu(entry: &LocalModel) -> Result<CpuBackend> {
-    CpuBackend::open(
-        &entry.path,
-        &entry.name,
-        &LoadOptions::default(),
-        entry.sha256.clone(),
-    )
-    .map_err(|error| {
+/// The reference side of a self-test or comparison: `entry` in Hearth's engine, with the
+/// processor fields of `options` (threads, context length, kernel level).
+fn open_cpu(entry: &LocalModel, options: &OpenOptions) -> Result<CpuBackend> {
+    let load = LoadOptions {
+        threads: options.threads,
+        context_length: options.context_length,
+        kernel: options.kernel,
+        ..LoadOptions::default()
+    };
+    CpuBackend::open(&entry.path, &entry.name, &load, entry.sha256.clone()).map_err(|error| {
         Error::new(
             ErrorCode::Model,
             format!(
@@ -285,6 +301,82 @@ fn open_cpu(entry: &LocalModel) -> Result<CpuBackend> {
                 entry.name
             ),
         )
+    })
+}
+
+/// Whether the NPU of the system under `root` can run models and, if not, what to fix: the
+/// NPU's own checks, with FastFlowLM's `validate --json` folded in on the live system (`root`
+/// is `/`). [`App::npu_status`] is this for the app's system.
+pub fn status(root: &Path) -> Diagnosis {
+    hearth_backends::npu::npu_status(root)
+}
+
+/// Compares `candidate`'s greedy answers with Hearth's engine's on the self-test's fixed
+/// prompts, at most `max_tokens` tokens each. The engine is the reference: it opens `entry`
+/// with the processor fields of `reference` (threads, context length, kernel level), and a
+/// model that cannot chat (no tokenizer or chat template) is refused, since the prompts are
+/// chat messages.
+pub fn selftest(
+    entry: &LocalModel,
+    reference: &OpenOptions,
+    candidate: &mut Session,
+    max_tokens: usize,
+) -> Result<FidelityReport> {
+    let mut cpu = open_cpu(entry, reference)?;
+    cpu.require_chat()?;
+    Ok(selftest::run(
+        candidate.backend.as_mut(),
+        &mut cpu,
+        PROMPTS,
+        max_tokens,
+    ))
+}
+
+/// One greedy answer of at most `max_tokens` tokens to the self-test's first prompt on
+/// `session`, its power read by the rule every turn follows ([`crate::ask`]): how a tester's
+/// report times a backend.
+pub fn timed_answer(home: &Home, session: &mut Session, max_tokens: usize) -> Run {
+    let question = Question {
+        input: Input::Chat(vec![ChatMessage::new(Role::User, PROMPTS[0])]),
+        options: selftest::greedy_options(max_tokens),
+        stops: Vec::new(),
+        trim_to_fit: false,
+    };
+    match crate::ask::stream(home, session, question, &mut |_| ControlFlow::Continue(())) {
+        Ok(answer) => Run::Answered {
+            text: answer.text,
+            receipt: Box::new(answer.receipt),
+        },
+        Err(error) => Run::Failed {
+            error: error.to_string(),
+        },
+    }
+}
+
+/// The FastFlowLM program found on this computer, as a tester's report describes it.
+#[derive(Debug)]
+pub struct FastFlowLm {
+    /// Which program and version, e.g. "FastFlowLM 1.0.6".
+    pub program: String,
+    /// The executable.
+    pub path: PathBuf,
+    /// Its version, e.g. "1.0.6".
+    pub version: String,
+    /// What its own `validate --json` says (FastFlowLM's record, serializable as it is), or
+    /// why it could not run.
+    pub validate: std::result::Result<hearth_backends::npu::ValidateReport, String>,
+}
+
+/// The FastFlowLM this process would start (found as [`Session::open`] finds it) and what its
+/// own check says, or why none could be used.
+pub fn fastflowlm() -> std::result::Result<FastFlowLm, String> {
+    use hearth_backends::npu::{find, validate, Lookup};
+    let program = find(&Lookup::from_env()).map_err(|e| e.to_string())?;
+    Ok(FastFlowLm {
+        program: program.label(),
+        validate: validate(&program.path).map_err(|e| e.to_string()),
+        path: program.path,
+        version: program.version,
     })
 }
 

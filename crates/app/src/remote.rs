@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::error::{Error, ErrorCode, Result};
+use crate::home::Home;
 
 /// The saved remote server as a front end sees it: never the key itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,6 +35,25 @@ impl RemoteServer {
             has_key: config.api_key.is_some(),
         }
     }
+}
+
+/// The remote server a front end connects to ([`crate::Session::connect_remote`]): the one at
+/// `url` when given, else the one saved in `home`'s config folder; None when neither. `api_key`
+/// is a key the front end holds itself (e.g. from an environment variable): it replaces the
+/// saved key; without it, a saved server keeps its saved key and `url` is asked with none.
+pub fn server(
+    home: &Home,
+    url: Option<&str>,
+    api_key: Option<&str>,
+) -> Result<Option<RemoteConfig>> {
+    let config = match url {
+        Some(url) => Some(RemoteConfig::new(url)?),
+        None => RemoteConfig::load(&home.config_dir)?,
+    };
+    Ok(config.map(|config| match api_key {
+        Some(key) => config.with_key(key),
+        None => config,
+    }))
 }
 
 impl App {
@@ -84,5 +104,59 @@ impl App {
             *slot = None;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home(config_dir: &std::path::Path) -> Home {
+        Home {
+            data_dir: "data".into(),
+            config_dir: config_dir.to_owned(),
+            state_dir: "state".into(),
+            builtin: None,
+            system_root: "/".into(),
+        }
+    }
+
+    #[test]
+    fn a_given_address_is_used_with_only_the_given_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = home(dir.path());
+        RemoteConfig::new("http://saved:8000")
+            .unwrap()
+            .with_key("saved-key")
+            .save(dir.path())
+            .unwrap();
+        let given = server(&home, Some("http://given:9000/v1"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(given.base_url, "http://given:9000");
+        assert!(
+            given.api_key.is_none(),
+            "the saved key is not sent to another server"
+        );
+        let keyed = server(&home, Some("http://given:9000"), Some("k"))
+            .unwrap()
+            .unwrap();
+        assert!(keyed.api_key.is_some());
+    }
+
+    #[test]
+    fn without_an_address_the_saved_server_is_used_with_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = home(dir.path());
+        assert!(server(&home, None, None).unwrap().is_none());
+        RemoteConfig::new("http://saved:8000")
+            .unwrap()
+            .with_key("saved-key")
+            .save(dir.path())
+            .unwrap();
+        let saved = server(&home, None, None).unwrap().unwrap();
+        assert_eq!(saved.base_url, "http://saved:8000");
+        assert!(saved.api_key.is_some());
+        assert!(server(&home, Some("not a url"), None).is_err());
     }
 }

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let mut sources = hearth_npu::PowerSources::discover(&args.root);
     // The NPU's own checks, then FastFlowLM's `validate --json` folded in, each with its fix.
-    let diagnosis = hearth_backends::npu::npu_status(&args.root);
+    let diagnosis = hearth_app::npu::status(&args.root);
     // A short wait so CPU use is measured over an interval rather than unknown.
     std::thread::sleep(Duration::from_millis(250));
     let power = sources.sample(0.0);

@@ -1,5 +1,6 @@
 //! `hearth generate`: continue a sequence of token ids, for checking a port or a backend against
-//! a reference (works without a tokenizer).
+//! a reference (works without a tokenizer). The model is loaded straight into the engine
+//! ([`crate::logits::load_engine`]).
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -26,7 +27,7 @@ pub struct Args {
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let prompt = parse_tokens(&args.tokens)?;
-    let mut model = args.model.load()?;
+    let mut model = crate::logits::load_engine(&args.model)?;
     let options = args.sampling.options(None);
     let (tokens, stats) = model.generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))?;
     let mut out = std::io::stdout().lock();

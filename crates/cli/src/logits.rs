@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use hearth_engine::{LoadOptions, Model};
 
 use crate::model_args::{finish_output, parse_tokens, ModelArgs};
 
@@ -33,9 +34,23 @@ pub struct Args {
     f32: Option<std::path::PathBuf>,
 }
 
+/// Loads `model`'s folder straight into Hearth's engine, with the folder named in the error: no
+/// backend and no app in between, since `logits` and `generate` check the engine itself.
+pub fn load_engine(model: &ModelArgs) -> anyhow::Result<Model> {
+    let local = model.resolve()?;
+    let options = LoadOptions {
+        context_length: model.context,
+        threads: model.threads,
+        kernel: model.kernel,
+        ..LoadOptions::default()
+    };
+    Model::load(&local.path, &options)
+        .with_context(|| format!("could not load the model in {}", local.path.display()))
+}
+
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut model = args.model.load()?;
+    let mut model = load_engine(&args.model)?;
     let tokens = match (&args.tokens, &args.text) {
         (Some(ids), _) => parse_tokens(ids)?,
         (None, Some(text)) => model.tokenize(text)?,

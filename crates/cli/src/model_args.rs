@@ -2,18 +2,16 @@
 //! which model (an installed name or tag, or a folder), where it runs (`--backend`), how to load
 //! it, how to sample, and how token ids are written on the command line. Finding the model and
 //! choosing its backend go through the app's core (`hearth_app`), so `hearth` and the desktop
-//! app choose the same way.
+//! app choose the same way. (`logits` and `generate` load the folder straight into the engine
+//! themselves: they check the engine by token ids.)
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use hearth_app::models::LocalModel;
-use hearth_app::session::{backend_for, OpenOptions};
+use hearth_app::session::{backend_for, KernelLevel, OpenOptions};
 use hearth_app::{Home, Session};
-use hearth_backends::remote::RemoteConfig;
-use hearth_chat::{Availability, Backend, BackendKind};
-use hearth_engine::cpu::KernelLevel;
-use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
+use hearth_chat::{Backend, BackendKind, ChatOptions, ResponseFormat, SamplingParams};
 
 /// This user's Hearth folders (XDG), with the model that came with Hearth.
 pub fn home() -> anyhow::Result<Home> {
@@ -50,20 +48,7 @@ impl ModelArgs {
     pub fn resolve_in(&self, home: &Home) -> anyhow::Result<LocalModel> {
         let as_path = PathBuf::from(&self.model);
         if as_path.is_dir() {
-            let name = as_path
-                .file_name()
-                .map_or_else(|| self.model.clone(), |n| n.to_string_lossy().into_owned());
-            // A folder outside the registry runs on the processor: FastFlowLM runs only the
-            // models the registry lists.
-            return Ok(LocalModel {
-                name,
-                path: as_path,
-                builtin: None,
-                is_default: false,
-                sha256: None,
-                backends: vec![Availability::usable(BackendKind::Cpu)],
-                selftest: None,
-            });
+            return Ok(LocalModel::folder(as_path));
         }
         if self.model.contains('/') {
             // A path, not a name: do not look it up among installed models.
@@ -83,21 +68,14 @@ impl ModelArgs {
         Ok(hearth_app::models::local_model(home, &installed.name)?)
     }
 
-    /// How the engine loads it.
-    pub fn load_options(&self) -> LoadOptions {
-        LoadOptions {
-            context_length: self.context,
+    /// How Hearth's engine opens it: threads, context length and kernel level.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
             threads: self.threads,
+            context_length: self.context,
             kernel: self.kernel,
-            ..LoadOptions::default()
+            ..OpenOptions::default()
         }
-    }
-
-    /// Loads the model into Hearth's engine, with the folder named in the error.
-    pub fn load(&self) -> anyhow::Result<Model> {
-        let local = self.resolve()?;
-        Model::load(&local.path, &self.load_options())
-            .with_context(|| format!("could not load the model in {}", local.path.display()))
     }
 }
 
@@ -151,8 +129,7 @@ impl BackendArgs {
     pub fn open_session(&self, model: &ModelArgs, npu_anyway: bool) -> anyhow::Result<Session> {
         let home = home()?;
         if self.backend == Some(BackendKind::Remote) || self.url.is_some() {
-            let config = self.remote_config(&home)?;
-            return Ok(Session::connect_remote(&config, &model.model)?);
+            return self.connect_remote(&home, &model.model);
         }
         let local = model.resolve_in(&home)?;
         let kind = match npu_anyway {
@@ -160,12 +137,11 @@ impl BackendArgs {
             false => backend_for(&home, &local, self.backend),
         };
         let options = OpenOptions {
-            threads: model.threads,
-            context_length: model.context,
-            kernel: model.kernel,
             npu_anyway,
             // Loading a model onto the NPU takes a while: say what is happening.
             npu_events: Some(Box::new(|event| eprintln!("hearth: {}", event.words()))),
+            require_chat: false,
+            ..model.open_options()
         };
         let opened = Session::open(&home, &local, kind, options);
         match kind {
@@ -175,26 +151,22 @@ impl BackendArgs {
         }
     }
 
-    /// The remote server: `--url` (with the key from `--api-key-env`), else the one saved in the
-    /// app's settings (`remote.json` in Hearth's config folder, with its key).
-    fn remote_config(&self, home: &Home) -> anyhow::Result<RemoteConfig> {
+    /// Connects to `model` on the remote server: `--url` (with the key from `--api-key-env`),
+    /// else the one saved in the app's settings (`remote.json` in Hearth's config folder, with
+    /// its key).
+    fn connect_remote(&self, home: &Home, model: &str) -> anyhow::Result<Session> {
         let key = match &self.api_key_env {
             Some(var) => Some(std::env::var(var).with_context(|| {
                 format!("--api-key-env {var}: that environment variable is not set")
             })?),
             None => None,
         };
-        let config = match &self.url {
-            Some(url) => RemoteConfig::new(url)?,
-            None => RemoteConfig::load(&home.config_dir)?.context(
+        let config = hearth_app::remote::server(home, self.url.as_deref(), key.as_deref())?
+            .context(
                 "--backend remote needs a server: give --url http://HOST:PORT, or set one in the \
                  app (Settings, Remote server)",
-            )?,
-        };
-        Ok(match key {
-            Some(key) => config.with_key(&key),
-            None => config,
-        })
+            )?;
+        Ok(Session::connect_remote(&config, model)?)
     }
 }
 
@@ -244,7 +216,7 @@ impl SamplingArgs {
             max_tokens: self.max_tokens,
             enable_thinking,
             speculative: self.speculative,
-            format: hearth_engine::ResponseFormat::Text,
+            format: ResponseFormat::Text,
         }
     }
 }
@@ -292,7 +264,7 @@ pub fn describe_receipt(r: &hearth_chat::Receipt) -> String {
 }
 
 /// One line of timings for people, on stderr.
-pub fn describe_stats(stats: &hearth_engine::GenerationStats) -> String {
+pub fn describe_stats(stats: &hearth_chat::GenerationStats) -> String {
     let rate = stats
         .decode_tokens_per_sec()
         .map_or_else(String::new, |r| format!(", {r:.1} tok/s"));

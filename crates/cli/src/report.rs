@@ -8,13 +8,12 @@
 //! user names and other programs' command lines are replaced before it is written
 //! ([`Redactor`]). Hearth only writes it to FILE and prints it; it never sends it anywhere.
 
-use std::ops::ControlFlow;
 use std::path::Path;
 
-use hearth_backends::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
-use hearth_backends::CpuBackend;
-use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
-use hearth_engine::{ChatMessage, Role};
+use hearth_app::npu::{Run, SELFTEST_MAX_TOKENS};
+use hearth_app::session::{BackendKind, OpenOptions};
+use hearth_app::{Home, Session};
+use hearth_chat::Receipt;
 use hearth_npu::{Diagnosis, PowerSample};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -73,7 +72,8 @@ impl TimedRun {
 }
 
 /// Runs the self-test and one timed answer per backend for `model` (an installed model's
-/// name), each part an object or `{"failed": reason}`.
+/// name), each part an object or `{"failed": reason}`. The self-test and the timed answers are
+/// the app's ([`hearth_app::npu::selftest`], [`hearth_app::npu::timed_answer`]).
 pub fn runs(model: &str) -> Value {
     let args = ModelArgs {
         model: model.to_string(),
@@ -81,80 +81,84 @@ pub fn runs(model: &str) -> Value {
         threads: None,
         kernel: None,
     };
-    let local = match args.resolve() {
-        Ok(local) => local,
+    let (home, local) = match crate::model_args::home().and_then(|home| {
+        let local = args.resolve_in(&home)?;
+        Ok((home, local))
+    }) {
+        Ok(found) => found,
         Err(e) => return json!({ "failed": format!("{e:#}") }),
-    };
-    let mut cpu = match CpuBackend::open(
-        &local.path,
-        &local.name,
-        &args.load_options(),
-        local.weights_sha256(),
-    ) {
-        Ok(cpu) => cpu,
-        Err(e) => return json!({ "failed": format!("the model could not load on the CPU: {e}") }),
     };
     let npu_args = BackendArgs {
         backend: Some(BackendKind::Npu),
         url: None,
         api_key_env: None,
     };
-    let mut npu = match npu_args.open(&args) {
+    let mut npu = match npu_args.open_session(&args, false) {
         Ok(npu) => npu,
         Err(e) => {
             return json!({
                 "model": local.name,
                 "selftest": { "failed": format!("the NPU backend could not open: {e:#}") },
-                "cpu": timed(&mut cpu),
+                "cpu": timed_on_cpu(&home, &local),
             })
         }
     };
     // The self-test first: it also loads the model onto the NPU, so the timed answers measure
     // answering, not loading.
-    let fidelity = selftest::run(npu.as_mut(), &mut cpu, PROMPTS, DEFAULT_MAX_TOKENS);
-    json!({
-        "model": local.name,
-        "selftest": {
+    let selftest = match hearth_app::npu::selftest(
+        &local,
+        &OpenOptions::default(),
+        &mut npu,
+        SELFTEST_MAX_TOKENS,
+    ) {
+        Ok(fidelity) => json!({
             "identical": fidelity.identical_count(),
             "of": fidelity.prompts.len(),
             "report": fidelity,
-        },
-        "npu": timed(npu.as_mut()),
-        "cpu": timed(&mut cpu),
+        }),
+        Err(e) => json!({ "failed": e.to_string() }),
+    };
+    let npu_run = timed(&home, &mut npu);
+    // The NPU's model is closed before the CPU's is loaded: each has the machine to itself.
+    drop(npu);
+    json!({
+        "model": local.name,
+        "selftest": selftest,
+        "npu": npu_run,
+        "cpu": timed_on_cpu(&home, &local),
     })
 }
 
-/// One greedy answer to the first fixed prompt, with power read on this machine.
-fn timed(backend: &mut dyn Backend) -> Value {
-    let sensors = hearth_backends::Sensors::new("/");
-    let request = AnswerRequest {
-        input: Input::Chat(vec![ChatMessage::new(Role::User, PROMPTS[0])]),
-        options: selftest::greedy_options(TIMED_TOKENS),
-        stops: Vec::new(),
-        power: Some(&sensors),
-        trim_to_fit: false,
-    };
-    match hearth_chat::answer(backend, request, &mut |_| ControlFlow::Continue(())) {
-        Ok(answer) => serde_json::to_value(TimedRun::from_receipt(answer.receipt))
+/// The timed answer of `local` on Hearth's CPU engine.
+fn timed_on_cpu(home: &Home, local: &hearth_app::LocalModel) -> Value {
+    match Session::open(home, local, BackendKind::Cpu, OpenOptions::default()) {
+        Ok(mut cpu) => timed(home, &mut cpu),
+        Err(e) => json!({ "failed": format!("the model could not load on the CPU: {e}") }),
+    }
+}
+
+/// One greedy answer to the self-test's first prompt, with power read on this machine.
+fn timed(home: &Home, session: &mut Session) -> Value {
+    match hearth_app::npu::timed_answer(home, session, TIMED_TOKENS) {
+        Run::Answered { receipt, .. } => serde_json::to_value(TimedRun::from_receipt(*receipt))
             .unwrap_or_else(|e| json!({ "failed": e.to_string() })),
-        Err(e) => json!({ "failed": e.to_string() }),
+        Run::Failed { error } => json!({ "failed": error }),
     }
 }
 
 /// FastFlowLM as this machine has it: its version and what its own `validate --json` says.
 pub fn fastflowlm() -> Value {
-    use hearth_backends::npu::{find, validate, Lookup};
-    match find(&Lookup::from_env()) {
-        Ok(program) => json!({
-            "program": program.label(),
-            "path": program.path,
-            "version": program.version,
-            "validate": match validate(&program.path) {
+    match hearth_app::npu::fastflowlm() {
+        Ok(flm) => json!({
+            "program": flm.program,
+            "path": flm.path,
+            "version": flm.version,
+            "validate": match flm.validate {
                 Ok(report) => serde_json::to_value(report).unwrap_or(Value::Null),
-                Err(e) => json!({ "failed": e.to_string() }),
+                Err(e) => json!({ "failed": e }),
             },
         }),
-        Err(e) => json!({ "not_found": e.to_string() }),
+        Err(e) => json!({ "not_found": e }),
     }
 }
 

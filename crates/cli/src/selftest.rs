@@ -1,14 +1,14 @@
 //! `hearth selftest`: does a backend compute what Hearth's CPU engine computes? Fixed prompts are
 //! answered greedily on the backend and on the CPU engine, and each pair is compared: how many
 //! leading tokens agree and where the answers part. A model that computes a different function
-//! on the NPU (a converted variant, an engine that cannot decode it) shows up here.
+//! on the NPU (a converted variant, an engine that cannot decode it) shows up here. The
+//! comparison is the app's ([`hearth_app::npu::selftest`], the one the app runs when it first
+//! loads a model onto the NPU); this verb chooses the backend and prints.
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use hearth_backends::selftest::{self, FidelityReport, DEFAULT_MAX_TOKENS, PROMPTS};
-use hearth_backends::CpuBackend;
-use hearth_chat::BackendKind;
+use hearth_app::npu::{FidelityReport, SELFTEST_MAX_TOKENS};
+use hearth_app::session::BackendKind;
 
 use crate::model_args::{BackendArgs, ModelArgs};
 
@@ -20,7 +20,7 @@ pub struct Args {
     #[command(flatten)]
     backend: BackendArgs,
     /// Tokens per answer.
-    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS as u64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, default_value_t = SELFTEST_MAX_TOKENS as u64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     max_tokens: u64,
     /// Print the report as JSON.
     #[arg(long)]
@@ -30,32 +30,19 @@ pub struct Args {
 /// Runs the verb. Exit code 0 when every answer agrees, 1 when one differs or fails.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let local = args.model.resolve()?;
-    let mut reference = CpuBackend::open(
-        &local.path,
-        &local.name,
-        &args.model.load_options(),
-        local.weights_sha256(),
-    )
-    .with_context(|| {
-        format!(
-            "could not load the model in {} on the CPU",
-            local.path.display()
-        )
-    })?;
-    reference.require_chat()?;
     let kind = args.backend.kind(&args.model);
     anyhow::ensure!(
         kind != BackendKind::Cpu,
         "the CPU engine is the reference: choose another backend to compare with it (--backend \
          npu, or --backend remote --url URL)"
     );
-    let mut candidate = args.backend.open(&args.model)?;
-    let report = selftest::run(
-        candidate.as_mut(),
-        &mut reference,
-        PROMPTS,
+    let mut candidate = args.backend.open_session(&args.model, false)?;
+    let report = hearth_app::npu::selftest(
+        &local,
+        &args.model.open_options(),
+        &mut candidate,
         args.max_tokens as usize,
-    );
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
