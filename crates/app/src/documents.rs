@@ -522,43 +522,6 @@ impl Documents {
     }
 }
 
-/// Attaching and detaching files, as a front end asks: each returns the conversation's files
-/// and the remote notice (what [`crate::App::conversation_documents`] gives), so the front end
-/// need not ask again.
-impl crate::App {
-    /// Attaches `paths` (from the front end's own picker) to `conversation_id`; they are
-    /// indexed in the background, reporting to `events`.
-    pub fn attach_files(
-        &self,
-        conversation_id: &str,
-        paths: Vec<PathBuf>,
-        events: DocumentSink,
-    ) -> Result<ConversationDocuments> {
-        self.documents.attach(conversation_id, paths, events)?;
-        self.conversation_documents(conversation_id)
-    }
-
-    /// Attaches a file already in the library to `conversation_id`.
-    pub fn attach_document(
-        &self,
-        conversation_id: &str,
-        id: DocumentId,
-    ) -> Result<ConversationDocuments> {
-        self.documents.attach_known(conversation_id, id)?;
-        self.conversation_documents(conversation_id)
-    }
-
-    /// Takes a file off `conversation_id` (it stays in the library).
-    pub fn detach_document(
-        &self,
-        conversation_id: &str,
-        id: DocumentId,
-    ) -> Result<ConversationDocuments> {
-        self.documents.detach(conversation_id, id)?;
-        self.conversation_documents(conversation_id)
-    }
-}
-
 /// Keeps the count of indexing runs while one runs (also when it panics).
 struct RunGuard(Arc<AtomicUsize>);
 

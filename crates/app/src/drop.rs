@@ -18,10 +18,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::documents::{file_name, ConversationDocuments, DocumentSink};
+use crate::documents::file_name;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lock::lock;
-use crate::model_store::{InstalledModel, Progress};
 
 /// The window event that carries a [`Dropped`].
 pub const DROP_EVENT: &str = "dropped";
@@ -253,43 +252,6 @@ impl Drops {
                 "Those dropped files were already used or are no longer known. Drop them again.",
             )),
         }
-    }
-}
-
-impl crate::App {
-    /// Classifies files dropped on the window (their paths from the window system, never from
-    /// the web view) and keeps what the front end may act on under the drop's token.
-    pub fn register_drop(&self, paths: &[PathBuf]) -> Dropped {
-        self.drops.register(paths)
-    }
-
-    /// Attaches the documents of the drop `token` (once) to `conversation_id`, as
-    /// [`crate::App::attach_files`] does.
-    pub fn attach_dropped(
-        &self,
-        conversation_id: &str,
-        token: &str,
-        events: DocumentSink,
-    ) -> Result<ConversationDocuments> {
-        let paths = self.drops.take(token, DropKind::Documents)?;
-        self.attach_files(conversation_id, paths, events)
-    }
-
-    /// Imports the model of the drop `token` (once), as [`crate::App::import_model`] imports a
-    /// path: a GGUF file is converted, a model folder copied; the original stays.
-    pub fn import_dropped(
-        &self,
-        token: &str,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<InstalledModel> {
-        let paths = self.drops.take(token, DropKind::Model)?;
-        let [path] = paths.as_slice() else {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                "That drop does not hold one model. Drop the model again.",
-            ));
-        };
-        self.import_model(path, None, progress)
     }
 }
 

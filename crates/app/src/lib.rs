@@ -15,7 +15,8 @@
 //! - [`documents`]: the user's files: the document library, files attached to a conversation,
 //!   indexing; [`grounding`]: how a file becomes a cited answer (the passages a turn reads);
 //! - [`drop`]: files dropped on the window, classified once (a model, documents, a picture, or
-//!   neither, with why) and kept under a token the front end acts by;
+//!   neither, with why) and kept under a token the front end acts by; [`attach`]: the
+//!   front end's attach, detach and drop commands over [`documents`] and [`drop`];
 //! - [`conversations`], [`export`]: the saved conversations and their export files;
 //! - [`model_store`]: the Models area (catalog, downloads, import, remove, default);
 //! - [`npu`]: the NPU's status and power, loading onto it, its self-test and the comparison
@@ -27,6 +28,7 @@
 
 pub mod app;
 pub mod ask;
+pub mod attach;
 pub mod conversations;
 pub mod documents;
 pub mod drop;
