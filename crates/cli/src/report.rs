@@ -10,11 +10,10 @@
 
 use std::path::Path;
 
-use hearth_app::npu::{Run, SELFTEST_MAX_TOKENS};
+use hearth_app::npu::{Diagnosis, PowerSample, Run, SELFTEST_MAX_TOKENS};
 use hearth_app::session::{BackendKind, OpenOptions};
 use hearth_app::{Home, Session};
 use hearth_chat::Receipt;
-use hearth_npu::{Diagnosis, PowerSample};
 use serde::Serialize;
 use serde_json::{json, Value};
 
