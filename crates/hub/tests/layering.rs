@@ -56,11 +56,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "hearth-backends",
         &["hearth-chat", "hearth-engine", "hearth-npu", "hearth-wire"],
     ),
-    ("hearth-chat", &["hearth-engine"]),
-    ("hearth-documents", &["hearth-engine"]),
+    // hearth-sqlite: how Hearth opens its private SQLite databases (the conversations, the
+    // document library), used by the two crates that keep one.
+    ("hearth-chat", &["hearth-engine", "hearth-sqlite"]),
+    ("hearth-documents", &["hearth-engine", "hearth-sqlite"]),
     ("hearth-engine", &["q4nx"]),
     ("hearth-hub", &["q4nx"]),
     ("hearth-npu", &[]),
+    ("hearth-sqlite", &[]),
     ("hearth-wire", &[]),
     ("q4nx", &[]),
 ];
