@@ -171,16 +171,9 @@ impl Library {
             path: path.to_path_buf(),
             source,
         };
-        make_private(path);
-        let conn = Connection::open(path).map_err(sqlite)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sqlite)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sqlite)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sqlite)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(sqlite)?;
+        // Private (0600): it holds the text of the user's documents.
+        let conn = hearth_sqlite::open(path).map_err(sqlite)?;
+        hearth_sqlite::use_wal(&conn).map_err(sqlite)?;
         conn.pragma_update(None, "secure_delete", "ON")
             .map_err(sqlite)?;
         let found: i64 = conn
@@ -206,7 +199,8 @@ impl Library {
                 .map_err(sqlite)?;
             tx.commit().map_err(sqlite)?;
         }
-        make_private(path);
+        // The journal files the writes above created, private too.
+        hearth_sqlite::make_private(path);
         Ok(Self {
             conn,
             path: path.to_path_buf(),
@@ -585,44 +579,6 @@ pub(crate) fn vector_from_bytes(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
-}
-
-/// Makes the database and its `-wal`/`-shm` files readable by this user only (0600): they hold
-/// the text of the user's documents. A missing database is created 0600 first, and SQLite gives
-/// the files it adds the database's own mode. Best effort, with a warning, as the conversation
-/// store does.
-fn make_private(path: &Path) {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    if !path.exists() {
-        if let Err(e) = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-        {
-            tracing::debug!("documents: could not create {}: {e}", path.display());
-        }
-    }
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    for file in [
-        path.to_path_buf(),
-        path.with_file_name(format!("{name}-wal")),
-        path.with_file_name(format!("{name}-shm")),
-    ] {
-        let Ok(meta) = std::fs::metadata(&file) else {
-            continue;
-        };
-        if meta.permissions().mode() & 0o077 == 0 {
-            continue;
-        }
-        if let Err(e) = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
-            tracing::warn!(
-                "documents: {} is readable by others and could not be narrowed to 0600 ({e}); \
-                 run `chmod 600` on it",
-                file.display()
-            );
-        }
-    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
-
 use super::{migrations, ConversationStore, StoreError};
 use crate::clock::unix_now;
 
@@ -17,49 +15,6 @@ pub struct Recovery {
     pub backup: PathBuf,
     /// What SQLite said.
     pub reason: String,
-}
-
-/// Makes the database and its `-wal`/`-shm` files readable by this user only (0600): the
-/// history holds everything the user typed. A missing database is created 0600 first, and
-/// SQLite gives the files it adds the database's own mode. Best effort: a file that cannot
-/// be changed (another owner) is left as it is, with a warning, and SQLite still opens it.
-fn make_private(path: &Path) {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    if !path.exists() {
-        // An empty file is a new database to SQLite.
-        if let Err(e) = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-        {
-            tracing::debug!("conversations: could not create {}: {e}", path.display());
-        }
-    }
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    for file in [
-        path.to_path_buf(),
-        path.with_file_name(format!("{name}-wal")),
-        path.with_file_name(format!("{name}-shm")),
-    ] {
-        let Ok(meta) = std::fs::metadata(&file) else {
-            continue;
-        };
-        if meta.permissions().mode() & 0o077 == 0 {
-            continue;
-        }
-        match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
-            Ok(()) => tracing::info!(
-                "conversations: {} was readable by others; now by you only (0600)",
-                file.display()
-            ),
-            Err(e) => tracing::warn!(
-                "conversations: {} is readable by others and could not be narrowed to 0600 ({e}); \
-                 run `chmod 600` on it",
-                file.display()
-            ),
-        }
-    }
 }
 
 /// Whether `error` says the database file itself is damaged (or is not a database at all).
@@ -111,10 +66,8 @@ impl ConversationStore {
             path: path.to_path_buf(),
             source,
         };
-        make_private(path);
-        let mut conn = Connection::open(path).map_err(sqlite)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sqlite)?;
+        // Private (0600): the history holds everything the user typed.
+        let mut conn = hearth_sqlite::open(path).map_err(sqlite)?;
         // Before anything writes: a newer Hearth's database is left exactly as it is.
         let found = migrations::version(&conn).map_err(sqlite)?;
         if found > migrations::CURRENT {
@@ -124,12 +77,7 @@ impl ConversationStore {
                 supported: migrations::CURRENT,
             });
         }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sqlite)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sqlite)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(sqlite)?;
+        hearth_sqlite::use_wal(&conn).map_err(sqlite)?;
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |row| row.get(0))
             .map_err(sqlite)?;
@@ -196,6 +144,7 @@ mod tests {
     use crate::conversations::tests::shown;
     use crate::conversations::{MessageState, Role};
     use crate::settings::ConversationSettings;
+    use rusqlite::Connection;
 
     fn mode(path: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
