@@ -19,12 +19,11 @@ use std::path::PathBuf;
 use hearth_backends::Sensors;
 use hearth_chat::{
     Answer, AnswerError, AnswerEvent, AnswerRequest, BackendKind, ChatOptions, Input, PowerMeter,
-    Role,
 };
 
-use crate::documents::{Document, DocumentEvent, Documents, EmbeddingModel, Source};
+use crate::documents::{Document, DocumentEvent, Documents, Source};
 use crate::error::{Error, Result};
-use crate::grounding::{ground_for, with_instruction};
+use crate::grounding::{ground_messages, with_instruction};
 use crate::home::Home;
 use crate::session::Session;
 
@@ -66,22 +65,13 @@ impl Files {
                 "Files ground a conversation, not raw text. Leave out the files or ask through the chat template.",
             ));
         };
-        let newest = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .map_or("", |m| m.content.as_str());
-        let embedder = self.documents.embedder();
-        let grounding = self.documents.with_library(|library| {
-            ground_for(
-                library,
-                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
-                &self.read,
-                newest,
-                session.backend.as_ref(),
-                question.options.max_tokens,
-            )
-        })?;
+        let grounding = ground_messages(
+            &self.documents,
+            &self.read,
+            messages,
+            session,
+            question.options.max_tokens,
+        )?;
         Ok(match grounding {
             Some(g) => {
                 let messages = with_instruction(messages.clone(), &g.instruction);

@@ -17,7 +17,7 @@ use hearth_chat::conversations::{MessageSources, Source};
 use hearth_documents::{search, Document, DocumentId, EmbeddingModel, Library, Place, Ranking};
 
 use crate::documents::{
-    file_name, library_error, remote_notice, ConversationDocuments, RemoteNotice,
+    file_name, library_error, remote_notice, ConversationDocuments, Documents, RemoteNotice,
 };
 use crate::error::{Error, Result};
 use crate::lock::lock;
@@ -201,6 +201,34 @@ fn remote_server(session: &crate::Session) -> Option<String> {
         .then(|| session.backend.info().device.clone())
 }
 
+/// `files` of `documents`' library for the newest user message of `messages`, on `session`'s
+/// backend, within an answer of `max_tokens`: the one call a saved turn
+/// ([`crate::App::ground_turn`]) and an unsaved one (`crate::ask`) make.
+pub(crate) fn ground_messages(
+    documents: &Documents,
+    files: &[Document],
+    messages: &[hearth_chat::ChatMessage],
+    session: &crate::Session,
+    max_tokens: usize,
+) -> Result<Option<Grounding>> {
+    let question = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == hearth_chat::Role::User)
+        .map_or("", |m| m.content.as_str());
+    let embedder = documents.embedder();
+    documents.with_library(|library| {
+        ground_for(
+            library,
+            embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
+            files,
+            question,
+            session.backend.as_ref(),
+            max_tokens,
+        )
+    })
+}
+
 /// `messages` with the grounding's instruction in the system message (added to the
 /// conversation's own system prompt, or as the first message).
 pub fn with_instruction(
@@ -286,21 +314,12 @@ impl crate::App {
                     .detail("remote_documents", &[("server", server)]));
             }
         }
-        let question = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == hearth_chat::Role::User)
-            .map_or("", |m| m.content.as_str());
-        let embedder = self.documents.embedder();
-        self.documents.with_library(|library| {
-            ground_for(
-                library,
-                embedder.as_deref().map(|m| m as &dyn EmbeddingModel),
-                &attached,
-                question,
-                loaded.backend.as_ref(),
-                options.max_tokens,
-            )
-        })
+        ground_messages(
+            &self.documents,
+            &attached,
+            messages,
+            loaded,
+            options.max_tokens,
+        )
     }
 }
