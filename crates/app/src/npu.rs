@@ -13,7 +13,6 @@ use std::sync::Arc;
 use hearth_backends::npu::NpuEvent;
 use hearth_backends::selftest::{self, DEFAULT_MAX_TOKENS, PROMPTS};
 use hearth_backends::CpuBackend;
-use hearth_backends::LoadOptions;
 use hearth_chat::{AnswerRequest, Backend, BackendKind, Input, Receipt};
 use hearth_chat::{ChatMessage, Role};
 use serde::Serialize;
@@ -255,14 +254,15 @@ impl App {
         })
     }
 
-    /// One greedy answer to `prompt`, with its receipt (energy read while it runs).
+    /// One greedy answer to `prompt`, with its receipt (energy read while it runs, by the one
+    /// power rule).
     fn run_once(&self, backend: &mut dyn Backend, prompt: &str) -> Run {
-        let sensors = hearth_backends::Sensors::new(&self.home.system_root);
+        let meter = crate::ask::power_meter(&self.home, backend.info().kind);
         let request = AnswerRequest {
             input: Input::Chat(vec![ChatMessage::new(Role::User, prompt)]),
             options: selftest::greedy_options(COMPARE_MAX_TOKENS),
             stops: Vec::new(),
-            power: Some(&sensors),
+            power: meter.as_ref().map(|m| m as &dyn hearth_chat::PowerMeter),
             trim_to_fit: false,
         };
         let result = hearth_chat::answer(backend, request, &mut |_| {
@@ -287,13 +287,13 @@ impl App {
 /// The reference side of a self-test or comparison: `entry` in Hearth's engine, with the
 /// processor fields of `options` (threads, context length, kernel level).
 fn open_cpu(entry: &LocalModel, options: &OpenOptions) -> Result<CpuBackend> {
-    let load = LoadOptions {
-        threads: options.threads,
-        context_length: options.context_length,
-        kernel: options.kernel,
-        ..LoadOptions::default()
-    };
-    CpuBackend::open(&entry.path, &entry.name, &load, entry.sha256.clone()).map_err(|error| {
+    CpuBackend::open(
+        &entry.path,
+        &entry.name,
+        &options.cpu_load(),
+        entry.sha256.clone(),
+    )
+    .map_err(|error| {
         Error::new(
             ErrorCode::Model,
             format!(

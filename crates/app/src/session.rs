@@ -81,6 +81,18 @@ pub struct OpenOptions {
     pub require_chat: bool,
 }
 
+impl OpenOptions {
+    /// What Hearth's engine loads with: the processor fields (threads, context, kernel level).
+    pub(crate) fn cpu_load(&self) -> hearth_backends::LoadOptions {
+        hearth_backends::LoadOptions {
+            threads: self.threads,
+            context_length: self.context_length,
+            kernel: self.kernel,
+            ..Default::default()
+        }
+    }
+}
+
 /// A model ready to answer.
 pub struct Session {
     /// The backend running it.
@@ -112,15 +124,9 @@ impl Session {
     }
 
     fn open_cpu(model: &LocalModel, options: &OpenOptions) -> Result<Self, BackendError> {
-        let options_require_chat = options.require_chat;
-        let options = hearth_backends::LoadOptions {
-            threads: options.threads,
-            context_length: options.context_length,
-            kernel: options.kernel,
-            ..Default::default()
-        };
-        let cpu = CpuBackend::open(&model.path, &model.name, &options, model.weights_sha256())?;
-        if options_require_chat {
+        let load = options.cpu_load();
+        let cpu = CpuBackend::open(&model.path, &model.name, &load, model.weights_sha256())?;
+        if options.require_chat {
             cpu.require_chat()?;
         }
         let engine = cpu.model().info();
