@@ -169,15 +169,21 @@ impl Model {
     }
 
     /// Token ids of `messages` rendered through the chat template (as transformers'
-    /// `apply_chat_template(..., add_generation_prompt=True)` tokenizes them).
+    /// `apply_chat_template(..., add_generation_prompt=True)` tokenizes them), except that a
+    /// special token's spelling inside a message is ordinary text ([`TextTokenizer::quote`]):
+    /// only the template writes turn markers.
     pub fn tokenize_chat(
         &self,
         messages: &[ChatMessage],
         options: &ChatOptions,
     ) -> Result<Vec<u32>, Error> {
         let tokenizer = self.require_tokenizer()?;
-        let text = self.render_chat(messages, options)?;
-        tokenizer.encode(&text, false)
+        let quoted: Vec<ChatMessage> = messages
+            .iter()
+            .map(|m| ChatMessage::new(m.role, tokenizer.quote(&m.content)))
+            .collect();
+        let text = self.render_chat(&quoted, options)?;
+        tokenizer.encode_prompt(&text)
     }
 
     /// Renders the chat template, prefills, decodes; `on_text` gets each complete UTF-8 piece and
