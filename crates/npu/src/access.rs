@@ -143,24 +143,72 @@ pub fn holders(root: &FsRoot, node: &str) -> Vec<Holder> {
             continue;
         }
         if holds_device(root, pid, node) {
-            let name = root
-                .read_trimmed(format!("/proc/{pid}/comm"))
-                .unwrap_or_else(|_| "unknown".into());
-            let command = root
-                .read_bytes(format!("/proc/{pid}/cmdline"))
-                .ok()
-                .map(|b| {
-                    b.split(|&c| c == 0)
-                        .filter(|a| !a.is_empty())
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .filter(|c| !c.is_empty());
-            found.push(Holder { pid, name, command });
+            found.push(holder(root, pid));
         }
     }
     found
+}
+
+/// Who holds the NPU, best source first: the processes the driver's hardware contexts name
+/// (`context_pids`, this user's processes; the calling process left out on a live root), and
+/// when those are none, the processes whose open files are the device ([`holders`]).
+pub fn find_holders(root: &FsRoot, node: &str, context_pids: &[i64]) -> Vec<Holder> {
+    let own = root.is_live().then(|| i64::from(std::process::id()));
+    let mut pids: Vec<u32> = context_pids
+        .iter()
+        .filter(|&&pid| Some(pid) != own)
+        .filter_map(|&pid| u32::try_from(pid).ok())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    if pids.is_empty() {
+        return holders(root, node);
+    }
+    pids.into_iter().map(|pid| holder(root, pid)).collect()
+}
+
+/// Who holds the NPU of the system under `root`, for a caller that was refused it (EBUSY, or
+/// FastFlowLM's "busy"): the processes whose open files are its device node. Empty when none
+/// is visible to this user: then it is another user's program ([`holder_words`]).
+pub fn device_holders(root: &std::path::Path) -> Vec<Holder> {
+    let root = FsRoot::new(root);
+    let node = match crate::device::detect(&root) {
+        crate::device::Detection::Found(dev) => dev.node,
+        _ => "/dev/accel/accel0".to_string(),
+    };
+    holders(&root, &node)
+}
+
+/// The holders in plain words: "flm (process 4242)", several joined with commas, or "another
+/// user's program" when none is visible (the driver and `/proc` show only this user's
+/// processes).
+pub fn holder_words(holders: &[Holder]) -> String {
+    if holders.is_empty() {
+        return "another user's program".to_string();
+    }
+    holders
+        .iter()
+        .map(|h| format!("{} (process {})", h.name, h.pid))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn holder(root: &FsRoot, pid: u32) -> Holder {
+    let name = root
+        .read_trimmed(format!("/proc/{pid}/comm"))
+        .unwrap_or_else(|_| "unknown".into());
+    let command = root
+        .read_bytes(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|c| !c.is_empty());
+    Holder { pid, name, command }
 }
 
 fn holds_device(root: &FsRoot, pid: u32, node: &str) -> bool {
@@ -295,5 +343,16 @@ mod tests {
         assert_eq!(h[0].pid, 777);
         assert_eq!(h[1].name, "flm");
         assert_eq!(h[1].command.as_deref(), Some("flm serve qwen3:1.7b"));
+        assert_eq!(
+            holder_words(&h),
+            "python3 (process 777), flm (process 4242)"
+        );
+        // The driver's contexts name the holder first; the /proc scan is the fallback.
+        let by_context = find_holders(&FsRoot::new(dir.path()), "/dev/accel/accel0", &[4242, 4242]);
+        assert_eq!(by_context.len(), 1);
+        assert_eq!(by_context[0].name, "flm");
+        let scanned = find_holders(&FsRoot::new(dir.path()), "/dev/accel/accel0", &[]);
+        assert_eq!(scanned, h);
+        assert_eq!(holder_words(&[]), "another user's program");
     }
 }

@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -245,7 +245,13 @@ pub struct QuickOutput {
     pub success: bool,
     /// What it printed on stdout (invalid UTF-8 as U+FFFD).
     pub stdout: String,
+    /// The start of what it printed on stderr (at most [`MAX_QUICK_STDERR`] bytes; the rest is
+    /// drained and dropped): where FastFlowLM writes its `[ERROR]` lines.
+    pub stderr: String,
 }
+
+/// Most bytes of a short command's stderr kept ([`QuickOutput::stderr`]).
+pub const MAX_QUICK_STDERR: usize = 4096;
 
 /// Limits of [`run_bounded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,7 +271,7 @@ impl Default for QuickLimits {
     }
 }
 
-/// Runs `cmd` (stdin closed, stderr discarded, in its own process group, tied to Hearth:
+/// Runs `cmd` (stdin closed, the start of stderr kept, in its own process group, tied to Hearth:
 /// [`spawn_tied`]) within `limits`; `what` names it in errors. A command that prints more than
 /// the limit or does not end in time is killed with its group and is an error. When it ends,
 /// what it left in its group is killed, and output still held open by something it left
@@ -278,13 +284,15 @@ pub fn run_bounded(
     let what = what.to_string();
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     let mut child = match spawn_tied(cmd) {
         Ok(child) => child,
         Err(source) => return Err(RunError::Spawn { what, source }),
     };
     let pid = child.id() as libc::pid_t;
     let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let mut err = Vec::new();
     let deadline = Instant::now() + limits.time;
     let mut out = Vec::new();
     let mut open = true;
@@ -294,6 +302,7 @@ pub fn run_bounded(
             if open {
                 let _ = read_available(&stdout, &mut out, limits.max_output, false);
             }
+            let _ = read_available(&stderr, &mut err, MAX_QUICK_STDERR, false);
             if out.len() <= limits.max_output {
                 break Ok(status);
             }
@@ -311,6 +320,10 @@ pub fn run_bounded(
                 limit: limits.time,
             });
         }
+        // stderr is drained as it comes (so a chatty one cannot block the command), its start
+        // kept.
+        let _ = read_available(&stderr, &mut err, MAX_QUICK_STDERR, false);
+        err.truncate(MAX_QUICK_STDERR);
         if open {
             match read_available(&stdout, &mut out, limits.max_output, true) {
                 Ok(still_open) => open = still_open,
@@ -332,13 +345,14 @@ pub fn run_bounded(
     Ok(QuickOutput {
         success: status.success(),
         stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err[..err.len().min(MAX_QUICK_STDERR)]).into_owned(),
     })
 }
 
 /// Reads what `pipe` holds into `out`, up to one byte past `max`; waits up to 20 ms for
 /// data when `wait`. Ok(false) at the end of the stream.
 fn read_available(
-    pipe: &ChildStdout,
+    pipe: &impl AsRawFd,
     out: &mut Vec<u8>,
     max: usize,
     wait: bool,
@@ -500,13 +514,27 @@ mod tests {
     }
 
     #[test]
+    fn the_start_of_stderr_is_kept() {
+        let out = run_bounded(
+            sh("echo '[ERROR]  No NPU device found.' >&2; head -c 200000 /dev/zero >&2; exit 1"),
+            "sh",
+            QuickLimits::default(),
+        )
+        .unwrap();
+        assert!(!out.success);
+        assert!(out.stderr.starts_with("[ERROR]  No NPU device found.\n"));
+        assert_eq!(out.stderr.len(), MAX_QUICK_STDERR);
+    }
+
+    #[test]
     fn the_exit_status_is_reported() {
         let out = run_bounded(sh("echo no; exit 3"), "sh", QuickLimits::default()).unwrap();
         assert_eq!(
             out,
             QuickOutput {
                 success: false,
-                stdout: "no\n".into()
+                stdout: "no\n".into(),
+                stderr: String::new(),
             }
         );
     }

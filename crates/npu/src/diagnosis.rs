@@ -6,6 +6,7 @@
 use crate::access::{self, Holder, NodeAccess, OpenOutcome};
 use crate::contexts::DeviceContexts;
 use crate::device::{self, Detection, Generation, Kernel, NpuDevice};
+use crate::elf::Runtime;
 use crate::fsroot::FsRoot;
 use crate::ioctl::{self, FirmwareVersion, Sensor};
 use crate::limits::{self, MemlockLimits};
@@ -168,10 +169,14 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
             checks.push(firmware_check(dev));
             let node = root.path(&dev.node);
             let outcome = OpenOutcome::from_result(open(&node));
-            holders = access::holders(&root, &dev.node);
             let facts = access::node_access(&root, &dev.node);
             sensors = read_sensors(&outcome, facts.as_ref());
             contexts = read_contexts(&root, &outcome, facts.as_ref());
+            let context_pids: Vec<i64> = match &contexts {
+                Metric::Available { value, .. } => value.contexts.iter().map(|c| c.pid).collect(),
+                Metric::Unavailable { .. } => Vec::new(),
+            };
+            holders = access::find_holders(&root, &dev.node, &context_pids);
             checks.push(access_check(dev, &outcome, facts.as_ref(), &holders));
             checks.push(contexts_check(&contexts));
         }
@@ -179,8 +184,11 @@ pub fn diagnose_with(root: &Path, open: impl FnOnce(&Path) -> io::Result<File>) 
     let memlock = MemlockLimits::read(&root);
     checks.push(memlock_check(&root, &memlock));
     let xrt = software::find_xrt(&root);
-    checks.push(xrt_check(&xrt));
     let fastflowlm = software::find_flm(&root);
+    checks.push(match fastflowlm.runtime {
+        Some(Runtime::Hrx) => hrx_check(&xrt),
+        _ => xrt_check(&xrt),
+    });
     checks.push(flm_check(&fastflowlm));
     checks.push(match &sensors {
         Metric::Available { value, .. } => {
@@ -433,14 +441,6 @@ restart the computer.";
     }
 }
 
-fn describe_holders(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|h| format!("{} (process {})", h.name, h.pid))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn access_check(
     dev: &NpuDevice,
     outcome: &OpenOutcome,
@@ -462,11 +462,11 @@ fn access_check(
             format!(
                 "You can open {}; it is also in use by {}",
                 dev.node,
-                describe_holders(holders)
+                access::holder_words(holders)
             ),
         )
         .with("node", &dev.node)
-        .with("holders", describe_holders(holders)),
+        .with("holders", access::holder_words(holders)),
         OpenOutcome::Missing => Check::new(
             CheckId::Access,
             Status::Problem,
@@ -510,7 +510,7 @@ fn access_check(
             CheckId::Access,
             Status::Problem,
             "access_busy",
-            format!("{} is busy: another program has it open", dev.node),
+            format!("{} is busy: another user's program has it open", dev.node),
         )
         .with("node", &dev.node)
         .fix("close_other_apps", "Close other AI apps (FastFlowLM, Lemonade, another Hearth). `sudo fuser -v /dev/accel/*` shows which process holds it."),
@@ -518,10 +518,10 @@ fn access_check(
             CheckId::Access,
             Status::Problem,
             "access_busy_by",
-            format!("{} is busy: {} has it open", dev.node, describe_holders(holders)),
+            format!("{} is busy: {} has it open", dev.node, access::holder_words(holders)),
         )
         .with("node", &dev.node)
-        .with("holders", describe_holders(holders))
+        .with("holders", access::holder_words(holders))
         .with("program", &holders[0].name)
         .with("pid", holders[0].pid)
         .fix("close_holder", format!(
@@ -744,6 +744,24 @@ fn memlock_check(root: &FsRoot, memlock: &Result<MemlockLimits, String>) -> Chec
 const XRT_INSTALL: &str = "Install XRT with its NPU plugin. Ubuntu: `sudo add-apt-repository \
 ppa:amd-team/xrt && sudo apt install libxrt2 libxrt-npu2 libxrt-utils-npu amdxdna-dkms`. Arch: \
 `sudo pacman -S xrt xrt-plugin-amdxdna`.";
+
+/// FastFlowLM's HRX build (1.0.11 and later, and the FastFlow SDK's) opens the NPU through the
+/// amdxdna driver and its firmware, which the device, kernel and firmware checks judge: XRT is
+/// not needed, whatever is installed.
+fn hrx_check(xrt: &XrtInfo) -> Check {
+    Check::new(
+        CheckId::Xrt,
+        Status::Ok,
+        "xrt_not_needed",
+        format!(
+            "FastFlowLM here is the HRX build: it runs the NPU through the amdxdna driver and firmware, without XRT{}",
+            xrt.version
+                .as_deref()
+                .map(|v| format!(" (XRT {v} is installed and unused by it)"))
+                .unwrap_or_default()
+        ),
+    )
+}
 
 fn xrt_check(xrt: &XrtInfo) -> Check {
     let Some(lib) = &xrt.library else {

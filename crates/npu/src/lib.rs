@@ -5,7 +5,11 @@
 //!
 //! - [`diagnose`] answers "can the NPU path run here, and if not, what exactly do I do?": the
 //!   device (XDNA 2, XDNA 1 or none), kernel, firmware, permission, a busy device and who holds
-//!   it, the memlock limit, XRT and FastFlowLM, each reported apart with its fix.
+//!   it (the driver's hardware contexts name the process, else `/proc`; "another user's
+//!   program" when neither shows one), the memlock limit, XRT (not needed by FastFlowLM's HRX
+//!   build) and FastFlowLM, each reported apart with its fix.
+//! - [`elf`] reads a binary's needed libraries, which tell FastFlowLM's HRX build from its XRT
+//!   one.
 //! - [`PowerSources`] reads power and utilization once, each value with its source or the reason
 //!   it is missing ([`Metric`]): safe to poll while idle (it never wakes the NPU).
 //! - [`DeviceContexts`] looks inside the device through the driver's ioctls, in pure Rust: every
@@ -29,6 +33,7 @@ pub mod contexts;
 mod cpu;
 mod device;
 mod diagnosis;
+pub mod elf;
 mod fsroot;
 pub mod gpu_metrics;
 mod hwmon;
@@ -39,6 +44,7 @@ mod sample;
 pub mod software;
 mod telemetry;
 
+pub use access::{device_holders, holder_words, Holder};
 pub use contexts::{check_faults_since, DeviceContexts, FaultCheck, HwContext};
 pub use device::{Detection, Generation, NpuDevice};
 pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};

@@ -154,6 +154,10 @@ pub struct FlmInfo {
     pub version: Option<String>,
     /// Why the version is unknown, when it is.
     pub version_error: Option<String>,
+    /// The NPU runtime its binary links (HRX or XRT), when its ELF header says (not sent to
+    /// the desktop app's UI yet).
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub runtime: Option<crate::elf::Runtime>,
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -184,6 +188,11 @@ pub struct FlmLookup {
     /// and in each of its subfolders. By default none; [`FlmLookup::from_env`] gives
     /// [`user_installs`].
     pub user_installs: Vec<PathBuf>,
+    /// Python environments where the FastFlow SDK (`pip install fastflow-sdk`) may have put
+    /// `flm`, in their `bin/`: the active virtual environment, conda's, and the user's own
+    /// (`pip install --user`, `~/.local`). By default none; [`FlmLookup::from_env`] gives
+    /// [`python_envs`].
+    pub python_envs: Vec<PathBuf>,
     /// Where the paths above are resolved: `/` for the live system, a fixture tree in tests.
     pub root: PathBuf,
 }
@@ -212,6 +221,24 @@ pub fn user_installs() -> Vec<PathBuf> {
     .collect()
 }
 
+/// This process's Python environments, where the FastFlow SDK's wheels put `flm` in `bin/`:
+/// `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `~/.local` (a `pip install --user`).
+pub fn python_envs() -> Vec<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    [
+        var("VIRTUAL_ENV"),
+        var("CONDA_PREFIX"),
+        var("HOME").map(|h| h.join(".local")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 impl Default for FlmLookup {
     fn default() -> Self {
         FlmLookup {
@@ -219,6 +246,7 @@ impl Default for FlmLookup {
             path: None,
             standard: PathBuf::from(FLM_STANDARD_PROGRAM),
             user_installs: Vec::new(),
+            python_envs: Vec::new(),
             root: PathBuf::from("/"),
         }
     }
@@ -235,6 +263,7 @@ impl FlmLookup {
                 .map(PathBuf::from),
             path: std::env::var_os("PATH"),
             user_installs: user_installs(),
+            python_envs: python_envs(),
             ..FlmLookup::default()
         }
     }
@@ -286,6 +315,14 @@ impl FlmLookup {
         })
     }
 
+    /// `bin/flm` of the first Python environment that has one.
+    fn in_python_env(&self) -> Option<PathBuf> {
+        self.python_envs
+            .iter()
+            .map(|env| env.join("bin/flm"))
+            .find(|p| self.is_executable(p))
+    }
+
     fn on_path(&self, name: &str) -> Option<PathBuf> {
         std::env::split_paths(self.path.as_ref()?)
             .filter(|d| d.is_absolute())
@@ -303,6 +340,8 @@ pub enum FlmSource {
     FlmOnPath,
     /// The standard install ([`FlmLookup::standard`]).
     Standard,
+    /// A Python environment's `bin/` ([`FlmLookup::python_envs`]): the FastFlow SDK.
+    PythonEnv,
     /// A portable install of this user ([`FlmLookup::user_installs`]).
     UserInstall,
     /// The open-kernel fork `oflm` in a `PATH` folder.
@@ -336,7 +375,8 @@ pub enum FlmNotFound {
 }
 
 /// Finds the FastFlowLM executable: `HEARTH_FLM` (only it, when set), then `flm` on `PATH`, then
-/// the standard install, then this user's portable installs, then the fork `oflm` on `PATH`.
+/// the standard install, then a Python environment's `bin/flm` (the FastFlow SDK), then this
+/// user's portable installs, then the fork `oflm` on `PATH`.
 /// Each is taken only if it is an executable file.
 pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
     let found = |path: PathBuf, source: FlmSource| FlmLocation { path, source };
@@ -358,6 +398,11 @@ pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
         })
         .or_else(|| {
             lookup
+                .in_python_env()
+                .map(|p| found(p, FlmSource::PythonEnv))
+        })
+        .or_else(|| {
+            lookup
                 .in_user_install()
                 .map(|p| found(p, FlmSource::UserInstall))
         })
@@ -368,6 +413,9 @@ pub fn locate_flm(lookup: &FlmLookup) -> Result<FlmLocation, FlmNotFound> {
         })
         .ok_or_else(|| {
             let mut searched = format!("flm and oflm on PATH, {}", standard.display());
+            for env in &lookup.python_envs {
+                searched.push_str(&format!(", {}", env.join("bin/flm").display()));
+            }
             for dir in &lookup.user_installs {
                 searched.push_str(&format!(", {}", dir.display()));
             }
@@ -453,12 +501,14 @@ fn find_flm_with(root: &FsRoot, limits: QuickLimits) -> FlmInfo {
                 executable: Some(shown.to_string_lossy().into_owned()),
                 version,
                 version_error,
+                runtime: crate::elf::runtime_of(&path),
             }
         }
         Err(_) => FlmInfo {
             executable: None,
             version: None,
             version_error: None,
+            runtime: None,
         },
     }
 }
@@ -701,6 +751,43 @@ mod tests {
         assert!(e.to_string().contains("cache/lemonade"), "{e}");
     }
 
+    #[test]
+    fn the_sdk_flm_in_a_python_environment_is_found_before_portable_installs() {
+        // The FastFlow SDK's wheels (Python 3.12-3.14) put `flm` in the environment's bin/,
+        // beside its model_list.json; this machine cannot install them, so the layout is made
+        // by hand.
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("venv");
+        fs::create_dir_all(env.join("bin")).unwrap();
+        fs::write(env.join("pyvenv.cfg"), "version = 3.12.7\n").unwrap();
+        let flm = env.join("bin/flm");
+        fs::write(&flm, crate::elf::minimal_elf(&["libhrx.so.0", "libc.so.6"])).unwrap();
+        fs::set_permissions(&flm, fs::Permissions::from_mode(0o755)).unwrap();
+        let portable = dir.path().join("share/fastflowlm");
+        fs::create_dir_all(&portable).unwrap();
+        fs::write(portable.join("flm"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(portable.join("flm"), fs::Permissions::from_mode(0o755)).unwrap();
+        let lookup = FlmLookup {
+            standard: dir.path().join("none/flm"),
+            python_envs: vec![dir.path().join("no-env"), env.clone()],
+            user_installs: vec![portable],
+            ..FlmLookup::default()
+        };
+        let found = locate_flm(&lookup).unwrap();
+        assert_eq!(
+            (found.path, found.source),
+            (flm.clone(), FlmSource::PythonEnv)
+        );
+        assert_eq!(crate::elf::runtime_of(&flm), Some(crate::elf::Runtime::Hrx));
+        let none = FlmLookup {
+            python_envs: vec![dir.path().join("no-env")],
+            user_installs: Vec::new(),
+            ..lookup
+        };
+        let e = locate_flm(&none).unwrap_err();
+        assert!(e.to_string().contains("no-env/bin/flm"), "{e}");
+    }
+
     /// An `flm` at /usr/bin under `root` whose every verb runs `body`.
     fn flm_running(root: &Path, body: &str) {
         let p = FsRoot::new(root).path("/usr/bin/flm");
@@ -752,6 +839,7 @@ mod tests {
                 path: Some("/usr/local/bin:/usr/bin:/bin".into()),
                 standard: FLM_STANDARD_PROGRAM.into(),
                 user_installs: Vec::new(),
+                python_envs: Vec::new(),
                 root: dir.path().to_path_buf(),
             },
             "HEARTH_FLM and PATH of this process must not leak into a fixture"

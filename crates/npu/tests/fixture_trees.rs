@@ -166,6 +166,51 @@ fn busy_device_names_the_holder() {
 }
 
 #[test]
+fn busy_device_with_no_visible_holder_is_another_users_program() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&tree("strix-busy"), dir.path());
+    fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
+    let d = diagnose_with(dir.path(), refuse(libc::EBUSY));
+    let a = check(&d, CheckId::Access);
+    assert_eq!(a.status, Status::Problem);
+    assert_eq!(
+        a.summary,
+        "/dev/accel/accel0 is busy: another user's program has it open"
+    );
+    assert!(d.holders.is_empty());
+}
+
+#[test]
+fn an_hrx_fastflowlm_needs_no_xrt() {
+    // FastFlowLM's HRX build (1.0.11+, and the FastFlow SDK's) links libhrx, not XRT: the
+    // doctor checks the driver, firmware and device, and does not ask for XRT.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&tree("strix-ready"), dir.path());
+    fs::remove_dir_all(dir.path().join("opt/xilinx")).unwrap();
+    let d = diagnose(dir.path());
+    assert_eq!(
+        check(&d, CheckId::Xrt).code,
+        "xrt_missing",
+        "an XRT build needs XRT"
+    );
+    assert!(!d.ready);
+    // The `flm` script stands in for the portable wrapper; the binary beside it is HRX's.
+    fs::write(
+        dir.path().join("usr/bin/flm-real"),
+        hearth_npu::elf::minimal_elf(&["libhrx.so.0", "libstdc++.so.6", "libc.so.6"]),
+    )
+    .unwrap();
+    let d = diagnose(dir.path());
+    assert_eq!(d.fastflowlm.runtime, Some(hearth_npu::elf::Runtime::Hrx));
+    let xrt = check(&d, CheckId::Xrt);
+    assert_eq!(
+        (xrt.status, xrt.code.as_str()),
+        (Status::Ok, "xrt_not_needed")
+    );
+    assert!(d.ready, "{:#?}", d.checks);
+}
+
+#[test]
 fn open_device_that_others_use_is_info_not_a_problem() {
     let d = diagnose(&tree("strix-busy"));
     assert!(d.ready);
