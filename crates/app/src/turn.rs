@@ -239,7 +239,7 @@ impl App {
             &plan.messages,
         )?;
         let messages = match &grounding {
-            Some(g) => crate::grounding::with_instruction(plan.messages.clone(), &g.instruction),
+            Some(g) => crate::grounding::grounded(plan.messages.clone(), g),
             None => plan.messages.clone(),
         };
         let mut turn = Turn {
