@@ -46,6 +46,7 @@ mod kv_store;
 mod linear;
 mod model;
 mod pooling;
+mod rope;
 mod runner;
 mod sampler;
 mod template_program;

@@ -1,5 +1,6 @@
-//! The decoder-only transformer of the Llama family (MiniCPM5) and of Qwen3, computed as Hugging
-//! Face transformers computes it (see the forward pass in the models notes).
+//! The decoder-only transformer of the Llama family (MiniCPM5, Llama 3), Qwen2 and Qwen3, computed
+//! as Hugging Face transformers computes it (see the forward pass in the models notes; RoPE and
+//! its scalings in [`crate::rope`]).
 //!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
@@ -14,6 +15,7 @@ use crate::cpu::CpuContext;
 use crate::kv_cache::KvCache;
 use crate::linear::Linear;
 use crate::pooling;
+use crate::rope::RopeTable;
 use crate::Error;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
@@ -23,17 +25,18 @@ pub(crate) const MAX_CHUNK: usize = 64;
 /// One decoder layer's weights.
 #[derive(Debug)]
 pub(crate) struct LayerWeights<'w> {
-    attn_norm: Vec<f32>,      // (hidden)
-    wq: Linear<'w>,           // (n_heads * head_dim, hidden)
-    wk: Linear<'w>,           // (n_kv_heads * head_dim, hidden)
-    wv: Linear<'w>,           // (n_kv_heads * head_dim, hidden)
-    q_norm: Option<Vec<f32>>, // (head_dim), Qwen3 only
-    k_norm: Option<Vec<f32>>, // (head_dim), Qwen3 only
-    wo: Linear<'w>,           // (hidden, n_heads * head_dim)
-    ffn_norm: Vec<f32>,       // (hidden)
-    w_gate: Linear<'w>,       // (intermediate, hidden)
-    w_up: Linear<'w>,         // (intermediate, hidden)
-    w_down: Linear<'w>,       // (hidden, intermediate)
+    attn_norm: Vec<f32>,             // (hidden)
+    wq: Linear<'w>,                  // (n_heads * head_dim, hidden)
+    wk: Linear<'w>,                  // (n_kv_heads * head_dim, hidden)
+    wv: Linear<'w>,                  // (n_kv_heads * head_dim, hidden)
+    qkv_bias: Option<[Vec<f32>; 3]>, // (q_dim), (kv_dim), (kv_dim), Qwen2 only
+    q_norm: Option<Vec<f32>>,        // (head_dim), Qwen3 only
+    k_norm: Option<Vec<f32>>,        // (head_dim), Qwen3 only
+    wo: Linear<'w>,                  // (hidden, n_heads * head_dim)
+    ffn_norm: Vec<f32>,              // (hidden)
+    w_gate: Linear<'w>,              // (intermediate, hidden)
+    w_up: Linear<'w>,                // (intermediate, hidden)
+    w_down: Linear<'w>,              // (hidden, intermediate)
 }
 
 /// Every weight of the model, borrowed from the memory-mapped file (norms are copied to f32:
@@ -95,6 +98,16 @@ impl<'w> TransformerWeights<'w> {
                 wq: linear(&format!("{p}.self_attn.q_proj.weight"), q_dim, hidden)?,
                 wk: linear(&format!("{p}.self_attn.k_proj.weight"), kv_dim, hidden)?,
                 wv: linear(&format!("{p}.self_attn.v_proj.weight"), kv_dim, hidden)?,
+                qkv_bias: c
+                    .qkv_bias()
+                    .then(|| -> Result<_, Error> {
+                        Ok([
+                            vector(&format!("{p}.self_attn.q_proj.bias"), q_dim)?,
+                            vector(&format!("{p}.self_attn.k_proj.bias"), kv_dim)?,
+                            vector(&format!("{p}.self_attn.v_proj.bias"), kv_dim)?,
+                        ])
+                    })
+                    .transpose()?,
                 q_norm: qwen3
                     .then(|| vector(&format!("{p}.self_attn.q_norm.weight"), hd))
                     .transpose()?,
@@ -146,6 +159,9 @@ impl<'w> TransformerWeights<'w> {
                     + l.ffn_norm.len()
                     + l.q_norm.as_ref().map_or(0, Vec::len)
                     + l.k_norm.as_ref().map_or(0, Vec::len)
+                    + l.qkv_bias
+                        .as_ref()
+                        .map_or(0, |b| b.iter().map(Vec::len).sum())
                     + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
                         .into_iter()
                         .map(size)
@@ -190,8 +206,7 @@ pub(crate) struct RunState {
     attn: Vec<f32>,              // (chunk, n_heads * head_dim) attention output
     gate: Vec<f32>,              // (chunk, intermediate)
     up: Vec<f32>,                // (chunk, intermediate)
-    rope_cos: Vec<f32>,          // (context, head_dim / 2)
-    rope_sin: Vec<f32>,          // (context, head_dim / 2)
+    rope: RopeTable,             // (context, head_dim / 2)
     pub(crate) logits: Vec<f32>, // (rows, vocab), rows = 1 or chunk
     hidden: Vec<f32>,            // (hidden) for Logits::LastHidden
 }
@@ -203,7 +218,7 @@ impl RunState {
             c.num_attention_heads * c.head_dim,
             c.num_key_value_heads * c.head_dim,
         );
-        let (rope_cos, rope_sin) = rope_table(c.rope_theta, c.head_dim, context);
+        let rope = RopeTable::new(c.rope_theta, c.head_dim, &c.rope_scaling, context);
         RunState {
             x: vec![0.0; MAX_CHUNK * c.hidden_size],
             xb: vec![0.0; MAX_CHUNK * c.hidden_size],
@@ -214,33 +229,11 @@ impl RunState {
             attn: vec![0.0; MAX_CHUNK * q_dim],
             gate: vec![0.0; MAX_CHUNK * c.intermediate_size],
             up: vec![0.0; MAX_CHUNK * c.intermediate_size],
-            rope_cos,
-            rope_sin,
+            rope,
             logits: Vec::new(),
             hidden: Vec::new(),
         }
     }
-}
-
-/// cos/sin of `position * inv_freq_i`, computed in f32 as transformers does
-/// (`inv_freq_i = 1 / theta^(2i / head_dim)`), so long positions round the same way.
-fn rope_table(theta: f64, head_dim: usize, context: usize) -> (Vec<f32>, Vec<f32>) {
-    let half = head_dim / 2;
-    let inv_freq: Vec<f32> = (0..half)
-        .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / head_dim as f32))
-        .collect();
-    let (mut cos, mut sin) = (
-        Vec::with_capacity(context * half),
-        Vec::with_capacity(context * half),
-    );
-    for position in 0..context {
-        for f in &inv_freq {
-            let angle = position as f32 * f;
-            cos.push(f64::from(angle).cos() as f32);
-            sin.push(f64::from(angle).sin() as f32);
-        }
-    }
-    (cos, sin)
 }
 
 /// Runs `tokens` (at most [`MAX_CHUNK`]) at positions `start..start + tokens.len()`, writing their
@@ -298,6 +291,15 @@ pub(crate) fn forward(
             n,
         );
 
+        // Qwen2: q, k and v biases.
+        if let Some([bq, bk, bv]) = &layer.qkv_bias {
+            for (out, bias) in [(&mut *q, bq), (&mut *k, bk), (&mut *v, bv)] {
+                for row in out.chunks_exact_mut(bias.len()) {
+                    add_in_place(row, bias);
+                }
+            }
+        }
+
         // Qwen3: per-head RMSNorm of q and k, before RoPE.
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
             rmsnorm_rows_in_place(q, qn, eps);
@@ -307,12 +309,11 @@ pub(crate) fn forward(
         // RoPE on every head of q and k, then store k, v at their positions.
         for t in 0..n {
             let pos = start + t;
-            let (cos, sin) = (&s.rope_cos[pos * hd / 2..], &s.rope_sin[pos * hd / 2..]);
             for head in q[t * q_dim..(t + 1) * q_dim].chunks_exact_mut(hd) {
-                rope(head, cos, sin);
+                s.rope.rotate(head, pos);
             }
             for head in k[t * kv_dim..(t + 1) * kv_dim].chunks_exact_mut(hd) {
-                rope(head, cos, sin);
+                s.rope.rotate(head, pos);
             }
             cache.store(
                 l,
@@ -426,15 +427,6 @@ fn inv_rms(x: &[f32], eps: f64) -> f32 {
     1.0 / variance.sqrt()
 }
 
-/// "Rotate half" RoPE on one head: element i pairs with i + head_dim/2.
-fn rope(head: &mut [f32], cos: &[f32], sin: &[f32]) {
-    let half = head.len() / 2;
-    let (a, b) = head.split_at_mut(half);
-    for (((x0, x1), c), s) in a.iter_mut().zip(b.iter_mut()).zip(cos).zip(sin) {
-        (*x0, *x1) = (*x0 * c - *x1 * s, *x1 * c + *x0 * s);
-    }
-}
-
 fn add_in_place(x: &mut [f32], y: &[f32]) {
     for (a, b) in x.iter_mut().zip(y) {
         *a += b;
@@ -444,23 +436,6 @@ fn add_in_place(x: &mut [f32], y: &[f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rope_at_position_zero_is_identity() {
-        let (cos, sin) = rope_table(5e6, 8, 2);
-        let mut head = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
-        rope(&mut head, &cos[..4], &sin[..4]);
-        assert_eq!(head, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
-    }
-
-    #[test]
-    fn rope_rotates_pairs_across_the_halves() {
-        // Frequency 0 is 1 rad per position: at position 1, (x0, x4) rotates by 1 rad.
-        let (cos, sin) = rope_table(10_000.0, 8, 2);
-        let mut head = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-        rope(&mut head, &cos[4..], &sin[4..]);
-        assert!((head[0] - 1f32.cos()).abs() < 1e-6 && (head[4] - 1f32.sin()).abs() < 1e-6);
-    }
 
     #[test]
     fn rmsnorm_scales_to_unit_rms_times_weight() {

@@ -264,10 +264,7 @@ pub fn validate(dir: &Path) -> Result<ValidatedModel> {
         dir: dir.to_path_buf(),
         reason: e.to_string(),
     })?;
-    let family = match config.family {
-        q4nx::Family::Llama => "llama",
-        q4nx::Family::Qwen3 => "qwen3",
-    };
+    let family = config.family.name();
     Ok(ValidatedModel {
         format: selected.format,
         family: family.to_string(),

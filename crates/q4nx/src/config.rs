@@ -1,10 +1,10 @@
-//! `config.json` of the Llama and Qwen3 families, reduced to what the forward pass needs.
+//! `config.json` of the Llama, Qwen2 and Qwen3 families, reduced to what the forward pass needs.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::Error;
+use crate::{Error, RopeScaling};
 
 /// The architecture family, from `architectures[0]` or `model_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -14,6 +14,19 @@ pub enum Family {
     Llama,
     /// `Qwen3ForCausalLM`: Llama plus a per-head RMSNorm on q and k before RoPE.
     Qwen3,
+    /// `Qwen2ForCausalLM` (Qwen2.5, DeepSeek-R1-Distill-Qwen): Llama plus biases on q, k and v.
+    Qwen2,
+}
+
+impl Family {
+    /// The lowercase name (`model_type`, and what model cards show).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Llama => "llama",
+            Family::Qwen3 => "qwen3",
+            Family::Qwen2 => "qwen2",
+        }
+    }
 }
 
 /// The hyperparameters of a model, as read from its `config.json`.
@@ -37,6 +50,8 @@ pub struct ModelConfig {
     pub vocab_size: usize,
     /// RoPE base: top-level `rope_theta` or `rope_parameters.rope_theta` (default 10000).
     pub rope_theta: f64,
+    /// How RoPE's frequencies are scaled (`rope_scaling` or `rope_parameters`).
+    pub rope_scaling: RopeScaling,
     /// RMSNorm epsilon (default 1e-6).
     pub rms_norm_eps: f64,
     /// Whether `lm_head` shares the embedding's weights (default false).
@@ -96,6 +111,11 @@ impl ModelConfig {
         self.num_key_value_heads * self.head_dim
     }
 
+    /// Whether the q, k and v projections carry biases (Qwen2).
+    pub fn qkv_bias(&self) -> bool {
+        self.family == Family::Qwen2
+    }
+
     fn parse(text: &str, path: &Path) -> Result<Self, Error> {
         let err = |detail: String| Error::Config {
             path: path.to_path_buf(),
@@ -139,8 +159,20 @@ impl ModelConfig {
         };
         let default_ctx = match family {
             Family::Llama => 2048,
-            Family::Qwen3 => 32768,
+            Family::Qwen3 | Family::Qwen2 => 32768,
         };
+        let max_position_embeddings = fields
+            .usize_optional("max_position_embeddings")?
+            .unwrap_or(default_ctx);
+        let rope_scaling =
+            RopeScaling::from_config(obj, max_position_embeddings, head_dim).map_err(err)?;
+        if fields.bool_optional("use_sliding_window")? == Some(true) {
+            return Err(err(
+                "config.json asks for sliding-window attention (use_sliding_window), which \
+                 Hearth's engine does not apply"
+                    .into(),
+            ));
+        }
         let config = ModelConfig {
             family,
             hidden_size,
@@ -151,24 +183,16 @@ impl ModelConfig {
             intermediate_size: fields.usize_required("intermediate_size")?,
             vocab_size: fields.usize_required("vocab_size")?,
             rope_theta,
+            rope_scaling,
             rms_norm_eps: fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
             tie_word_embeddings: fields
                 .bool_optional("tie_word_embeddings")?
                 .unwrap_or(false),
-            max_position_embeddings: fields
-                .usize_optional("max_position_embeddings")?
-                .unwrap_or(default_ctx),
+            max_position_embeddings,
             bos_token_id: fields.u32_optional("bos_token_id")?,
             eos_token_ids: fields.eos_ids()?,
         };
         config.check().map_err(err)?;
-        if let Some(scaling) = obj.get("rope_scaling").filter(|v| !v.is_null()) {
-            tracing::warn!(
-                config = %path.display(),
-                %scaling,
-                "config.json asks for rope_scaling; Hearth applies plain RoPE"
-            );
-        }
         Ok(config)
     }
 
@@ -283,14 +307,15 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Ok(Family::Llama),
         // Qwen3Model: the base class without the head, which embedding models are saved from.
         (Some("Qwen3ForCausalLM" | "Qwen3Model"), _) | (None, Some("qwen3")) => Ok(Family::Qwen3),
+        (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Ok(Family::Qwen2),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
-                             Hearth runs LlamaForCausalLM and Qwen3ForCausalLM models"
+                             Hearth runs LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
-            "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM and \
-             Qwen3ForCausalLM models"
+            "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
+             Qwen2ForCausalLM and Qwen3ForCausalLM models"
         )),
     }
 }

@@ -317,6 +317,13 @@ fn flm_qwen3_config(
     config: &ModelConfig,
     text: &str,
 ) -> Result<(ModelConfig, String, Vec<String>), Error> {
+    if config.qkv_bias() {
+        return Err(convert_err(format!(
+            "cannot make a FastFlowLM Qwen3 variant of a {} model: Qwen3 has no q/k/v biases to \
+             carry them",
+            config.family.name()
+        )));
+    }
     let kv = config.num_key_value_heads;
     let heads = config.num_attention_heads;
     if kv > FLM_QWEN3_KV_HEADS

@@ -1,4 +1,4 @@
-//! Which tensors a Llama/Qwen3 model has, in which role and with which logical (Hugging Face)
+//! Which tensors a Llama/Qwen2/Qwen3 model has, in which role and with which logical (Hugging Face)
 //! shape, as implied by its config.
 
 use crate::{Family, ModelConfig};
@@ -8,7 +8,7 @@ use crate::{Family, ModelConfig};
 pub enum Role {
     /// `model.embed_tokens.weight`: BF16 `[vocab, hidden]`.
     Embedding,
-    /// An RMSNorm weight: BF16, 1-D.
+    /// A 1-D weight, an RMSNorm's or a projection's bias: BF16.
     Norm,
     /// A linear weight `W[N, K]`: Q4_1 (or Q8) tiles.
     Linear,
@@ -39,7 +39,7 @@ fn layer_linears(c: &ModelConfig) -> [(&'static str, [usize; 2]); 7] {
     ]
 }
 
-/// The norm weights of one layer, by suffix, with their length.
+/// The 1-D weights of one layer (norms, and Qwen2's q/k/v biases), by suffix, with their length.
 fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
     let mut norms = vec![
         ("input_layernorm.weight", c.hidden_size),
@@ -48,6 +48,11 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
     if c.family == Family::Qwen3 {
         norms.push(("self_attn.q_norm.weight", c.head_dim));
         norms.push(("self_attn.k_norm.weight", c.head_dim));
+    }
+    if c.qkv_bias() {
+        norms.push(("self_attn.q_proj.bias", c.q_dim()));
+        norms.push(("self_attn.k_proj.bias", c.kv_dim()));
+        norms.push(("self_attn.v_proj.bias", c.kv_dim()));
     }
     norms
 }
@@ -138,6 +143,17 @@ mod tests {
             .find(|t| t.name == "model.layers.1.self_attn.k_proj.weight")
             .unwrap();
         assert_eq!(k.shape, vec![32, 64]);
+    }
+
+    #[test]
+    fn qwen2_has_qkv_biases() {
+        let t = expected_tensors(&tiny("qwen2"));
+        assert_eq!(t.len(), 1 + 2 * 12 + 2);
+        let k = t
+            .iter()
+            .find(|t| t.name == "model.layers.1.self_attn.k_proj.bias")
+            .unwrap();
+        assert_eq!((k.role, &k.shape), (Role::Norm, &vec![32]));
     }
 
     #[test]

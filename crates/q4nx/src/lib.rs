@@ -18,6 +18,7 @@ mod error;
 pub mod gguf;
 pub mod layout;
 pub mod quantize;
+mod rope_scaling;
 pub mod synthetic;
 mod tensor;
 pub mod tile;
@@ -29,6 +30,7 @@ pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Varia
 pub use dtype::Dtype;
 pub use error::Error;
 pub use quantize::quantize_q4_1_tiles;
+pub use rope_scaling::RopeScaling;
 pub use tensor::{DenseTensor, Tensor, TileMatrix};
 pub use validate::{validate, validate_dir};
 pub use weights::{WeightFormat, Weights};

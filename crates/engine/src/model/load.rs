@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use q4nx::{Family, ModelConfig, WeightFormat, Weights};
+use q4nx::{ModelConfig, WeightFormat, Weights};
 use serde::{Deserialize, Serialize};
 
 use super::{Model, ModelInfo};
@@ -119,11 +119,7 @@ impl Model {
                 || dir.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             ),
-            family: match config.family {
-                Family::Llama => "llama",
-                Family::Qwen3 => "qwen3",
-            }
-            .to_owned(),
+            family: config.family.name().to_owned(),
             parameter_count,
             context_length,
             weight_format: weight_format.to_owned(),

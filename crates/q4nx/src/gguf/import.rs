@@ -1,4 +1,4 @@
-//! A Llama or Qwen3 GGUF file to a Q4NX model folder.
+//! A Llama, Qwen2 or Qwen3 GGUF file to a Q4NX model folder.
 //!
 //! Linear weights keep the GGUF's codes where a block maps onto a Q4NX tile group: Q4_1 and
 //! Q4_0 (as `m = -8 d`) become Q4_1 tiles and Q8_0 becomes Q8 tiles, with only the f16 scales
@@ -8,7 +8,9 @@
 //!
 //! llama.cpp stores the Q and K projections of `llama` models with each head's rows
 //! interleaved for its RoPE; the rows are put back in Hugging Face order here, so the engine's
-//! rotate-half RoPE computes the same thing. Everything is written into a hidden partial folder
+//! rotate-half RoPE computes the same thing. Llama 3.1's RoPE scaling, which llama.cpp's
+//! converter writes as per-frequency divisors (`rope_freqs.weight`), goes into config.json as
+//! [`crate::RopeScaling::RopeFreqs`]. Everything is written into a hidden partial folder
 //! and renamed at the end, like [`crate::convert`].
 
 use std::collections::{BTreeMap, HashSet};
@@ -132,6 +134,7 @@ pub fn import_gguf(
     } = check(h, src)?;
     let tok = tokenizer::build(h, &vocabulary, context)
         .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
+    let config_text = with_rope_freqs(&file, &config_text)?;
 
     check_destination(dst)?;
     let partial = partial_dir(dst)?;
@@ -244,12 +247,13 @@ fn check<'h>(h: &'h Header, src: &Path) -> Result<Checked<'h>, Error> {
     let family = match arch.as_str() {
         "llama" => Family::Llama,
         "qwen3" => Family::Qwen3,
+        "qwen2" => Family::Qwen2,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5) and qwen3 models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5) and qwen3 models"
                 ),
             ))
         }
@@ -299,20 +303,22 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
             })
             .transpose()
     };
-    if let Some(kind) = h.get(&key("rope.scaling.type")).and_then(Value::as_str) {
-        if kind != "none" {
-            return Err(format!(
-                "it uses {kind} RoPE scaling, which Hearth's engine does not apply yet"
-            ));
+    let rope_scaling = match h.get(&key("rope.scaling.type")).and_then(Value::as_str) {
+        None | Some("none") => json!(null),
+        Some(kind @ ("linear" | "yarn")) => {
+            let factor = float("rope.scaling.factor")?
+                .ok_or_else(|| format!("it uses {kind} RoPE scaling without a factor"))?;
+            let original = uint("rope.scaling.original_context_length")?;
+            json!({"rope_type": kind, "factor": factor,
+                   "original_max_position_embeddings": original})
         }
-    }
-    if h.tensor("rope_freqs.weight").is_some() {
-        return Err(
-            "it scales RoPE frequencies per dimension (rope_freqs.weight, Llama 3.1 and \
-                    later), which Hearth's engine does not apply yet"
-                .into(),
-        );
-    }
+        Some(kind) => {
+            return Err(format!(
+                "it uses {kind} RoPE scaling, which Hearth's engine does not apply (it applies \
+                 linear, yarn and llama.cpp's rope_freqs)"
+            ))
+        }
+    };
     let hidden = need("embedding_length")?;
     let heads = need("attention.head_count")?;
     let kv_heads = uint("attention.head_count_kv")?.unwrap_or(heads);
@@ -337,13 +343,25 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
             embd.dims
         ));
     }
-    let (arch_name, model_type) = match family {
-        Family::Llama => ("LlamaForCausalLM", "llama"),
-        Family::Qwen3 => ("Qwen3ForCausalLM", "qwen3"),
+    if let Some(t) = h.tensor(ROPE_FREQS) {
+        if !rope_scaling.is_null() || t.kind != GgmlType::F32 || t.dims != [head_dim as u64 / 2] {
+            return Err(format!(
+                "its {ROPE_FREQS} ({} of dimensions {:?}) is not llama.cpp's {} f32 RoPE \
+                 divisors alone",
+                t.kind,
+                t.dims,
+                head_dim / 2
+            ));
+        }
+    }
+    let arch_name = match family {
+        Family::Llama => "LlamaForCausalLM",
+        Family::Qwen3 => "Qwen3ForCausalLM",
+        Family::Qwen2 => "Qwen2ForCausalLM",
     };
     let text = serde_json::to_string_pretty(&json!({
         "architectures": [arch_name],
-        "model_type": model_type,
+        "model_type": family.name(),
         "hidden_size": hidden,
         "num_hidden_layers": need("block_count")?,
         "num_attention_heads": heads,
@@ -352,6 +370,7 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
         "intermediate_size": need("feed_forward_length")?,
         "vocab_size": embd.dims[1],
         "rope_theta": float("rope.freq_base")?.unwrap_or(10_000.0),
+        "rope_scaling": rope_scaling,
         "rms_norm_eps": float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
         "tie_word_embeddings": h.tensor("output.weight").is_none(),
         "max_position_embeddings": uint("context_length")?.unwrap_or(2048),
@@ -361,6 +380,23 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
     .expect("JSON values serialize");
     let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
     Ok((config, text))
+}
+
+/// llama.cpp's per-frequency RoPE divisors (Llama 3.1's scaling, written by its converter).
+const ROPE_FREQS: &str = "rope_freqs.weight";
+
+/// config.json's text with the file's `rope_freqs.weight`, if it has one, as its RoPE scaling
+/// (`check` has seen it is `head_dim / 2` f32 values).
+fn with_rope_freqs(file: &GgufFile, text: &str) -> Result<String, Error> {
+    let Some(t) = file.header().tensor(ROPE_FREQS) else {
+        return Ok(text.to_string());
+    };
+    let mut factors = vec![0f32; t.row_len()];
+    dequantize(t.kind, file.data(t), &mut factors);
+    check_finite(file.path(), ROPE_FREQS, &factors)?;
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
+    v["rope_scaling"] = json!({"rope_type": "rope_freqs", "factors": factors});
+    Ok(serde_json::to_string_pretty(&v).expect("JSON values serialize"))
 }
 
 /// Adds bos/eos ids to config.json's text.
@@ -386,21 +422,22 @@ fn gguf_name(hf: &str) -> Option<String> {
     }
     let rest = hf.strip_prefix("model.layers.")?;
     let (layer, suffix) = rest.split_once('.')?;
-    let g = match suffix {
-        "input_layernorm.weight" => "attn_norm",
-        "post_attention_layernorm.weight" => "ffn_norm",
-        "self_attn.q_proj.weight" => "attn_q",
-        "self_attn.k_proj.weight" => "attn_k",
-        "self_attn.v_proj.weight" => "attn_v",
-        "self_attn.o_proj.weight" => "attn_output",
-        "self_attn.q_norm.weight" => "attn_q_norm",
-        "self_attn.k_norm.weight" => "attn_k_norm",
-        "mlp.gate_proj.weight" => "ffn_gate",
-        "mlp.up_proj.weight" => "ffn_up",
-        "mlp.down_proj.weight" => "ffn_down",
+    let (module, kind) = suffix.rsplit_once('.')?;
+    let g = match module {
+        "input_layernorm" => "attn_norm",
+        "post_attention_layernorm" => "ffn_norm",
+        "self_attn.q_proj" => "attn_q",
+        "self_attn.k_proj" => "attn_k",
+        "self_attn.v_proj" => "attn_v",
+        "self_attn.o_proj" => "attn_output",
+        "self_attn.q_norm" => "attn_q_norm",
+        "self_attn.k_norm" => "attn_k_norm",
+        "mlp.gate_proj" => "ffn_gate",
+        "mlp.up_proj" => "ffn_up",
+        "mlp.down_proj" => "ffn_down",
         _ => return None,
     };
-    Some(format!("blk.{layer}.{g}.weight"))
+    Some(format!("blk.{layer}.{g}.{kind}"))
 }
 
 /// Plans every output tensor; refuses missing, misshapen and unused GGUF tensors.
@@ -409,7 +446,8 @@ fn plan<'h>(
     config: &ModelConfig,
     family: Family,
 ) -> Result<Vec<Planned<'h>>, String> {
-    let mut used = HashSet::new();
+    // Read into config.json, not written as a tensor.
+    let mut used = HashSet::from([ROPE_FREQS.to_string()]);
     let mut out = Vec::new();
     for ExpectedTensor { name, role, shape } in expected_tensors(config) {
         let mut g = gguf_name(&name).expect("every expected tensor has a GGUF name");

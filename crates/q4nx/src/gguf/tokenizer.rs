@@ -178,11 +178,12 @@ pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
         ]}),
         "llama-bpe" | "llama3" => split_then_bytes(LLAMA3_SPLIT),
-        "qwen2" => split_then_bytes(QWEN2_SPLIT),
+        // llama.cpp gives deepseek-r1-qwen the qwen2 pre-tokenizer (llama-vocab.cpp).
+        "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_SPLIT),
         other => {
             return Err(format!(
                 "its pre-tokenizer {other:?} (tokenizer.ggml.pre) is not supported yet; Hearth \
-                 imports smollm, llama-bpe and qwen2"
+                 imports smollm, llama-bpe, qwen2 and deepseek-r1-qwen"
             ))
         }
     };
@@ -229,7 +230,7 @@ pub(crate) fn build(
     } = v;
     let (bos_id, eos_id, add_bos, pre) = (*bos_id, *eos_id, *add_bos, *pre);
     let vocab_size = tokens.len();
-    let normalizer = if pre == "qwen2" {
+    let normalizer = if matches!(pre, "qwen2" | "deepseek-r1-qwen") {
         json!({"type": "NFC"})
     } else {
         Json::Null
