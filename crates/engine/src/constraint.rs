@@ -2,10 +2,26 @@
 //! what each token writes ([`TokenBytes`], computed once per tokenizer). The sampler asks
 //! [`Constraint::allows`] about its most likely candidates first and scans the whole vocabulary
 //! ([`Constraint::allowed`]) only when none of them fits.
+//!
+//! Choosing one token is bounded: all the automaton's steps between two accepted tokens share
+//! one budget of work ([`STEP_WORK`]), and a state may hold only so many readings
+//! (`json_automaton::MAX_THREADS`). Past either, every token is refused and
+//! [`Constraint::within_bounds`] names the error, so the answer ends in milliseconds with a
+//! message instead of holding the model for minutes. The bound is also what keeps Stop and a
+//! client that left waiting no longer than that: they are seen between tokens.
 
-use crate::json_automaton::JsonState;
+use std::cell::Cell;
+
+use crate::json_automaton::{JsonState, Overrun, MAX_THREADS};
 use crate::json_schema::Grammar;
 use crate::tokenizer::TextTokenizer;
+use crate::Error;
+
+/// Work the automaton may do to choose one token, in its units (a reading stepped costs one
+/// plus its depth; see `JsonState::step`). Choosing a token for an ordinary schema costs from
+/// a few thousand units (greedy, the likeliest token fits) to a few hundred thousand (a scan of
+/// a 150,000-token vocabulary inside a string); this is about a tenth of a second of work.
+pub(crate) const STEP_WORK: u64 = 4_000_000;
 
 /// What every token of a vocabulary writes, in bytes.
 #[derive(Debug)]
@@ -46,6 +62,11 @@ pub(crate) struct Constraint<'a> {
     /// The model's end-of-turn ids: allowed exactly when the answer is complete.
     stop_ids: &'a [u32],
     state: JsonState,
+    /// Work left for choosing the next token ([`Constraint::begin_token`] refills it).
+    work: Cell<u64>,
+    /// How a step went past a bound, once one has: from then on no token is allowed, and the
+    /// answer ends with [`Constraint::within_bounds`]'s error.
+    overrun: Cell<Option<Overrun>>,
 }
 
 impl<'a> Constraint<'a> {
@@ -55,7 +76,15 @@ impl<'a> Constraint<'a> {
             vocab,
             stop_ids,
             state: JsonState::new(),
+            work: Cell::new(STEP_WORK),
+            overrun: Cell::new(None),
         }
+    }
+
+    /// Starts choosing the next token: the work of [`Constraint::allows`] and
+    /// [`Constraint::allowed`] from here on is charged to a fresh [`STEP_WORK`].
+    pub(crate) fn begin_token(&self) {
+        self.work.set(STEP_WORK);
     }
 
     /// Whether the answer so far is a whole value (it may end here).
@@ -63,19 +92,36 @@ impl<'a> Constraint<'a> {
         self.state.is_complete(&self.grammar)
     }
 
-    /// Whether `token` may come next.
+    /// `state` after `bytes`, charged to this token's work; fails once a bound is passed (then
+    /// or before).
+    fn advanced(&self, state: &JsonState, bytes: &[u8]) -> Result<JsonState, Overrun> {
+        if let Some(overrun) = self.overrun.get() {
+            return Err(overrun);
+        }
+        let mut work = self.work.get();
+        let result = state.advanced(&self.grammar, bytes, &mut work);
+        self.work.set(work);
+        result.inspect_err(|&overrun| self.overrun.set(Some(overrun)))
+    }
+
+    /// Whether `token` may come next. False for every token once a step went past its bounds
+    /// (see [`Constraint::within_bounds`]).
     pub(crate) fn allows(&self, token: u32) -> bool {
         if self.stop_ids.contains(&token) {
             return self.is_complete();
         }
         let bytes = self.vocab.get(token);
-        !bytes.is_empty() && !self.state.advanced(&self.grammar, bytes).is_dead()
+        !bytes.is_empty()
+            && self
+                .advanced(&self.state, bytes)
+                .is_ok_and(|state| !state.is_dead())
     }
 
     /// Every token that may come next, by scanning the vocabulary in byte order: the state
     /// after each shared beginning is kept for the tokens that follow, and tokens whose
-    /// beginning is already refused cost nothing more.
-    pub(crate) fn allowed(&self) -> Vec<u32> {
+    /// beginning is already refused cost nothing more. Fails when the scan goes past the
+    /// bounds of one token's work.
+    pub(crate) fn allowed(&self) -> Result<Vec<u32>, Error> {
         let mut allowed = Vec::new();
         // states[d]: the state after the first d bytes of the previous token.
         let mut states = vec![self.state.clone()];
@@ -96,7 +142,8 @@ impl<'a> Constraint<'a> {
                 if last.is_dead() {
                     break;
                 }
-                let next = last.step(&self.grammar, bytes[states.len() - 1]);
+                let byte = &bytes[states.len() - 1..states.len()];
+                let next = self.advanced(last, byte).map_err(overrun_error)?;
                 states.push(next);
             }
             if states.len() == bytes.len() + 1 && !states[bytes.len()].is_dead() {
@@ -107,15 +154,47 @@ impl<'a> Constraint<'a> {
         if self.is_complete() {
             allowed.extend_from_slice(self.stop_ids);
         }
-        allowed
+        Ok(allowed)
     }
 
-    /// Moves past `token`, which [`Constraint::allows`] allowed.
-    pub(crate) fn accept(&mut self, token: u32) {
-        if !self.stop_ids.contains(&token) {
-            self.state = self.state.advanced(&self.grammar, self.vocab.get(token));
+    /// Whether every step so far stayed within its bounds; else the error that ends the
+    /// answer, saying which bound and what to change.
+    pub(crate) fn within_bounds(&self) -> Result<(), Error> {
+        match self.overrun.get() {
+            None => Ok(()),
+            Some(overrun) => Err(overrun_error(overrun)),
         }
     }
+
+    /// Moves past `token`, which [`Constraint::allows`] allowed (with work of its own).
+    pub(crate) fn accept(&mut self, token: u32) {
+        if !self.stop_ids.contains(&token) {
+            self.begin_token();
+            // Within the bounds, as it was when allowed; should it not be, the overrun stays
+            // and the next choice reports it.
+            if let Ok(state) = self.advanced(&self.state, self.vocab.get(token)) {
+                self.state = state;
+            }
+        }
+    }
+}
+
+/// The error that ends an answer whose next token went past `overrun`: which bound, and what
+/// to change.
+fn overrun_error(overrun: Overrun) -> Error {
+    let reason = match overrun {
+        Overrun::Threads => format!(
+            "the answer could be read more than {MAX_THREADS} ways at once under the schema \
+             (its \"anyOf\" alternatives begin alike and nest), so Hearth stopped it; make the \
+             alternatives differ in their first character or key, or nest them less"
+        ),
+        Overrun::Work => format!(
+            "choosing one token under the schema took more than {STEP_WORK} steps of work \
+             (the answer nests too deeply, or the schema's \"anyOf\" alternatives begin \
+             alike), so Hearth stopped it; simplify the schema"
+        ),
+    };
+    Error::ResponseFormat { reason }
 }
 
 #[cfg(test)]
@@ -158,7 +237,7 @@ mod tests {
         let stop = [vocab.bytes.len() as u32 - 1];
         let mut constraint = Constraint::new(schema(), &vocab, &stop);
         for piece in ["{\"", "na", "m", "e", "\":", "tr", "u", "e", "}"] {
-            let mut scanned = constraint.allowed();
+            let mut scanned = constraint.allowed().unwrap();
             scanned.sort_unstable();
             let one_by_one: Vec<u32> = (0..vocab.bytes.len() as u32)
                 .filter(|&t| constraint.allows(t))
@@ -184,7 +263,7 @@ mod tests {
         constraint.accept(id(&vocab, "}"));
         assert!(constraint.is_complete());
         assert_eq!(
-            constraint.allowed(),
+            constraint.allowed().unwrap(),
             stop,
             "only the stop id after the value"
         );
@@ -202,12 +281,12 @@ mod tests {
         let mut constraint = Constraint::new(grammar, &vocab, &[]);
         constraint.accept(0);
         assert_eq!(
-            constraint.allowed(),
+            constraint.allowed().unwrap(),
             [0, 1],
             "a quote or the first half of é"
         );
         constraint.accept(1);
-        let mut allowed = constraint.allowed();
+        let mut allowed = constraint.allowed().unwrap();
         allowed.sort_unstable();
         assert_eq!(allowed, [2, 3], "only the second half may follow");
         constraint.accept(2);

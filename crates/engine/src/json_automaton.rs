@@ -10,6 +10,12 @@
 //! [`Frame`]s, and a byte advances every thread that can take it. Alternatives are only forked
 //! when a value starts and its first byte fits more than one of them, so most states hold a
 //! single thread.
+//!
+//! A schema whose alternatives begin alike and nest can still make the readings multiply with
+//! every byte, and an answer nested deeply makes every reading costly to copy. So a step is
+//! bounded: a state holds at most [`MAX_THREADS`] readings, and every step is charged to a
+//! budget of work the caller gives (each reading stepped costs one plus its depth, the frames
+//! it copies). Past either bound the step fails with an [`Overrun`] instead of going on.
 
 use crate::json_schema::{Grammar, Node, NodeId};
 
@@ -24,6 +30,19 @@ pub(crate) const MAX_INDENT: u8 = 20;
 /// and an exponent of two digits, so every number parses as a double (`1e999` would not).
 /// A model that keeps writing digits is stopped there.
 const MAX_DIGITS: [u8; 3] = [20, 24, 2];
+
+/// Most readings a state may hold at once. A schema that needs more (alternatives that begin
+/// alike, nested) is stopped with [`Overrun::Threads`].
+pub(crate) const MAX_THREADS: usize = 256;
+
+/// Why a step was not taken: it needed more than the automaton allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overrun {
+    /// More than [`MAX_THREADS`] readings at once.
+    Threads,
+    /// The work the caller allowed ran out.
+    Work,
+}
 
 /// Where the automaton is in a text: every way the bytes so far can be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,27 +252,50 @@ impl JsonState {
         self.threads.is_empty()
     }
 
-    /// The state after `bytes`; dead if they leave the allowed texts.
-    pub(crate) fn advanced(&self, grammar: &Grammar, bytes: &[u8]) -> JsonState {
+    /// The state after `bytes`; dead if they leave the allowed texts. Each step is charged to
+    /// `work` (see [`JsonState::step`]).
+    pub(crate) fn advanced(
+        &self,
+        grammar: &Grammar,
+        bytes: &[u8],
+        work: &mut u64,
+    ) -> Result<JsonState, Overrun> {
         let mut state = self.clone();
         for &b in bytes {
             if state.is_dead() {
                 break;
             }
-            state = state.step(grammar, b);
+            state = state.step(grammar, b, work)?;
         }
-        state
+        Ok(state)
     }
 
-    /// The state after one byte.
-    pub(crate) fn step(&self, grammar: &Grammar, b: u8) -> JsonState {
+    /// The state after one byte, its cost taken from `work`: one plus the depth of each
+    /// reading stepped and of each reading made. Fails when `work` runs out or the state would
+    /// hold more than [`MAX_THREADS`] readings.
+    pub(crate) fn step(
+        &self,
+        grammar: &Grammar,
+        b: u8,
+        work: &mut u64,
+    ) -> Result<JsonState, Overrun> {
         let mut out = Vec::new();
         for thread in &self.threads {
+            let made = out.len();
             step(grammar, thread.clone(), b, &mut out);
+            let cost = out[made..]
+                .iter()
+                .fold(1 + thread.stack.len() as u64, |cost, t| {
+                    cost + t.stack.len() as u64
+                });
+            *work = work.checked_sub(cost).ok_or(Overrun::Work)?;
         }
         out.sort_unstable();
         out.dedup();
-        JsonState { threads: out }
+        if out.len() > MAX_THREADS {
+            return Err(Overrun::Threads);
+        }
+        Ok(JsonState { threads: out })
     }
 
     /// Whether the bytes so far are a whole allowed text (the answer may end here).
@@ -590,13 +632,24 @@ fn end_and_refeed(
 }
 
 /// Starts a value of `node` whose first byte is `b` on `thread` (its enclosing frame already
-/// moved past the value).
-fn start(grammar: &Grammar, node: NodeId, mut thread: Thread, b: u8, out: &mut Vec<Thread>) {
-    let frame = match grammar.node(node) {
+/// moved past the value): one thread for each alternative that `b` can begin.
+fn start(grammar: &Grammar, node: NodeId, thread: Thread, b: u8, out: &mut Vec<Thread>) {
+    match grammar.node(node) {
         Node::AnyOf(alternatives) => {
             for &alternative in alternatives {
-                start(grammar, alternative, thread.clone(), b, out);
+                start_one(grammar, alternative, thread.clone(), b, out);
             }
+        }
+        _ => start_one(grammar, node, thread, b, out),
+    }
+}
+
+/// [`start`] for a node that is not an `AnyOf`. The grammar lists none inside another, so
+/// starting a value never recurses; one found anyway starts nothing.
+fn start_one(grammar: &Grammar, node: NodeId, mut thread: Thread, b: u8, out: &mut Vec<Thread>) {
+    let frame = match grammar.node(node) {
+        Node::AnyOf(_) => {
+            debug_assert!(false, "an AnyOf inside an AnyOf: the grammar is flattened");
             return;
         }
         Node::Literals(texts) => {
@@ -683,18 +736,30 @@ mod tests {
         Grammar::from_schema(&schema).expect("schema compiles")
     }
 
+    /// The state after byte `b`, with no bound on the work (for tests not about the bounds).
+    fn next(state: &JsonState, grammar: &Grammar, b: u8) -> JsonState {
+        let mut work = u64::MAX;
+        state
+            .step(grammar, b, &mut work)
+            .expect("within the bounds")
+    }
+
+    /// The state after `bytes` from the start, with no bound on the work.
+    fn after(grammar: &Grammar, bytes: &[u8]) -> JsonState {
+        let mut work = u64::MAX;
+        JsonState::new()
+            .advanced(grammar, bytes, &mut work)
+            .expect("within the bounds")
+    }
+
     /// Whether `text` is a whole answer of `grammar`.
     fn accepts(grammar: &Grammar, text: &str) -> bool {
-        JsonState::new()
-            .advanced(grammar, text.as_bytes())
-            .is_complete(grammar)
+        after(grammar, text.as_bytes()).is_complete(grammar)
     }
 
     /// Whether `text` can begin an answer of `grammar`.
     fn begins(grammar: &Grammar, text: &str) -> bool {
-        !JsonState::new()
-            .advanced(grammar, text.as_bytes())
-            .is_dead()
+        !after(grammar, text.as_bytes()).is_dead()
     }
 
     #[test]
@@ -739,13 +804,13 @@ mod tests {
     fn invalid_utf8_is_refused_and_split_characters_are_fine() {
         let g = grammar(json!({"type": "string"}));
         let emoji = "🙂".as_bytes();
-        let mut state = JsonState::new().step(&g, b'"');
+        let mut state = next(&JsonState::new(), &g, b'"');
         for &b in emoji {
-            state = state.step(&g, b);
+            state = next(&state, &g, b);
             assert!(!state.is_dead(), "each byte of a character continues it");
             assert!(!state.is_complete(&g));
         }
-        assert!(state.step(&g, b'"').is_complete(&g));
+        assert!(next(&state, &g, b'"').is_complete(&g));
         for bad in [
             &[b'"', 0xC0, 0x80][..],       // overlong
             &[b'"', 0xED, 0xA0, 0x80][..], // a surrogate
@@ -753,7 +818,7 @@ mod tests {
             &[b'"', 0x80][..],             // a continuation without a start
             &[b'"', 0xE2, b'x'][..],       // a start without its continuation
         ] {
-            assert!(JsonState::new().advanced(&g, bad).is_dead(), "{bad:x?}");
+            assert!(after(&g, bad).is_dead(), "{bad:x?}");
         }
         assert!(!begins(&g, "\u{7f}") && begins(&g, "\"\u{7f}"));
     }
@@ -893,10 +958,10 @@ mod tests {
     #[test]
     fn a_complete_value_allows_nothing_more() {
         let g = Grammar::any_object().unwrap();
-        let state = JsonState::new().advanced(&g, b"{}");
+        let state = after(&g, b"{}");
         assert!(state.is_complete(&g));
         for b in 0..=255u8 {
-            assert!(state.step(&g, b).is_dead(), "byte {b} after the value");
+            assert!(next(&state, &g, b).is_dead(), "byte {b} after the value");
         }
     }
 
@@ -955,15 +1020,15 @@ mod tests {
             let mut state = JsonState::new();
             let mut text = Vec::new();
             for _ in 0..300 {
-                let next: Vec<u8> = (0..=255u8).filter(|&b| !state.step(&g, b).is_dead()).collect();
+                let choices: Vec<u8> = (0..=255u8).filter(|&b| !next(&state, &g, b).is_dead()).collect();
                 let complete = state.is_complete(&g);
-                prop_assert!(complete || !next.is_empty(), "stuck after {:?}", String::from_utf8_lossy(&text));
+                prop_assert!(complete || !choices.is_empty(), "stuck after {:?}", String::from_utf8_lossy(&text));
                 // End about one time in four once it may.
-                if next.is_empty() || complete && rng.next_u64().is_multiple_of(4) {
+                if choices.is_empty() || complete && rng.next_u64().is_multiple_of(4) {
                     break;
                 }
-                let b = next[(rng.next_u64() % next.len() as u64) as usize];
-                state = state.step(&g, b);
+                let b = choices[(rng.next_u64() % choices.len() as u64) as usize];
+                state = next(&state, &g, b);
                 text.push(b);
             }
             if state.is_complete(&g) {

@@ -421,7 +421,11 @@ impl Runner {
                 let token = match constraint.as_deref_mut() {
                     None => sample(logits, &history, &options.sampling, &mut rng),
                     Some(c) => {
-                        match sample_allowed(logits, &history, &options.sampling, &mut rng, c) {
+                        // Past the constraint's bounds of work, the answer ends with its error.
+                        let chosen =
+                            sample_allowed(logits, &history, &options.sampling, &mut rng, c)
+                                .inspect_err(|_| self.cached.truncate(position + i))?;
+                        match chosen {
                             Some(token) => {
                                 c.accept(token);
                                 token

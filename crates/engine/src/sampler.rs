@@ -142,14 +142,15 @@ const FIRST_LOOK: usize = 64;
 /// the most likely allowed token; sampling draws from the kept candidates that are allowed
 /// (renormalized), or, when none of them is, applies top-k, min-p and top-p to the allowed
 /// tokens alone. The same one random number is drawn as in [`sample`]. None when no token is
-/// allowed.
+/// allowed; an error when choosing one went past the constraint's bounds of work.
 pub(crate) fn sample_allowed(
     logits: &mut [f32],
     context: &[u32],
     params: &SamplingParams,
     rng: &mut Rng,
     constraint: &Constraint<'_>,
-) -> Option<u32> {
+) -> Result<Option<u32>, Error> {
+    constraint.begin_token();
     if params.repetition_penalty != 1.0 {
         apply_repetition_penalty(logits, context, params.repetition_penalty);
     }
@@ -165,32 +166,34 @@ pub(crate) fn sample_allowed(
         }
         first.sort_unstable_by(most_likely_first);
         if let Some(&(token, _)) = first.iter().find(|c| constraint.allows(c.0)) {
-            return Some(token);
+            return Ok(Some(token));
         }
-        return constraint
-            .allowed()
+        constraint.within_bounds()?;
+        return Ok(constraint
+            .allowed()?
             .into_iter()
             .map(|t| (t, logits[t as usize]))
             .min_by(most_likely_first)
-            .map(|c| c.0);
+            .map(|c| c.0));
     }
     let r = rng.next_f32();
-    let kept = Distribution::new(logits, params);
-    let drawn = match kept.only(|token| constraint.allows(token)) {
+    let kept = Distribution::new(logits, params).only(|token| constraint.allows(token));
+    constraint.within_bounds()?;
+    let drawn = match kept {
         Some(allowed) => allowed,
         None => {
             let allowed: Vec<(u32, f32)> = constraint
-                .allowed()
+                .allowed()?
                 .into_iter()
                 .map(|t| (t, logits[t as usize] / params.temperature))
                 .collect();
             if allowed.is_empty() {
-                return None;
+                return Ok(None);
             }
             Distribution::over(allowed, params)
         }
     };
-    Some(drawn.draw(r * drawn.total))
+    Ok(Some(drawn.draw(r * drawn.total)))
 }
 
 /// Candidates by logit, most likely first, ties with the lower id first: a total order.
@@ -448,7 +451,8 @@ mod tests {
             logits[b'f' as usize] = 1.0;
             unlikely_whitespace(&mut logits);
             let greedy = SamplingParams::greedy();
-            let token = sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint);
+            let token =
+                sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint).unwrap();
             assert_eq!(token, Some(b't' as u32));
         });
     }
@@ -461,7 +465,8 @@ mod tests {
             logits[b'f' as usize] = 1.0;
             unlikely_whitespace(&mut logits);
             let greedy = SamplingParams::greedy();
-            let token = sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint);
+            let token =
+                sample_allowed(&mut logits, &[], &greedy, &mut Rng::new(1), constraint).unwrap();
             assert_eq!(
                 token,
                 Some(b'f' as u32),
@@ -486,7 +491,7 @@ mod tests {
                         logits[high as usize] = 4.0;
                     }
                     let params = params(1.0, top_k, 1.0, 0.0);
-                    match sample_allowed(&mut logits, &[], &params, &mut rng, constraint) {
+                    match sample_allowed(&mut logits, &[], &params, &mut rng, constraint).unwrap() {
                         Some(t) if t == b't' as u32 => counts[0] += 1,
                         Some(t) if t == b'f' as u32 => counts[1] += 1,
                         other => panic!("{other:?} is not allowed"),
