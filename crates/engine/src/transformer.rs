@@ -330,6 +330,7 @@ pub(crate) fn forward(
             kv_heads: n_kv,
             head_dim: hd,
             scale,
+            window: None,
         };
         attention::causal_attention(cpu, shape, q, n, start, cache, l, attn);
 

@@ -250,7 +250,8 @@ fn attend_heads<const G: usize>(
         }
         scores.clear();
         scores.resize(tile.q.len() * G * stride, 0.0);
-        for block in (0..longest).step_by(POSITIONS) {
+        let first_run = shape.first_run(tile.first);
+        for block in (first_run..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
             let rows: &[f16] = kv.cache.key_run(kv.layer, kv.kv_head, block..end);
             kernels.key_pairs(rows, hd, &mut pairs.keys);
@@ -265,10 +266,10 @@ fn attend_heads<const G: usize>(
         }
         pairs.weights.clear();
         for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
-            let positions = tile.first + i + 1;
+            let position = tile.first + i;
             for head_scores in scores.chunks_exact_mut(stride) {
-                let weights = &mut head_scores[..positions];
-                kernels.softmax(weights);
+                let weights = &mut head_scores[..=position];
+                super::windowed_softmax(shape, position, weights, |x| kernels.softmax(x));
                 let w = |p: usize| weights.get(p).copied().unwrap_or(0.0);
                 pairs
                     .weights
@@ -278,7 +279,7 @@ fn attend_heads<const G: usize>(
         for out in tile.out.iter_mut() {
             out[heads..heads + pass].fill(0.0);
         }
-        for block in (0..longest).step_by(POSITIONS) {
+        for block in (first_run..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
             let rows: &[f16] = kv.cache.value_run(kv.layer, kv.kv_head, block..end);
             kernels.value_pairs(rows, hd, &mut pairs.values);

@@ -42,10 +42,42 @@ pub struct AttentionShape {
     pub head_dim: usize,
     /// Score scale, usually `1 / sqrt(head_dim)`.
     pub scale: f32,
+    /// A sliding-window layer's window (Gemma 3's local layers): the token at position `t`
+    /// attends to `t + 1 - window..=t` only. `None`: to every position up to its own.
+    pub window: Option<usize>,
+}
+
+impl AttentionShape {
+    /// The first position the token at `position` attends to.
+    fn first_seen(&self, position: usize) -> usize {
+        self.window.map_or(0, |w| (position + 1).saturating_sub(w))
+    }
+
+    /// The first run of [`POSITIONS`] a tile whose first token is at `first` reads: the runs
+    /// before it hold only positions outside every window of the tile.
+    fn first_run(&self, first: usize) -> usize {
+        self.first_seen(first) / POSITIONS * POSITIONS
+    }
+}
+
+/// Softmax over the scores of one head for the token at `position` (`scores` holds positions
+/// `0..=position`), the positions outside its window weighted 0 (exactly: they then add
+/// nothing to the weighted sum of values).
+#[inline(always)]
+fn windowed_softmax(
+    shape: AttentionShape,
+    position: usize,
+    scores: &mut [f32],
+    softmax: impl Fn(&mut [f32]),
+) {
+    let from = shape.first_seen(position);
+    scores[..from].fill(0.0);
+    softmax(&mut scores[from..]);
 }
 
 /// For each of `tokens` query tokens at positions `start..start + tokens`, attends over
-/// positions `0..=position` of `layer` in `cache`:
+/// positions `0..=position` of `layer` in `cache` (the last `shape.window` of them in a
+/// sliding-window layer):
 /// `out[t, h] = Σ_p softmax_p(q[t, h] · k[p, h / group] * scale) v[p, h / group]`.
 ///
 /// `q` and `out` are `[tokens, heads * head_dim]`; every position up to the last token's must
@@ -335,7 +367,8 @@ fn attend_heads<const G: usize, E: Value>(
         }
         // Not cleared: every score read below (softmax's and the weights') is written first.
         scores.resize(tile.q.len() * G * stride, 0.0);
-        for block in (0..longest).step_by(POSITIONS) {
+        let first_run = shape.first_run(tile.first);
+        for block in (first_run..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
             let rows: &[E] = kv.cache.key_run(kv.layer, kv.kv_head, block..end);
             for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
@@ -348,14 +381,17 @@ fn attend_heads<const G: usize, E: Value>(
             }
         }
         for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
+            let position = tile.first + i;
             for head_scores in scores.chunks_exact_mut(stride) {
-                kernels.softmax(&mut head_scores[..tile.first + i + 1]);
+                windowed_softmax(shape, position, &mut head_scores[..=position], |x| {
+                    kernels.softmax(x)
+                });
             }
         }
         for out in tile.out.iter_mut() {
             out[heads..heads + pass].fill(0.0);
         }
-        for block in (0..longest).step_by(POSITIONS) {
+        for block in (first_run..longest).step_by(POSITIONS) {
             let end = (block + POSITIONS).min(longest);
             let rows: &[E] = kv.cache.value_run(kv.layer, kv.kv_head, block..end);
             for (i, weights) in scores.chunks_exact(G * stride).enumerate() {

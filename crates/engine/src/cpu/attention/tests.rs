@@ -18,14 +18,15 @@ fn reference(
         for h in 0..heads {
             let kvh = h / group;
             let qh = &q[(t * heads + h) * hd..(t * heads + h + 1) * hd];
-            let mut s: Vec<f32> = (0..=start + t)
+            let from = shape.first_seen(start + t);
+            let mut s: Vec<f32> = (from..=start + t)
                 .map(|p| {
                     let kp = &k[p * kv_dim + kvh * hd..p * kv_dim + (kvh + 1) * hd];
                     qh.iter().zip(kp).map(|(a, b)| a * b).sum::<f32>() * shape.scale
                 })
                 .collect();
             softmax(&mut s);
-            for (p, w) in s.iter().enumerate() {
+            for (p, w) in (from..).zip(&s) {
                 for i in 0..hd {
                     out[(t * heads + h) * hd + i] += w * v[p * kv_dim + kvh * hd + i];
                 }
@@ -49,6 +50,7 @@ fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
             kv_heads,
             head_dim: hd,
             scale: 0.3,
+            window: None,
         };
         let mut cache = KvCache::new(1, positions, kv_heads, hd, KvPrecision::F32).unwrap();
         for p in 0..positions {
@@ -122,6 +124,23 @@ fn grouped_heads_match_per_head_reference() {
             kv_heads,
             head_dim: 24,
             scale: 1.0 / 24f32.sqrt(),
+            window: None,
+        };
+        grouped_heads_match_per_head_reference_for(shape);
+    }
+}
+
+/// Sliding-window layers: windows inside one key block, cutting the second run of the cache,
+/// reaching back into the first run, and longer than the sequence.
+#[test]
+fn sliding_windows_match_the_per_head_reference() {
+    for window in [1, 3, 70, POSITIONS + 50, 10 * POSITIONS] {
+        let shape = AttentionShape {
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 24,
+            scale: 1.0 / 24f32.sqrt(),
+            window: Some(window),
         };
         grouped_heads_match_per_head_reference_for(shape);
     }
@@ -182,12 +201,19 @@ fn the_scalar_level_runs_the_portable_kernels() {
 #[test]
 fn every_level_gives_the_scalar_levels_result_exactly() {
     // Passes of 4 heads, and of 3 (SmolLM2's 9 heads over 3).
-    for (heads, kv_heads) in [(8, 2), (9, 3)] {
+    // A window that starts in the second run of the cache, and one that reaches the first.
+    for (heads, kv_heads, window) in [
+        (8, 2, None),
+        (9, 3, None),
+        (8, 2, Some(20)),
+        (4, 1, Some(90)),
+    ] {
         let shape = AttentionShape {
             heads,
             kv_heads,
             head_dim: 40,
             scale: 0.3,
+            window,
         };
         every_level_gives_the_scalar_levels_result_exactly_for(shape);
     }
@@ -235,6 +261,7 @@ fn tiles_of_tokens_give_each_tokens_result_alone_exactly() {
         kv_heads: 2,
         head_dim: 40,
         scale: 0.3,
+        window: None,
     };
     let q_dim = shape.heads * shape.head_dim;
     let kv_dim = shape.kv_heads * shape.head_dim;
@@ -418,19 +445,22 @@ fn bf16_kernels_compute_exactly_what_their_twin_does() {
     #[cfg(not(target_arch = "x86_64"))]
     return;
     #[cfg(target_arch = "x86_64")]
-    for (heads, kv_heads, head_dim) in [
-        (16, 2, 128),
-        (9, 3, 64),
-        (8, 2, 40),
-        (4, 2, 64),
-        (2, 1, 40),
-        (3, 3, 64),
+    for (heads, kv_heads, head_dim, window) in [
+        (16, 2, 128, None),
+        (9, 3, 64, None),
+        (8, 2, 40, None),
+        (4, 2, 64, None),
+        (2, 1, 40, None),
+        (3, 3, 64, None),
+        (8, 2, 64, Some(7)),
+        (4, 1, 40, Some(40)),
     ] {
         let shape = AttentionShape {
             heads,
             kv_heads,
             head_dim,
             scale: 1.0 / (head_dim as f32).sqrt(),
+            window,
         };
         for (tokens, start) in [(TILE, 0), (1, 0), (3, 30), (5, POSITIONS + 37), (TILE, 95)] {
             let cache = f16_cache(shape, start + tokens, 1.0);
@@ -554,6 +584,7 @@ fn bf16_products_stay_within_their_bound_of_f32() {
             kv_heads,
             head_dim: hd,
             scale: 1.0 / (hd as f32).sqrt(),
+            window: None,
         };
         let (tokens, start) = (TILE, 300);
         let positions = start + tokens;
@@ -629,6 +660,7 @@ fn an_f32_cache_stays_exact_with_bf16_allowed() {
         kv_heads: 2,
         head_dim: 64,
         scale: 0.125,
+        window: None,
     };
     let (tokens, start) = (5, 40);
     let kv_dim = shape.kv_heads * shape.head_dim;
@@ -672,6 +704,7 @@ fn time_attention_on_minicpm5_shape() {
         kv_heads,
         head_dim: hd,
         scale: 1.0 / (hd as f32).sqrt(),
+        window: None,
     };
     let mut cache = KvCache::new(layers, positions, kv_heads, hd, KvPrecision::F16).unwrap();
     for p in 0..positions {
