@@ -496,8 +496,9 @@ impl Documents {
 
     /// Removes a file from the library: its text, passages and vectors are deleted (SQLite's
     /// secure_delete overwrites them) and it leaves every conversation; the original file is
-    /// not touched.
-    pub fn remove(&self, id: DocumentId) -> Result<LibraryView> {
+    /// not touched. The app removes through `App::remove_document`, which also drops the
+    /// passages saved with answers.
+    pub(crate) fn remove(&self, id: DocumentId) -> Result<LibraryView> {
         self.with_library(|library| {
             let document = library
                 .documents()

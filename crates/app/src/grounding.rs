@@ -23,7 +23,8 @@ use hearth_chat::conversations::{MessageSources, Source};
 use hearth_documents::{search, Document, DocumentId, EmbeddingModel, Library, Place, Ranking};
 
 use crate::documents::{
-    file_name, library_error, remote_notice, ConversationDocuments, Documents, RemoteNotice,
+    file_name, library_error, remote_notice, ConversationDocuments, Documents, LibraryView,
+    RemoteNotice,
 };
 use crate::error::{Error, Result};
 use crate::lock::lock;
@@ -278,6 +279,15 @@ impl crate::App {
             documents: self.documents.attached(conversation_id)?,
             remote_notice: self.remote_documents_notice(conversation_id)?,
         })
+    }
+
+    /// Removes the library's document `id`: its text, passages and vectors leave the library
+    /// and every conversation, and the passages saved with answers lose their text (the number,
+    /// file name and place stay). The original file is not touched.
+    pub fn remove_document(&self, id: DocumentId) -> Result<LibraryView> {
+        let view = self.documents.remove(id)?;
+        lock(&self.store).forget_document(id)?;
+        Ok(view)
     }
 
     /// The sources saved with the answers of `conversation_id`, to show them again.

@@ -204,19 +204,45 @@ fn a_long_file_gives_its_best_passages_by_number_and_the_prompt_holds_them() {
 fn removing_a_file_deletes_its_text_and_leaves_the_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path());
-    let c = app.create_conversation(&Default::default()).unwrap();
+    let settings = ConversationSettings {
+        max_tokens: 2,
+        ..ConversationSettings::default()
+    };
+    let c = app.create_conversation(&settings).unwrap();
     let listed = app
         .documents()
-        .attach_now(&c.id, &[fixture("lighthouse.txt")], &|_| {})
+        .attach_now(&c.id, &[fixture("short-note.txt")], &|_| {})
         .unwrap();
+    app.answer(
+        app.begin_answer().unwrap(),
+        &c.id,
+        ChatAction::Send {
+            content: "Where is the key?".into(),
+        },
+        &hearth_app::npu::logged_progress(),
+        &|_| {},
+    )
+    .unwrap();
+    let saved = app.message_sources(&c.id).unwrap();
+    assert!(!saved[0].sources[0].text.is_empty());
     let view = app.documents().library().unwrap();
     assert_eq!(view.documents.len(), 1);
     assert!(view.disk_bytes > 0);
-    let after = app.documents().remove(listed[0].id).unwrap();
+
+    let after = app.remove_document(listed[0].id).unwrap();
     assert!(after.documents.is_empty());
     assert!(app.documents().attached(&c.id).unwrap().is_empty());
     let library = Library::open(&dir.path().join("data/documents.db")).unwrap();
     assert!(library.passages(listed[0].id).unwrap().is_empty());
+    let kept = app.message_sources(&c.id).unwrap();
+    assert_eq!(
+        kept[0].sources[0].name, "short-note.txt",
+        "the citation stays"
+    );
+    assert!(
+        kept[0].sources.iter().all(|s| s.text.is_empty()),
+        "issue 58 P11: the file's passages leave the saved answers"
+    );
 }
 
 #[test]

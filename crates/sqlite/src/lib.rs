@@ -5,6 +5,9 @@
 //! - the database and its `-wal`/`-shm` files are readable by this user alone (0600), also
 //!   when they were created by an older Hearth or another tool ([`make_private`]);
 //! - a writer waits up to [`BUSY_TIMEOUT`] for another (the app and `hearth` at once);
+//! - deleted content is overwritten with zeros (`secure_delete`; bundled SQLite has it off), so
+//!   a removed file's passages or a deleted conversation do not stay in free pages, and a
+//!   caller that deletes on the user's word then truncates the journal ([`checkpoint`]);
 //! - the journal is written ahead (WAL), synced at commits (`synchronous=NORMAL`), with foreign
 //!   keys enforced ([`use_wal`]).
 //!
@@ -20,13 +23,21 @@ use rusqlite::Connection;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Opens the database at `path` (creating it 0600 when missing), made private first, with the
-/// busy timeout set. The journal is left alone, so a caller can check the database's version
-/// before anything writes; [`use_wal`] then sets it.
+/// busy timeout set and deleted content overwritten. The journal is left alone, so a caller can
+/// check the database's version before anything writes; [`use_wal`] then sets it.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     make_private(path);
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "secure_delete", "ON")?;
     Ok(conn)
+}
+
+/// Copies the write-ahead journal into the database and empties it, so that what was just
+/// deleted (overwritten in the database by `secure_delete`) is not kept in the journal's old
+/// pages either. Best effort: a reader holding the journal leaves it for the next checkpoint.
+pub fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
 }
 
 /// Write-ahead journal, synced at commits, foreign keys enforced.
@@ -103,6 +114,30 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |row| row.get(0))
             .unwrap();
         assert_eq!(journal, "wal");
+    }
+
+    #[test]
+    fn deleted_content_is_overwritten_and_leaves_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret.db");
+        let conn = open(&path).unwrap();
+        use_wal(&conn).unwrap();
+        let on: i64 = conn
+            .query_row("PRAGMA secure_delete", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(on, 1);
+        conn.execute_batch(
+            "CREATE TABLE t (x); INSERT INTO t VALUES ('ZEBRACORN-PRIVATE' || hex(randomblob(2000)));",
+        )
+        .unwrap();
+        checkpoint(&conn).unwrap();
+        conn.execute_batch("DELETE FROM t;").unwrap();
+        checkpoint(&conn).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let found = bytes.windows(9).any(|w| w == b"ZEBRACORN");
+        assert!(!found, "the deleted row is not in the file");
+        let journal = std::fs::metadata(dir.path().join("secret.db-wal")).unwrap();
+        assert_eq!(journal.len(), 0, "the journal is emptied");
     }
 
     #[test]

@@ -120,10 +120,11 @@ pub fn library(app: State<'_, App>) -> CommandResult<LibraryView> {
     app.documents().library()
 }
 
-/// Deletes a file's text, passages and vectors from the library (the original file stays).
+/// Deletes a file's text, passages and vectors from the library and the passages saved with
+/// answers (the original file stays).
 #[tauri::command(async)]
 pub fn remove_document(app: State<'_, App>, document_id: i64) -> CommandResult<LibraryView> {
-    app.documents().remove(document_id)
+    app.remove_document(document_id)
 }
 
 /// Stops the indexing going now; what was read and embedded is kept. Whether any was running.

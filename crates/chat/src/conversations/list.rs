@@ -108,13 +108,15 @@ impl ConversationStore {
         self.require(id, changed)
     }
 
-    /// Delete a conversation and its messages.
+    /// Delete a conversation and its messages (overwritten in the file, and gone from the
+    /// journal: see `hearth_sqlite::checkpoint`).
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
         let changed = self
             .conn
             .execute("DELETE FROM conversations WHERE id = ?1", params![id])
             .map_err(|e| self.err(e))?;
-        self.require(id, changed)
+        self.require(id, changed)?;
+        hearth_sqlite::checkpoint(&self.conn).map_err(|e| self.err(e))
     }
 
     /// Replace a conversation's settings.

@@ -1,6 +1,8 @@
 //! What an answer that cites the user's files keeps with it: its numbered sources (file, place,
 //! character range, the passage), and the user's consent, per conversation, to send passages
-//! of its files to a remote server.
+//! of its files to a remote server. When a file leaves the library its passages leave every
+//! answer ([`ConversationStore::forget_document`]): the number, name and place stay, the text
+//! goes.
 
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,39 @@ impl ConversationStore {
             )
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// Drops the text of every saved source from the library's document `document_id` (the
+    /// file was removed), keeping its number, name and place, and empties the journal of the
+    /// old text; the number of answers changed.
+    pub fn forget_document(&self, document_id: i64) -> Result<usize, StoreError> {
+        let rows: Vec<(i64, String)> = {
+            let mut statement = self
+                .conn
+                .prepare(
+                    "SELECT message_id, sources FROM message_sources WHERE EXISTS (
+                       SELECT 1 FROM json_each(sources)
+                       WHERE json_extract(value, '$.document_id') = ?1)",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = statement
+                .query_map(params![document_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+        };
+        for (message_id, json) in &rows {
+            let mut sources: Vec<Source> =
+                serde_json::from_str(json).map_err(|e| StoreError::Corrupt {
+                    what: "sources",
+                    detail: e.to_string(),
+                })?;
+            for s in sources.iter_mut().filter(|s| s.document_id == document_id) {
+                s.text.clear();
+            }
+            self.save_sources(*message_id, &sources)?;
+        }
+        hearth_sqlite::checkpoint(&self.conn).map_err(|e| self.err(e))?;
+        Ok(rows.len())
     }
 
     /// The sources of the answers of `conversation_id` that have any, oldest first.
@@ -124,6 +159,52 @@ impl ConversationStore {
 mod tests {
     use super::*;
     use crate::conversations::{MessageState, Role};
+
+    #[test]
+    fn p11_a_removed_files_passages_leave_every_answer_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let (store, _) = ConversationStore::open(&path).unwrap();
+        let c = store.create(&Default::default()).unwrap();
+        let m = store
+            .add_message(
+                &c.id,
+                Role::Assistant,
+                "See [1], [2].",
+                MessageState::Complete,
+            )
+            .unwrap();
+        let source = |number, document_id, text: &str| Source {
+            number,
+            document_id,
+            name: format!("file{document_id}.md"),
+            place: "page 2".into(),
+            page: Some(2),
+            section: 0,
+            char_start: 0,
+            char_end: text.chars().count(),
+            text: text.into(),
+        };
+        let secret = "The acquisition target is ZEBRACORN-PRIVATE Ltd at 41 million.";
+        let kept = source(2, 8, "Another file's passage.");
+        store
+            .save_sources(m.id, &[source(1, 7, secret), kept.clone()])
+            .unwrap();
+        assert_eq!(store.forget_document(7).unwrap(), 1);
+        assert_eq!(store.forget_document(9).unwrap(), 0, "no answer cites it");
+        let saved = &store.sources(&c.id).unwrap()[0].sources;
+        let forgotten = Source {
+            text: String::new(),
+            ..source(1, 7, secret)
+        };
+        assert_eq!(saved[0], forgotten, "number, name and place stay");
+        assert_eq!(saved[1], kept, "other files' passages stay");
+        for file in [path.clone(), dir.path().join("c.db-wal")] {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            let found = bytes.windows(9).any(|w| w == b"ZEBRACORN");
+            assert!(!found, "{} no longer holds the passage", file.display());
+        }
+    }
 
     #[test]
     fn sources_and_consent_are_kept_with_the_conversation() {
