@@ -206,4 +206,34 @@ mod tests {
             "position 0: cos 1 times the attention factor"
         );
     }
+
+    /// transformers' inverse frequencies and attention factors for each scaling
+    /// (`tests/fixtures/engine/rope-cases.json`, from `generate_llama3_qwen2.py`).
+    #[test]
+    fn inverse_frequencies_match_transformers() {
+        let cases: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/engine/rope-cases.json"
+        ))
+        .unwrap();
+        for case in cases.as_array().unwrap() {
+            let config = q4nx::ModelConfig::from_json(&case["config"].to_string()).unwrap();
+            let (inv, factor) = inv_freq(config.rope_theta, config.head_dim, &config.rope_scaling);
+            let want: Vec<f32> = case["inv_freq"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect();
+            let name = &case["config"]["rope_parameters"];
+            for (i, (a, b)) in inv.iter().zip(&want).enumerate() {
+                assert!(
+                    (a - b).abs() <= b.abs() * 2.0 * f32::EPSILON,
+                    "{name}: inv_freq[{i}] {a} vs transformers' {b}"
+                );
+            }
+            assert_eq!(inv.len(), want.len());
+            let want_factor = case["attention_factor"].as_f64().unwrap() as f32;
+            assert_eq!(factor, want_factor, "{name}: attention factor");
+        }
+    }
 }

@@ -90,3 +90,23 @@ fn qwen3_greedy_continuation_matches_transformers() {
 fn qwen3_untied_greedy_continuation_matches_transformers() {
     check_greedy("tiny-qwen3-untied");
 }
+
+#[test]
+fn llama3_rope_scaling_bf16_logits_match_transformers() {
+    check_logits("tiny-llama3");
+}
+
+#[test]
+fn llama3_rope_scaling_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-llama3");
+}
+
+#[test]
+fn qwen2_qkv_biases_bf16_logits_match_transformers() {
+    check_logits("tiny-qwen2");
+}
+
+#[test]
+fn qwen2_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-qwen2");
+}

@@ -49,7 +49,14 @@ pub const MAX_TENSORS: u64 = 1 << 16;
 /// The metadata keys Hearth reads: the general facts, split parts, the tokenizer and the
 /// hyperparameters of the architectures it imports. Any other key is checked for length and
 /// skipped without decoding, so unknown (or hostile) keys cost no memory.
-const READ_PREFIXES: [&str; 5] = ["general.", "split.", "tokenizer.", "llama.", "qwen3."];
+const READ_PREFIXES: [&str; 6] = [
+    "general.",
+    "split.",
+    "tokenizer.",
+    "llama.",
+    "qwen3.",
+    "qwen2.",
+];
 
 /// Whether the value of `key` is decoded (see [`READ_PREFIXES`]).
 pub fn is_read_key(key: &str) -> bool {
