@@ -24,7 +24,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
         None => (builder, true),
     };
     builder
-        // "Let other apps on this computer use Hearth": off until the user turns it on.
+        // "Let other apps on this computer use Hearth": off until the user turns it on, then on
+        // at every start (restored below, or by the tests through `commands::share::restore`).
         .manage(hearth_server::Sharing::default())
         .plugin(tauri_plugin_store::Builder::new().build())
         // Import's folder picker and export's save dialog.
@@ -43,6 +44,9 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             }
             // The bundled embedding model, for searching the user's files by meaning.
             app.documents().set_resource_dir(resources);
+            // Other apps can use Hearth again when the user left the switch on.
+            let sharing = window.state::<hearth_server::Sharing>();
+            commands::share::restore(window.handle(), &app, &sharing);
             window.manage(app);
             Ok(())
         })

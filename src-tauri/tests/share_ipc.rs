@@ -71,3 +71,43 @@ fn the_switch_serves_the_open_model_to_other_apps_until_turned_off() {
         "nothing listens once off"
     );
 }
+
+#[test]
+fn review_5_the_switch_is_remembered_across_starts_with_its_port() {
+    use hearth_server::Sharing;
+    use tauri::Manager;
+    private_home(&[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let app = build_app(tempfile::tempdir().unwrap(), Some(demo_model()));
+    invoke(&app, "app_status", json!({})).unwrap();
+    let on = invoke(&app, "start_sharing", json!({"port": port})).unwrap();
+    assert_eq!(on["on"], true, "{on}");
+    let handle = app.webview.app_handle();
+    let core = handle.state::<hearth_app::App>();
+    // The next start: a new switch restored from what the store remembers.
+    invoke(&app, "stop_sharing", json!({})).unwrap();
+    invoke(&app, "start_sharing", json!({"port": port})).unwrap();
+    handle.state::<Sharing>().stop(); // the app closed (the choice stays on)
+    let next = Sharing::default();
+    let again = hearth_desktop::commands::share::restore(handle, &core, &next);
+    assert!(again.on, "left on, it is on again after a start: {again:?}");
+    assert_eq!(again.wanted_port, port);
+    assert!(
+        again.url.as_deref().unwrap().ends_with(&format!(":{port}")),
+        "{again:?}"
+    );
+    next.stop();
+
+    // Switched off: off at the next start, the port kept for the switch.
+    invoke(&app, "start_sharing", json!({"port": port})).unwrap();
+    let off = invoke(&app, "stop_sharing", json!({})).unwrap();
+    assert_eq!(off["wanted_port"], port, "{off}");
+    let next = Sharing::default();
+    let restored = hearth_desktop::commands::share::restore(handle, &core, &next);
+    assert!(!restored.on && restored.problem.is_none(), "{restored:?}");
+    assert_eq!(restored.wanted_port, port);
+}

@@ -80,19 +80,22 @@ function checkRemoteUrl(url: unknown): string {
 }
 // "Let other apps on this computer use Hearth": off until started; port 11434 is taken by a
 // pretend Ollama, so starting there falls back to a free port as the app does.
-let sharing: Json = { on: false, url: null, wanted_port: 11434, port_taken: false, model: null };
+// window.__mockShareProblem set before start: it was left on and could not start again.
+let sharing: Json = { on: false, url: null, wanted_port: 11434, port_taken: false, model: null, problem: null };
 function shareCommand(cmd: string, args: Json): unknown {
   switch (cmd) {
     case 'share_status':
+      if (!sharing.on && (window as any).__mockShareProblem) return { ...sharing, problem: (window as any).__mockShareProblem };
       return sharing;
     case 'start_sharing': {
       const taken = args.port === 11434;
       const port = taken ? 40123 : args.port;
-      sharing = { on: true, url: `http://127.0.0.1:${port}`, wanted_port: args.port, port_taken: taken, model: current.name };
+      (window as any).__mockShareProblem = null;
+      sharing = { on: true, url: `http://127.0.0.1:${port}`, wanted_port: args.port, port_taken: taken, model: current.name, problem: null };
       return sharing;
     }
     case 'stop_sharing':
-      sharing = { on: false, url: null, wanted_port: sharing.wanted_port, port_taken: false, model: null };
+      sharing = { on: false, url: null, wanted_port: sharing.wanted_port, port_taken: false, model: null, problem: null };
       return sharing;
   }
   return undefined;

@@ -35,6 +35,8 @@ export const modelsControl = {
   failPull: null as string | Json | null,
   /** When set, the next import of a found model fails with this message. */
   failImportFound: null as string | null,
+  /** More catalog entries (a test's models of other kinds, or twins), after the two above. */
+  moreCatalog: [] as Json[],
 };
 (window as any).__mockModels = modelsControl;
 
@@ -61,6 +63,10 @@ function localOnly(): Json[] {
   }));
 }
 
+function allCatalog(): Json[] {
+  return [...catalog, ...modelsControl.moreCatalog];
+}
+
 function machine() {
   return { total_memory: 32 * GB, available_memory: 20 * GB, free_disk: modelsControl.freeDisk };
 }
@@ -69,7 +75,7 @@ function overview() {
   const m = machine();
   return {
     machine: m,
-    catalog: catalog.map((entry) => {
+    catalog: allCatalog().map((entry) => {
       const memory = entry.memory_bytes + 2 * GB <= m.total_memory;
       const disk = entry.download_bytes <= m.free_disk;
       return {
@@ -86,7 +92,7 @@ function overview() {
 }
 
 async function pull(args: Json) {
-  const entry = catalog.find((c) => c.id === args.query || c.repo === args.query);
+  const entry = allCatalog().find((c) => c.id === args.query || c.repo === args.query);
   if (!entry) fail('not_found', `hub: ${args.query} (revision main) was not found on the mock Hub.`);
   if (running.has(entry.name)) fail('busy', `hub: ${entry.name} is already being downloaded.`);
   if (modelsControl.failPull) {

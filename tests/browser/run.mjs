@@ -685,7 +685,7 @@ test('the switch lets other apps use Hearth: off by default, the address to past
   const section = page.getByTestId('share-settings');
   const toggle = section.getByRole('switch', { name: 'Let other apps on this computer use Hearth' });
   assert(!(await toggle.isChecked()), 'off by default');
-  assert((await section.textContent()).includes('Off by default'), 'the section says it is off by default');
+  assert((await section.textContent()).includes('Off until you switch it on; then on at every start'), 'the section says it is off until switched on, then remembered');
   await toggle.check();
   const address = page.getByTestId('share-address');
   await address.waitFor();
@@ -697,6 +697,48 @@ test('the switch lets other apps use Hearth: off by default, the address to past
   await toggle.uncheck();
   await address.waitFor({ state: 'detached' });
   assert((await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'stop_sharing').length)) === 1, 'stopped once');
+});
+
+test('review #5 (S2): sharing left on that could not start again says so and why; once on, the address has a Copy button', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const section = page.getByTestId('share-settings');
+  const note = page.getByTestId('share-not-restarted');
+  await note.waitFor();
+  assert((await note.textContent()).includes('You left this on, but Hearth could not let other apps use it again'), await note.textContent());
+  assert((await note.textContent()).includes('address already in use'), 'the reason is under Details');
+  const toggle = section.getByRole('switch', { name: 'Let other apps on this computer use Hearth' });
+  await toggle.check();
+  await page.getByTestId('share-address').waitFor();
+  await note.waitFor({ state: 'detached' });
+  await page.getByTestId('share-copy').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="share-copy"]').textContent.includes('Copied'));
+  const copied = await page.evaluate(() => navigator.clipboard.readText().catch(() => null));
+  if (copied !== null) assert(copied === 'http://127.0.0.1:40123', `the clipboard holds the address: ${copied}`);
+  await toggle.uncheck();
+}, () => { window.__mockShareProblem = 'Hearth could not start serving other apps on this computer (address already in use). Try another port, or turn the switch off and on again.'; });
+
+test('review #16 (S3): the sharing switch looks like a switch (a track and a knob that moves), in light and dark', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const section = page.getByTestId('share-settings');
+  const track = section.locator('.track');
+  const look = () => track.evaluate((el) => {
+    const knob = el.querySelector('.knob').getBoundingClientRect();
+    const box = el.getBoundingClientRect();
+    return { width: box.width, height: box.height, knobLeft: knob.left - box.left, background: getComputedStyle(el).backgroundColor };
+  });
+  for (const theme of ['light', 'dark']) {
+    await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
+    const off = await look();
+    assert(off.width > off.height * 1.5, `a wide track, not a square box (${theme}): ${JSON.stringify(off)}`);
+    await section.getByRole('switch').check();
+    await page.getByTestId('share-address').waitFor();
+    await page.waitForTimeout(250);
+    const on = await look();
+    assert(on.knobLeft > off.knobLeft + 8, `the knob moves when on (${theme}): ${off.knobLeft} -> ${on.knobLeft}`);
+    assert(on.background !== off.background, `the track changes colour when on (${theme})`);
+    await section.getByRole('switch').uncheck();
+    await page.getByTestId('share-address').waitFor({ state: 'detached' });
+  }
 });
 
 test('every control has an accessible name', async ({ page }) => {
@@ -727,6 +769,40 @@ test('one route to Models: the picker, the menu, the welcome card; no tabs', asy
   assert((await page.getByRole('button', { name: 'Models…' }).count()) === 0, 'no separate Models… button');
   await openModels(page);
 });
+
+// A catalog like the real one: an embedding model, and an NPU port beside its original.
+const MORE_CATALOG = () => {
+  const GB = 1e9;
+  window.__mockModels.moreCatalog = [
+    { id: 'qwen3-embedding-0.6b', name: 'Qwen3-Embedding-0.6B', tag: '', repo: 'Qwen/Qwen3-Embedding-0.6B', revision: 'main', format: 'safetensors', kind: 'embedding',
+      download_bytes: 1.21 * GB, memory_bytes: 1.3 * GB, parameters: '0.6B', license: 'Apache-2.0', backends: ['cpu'], context_length: 32768, think: false, flm_family: '', quantization: '', description: 'Embeddings.', note: '' },
+    { id: 'minicpm5-2b', name: 'MiniCPM5-2B', tag: '', repo: 'openbmb/MiniCPM5-2B', revision: 'main', format: 'safetensors', kind: 'chat',
+      download_bytes: 5.04 * GB, memory_bytes: 5.5 * GB, parameters: '2.5B', license: 'Apache-2.0', backends: ['cpu'], context_length: 32768, think: true, flm_family: '', quantization: '', description: 'The original.', note: '' },
+  ];
+};
+
+test('review #6 (S2): the Models page groups models by what they are for; the embedding model says it does not chat and is never offered to chat with', async ({ page }) => {
+  await openModels(page);
+  const chat = page.getByTestId('catalog-kind-chat');
+  const search = page.getByTestId('catalog-kind-embedding');
+  assert((await chat.locator('h4').first().textContent()).trim() === 'To chat with', await chat.locator('h4').first().textContent());
+  assert((await search.locator('h4').first().textContent()).trim() === 'For searching your files', await search.locator('h4').first().textContent());
+  assert((await chat.getByTestId('catalog-item-qwen3-embedding-0.6b').count()) === 0, 'the embedding model is not among the models to chat with');
+  const purpose = await search.getByTestId('purpose-qwen3-embedding-0.6b').textContent();
+  assert(purpose.includes('It does not chat') && !purpose.includes('everyday questions'), purpose);
+  assert((await page.getByTestId('recommended-badge').count()) === 1, 'one recommendation');
+  assert((await search.getByTestId('recommended-badge').count()) === 0, 'never the embedding model');
+  const options = await page.getByTestId('model-picker').locator('option').allTextContents();
+  assert(!options.some((o) => o.includes('Embedding')), `the picker offers only models to chat with: ${options}`);
+}, MORE_CATALOG);
+
+test('review #7 (S3): no two catalog cards share a name', async ({ page }) => {
+  await openModels(page);
+  const names = await page.locator('[data-testid^="catalog-item-"] h4').allTextContents();
+  assert(new Set(names).size === names.length, `names: ${names.join(' | ')}`);
+  assert(names.includes('MiniCPM5-2B (ready to run)') && names.includes('MiniCPM5-2B (original, needs converting)'), names.join(' | '));
+  // Without an NPU, where the "-NPU2" of the port is left out.
+}, `window.__mockNpu = { ready: false, summary: '', detection: { state: 'not_found' }, checks: [] }; (${MORE_CATALOG.toString()})();`);
 
 test('the catalog recommends one model in plain words, with the technical facts under Details', async ({ page }) => {
   await openModels(page);

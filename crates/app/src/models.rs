@@ -126,11 +126,8 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
             return home.builtin.iter().map(builtin_entry).collect();
         }
     };
-    // An embedding model (for searching the user's files) is not one to chat with.
-    let installed: Vec<_> = installed
-        .into_iter()
-        .filter(|m| !m.is_embedding())
-        .collect();
+    // Only a model that chats (not one for searching files, ordering passages or speech).
+    let installed: Vec<_> = installed.into_iter().filter(|m| m.is_chat()).collect();
     let registered: Vec<&str> = installed
         .iter()
         .filter(|m| !m.builtin)

@@ -38,6 +38,10 @@ pub enum ModelKind {
     /// Sentence embeddings for searching the user's files (the documents library's
     /// `--embedding-model`); it does not chat.
     Embedding,
+    /// Speech: turns spoken words into text or text into speech; it does not chat.
+    Speech,
+    /// Reranking: orders found passages by how well they answer a question; it does not chat.
+    Reranking,
 }
 
 /// One model of the catalog.

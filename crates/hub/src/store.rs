@@ -98,11 +98,21 @@ impl InstalledModel {
     /// Whether it is an embedding model from the catalog (it reads text into vectors for
     /// searching the user's files; it does not chat).
     pub fn is_embedding(&self) -> bool {
+        self.kind() == crate::catalog::ModelKind::Embedding
+    }
+
+    /// What it is for: its catalog entry's kind; chat for a model from outside the catalog.
+    pub fn kind(&self) -> crate::catalog::ModelKind {
         let entry = self
             .catalog_id
             .as_deref()
             .and_then(|id| crate::catalog::find(id).ok().flatten());
-        entry.is_some_and(|e| e.kind == crate::catalog::ModelKind::Embedding)
+        entry.map(|e| e.kind).unwrap_or_default()
+    }
+
+    /// Whether it chats (speech, reranking and embedding models do not).
+    pub fn is_chat(&self) -> bool {
+        self.kind() == crate::catalog::ModelKind::Chat
     }
 }
 
@@ -282,20 +292,21 @@ impl Store {
     }
 
     /// The default model: the one set with [`Store::set_default`], else the first chat model
-    /// listed (an embedding model is never the default).
+    /// listed (a model that does not chat is never the default).
     pub fn default_model(&self) -> Result<Option<InstalledModel>> {
         let list = self.list()?;
-        let chat = || list.iter().find(|m| !m.is_embedding());
+        let chat = || list.iter().find(|m| m.is_chat());
         Ok(list.iter().find(|m| m.is_default).or_else(chat).cloned())
     }
 
     /// Makes `name` the default model.
     pub fn set_default(&self, name: &str) -> Result<()> {
         let model = self.get(name)?;
-        if model.is_embedding() {
+        if !model.is_chat() {
             return Err(Error::InvalidName {
                 name: model.name,
-                reason: "it is an embedding model: it helps search your files and cannot chat"
+                reason: "it cannot chat: it is for searching your files, ordering passages or \
+                         speech"
                     .into(),
             });
         }

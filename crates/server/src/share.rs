@@ -3,11 +3,12 @@
 //! through the app's own lock on it. No second copy of the model is loaded and no second
 //! FastFlowLM started; a request while the app answers gets the busy answer (503), and the app's
 //! next answer waits for a request being answered. When the app opens another model, other apps
-//! get that one.
+//! get that one. At a start, [`Sharing::restore`] turns it on again when the user left it on
+//! ([`ShareChoice`]); when that fails, the status says why until the user acts.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use hearth_app::share::{ShareStatus, OLLAMA_PORT};
+use hearth_app::share::{ShareChoice, ShareStatus, OLLAMA_PORT};
 use hearth_app::{App, Error, ErrorCode, Session};
 use hearth_chat::{Backend, BackendInfo};
 
@@ -60,7 +61,25 @@ impl HeldModel for AppModel {
 /// front end can hand it to a worker thread.
 #[derive(Default, Clone)]
 pub struct Sharing {
-    running: Arc<Mutex<Option<Serving>>>,
+    state: Arc<Mutex<State>>,
+}
+
+struct State {
+    running: Option<Serving>,
+    /// The port asked for last (kept while off, for the next switch-on).
+    port: u16,
+    /// Why it could not start again at this start (cleared when the user acts).
+    problem: Option<String>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            running: None,
+            port: OLLAMA_PORT,
+            problem: None,
+        }
+    }
 }
 
 struct Serving {
@@ -72,7 +91,10 @@ impl Sharing {
     /// Turns sharing on at `port` (Ollama's [`OLLAMA_PORT`], or another; a taken port falls
     /// back to a free one, and the status says so). Already on at another port: moves there.
     pub fn start(&self, app: &App, port: u16) -> Result<ShareStatus, Error> {
-        let mut running = lock(&self.running);
+        let mut held = lock(&self.state);
+        held.port = port;
+        held.problem = None;
+        let running = &mut held.running;
         if let Some(serving) = running.as_ref() {
             if serving.server.wanted_port() == port {
                 return Ok(status_of(serving));
@@ -102,24 +124,43 @@ impl Sharing {
         Ok(status)
     }
 
-    /// Turns sharing off; the port is free when this returns.
+    /// Turns sharing off; the port is free when this returns (and kept for the next start).
     pub fn stop(&self) -> ShareStatus {
-        let wanted = match lock(&self.running).take() {
-            Some(serving) => {
-                let port = serving.server.wanted_port();
-                serving.server.stop();
-                port
+        let mut state = lock(&self.state);
+        state.problem = None;
+        if let Some(serving) = state.running.take() {
+            serving.server.stop();
+        }
+        ShareStatus::off(state.port)
+    }
+
+    /// At a start: sharing as the user left it. On: started at the remembered port (a taken
+    /// port falls back to a free one, and the status says so); when it cannot start, it stays
+    /// off and the status's `problem` says why.
+    pub fn restore(&self, app: &App, choice: ShareChoice) -> ShareStatus {
+        if !choice.on {
+            lock(&self.state).port = choice.port;
+            return self.status();
+        }
+        match self.start(app, choice.port) {
+            Ok(status) => status,
+            Err(error) => {
+                tracing::warn!("sharing could not start again: {}", error.message);
+                lock(&self.state).problem = Some(error.message);
+                self.status()
             }
-            None => OLLAMA_PORT,
-        };
-        ShareStatus::off(wanted)
+        }
     }
 
     /// Whether other apps can use Hearth now, where, and with which model.
     pub fn status(&self) -> ShareStatus {
-        match lock(&self.running).as_ref() {
+        let state = lock(&self.state);
+        match state.running.as_ref() {
             Some(serving) => status_of(serving),
-            None => ShareStatus::off(OLLAMA_PORT),
+            None => ShareStatus {
+                problem: state.problem.clone(),
+                ..ShareStatus::off(state.port)
+            },
         }
     }
 }
@@ -131,6 +172,7 @@ fn status_of(serving: &Serving) -> ShareStatus {
         wanted_port: serving.server.wanted_port(),
         port_taken: serving.server.fell_back(),
         model: serving.model.info().map(|info| info.model),
+        problem: None,
     }
 }
 

@@ -150,3 +150,34 @@ fn a_taken_port_is_reported_and_another_port_moves_the_server() {
     );
     sharing.stop();
 }
+
+#[test]
+fn review_5_sharing_left_on_starts_again_at_its_port_and_a_taken_port_is_said() {
+    use hearth_app::share::ShareChoice;
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_in(dir.path());
+    open(&app, "tiny-qwen3");
+    let free = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+
+    // Off until switched on: the port is kept for the switch.
+    let sharing = Sharing::default();
+    let off = sharing.restore(&app, ShareChoice { on: false, port });
+    assert!(!off.on && off.problem.is_none(), "{off:?}");
+    assert_eq!(off.wanted_port, port, "the remembered port is offered");
+
+    // Left on: on again at the same address, as a plug-in set up yesterday expects.
+    let on = sharing.restore(&app, ShareChoice { on: true, port });
+    assert!(on.on && !on.port_taken, "{on:?}");
+    assert_eq!(address(on.url.as_deref().unwrap()).port(), port);
+    let off = sharing.stop();
+    assert_eq!(off.wanted_port, port, "switched off, the port is kept");
+
+    // Another program took the port meanwhile: on at a free one, and the status says so.
+    let taken = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let again = Sharing::default().restore(&app, ShareChoice { on: true, port });
+    assert!(again.on && again.port_taken, "{again:?}");
+    assert_ne!(address(again.url.as_deref().unwrap()).port(), port);
+    drop(taken);
+}

@@ -1142,7 +1142,7 @@ unavailable: string, };
 /**
  * What a model is for.
  */
-export type ModelKind = "chat" | "embedding";
+export type ModelKind = "chat" | "embedding" | "speech" | "reranking";
 
 /**
  * What a front end shows while a model loads onto the NPU.
@@ -1803,7 +1803,12 @@ port_taken: boolean,
 /**
  * The model other apps get: the one open in the app (None when off or none is open).
  */
-model: string | null, };
+model: string | null, 
+/**
+ * Why it is off although the user left it on: it could not start again when Hearth
+ * started (None otherwise).
+ */
+problem: string | null, };
 
 /**
  * One passage an answer was given to read, by the number the model cites it with (`[1]`).

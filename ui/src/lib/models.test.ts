@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, foundSourceLabel, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type FoundModel, type InstalledModel, type PullProgress } from './models';
+import { formatBytes, formatEta, foundSourceLabel, groupByKind, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type CatalogEntry, type FoundModel, type InstalledModel, type PullProgress } from './models';
+import { setLanguage } from './i18n/index.svelte';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -55,6 +56,35 @@ describe('recommendation and plain words', () => {
   it('describes a model in one plain sentence', () => {
     expect(plainSummary(item('m', 1.3e9, ['cpu']).entry)).toBe('Small and quick: good for everyday questions and short texts.');
   });
+
+  const ofKind = (id: string, kind: 'chat' | 'embedding' | 'speech' | 'reranking', bytes = 1e9) => {
+    const base = item(id, bytes, ['cpu']);
+    return { ...base, entry: { ...base.entry, kind } };
+  };
+
+  it('review #6 (S2): the embedding model says what it is for and that it does not chat, not "good for everyday questions"', () => {
+    const sentence = plainSummary({ ...ofKind('qwen3-embedding', 'embedding').entry, format: 'safetensors' });
+    expect(sentence).toBe('Helps Hearth find passages in your files by meaning, also in languages other than English. It does not chat. Needs converting before it can run.');
+    expect(plainSummary(ofKind('s', 'speech').entry)).toMatch(/speech.*It does not chat\.$/);
+    expect(plainSummary(ofKind('r', 'reranking').entry)).toMatch(/better order.*It does not chat\.$/);
+  });
+
+  it('review #6 (S2): the catalog is grouped by kind, models to chat with first, empty kinds left out', () => {
+    const catalog = [ofKind('embed', 'embedding'), ofKind('a', 'chat'), ofKind('rr', 'reranking'), ofKind('b', 'chat')];
+    const groups = groupByKind(catalog);
+    expect(groups.map((g) => g.kind)).toEqual(['chat', 'embedding', 'reranking']);
+    expect(groups[0].items.map((i) => i.entry.id)).toEqual(['a', 'b']);
+  });
+
+  it('review #14 (S3): Chinese model summaries join their sentences without a space', () => {
+    setLanguage('zh');
+    try {
+      const entry = { ...item('m', 1.3e9, ['cpu'], true, 'safetensors').entry, think: true };
+      expect(plainSummary(entry)).not.toMatch(/。 /);
+    } finally {
+      setLanguage('en');
+    }
+  });
 });
 
 describe('found models', () => {
@@ -88,5 +118,15 @@ describe('importing what people have', () => {
     const entry = { name: 'Llama-3.2-1B-NPU2' } as Parameters<typeof shownName>[0];
     expect(shownName(entry, true)).toBe('Llama-3.2-1B-NPU2');
     expect(shownName(entry, false)).toBe('Llama-3.2-1B');
+  });
+
+  it('review #7 (S3): two catalog models never read alike ("MiniCPM5-2B" twice)', () => {
+    const port = { id: 'minicpm5-2b-npu2', name: 'MiniCPM5-2B-NPU2', format: 'q4nx' } as CatalogEntry;
+    const original = { id: 'minicpm5-2b', name: 'MiniCPM5-2B', format: 'safetensors' } as CatalogEntry;
+    const catalog = [port, original];
+    const names = catalog.map((e) => shownName(e, false, catalog));
+    expect(new Set(names).size).toBe(2);
+    expect(names).toEqual(['MiniCPM5-2B (ready to run)', 'MiniCPM5-2B (original, needs converting)']);
+    expect(shownName(port, true, catalog)).toBe('MiniCPM5-2B-NPU2');
   });
 });

@@ -15,6 +15,7 @@ export type {
   FoundSource,
   InstalledModel,
   Machine,
+  ModelKind,
   ModelsOverview,
   PartialDownload,
   PullPhase,
@@ -24,7 +25,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, Machine, PullProgress } from './bindings';
+import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, Machine, ModelKind, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -93,13 +94,33 @@ export function recommendedId(catalog: CatalogItem[], hasNpu: boolean): string |
   return best?.entry.id ?? null;
 }
 
-/** One plain sentence about a catalog model, from its size and what it can do. */
+/** The kinds the Models page groups the catalog by, in the order shown: models to chat with
+ *  first, then the helpers that do not chat. */
+export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding', 'reranking', 'speech'];
+
+/** The catalog in groups by kind (in MODEL_KINDS' order), each keeping the order given; kinds
+ *  with no model are left out. */
+export function groupByKind(items: CatalogItem[]): { kind: ModelKind; items: CatalogItem[] }[] {
+  return MODEL_KINDS.map((kind) => ({ kind, items: items.filter((i) => i.entry.kind === kind) })).filter((g) => g.items.length > 0);
+}
+
+/** A group's heading on the Models page. */
+export function kindHeading(kind: ModelKind): string {
+  return t(`kind.${kind}.heading` as const);
+}
+
+/** One plain sentence about a catalog model: what it is for. A model to chat with is told by
+ *  its size and what it can do; a helper by its kind, saying that it does not chat. */
 export function plainSummary(entry: CatalogEntry): string {
+  if (entry.kind !== 'chat') {
+    const convert = entry.format === 'safetensors' ? t('summary.convert') : '';
+    return [t(`kind.${entry.kind}.purpose` as const), convert].filter(Boolean).join(t('summary.join'));
+  }
   const gb = entry.memory_bytes / 1e9;
   const size = gb < 2.5 ? t('summary.small') : gb < 6 ? t('summary.medium') : t('summary.large');
   const think = entry.think ? t('summary.think') : '';
   const convert = entry.format === 'safetensors' ? t('summary.convert') : '';
-  return [size, think, convert].filter(Boolean).join(' ');
+  return [size, think, convert].filter(Boolean).join(t('summary.join'));
 }
 
 /** Whether a catalog model fits this computer, in plain words (the hub's Fit, told again in the
@@ -142,6 +163,13 @@ export function importedAs(found: FoundModel, installed: InstalledModel[]): Inst
 
 /** A catalog model's name as shown: the "-NPU2" of NPU ports is left out on a computer
  *  without an NPU, where it only confuses (they run on the processor too). */
-export function shownName(entry: CatalogEntry, hasNpu: boolean): string {
-  return hasNpu ? entry.name : entry.name.replace(/-NPU\d*$/i, '');
+export function shownName(entry: CatalogEntry, hasNpu: boolean, catalog: CatalogEntry[] = []): string {
+  if (hasNpu) return entry.name;
+  const short = (e: CatalogEntry) => e.name.replace(/-NPU\d*$/i, '');
+  const name = short(entry);
+  // Two models that would read alike (an NPU build and the original) say which is which
+  // (review #7).
+  const twins = catalog.filter((e) => e.id !== entry.id && short(e) === name);
+  if (twins.length === 0) return name;
+  return t(entry.format === 'q4nx' ? 'catalog.twinReady' : 'catalog.twinConvert', { name });
 }

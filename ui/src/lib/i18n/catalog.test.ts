@@ -16,9 +16,9 @@ const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?ra
 /** Keys whose value may equal English: names, units and words the languages share. */
 const SAME_AS_ENGLISH: Record<string, string[]> = {
   zh: ['meter.npu'],
-  es: ['catalog.tokens', 'meter.npu'],
-  de: ['settings.threads', 'models.nameOptional', 'meter.npu'],
-  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu'],
+  es: ['catalog.tokens', 'meter.npu', 'summary.join'],
+  de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join'],
+  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join'],
 };
 
 /** The parameters a message names, each with how it is used (argument, plural, number…). */

@@ -490,7 +490,7 @@ export const de: Translation = {
   'remote.testFirst': 'Testen Sie zuerst die Verbindung: Speichern ist für einen Server, der mindestens ein Modell anbietet.',
   'share.title': 'Andere Apps',
   'share.switch': 'Anderen Apps auf diesem Computer erlauben, Hearth zu nutzen',
-  'share.hint': 'Standardmäßig aus. Eingeschaltet können Programme auf diesem Computer, die mit Ollama oder OpenAI arbeiten (Plug-ins für Editoren und Notiz-Apps, Skripte), das in Hearth geöffnete Modell fragen. Andere Computer können sich nicht verbinden.',
+  'share.hint': 'Aus, bis Sie es einschalten; dann bei jedem Start von Hearth an, bis Sie es ausschalten. Eingeschaltet können Programme auf diesem Computer, die mit Ollama oder OpenAI arbeiten (Plug-ins für Editoren und Notiz-Apps, Skripte), das in Hearth geöffnete Modell fragen. Andere Computer können sich nicht verbinden.',
   'share.port': 'Anschluss (Port)',
   'share.ollamaPort': '{port}, der von Ollama: Apps für Ollama finden Hearth ohne Änderung',
   'share.hearthPort': '{port}, neben einem laufenden Ollama',
@@ -498,7 +498,7 @@ export const de: Translation = {
   'share.openai': 'OpenAI-Clients:',
   'share.answersWith': 'Es antwortet mit {model}, dem in Hearth geöffneten Modell, solange Hearth nicht selbst antwortet.',
   'share.openModel': 'Öffnen Sie zuerst ein Modell in Hearth: Andere Apps bekommen das hier geöffnete.',
-  'share.portTaken': 'Ein anderes Programm nutzt bereits Port {port} (Ollama?), daher hat Hearth den freien Port oben genommen.',
+  'share.portTaken': 'Ein anderes Programm nutzt bereits Port {port} (Ollama?), daher hat Hearth den freien Port oben genommen. Apps, die auf Port {port} eingestellt sind, erreichen dieses Programm, nicht Hearth: Geben Sie ihnen die Adresse oben, oder schließen Sie das Programm und schalten Sie dies aus und wieder ein.',
 
   'markdown.copyCode': 'Diesen Code kopieren',
   'markdown.copyFailed': 'Kopieren fehlgeschlagen',
@@ -645,4 +645,27 @@ export const de: Translation = {
   'notice.conversations_unreadable': 'Ihre gespeicherten Unterhaltungen konnten nicht gelesen werden ({reason}), daher hat Hearth eine neue, leere Liste begonnen. Die alte Datei liegt unter {backup}, falls sie sich retten lässt.',
   'notice.starter_opened': 'Es ist noch kein Modell heruntergeladen, daher hat Hearth SmolLM2-135M geöffnet, den sehr kleinen mitgelieferten Assistenten. Er antwortet offline, macht aber viele Fehler. Öffnen Sie Modelle, um ein größeres für gute Antworten herunterzuladen.',
   'notice.demo_opened': 'Es ist noch kein Modell heruntergeladen, daher hat Hearth sein winziges Demo-Modell geöffnet. Es zeigt nur, wie die App funktioniert: Es weiß ein wenig über Rust und liegt oft falsch. Öffnen Sie Modelle, um ein richtiges herunterzuladen.',
+
+  // Kinds of model on the Models page (issue 57 #3, models.ts): the groups, and twin names (review #7).
+  'kind.chat.heading': 'Zum Chatten',
+  'kind.embedding.heading': 'Zum Durchsuchen Ihrer Dateien',
+  'kind.reranking.heading': 'Zum Ordnen von Suchergebnissen',
+  'kind.speech.heading': 'Für Sprache',
+  'kind.helpers': 'Diese Modelle helfen Hearth; sie chatten nicht, daher fehlen sie in der Modellauswahl oben.',
+  'kind.embedding.purpose': 'Hilft Hearth, Stellen in Ihren Dateien nach ihrer Bedeutung zu finden, auch in anderen Sprachen als Englisch. Es chattet nicht.',
+  'summary.join': ' ',
+  'catalog.twinReady': '{name} (sofort startklar)',
+  'catalog.twinConvert': '{name} (Original, muss erst umgewandelt werden)',
+
+  // Speech models (issue 57 #6): what a speech model in the catalog is for.
+  'kind.speech.purpose': 'Macht aus gesprochenen Worten Text oder aus Text Sprache. Es chattet nicht.',
+
+  // Reranking models (issue 57 #6): what a reranking model in the catalog is for.
+  'kind.reranking.purpose': 'Bringt die Stellen, die Hearth in Ihren Dateien findet, in eine bessere Reihenfolge, bevor das Modell sie liest. Es chattet nicht.',
+
+  // "Let other apps use Hearth" remembered across starts, and its Copy button (issue 57 #2).
+  'share.copy': 'Kopieren',
+  'share.copyLabel': 'Die Adresse kopieren',
+  'share.copied': 'Kopiert',
+  'share.notRestarted': 'Sie hatten dies eingeschaltet, aber Hearth konnte es beim Start nicht wieder einschalten. Schalten Sie es ein, um es erneut zu versuchen.',
 };

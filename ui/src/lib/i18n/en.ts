@@ -515,7 +515,7 @@ export const en = {
   'remote.testFirst': 'Test the connection first: Save is for a server that answers with at least one model.',
   'share.title': 'Other apps',
   'share.switch': 'Let other apps on this computer use Hearth',
-  'share.hint': 'Off by default. When on, programs on this computer that work with Ollama or OpenAI (editor and note-app plug-ins, scripts) can ask the model open in Hearth. Other computers cannot connect.',
+  'share.hint': 'Off until you switch it on; then on at every start of Hearth, until you switch it off. When on, programs on this computer that work with Ollama or OpenAI (editor and note-app plug-ins, scripts) can ask the model open in Hearth. Other computers cannot connect.',
   'share.port': 'Port',
   'share.ollamaPort': "{port}, Ollama's: apps made for Ollama find Hearth without a change",
   'share.hearthPort': '{port}, beside a running Ollama',
@@ -523,7 +523,7 @@ export const en = {
   'share.openai': 'OpenAI clients:',
   'share.answersWith': 'It answers with {model}, the model open in Hearth, while Hearth is not answering itself.',
   'share.openModel': 'Open a model in Hearth first: other apps get the one open here.',
-  'share.portTaken': 'Another program already uses port {port} (Ollama?), so Hearth took the free port above.',
+  'share.portTaken': 'Another program already uses port {port} (Ollama?), so Hearth took the free port above. Apps set up with port {port} reach that program, not Hearth: give them the address above, or close that program and switch this off and on.',
 
   // Code blocks and the side-by-side run.
   'markdown.copyCode': 'Copy this code',
@@ -675,6 +675,29 @@ export const en = {
   'notice.conversations_unreadable': 'Your saved conversations could not be read ({reason}), so Hearth started a new, empty list. The old file is kept at {backup} in case it can be rescued.',
   'notice.starter_opened': 'No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it. It answers offline but makes many mistakes. Open Models to download a bigger one for good answers.',
   'notice.demo_opened': 'No model is downloaded yet, so Hearth opened its tiny demo model. It only shows how the app works: it knows a little about Rust and is often wrong. Open Models to download a real one.',
+
+  // Kinds of model on the Models page (issue 57 #3, models.ts): the groups, and twin names (review #7).
+  'kind.chat.heading': 'To chat with',
+  'kind.embedding.heading': 'For searching your files',
+  'kind.reranking.heading': 'For ordering search results',
+  'kind.speech.heading': 'For speech',
+  'kind.helpers': 'These models help Hearth; they do not chat, so the model list at the top leaves them out.',
+  'kind.embedding.purpose': 'Helps Hearth find passages in your files by meaning, also in languages other than English. It does not chat.',
+  'summary.join': ' ',
+  'catalog.twinReady': '{name} (ready to run)',
+  'catalog.twinConvert': '{name} (original, needs converting)',
+
+  // Speech models (issue 57 #6): what a speech model in the catalog is for.
+  'kind.speech.purpose': 'Turns spoken words into text, or text into speech. It does not chat.',
+
+  // Reranking models (issue 57 #6): what a reranking model in the catalog is for.
+  'kind.reranking.purpose': 'Puts the passages Hearth finds in your files in a better order before the model reads them. It does not chat.',
+
+  // "Let other apps use Hearth" remembered across starts, and its Copy button (issue 57 #2).
+  'share.copy': 'Copy',
+  'share.copyLabel': 'Copy the address',
+  'share.copied': 'Copied',
+  'share.notRestarted': 'You left this on, but Hearth could not let other apps use it again when it started. Switch it on to try again.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

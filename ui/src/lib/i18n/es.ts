@@ -490,7 +490,7 @@ export const es: Translation = {
   'remote.testFirst': 'Prueba primero la conexión: Guardar es para un servidor que responde con al menos un modelo.',
   'share.title': 'Otras aplicaciones',
   'share.switch': 'Permitir que otras aplicaciones de este ordenador usen Hearth',
-  'share.hint': 'Desactivado por defecto. Activado, los programas de este ordenador que funcionan con Ollama u OpenAI (complementos de editores y de apps de notas, scripts) pueden preguntar al modelo abierto en Hearth. Otros ordenadores no pueden conectarse.',
+  'share.hint': 'Desactivado hasta que lo actives; después, activado en cada inicio de Hearth, hasta que lo desactives. Activado, los programas de este ordenador que funcionan con Ollama u OpenAI (complementos de editores y de apps de notas, scripts) pueden preguntar al modelo abierto en Hearth. Otros ordenadores no pueden conectarse.',
   'share.port': 'Puerto',
   'share.ollamaPort': '{port}, el de Ollama: las aplicaciones hechas para Ollama encuentran Hearth sin cambios',
   'share.hearthPort': '{port}, junto a un Ollama en marcha',
@@ -498,7 +498,7 @@ export const es: Translation = {
   'share.openai': 'clientes de OpenAI:',
   'share.answersWith': 'Responde con {model}, el modelo abierto en Hearth, mientras Hearth no esté respondiendo.',
   'share.openModel': 'Abre primero un modelo en Hearth: las otras aplicaciones usan el que esté abierto aquí.',
-  'share.portTaken': 'Otro programa ya usa el puerto {port} (¿Ollama?), así que Hearth tomó el puerto libre de arriba.',
+  'share.portTaken': 'Otro programa ya usa el puerto {port} (¿Ollama?), así que Hearth tomó el puerto libre de arriba. Las aplicaciones configuradas con el puerto {port} llegan a ese programa, no a Hearth: dales la dirección de arriba, o cierra ese programa y desactiva y activa esto.',
 
   'markdown.copyCode': 'Copiar este código',
   'markdown.copyFailed': 'No se pudo copiar',
@@ -645,4 +645,27 @@ export const es: Translation = {
   'notice.conversations_unreadable': 'No se pudieron leer tus conversaciones guardadas ({reason}), así que Hearth empezó una lista nueva y vacía. El archivo antiguo se guarda en {backup} por si se puede recuperar.',
   'notice.starter_opened': 'Aún no hay ningún modelo descargado, así que Hearth abrió SmolLM2-135M, el asistente muy pequeño que trae. Responde sin conexión, pero comete muchos errores. Abre Modelos para descargar uno más grande y obtener buenas respuestas.',
   'notice.demo_opened': 'Aún no hay ningún modelo descargado, así que Hearth abrió su diminuto modelo de demostración. Solo muestra cómo funciona la aplicación: sabe un poco de Rust y a menudo se equivoca. Abre Modelos para descargar uno de verdad.',
+
+  // Kinds of model on the Models page (issue 57 #3, models.ts): the groups, and twin names (review #7).
+  'kind.chat.heading': 'Para conversar',
+  'kind.embedding.heading': 'Para buscar en tus archivos',
+  'kind.reranking.heading': 'Para ordenar los resultados de búsqueda',
+  'kind.speech.heading': 'Para voz',
+  'kind.helpers': 'Estos modelos ayudan a Hearth; no conversan, así que la lista de modelos de arriba no los muestra.',
+  'kind.embedding.purpose': 'Ayuda a Hearth a encontrar pasajes en tus archivos por su significado, también en otros idiomas además del inglés. No conversa.',
+  'summary.join': ' ',
+  'catalog.twinReady': '{name} (listo para usar)',
+  'catalog.twinConvert': '{name} (original, hay que convertirlo antes)',
+
+  // Speech models (issue 57 #6): what a speech model in the catalog is for.
+  'kind.speech.purpose': 'Convierte la voz en texto, o el texto en voz. No conversa.',
+
+  // Reranking models (issue 57 #6): what a reranking model in the catalog is for.
+  'kind.reranking.purpose': 'Ordena mejor los pasajes que Hearth encuentra en tus archivos antes de que el modelo los lea. No conversa.',
+
+  // "Let other apps use Hearth" remembered across starts, and its Copy button (issue 57 #2).
+  'share.copy': 'Copiar',
+  'share.copyLabel': 'Copiar la dirección',
+  'share.copied': 'Copiado',
+  'share.notRestarted': 'Lo dejaste activado, pero Hearth no pudo volver a activarlo al iniciarse. Actívalo para intentarlo de nuevo.',
 };

@@ -491,7 +491,7 @@ export const fr: Translation = {
   'remote.testFirst': 'Testez d’abord la connexion : Enregistrer concerne un serveur qui répond avec au moins un modèle.',
   'share.title': 'Autres applications',
   'share.switch': 'Laisser les autres applications de cet ordinateur utiliser Hearth',
-  'share.hint': 'Désactivé par défaut. Activé, les programmes de cet ordinateur compatibles avec Ollama ou OpenAI (extensions d’éditeurs et d’applications de notes, scripts) peuvent interroger le modèle ouvert dans Hearth. Les autres ordinateurs ne peuvent pas se connecter.',
+  'share.hint': 'Désactivé tant que vous ne l’activez pas ; ensuite activé à chaque démarrage de Hearth, jusqu’à ce que vous le désactiviez. Activé, les programmes de cet ordinateur compatibles avec Ollama ou OpenAI (extensions d’éditeurs et d’applications de notes, scripts) peuvent interroger le modèle ouvert dans Hearth. Les autres ordinateurs ne peuvent pas se connecter.',
   'share.port': 'Port réseau',
   'share.ollamaPort': '{port}, celui d’Ollama : les applications faites pour Ollama trouvent Hearth sans changement',
   'share.hearthPort': '{port}, à côté d’un Ollama en marche',
@@ -499,7 +499,7 @@ export const fr: Translation = {
   'share.openai': 'clients OpenAI :',
   'share.answersWith': 'Il répond avec {model}, le modèle ouvert dans Hearth, tant que Hearth ne répond pas lui-même.',
   'share.openModel': 'Ouvrez d’abord un modèle dans Hearth : les autres applications utilisent celui ouvert ici.',
-  'share.portTaken': 'Un autre programme utilise déjà le port {port} (Ollama ?), Hearth a donc pris le port libre ci-dessus.',
+  'share.portTaken': 'Un autre programme utilise déjà le port {port} (Ollama ?), Hearth a donc pris le port libre ci-dessus. Les applications réglées sur le port {port} joignent ce programme, pas Hearth : donnez-leur l’adresse ci-dessus, ou fermez ce programme puis désactivez et réactivez ceci.',
 
   'markdown.copyCode': 'Copier ce code',
   'markdown.copyFailed': 'Échec de la copie',
@@ -646,4 +646,27 @@ export const fr: Translation = {
   'notice.conversations_unreadable': 'Vos conversations enregistrées n’ont pas pu être lues ({reason}) ; Hearth a donc commencé une nouvelle liste vide. L’ancien fichier est gardé dans {backup} au cas où il pourrait être récupéré.',
   'notice.starter_opened': 'Aucun modèle n’est encore téléchargé ; Hearth a donc ouvert SmolLM2-135M, le tout petit assistant fourni. Il répond hors ligne mais fait beaucoup d’erreurs. Ouvrez Modèles pour en télécharger un plus grand et obtenir de bonnes réponses.',
   'notice.demo_opened': 'Aucun modèle n’est encore téléchargé ; Hearth a donc ouvert son minuscule modèle de démo. Il montre seulement comment l’application fonctionne : il connaît un peu Rust et se trompe souvent. Ouvrez Modèles pour en télécharger un vrai.',
+
+  // Kinds of model on the Models page (issue 57 #3, models.ts): the groups, and twin names (review #7).
+  'kind.chat.heading': 'Pour discuter',
+  'kind.embedding.heading': 'Pour chercher dans vos fichiers',
+  'kind.reranking.heading': 'Pour classer les résultats de recherche',
+  'kind.speech.heading': 'Pour la parole',
+  'kind.helpers': 'Ces modèles aident Hearth ; ils ne discutent pas, la liste des modèles en haut ne les montre donc pas.',
+  'kind.embedding.purpose': 'Aide Hearth à trouver des passages dans vos fichiers par leur sens, aussi dans d’autres langues que l’anglais. Il ne discute pas.',
+  'summary.join': ' ',
+  'catalog.twinReady': '{name} (prêt à l’emploi)',
+  'catalog.twinConvert': '{name} (original, à convertir d’abord)',
+
+  // Speech models (issue 57 #6): what a speech model in the catalog is for.
+  'kind.speech.purpose': 'Transforme la parole en texte, ou le texte en parole. Il ne discute pas.',
+
+  // Reranking models (issue 57 #6): what a reranking model in the catalog is for.
+  'kind.reranking.purpose': 'Range les passages que Hearth trouve dans vos fichiers dans un meilleur ordre avant que le modèle les lise. Il ne discute pas.',
+
+  // "Let other apps use Hearth" remembered across starts, and its Copy button (issue 57 #2).
+  'share.copy': 'Copier',
+  'share.copyLabel': 'Copier l’adresse',
+  'share.copied': 'Copié',
+  'share.notRestarted': 'Vous l’aviez laissé activé, mais Hearth n’a pas pu le réactiver au démarrage. Activez-le pour réessayer.',
 };

@@ -482,7 +482,7 @@ export const zh: Translation = {
   'remote.testFirst': '请先测试连接：只有返回至少一个模型的服务器才能保存。',
   'share.title': '其他应用',
   'share.switch': '允许此电脑上的其他应用使用 Hearth',
-  'share.hint': '默认关闭。开启后，此电脑上支持 Ollama 或 OpenAI 的程序（编辑器和笔记应用的插件、脚本）可以向 Hearth 中打开的模型提问。其他电脑无法连接。',
+  'share.hint': '在您打开之前一直关闭；打开后，每次启动 Hearth 都会开启，直到您关闭它。开启后，此电脑上支持 Ollama 或 OpenAI 的程序（编辑器和笔记应用的插件、脚本）可以向 Hearth 中打开的模型提问。其他电脑无法连接。',
   'share.port': '端口',
   'share.ollamaPort': '{port}，Ollama 的端口：为 Ollama 做的应用无需改动即可找到 Hearth',
   'share.hearthPort': '{port}，与正在运行的 Ollama 并存',
@@ -490,7 +490,7 @@ export const zh: Translation = {
   'share.openai': 'OpenAI 客户端：',
   'share.answersWith': '在 Hearth 自己没有回答时，它用 Hearth 中打开的模型 {model} 回答。',
   'share.openModel': '请先在 Hearth 中打开一个模型：其他应用使用这里打开的模型。',
-  'share.portTaken': '另一个程序已在使用端口 {port}（Ollama？），所以 Hearth 使用了上面的空闲端口。',
+  'share.portTaken': '另一个程序已在使用端口 {port}（Ollama？），所以 Hearth 使用了上面的空闲端口。设置为端口 {port} 的应用会连到那个程序，而不是 Hearth：请把上面的地址告诉它们，或者关闭那个程序后把此开关关掉再打开。',
 
   'markdown.copyCode': '复制此代码',
   'markdown.copyFailed': '复制失败',
@@ -637,4 +637,27 @@ export const zh: Translation = {
   'notice.conversations_unreadable': '无法读取你保存的对话（{reason}），所以 Hearth 开始了一个新的空列表。旧文件保存在 {backup}，以便日后恢复。',
   'notice.starter_opened': '还没有下载任何模型，所以 Hearth 打开了自带的非常小的助手 SmolLM2-135M。它可以离线回答，但会犯很多错误。打开“模型”下载一个更大的模型，以获得好的回答。',
   'notice.demo_opened': '还没有下载任何模型，所以 Hearth 打开了它的微型演示模型。它只用来展示应用如何工作：它对 Rust 略知一二，而且经常出错。打开“模型”下载一个真正的模型。',
+
+  // Kinds of model on the Models page (issue 57 #3, models.ts): the groups, and twin names (review #7).
+  'kind.chat.heading': '用于聊天',
+  'kind.embedding.heading': '用于搜索您的文件',
+  'kind.reranking.heading': '用于给搜索结果排序',
+  'kind.speech.heading': '用于语音',
+  'kind.helpers': '这些模型帮助 Hearth 工作；它们不能聊天，所以顶部的模型列表里没有它们。',
+  'kind.embedding.purpose': '帮助 Hearth 按意思在您的文件中查找段落，也支持英语以外的语言。它不能聊天。',
+  'summary.join': '',
+  'catalog.twinReady': '{name}（可直接运行）',
+  'catalog.twinConvert': '{name}（原版，需要先转换）',
+
+  // Speech models (issue 57 #6): what a speech model in the catalog is for.
+  'kind.speech.purpose': '把语音变成文字，或把文字变成语音。它不能聊天。',
+
+  // Reranking models (issue 57 #6): what a reranking model in the catalog is for.
+  'kind.reranking.purpose': '在模型阅读之前，把 Hearth 在您的文件中找到的段落排得更好。它不能聊天。',
+
+  // "Let other apps use Hearth" remembered across starts, and its Copy button (issue 57 #2).
+  'share.copy': '复制',
+  'share.copyLabel': '复制地址',
+  'share.copied': '已复制',
+  'share.notRestarted': '您让它保持开启，但 Hearth 启动时无法再次让其他应用使用它。请打开开关重试。',
 };
