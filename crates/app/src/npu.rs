@@ -374,7 +374,7 @@ pub fn fastflowlm() -> std::result::Result<FastFlowLm, String> {
     let program = find(&Lookup::from_env()).map_err(|e| e.to_string())?;
     Ok(FastFlowLm {
         program: program.label(),
-        validate: validate(&program.path).map_err(|e| e.to_string()),
+        validate: validate(&program).map_err(|e| e.to_string()),
         path: program.path,
         version: program.version,
     })

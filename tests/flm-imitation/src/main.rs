@@ -15,7 +15,12 @@
 //! `FLM_IMITATION_FAULT` (see [`setup::Fault`]), and `FLM_IMITATION_DELAY_SECS` sets how long
 //! `slow-start` waits (default 30).
 //!
-//! Modules: [`args`] (the command line), [`catalog`] (model_list.json), [`verbs`] (the short
+//! `FLM_IMITATION_DEVICE` names a file that stands for the NPU device: a lock on it is the one
+//! open amdxdna allows, and each release holds it as [`device`] describes (1.0.8's start-up
+//! open, 1.0.9's `busy`).
+//!
+//! Modules: [`args`] (the command line), [`catalog`] (model_list.json), [`device`] (who holds
+//! the NPU), [`verbs`] (the short
 //! verbs), [`serve`] (start-up), [`http`] (routes and framing), [`chat`] (chat completions),
 //! [`prompt_cache`] (when the KV cache is reused).
 //!
@@ -27,6 +32,7 @@
 mod args;
 mod catalog;
 mod chat;
+mod device;
 mod http;
 mod prompt_cache;
 mod serve;
@@ -44,6 +50,9 @@ const DEFAULT_PORT: u16 = 52625;
 fn main() {
     let release = Release::from_env();
     let raw: Vec<String> = std::env::args().skip(1).collect();
+    if !device::open_at_start(&release, raw.first().map(String::as_str)) {
+        std::process::exit(1);
+    }
     let args = match args::parse_args(&raw) {
         Ok(a) if a.backend.is_some() && !release.is_1_0() => {
             eprintln!("Error: unrecognised option '--backend'");
@@ -78,7 +87,7 @@ fn main() {
     let code = match command.as_str() {
         "version" => verbs::version(&release, &args),
         "port" => verbs::port(&args),
-        "validate" => verbs::validate(args.json, fault),
+        "validate" => verbs::validate(&release, args.json, fault),
         "list" => verbs::list(&catalog, &args),
         "pull" => verbs::pull(&catalog, &args),
         "serve" => serve::serve(release, catalog, &args, fault),

@@ -13,7 +13,7 @@ use crate::args::Args;
 use crate::catalog::Catalog;
 use crate::prompt_cache::PromptCache;
 use crate::setup::{Fault, Release};
-use crate::{http, verbs, DEFAULT_PORT};
+use crate::{device, http, verbs, DEFAULT_PORT};
 
 /// The model on the "NPU": its tag, and the engine (None after a failed load: FastFlowLM's
 /// `model-faker`).
@@ -124,6 +124,11 @@ pub fn serve(release: Release, catalog: Catalog, args: &Args, fault: Fault) -> i
                 return 0;
             }
             _ => {}
+        }
+        // Up to 1.0.7 the device is opened here, to load the model (1.0.8 opened it at start).
+        if device::open() == device::Open::Busy {
+            eprintln!("Error: No such device with index '0'");
+            return 1;
         }
         let mut npu = server.npu.lock().unwrap_or_else(|e| e.into_inner());
         match load(&server, &tag) {

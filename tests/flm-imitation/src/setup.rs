@@ -18,13 +18,17 @@ impl Release {
 
     /// A 1.0.x release (or newer), as opposed to the 0.9.x line.
     pub fn is_1_0(&self) -> bool {
+        self.at_least(1, 0, 0)
+    }
+
+    /// This release is `major.minor.patch` or newer.
+    pub fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
         let mut parts = self
             .version
             .split('.')
             .map(|p| p.parse::<u32>().unwrap_or(0));
-        let major = parts.next().unwrap_or(0);
-        let minor = parts.next().unwrap_or(0);
-        (major, minor) >= (1, 0)
+        let mut next = || parts.next().unwrap_or(0);
+        (next(), next(), next()) >= (major, minor, patch)
     }
 }
 

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::args::Args;
 use crate::catalog::{dump4, Catalog};
+use crate::device;
 use crate::setup::{Fault, Release};
 use crate::DEFAULT_PORT;
 
@@ -33,9 +34,15 @@ pub fn model_not_found(tag: &str) {
     println!("[ERROR]  Model not found: {tag}; Please check with `flm list` and try again.");
 }
 
-pub fn validate(as_json: bool, fault: Fault) -> i32 {
+/// `validate [--json]`. A device another process holds is skipped as absent up to 1.0.7 (its
+/// open fails with EBUSY), and reported as `"busy": true` from 1.0.9 (1.0.8 never gets here:
+/// its start-up open failed first).
+pub fn validate(release: &Release, as_json: bool, fault: Fault) -> i32 {
     let old_kernel = fault == Fault::ValidateOldKernel;
-    let no_device = fault == Fault::ValidateNoDevice;
+    let reports_busy = release.at_least(1, 0, 9);
+    let busy = reports_busy && device::busy();
+    let skipped = !reports_busy && device::open() == device::Open::Busy;
+    let no_device = fault == Fault::ValidateNoDevice || skipped;
     let old_fw = fault == Fault::ValidateOldFirmware;
     let low_memlock = fault == Fault::ValidateMemlock;
     let mut v = json!({
@@ -64,13 +71,18 @@ pub fn validate(as_json: bool, fault: Fault) -> i32 {
         v["memlock_limit"] = json!(if low_memlock { "8388608" } else { "infinity" });
         v["memlock_ok"] = json!(!low_memlock);
     }
-    let ready = !(old_kernel || no_device || old_fw || low_memlock);
+    if reports_busy {
+        v["busy"] = json!(busy);
+    }
+    let ready = !(old_kernel || no_device || old_fw || low_memlock || busy);
     v["ready"] = json!(ready);
     if as_json {
         println!("{}", dump4(&v));
     } else {
         println!("[Linux]  Kernel: {}", v["kernel"].as_str().unwrap_or(""));
-        if no_device {
+        if busy {
+            eprintln!("\x1b[31m[ERROR]  The NPU is busy: another process is using it.\x1b[0m");
+        } else if no_device {
             eprintln!("\x1b[31m[ERROR]  No NPU device found.\x1b[0m");
         } else if !old_kernel {
             println!("\x1b[32m[Linux]  NPU: /dev/accel/accel0 with 8 columns\x1b[0m");

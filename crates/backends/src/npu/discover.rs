@@ -5,12 +5,18 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Mutex;
+use std::time::SystemTime;
+
 use hearth_chat::backend::{Availability, BackendKind};
-use hearth_npu::bounded::{self, QuickLimits};
+use hearth_npu::bounded::{self, QuickLimits, QuickOutput};
+use hearth_npu::elf::Runtime;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::npu::backend::own_server;
 use crate::npu::install::Layout;
+use crate::npu::process;
 use crate::npu::registry::{FlmModel, FlmRegistry};
 use crate::npu::{known_issues, NpuError};
 
@@ -70,8 +76,14 @@ pub struct FlmProgram {
     pub flavor: Flavor,
     /// Its version, "1.0.6".
     pub version: String,
-    /// How its install is laid out, and its NPU runtime (XRT or HRX).
+    /// How its install is laid out.
     pub layout: Layout,
+    /// The NPU runtime its binary links (from its ELF needed libraries), when it names one.
+    pub runtime: Option<Runtime>,
+    /// The system it was found on (`/`, or a test's fixture tree): where who holds the NPU is
+    /// read when FastFlowLM says it is busy.
+    #[serde(skip)]
+    pub system_root: PathBuf,
 }
 
 impl FlmProgram {
@@ -110,7 +122,7 @@ pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
 /// Runs `exe args...` with the update check off, stdin closed, and bounds on its time and
 /// output ([`bounded::run_flm`]); returns the exit success and stdout. stderr is discarded
 /// (`validate` writes device errors there).
-pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<(bool, String), NpuError> {
+pub(crate) fn run_quick(exe: &Path, args: &[&str]) -> Result<QuickOutput, NpuError> {
     run_quick_with(exe, args, None)
 }
 
@@ -119,9 +131,8 @@ fn run_quick_with(
     exe: &Path,
     args: &[&str],
     config: Option<&Path>,
-) -> Result<(bool, String), NpuError> {
-    let out = bounded::run_flm(exe, args, config, QuickLimits::default())?;
-    Ok((out.success, out.stdout))
+) -> Result<QuickOutput, NpuError> {
+    Ok(bounded::run_flm(exe, args, config, QuickLimits::default())?)
 }
 
 /// The version `version --json` prints (`{ "version": "1.0.6" }`), or failing that the one in
@@ -129,14 +140,36 @@ fn run_quick_with(
 /// `--version` is the fallback: it works even when FastFlowLM finds no model_list.json of its
 /// own, which every other verb needs (it exits 1, so only its output counts).
 pub fn read_version(exe: &Path) -> Result<String, NpuError> {
-    let (_, out) = run_quick(exe, &["version", "--json"])?;
-    if let Some(v) = parse_version_output(&out) {
+    read_version_on(exe, Path::new("/"))
+}
+
+/// [`read_version`] on the system under `root`. When the program (1.0.8 and later) refuses to
+/// start because the NPU is held, that is the error ([`NpuError::DeviceBusy`], naming who holds
+/// it), not an unknown version.
+fn read_version_on(exe: &Path, root: &Path) -> Result<String, NpuError> {
+    let out = run_quick(exe, &["version", "--json"])?;
+    if let Some(v) = parse_version_output(&out.stdout) {
         return Ok(v);
     }
-    let (_, text) = run_quick(exe, &["--version"])?;
-    parse_version_output(&text).ok_or_else(|| NpuError::VersionUnknown {
-        path: exe.to_path_buf(),
-        output: out.trim().chars().take(200).collect(),
+    if about_the_device(&out) {
+        if let Some(holders) = held_by(root) {
+            return Err(NpuError::DeviceBusy {
+                path: exe.to_path_buf(),
+                holders,
+            });
+        }
+    }
+    let text = run_quick(exe, &["--version"])?;
+    parse_version_output(&text.stdout).ok_or_else(|| {
+        let said = if out.stdout.trim().is_empty() {
+            &out.stderr
+        } else {
+            &out.stdout
+        };
+        NpuError::VersionUnknown {
+            path: exe.to_path_buf(),
+            output: process::strip_ansi(said.trim()).chars().take(200).collect(),
+        }
     })
 }
 
@@ -166,18 +199,80 @@ pub fn check_version(exe: &Path, version: &str) -> Result<(), NpuError> {
     }
 }
 
+/// What was learnt of each FastFlowLM program, with the size and time of change of its file
+/// then: asked once per process (and again only when the file changes and no Hearth server
+/// runs), since from 1.0.8 every `flm` opens the NPU at start and a second one beside a running
+/// server is refused.
+static LEARNT: Mutex<Vec<(PathBuf, Option<(u64, SystemTime)>, FlmProgram)>> =
+    Mutex::new(Vec::new());
+
+/// The size and time of change of `path`'s file (links resolved).
+fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
 /// Finds FastFlowLM as [`locate`] does, reads its version and refuses one older than
 /// [`MIN_VERSION`].
+///
+/// The version is asked once: later calls answer from what was learnt while the file is
+/// unchanged. While Hearth's own FastFlowLM runs ([`own_server`]), no second `flm` is started
+/// (1.0.8 and later would be refused the NPU): what was learnt stands, else the running server
+/// is asked (`/api/version`).
 pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
     let path = locate(lookup)?;
-    let version = read_version(&path)?;
+    let now = stamp(&path);
+    let own = own_server();
+    {
+        let learnt = LEARNT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, program)) = learnt
+            .iter()
+            .find(|(p, was, _)| *p == path && (*was == now || own.is_some()))
+        {
+            return Ok(program.clone());
+        }
+    }
+    let version = match &own {
+        Some(own) => {
+            own.port
+                .and_then(process::running_version)
+                .ok_or_else(|| NpuError::DeviceBusy {
+                    path: path.clone(),
+                    holders: own.words(),
+                })?
+        }
+        None => read_version_on(&path, &lookup.root)?,
+    };
     check_version(&path, &version)?;
-    Ok(FlmProgram {
+    let program = FlmProgram {
         flavor: flavor_of(&path),
         layout: Layout::of(&path),
-        path,
+        runtime: hearth_npu::elf::runtime_of(&path),
+        path: path.clone(),
         version,
-    })
+        system_root: lookup.root.clone(),
+    };
+    let mut learnt = LEARNT.lock().unwrap_or_else(|e| e.into_inner());
+    learnt.retain(|(p, _, _)| *p != path);
+    learnt.push((path, now, program.clone()));
+    Ok(program)
+}
+
+/// Whether FastFlowLM's words in a failed short command are about the device: "No NPU device
+/// found" (1.0.8 and later print it for a device another process holds, and for none) or
+/// "busy".
+fn about_the_device(out: &QuickOutput) -> bool {
+    let said = |text: &str| text.contains("No NPU device found") || text.contains("busy");
+    !out.success && (said(&out.stdout) || said(&out.stderr))
+}
+
+/// Who holds the NPU of the system under `root`, in words, if anyone: the processes this user
+/// can see holding it, or "another user's program" when the device refuses an open (EBUSY) and
+/// none is visible. `None` when it is free (or absent).
+fn held_by(root: &Path) -> Option<String> {
+    let holders = hearth_npu::device_holders(root);
+    (!holders.is_empty() || hearth_npu::device_is_busy(root))
+        .then(|| hearth_npu::holder_words(&holders))
 }
 
 // ---------------------------------------------------------------- validate
@@ -193,17 +288,83 @@ pub struct ValidateReport {
     pub raw: Option<Value>,
 }
 
-/// Runs `validate --json` and reads it.
-pub fn validate(exe: &Path) -> Result<ValidateReport, NpuError> {
-    validate_with(exe, None)
+/// Runs `validate --json` and reads it, unless Hearth's own FastFlowLM runs
+/// ([`own_server`]): that one passed the check before it started and holds the NPU now, and a
+/// second `flm` beside it would be refused (1.0.8 and later), so the report says so instead.
+pub fn validate(program: &FlmProgram) -> Result<ValidateReport, NpuError> {
+    if let Some(own) = own_server() {
+        return Ok(ValidateReport {
+            ready: true,
+            checks: vec![hearth_npu::Check::new(
+                hearth_npu::CheckId::FlmValidate,
+                hearth_npu::Status::Info,
+                "validate_own_server",
+                format!(
+                    "FastFlowLM's own check is not run while {} holds the NPU: it passed before that server started",
+                    own.words()
+                ),
+            )
+            .with("holders", own.words())],
+            raw: None,
+        });
+    }
+    validate_with(program, None)
 }
 
 /// [`validate`] with `FLM_CONFIG_PATH` = `registry` (Hearth's model_list.json): FastFlowLM
 /// refuses every verb but `--version` when it finds no model list, and an install may have
 /// none of its own.
-pub fn validate_with(exe: &Path, registry: Option<&Path>) -> Result<ValidateReport, NpuError> {
-    let (success, out) = run_quick_with(exe, &["validate", "--json"], registry)?;
-    Ok(parse_validate(&out, success))
+///
+/// A busy NPU is reported as busy, with who holds it, whichever way the version says it:
+/// `"busy": true` (1.0.9 and later), a refused start (1.0.8), or a held device skipped as
+/// absent (up to 1.0.7). The caller makes sure Hearth's own server is not running
+/// ([`validate`] does).
+pub fn validate_with(
+    program: &FlmProgram,
+    registry: Option<&Path>,
+) -> Result<ValidateReport, NpuError> {
+    let out = run_quick_with(&program.path, &["validate", "--json"], registry)?;
+    let mut report = parse_validate(&out.stdout, out.success);
+    // 1.0.9 and later say `"busy": true`; 1.0.8 refuses to start ("No NPU device found");
+    // up to 1.0.7 a held device is skipped as absent. Each is "busy" when the NPU is held.
+    let says_busy = report
+        .raw
+        .as_ref()
+        .and_then(|v| v.get("busy"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    let says_absent = report
+        .checks
+        .iter()
+        .any(|c| matches!(c.code.as_str(), "validate_no_device" | "validate_no_report"));
+    let held = if says_busy {
+        Some(held_by(&program.system_root).unwrap_or_else(|| hearth_npu::holder_words(&[])))
+    } else if says_absent {
+        held_by(&program.system_root)
+    } else {
+        None
+    };
+    if let Some(holders) = held {
+        report.checks.retain(|c| {
+            !matches!(
+                c.code.as_str(),
+                "validate_no_device" | "validate_no_report" | "validate_not_ready"
+            )
+        });
+        report.checks.insert(0, busy_check(&holders));
+        report.ready = false;
+    }
+    Ok(report)
+}
+
+/// The NPU is busy: `holders` (in words) have it.
+fn busy_check(holders: &str) -> hearth_npu::Check {
+    problem(
+        "busy",
+        format!("The NPU is busy: {holders} is using it"),
+        "Close that program or wait until it finishes, then try again. The NPU serves one program at a time.",
+    )
+    .with("holders", holders)
 }
 
 /// A problem FastFlowLM's own check found: its code (the fix has the same), English sentence
@@ -383,7 +544,7 @@ pub fn npu_status(root: &Path) -> hearth_npu::Diagnosis {
             "Install or update FastFlowLM, then run `hearth doctor` again.",
         )
         .with("reason", e)]),
-        Ok(program) => match validate(&program.path) {
+        Ok(program) => match validate(&program) {
             Ok(report) => fold_validate(&mut diagnosis, &report),
             Err(e) => diagnosis.add_checks([hearth_npu::Check::new(
                 hearth_npu::CheckId::FlmValidate,

@@ -7,8 +7,14 @@
 //! - a package (the .deb for Ubuntu and Debian 13, in `/opt/fastflowlm`, or any FHS prefix):
 //!   `bin/flm`, engines in `lib/`, `share/flm/{model_list.json,xclbins/}`, and XRT from the
 //!   system (`libxrt-npu2`);
-//! - a package built with `FLM_USE_HRX`: the same, but engines (`lib*_npu.so`) in `lib/flm/`
-//!   and the HRX runtime `libhrx.so` bundled in `lib/`, instead of XRT.
+//! - a package built with `FLM_USE_HRX` (1.0.11 and later): the same, but engines
+//!   (`lib*_npu.so`) in `lib/flm/` and the HRX runtime `libhrx.so` bundled in `lib/`, instead
+//!   of XRT; told by the binary's needed libraries ([`hearth_npu::elf`]), or failing that by
+//!   the engines' folder;
+//! - the FastFlow SDK (`pip install fastflow-sdk`, FastFlowLM 1.0.14 as Python wheels for
+//!   Python 3.12-3.14): `flm` in a Python environment's `bin/`, its `model_list.json` beside
+//!   it (FastFlowLM 1.0.x reads the one beside its own binary). The layout Hearth reads is
+//!   imitated in its tests: this machine's Python (3.11) cannot install the wheels.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +30,8 @@ pub enum Layout {
     PackageXrt,
     /// A package built with `FLM_USE_HRX`: the HRX runtime (`libhrx.so`) instead of XRT.
     PackageHrx,
+    /// The FastFlow SDK's wheels in a Python environment (`bin/flm`, runtime bundled).
+    Sdk,
 }
 
 impl Layout {
@@ -35,6 +43,12 @@ impl Layout {
         };
         if dir.join("flm-real").is_file() {
             return Layout::Portable;
+        }
+        if dir.parent().is_some_and(is_python_env) {
+            return Layout::Sdk;
+        }
+        if hearth_npu::elf::runtime_of(program) == Some(hearth_npu::elf::Runtime::Hrx) {
+            return Layout::PackageHrx;
         }
         // An HRX build keeps its engines (`libllama_npu.so`, ...) in `<prefix>/lib/flm/`.
         let hrx_engines = dir.parent().is_some_and(|prefix| {
@@ -57,6 +71,7 @@ impl Layout {
             Layout::Portable => "portable (XRT bundled)",
             Layout::PackageXrt => "package (system XRT)",
             Layout::PackageHrx => "package (HRX runtime)",
+            Layout::Sdk => "FastFlow SDK (Python environment)",
         }
     }
 
@@ -66,7 +81,7 @@ impl Layout {
     pub fn missing(self, program: &Path) -> Option<String> {
         let dir = program_dir(program)?;
         match self {
-            Layout::PackageXrt => None,
+            Layout::PackageXrt | Layout::Sdk => None,
             Layout::Portable => (!dir.join("lib").is_dir()).then(|| {
                 format!(
                     "the portable FastFlowLM in {} has no lib/ folder with its XRT: unpack the release tarball again, whole",
@@ -95,10 +110,36 @@ impl Layout {
     pub fn data_dir(self, program: &Path) -> Option<PathBuf> {
         let dir = program_dir(program)?;
         match self {
-            Layout::Portable => Some(dir),
+            Layout::Portable | Layout::Sdk => Some(dir),
             Layout::PackageXrt | Layout::PackageHrx => Some(dir.parent()?.join("share/flm")),
         }
     }
+
+    /// FastFlowLM's own model list, where this install's version reads it: beside its binary
+    /// (1.0.x, and the portable and SDK installs), else `share/flm/` of its prefix (`None` when
+    /// neither exists; `FLM_CONFIG_PATH`, when it names a file, comes first for FastFlowLM).
+    pub fn model_list(self, program: &Path) -> Option<PathBuf> {
+        let beside = program_dir(program)?.join("model_list.json");
+        [
+            Some(beside),
+            self.data_dir(program).map(|d| d.join("model_list.json")),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+    }
+}
+
+/// A Python environment's folder: a virtual environment (`pyvenv.cfg`), a conda one
+/// (`conda-meta/`), or a prefix with `lib/python3.*/` (the user's `~/.local`).
+fn is_python_env(prefix: &Path) -> bool {
+    prefix.join("pyvenv.cfg").is_file()
+        || prefix.join("conda-meta").is_dir()
+        || std::fs::read_dir(prefix.join("lib"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("python3"))
 }
 
 /// The folder of `program` after resolving links (`/usr/bin/flm` is a link into
@@ -152,5 +193,44 @@ mod tests {
         assert!(missing.contains("libhrx.so"), "{missing}");
         touch(&hrx.join("lib/libhrx.so.0"));
         assert_eq!(Layout::PackageHrx.missing(&flm), None);
+
+        // An HRX build is told by its binary's needed libraries, wherever its engines are.
+        let elf = dir.path().join("usr-hrx");
+        fs::create_dir_all(elf.join("bin")).unwrap();
+        fs::write(
+            elf.join("bin/flm"),
+            hearth_npu::elf::minimal_elf(&["libhrx.so.0", "libc.so.6"]),
+        )
+        .unwrap();
+        assert_eq!(Layout::of(&elf.join("bin/flm")), Layout::PackageHrx);
+        fs::write(
+            elf.join("bin/flm"),
+            hearth_npu::elf::minimal_elf(&["libxrt_coreutil.so.2", "libc.so.6"]),
+        )
+        .unwrap();
+        assert_eq!(Layout::of(&elf.join("bin/flm")), Layout::PackageXrt);
+    }
+
+    #[test]
+    fn the_sdk_keeps_flm_and_its_model_list_in_a_python_environment() {
+        // The FastFlow SDK's wheels need Python 3.12-3.14 (this machine has 3.11): the layout
+        // is made by hand. model_list.json is beside the binary, where 1.0.x reads it.
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("venv");
+        touch(&env.join("pyvenv.cfg"));
+        touch(&env.join("bin/flm"));
+        let flm = env.join("bin/flm");
+        assert_eq!(Layout::of(&flm), Layout::Sdk);
+        assert_eq!(Layout::Sdk.missing(&flm), None);
+        assert_eq!(Layout::Sdk.model_list(&flm), None);
+        touch(&env.join("bin/model_list.json"));
+        assert_eq!(
+            Layout::Sdk.model_list(&flm),
+            Some(env.canonicalize().unwrap().join("bin/model_list.json"))
+        );
+        let local = dir.path().join("home/.local");
+        touch(&local.join("bin/flm"));
+        fs::create_dir_all(local.join("lib/python3.12/site-packages")).unwrap();
+        assert_eq!(Layout::of(&local.join("bin/flm")), Layout::Sdk);
     }
 }

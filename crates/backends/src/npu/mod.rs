@@ -35,7 +35,7 @@ pub mod registry;
 
 use std::path::PathBuf;
 
-pub use backend::{NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
+pub use backend::{own_server, NpuBackend, NpuEvent, NpuEventSink, NpuOptions, OwnServer};
 pub use discover::{
     find, fold_validate, npu_availability, npu_status, npu_support, npu_support_anyway,
     registry_availabilities, registry_availability, validate, Flavor, FlmProgram, Lookup,
@@ -84,6 +84,15 @@ pub enum NpuError {
     /// finish.
     #[error(transparent)]
     Run(#[from] hearth_npu::bounded::RunError),
+    /// The NPU is held by another process, so FastFlowLM (1.0.8 and later open it in every
+    /// process) would not start, and Hearth did not start a second one beside its own.
+    #[error("the NPU is busy: {holders} is using it, so FastFlowLM ({}) cannot be asked now. Close that program or wait until it finishes", .path.display())]
+    DeviceBusy {
+        /// The program.
+        path: PathBuf,
+        /// Who holds the NPU, in words ("flm (process 4242)", "another user's program").
+        holders: String,
+    },
     /// The server could not be started.
     #[error("could not start FastFlowLM ({path}): {detail}")]
     Spawn {
@@ -140,6 +149,7 @@ impl From<NpuError> for BackendError {
     fn from(e: NpuError) -> Self {
         let kind = match &e {
             NpuError::StartTimeout { .. } => FailureKind::Timeout,
+            NpuError::DeviceBusy { .. } => FailureKind::Busy,
             _ => FailureKind::NotReady,
         };
         BackendError::failed(kind, e.to_string())

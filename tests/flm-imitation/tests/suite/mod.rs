@@ -499,7 +499,9 @@ fn an_old_flm_is_refused_with_the_version_needed() {
 
 #[test]
 fn validate_failures_fold_into_the_npu_status_with_fixes() {
-    let ok = discover::validate(&fixture("").flm).unwrap();
+    // `validate_with`: other tests' servers may run in this process, beside which `validate`
+    // starts no second FastFlowLM.
+    let ok = discover::validate_with(&fixture("").program(), None).unwrap();
     assert!(ok.ready);
     for (fault, words) in [
         ("validate-no-device", "no NPU device"),
@@ -508,7 +510,7 @@ fn validate_failures_fold_into_the_npu_status_with_fixes() {
         ("validate-old-kernel", "6.17"),
     ] {
         let f = fixture(fault);
-        let report = discover::validate(&f.flm).unwrap();
+        let report = discover::validate_with(&f.program(), None).unwrap();
         assert!(!report.ready, "{fault}");
         assert_eq!(report.checks.len(), 1, "{fault}: {:?}", report.checks);
         assert!(
