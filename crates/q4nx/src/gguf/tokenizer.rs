@@ -1,17 +1,31 @@
 //! The Hugging Face tokenizer files of a GGUF model, rebuilt from its `tokenizer.ggml.*`
-//! metadata: `tokenizer.json` (byte-level BPE with the pre-tokenizer `tokenizer.ggml.pre`
-//! names), `tokenizer_config.json` (chat template, bos/eos) and `generation_config.json`.
+//! metadata: `tokenizer.json`, `tokenizer_config.json` (chat template, bos/eos) and
+//! `generation_config.json`. Two kinds of vocabulary import: byte-level BPE (`gpt2`, with the
+//! pre-tokenizer `tokenizer.ggml.pre` names) and SentencePiece (`llama`, see [`spm`]).
 //!
 //! Pre-tokenizers are written as the original models' own `tokenizer.json` spells them, which
 //! is what llama.cpp's regexes for the same names reproduce.
+
+mod spm;
 
 use serde_json::{json, Map, Value as Json};
 
 use crate::gguf::{Header, Value};
 
 /// llama.cpp's token types (`tokenizer.ggml.token_type`).
+const TOKEN_UNKNOWN: i64 = 2;
 const TOKEN_CONTROL: i64 = 3;
 const TOKEN_USER_DEFINED: i64 = 4;
+
+/// Tokens that end a turn although the header may not name them (`tokenizer.ggml.eot_token_id`
+/// is often missing): llama.cpp ends generation on these spellings too.
+const END_OF_TURN_SPELLINGS: [&str; 5] = [
+    "<end_of_turn>",
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|end|>",
+    "<|endoftext|>",
+];
 
 /// Llama 3's split regex (also Qwen2's with single digits).
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -72,7 +86,6 @@ fn id(h: &Header, key: &str, vocab: usize) -> Result<Option<u32>, String> {
 #[derive(Debug)]
 pub(crate) struct Vocabulary<'h> {
     tokens: Vec<&'h str>,
-    merges: Vec<&'h str>,
     types: Vec<i64>,
     /// Beginning-of-sequence id, if the vocabulary names one.
     pub bos_id: Option<u32>,
@@ -80,8 +93,20 @@ pub(crate) struct Vocabulary<'h> {
     /// Every id that ends generation.
     pub eos_ids: Vec<u32>,
     add_bos: bool,
-    pre: &'h str,
-    pre_tokenizer: Json,
+    kind: Kind<'h>,
+}
+
+/// How a vocabulary splits text into its tokens.
+#[derive(Debug)]
+enum Kind<'h> {
+    /// Byte-level BPE (`gpt2`): ranked merges after the pre-tokenizer `pre` names.
+    ByteLevel {
+        merges: Vec<&'h str>,
+        pre: &'h str,
+        pre_tokenizer: Json,
+    },
+    /// SentencePiece (`llama`): merges by score, byte fallback.
+    SentencePiece(spm::SentencePiece<'h>),
 }
 
 impl Vocabulary<'_> {
@@ -103,22 +128,20 @@ pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
         .get("tokenizer.ggml.model")
         .and_then(Value::as_str)
         .ok_or("the file has no tokenizer.ggml.model; it carries no tokenizer Hearth can use")?;
-    match model {
-        "gpt2" => {}
-        "llama" => {
-            return Err(
-                "its tokenizer is SentencePiece (tokenizer.ggml.model \"llama\"), which Hearth \
-                 cannot import from GGUF yet; models with a byte-level BPE tokenizer (Llama 3, \
-                 SmolLM2, Qwen) import"
-                    .into(),
-            )
-        }
-        other => {
-            return Err(format!(
-                "its tokenizer type {other:?} is not supported (Hearth imports byte-level BPE, \
-                 \"gpt2\")"
-            ))
-        }
+    if !matches!(model, "gpt2" | "llama") {
+        return Err(format!(
+            "its tokenizer type {other:?} ({name}) is not supported yet; Hearth imports \
+             byte-level BPE (\"gpt2\": Llama 3, Qwen, SmolLM2) and SentencePiece (\"llama\": \
+             Gemma, Mistral, Llama 2)",
+            other = model,
+            name = match model {
+                "bert" => "WordPiece",
+                "t5" => "SentencePiece Unigram",
+                "rwkv" => "RWKV's own",
+                "plamo2" => "PLaMo 2's own",
+                _ => "a kind Hearth does not know",
+            }
+        ));
     }
     let pre = h
         .get("tokenizer.ggml.pre")
@@ -132,7 +155,6 @@ pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
             tokens.len()
         ));
     }
-    let merges = strings(h, "tokenizer.ggml.merges")?;
     let vocab_size = tokens.len();
     let types: Vec<i64> = match h.get("tokenizer.ggml.token_type") {
         None => vec![1; vocab_size],
@@ -164,11 +186,46 @@ pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
             }
         }
     }
+    for (i, &text) in tokens.iter().enumerate() {
+        if END_OF_TURN_SPELLINGS.contains(&text) && !eos_ids.contains(&(i as u32)) {
+            eos_ids.push(i as u32);
+        }
+    }
     let add_bos = h
         .get("tokenizer.ggml.add_bos_token")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let kind = if model == "llama" {
+        let unk_id = id(h, "tokenizer.ggml.unknown_token_id", vocab_size)?;
+        Kind::SentencePiece(spm::check(h, vocab_size, unk_id)?)
+    } else {
+        byte_level(h, pre)?
+    };
+    if h.get("tokenizer.chat_template")
+        .is_some_and(|t| t.as_str().is_none())
+    {
+        return Err("tokenizer.chat_template is not a string".into());
+    }
+    let mut seen = std::collections::HashSet::with_capacity(tokens.len());
+    if let Some(text) = tokens.iter().find(|t| !seen.insert(**t)) {
+        return Err(format!(
+            "token {text:?} appears twice in tokenizer.ggml.tokens"
+        ));
+    }
+    Ok(Vocabulary {
+        tokens,
+        types,
+        bos_id,
+        eos_id,
+        eos_ids,
+        add_bos,
+        kind,
+    })
+}
 
+/// The merges and pre-tokenizer of a byte-level BPE vocabulary.
+fn byte_level<'h>(h: &'h Header, pre: &'h str) -> Result<Kind<'h>, String> {
+    let merges = strings(h, "tokenizer.ggml.merges")?;
     let pre_tokenizer = match pre {
         // GPT-2's own regex, inside ByteLevel.
         "default" | "gpt2" => json!({"type": "ByteLevel", "add_prefix_space": false,
@@ -187,25 +244,8 @@ pub(crate) fn vocabulary(h: &Header) -> Result<Vocabulary<'_>, String> {
             ))
         }
     };
-    if h.get("tokenizer.chat_template")
-        .is_some_and(|t| t.as_str().is_none())
-    {
-        return Err("tokenizer.chat_template is not a string".into());
-    }
-    let mut seen = std::collections::HashSet::with_capacity(tokens.len());
-    if let Some(text) = tokens.iter().find(|t| !seen.insert(**t)) {
-        return Err(format!(
-            "token {text:?} appears twice in tokenizer.ggml.tokens"
-        ));
-    }
-    Ok(Vocabulary {
-        tokens,
+    Ok(Kind::ByteLevel {
         merges,
-        types,
-        bos_id,
-        eos_id,
-        eos_ids,
-        add_bos,
         pre,
         pre_tokenizer,
     })
@@ -219,35 +259,53 @@ pub(crate) fn build(
 ) -> Result<TokenizerFiles, String> {
     let Vocabulary {
         tokens,
-        merges,
         types,
         bos_id,
         eos_id,
         eos_ids,
         add_bos,
-        pre,
-        pre_tokenizer,
+        kind,
     } = v;
-    let (bos_id, eos_id, add_bos, pre) = (*bos_id, *eos_id, *add_bos, *pre);
+    let (bos_id, eos_id, add_bos) = (*bos_id, *eos_id, *add_bos);
     let vocab_size = tokens.len();
-    let normalizer = if matches!(pre, "qwen2" | "deepseek-r1-qwen") {
-        json!({"type": "NFC"})
-    } else {
-        Json::Null
-    };
+    let sentencepiece = matches!(kind, Kind::SentencePiece(_));
 
     let mut vocab = Map::new();
     let mut added = Vec::new();
     for (i, (&text, &kind)) in tokens.iter().zip(types).enumerate() {
         vocab.insert(text.to_string(), json!(i));
-        if kind == TOKEN_CONTROL || kind == TOKEN_USER_DEFINED {
+        // llama.cpp finds control and unknown tokens in text when asked to parse special
+        // tokens, and user-defined ones always; SentencePiece's are matched in the raw text.
+        let special = kind == TOKEN_CONTROL || (sentencepiece && kind == TOKEN_UNKNOWN);
+        if special || kind == TOKEN_USER_DEFINED {
             added.push(
                 json!({"id": i, "content": text, "single_word": false, "lstrip": false,
-                "rstrip": false, "normalized": kind == TOKEN_USER_DEFINED,
-                "special": kind == TOKEN_CONTROL}),
+                "rstrip": false, "normalized": !sentencepiece && kind == TOKEN_USER_DEFINED,
+                "special": special}),
             );
         }
     }
+    let [normalizer, pre_tokenizer, decoder, model] = match kind {
+        Kind::ByteLevel {
+            merges,
+            pre,
+            pre_tokenizer,
+        } => [
+            if matches!(*pre, "qwen2" | "deepseek-r1-qwen") {
+                json!({"type": "NFC"})
+            } else {
+                Json::Null
+            },
+            pre_tokenizer.clone(),
+            json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                "use_regex": true}),
+            json!({"type": "BPE", "dropout": null, "unk_token": null,
+                "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
+                "byte_fallback": false, "ignore_merges": matches!(*pre, "llama-bpe" | "llama3"),
+                "vocab": vocab, "merges": merges}),
+        ],
+        Kind::SentencePiece(sp) => sp.parts(tokens, vocab),
+    };
     let post_processor = match (add_bos, bos_id) {
         (true, Some(b)) => {
             let bos = tokens[b as usize];
@@ -267,11 +325,8 @@ pub(crate) fn build(
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": post_processor,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {"type": "BPE", "dropout": null, "unk_token": null,
-            "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
-            "byte_fallback": false, "ignore_merges": pre == "llama-bpe" || pre == "llama3",
-            "vocab": vocab, "merges": merges},
+        "decoder": decoder,
+        "model": model,
     });
 
     let text_of = |i: Option<u32>| i.map(|i| tokens[i as usize].to_string());
@@ -353,10 +408,164 @@ mod tests {
     }
 
     #[test]
-    fn refuses_sentencepiece_and_unknown_pre_tokenizers_plainly() {
-        let err = tokenizer_files(&header("llama", "default"), 2048).unwrap_err();
-        assert!(err.contains("SentencePiece"), "{err}");
+    fn refuses_unknown_tokenizer_kinds_and_pre_tokenizers_plainly() {
+        let err = tokenizer_files(&header("t5", "default"), 2048).unwrap_err();
+        assert!(
+            err.contains("\"t5\" (SentencePiece Unigram) is not supported yet"),
+            "{err}"
+        );
         let err = tokenizer_files(&header("gpt2", "deepseek-coder"), 2048).unwrap_err();
         assert!(err.contains("not supported yet"), "{err}");
+    }
+
+    /// A SentencePiece header: `<unk>`, `<s>`, `</s>`, a user-defined tab, two byte tokens, and
+    /// pieces whose scores make "▁ab" come from "▁" + "ab", not "▁a" + "b". `scores` replaces
+    /// those scores; `edit` adds keys.
+    fn sentencepiece(scores: Option<Array>, edit: impl FnOnce(&mut GgufWriter)) -> Header {
+        let mut w = GgufWriter::new(3);
+        w.kv("tokenizer.ggml.model", Value::String("llama".into()));
+        let tokens = [
+            "<unk>",
+            "<s>",
+            "</s>",
+            "\t",
+            "<0x0A>",
+            "<0xC3>",
+            "\u{2581}",
+            "a",
+            "b",
+            "ab",
+            "\u{2581}a",
+            "\u{2581}ab",
+        ];
+        let good = vec![
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0,
+        ];
+        w.kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::String(
+                tokens.iter().map(|t| t.to_string()).collect(),
+            )),
+        );
+        w.kv(
+            "tokenizer.ggml.scores",
+            Value::Array(scores.unwrap_or(Array::F32(good))),
+        );
+        w.kv(
+            "tokenizer.ggml.token_type",
+            Value::Array(Array::I32(vec![2, 3, 3, 4, 6, 6, 1, 1, 1, 1, 1, 1])),
+        );
+        w.kv("tokenizer.ggml.unknown_token_id", Value::U32(0));
+        w.kv("tokenizer.ggml.bos_token_id", Value::U32(1));
+        w.kv("tokenizer.ggml.eos_token_id", Value::U32(2));
+        w.kv("tokenizer.ggml.add_bos_token", Value::Bool(true));
+        edit(&mut w);
+        parse(&w.finish(), Path::new("t.gguf")).unwrap()
+    }
+
+    #[test]
+    fn builds_a_sentencepiece_vocabulary_with_byte_fallback() {
+        let f = tokenizer_files(&sentencepiece(None, |_| {}), 2048).unwrap();
+        let t: Json = serde_json::from_str(&f.tokenizer).unwrap();
+        assert_eq!(t["model"]["type"], "BPE");
+        assert_eq!(t["model"]["byte_fallback"], true);
+        assert_eq!(t["model"]["unk_token"], "<unk>");
+        assert_eq!(
+            t["model"]["merges"],
+            json!([
+                ["a", "b"],
+                ["\u{2581}", "a"],
+                ["\u{2581}", "ab"],
+                ["\u{2581}a", "b"]
+            ])
+        );
+        // llama.cpp's default: a space before the text, stripped again when decoding.
+        assert_eq!(t["normalizer"]["normalizers"][0]["type"], "Prepend");
+        assert_eq!(t["decoder"]["decoders"][3]["type"], "Strip");
+        assert_eq!(t["pre_tokenizer"], Json::Null);
+        let added: Vec<(&str, bool, bool)> = t["added_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                let flag = |k: &str| a[k].as_bool().unwrap();
+                (
+                    a["content"].as_str().unwrap(),
+                    flag("special"),
+                    flag("normalized"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ("<unk>", true, false),
+                ("<s>", true, false),
+                ("</s>", true, false),
+                ("\t", false, false)
+            ]
+        );
+        assert_eq!((f.bos_id, f.eos_ids.as_slice()), (Some(1), &[2][..]));
+    }
+
+    #[test]
+    fn a_sentencepiece_vocabulary_without_a_space_prefix_replaces_spaces_only() {
+        let h = sentencepiece(None, |w| {
+            w.kv("tokenizer.ggml.add_space_prefix", Value::Bool(false));
+        });
+        let t: Json = serde_json::from_str(&tokenizer_files(&h, 2048).unwrap().tokenizer).unwrap();
+        assert_eq!(t["normalizer"]["type"], "Replace");
+        assert_eq!(t["decoder"]["decoders"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn malformed_sentencepiece_headers_are_refused_plainly() {
+        let cases = [
+            (
+                Array::F32(vec![0.0; 3]),
+                "tokenizer.ggml.scores has 3 entries for 12 tokens",
+            ),
+            (Array::I32(vec![0; 12]), "not an array of 32-bit floats"),
+            (
+                Array::F32(vec![f32::NAN; 12]),
+                "tokenizer.ggml.scores[0] is not a number",
+            ),
+        ];
+        for (scores, want) in cases {
+            let err = vocabulary(&sentencepiece(Some(scores), |_| {})).unwrap_err();
+            assert!(err.contains(want), "{err} (wanted {want:?})");
+        }
+        let h = sentencepiece(None, |w| {
+            w.kv("tokenizer.ggml.add_space_prefix", Value::U32(7));
+        });
+        let err = vocabulary(&h).unwrap_err();
+        assert!(err.contains("add_space_prefix is"), "{err}");
+        let mut w = GgufWriter::new(3);
+        w.kv("tokenizer.ggml.model", Value::String("llama".into()));
+        w.kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::String(vec!["a".into()])),
+        );
+        let h = parse(&w.finish(), Path::new("t.gguf")).unwrap();
+        let err = vocabulary(&h).unwrap_err();
+        assert!(err.contains("has no tokenizer.ggml.scores"), "{err}");
+    }
+
+    #[test]
+    fn end_of_turn_tokens_end_generation_without_a_header_key() {
+        let mut w = GgufWriter::new(3);
+        w.kv("tokenizer.ggml.model", Value::String("gpt2".into()));
+        w.kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::String(
+                ["<|endoftext|>", "<|im_end|>", "a"]
+                    .map(String::from)
+                    .to_vec(),
+            )),
+        );
+        w.kv("tokenizer.ggml.merges", Value::Array(Array::String(vec![])));
+        w.kv("tokenizer.ggml.eos_token_id", Value::U32(0));
+        let h = parse(&w.finish(), Path::new("t.gguf")).unwrap();
+        assert_eq!(tokenizer_files(&h, 2048).unwrap().eos_ids, [0, 1]);
     }
 }
