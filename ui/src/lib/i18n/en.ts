@@ -698,6 +698,9 @@ export const en = {
   'share.copyLabel': 'Copy the address',
   'share.copied': 'Copied',
   'share.notRestarted': 'You left this on, but Hearth could not let other apps use it again when it started. Switch it on to try again.',
+
+  // What "tok/s" in the quiet lines means, on hover (review #19).
+  'format.rateHelp': 'tok/s: tokens a second. A token is a piece of a word; about 4 tokens make 3 English words.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

@@ -668,4 +668,7 @@ export const es: Translation = {
   'share.copyLabel': 'Copiar la dirección',
   'share.copied': 'Copiado',
   'share.notRestarted': 'Lo dejaste activado, pero Hearth no pudo volver a activarlo al iniciarse. Actívalo para intentarlo de nuevo.',
+
+  // What "tok/s" in the quiet lines means, on hover (review #19).
+  'format.rateHelp': 'tok/s: tokens por segundo. Un token es un trozo de palabra; unos 4 tokens forman 3 palabras en inglés.',
 };

@@ -669,4 +669,7 @@ export const fr: Translation = {
   'share.copyLabel': 'Copier l’adresse',
   'share.copied': 'Copié',
   'share.notRestarted': 'Vous l’aviez laissé activé, mais Hearth n’a pas pu le réactiver au démarrage. Activez-le pour réessayer.',
+
+  // What "tok/s" in the quiet lines means, on hover (review #19).
+  'format.rateHelp': 'tok/s : jetons par seconde. Un jeton est un morceau de mot ; environ 4 jetons font 3 mots anglais.',
 };

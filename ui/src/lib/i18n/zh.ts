@@ -660,4 +660,7 @@ export const zh: Translation = {
   'share.copyLabel': '复制地址',
   'share.copied': '已复制',
   'share.notRestarted': '您让它保持开启，但 Hearth 启动时无法再次让其他应用使用它。请打开开关重试。',
+
+  // What "tok/s" in the quiet lines means, on hover (review #19).
+  'format.rateHelp': 'tok/s：每秒生成的词元数。词元是词的一部分；一个汉字通常约占 1 到 2 个词元。',
 };
