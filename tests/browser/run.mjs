@@ -257,7 +257,7 @@ test('first start with the bundled starter: the welcome card says it is small an
   await chip.waitFor();
   assert((await chip.textContent()).trim() === 'Small model', 'the chip names it');
   const option = await page.getByTestId('model-picker').locator('option[value="cpu:smollm2-135m"]').textContent();
-  assert(option.includes('small, built in'), `the picker: ${option}`);
+  assert(option.trim() === 'SmolLM2 (built in)', `the picker names it short (review #15): ${option}`);
 }, () => { window.__mockBuiltin = 'starter'; });
 
 test('a message streams an answer with a grey line of numbers and the receipt under Details', async ({ page }) => {
@@ -758,7 +758,7 @@ test('review #18 (S3): with nothing downloaded, Settings says Hearth opens the m
   await page.keyboard.press('Control+,');
   const select = page.locator('#setting-default-model');
   const shown = await select.evaluate((s) => s.selectedOptions[0].textContent);
-  assert(/demo/.test(shown), `the built-in model is shown: ${shown}`);
+  assert(/Demo \(built in\)/.test(shown), `the built-in model is shown: ${shown}`);
   assert(!(await select.locator('option').allTextContents()).some((o) => o.includes('last one downloaded')), 'no "last one downloaded" when none was');
 });
 
@@ -769,6 +769,23 @@ test('review #19 (S3): "tok/s" under an answer explains itself on hover', async 
   assert((await line.textContent()).includes('tok/s'), await line.textContent());
   const help = await line.getAttribute('title');
   assert(help && help.includes('tokens a second') && help.includes('piece of a word'), `the hover says what tok/s is: ${help}`);
+});
+
+test('review #15 (S3): at 800x600 the header shows the whole name of the built-in model', async ({ page }) => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  const picker = page.getByTestId('model-picker');
+  const fits = await picker.evaluate((s) => {
+    const probe = document.createElement('span');
+    probe.style.font = getComputedStyle(s).font;
+    probe.style.position = 'absolute';
+    probe.textContent = s.selectedOptions[0].textContent;
+    document.body.appendChild(probe);
+    const need = probe.getBoundingClientRect().width;
+    probe.remove();
+    return { need, have: s.clientWidth, text: s.selectedOptions[0].textContent };
+  });
+  assert(fits.text === 'Demo (built in)', fits.text);
+  assert(fits.need + 30 <= fits.have, `the name fits the picker: ${JSON.stringify(fits)}`);
 });
 
 test('every control has an accessible name', async ({ page }) => {

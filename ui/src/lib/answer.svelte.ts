@@ -14,8 +14,11 @@ import type { Source } from './documents';
 
 export type AnswerApi = Pick<Api, 'startAnswer' | 'stopAnswer'>;
 
-/** What "Continue" sends after an answer cut at the length limit. */
-export const CONTINUE_TEXT = 'Please continue where you stopped.';
+/** What "Continue" sends after an answer cut at the length limit, in the app's language (the
+ *  backends cannot extend a cut answer in place yet, so a new answer goes on from it). */
+export function continueText(): string {
+  return t('chat.continuePrompt');
+}
 
 /**
  * A message's length as the backend counts it (`validate_text` in the app crate):
@@ -135,7 +138,7 @@ export class AnswerStream {
 
   /** Ask the model to go on after an answer that stopped at the length limit. */
   async continueAnswer(): Promise<boolean> {
-    return this.send(CONTINUE_TEXT);
+    return this.send(continueText());
   }
 
   async regenerate(): Promise<boolean> {

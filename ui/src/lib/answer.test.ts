@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AnswerStream, CONTINUE_TEXT, messageLength, validateMessage } from './answer.svelte';
+import { AnswerStream, continueText, messageLength, validateMessage } from './answer.svelte';
+import { setLanguage } from './i18n/index.svelte';
 import { ConversationList } from './conversations.svelte';
 import { ModelSession } from './session.svelte';
 import { Notifications } from './notifications.svelte';
@@ -181,7 +182,24 @@ describe('AnswerStream', () => {
       }),
     );
     await answer.continueAnswer();
-    expect(sent).toEqual([{ kind: 'send', content: CONTINUE_TEXT }]);
+    expect(sent).toEqual([{ kind: 'send', content: continueText() }]);
+  });
+
+  it('review #9 (S3): Continue speaks the language of the app, not a canned English line', async () => {
+    const sent: ChatAction[] = [];
+    const { answer } = stores(
+      fakeApi((action) => {
+        sent.push(action);
+        return [];
+      }),
+    );
+    setLanguage('de');
+    try {
+      await answer.continueAnswer();
+    } finally {
+      setLanguage('en');
+    }
+    expect(sent).toEqual([{ kind: 'send', content: 'Bitte dort weitermachen, wo die Antwort aufgehört hat.' }]);
   });
 });
 

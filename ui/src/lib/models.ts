@@ -146,8 +146,9 @@ export function foundSourceLabel(source: FoundSource): string {
   }
 }
 
-/** How the picker names the model that came with Hearth. */
-export function builtinLabel(kind: BuiltinKind): string {
+/** How the picker and Settings name the model that came with Hearth: short, so the header
+ *  does not cut it at 800x600 (review #15). */
+export function builtinName(kind: BuiltinKind): string {
   return kind === 'starter' ? t('models.builtinStarter') : t('models.builtinDemo');
 }
 

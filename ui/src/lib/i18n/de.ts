@@ -140,8 +140,8 @@ export const de: Translation = {
   'picker.npuUnavailable': '{model} auf der NPU: gerade nicht verfügbar (siehe Leistung)',
   'picker.remoteGroup': 'Entfernter Server {host}: Ihre Nachrichten verlassen diesen Computer',
   'picker.onHost': '{model} · auf {host}',
-  'models.builtinStarter': 'klein, eingebaut',
-  'models.builtinDemo': 'winzige Demo',
+  'models.builtinStarter': 'SmolLM2 (eingebaut)',
+  'models.builtinDemo': 'Demo (eingebaut)',
 
   'settings.close': 'Einstellungen schließen',
   'settings.savedAsYouGo': 'Änderungen werden sofort gespeichert.',
@@ -671,4 +671,7 @@ export const de: Translation = {
 
   // What "tok/s" in the quiet lines means, on hover (review #19).
   'format.rateHelp': 'tok/s: Token pro Sekunde. Ein Token ist ein Wortteil; etwa 4 Token ergeben 3 englische Wörter.',
+
+  // What Continue asks the model, in the app's language (review #9).
+  'chat.continuePrompt': 'Bitte dort weitermachen, wo die Antwort aufgehört hat.',
 };

@@ -151,8 +151,8 @@ export const en = {
   'picker.npuUnavailable': '{model} on the NPU: not available now (see Performance)',
   'picker.remoteGroup': 'Remote server {host}: your messages leave this computer',
   'picker.onHost': '{model} · on {host}',
-  'models.builtinStarter': 'small, built in',
-  'models.builtinDemo': 'tiny demo',
+  'models.builtinStarter': 'SmolLM2 (built in)',
+  'models.builtinDemo': 'Demo (built in)',
 
   // Settings.
   'settings.close': 'Close settings',
@@ -701,6 +701,9 @@ export const en = {
 
   // What "tok/s" in the quiet lines means, on hover (review #19).
   'format.rateHelp': 'tok/s: tokens a second. A token is a piece of a word; about 4 tokens make 3 English words.',
+
+  // What Continue asks the model, in the app's language (review #9).
+  'chat.continuePrompt': 'Please continue where you stopped.',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

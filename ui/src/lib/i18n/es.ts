@@ -140,8 +140,8 @@ export const es: Translation = {
   'picker.npuUnavailable': '{model} en la NPU: no disponible ahora (ver Rendimiento)',
   'picker.remoteGroup': 'Servidor remoto {host}: tus mensajes salen de este ordenador',
   'picker.onHost': '{model} · en {host}',
-  'models.builtinStarter': 'pequeño, incluido',
-  'models.builtinDemo': 'demo diminuta',
+  'models.builtinStarter': 'SmolLM2 (incluido)',
+  'models.builtinDemo': 'Demo (incluida)',
 
   'settings.close': 'Cerrar los ajustes',
   'settings.savedAsYouGo': 'Los cambios se guardan al hacerlos.',
@@ -671,4 +671,7 @@ export const es: Translation = {
 
   // What "tok/s" in the quiet lines means, on hover (review #19).
   'format.rateHelp': 'tok/s: tokens por segundo. Un token es un trozo de palabra; unos 4 tokens forman 3 palabras en inglés.',
+
+  // What Continue asks the model, in the app's language (review #9).
+  'chat.continuePrompt': 'Por favor, continúa donde te quedaste.',
 };

@@ -141,8 +141,8 @@ export const fr: Translation = {
   'picker.npuUnavailable': '{model} sur le NPU : indisponible pour l’instant (voir Performances)',
   'picker.remoteGroup': 'Serveur distant {host} : vos messages quittent cet ordinateur',
   'picker.onHost': '{model} · sur {host}',
-  'models.builtinStarter': 'petit, intégré',
-  'models.builtinDemo': 'mini démo',
+  'models.builtinStarter': 'SmolLM2 (intégré)',
+  'models.builtinDemo': 'Démo (intégrée)',
 
   'settings.close': 'Fermer les réglages',
   'settings.savedAsYouGo': 'Les modifications sont enregistrées au fur et à mesure.',
@@ -672,4 +672,7 @@ export const fr: Translation = {
 
   // What "tok/s" in the quiet lines means, on hover (review #19).
   'format.rateHelp': 'tok/s : jetons par seconde. Un jeton est un morceau de mot ; environ 4 jetons font 3 mots anglais.',
+
+  // What Continue asks the model, in the app's language (review #9).
+  'chat.continuePrompt': 'Merci de continuer là où la réponse s’est arrêtée.',
 };

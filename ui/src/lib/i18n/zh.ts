@@ -139,8 +139,8 @@ export const zh: Translation = {
   'picker.npuUnavailable': '{model} 在 NPU 上：暂不可用（见性能页面）',
   'picker.remoteGroup': '远程服务器 {host}：你的消息会离开这台电脑',
   'picker.onHost': '{model} · 在 {host} 上',
-  'models.builtinStarter': '小型，内置',
-  'models.builtinDemo': '微型演示',
+  'models.builtinStarter': 'SmolLM2（内置）',
+  'models.builtinDemo': '演示（内置）',
 
   'settings.close': '关闭设置',
   'settings.savedAsYouGo': '更改会立即保存。',
@@ -663,4 +663,7 @@ export const zh: Translation = {
 
   // What "tok/s" in the quiet lines means, on hover (review #19).
   'format.rateHelp': 'tok/s：每秒生成的词元数。词元是词的一部分；一个汉字通常约占 1 到 2 个词元。',
+
+  // What Continue asks the model, in the app's language (review #9).
+  'chat.continuePrompt': '请从你停下的地方继续。',
 };
