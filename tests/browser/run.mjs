@@ -788,6 +788,30 @@ test('review #15 (S3): at 800x600 the header shows the whole name of the built-i
   assert(fits.need + 30 <= fits.have, `the name fits the picker: ${JSON.stringify(fits)}`);
 });
 
+test('review #11 (S3): a conversation that only holds files is not listed as another "New conversation" once the user moves on', async ({ page }) => {
+  await page.getByTestId('attach-button').click();
+  await page.getByTestId('attached-file').waitFor();
+  const items = page.getByTestId('conversation-item');
+  await page.waitForTimeout(300);
+  assert((await items.count()) <= 1, `at most the open conversation is listed: ${await items.allTextContents()}`);
+  await page.keyboard.press('Control+n');
+  await page.waitForTimeout(300);
+  const titles = await items.allTextContents();
+  assert(!titles.some((t) => t.includes('New conversation')), `no "New conversation" for files only: ${titles.join(' | ')}`);
+  await sendAndWait(page, 'Hello');
+  assert((await items.count()) === 1, `the conversation with a message is listed: ${await items.allTextContents()}`);
+});
+
+test('review #12 (S3): Your files are sorted by name as people read it, whatever the case', async ({ page }) => {
+  await page.evaluate(() => window.__mockDrop(['Tenancy agreement.docx', 'broken-report.pdf', 'notes.md']));
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 3);
+  await page.getByTestId('library-button').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="library-file"]').length === 3);
+  const names = await page.getByTestId('library-file').allTextContents();
+  const order = ['broken-report.pdf', 'notes.md', 'Tenancy agreement.docx'].map((n) => names.findIndex((t) => t.includes(n)));
+  assert(order[0] < order[1] && order[1] < order[2], `the order: ${names.map((t) => t.trim().slice(0, 30)).join(' | ')}`);
+});
+
 test('every control has an accessible name', async ({ page }) => {
   const unnamed = [];
   for (const view of VIEWS) {
