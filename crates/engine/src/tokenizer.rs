@@ -1,6 +1,9 @@
 //! Text to token ids and back, from the model's `tokenizer.json` (Hugging Face `tokenizers`, pure
 //! Rust), plus the streaming decoder that holds a multi-byte character split across tokens until
-//! it is complete.
+//! it is complete. Byte-level BPE (GPT-2 style: Llama 3, Qwen) and SentencePiece-style
+//! vocabularies (BPE with byte fallback and spaces as `▁`: Gemma, Mistral, Llama 2; Unigram)
+//! are both computed by that library, as Hugging Face computes them; a GGUF file's vocabulary
+//! comes here as the `tokenizer.json` `q4nx` rebuilds from it.
 //!
 //! Messages are data, not markers: [`TextTokenizer::quote`] marks each special token's spelling
 //! inside a message's text (a document saying `<|im_end|>`), and [`TextTokenizer::encode_prompt`]
@@ -285,6 +288,9 @@ fn spelled_bytes(
         None => spelling.replace('\u{2581}', " ").into_bytes(),
     }
 }
+
+#[cfg(test)]
+mod sentencepiece_tests;
 
 #[cfg(test)]
 mod tests {
