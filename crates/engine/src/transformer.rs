@@ -1,16 +1,23 @@
-//! The decoder-only transformer of the Llama family (MiniCPM5, Llama 3), Qwen2 and Qwen3, computed
-//! as Hugging Face transformers computes it (see the forward pass in the models notes; RoPE and
-//! its scalings in [`crate::rope`]).
+//! The decoder-only transformer of the Llama family (MiniCPM5, Llama 3), Qwen2, Qwen3 and Gemma 3,
+//! computed as Hugging Face transformers computes it (see the forward pass in the models notes;
+//! RoPE and its scalings in [`crate::rope`]).
+//!
+//! Gemma 3 differs from Llama in a few marked steps: the embedding is multiplied by √hidden,
+//! every norm multiplies by `1 + w` (folded into the weights at load), q and k are normed per
+//! head, the outputs of attention and of the MLP are normed before they join the residual
+//! stream, the MLP's activation is GELU-tanh, attention is scaled by `query_pre_attn_scalar`,
+//! its local layers attend to a sliding window with their own RoPE base, and the logits may be
+//! soft-capped.
 //!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
 
 use std::path::Path;
 
-use q4nx::{Family, ModelConfig, Tensor, Weights};
+use q4nx::{Family, ModelConfig, RopeScaling, Tensor, Weights};
 
 use crate::cpu::attention::{self, AttentionShape};
-use crate::cpu::exp::silu_mul;
+use crate::cpu::exp::{gelu_tanh_mul, silu_mul};
 use crate::cpu::CpuContext;
 use crate::kv_cache::KvCache;
 use crate::linear::Linear;
@@ -25,18 +32,20 @@ pub(crate) const MAX_CHUNK: usize = 64;
 /// One decoder layer's weights.
 #[derive(Debug)]
 pub(crate) struct LayerWeights<'w> {
-    attn_norm: Vec<f32>,             // (hidden)
-    wq: Linear<'w>,                  // (n_heads * head_dim, hidden)
-    wk: Linear<'w>,                  // (n_kv_heads * head_dim, hidden)
-    wv: Linear<'w>,                  // (n_kv_heads * head_dim, hidden)
-    qkv_bias: Option<[Vec<f32>; 3]>, // (q_dim), (kv_dim), (kv_dim), Qwen2 only
-    q_norm: Option<Vec<f32>>,        // (head_dim), Qwen3 only
-    k_norm: Option<Vec<f32>>,        // (head_dim), Qwen3 only
-    wo: Linear<'w>,                  // (hidden, n_heads * head_dim)
-    ffn_norm: Vec<f32>,              // (hidden)
-    w_gate: Linear<'w>,              // (intermediate, hidden)
-    w_up: Linear<'w>,                // (intermediate, hidden)
-    w_down: Linear<'w>,              // (hidden, intermediate)
+    attn_norm: Vec<f32>,              // (hidden)
+    wq: Linear<'w>,                   // (n_heads * head_dim, hidden)
+    wk: Linear<'w>,                   // (n_kv_heads * head_dim, hidden)
+    wv: Linear<'w>,                   // (n_kv_heads * head_dim, hidden)
+    qkv_bias: Option<[Vec<f32>; 3]>,  // (q_dim), (kv_dim), (kv_dim), Qwen2 only
+    q_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
+    k_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
+    wo: Linear<'w>,                   // (hidden, n_heads * head_dim)
+    post_attn_norm: Option<Vec<f32>>, // (hidden), Gemma 3 only: on attention's output
+    ffn_norm: Vec<f32>,               // (hidden)
+    post_ffn_norm: Option<Vec<f32>>,  // (hidden), Gemma 3 only: on the MLP's output
+    w_gate: Linear<'w>,               // (intermediate, hidden)
+    w_up: Linear<'w>,                 // (intermediate, hidden)
+    w_down: Linear<'w>,               // (hidden, intermediate)
 }
 
 /// Every weight of the model, borrowed from the memory-mapped file (norms are copied to f32:
@@ -89,12 +98,21 @@ impl<'w> TransformerWeights<'w> {
                 )),
             }
         };
-        let qwen3 = matches!(c.family, Family::Qwen3);
+        let gemma3 = c.family == Family::Gemma3;
+        // Gemma's RMSNorm multiplies by 1 + w (in f32, as transformers computes it).
+        let norm = |name: &str, len: usize| -> Result<Vec<f32>, Error> {
+            let mut w = vector(name, len)?;
+            if gemma3 {
+                w.iter_mut().for_each(|w| *w += 1.0);
+            }
+            Ok(w)
+        };
+        let qk_norm = matches!(c.family, Family::Qwen3 | Family::Gemma3);
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {
             let p = format!("model.layers.{i}");
             layers.push(LayerWeights {
-                attn_norm: vector(&format!("{p}.input_layernorm.weight"), hidden)?,
+                attn_norm: norm(&format!("{p}.input_layernorm.weight"), hidden)?,
                 wq: linear(&format!("{p}.self_attn.q_proj.weight"), q_dim, hidden)?,
                 wk: linear(&format!("{p}.self_attn.k_proj.weight"), kv_dim, hidden)?,
                 wv: linear(&format!("{p}.self_attn.v_proj.weight"), kv_dim, hidden)?,
@@ -108,14 +126,26 @@ impl<'w> TransformerWeights<'w> {
                         ])
                     })
                     .transpose()?,
-                q_norm: qwen3
-                    .then(|| vector(&format!("{p}.self_attn.q_norm.weight"), hd))
+                q_norm: qk_norm
+                    .then(|| norm(&format!("{p}.self_attn.q_norm.weight"), hd))
                     .transpose()?,
-                k_norm: qwen3
-                    .then(|| vector(&format!("{p}.self_attn.k_norm.weight"), hd))
+                k_norm: qk_norm
+                    .then(|| norm(&format!("{p}.self_attn.k_norm.weight"), hd))
                     .transpose()?,
                 wo: linear(&format!("{p}.self_attn.o_proj.weight"), hidden, q_dim)?,
-                ffn_norm: vector(&format!("{p}.post_attention_layernorm.weight"), hidden)?,
+                // Gemma's post_attention_layernorm norms attention's output; its MLP's input
+                // norm is pre_feedforward_layernorm.
+                post_attn_norm: gemma3
+                    .then(|| norm(&format!("{p}.post_attention_layernorm.weight"), hidden))
+                    .transpose()?,
+                ffn_norm: if gemma3 {
+                    norm(&format!("{p}.pre_feedforward_layernorm.weight"), hidden)?
+                } else {
+                    vector(&format!("{p}.post_attention_layernorm.weight"), hidden)?
+                },
+                post_ffn_norm: gemma3
+                    .then(|| norm(&format!("{p}.post_feedforward_layernorm.weight"), hidden))
+                    .transpose()?,
                 w_gate: linear(
                     &format!("{p}.mlp.gate_proj.weight"),
                     c.intermediate_size,
@@ -143,7 +173,7 @@ impl<'w> TransformerWeights<'w> {
         Ok(TransformerWeights {
             embed: linear("model.embed_tokens.weight", c.vocab_size, hidden)?,
             layers,
-            norm: vector("model.norm.weight", hidden)?,
+            norm: norm("model.norm.weight", hidden)?,
             lm_head: linear(head_name, c.vocab_size, hidden)?,
         })
     }
@@ -159,6 +189,8 @@ impl<'w> TransformerWeights<'w> {
                     + l.ffn_norm.len()
                     + l.q_norm.as_ref().map_or(0, Vec::len)
                     + l.k_norm.as_ref().map_or(0, Vec::len)
+                    + l.post_attn_norm.as_ref().map_or(0, Vec::len)
+                    + l.post_ffn_norm.as_ref().map_or(0, Vec::len)
                     + l.qkv_bias
                         .as_ref()
                         .map_or(0, |b| b.iter().map(Vec::len).sum())
@@ -197,18 +229,19 @@ pub(crate) enum Logits {
 /// Activation buffers for up to [`MAX_CHUNK`] tokens, allocated once, plus the RoPE table.
 #[derive(Debug)]
 pub(crate) struct RunState {
-    x: Vec<f32>,                 // (chunk, hidden) residual stream
-    xb: Vec<f32>,                // (chunk, hidden) normed input of a block
-    xb2: Vec<f32>,               // (chunk, hidden) output of a block
-    q: Vec<f32>,                 // (chunk, n_heads * head_dim)
-    k: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
-    v: Vec<f32>,                 // (chunk, n_kv_heads * head_dim)
-    attn: Vec<f32>,              // (chunk, n_heads * head_dim) attention output
-    gate: Vec<f32>,              // (chunk, intermediate)
-    up: Vec<f32>,                // (chunk, intermediate)
-    rope: RopeTable,             // (context, head_dim / 2)
-    pub(crate) logits: Vec<f32>, // (rows, vocab), rows = 1 or chunk
-    hidden: Vec<f32>,            // (hidden) for Logits::LastHidden
+    x: Vec<f32>,                   // (chunk, hidden) residual stream
+    xb: Vec<f32>,                  // (chunk, hidden) normed input of a block
+    xb2: Vec<f32>,                 // (chunk, hidden) output of a block
+    q: Vec<f32>,                   // (chunk, n_heads * head_dim)
+    k: Vec<f32>,                   // (chunk, n_kv_heads * head_dim)
+    v: Vec<f32>,                   // (chunk, n_kv_heads * head_dim)
+    attn: Vec<f32>,                // (chunk, n_heads * head_dim) attention output
+    gate: Vec<f32>,                // (chunk, intermediate)
+    up: Vec<f32>,                  // (chunk, intermediate)
+    rope: RopeTable,               // (context, head_dim / 2)
+    rope_local: Option<RopeTable>, // Gemma 3's local layers' (plain RoPE, their own base)
+    pub(crate) logits: Vec<f32>,   // (rows, vocab), rows = 1 or chunk
+    hidden: Vec<f32>,              // (hidden) for Logits::LastHidden
 }
 
 impl RunState {
@@ -219,6 +252,10 @@ impl RunState {
             c.num_key_value_heads * c.head_dim,
         );
         let rope = RopeTable::new(c.rope_theta, c.head_dim, &c.rope_scaling, context);
+        let rope_local = c
+            .gemma3
+            .as_ref()
+            .map(|g| RopeTable::new(g.local_rope_theta, c.head_dim, &RopeScaling::None, context));
         RunState {
             x: vec![0.0; MAX_CHUNK * c.hidden_size],
             xb: vec![0.0; MAX_CHUNK * c.hidden_size],
@@ -230,6 +267,7 @@ impl RunState {
             gate: vec![0.0; MAX_CHUNK * c.intermediate_size],
             up: vec![0.0; MAX_CHUNK * c.intermediate_size],
             rope,
+            rope_local,
             logits: Vec::new(),
             hidden: Vec::new(),
         }
@@ -256,7 +294,11 @@ pub(crate) fn forward(
     let (dim, hd, eps) = (c.hidden_size, c.head_dim, c.rms_norm_eps);
     let (n_heads, n_kv) = (c.num_attention_heads, c.num_key_value_heads);
     let (q_dim, kv_dim, inter) = (n_heads * hd, n_kv * hd, c.intermediate_size);
-    let scale = 1.0 / (hd as f32).sqrt();
+    let gemma3 = c.gemma3.as_ref();
+    let scale = match gemma3 {
+        Some(g) => g.query_pre_attn_scalar.powf(-0.5) as f32,
+        None => 1.0 / (hd as f32).sqrt(),
+    };
     let (x, xb, xb2) = (
         &mut s.x[..n * dim],
         &mut s.xb[..n * dim],
@@ -270,10 +312,13 @@ pub(crate) fn forward(
     let attn = &mut s.attn[..n * q_dim];
     let (gate, up) = (&mut s.gate[..n * inter], &mut s.up[..n * inter]);
 
-    // x = embed[token]                                             (n, dim)
+    // x = embed[token] (Gemma 3: times √hidden)                   (n, dim)
     for (t, &token) in tokens.iter().enumerate() {
         w.embed
             .row_f32(token as usize, &mut x[t * dim..(t + 1) * dim]);
+    }
+    if let Some(g) = gemma3 {
+        x.iter_mut().for_each(|v| *v *= g.embed_scale);
     }
 
     for (l, layer) in w.layers.iter().enumerate() {
@@ -300,20 +345,29 @@ pub(crate) fn forward(
             }
         }
 
-        // Qwen3: per-head RMSNorm of q and k, before RoPE.
+        // Qwen3, Gemma 3: per-head RMSNorm of q and k, before RoPE.
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
             rmsnorm_rows_in_place(q, qn, eps);
             rmsnorm_rows_in_place(k, kn, eps);
         }
 
+        // Gemma 3's local layers: a sliding window and their own RoPE.
+        let window = gemma3
+            .filter(|g| g.sliding_layers[l])
+            .map(|g| g.sliding_window);
+        let rope = match (window, &s.rope_local) {
+            (Some(_), Some(local)) => local,
+            _ => &s.rope,
+        };
+
         // RoPE on every head of q and k, then store k, v at their positions.
         for t in 0..n {
             let pos = start + t;
             for head in q[t * q_dim..(t + 1) * q_dim].chunks_exact_mut(hd) {
-                s.rope.rotate(head, pos);
+                rope.rotate(head, pos);
             }
             for head in k[t * kv_dim..(t + 1) * kv_dim].chunks_exact_mut(hd) {
-                s.rope.rotate(head, pos);
+                rope.rotate(head, pos);
             }
             cache.store(
                 l,
@@ -330,12 +384,15 @@ pub(crate) fn forward(
             kv_heads: n_kv,
             head_dim: hd,
             scale,
-            window: None,
+            window,
         };
         attention::causal_attention(cpu, shape, q, n, start, cache, l, attn);
 
-        // x = x + attn Wo^T                                        (n, dim)
+        // x = x + attn Wo^T (Gemma 3: rmsnorm(attn Wo^T))           (n, dim)
         layer.wo.matmul(cpu, attn, n, xb2);
+        if let Some(post) = &layer.post_attn_norm {
+            rmsnorm_rows_in_place(xb2, post, eps);
+        }
         add_in_place(x, xb2);
 
         // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
@@ -347,11 +404,20 @@ pub(crate) fn forward(
             n,
         );
         // In pieces over the pool: the exponentials are a visible share of a decode step.
+        // Gemma 3: GELU-tanh in place of SiLU.
         const PIECE: usize = 1024;
+        let activation = if gemma3.is_some() {
+            gelu_tanh_mul
+        } else {
+            silu_mul
+        };
         cpu.pool().for_each_piece_mut(gate, PIECE, &|i, gate| {
-            silu_mul(cpu.level(), gate, &up[i * PIECE..][..gate.len()]);
+            activation(cpu.level(), gate, &up[i * PIECE..][..gate.len()]);
         });
         layer.w_down.matmul(cpu, gate, n, xb2);
+        if let Some(post) = &layer.post_ffn_norm {
+            rmsnorm_rows_in_place(xb2, post, eps);
+        }
         add_in_place(x, xb2);
     }
 
@@ -371,6 +437,13 @@ pub(crate) fn forward(
     s.logits.resize(rows * c.vocab_size, 0.0);
     w.lm_head
         .matmul(cpu, &xb[..rows * dim], rows, &mut s.logits);
+    // logits = cap tanh(logits / cap), where the config asks (final_logit_softcapping).
+    if let Some(cap) = gemma3.and_then(|g| g.final_logit_softcapping) {
+        let cap = cap as f32;
+        s.logits
+            .iter_mut()
+            .for_each(|v| *v = (*v / cap).tanh() * cap);
+    }
 }
 
 /// Last-token pooling, a decoder embedding model's vector of a text (Qwen3-Embedding's): runs

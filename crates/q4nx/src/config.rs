@@ -1,9 +1,11 @@
-//! `config.json` of the Llama, Qwen2 and Qwen3 families, reduced to what the forward pass needs.
+//! `config.json` of the Llama, Qwen2, Qwen3 and Gemma 3 families, reduced to what the forward
+//! pass needs (Gemma 3's own parameters in [`crate::gemma3`]).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::gemma3::{self, Gemma3Params};
 use crate::{Error, RopeScaling};
 
 /// The architecture family, from `architectures[0]` or `model_type`.
@@ -16,6 +18,10 @@ pub enum Family {
     Qwen3,
     /// `Qwen2ForCausalLM` (Qwen2.5, DeepSeek-R1-Distill-Qwen): Llama plus biases on q, k and v.
     Qwen2,
+    /// `Gemma3ForCausalLM` (and the language model of `Gemma3ForConditionalGeneration`):
+    /// QK-norm, norms after attention and after the MLP, every norm `(1 + w)`, GELU-tanh,
+    /// local sliding-window layers between global ones ([`Gemma3Params`]).
+    Gemma3,
 }
 
 impl Family {
@@ -25,6 +31,7 @@ impl Family {
             Family::Llama => "llama",
             Family::Qwen3 => "qwen3",
             Family::Qwen2 => "qwen2",
+            Family::Gemma3 => "gemma3",
         }
     }
 }
@@ -62,6 +69,9 @@ pub struct ModelConfig {
     pub bos_token_id: Option<u32>,
     /// End-of-sequence ids (`eos_token_id` may be one integer or a list).
     pub eos_token_ids: Vec<u32>,
+    /// Gemma 3's own parameters (Gemma 3 only; [`Self::rope_theta`] and
+    /// [`Self::rope_scaling`] are then its global layers').
+    pub gemma3: Option<Gemma3Params>,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -126,11 +136,22 @@ impl ModelConfig {
         let obj = root
             .as_object()
             .ok_or_else(|| err("config.json is not a JSON object".into()))?;
-        let fields = Fields {
+        let family = family_of(obj).map_err(err)?;
+        let top = Fields {
             obj,
             path: path.to_path_buf(),
         };
-        let family = family_of(obj).map_err(err)?;
+        // Gemma3ForConditionalGeneration keeps its language model's fields in text_config.
+        let fields = match obj.get("text_config") {
+            Some(Value::Object(text)) if family == Family::Gemma3 => Fields {
+                obj: text,
+                path: path.to_path_buf(),
+            },
+            _ => Fields {
+                obj,
+                path: path.to_path_buf(),
+            },
+        };
         let hidden_size = fields.usize_required("hidden_size")?;
         let num_attention_heads = fields.usize_required("num_attention_heads")?;
         let num_key_value_heads = fields
@@ -160,12 +181,33 @@ impl ModelConfig {
         let default_ctx = match family {
             Family::Llama => 2048,
             Family::Qwen3 | Family::Qwen2 => 32768,
+            Family::Gemma3 => gemma3::DEFAULT_CONTEXT,
         };
         let max_position_embeddings = fields
             .usize_optional("max_position_embeddings")?
             .unwrap_or(default_ctx);
-        let rope_scaling =
-            RopeScaling::from_config(obj, max_position_embeddings, head_dim).map_err(err)?;
+        let num_hidden_layers = fields.usize_required("num_hidden_layers")?;
+        let (rope_theta, rope_scaling, gemma3) = if family == Family::Gemma3 {
+            let (params, global) = gemma3::parse(
+                fields.obj,
+                num_hidden_layers,
+                hidden_size,
+                max_position_embeddings,
+                head_dim,
+            )
+            .map_err(err)?;
+            (global.theta, global.scaling, Some(params))
+        } else {
+            let scaling =
+                RopeScaling::from_config(obj, max_position_embeddings, head_dim).map_err(err)?;
+            (rope_theta, scaling, None)
+        };
+        // Token ids may sit beside text_config rather than in it.
+        let ids = if fields.get("eos_token_id").is_some() {
+            &fields
+        } else {
+            &top
+        };
         if fields.bool_optional("use_sliding_window")? == Some(true) {
             return Err(err(
                 "config.json asks for sliding-window attention (use_sliding_window), which \
@@ -176,7 +218,7 @@ impl ModelConfig {
         let config = ModelConfig {
             family,
             hidden_size,
-            num_hidden_layers: fields.usize_required("num_hidden_layers")?,
+            num_hidden_layers,
             num_attention_heads,
             num_key_value_heads,
             head_dim,
@@ -189,8 +231,9 @@ impl ModelConfig {
                 .bool_optional("tie_word_embeddings")?
                 .unwrap_or(false),
             max_position_embeddings,
-            bos_token_id: fields.u32_optional("bos_token_id")?,
-            eos_token_ids: fields.eos_ids()?,
+            bos_token_id: ids.u32_optional("bos_token_id")?,
+            eos_token_ids: ids.eos_ids()?,
+            gemma3,
         };
         config.check().map_err(err)?;
         Ok(config)
@@ -308,14 +351,18 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         // Qwen3Model: the base class without the head, which embedding models are saved from.
         (Some("Qwen3ForCausalLM" | "Qwen3Model"), _) | (None, Some("qwen3")) => Ok(Family::Qwen3),
         (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Ok(Family::Qwen2),
+        // The multimodal class: only its language model is read (text_config).
+        (Some("Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration"), _)
+        | (None, Some("gemma3_text" | "gemma3")) => Ok(Family::Gemma3),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
-                             Hearth runs LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM models"
+                             Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and \
+                             Gemma3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
             "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
-             Qwen2ForCausalLM and Qwen3ForCausalLM models"
+             Qwen2ForCausalLM, Qwen3ForCausalLM and Gemma3ForCausalLM models"
         )),
     }
 }

@@ -317,6 +317,13 @@ fn flm_qwen3_config(
     config: &ModelConfig,
     text: &str,
 ) -> Result<(ModelConfig, String, Vec<String>), Error> {
+    if config.family == Family::Gemma3 {
+        return Err(convert_err(
+            "cannot make a FastFlowLM Qwen3 variant of a Gemma 3 model: its extra norms, GELU \
+             and sliding-window layers have no place in Qwen3"
+                .into(),
+        ));
+    }
     if config.qkv_bias() {
         return Err(convert_err(format!(
             "cannot make a FastFlowLM Qwen3 variant of a {} model: Qwen3 has no q/k/v biases to \

@@ -1,5 +1,5 @@
-//! Which tensors a Llama/Qwen2/Qwen3 model has, in which role and with which logical (Hugging Face)
-//! shape, as implied by its config.
+//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has, in which role and with which logical
+//! (Hugging Face) shape, as implied by its config.
 
 use crate::{Family, ModelConfig};
 
@@ -45,7 +45,11 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
         ("input_layernorm.weight", c.hidden_size),
         ("post_attention_layernorm.weight", c.hidden_size),
     ];
-    if c.family == Family::Qwen3 {
+    if c.family == Family::Gemma3 {
+        norms.push(("pre_feedforward_layernorm.weight", c.hidden_size));
+        norms.push(("post_feedforward_layernorm.weight", c.hidden_size));
+    }
+    if matches!(c.family, Family::Qwen3 | Family::Gemma3) {
         norms.push(("self_attn.q_norm.weight", c.head_dim));
         norms.push(("self_attn.k_norm.weight", c.head_dim));
     }

@@ -15,6 +15,7 @@ pub mod container;
 mod convert;
 pub mod dtype;
 mod error;
+mod gemma3;
 pub mod gguf;
 pub mod layout;
 pub mod quantize;
@@ -29,6 +30,7 @@ pub use config::{Family, ModelConfig, MAX_CONFIG_BYTES, MAX_HIDDEN_SIZE, MAX_INT
 pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Variant};
 pub use dtype::Dtype;
 pub use error::Error;
+pub use gemma3::Gemma3Params;
 pub use quantize::quantize_q4_1_tiles;
 pub use rope_scaling::RopeScaling;
 pub use tensor::{DenseTensor, Tensor, TileMatrix};

@@ -1,10 +1,11 @@
-//! A Llama, Qwen2 or Qwen3 GGUF file to a Q4NX model folder.
+//! A Llama, Qwen2, Qwen3 or Gemma 3 GGUF file to a Q4NX model folder.
 //!
 //! Linear weights keep the GGUF's codes where a block maps onto a Q4NX tile group: Q4_1 and
 //! Q4_0 (as `m = -8 d`) become Q4_1 tiles and Q8_0 becomes Q8 tiles, with only the f16 scales
 //! rounded to BF16. Other linear types are decoded as ggml does and quantized to Q4_1, except
 //! the output head, which is never stored below the GGUF's precision: a head above 4 bits
-//! becomes Q8 tiles. The embedding and the norms are decoded and stored as BF16.
+//! becomes Q8 tiles. The embedding and the norms are decoded and stored as BF16 (Gemma's
+//! norms, which llama.cpp's converter stores as `1 + w`, back as Hugging Face's `w`).
 //!
 //! llama.cpp stores the Q and K projections of `llama` models with each head's rows
 //! interleaved for its RoPE; the rows are put back in Hugging Face order here, so the engine's
@@ -113,6 +114,8 @@ struct Planned<'h> {
     source: &'h TensorInfo,
     /// For linear weights: how, the logical `[N, K]`, and the Q/K head size to un-permute.
     linear: Option<(Path4, usize, usize, Option<usize>)>,
+    /// Added to every value of a dense tensor (-1 for a Gemma norm: back to Hugging Face's w).
+    shift: f32,
 }
 
 /// Imports the GGUF file `src` into a new Q4NX folder `dst` (which must not exist or be
@@ -248,12 +251,13 @@ fn check<'h>(h: &'h Header, src: &Path) -> Result<Checked<'h>, Error> {
         "llama" => Family::Llama,
         "qwen3" => Family::Qwen3,
         "qwen2" => Family::Qwen2,
+        "gemma3" => Family::Gemma3,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5) and qwen3 models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3 and gemma3 models"
                 ),
             ))
         }
@@ -358,12 +362,14 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
         Family::Llama => "LlamaForCausalLM",
         Family::Qwen3 => "Qwen3ForCausalLM",
         Family::Qwen2 => "Qwen2ForCausalLM",
+        Family::Gemma3 => "Gemma3ForCausalLM",
     };
-    let text = serde_json::to_string_pretty(&json!({
+    let layers = need("block_count")?;
+    let mut v = json!({
         "architectures": [arch_name],
         "model_type": family.name(),
         "hidden_size": hidden,
-        "num_hidden_layers": need("block_count")?,
+        "num_hidden_layers": layers,
         "num_attention_heads": heads,
         "num_key_value_heads": kv_heads,
         "head_dim": head_dim,
@@ -376,10 +382,44 @@ fn model_config(h: &Header, arch: &str, family: Family) -> Result<(ModelConfig, 
         "max_position_embeddings": uint("context_length")?.unwrap_or(2048),
         "hidden_act": "silu",
         "torch_dtype": "bfloat16",
-    }))
-    .expect("JSON values serialize");
+    });
+    if family == Family::Gemma3 {
+        let window = uint("attention.sliding_window")?
+            .ok_or_else(|| format!("the file has no {}", key("attention.sliding_window")))?;
+        let softcap = float("final_logit_softcapping")?;
+        gemma3_config(&mut v, layers, hidden / heads, head_dim, window, softcap);
+    }
+    let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
     Ok((config, text))
+}
+
+/// Gemma 3's fields of config.json, as llama.cpp reads its `gemma3.*` metadata: the window
+/// from `attention.sliding_window`, every sixth layer global, the local layers' RoPE base
+/// 10 000, attention scaled by `query_pre_attn_scalar` (hidden / heads in the 62-layer 27B,
+/// head_dim in the others), `final_logit_softcapping` if written. The checkpoint's dtype stays
+/// bfloat16, in which Gemma 3 was released (its embedding multiplier is √hidden in bf16).
+fn gemma3_config(
+    v: &mut serde_json::Value,
+    layers: usize,
+    hidden_per_head: usize,
+    head_dim: usize,
+    window: usize,
+    softcap: Option<f64>,
+) {
+    let scalar = if layers == 62 {
+        hidden_per_head
+    } else {
+        head_dim
+    };
+    let o = v.as_object_mut().expect("we wrote an object");
+    o.remove("hidden_act");
+    o.insert("hidden_activation".into(), json!("gelu_pytorch_tanh"));
+    o.insert("sliding_window".into(), json!(window));
+    o.insert("sliding_window_pattern".into(), json!(6));
+    o.insert("rope_local_base_freq".into(), json!(10_000.0));
+    o.insert("query_pre_attn_scalar".into(), json!(scalar));
+    o.insert("final_logit_softcapping".into(), json!(softcap));
 }
 
 /// llama.cpp's per-frequency RoPE divisors (Llama 3.1's scaling, written by its converter).
@@ -412,8 +452,8 @@ fn json_with_ids(text: &str, bos: Option<u32>, eos: &[u32]) -> String {
     s
 }
 
-/// The GGUF name of a Hugging Face tensor name.
-fn gguf_name(hf: &str) -> Option<String> {
+/// The GGUF name of a Hugging Face tensor name of a `family` model.
+fn gguf_name(hf: &str, family: Family) -> Option<String> {
     match hf {
         "model.embed_tokens.weight" => return Some("token_embd.weight".into()),
         "model.norm.weight" => return Some("output_norm.weight".into()),
@@ -423,19 +463,25 @@ fn gguf_name(hf: &str) -> Option<String> {
     let rest = hf.strip_prefix("model.layers.")?;
     let (layer, suffix) = rest.split_once('.')?;
     let (module, kind) = suffix.rsplit_once('.')?;
-    let g = match module {
-        "input_layernorm" => "attn_norm",
-        "post_attention_layernorm" => "ffn_norm",
-        "self_attn.q_proj" => "attn_q",
-        "self_attn.k_proj" => "attn_k",
-        "self_attn.v_proj" => "attn_v",
-        "self_attn.o_proj" => "attn_output",
-        "self_attn.q_norm" => "attn_q_norm",
-        "self_attn.k_norm" => "attn_k_norm",
-        "mlp.gate_proj" => "ffn_gate",
-        "mlp.up_proj" => "ffn_up",
-        "mlp.down_proj" => "ffn_down",
-        _ => return None,
+    let g = match (module, family) {
+        // Gemma 3's norm after attention, then its norms before and after the MLP.
+        ("post_attention_layernorm", Family::Gemma3) => "post_attention_norm",
+        ("pre_feedforward_layernorm", Family::Gemma3) => "ffn_norm",
+        ("post_feedforward_layernorm", Family::Gemma3) => "post_ffw_norm",
+        (module, _) => match module {
+            "input_layernorm" => "attn_norm",
+            "post_attention_layernorm" => "ffn_norm",
+            "self_attn.q_proj" => "attn_q",
+            "self_attn.k_proj" => "attn_k",
+            "self_attn.v_proj" => "attn_v",
+            "self_attn.o_proj" => "attn_output",
+            "self_attn.q_norm" => "attn_q_norm",
+            "self_attn.k_norm" => "attn_k_norm",
+            "mlp.gate_proj" => "ffn_gate",
+            "mlp.up_proj" => "ffn_up",
+            "mlp.down_proj" => "ffn_down",
+            _ => return None,
+        },
     };
     Some(format!("blk.{layer}.{g}.{kind}"))
 }
@@ -450,7 +496,7 @@ fn plan<'h>(
     let mut used = HashSet::from([ROPE_FREQS.to_string()]);
     let mut out = Vec::new();
     for ExpectedTensor { name, role, shape } in expected_tensors(config) {
-        let mut g = gguf_name(&name).expect("every expected tensor has a GGUF name");
+        let mut g = gguf_name(&name, family).expect("every expected tensor has a GGUF name");
         if name == "lm_head.weight" && config.tie_word_embeddings {
             g = "token_embd.weight".into();
         }
@@ -474,6 +520,12 @@ fn plan<'h>(
                 },
                 source: t,
                 linear: None,
+                // llama.cpp's converter stores Gemma's norm weights as 1 + w.
+                shift: if family == Family::Gemma3 && role == Role::Norm {
+                    -1.0
+                } else {
+                    0.0
+                },
             },
             Role::Linear => {
                 let (n, k) = (shape[0], shape[1]);
@@ -496,6 +548,7 @@ fn plan<'h>(
                     },
                     source: t,
                     linear: Some((path, n, k, permute)),
+                    shift: 0.0,
                 }
             }
         };
@@ -593,6 +646,9 @@ fn write_q4nx(
                     for src in chunk.chunks_exact(row_bytes) {
                         dequantize(p.source.kind, src, &mut floats);
                         check_finite(file.path(), &p.source.name, &floats)?;
+                        if p.shift != 0.0 {
+                            floats.iter_mut().for_each(|v| *v += p.shift);
+                        }
                         bytes.extend(floats.iter().flat_map(|&v| bf16::from_f32(v).to_le_bytes()));
                     }
                     emit(&bytes, &mut written)?;
@@ -835,6 +891,40 @@ fn quantize_q8_group(values: &[f32]) -> (bf16, [i8; GROUP]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config_of(w: &crate::gguf::write::GgufWriter) -> Result<ModelConfig, Error> {
+        let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf"))?;
+        let checked = check(&h, Path::new("t.gguf"))?;
+        ModelConfig::from_json(&checked.config_text)
+    }
+
+    #[test]
+    fn gguf_rope_scaling_becomes_the_configs() {
+        use crate::gguf::write::tiny_model;
+        use crate::RopeScaling;
+        let mut w = tiny_model("llama");
+        w.kv("llama.rope.scaling.type", Value::String("yarn".into()));
+        w.kv("llama.rope.scaling.factor", Value::F32(4.0));
+        w.kv("llama.rope.scaling.original_context_length", Value::U32(64));
+        let c = config_of(&w).unwrap();
+        assert!(
+            matches!(c.rope_scaling, RopeScaling::Yarn { factor, original_max_position_embeddings: 64, .. } if factor == 4.0),
+            "{:?}",
+            c.rope_scaling
+        );
+        let mut w = tiny_model("llama");
+        w.kv("llama.rope.scaling.type", Value::String("longrope".into()));
+        let e = config_of(&w).unwrap_err().to_string();
+        assert!(e.contains("longrope"), "{e}");
+        // rope_freqs must be head_dim / 2 (here 16) f32 divisors.
+        let mut w = tiny_model("llama");
+        w.tensor("rope_freqs.weight", &[8], GgmlType::F32, &[0u8; 32]);
+        let e = config_of(&w).unwrap_err().to_string();
+        assert!(e.contains("rope_freqs.weight"), "{e}");
+        let mut w = tiny_model("llama");
+        w.tensor("rope_freqs.weight", &[16], GgmlType::F32, &[0u8; 64]);
+        assert_eq!(config_of(&w).unwrap().family, Family::Llama);
+    }
 
     #[test]
     fn rope_rows_go_back_to_hugging_face_order() {
