@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::embedding::EmbeddingModel;
-use crate::extract::{extract, ExtractLimits, Place};
+use crate::extract::{extract_cancellable, open_checked, ExtractError, ExtractLimits, Place};
 use crate::library::{DocumentId, FileState, Library, LibraryError, NewPassage};
 use crate::passages::{estimate_pieces, split, PassageLimits};
 
@@ -123,9 +123,13 @@ pub fn index(
             done,
             total: files.len(),
         });
-        report
-            .files
-            .push(read_one(library, given, settings, &count)?);
+        match read_one(library, given, settings, &count, cancel)? {
+            Some(file) => report.files.push(file),
+            None => {
+                report.cancelled = true;
+                return Ok(report);
+            }
+        }
     }
     if let Some(last) = files.last() {
         progress(Progress {
@@ -166,13 +170,15 @@ pub fn embed_missing(
     embed(library, &documents, settings, embedder, progress, cancel)
 }
 
-/// Reads one file into the library unless it is there unchanged.
+/// Reads one file into the library unless it is there unchanged; `None` when `cancel` stopped
+/// its reading (nothing of it is stored).
 fn read_one(
     library: &Library,
     given: &Path,
     settings: &IndexSettings,
     count: &dyn Fn(&str) -> usize,
-) -> Result<FileReport, LibraryError> {
+    cancel: &AtomicBool,
+) -> Result<Option<FileReport>, LibraryError> {
     let failed = |message: String, document| FileReport {
         given: given.to_path_buf(),
         document,
@@ -181,27 +187,26 @@ fn read_one(
     let path = match std::fs::canonicalize(given) {
         Ok(path) => path,
         Err(e) => {
-            return Ok(failed(
+            return Ok(Some(failed(
                 format!("cannot find {}: {e}", given.display()),
                 None,
-            ))
+            )))
         }
     };
-    let meta = match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_file() => meta,
-        Ok(_) => {
-            // The extractor says precisely what it is (a folder, a pipe...).
-            let message = match extract(&path, &settings.extract) {
-                Err(e) => e.to_string(),
-                Ok(_) => format!("{} is not a regular file", given.display()),
-            };
-            return Ok(failed(message, None));
-        }
+    // Every check `extract` makes before reading (kind, filesystem, size, extension) comes
+    // before the file is hashed, so a pipe, a device, a /proc file or a sparse giant is refused
+    // at once rather than read to its end.
+    let opened = match open_checked(&path, &settings.extract) {
+        Ok(file) => file,
+        Err(e) => return Ok(Some(failed(e.to_string(), None))),
+    };
+    let meta = match opened.metadata() {
+        Ok(meta) => meta,
         Err(e) => {
-            return Ok(failed(
+            return Ok(Some(failed(
                 format!("cannot read {}: {e}", given.display()),
                 None,
-            ))
+            )))
         }
     };
     let size = meta.len();
@@ -209,16 +214,16 @@ fn read_one(
     let known = library.document(&path)?;
     if let Some(document) = &known {
         if document.size == size && document.mtime_ns == mtime_ns {
-            return Ok(unchanged(given, document));
+            return Ok(Some(unchanged(given, document)));
         }
     }
-    let sha256 = match sha256_of(&path) {
+    let sha256 = match sha256_of(opened, settings.extract.max_file_bytes) {
         Ok(sha) => sha,
         Err(e) => {
-            return Ok(failed(
+            return Ok(Some(failed(
                 format!("cannot read {}: {e}", given.display()),
                 None,
-            ))
+            )))
         }
     };
     let file = FileState {
@@ -230,13 +235,13 @@ fn read_one(
     if let Some(document) = &known {
         if document.sha256 == file.sha256 {
             library.touch(document.id, &file)?;
-            return Ok(unchanged(given, document));
+            return Ok(Some(unchanged(given, document)));
         }
     }
     let format_name = crate::extract::Format::from_path(&path)
         .map(|f| f.name())
         .unwrap_or("unknown");
-    match extract(&path, &settings.extract) {
+    match extract_cancellable(&path, &settings.extract, cancel) {
         Ok(extracted) => {
             let mut passages = Vec::new();
             for (section_index, section) in extracted.sections.iter().enumerate() {
@@ -256,18 +261,19 @@ fn read_one(
                 extracted.title.as_deref(),
                 &passages,
             )?;
-            Ok(FileReport {
+            Ok(Some(FileReport {
                 given: given.to_path_buf(),
                 document: Some(id),
                 outcome: Outcome::Indexed {
                     passages: passages.len(),
                 },
-            })
+            }))
         }
+        Err(ExtractError::Cancelled { .. }) => Ok(None),
         Err(e) => {
             let message = e.to_string();
             let id = library.store_failure(&file, format_name, &message)?;
-            Ok(failed(message, Some(id)))
+            Ok(Some(failed(message, Some(id))))
         }
     }
 }
@@ -352,9 +358,10 @@ fn modified_ns(meta: &std::fs::Metadata) -> i64 {
     meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
 }
 
-/// The hex sha256 of the file at `path`, read in blocks.
-fn sha256_of(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+/// The hex sha256 of `file`, read in blocks, at most `max_bytes` of it (a file growing past
+/// the limit meanwhile is refused when it is read).
+fn sha256_of(file: std::fs::File, max_bytes: u64) -> std::io::Result<String> {
+    let mut file = file.take(max_bytes + 1);
     let mut hasher = Sha256::new();
     let mut block = vec![0u8; 1 << 16];
     loop {

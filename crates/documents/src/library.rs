@@ -475,6 +475,19 @@ impl Library {
             .map_err(|e| self.err(e))
     }
 
+    /// Forgets `conversation` (deleted from the conversation store): its attachments are
+    /// deleted, the documents stay in the library. The conversation's id no longer appears in
+    /// the database, nor, `secure_delete` being on, in its free pages.
+    pub fn forget_conversation(&self, conversation: &str) -> Result<(), LibraryError> {
+        self.conn
+            .execute(
+                "DELETE FROM attachments WHERE conversation_id = ?1",
+                [conversation],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// The documents attached to `conversation`, in the order they were attached.
     pub fn attached(&self, conversation: &str) -> Result<Vec<Document>, LibraryError> {
         let mut statement = self
@@ -712,6 +725,21 @@ mod tests {
             assert!(!found, "{name} still holds the removed text");
         }
         assert!(library.disk_use() > 0);
+    }
+
+    #[test]
+    fn p11_a_forgotten_conversation_leaves_no_attachment_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(&dir.path().join("documents.db")).unwrap();
+        let id = library
+            .store(&file("/a.txt", "1"), "text file", None, &[passage("words")])
+            .unwrap();
+        library.attach("conversation-gone", id).unwrap();
+        library.attach("conversation-kept", id).unwrap();
+        library.forget_conversation("conversation-gone").unwrap();
+        assert!(library.attached("conversation-gone").unwrap().is_empty());
+        assert_eq!(library.attached("conversation-kept").unwrap().len(), 1);
+        assert_eq!(library.documents().unwrap().len(), 1, "the document stays");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!   question set (bench/documents/fusion.py): plain RRF 0.58, weight 1.5 0.62, weight 2 0.66,
 //!   weight 3 0.64, recall@5, against 0.52 for keywords and 0.62 for embeddings alone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use rusqlite::params;
@@ -231,11 +231,20 @@ fn terms(question: &str) -> Terms {
     }
     flush_word(&mut word, &mut terms);
     flush_cjk(&mut cjk, &mut terms);
-    terms.long.sort();
-    terms.long.dedup();
-    terms.short.sort();
-    terms.short.dedup();
+    keep_first_distinct(&mut terms.long);
+    keep_first_distinct(&mut terms.short);
     terms
+}
+
+/// The most distinct words of each kind a question is searched by. Each becomes a clause of
+/// the query; a question pasted from a long text keeps its first words.
+const MAX_TERMS: usize = 64;
+
+/// Keeps the first `MAX_TERMS` distinct words of the question, sorted.
+fn keep_first_distinct(words: &mut Vec<String>) {
+    let mut seen = HashSet::new();
+    words.retain(|word| seen.len() < MAX_TERMS && seen.insert(word.clone()));
+    words.sort();
 }
 
 /// `(passage id, score)`, best first: -bm25 over the trigram index; for a question of short
@@ -409,5 +418,21 @@ mod tests {
         let short = terms("安装");
         assert!(short.long.is_empty(), "two characters are below a trigram");
         assert_eq!(short.short, ["安装"]);
+    }
+
+    #[test]
+    fn p10_a_question_keeps_its_first_distinct_words_only() {
+        let question: Vec<String> = (0..1200)
+            .map(|n| {
+                format!(
+                    "{}{}",
+                    (b'a' + (n / 26 % 26) as u8) as char,
+                    (b'a' + (n % 26) as u8) as char
+                )
+            })
+            .collect();
+        let t = terms(&question.join(" "));
+        assert_eq!(t.short.len(), MAX_TERMS);
+        assert!(t.long.is_empty());
     }
 }

@@ -8,8 +8,17 @@
 //! parser's panic on a hostile file becomes an `ExtractError` naming the file instead of taking
 //! the caller down. Zip-based formats (DOCX, ODT, EPUB) go through `archive`, which refuses
 //! archives that would unpack past the limits (zip bombs).
+//!
+//! A panic is not the only way a parser can fail: an allocation failure or a stack overflow
+//! aborts the process. So in a program that called `child::run_if_asked()` (Hearth's own), the
+//! binary formats (PDF, DOCX, ODT, EPUB, HTML) are parsed in a child process under memory and
+//! time limits (`child`); plain text, Markdown and source files, read by Hearth's own code in
+//! time and memory linear in their size, are read in process. Each reader also bounds its work
+//! at the cause (pages, operators, expansions, parts, headings), so the child's limits are the
+//! second line, not the first.
 
 mod archive;
+pub mod child;
 mod docx;
 mod epub;
 mod html;
@@ -18,11 +27,13 @@ mod odt;
 mod pdf;
 mod regular_file;
 mod text_encoding;
+mod wire;
 mod xml;
 
 use std::fmt;
 use std::panic::{catch_unwind, UnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 /// What a file is, decided by its extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +201,12 @@ pub struct ExtractLimits {
     /// The largest ratio of an entry's unpacked to packed size. By default 200 (text XML
     /// compresses about 5 to 20 times; a zip bomb compresses a thousand times and more).
     pub max_compression_ratio: u64,
+    /// The address space of the child process that parses a binary format (see `child`). By
+    /// default 4 GiB.
+    pub max_reader_memory: u64,
+    /// The processor time of that child, in seconds; it is killed after twice as long in
+    /// wall-clock time. By default 120.
+    pub max_reader_seconds: u64,
 }
 
 impl Default for ExtractLimits {
@@ -200,6 +217,8 @@ impl Default for ExtractLimits {
             max_archive_entries: 10_000,
             max_unpacked_bytes: 256 << 20,
             max_compression_ratio: 200,
+            max_reader_memory: 4 << 30,
+            max_reader_seconds: 120,
         }
     }
 }
@@ -282,6 +301,19 @@ pub enum ExtractError {
         path.display()
     )]
     ParserPanic { path: PathBuf, format: Format },
+    #[error(
+        "{} is too complex to read: {detail}. Save the part you need as a smaller file",
+        path.display()
+    )]
+    TooComplex { path: PathBuf, detail: String },
+    #[error(
+        "{} could not be read: {reason}. The file may be damaged or made to harm; open it in the \
+         program that made it and save it again",
+        path.display()
+    )]
+    ReaderStopped { path: PathBuf, reason: String },
+    #[error("reading {} was cancelled", path.display())]
+    Cancelled { path: PathBuf },
 }
 
 /// What an encrypted file of `format` is and what the user can do about it.
@@ -302,26 +334,69 @@ fn encrypted_advice(format: Format) -> String {
     }
 }
 
-/// Reads the text of the file at `path`, cut into sections, within `limits`.
-pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, ExtractError> {
+/// Opens the file at `path` after the checks `extract` makes before reading (a regular file,
+/// of a kind Hearth reads, not of the kernel's pseudo filesystems, within the size limit),
+/// without reading it: what indexing hashes, so that nothing is read that would be refused.
+pub(crate) fn open_checked(
+    path: &Path,
+    limits: &ExtractLimits,
+) -> Result<std::fs::File, ExtractError> {
+    format_of(path)?;
+    Ok(regular_file::open(path, limits.max_file_bytes)?.0)
+}
+
+/// The format of the file at `path`, once it is known to be a regular file.
+fn format_of(path: &Path) -> Result<Format, ExtractError> {
     // First, so that a folder or a pipe is called what it is, whatever its name.
     regular_file::check(path)?;
-    let format = Format::from_path(path).ok_or_else(|| ExtractError::UnknownFormat {
+    Format::from_path(path).ok_or_else(|| ExtractError::UnknownFormat {
         path: path.to_owned(),
-    })?;
+    })
+}
+
+/// Reads the text of the file at `path`, cut into sections, within `limits`.
+pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, ExtractError> {
+    extract_cancellable(path, limits, &AtomicBool::new(false))
+}
+
+/// `extract`, which stops with `ExtractError::Cancelled` when `cancel` is set while a binary
+/// format is parsed in a child process.
+pub fn extract_cancellable(
+    path: &Path,
+    limits: &ExtractLimits,
+    cancel: &AtomicBool,
+) -> Result<Extracted, ExtractError> {
+    let format = format_of(path)?;
     let bytes = regular_file::read(path, limits.max_file_bytes)?;
+    match format {
+        Format::Pdf | Format::Docx | Format::Odt | Format::Epub | Format::Html
+            if child::available() =>
+        {
+            child::extract(path, format, &bytes, limits, cancel)
+        }
+        _ => parse(path, format, &bytes, limits),
+    }
+}
+
+/// The sections of `bytes`, the content of the file at `path`, read as `format`.
+fn parse(
+    path: &Path,
+    format: Format,
+    bytes: &[u8],
+    limits: &ExtractLimits,
+) -> Result<Extracted, ExtractError> {
     let extracted = match format {
         Format::PlainText | Format::SourceCode => Extracted {
             format,
             title: None,
             sections: vec![Section {
                 place: Place::Whole,
-                text: text_encoding::decode(path, format, &bytes)?,
+                text: text_encoding::decode(path, format, bytes)?,
             }],
         },
-        Format::Markdown => markdown::extract(&text_encoding::decode(path, format, &bytes)?),
+        Format::Markdown => markdown::extract(&text_encoding::decode(path, format, bytes)?),
         Format::Html => {
-            let page = html::decode(path, format, &bytes)?;
+            let page = html::decode(path, format, bytes)?;
             let (title, sections) = guarded(path, format, || Ok(html::extract(&page)))?;
             Extracted {
                 format,
@@ -329,15 +404,19 @@ pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, Extract
                 sections,
             }
         }
-        Format::Pdf => guarded(path, format, || pdf::extract(path, &bytes, limits))?,
-        Format::Docx => guarded(path, format, || docx::extract(path, &bytes, limits))?,
-        Format::Odt => guarded(path, format, || odt::extract(path, &bytes, limits))?,
-        Format::Epub => guarded(path, format, || epub::extract(path, &bytes, limits))?,
+        Format::Pdf => guarded(path, format, || pdf::extract(path, bytes, limits))?,
+        Format::Docx => guarded(path, format, || docx::extract(path, bytes, limits))?,
+        Format::Odt => guarded(path, format, || odt::extract(path, bytes, limits))?,
+        Format::Epub => guarded(path, format, || epub::extract(path, bytes, limits))?,
     };
     finish(path, extracted, limits)
 }
 
-/// Drops empty sections, and refuses a file with no text or too much of it.
+/// The most characters of a heading kept as a section's place. A place is stored and embedded
+/// with every passage of its section, so an unbounded heading would multiply the file's size.
+pub const MAX_HEADING_CHARS: usize = 200;
+
+/// Drops empty sections, shortens long headings, and refuses a file with no text or too much.
 fn finish(
     path: &Path,
     mut extracted: Extracted,
@@ -346,12 +425,28 @@ fn finish(
     extracted
         .sections
         .retain(|section| !section.text.trim().is_empty());
+    for section in &mut extracted.sections {
+        if let Place::Heading(heading) = &mut section.place {
+            shorten(heading, MAX_HEADING_CHARS);
+        }
+    }
+    if let Some(title) = &mut extracted.title {
+        shorten(title, MAX_HEADING_CHARS);
+    }
     if extracted.sections.is_empty() {
         return Err(ExtractError::NoText {
             path: path.to_owned(),
         });
     }
-    let total: usize = extracted.sections.iter().map(|s| s.text.len()).sum();
+    // A heading counts too: it is stored and embedded with its section's passages.
+    let total: usize = extracted
+        .sections
+        .iter()
+        .map(|s| match &s.place {
+            Place::Heading(heading) => heading.len() + s.text.len(),
+            _ => s.text.len(),
+        })
+        .sum();
     if total > limits.max_text_bytes {
         return Err(ExtractError::TooMuchText {
             path: path.to_owned(),
@@ -359,6 +454,14 @@ fn finish(
         });
     }
     Ok(extracted)
+}
+
+/// Cuts `text` to its first `max_chars` characters, marking the cut with an ellipsis.
+fn shorten(text: &mut String, max_chars: usize) {
+    if let Some((end, _)) = text.char_indices().nth(max_chars) {
+        text.truncate(end);
+        text.push('\u{2026}');
+    }
 }
 
 /// Runs a third-party parser so that its panic on a malformed file becomes `ParserPanic` for

@@ -4,6 +4,10 @@
 //! line breaks). Tracked deletions (`<text:tracked-changes>`) and comments (`<office:annotation>`)
 //! are not shown in the document and are left out. A password-protected ODT lists its encrypted
 //! parts in `META-INF/manifest.xml`.
+//!
+//! Text is counted as it is produced (a `<text:s/>` run stands for at most `MAX_SPACE_RUN`
+//! spaces), so a small file cannot expand past `ExtractLimits::max_text_bytes` before the limit
+//! applies.
 
 use std::path::Path;
 
@@ -31,10 +35,18 @@ pub(super) fn extract(
     }
     let content = archive.read_required("content.xml")?;
     let sections =
-        content_sections(&xml::decode(&content)).map_err(|detail| ExtractError::Corrupt {
-            path: path.to_owned(),
-            format: Format::Odt,
-            detail: format!("content.xml: {detail}"),
+        content_sections(&xml::decode(&content), limits.max_text_bytes).map_err(|problem| {
+            match problem {
+                Problem::Malformed(detail) => ExtractError::Corrupt {
+                    path: path.to_owned(),
+                    format: Format::Odt,
+                    detail: format!("content.xml: {detail}"),
+                },
+                Problem::TooMuchText => ExtractError::TooMuchText {
+                    path: path.to_owned(),
+                    limit: limits.max_text_bytes,
+                },
+            }
         })?;
     let title = match archive.read("meta.xml")? {
         Some(meta) => element_text(&xml::decode(&meta), "title"),
@@ -47,8 +59,22 @@ pub(super) fn extract(
     })
 }
 
-fn content_sections(content: &str) -> Result<Vec<Section>, String> {
+/// The most spaces one `<text:s text:c="N"/>` stands for here (a document's alignment by
+/// spaces needs a few dozen; the text only needs to know there is a gap).
+const MAX_SPACE_RUN: usize = 64;
+
+/// Why `content.xml` gave no sections.
+#[derive(Debug)]
+enum Problem {
+    Malformed(String),
+    /// More than the text limit, found while reading.
+    TooMuchText,
+}
+
+fn content_sections(content: &str, max_text_bytes: usize) -> Result<Vec<Section>, Problem> {
     let mut reader = Reader::from_str(content);
+    // Bytes of text in finished paragraphs; with the paragraph being read, checked at each event.
+    let mut total = 0usize;
     let mut sections = vec![Section {
         place: Place::Whole,
         text: String::new(),
@@ -60,11 +86,14 @@ fn content_sections(content: &str) -> Result<Vec<Section>, String> {
     let mut hidden_depth = 0usize;
     let mut heading_depth: Option<usize> = None;
     loop {
+        if total + paragraph.len() > max_text_bytes {
+            return Err(Problem::TooMuchText);
+        }
         let event = reader.read_event().map_err(|error| {
-            format!(
+            Problem::Malformed(format!(
                 "malformed XML at byte {}: {error}",
                 reader.buffer_position()
-            )
+            ))
         })?;
         match event {
             Event::Start(element) => match element.name().0 {
@@ -90,7 +119,7 @@ fn content_sections(content: &str) -> Result<Vec<Section>, String> {
                         let count = xml::attribute(&element, "c")
                             .and_then(|c| c.parse::<usize>().ok())
                             .unwrap_or(1)
-                            .min(1000);
+                            .min(MAX_SPACE_RUN);
                         paragraph.extend(std::iter::repeat_n(' ', count));
                     }
                     "text:tab" => paragraph.push('\t'),
@@ -125,6 +154,7 @@ fn content_sections(content: &str) -> Result<Vec<Section>, String> {
                         let section = sections.last_mut().expect("there is always a section");
                         section.text.push_str(paragraph.trim_start_matches(' '));
                         section.text.push('\n');
+                        total += paragraph.len() + 1;
                         paragraph.clear();
                     } else {
                         // A note's paragraph inside a paragraph: keep them apart by a space.
@@ -163,7 +193,7 @@ mod tests {
             <text:h text:outline-level="1">The  <text:span>Part</text:span></text:h>
             <text:p>Body<text:note><text:note-citation>1</text:note-citation><text:note-body><text:p>a note</text:p></text:note-body></text:note><office:annotation><text:p>comment</text:p></office:annotation></text:p>
             </office:text></office:body></office:document-content>"#;
-        let sections = content_sections(content).unwrap();
+        let sections = content_sections(content, 1 << 20).unwrap();
         assert_eq!(sections[0].text, "Intro with spaces   and\ttab & more\n");
         assert_eq!(sections[1].place, Place::Heading("The Part".into()));
         assert_eq!(sections[1].text, "The Part\nBody a note \n");

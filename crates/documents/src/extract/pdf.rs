@@ -7,6 +7,12 @@
 //! (`STREAM_LIMIT`), so a small crafted file cannot inflate to gigabytes. A page that fails to
 //! decode is skipped with a warning rather than losing the document; a PDF whose pages give no
 //! text at all is most likely scanned images, and the message says so.
+//!
+//! A document's whole cost is bounded, not only each stream's: at most `MAX_PAGES` pages are
+//! walked (the page tree's claimed `/Count` is never used to reserve memory), a page's content
+//! is decoded one operator at a time (`Content::decode_iter`) keeping only the text, and all the
+//! pages together may inflate at most `DOCUMENT_CONTENT_LIMIT` bytes and decode at most
+//! `DOCUMENT_OPERATOR_LIMIT` operators (pages that share one huge stream count it each time).
 
 use std::path::Path;
 
@@ -17,9 +23,28 @@ use lopdf::{Document, Encoding, LoadOptions, Object, ObjectId};
 
 use super::{ExtractError, ExtractLimits, Extracted, Format, Place, Section};
 
-/// The most one stream (a page's content, an object stream) may inflate to. A page of text
-/// takes kilobytes; 64 MiB leaves room for pages drawn with huge vector paths.
+/// The most one stream loaded with the document (an object stream) may inflate to.
 const STREAM_LIMIT: usize = 64 << 20;
+
+/// The most one page's content (its streams together) or one font's encoding may inflate to.
+/// A page of text takes kilobytes; 8 MiB leaves room for pages drawn with large vector paths.
+const PAGE_CONTENT_LIMIT: usize = 8 << 20;
+
+/// The most pages read from one PDF. The longest real books have a few thousand.
+pub(super) const MAX_PAGES: usize = 100_000;
+
+/// The most bytes of page content inflated for one PDF, all pages together.
+const DOCUMENT_CONTENT_LIMIT: usize = 256 << 20;
+
+/// The most content operators decoded for one PDF, all pages together (a dense page of text
+/// has a few thousand).
+const DOCUMENT_OPERATOR_LIMIT: usize = 20_000_000;
+
+/// What is left of a document's content budget as its pages are read.
+struct Budget {
+    content_bytes: usize,
+    operators: usize,
+}
 
 pub(super) fn extract(
     path: &Path,
@@ -47,16 +72,32 @@ pub(super) fn extract(
             format: Format::Pdf,
         });
     }
-    let pages = document.get_pages();
+    // Walked with `push`: collecting would reserve from the iterator's size hint, the sum of
+    // the `/Count`s the file claims (a 720-byte file can claim four billion pages).
+    let mut pages = Vec::new();
+    for page_id in document.page_iter() {
+        if pages.len() == MAX_PAGES {
+            return Err(ExtractError::TooComplex {
+                path: path.to_owned(),
+                detail: format!("it has more than {MAX_PAGES} pages"),
+            });
+        }
+        pages.push(page_id);
+    }
     if pages.is_empty() {
         return Err(corrupt(path, "it has no pages".to_owned()));
     }
-    let mut sections = Vec::with_capacity(pages.len());
+    let mut budget = Budget {
+        content_bytes: DOCUMENT_CONTENT_LIMIT,
+        operators: DOCUMENT_OPERATOR_LIMIT,
+    };
+    let mut sections = Vec::new();
     let mut total = 0;
     let mut first_failure = None;
-    for (&number, &page_id) in &pages {
-        match page_text(&document, page_id) {
-            Ok(text) => {
+    for (index, &page_id) in pages.iter().enumerate() {
+        let number = index as u32 + 1;
+        match page_text(&document, page_id, &mut budget) {
+            Ok(Some(text)) => {
                 total += text.len();
                 if total > limits.max_text_bytes {
                     return Err(ExtractError::TooMuchText {
@@ -67,6 +108,17 @@ pub(super) fn extract(
                 sections.push(Section {
                     place: Place::Page(number),
                     text,
+                });
+            }
+            Ok(None) => {
+                return Err(ExtractError::TooComplex {
+                    path: path.to_owned(),
+                    detail: format!(
+                        "its pages draw more than {} million operations or {} MiB of content, \
+                         more than Hearth reads from one PDF",
+                        DOCUMENT_OPERATOR_LIMIT / 1_000_000,
+                        DOCUMENT_CONTENT_LIMIT >> 20
+                    ),
                 });
             }
             Err(error) => {
@@ -97,13 +149,18 @@ pub(super) fn extract(
 /// maps, `Tj`, `TJ`, `'` and `"`, a line break at `T*` and `ET`, a space for a wide `TJ` gap),
 /// but for one page by its id: `extract_text` takes page numbers and walks the whole page tree
 /// for each call, which made a page-by-page reading take time growing with the square of the
-/// page count (4,000 pages took 3.9 s; bench/README.md).
-fn page_text(document: &Document, page_id: ObjectId) -> lopdf::Result<String> {
+/// page count (4,000 pages took 3.9 s; bench/README.md). `None` when the page would exceed
+/// what is left of the document's `budget`.
+fn page_text(
+    document: &Document,
+    page_id: ObjectId,
+    budget: &mut Budget,
+) -> lopdf::Result<Option<String>> {
     let mut encodings = BTreeMap::new();
     for (name, font) in document.get_page_fonts(page_id)? {
         // A font whose encoding cannot be read leaves its text out, as extract_text does; a
         // font stream that would inflate past the limit fails the page.
-        match font.get_font_encoding_with_limit(document, STREAM_LIMIT) {
+        match font.get_font_encoding_with_limit(document, PAGE_CONTENT_LIMIT) {
             Ok(encoding) => {
                 encodings.insert(name, encoding);
             }
@@ -111,10 +168,19 @@ fn page_text(document: &Document, page_id: ObjectId) -> lopdf::Result<String> {
             Err(_) => {}
         }
     }
-    let content = Content::decode(&document.get_page_content_with_limit(page_id, STREAM_LIMIT)?)?;
+    let content = document.get_page_content_with_limit(page_id, PAGE_CONTENT_LIMIT)?;
+    let Some(left) = budget.content_bytes.checked_sub(content.len()) else {
+        return Ok(None);
+    };
+    budget.content_bytes = left;
     let mut text = String::new();
     let mut encoding = None;
-    for operation in &content.operations {
+    for operation in Content::decode_iter(&content) {
+        let Some(left) = budget.operators.checked_sub(1) else {
+            return Ok(None);
+        };
+        budget.operators = left;
+        let operation = operation?;
         let operands = operation.operands.as_slice();
         match operation.operator.as_str() {
             "Tf" => {
@@ -136,7 +202,7 @@ fn page_text(document: &Document, page_id: ObjectId) -> lopdf::Result<String> {
             _ => {}
         }
     }
-    Ok(text)
+    Ok(Some(text))
 }
 
 /// Appends the text of a text-showing operator's operands: strings, and the strings of a `TJ`

@@ -20,8 +20,9 @@ pub(super) fn check(path: &Path) -> Result<(), ExtractError> {
     check_kind(path, &metadata)
 }
 
-/// The whole content of the regular file at `path`, refused when larger than `max_bytes`.
-pub(super) fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ExtractError> {
+/// The regular file at `path`, opened for reading after every check (its kind, its
+/// filesystem, a size of at most `max_bytes`), and its size: what may be read or hashed.
+pub(crate) fn open(path: &Path, max_bytes: u64) -> Result<(File, u64), ExtractError> {
     let io_error = |source| ExtractError::Io {
         path: path.to_owned(),
         source,
@@ -45,10 +46,19 @@ pub(super) fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ExtractError>
             limit: max_bytes,
         });
     }
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    Ok((file, metadata.len()))
+}
+
+/// The whole content of the regular file at `path`, refused when larger than `max_bytes`.
+pub(super) fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ExtractError> {
+    let (file, size) = open(path, max_bytes)?;
+    let mut bytes = Vec::with_capacity(size as usize);
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
-        .map_err(io_error)?;
+        .map_err(|source| ExtractError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
     if bytes.len() as u64 > max_bytes {
         return Err(ExtractError::TooLarge {
             path: path.to_owned(),
