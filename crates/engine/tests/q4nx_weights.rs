@@ -117,6 +117,16 @@ fn qwen3_untied_q4nx_matches_its_dequantized_weights() {
     check("tiny-qwen3-untied");
 }
 
+#[test]
+fn llama3_scaled_q4nx_matches_its_dequantized_weights() {
+    check("tiny-llama3");
+}
+
+#[test]
+fn qwen2_with_biases_q4nx_matches_its_dequantized_weights() {
+    check("tiny-qwen2");
+}
+
 /// BF16 products in attention (where this CPU has them) against f32 ones, on the same Q4NX
 /// model, held to the bound the int8 activations meet ([`TOLERANCE`], 0.1 of each row's largest
 /// logit, where the 4-bit weights themselves move the logits by 0.31-0.38): measured 0.022-0.031
