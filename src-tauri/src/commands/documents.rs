@@ -41,20 +41,23 @@ pub fn dropped<R: Runtime>(window: &AppHandle<R>, app: &App, paths: &[PathBuf]) 
     }
 }
 
-/// Opens the system's file dialog and attaches the files chosen to `conversation_id`;
-/// indexing goes on in the background. Returns the conversation's files (unchanged when the
+/// Opens the system's file dialog (its `title` and the name of its `filter` in the app's
+/// language) and attaches the files chosen to `conversation_id`; indexing goes on in the
+/// background. Returns the conversation's files (unchanged when the
 /// dialog was cancelled).
 #[tauri::command(async)]
 pub fn pick_documents<R: Runtime>(
     window: AppHandle<R>,
     app: State<'_, App>,
     conversation_id: String,
+    title: String,
+    filter: String,
 ) -> CommandResult<ConversationDocuments> {
     let chosen = window
         .dialog()
         .file()
-        .set_title("Attach files")
-        .add_filter("Documents", &accepted_extensions())
+        .set_title(title)
+        .add_filter(filter, &accepted_extensions())
         .blocking_pick_files()
         .unwrap_or_default();
     let paths: Vec<PathBuf> = chosen

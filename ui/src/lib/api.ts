@@ -180,7 +180,7 @@ export const api = {
   // Each attach and detach returns the conversation's files and the remote notice, as
   // `conversationDocuments` does.
   /** The system's file dialog (opened by the backend); attaches what was chosen (the list unchanged if cancelled). */
-  pickDocuments: (conversationId: string) => call('pick_documents', { conversationId }),
+  pickDocuments: (conversationId: string, title: string, filter: string) => call('pick_documents', { conversationId, title, filter }),
   /** Attach the documents of a `dropped` event (its token is single-use). */
   attachDropped: (conversationId: string, token: string) => call('attach_dropped', { conversationId, token }),
   attachDocument: (conversationId: string, documentId: number) => call('attach_document', { conversationId, documentId }),

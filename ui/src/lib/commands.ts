@@ -70,7 +70,7 @@ export interface Commands {
   share_status: { args: Record<string, never>; returns: ShareStatus };
   start_sharing: { args: { port: number }; returns: ShareStatus };
   stop_sharing: { args: Record<string, never>; returns: ShareStatus };
-  pick_documents: { args: { conversationId: string }; returns: ConversationDocuments };
+  pick_documents: { args: { conversationId: string; title: string; filter: string }; returns: ConversationDocuments };
   attach_dropped: { args: { conversationId: string; token: string }; returns: ConversationDocuments };
   attach_document: { args: { conversationId: string; documentId: number }; returns: ConversationDocuments };
   detach_document: { args: { conversationId: string; documentId: number }; returns: ConversationDocuments };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { setLanguage } from './i18n/index.svelte';
 import { DocumentsStore, type DocumentsApi } from './documents.svelte';
 import { ConversationList, type ConversationsApi } from './conversations.svelte';
 import { Notifications } from './notifications.svelte';
@@ -34,7 +35,7 @@ function setup(notice: RemoteNotice | null = null) {
     listConversations: async () => [],
     conversationDocuments: async (id: string) => (calls.push(`documents ${id}`), { documents: attached, remote_notice: notice }),
     messageSources: async () => [{ message_id: 5, sources: [source] }],
-    pickDocuments: async (id: string) => (calls.push(`pick ${id}`), (attached = [doc(1, 'contract.pdf', { indexing: true, passages: 0 })]), now()),
+    pickDocuments: async (id: string, title: string, filter: string) => (calls.push(`pick ${id}`), (dialog = { title, filter }), (attached = [doc(1, 'contract.pdf', { indexing: true, passages: 0 })]), now()),
     attachDropped: async (id: string, token: string) => (calls.push(`drop ${id} ${token}`), (attached = [doc(2, 'notes.md')]), now()),
     attachDocument: async (id: string, documentId: number) => (calls.push(`attach ${id} ${documentId}`), (attached = [library.documents[documentId - 1]]), now()),
     detachDocument: async (id: string, documentId: number) => (calls.push(`detach ${id} ${documentId}`), (attached = attached.filter((d) => d.id !== documentId)), now()),
@@ -49,7 +50,21 @@ function setup(notice: RemoteNotice | null = null) {
   return { api, calls, conversations, documents };
 }
 
+/** The words the last file dialog was opened with. */
+let dialog: { title: string; filter: string } | null = null;
+
 describe('DocumentsStore', () => {
+  it('review #14 (S3): the file dialog of the paperclip speaks the language of the app', async () => {
+    const { documents } = setup();
+    setLanguage('de');
+    try {
+      await documents.pick();
+    } finally {
+      setLanguage('en');
+    }
+    expect(dialog).toEqual({ title: 'Dateien anhängen', filter: 'Dokumente' });
+  });
+
   it('the paperclip creates the conversation when none is open, attaches, and follows indexing to its end', async () => {
     const { calls, documents } = setup();
     await documents.pick();

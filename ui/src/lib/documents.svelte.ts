@@ -3,6 +3,7 @@
 // answer, the passage opened from one, and the notice that passages go to a remote server. Files are named to the backend only by
 // library id or by the token of a drop (drops.svelte.ts hands over the drops of documents): no
 // path leaves the UI. It talks to the backend only through its slice of `api`.
+import { t } from './i18n/index.svelte';
 import type { Api } from './api';
 import type { Conversation } from './types';
 import type { ConversationList } from './conversations.svelte';
@@ -122,7 +123,7 @@ export class DocumentsStore {
 
   /** The paperclip: the system's file dialog (opened by the backend), then attach what was chosen. */
   pick(): Promise<void> {
-    return this.attachWith((id) => this.api.pickDocuments(id));
+    return this.attachWith((id) => this.api.pickDocuments(id, t('attach.dialogTitle'), t('attach.dialogFilter')));
   }
 
   /** Attach the documents of a drop on the window (by its single-use token). */

@@ -18,7 +18,7 @@ const SAME_AS_ENGLISH: Record<string, string[]> = {
   zh: ['meter.npu'],
   es: ['catalog.tokens', 'meter.npu', 'summary.join'],
   de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join'],
-  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join'],
+  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join', 'attach.dialogFilter'],
 };
 
 /** The parameters a message names, each with how it is used (argument, plural, number…). */

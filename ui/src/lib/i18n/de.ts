@@ -674,4 +674,8 @@ export const de: Translation = {
 
   // What Continue asks the model, in the app's language (review #9).
   'chat.continuePrompt': 'Bitte dort weitermachen, wo die Antwort aufgehört hat.',
+
+  // The system's file dialog of 📎 (review #14: it was English in every language).
+  'attach.dialogTitle': 'Dateien anhängen',
+  'attach.dialogFilter': 'Dokumente',
 };

@@ -704,6 +704,10 @@ export const en = {
 
   // What Continue asks the model, in the app's language (review #9).
   'chat.continuePrompt': 'Please continue where you stopped.',
+
+  // The system's file dialog of 📎 (review #14: it was English in every language).
+  'attach.dialogTitle': 'Attach files',
+  'attach.dialogFilter': 'Documents',
 } satisfies Catalog;
 
 export type MessageKey = keyof typeof en;

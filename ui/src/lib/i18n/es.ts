@@ -674,4 +674,8 @@ export const es: Translation = {
 
   // What Continue asks the model, in the app's language (review #9).
   'chat.continuePrompt': 'Por favor, continúa donde te quedaste.',
+
+  // The system's file dialog of 📎 (review #14: it was English in every language).
+  'attach.dialogTitle': 'Adjuntar archivos',
+  'attach.dialogFilter': 'Documentos',
 };

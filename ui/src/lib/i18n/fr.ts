@@ -675,4 +675,8 @@ export const fr: Translation = {
 
   // What Continue asks the model, in the app's language (review #9).
   'chat.continuePrompt': 'Merci de continuer là où la réponse s’est arrêtée.',
+
+  // The system's file dialog of 📎 (review #14: it was English in every language).
+  'attach.dialogTitle': 'Joindre des fichiers',
+  'attach.dialogFilter': 'Documents',
 };

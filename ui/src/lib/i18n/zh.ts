@@ -666,4 +666,8 @@ export const zh: Translation = {
 
   // What Continue asks the model, in the app's language (review #9).
   'chat.continuePrompt': '请从你停下的地方继续。',
+
+  // The system's file dialog of 📎 (review #14: it was English in every language).
+  'attach.dialogTitle': '附加文件',
+  'attach.dialogFilter': '文档',
 };
