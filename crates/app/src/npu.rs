@@ -26,8 +26,8 @@ use crate::lock::lock;
 use crate::models::{self, LocalModel};
 use crate::session::{ModelStatus, OpenOptions, Session};
 
-// The NPU's records front ends receive.
-pub use hearth_npu::{Diagnosis, PowerSample};
+// The NPU's records front ends receive, and who holds the NPU in words.
+pub use hearth_npu::{holder_words, Diagnosis, PowerSample};
 
 // The self-test's comparison, which the app keeps for each model (`fidelity::SavedSelftest`)
 // and front ends show prompt by prompt: the app's word for it is the backends' type.
@@ -362,6 +362,10 @@ pub struct FastFlowLm {
     pub path: PathBuf,
     /// Its version, e.g. "1.0.6".
     pub version: String,
+    /// How it is installed: "package (system XRT)", "FastFlow SDK (Python environment)"...
+    pub install: &'static str,
+    /// The NPU runtime its binary links, "HRX" or "XRT", when it names one.
+    pub runtime: Option<&'static str>,
     /// What its own `validate --json` says (FastFlowLM's record, serializable as it is), or
     /// why it could not run.
     pub validate: std::result::Result<hearth_backends::npu::ValidateReport, String>,
@@ -375,6 +379,8 @@ pub fn fastflowlm() -> std::result::Result<FastFlowLm, String> {
     Ok(FastFlowLm {
         program: program.label(),
         validate: validate(&program).map_err(|e| e.to_string()),
+        install: program.layout.words(),
+        runtime: program.runtime.map(|r| r.label()),
         path: program.path,
         version: program.version,
     })

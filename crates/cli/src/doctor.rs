@@ -25,7 +25,8 @@ pub struct Args {
     /// yours, and Hearth never sends it.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// With --report: the installed model to run on the NPU and the CPU (e.g. qwen3:1.7b).
+    /// With --report: the installed model to run on the NPU and the CPU (e.g. qwen3:1.7b); by
+    /// default the first installed model the NPU can run here.
     #[arg(long, value_name = "NAME", requires = "report")]
     model: Option<String>,
 }
@@ -75,17 +76,28 @@ fn write_report(
     } else {
         not_live()
     };
+    // Without --model, the first installed model the NPU can run here.
+    let picked = match (live, model) {
+        (true, None) => crate::report::pick_npu_model(),
+        _ => None,
+    };
+    let model = model.or(picked.as_deref());
     let runs = match (live, model) {
         (true, Some(model)) => {
             eprintln!("hearth: running {model} on the NPU and on the CPU for the report...");
             crate::report::runs(model)
         }
         (true, None) => serde_json::json!({
-            "not_run": "no --model given: add --model NAME (an installed model) to compare the NPU with the CPU"
+            "not_run": "no installed model can run on the NPU here (the doctor's findings say why): add --model NAME to run one anyway"
         }),
         (false, _) => not_live(),
     };
-    let report = crate::report::build(root, diagnosis, power, fastflowlm, runs);
+    let cpu_families = if live {
+        crate::report::cpu_families(model)
+    } else {
+        not_live()
+    };
+    let report = crate::report::build(root, diagnosis, power, fastflowlm, runs, cpu_families);
     let text = serde_json::to_string_pretty(&report)? + "\n";
     std::fs::write(file, &text)
         .with_context(|| format!("could not write the report to {}", file.display()))?;
@@ -291,6 +303,8 @@ mod tests {
         );
         assert!(v["runs"]["not_run"].as_str().unwrap().contains("--root"));
         assert!(v["fastflowlm"]["not_run"].is_string());
+        assert!(v["cpu_families"]["not_run"].is_string());
+        assert_eq!(v["npu_holder"], "flm (process 4242)");
         assert!(v["doctor"]["contexts"]["unavailable"]
             .as_str()
             .unwrap()

@@ -1,8 +1,11 @@
 //! `hearth doctor --report FILE`: everything a tester on a Ryzen AI laptop can send back, in one
-//! JSON file: the doctor's findings (device, hardware contexts, sensors, power), FastFlowLM's
-//! version and its own `validate`, and with `--model`, a short run of the same model on the NPU
-//! and on the CPU (the self-test's fixed prompts, then one timed answer on each: tokens/s, time
-//! to first token, watts and joules).
+//! JSON file: the doctor's findings (device, hardware contexts, sensors, power) and who holds
+//! the NPU, FastFlowLM's version, install (package, portable, FastFlow SDK) and runtime (HRX or
+//! XRT) and its own `validate`, a short run of one model on the NPU and on the CPU (the
+//! self-test's fixed prompts, then one timed answer on each: tokens/s, time to first token,
+//! watts and joules; `--model`, else the first installed model the NPU can run), and one timed
+//! CPU answer for each other model family installed (`config.json`'s `model_type`), so every
+//! family the CPU engine runs here is in the file.
 //!
 //! The report holds no text of the user's: the prompts are Hearth's fixed ones. Home folders,
 //! user names and other programs' command lines are replaced before it is written
@@ -152,6 +155,8 @@ pub fn fastflowlm() -> Value {
             "program": flm.program,
             "path": flm.path,
             "version": flm.version,
+            "install": flm.install,
+            "runtime": flm.runtime,
             "validate": match flm.validate {
                 Ok(report) => serde_json::to_value(report).unwrap_or(Value::Null),
                 Err(e) => json!({ "failed": e }),
@@ -159,6 +164,66 @@ pub fn fastflowlm() -> Value {
         }),
         Err(e) => json!({ "not_found": e }),
     }
+}
+
+/// The installed model the report runs on the NPU and the CPU when no `--model` is given: the
+/// first (the default first) that can run on the NPU here; `None` when none can.
+pub fn pick_npu_model() -> Option<String> {
+    let home = crate::model_args::home().ok()?;
+    hearth_app::models::local_models(&home)
+        .into_iter()
+        .find(|m| m.runs_on_npu())
+        .map(|m| m.name)
+}
+
+/// The model family of a model folder, as its `config.json` names it (`model_type`).
+fn family_of(folder: &Path) -> Option<String> {
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(folder.join("config.json")).ok()?).ok()?;
+    config.get("model_type")?.as_str().map(str::to_string)
+}
+
+/// One timed CPU answer for each model family installed here other than `ran`'s (the model
+/// the NPU comparison ran), on the first installed model of that family: `{family: {model,
+/// run}}`.
+pub fn cpu_families(ran: Option<&str>) -> Value {
+    let home = match crate::model_args::home() {
+        Ok(home) => home,
+        Err(e) => return json!({ "failed": format!("{e:#}") }),
+    };
+    let models = hearth_app::models::local_models(&home);
+    let done = ran
+        .and_then(|name| models.iter().find(|m| m.name == name))
+        .and_then(|m| family_of(&m.path));
+    let mut families = serde_json::Map::new();
+    for model in &models {
+        let Some(family) = family_of(&model.path) else {
+            continue;
+        };
+        if Some(&family) == done.as_ref() || families.contains_key(&family) {
+            continue;
+        }
+        eprintln!(
+            "hearth: timing {} ({family}) on the CPU for the report...",
+            model.name
+        );
+        families.insert(
+            family,
+            json!({ "model": model.name, "cpu": timed_on_cpu(&home, model) }),
+        );
+    }
+    Value::Object(families)
+}
+
+/// Who holds the NPU, in words ("flm (process 4242)", "another user's program"), or `None`
+/// when it is free.
+fn npu_holder(diagnosis: &Diagnosis) -> Option<String> {
+    let refused = diagnosis
+        .checks
+        .iter()
+        .any(|c| c.code == "access_busy" || c.code == "access_busy_by");
+    (refused || !diagnosis.holders.is_empty())
+        .then(|| hearth_app::npu::holder_words(&diagnosis.holders))
 }
 
 /// The machine in a few facts: kernel, CPU model, memory.
@@ -194,14 +259,16 @@ pub fn findings(diagnosis: &Diagnosis, power: &PowerSample) -> Value {
     )
 }
 
-/// Everything gathered, as one redacted JSON document. `fastflowlm` and `runs` are what
-/// [`fastflowlm`] and [`runs`] gave (or why they were not run).
+/// Everything gathered, as one redacted JSON document. `fastflowlm`, `runs` and
+/// `cpu_families` are what [`fastflowlm`], [`runs`] and [`cpu_families`] gave (or why they
+/// were not run).
 pub fn build(
     root: &Path,
     diagnosis: &Diagnosis,
     power: &PowerSample,
     fastflowlm: Value,
     runs: Value,
+    cpu_families: Value,
 ) -> Value {
     let mut report = json!({
         "report_format": REPORT_FORMAT,
@@ -209,8 +276,10 @@ pub fn build(
         "privacy": PRIVACY,
         "machine": machine(root),
         "doctor": findings(diagnosis, power),
+        "npu_holder": npu_holder(diagnosis),
         "fastflowlm": fastflowlm,
         "runs": runs,
+        "cpu_families": cpu_families,
     });
     Redactor::for_system(root).value(&mut report);
     report
@@ -435,7 +504,8 @@ mod tests {
             dir.path(),
             &d,
             &p,
-            json!({"path": "/home/ana/.local/bin/flm"}),
+            json!({"path": "/home/ana/.local/bin/flm", "install": "FastFlow SDK (Python environment)", "runtime": "HRX"}),
+            json!({"not_run": "test"}),
             json!({"not_run": "test"}),
         );
         for section in [
@@ -443,8 +513,10 @@ mod tests {
             "privacy",
             "machine",
             "doctor",
+            "npu_holder",
             "fastflowlm",
             "runs",
+            "cpu_families",
         ] {
             assert!(report.get(section).is_some(), "no {section} in {report:#}");
         }
@@ -460,6 +532,8 @@ mod tests {
         }
         assert_eq!(report["machine"]["cpu"], "AMD Ryzen AI 9 HX 370");
         assert_eq!(report["doctor"]["holders"][0]["name"], "flm");
+        assert_eq!(report["npu_holder"], "flm (process 4242)");
+        assert_eq!(report["fastflowlm"]["runtime"], "HRX");
         let text = serde_json::to_string(&report).unwrap();
         assert!(!text.contains("/home/ana"), "a home path is left: {text}");
         assert!(
