@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::gguf_import::{clean_name, gguf_magic, is_gguf_file, name_from_file};
+use crate::gguf_import::{clean_name, gguf_magic, is_gguf_file, name_from_file, plain_refusal};
 use crate::model_dir;
 use crate::progress::{Phase, Progress};
 use crate::store::{ImportOptions, InstalledModel, Store};
@@ -436,7 +436,8 @@ fn gguf_model(name: String, file: PathBuf, source: FoundSource) -> FoundModel {
                         .get("general.architecture")
                         .and_then(q4nx::gguf::Value::as_str)
                         .map(str::to_string);
-                    let verdict = q4nx::gguf::check_header(h, &file).map_err(q4nx_reason);
+                    let verdict = q4nx::gguf::check_header(h, &file)
+                        .map_err(|e| plain_refusal(arch.as_deref(), q4nx_reason(e)));
                     (arch, verdict)
                 }
                 Err(e) => (None, Err(q4nx_reason(e))),
@@ -737,5 +738,20 @@ mod tests {
             "qwen3-1.7b"
         );
         assert_eq!(gguf_name(Path::new("/m/x/Tiny.Q4_1.gguf")), "Tiny.Q4_1");
+    }
+
+    #[test]
+    fn a_found_file_of_an_unsupported_family_names_it_in_plain_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("phi4.gguf");
+        std::fs::write(&file, q4nx::gguf::write::tiny_model("phi3").finish()).unwrap();
+        let found = gguf_model("phi4".into(), file, FoundSource::Lmstudio);
+        assert!(!found.runnable);
+        let reason = found.reason.unwrap();
+        assert!(
+            reason.starts_with("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+            "{reason}"
+        );
+        assert_eq!(found.architecture.as_deref(), Some("phi3"));
     }
 }

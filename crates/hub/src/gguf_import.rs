@@ -76,6 +76,54 @@ fn work_paths(downloads: &Path, name: &str) -> (PathBuf, PathBuf) {
 /// What the hidden work folders of GGUF imports start with.
 const CONVERSION_PREFIX: &str = ".gguf-";
 
+/// The families people know by name behind GGUF architectures Hearth does not run (llama.cpp's
+/// `general.architecture` names), so a refusal says "Phi-4 models", not "phi3". Whether a file
+/// runs is decided by `q4nx::gguf::check_header` alone; this only names what it refused (a test
+/// checks that every architecture here is still refused).
+const UNSUPPORTED_FAMILIES: [(&str, &str); 22] = [
+    ("phi3", "Phi-3, Phi-3.5 and Phi-4"),
+    ("phi2", "Phi-2"),
+    ("phimoe", "Phi-3.5-MoE"),
+    ("gemma", "Gemma (the first)"),
+    ("gemma2", "Gemma 2"),
+    ("gemma3n", "Gemma 3n"),
+    ("gpt-oss", "gpt-oss"),
+    ("deepseek2", "DeepSeek-V2, V3 and R1 (the full model)"),
+    ("qwen2moe", "Qwen1.5-MoE and Qwen2-MoE"),
+    ("qwen3moe", "Qwen3 mixture-of-experts (30B-A3B, 235B-A22B)"),
+    ("qwen2vl", "Qwen2-VL"),
+    ("lfm2", "LFM2"),
+    ("granite", "Granite"),
+    ("olmo2", "OLMo 2"),
+    ("command-r", "Command R"),
+    ("cohere2", "Command R7B and Command A"),
+    ("starcoder2", "StarCoder2"),
+    ("falcon", "Falcon"),
+    ("mamba", "Mamba"),
+    ("glm4", "GLM-4"),
+    ("smollm3", "SmolLM3"),
+    ("bert", "BERT embedding"),
+];
+
+/// `reason`, why `q4nx` refused a GGUF file of `architecture`, led by the family's plain name
+/// when the architecture is one of [`UNSUPPORTED_FAMILIES`].
+pub(crate) fn plain_refusal(architecture: Option<&str>, reason: String) -> String {
+    let family = UNSUPPORTED_FAMILIES
+        .iter()
+        .find(|(arch, _)| Some(*arch) == architecture);
+    match family {
+        Some((_, family)) => format!("{family} models are not supported yet ({reason})"),
+        None => reason,
+    }
+}
+
+/// The `general.architecture` of GGUF `file`, if its header says one.
+fn architecture_of(file: &Path) -> Option<String> {
+    let gguf = q4nx::gguf::GgufFile::open(file).ok()?;
+    let arch = gguf.header().get("general.architecture")?.as_str()?;
+    Some(arch.to_string())
+}
+
 impl Store {
     /// Deletes what killed GGUF imports left in the downloads folder (their hidden work
     /// folders, up to a whole converted model, and lock files), except the work of an import
@@ -149,10 +197,13 @@ impl Store {
             let report = q4nx::gguf::import_gguf(file, &converted, options.threads, progress)
                 .map_err(|e| Error::Gguf {
                     file: origin.clone(),
-                    reason: match e {
-                        q4nx::Error::Gguf { detail, .. } => detail,
-                        other => other.to_string(),
-                    },
+                    reason: plain_refusal(
+                        architecture_of(file).as_deref(),
+                        match e {
+                            q4nx::Error::Gguf { detail, .. } => detail,
+                            other => other.to_string(),
+                        },
+                    ),
                 })?;
             let import = ImportOptions {
                 name: Some(name.clone()),
@@ -184,5 +235,47 @@ mod tests {
             "my-model--1-"
         );
         assert_eq!(name_from_file(Path::new(".hidden.gguf")), "hidden");
+    }
+
+    #[test]
+    fn every_family_named_unsupported_is_refused_by_the_importer() {
+        for (arch, family) in UNSUPPORTED_FAMILIES {
+            let bytes = q4nx::gguf::write::tiny_model(arch).finish();
+            let header = q4nx::gguf::parse(&bytes, Path::new("t.gguf")).unwrap();
+            assert!(
+                q4nx::gguf::check_header(&header, Path::new("t.gguf")).is_err(),
+                "{arch} imports now: take {family} out of UNSUPPORTED_FAMILIES"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refused_family_is_named_in_plain_words() {
+        let said = plain_refusal(Some("phi3"), "architecture \"phi3\" is not one".into());
+        assert!(
+            said.starts_with("Phi-3, Phi-3.5 and Phi-4 models are not supported yet ("),
+            "{said}"
+        );
+        assert_eq!(
+            plain_refusal(Some("llama"), "cut short".into()),
+            "cut short"
+        );
+        assert_eq!(plain_refusal(None, "not GGUF".into()), "not GGUF");
+    }
+
+    #[test]
+    fn importing_a_refused_family_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("phi.gguf");
+        std::fs::write(&file, q4nx::gguf::write::tiny_model("phi3").finish()).unwrap();
+        let store = Store::at(dir.path().join("store"));
+        let err = store
+            .import_gguf(&file, &GgufImportOptions::default(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+            "{err}"
+        );
     }
 }
