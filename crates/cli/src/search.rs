@@ -216,14 +216,14 @@ fn print_hits(out: &mut impl Write, hits: &[Hit]) -> std::io::Result<()> {
     for (n, hit) in hits.iter().enumerate() {
         let place = match &hit.place {
             Place::Page(page) => format!(", page {page}"),
-            Place::Heading(heading) => format!(", \u{a7} {heading}"),
+            Place::Heading(heading) => format!(", \u{a7} {}", one_line(heading)),
             Place::Whole => String::new(),
         };
         writeln!(
             out,
             "{}. {}{place}, characters {}..{} (score {:.4})",
             n + 1,
-            safe(&hit.path.display().to_string()),
+            one_line(&hit.path.display().to_string()),
             hit.char_start,
             hit.char_end,
             hit.score
@@ -234,4 +234,42 @@ fn print_hits(out: &mut impl Write, hits: &[Hit]) -> std::io::Result<()> {
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// `text` for one line of a terminal: control and bidi characters escaped (see `safe`), line
+/// breaks too, so a file's name or heading cannot draw on the screen or fake a result line.
+fn one_line(text: &str) -> String {
+    safe(text).replace('\n', "\\u{a}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p8_a_heading_with_terminal_escapes_is_printed_escaped() {
+        let hit = Hit {
+            document: 1,
+            path: PathBuf::from("e\nfake.md"),
+            title: None,
+            section: 0,
+            place: Place::Heading("Title \u{1b}]0;PWNED\u{7}\u{1b}[2J\nnext".to_owned()),
+            char_start: 0,
+            char_end: 7,
+            text: "kittens".to_owned(),
+            score: 1.0,
+            keyword_rank: Some(1),
+            semantic_rank: None,
+        };
+        let mut out = Vec::new();
+        print_hits(&mut out, &[hit]).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.contains("Title \\u{1b}]0;PWNED\\u{7}"), "{out:?}");
+        assert_eq!(
+            out.lines().count(),
+            3,
+            "one result line, one text line, a blank: {out:?}"
+        );
+    }
 }
