@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    hearth_app::documents::child::run_if_asked();
     // webkit2gtk's DMA-BUF renderer shows a blank window on some GPUs and Wayland setups;
     // turn it off unless the user chose otherwise.
     if std::env::var_os("WEBKIT_DISABLE_DMABUF_RENDERER").is_none() {

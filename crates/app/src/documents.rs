@@ -32,6 +32,8 @@ pub use views::{
 
 pub use hearth_chat::conversations::MessageSources;
 pub use hearth_documents::extract::accepted_extensions;
+/// Extraction in a child process: the desktop app calls `child::run_if_asked()` first in `main`.
+pub use hearth_documents::extract::child;
 /// The engine's sentence-embedding models, as the library runs them (the server answers
 /// `/v1/embeddings` with the same).
 pub use hearth_documents::{EmbeddingModel, EngineEmbedding};

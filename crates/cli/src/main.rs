@@ -72,6 +72,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    hearth_documents::extract::child::run_if_asked();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
