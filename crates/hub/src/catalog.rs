@@ -148,6 +148,16 @@ mod tests {
                 "minicpm5-2b-npu2",
                 "qwen3-1.7b-npu2",
                 "llama-3.2-1b-npu2",
+                "llama-3.2-1b",
+                "llama-3.2-3b",
+                "llama-3.2-3b-npu2",
+                "qwen2.5-0.5b",
+                "qwen2.5-1.5b",
+                "qwen2.5-3b",
+                "qwen2.5-3b-npu2",
+                "qwen2.5-7b",
+                "qwen2.5-coder-1.5b",
+                "qwen2.5-coder-7b",
                 "qwen3-embedding-0.6b"
             ]
         );
@@ -170,7 +180,7 @@ mod tests {
             .filter(|e| e.kind == ModelKind::Chat)
             .map(|e| e.id.as_str())
             .collect();
-        assert_eq!(chat.len(), 4, "the others chat: {chat:?}");
+        assert_eq!(chat.len(), 14, "the others chat: {chat:?}");
     }
 
     #[test]
