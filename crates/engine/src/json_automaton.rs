@@ -14,8 +14,9 @@
 //! A schema whose alternatives begin alike and nest can still make the readings multiply with
 //! every byte, and an answer nested deeply makes every reading costly to copy. So a step is
 //! bounded: a state holds at most [`MAX_THREADS`] readings, and every step is charged to a
-//! budget of work the caller gives (each reading stepped costs one plus its depth, the frames
-//! it copies). Past either bound the step fails with an [`Overrun`] instead of going on.
+//! budget of work the caller gives (each reading stepped or made costs one, and one more per
+//! [`FRAMES_PER_WORK`] frames it copies). Past either bound the step fails with an [`Overrun`]
+//! instead of going on.
 
 use crate::json_schema::{Grammar, Node, NodeId};
 
@@ -34,6 +35,10 @@ const MAX_DIGITS: [u8; 3] = [20, 24, 2];
 /// Most readings a state may hold at once. A schema that needs more (alternatives that begin
 /// alike, nested) is stopped with [`Overrun::Threads`].
 pub(crate) const MAX_THREADS: usize = 256;
+
+/// How many frames of a reading cost as much to copy as stepping it does: a unit of work is
+/// about one reading stepped, however deep.
+const FRAMES_PER_WORK: usize = 16;
 
 /// Why a step was not taken: it needed more than the automaton allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,9 +275,9 @@ impl JsonState {
         Ok(state)
     }
 
-    /// The state after one byte, its cost taken from `work`: one plus the depth of each
-    /// reading stepped and of each reading made. Fails when `work` runs out or the state would
-    /// hold more than [`MAX_THREADS`] readings.
+    /// The state after one byte, its cost taken from `work` (see [`cost`]) for each reading
+    /// stepped and each made. Fails when `work` runs out or the state would hold more than
+    /// [`MAX_THREADS`] readings.
     pub(crate) fn step(
         &self,
         grammar: &Grammar,
@@ -285,9 +290,7 @@ impl JsonState {
             step(grammar, thread.clone(), b, &mut out);
             let cost = out[made..]
                 .iter()
-                .fold(1 + thread.stack.len() as u64, |cost, t| {
-                    cost + t.stack.len() as u64
-                });
+                .fold(cost(thread), |sum, made| sum + cost(made));
             *work = work.checked_sub(cost).ok_or(Overrun::Work)?;
         }
         out.sort_unstable();
@@ -308,6 +311,12 @@ impl JsonState {
             depth == 1 && t.stack[0] == Frame::Root { done: true }
         })
     }
+}
+
+/// The work of copying `thread` and stepping it: one, and one more for every
+/// [`FRAMES_PER_WORK`] frames it holds.
+fn cost(thread: &Thread) -> u64 {
+    1 + (thread.stack.len() / FRAMES_PER_WORK) as u64
 }
 
 /// Whether a number or literal may end where it is (the next byte, if it cannot continue the
@@ -963,6 +972,63 @@ mod tests {
         for b in 0..=255u8 {
             assert!(next(&state, &g, b).is_dead(), "byte {b} after the value");
         }
+    }
+
+    /// The review's P13 schema: `anyOf` of `alternatives`, each an array of the same `anyOf`
+    /// (all copies of one array, or each with its own `maxItems`).
+    fn arrays_of_arrays(alternatives: usize, distinct: bool) -> Grammar {
+        let array = |i: usize| match distinct {
+            true => json!({"type": "array", "items": {"$ref": "#/$defs/s"}, "maxItems": i + 1}),
+            false => json!({"type": "array", "items": {"$ref": "#/$defs/s"}}),
+        };
+        let alternatives: Vec<Value> = (0..alternatives).map(array).collect();
+        grammar(json!({"$defs": {"s": {"anyOf": alternatives}}, "$ref": "#/$defs/s"}))
+    }
+
+    #[test]
+    fn p13_any_of_of_arrays_is_bounded() {
+        // 1,000 copies of one alternative are one: "[[[…" keeps a single reading.
+        let g = arrays_of_arrays(1_000, false);
+        let state = after(&g, "[".repeat(1_000).as_bytes());
+        assert_eq!(state.threads.len(), 1);
+        assert!(accepts(&g, "[[],[[]]]"));
+        // 64 different ones multiply by 64 at each "[": the second is refused at once.
+        let g = arrays_of_arrays(64, true);
+        let one = after(&g, b"[");
+        assert_eq!(one.threads.len(), 64);
+        let started = std::time::Instant::now();
+        let mut work = u64::MAX;
+        assert_eq!(one.step(&g, b'[', &mut work), Err(Overrun::Threads));
+        assert!(
+            started.elapsed().as_millis() < 500,
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(accepts(&g, "[]"), "an answer within the bounds still passes");
+    }
+
+    #[test]
+    fn p13_a_step_stops_when_its_work_runs_out() {
+        let g = Grammar::any_object().unwrap();
+        let deep = after(&g, &[&b"{\"a\":"[..], &[b'['; 2_000]].concat());
+        // The reading is 2,003 frames deep: stepping it and the one made cost 126 each.
+        let mut work = 200;
+        assert_eq!(deep.step(&g, b'[', &mut work), Err(Overrun::Work));
+        let mut work = 1_000;
+        assert!(deep.step(&g, b'[', &mut work).is_ok());
+        assert_eq!(work, 1_000 - 126 - 126);
+    }
+
+    #[test]
+    fn a_loop_of_references_starts_values_without_recursing() {
+        // `a` is any of `a` itself or null: starting a value looks through the loop once.
+        let g = grammar(json!({
+            "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "null"}, {"$ref": "#/$defs/b"}]},
+                      "b": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "array", "items": {"$ref": "#/$defs/b"}}]}},
+            "$ref": "#/$defs/a"
+        }));
+        assert!(accepts(&g, "null") && accepts(&g, "[[null],[]]"));
+        assert!(!accepts(&g, "1"));
     }
 
     /// A JSON value of any kind, nested at most 4 deep.

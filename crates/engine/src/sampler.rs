@@ -3,6 +3,8 @@
 //! a run reproducible and tests are deterministic. Under a [`Constraint`] (structured output),
 //! the choice is made among the tokens it allows ([`sample_allowed`]).
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::constraint::Constraint;
@@ -134,8 +136,8 @@ pub fn sample(logits: &mut [f32], context: &[u32], params: &SamplingParams, rng:
     kept.draw(rng.next_f32() * kept.total)
 }
 
-/// How many of the most likely tokens a greedy choice under a constraint tries one by one
-/// before it scans the whole vocabulary for the allowed ones.
+/// How many of the most likely tokens a choice under a constraint tries one by one before it
+/// scans the whole vocabulary for the allowed ones.
 const FIRST_LOOK: usize = 64;
 
 /// Picks the next token as [`sample`] does, among the tokens `constraint` allows: greedy takes
@@ -177,13 +179,26 @@ pub(crate) fn sample_allowed(
             .map(|c| c.0));
     }
     let r = rng.next_f32();
-    let kept = Distribution::new(logits, params).only(|token| constraint.allows(token));
-    constraint.within_bounds()?;
+    let kept = Distribution::new(logits, params);
+    // Past a few candidates (sampling without top-k), one scan of the vocabulary costs less
+    // than asking about each, and keeps a choice within the constraint's work.
+    let (kept, scanned) = if kept.candidates.len() > FIRST_LOOK {
+        let allowed = constraint.allowed()?;
+        let set: HashSet<u32> = allowed.iter().copied().collect();
+        (kept.only(|token| set.contains(&token)), Some(allowed))
+    } else {
+        let kept = kept.only(|token| constraint.allows(token));
+        constraint.within_bounds()?;
+        (kept, None)
+    };
     let drawn = match kept {
         Some(allowed) => allowed,
         None => {
-            let allowed: Vec<(u32, f32)> = constraint
-                .allowed()?
+            let allowed = match scanned {
+                Some(allowed) => allowed,
+                None => constraint.allowed()?,
+            };
+            let allowed: Vec<(u32, f32)> = allowed
                 .into_iter()
                 .map(|t| (t, logits[t as usize] / params.temperature))
                 .collect();
