@@ -187,8 +187,8 @@ fn p2_an_epub_listing_one_chapter_sixty_times_reads_it_once() {
     );
 }
 
-/// `pages` pages that all draw one content stream of `operators` `n` operators.
-fn pdf_sharing_one_stream(pages: usize, operators: usize) -> Vec<u8> {
+/// `pages` pages that all draw one content stream, `content`.
+fn pdf_sharing_one_stream(pages: usize, content: &[u8]) -> Vec<u8> {
     let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 5 + i)).collect();
     let mut objects = vec![
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
@@ -197,7 +197,7 @@ fn pdf_sharing_one_stream(pages: usize, operators: usize) -> Vec<u8> {
             kids.join(" ")
         )
         .into_bytes(),
-        stream(&b"n\n".repeat(operators)),
+        stream(content),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
     ];
     for _ in 0..pages {
@@ -210,16 +210,15 @@ fn pdf_sharing_one_stream(pages: usize, operators: usize) -> Vec<u8> {
 }
 
 #[test]
-fn p3_pages_sharing_a_huge_operator_stream_are_refused_by_the_document_budget() {
+fn p3_pages_sharing_a_huge_stream_are_refused_by_the_document_budget() {
     let dir = tempfile::tempdir().unwrap();
-    // 40 pages of 512 Ki operators each: 21 M in all, over the 20 M a document may decode.
-    // Before the fix each page's operators were all held at once (about 100 bytes each), and
-    // 5,000 such pages took about 100 minutes.
-    let path = write(
-        dir.path(),
-        "ops.pdf",
-        &pdf_sharing_one_stream(40, 512 << 10),
-    );
+    // 40 pages drawing one 7 MiB stream: 280 MiB of content, over the 256 MiB a document may
+    // inflate. Before the fix each page's operators were all held at once (about 100 bytes
+    // each), and 5,000 pages sharing a 4 MiB stream of operators took about 100 minutes.
+    let mut content = b"BT (".to_vec();
+    content.extend(std::iter::repeat_n(b'a', 7 << 20));
+    content.extend_from_slice(b") Tj ET");
+    let path = write(dir.path(), "ops.pdf", &pdf_sharing_one_stream(40, &content));
     let started = Instant::now();
     let error = extract(&path, &ExtractLimits::default()).unwrap_err();
     assert!(matches!(error, ExtractError::TooComplex { .. }), "{error}");
@@ -238,7 +237,7 @@ fn p3_a_page_over_the_content_limit_is_skipped_not_decoded() {
     let path = write(
         dir.path(),
         "big-page.pdf",
-        &pdf_sharing_one_stream(1, 9 << 19),
+        &pdf_sharing_one_stream(1, &b"n\n".repeat(9 << 19)),
     );
     let error = extract(&path, &ExtractLimits::default()).unwrap_err();
     assert!(matches!(error, ExtractError::Corrupt { .. }), "{error}");
@@ -394,5 +393,82 @@ fn p10_a_question_of_1200_distinct_short_words_is_answered() {
     for question in [short.join(" "), long.join(" ")] {
         // Before the fix: "Expression tree is too large (maximum depth 1000)".
         search(&library, &question, &documents, Ranking::Keyword, None, 5).unwrap();
+    }
+}
+
+/// Random files of the hostile shapes above (long headings over many sections, space runs,
+/// spines repeating parts), read under a small text limit: each is read within the limit,
+/// headings and text together, every heading cut short, or refused with a message naming it.
+#[test]
+fn hostile_shapes_stay_within_the_text_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut random = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % below as u64) as usize
+    };
+    let limits = ExtractLimits {
+        max_text_bytes: 64 << 10,
+        max_compression_ratio: 100_000,
+        ..ExtractLimits::default()
+    };
+    for round in 0..60 {
+        let heading = "h ".repeat(random(2_000));
+        let body = "a ".repeat(random(400));
+        let sections = 1 + random(200);
+        let (name, bytes) = match round % 3 {
+            0 => {
+                let section = format!("# {heading}\n\n{body}\n\n");
+                ("shape.md", section.repeat(sections).into_bytes())
+            }
+            1 => {
+                let runs = format!("<text:s text:c=\"{}\"/>", random(100_000)).repeat(random(300));
+                let paragraph = format!("<text:h>{heading}</text:h><text:p>{body}{runs}</text:p>");
+                let content = format!(
+                    "<office:document-content xmlns:office=\"o\" xmlns:text=\"t\"><office:body>\
+                     <office:text>{}</office:text></office:body></office:document-content>",
+                    paragraph.repeat(sections)
+                );
+                ("shape.odt", odt_of(&content))
+            }
+            _ => {
+                let chapter = format!("<html><body><h1>{heading}</h1><p>{body}</p></body></html>");
+                let opf = format!(
+                    "<package><manifest><item id=\"c\" href=\"c.xhtml\"/><item id=\"d\" \
+                     href=\"d.xhtml\"/></manifest><spine>{}</spine></package>",
+                    "<itemref idref=\"c\"/><itemref idref=\"d\"/>".repeat(sections)
+                );
+                let epub = zip_of(&[
+                    (
+                        "META-INF/container.xml",
+                        br#"<container><rootfiles><rootfile full-path="content.opf"/></rootfiles></container>"#,
+                    ),
+                    ("content.opf", opf.as_bytes()),
+                    ("c.xhtml", chapter.as_bytes()),
+                    ("d.xhtml", chapter.as_bytes()),
+                ]);
+                ("shape.epub", epub)
+            }
+        };
+        let path = write(dir.path(), name, &bytes);
+        match extract(&path, &limits) {
+            Ok(extracted) => {
+                let mut total = 0;
+                for section in &extracted.sections {
+                    total += section.text.len();
+                    if let Place::Heading(heading) = &section.place {
+                        assert!(heading.chars().count() <= MAX_HEADING_CHARS + 1, "{name}");
+                        total += heading.len();
+                    }
+                }
+                assert!(
+                    total <= limits.max_text_bytes,
+                    "{name}, round {round}: {total}"
+                );
+            }
+            Err(error) => assert!(error.to_string().contains(name), "{error}"),
+        }
     }
 }
