@@ -40,6 +40,7 @@ fn flm(dir: &Path, serve: &str, version: &str) -> PathBuf {
 fn config(dir: &Path, program: PathBuf, start_timeout: Duration) -> ServeConfig {
     ServeConfig {
         program,
+        version: "1.0.6".into(),
         tag: "m:1b".into(),
         ctx_len: 2048,
         registry: dir.join("model_list.json"),

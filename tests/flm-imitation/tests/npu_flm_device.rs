@@ -203,7 +203,7 @@ fn beside_hearths_own_server_no_second_flm_is_started() {
     let mut backend = NpuBackend::open(program.clone(), &system.registry, TAG, options).unwrap();
     backend.start().unwrap();
     let own = own_server().expect("Hearth's server runs");
-    assert_eq!(own.pid, backend.server_pid());
+    assert_eq!(Some(own.pid), backend.server_pid());
 
     // The imitated 1.0.8 refuses a second flm, as the real one does.
     let second = std::process::Command::new(&program.path)
@@ -224,10 +224,9 @@ fn beside_hearths_own_server_no_second_flm_is_started() {
     // FastFlowLM's own check is not run beside it; the report says why.
     let report = discover::validate(&program).unwrap();
     assert_eq!(report.checks[0].code, "validate_own_server");
-    assert!(report.checks[0].summary.contains(&format!(
-        "Hearth's own FastFlowLM (process {})",
-        own.pid.unwrap()
-    )));
+    assert!(report.checks[0]
+        .summary
+        .contains(&format!("Hearth's own FastFlowLM (process {})", own.pid)));
 
     backend.stop_server();
     assert_eq!(own_server(), None);

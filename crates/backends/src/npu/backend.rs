@@ -42,56 +42,6 @@ const ABORTED_STREAMS_BEFORE_RESTART: u32 = 8;
 /// The backend whose FastFlowLM holds the NPU (at most one runs in this process).
 static NPU_OWNER: Mutex<Option<Weak<Shared>>> = Mutex::new(None);
 
-/// The FastFlowLM server this process runs, which holds the NPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnServer {
-    /// Its process, when it is running (`None` while it starts).
-    pub pid: Option<u32>,
-    /// Its port, when it is running.
-    pub port: Option<u16>,
-}
-
-impl OwnServer {
-    /// "Hearth's own FastFlowLM (process 4242)", or "... (starting)".
-    pub fn words(&self) -> String {
-        match self.pid {
-            Some(pid) => format!("Hearth's own FastFlowLM (process {pid})"),
-            None => "Hearth's own FastFlowLM (starting)".to_string(),
-        }
-    }
-}
-
-/// The FastFlowLM server this process runs, if one runs or is starting: beside it no other
-/// `flm` may be started (FastFlowLM 1.0.8 and later open the NPU in every process, and the
-/// second one is refused). Never waits: a server being started counts as running.
-pub fn own_server() -> Option<OwnServer> {
-    let owner = match NPU_OWNER.try_lock() {
-        Ok(owner) => owner,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            return Some(OwnServer {
-                pid: None,
-                port: None,
-            })
-        }
-    };
-    let shared = owner.as_ref()?.upgrade()?;
-    let slot = match shared.slot.try_lock() {
-        Ok(slot) => slot,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            return Some(OwnServer {
-                pid: None,
-                port: None,
-            })
-        }
-    };
-    slot.server.as_ref().map(|s| OwnServer {
-        pid: Some(s.pid()),
-        port: Some(s.port()),
-    })
-}
-
 /// How the backend runs FastFlowLM.
 #[derive(Debug, Clone)]
 pub struct NpuOptions {
@@ -413,6 +363,7 @@ impl NpuBackend {
     fn serve_config(&self, ctx_len: usize) -> ServeConfig {
         ServeConfig {
             program: self.program.path.clone(),
+            version: self.program.version.clone(),
             tag: self.tag.clone(),
             ctx_len,
             registry: self.registry.clone(),

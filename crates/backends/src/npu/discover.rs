@@ -14,9 +14,8 @@ use hearth_npu::elf::Runtime;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::npu::backend::own_server;
 use crate::npu::install::Layout;
-use crate::npu::process;
+use crate::npu::process::{self, own_server, OwnServer};
 use crate::npu::registry::{FlmModel, FlmRegistry};
 use crate::npu::{known_issues, NpuError};
 
@@ -216,13 +215,15 @@ fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 /// [`MIN_VERSION`].
 ///
 /// The version is asked once: later calls answer from what was learnt while the file is
-/// unchanged. While Hearth's own FastFlowLM runs ([`own_server`]), no second `flm` is started
-/// (1.0.8 and later would be refused the NPU): what was learnt stands, else the running server
-/// is asked (`/api/version`).
+/// unchanged. While Hearth's own FastFlowLM 1.0.8 or later runs ([`own_server`]), no second
+/// `flm` is started (each opens the NPU at start and would be refused it): what was learnt
+/// stands, else the running server is asked (`/api/version`). Beside an older server a second
+/// `flm` of the same release is harmless; one of 1.0.8 or later is refused the NPU, and that
+/// reads as busy ([`NpuError::DeviceBusy`], the holder named).
 pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
     let path = locate(lookup)?;
     let now = stamp(&path);
-    let own = own_server();
+    let own = own_server().filter(OwnServer::refuses_a_second_flm);
     {
         let learnt = LEARNT.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, _, program)) = learnt
@@ -233,14 +234,10 @@ pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
         }
     }
     let version = match &own {
-        Some(own) => {
-            own.port
-                .and_then(process::running_version)
-                .ok_or_else(|| NpuError::DeviceBusy {
-                    path: path.clone(),
-                    holders: own.words(),
-                })?
-        }
+        Some(own) => process::running_version(own.port).ok_or_else(|| NpuError::DeviceBusy {
+            path: path.clone(),
+            holders: own.words(),
+        })?,
         None => read_version_on(&path, &lookup.root)?,
     };
     check_version(&path, &version)?;

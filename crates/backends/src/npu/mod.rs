@@ -35,12 +35,13 @@ pub mod registry;
 
 use std::path::PathBuf;
 
-pub use backend::{own_server, NpuBackend, NpuEvent, NpuEventSink, NpuOptions, OwnServer};
+pub use backend::{NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
 pub use discover::{
     find, fold_validate, npu_availability, npu_status, npu_support, npu_support_anyway,
     registry_availabilities, registry_availability, validate, Flavor, FlmProgram, Lookup,
     ValidateReport, MIN_VERSION,
 };
+pub use process::{own_server, OwnServer};
 
 use hearth_chat::backend::{BackendError, FailureKind};
 

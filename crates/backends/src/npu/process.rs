@@ -52,6 +52,8 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 pub struct ServeConfig {
     /// The FastFlowLM program.
     pub program: PathBuf,
+    /// Its version ("1.0.8"), for the record of the servers this process runs ([`own_server`]).
+    pub version: String,
     /// The model's tag (`family:size`).
     pub tag: String,
     /// `--ctx-len`: positions reserved for prompt and answer.
@@ -64,6 +66,45 @@ pub struct ServeConfig {
     pub state_dir: PathBuf,
     /// How long loading may take before Hearth gives up.
     pub start_timeout: Duration,
+}
+
+/// The servers this process has started and not stopped yet (at most one, in practice).
+static RUNNING: Mutex<Vec<OwnServer>> = Mutex::new(Vec::new());
+
+/// A FastFlowLM server this process runs (from its start until it is stopped), which holds the
+/// NPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnServer {
+    /// Its process.
+    pub pid: u32,
+    /// Its loopback port (it may not answer yet while it loads its model).
+    pub port: u16,
+    /// Its program's version.
+    pub version: String,
+}
+
+impl OwnServer {
+    /// "Hearth's own FastFlowLM (process 4242)".
+    pub fn words(&self) -> String {
+        format!("Hearth's own FastFlowLM (process {})", self.pid)
+    }
+
+    /// Whether every `flm` process of this release opens the NPU at start (1.0.8 and later),
+    /// so that a second one beside this server would be refused it.
+    pub fn refuses_a_second_flm(&self) -> bool {
+        hearth_npu::software::version_at_least(&self.version, "1.0.8")
+    }
+}
+
+/// The FastFlowLM server this process runs, if one is starting or running and its process
+/// has not ended: it holds the NPU.
+pub fn own_server() -> Option<OwnServer> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|s| exited_unreaped(s.pid as libc::pid_t).is_none())
+        .cloned()
 }
 
 /// A running, ready `flm serve`.
@@ -169,6 +210,11 @@ impl FlmServer {
         }
         self.stopped = true;
         terminate(&mut self.child, &self.mark);
+        let pid = self.child.id();
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|s| s.pid != pid);
         tracing::info!(pid = self.child.id(), "FastFlowLM stopped");
     }
 }
@@ -287,6 +333,14 @@ fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
         mark,
         stopped: false,
     };
+    RUNNING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(OwnServer {
+            pid: server.pid(),
+            port,
+            version: config.version.clone(),
+        });
     match wait_ready(&mut server, config.start_timeout) {
         Ok(()) => {
             tracing::info!(pid = server.pid(), port, "FastFlowLM ready");
