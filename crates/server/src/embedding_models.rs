@@ -1,12 +1,16 @@
 //! The embedding models a server answers with ([`EmbeddingSource`]: a name and a folder), and the
 //! one loaded now: at the first request naming it, in place of the one before
 //! ([`EmbeddingModels`]). The routes that use them are in `crate::embeddings`.
+//!
+//! Embedding requests have a line of their own ([`EMBEDDING_PLACES`]), apart from the chat
+//! models' queue: however many embedding requests come, a chat request's place is not taken.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hearth_app::documents::EngineEmbedding;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::AppError;
 
@@ -20,11 +24,16 @@ pub struct EmbeddingSource {
     pub folder: PathBuf,
 }
 
+/// Embedding requests let in at once: one embedding and one waiting; more get 503.
+pub const EMBEDDING_PLACES: usize = 2;
+
 /// The server's embedding models; the one in use is loaded at its first request.
 pub(crate) struct EmbeddingModels {
     sources: Vec<EmbeddingSource>,
     /// The model loaded, by its served name.
     loaded: Mutex<Option<(String, Arc<EngineEmbedding>)>>,
+    /// One permit per embedding request let in ([`EMBEDDING_PLACES`]).
+    admission: Arc<Semaphore>,
 }
 
 impl EmbeddingModels {
@@ -32,7 +41,17 @@ impl EmbeddingModels {
         EmbeddingModels {
             sources,
             loaded: Mutex::new(None),
+            admission: Arc::new(Semaphore::new(EMBEDDING_PLACES)),
         }
+    }
+
+    /// A place in the embedding requests' line, or 503 when it is full.
+    pub(crate) fn admit(&self) -> Result<OwnedSemaphorePermit, AppError> {
+        Arc::clone(&self.admission)
+            .try_acquire_owned()
+            .map_err(|_| AppError::Busy {
+                queue: EMBEDDING_PLACES - 1,
+            })
     }
 
     /// The model `requested` names, loading it if needed in place of the one loaded (on this

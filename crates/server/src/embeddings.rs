@@ -5,7 +5,15 @@
 //! (`hearth_app::documents::EngineEmbedding`). One is loaded at a time, at the first request
 //! naming it, and kept until a request names another. Chat models do not embed: a request
 //! naming one is told which models do.
+//!
+//! Bounded: a request holds at most [`MAX_INPUTS`] texts and [`MAX_TOKENS`] tokens (counted
+//! as the model reads them, after cutting), refused by name before any embedding; the texts are
+//! embedded [`BATCH`] at a time and the work stops at the next batch when the client leaves;
+//! embedding requests wait in a line of their own, so they cannot take chat's places
+//! (`crate::embedding_models::EMBEDDING_PLACES`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -22,8 +30,17 @@ use crate::error::{AppError, OllamaError};
 use crate::state::AppState;
 use crate::worker;
 
+/// The most texts one request may hold (OpenAI's own limit).
+pub const MAX_INPUTS: usize = 2048;
+
+/// The most tokens one request may hold, all texts together.
+pub const MAX_TOKENS: usize = 65_536;
+
+/// Texts embedded between two checks that the client is still there.
+const BATCH: usize = 16;
+
 /// The texts of an `input` (one text or several, as both APIs accept them), or why there are
-/// none.
+/// none or too many.
 fn texts(input: EmbeddingInput) -> Result<Vec<String>, AppError> {
     let texts = match input {
         EmbeddingInput::One(text) => vec![text],
@@ -35,7 +52,26 @@ fn texts(input: EmbeddingInput) -> Result<Vec<String>, AppError> {
             "input is an empty list; give at least one text",
         ));
     }
+    if texts.len() > MAX_INPUTS {
+        return Err(AppError::bad_field(
+            "input",
+            format!(
+                "input holds {} texts; send at most {MAX_INPUTS} per request",
+                texts.len()
+            ),
+        ));
+    }
     Ok(texts)
+}
+
+/// Set when the request's handler is dropped (the client left): the embedding thread stops
+/// at its next batch.
+struct ClientGone(Arc<AtomicBool>);
+
+impl Drop for ClientGone {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// What one embedding run gives back.
@@ -47,8 +83,8 @@ struct Embedded {
 }
 
 /// Embeds `texts` with the model `requested` names, on a blocking thread, holding a place in
-/// the server's line. A text longer than the model reads is cut, unless `truncate` is false:
-/// then it is refused.
+/// the embedding requests' line. A text longer than the model reads is cut, unless `truncate`
+/// is false: then it is refused. Stops when the client leaves (this future is dropped).
 async fn embed_texts(
     state: &AppState,
     requested: String,
@@ -56,7 +92,9 @@ async fn embed_texts(
     truncate: bool,
     dimensions: Option<usize>,
 ) -> Result<Embedded, AppError> {
-    let permit = state.admit()?;
+    let permit = state.embedding_model().admit()?;
+    let gone = Arc::new(AtomicBool::new(false));
+    let _watch = ClientGone(Arc::clone(&gone));
     let shared = state.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
@@ -88,9 +126,24 @@ async fn embed_texts(
                 });
             }
             tokens += count.min(limit);
+            if tokens > MAX_TOKENS {
+                return Err(AppError::bad_field(
+                    "input",
+                    format!(
+                        "input holds more than {MAX_TOKENS} tokens; send fewer or shorter texts per request"
+                    ),
+                ));
+            }
         }
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = embedder.embed(&texts).map_err(engine_error)?;
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            if gone.load(Ordering::Relaxed) {
+                tracing::debug!("client left; embedding stopped");
+                return Err(AppError::Internal);
+            }
+            vectors.extend(embedder.embed(batch).map_err(engine_error)?);
+        }
         Ok(Embedded {
             model,
             vectors,

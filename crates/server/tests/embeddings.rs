@@ -354,3 +354,103 @@ async fn an_installed_qwen3_embedding_model_answers_when_named_and_the_encoder_a
         "names what was asked and every embedding model there is: {message}"
     );
 }
+
+/// A request for `count` copies of `text` from `model`.
+fn many(model: &str, text: &str, count: usize) -> Value {
+    json!({"model": model, "input": vec![text; count]})
+}
+
+#[tokio::test]
+async fn p14_a_request_with_too_many_inputs_or_tokens_is_refused_before_any_work() {
+    let state = state();
+    for path in ["/v1/embeddings", "/api/embed"] {
+        let (status, value) = send(&state, post(path, many(EMBEDDER, "", 2049))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {value}");
+        assert!(
+            value.to_string().contains("at most 2048"),
+            "{path}: {value}"
+        );
+    }
+    let (status, value) = send(&state, post("/v1/embeddings", many(EMBEDDER, "", 2048))).await;
+    assert_eq!(status, StatusCode::OK, "2048 texts are allowed: {value}");
+    assert_eq!(value["data"].as_array().unwrap().len(), 2048);
+
+    // Cut at what the model reads, 300 long texts are still more than 65,536 tokens.
+    let long = "lighthouse keepers climb the tower every evening ".repeat(60);
+    let (status, value) = send(&state, post("/v1/embeddings", many(EMBEDDER, &long, 300))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{value}");
+    assert!(value.to_string().contains("65536 tokens"), "{value}");
+}
+
+#[tokio::test]
+async fn p14_embedding_requests_cannot_take_chats_place_and_stop_when_their_client_leaves() {
+    // One chat place (no queue), as the tightest server.
+    let models = LocalModels::new(
+        home(),
+        vec![LocalModel {
+            name: "tiny-qwen3".into(),
+            ..LocalModel::folder(fixture("tiny-qwen3"))
+        }],
+        LoadSettings {
+            context_length: Some(64),
+            ..LoadSettings::default()
+        },
+    );
+    let state = AppState::on_demand(
+        models,
+        ServerOptions {
+            embedding_models: vec![EmbeddingSource {
+                name: QWEN3_EMBEDDER.into(),
+                folder: fixture("tiny-qwen3-embedding"),
+            }],
+            queue: 0,
+            ..ServerOptions::default()
+        },
+    );
+    // Within the bounds, and some seconds of work on the tiny model.
+    let body = many(QWEN3_EMBEDDER, "a passage to embed", 2000);
+    let mut clients: Vec<_> = (0..9)
+        .map(|_| {
+            let (state, body) = (state.clone(), body.clone());
+            tokio::spawn(async move { send(&state, post("/v1/embeddings", body)).await })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let chat = json!({
+        "model": "tiny-qwen3",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 2,
+    });
+    let (status, value) = send(&state, post("/v1/chat/completions", chat)).await;
+    assert_eq!(status, StatusCode::OK, "chat keeps its place: {value}");
+    let mut turned_away = 0;
+    for client in std::mem::take(&mut clients) {
+        if client.is_finished() {
+            let (status, value) = client.await.unwrap();
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{value}");
+            turned_away += 1;
+        } else {
+            clients.push(client);
+        }
+    }
+    assert_eq!(turned_away, 7, "two embedding requests are let in at once");
+
+    // Every client leaves; the embedding line is free again within a few batches.
+    for client in &clients {
+        client.abort();
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let (status, value) =
+            send(&state, post("/v1/embeddings", many(QWEN3_EMBEDDER, "x", 1))).await;
+        if status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{value}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "the work of clients that left still holds the line"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
