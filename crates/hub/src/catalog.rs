@@ -158,6 +158,10 @@ mod tests {
                 "qwen2.5-7b",
                 "qwen2.5-coder-1.5b",
                 "qwen2.5-coder-7b",
+                "gemma-3-1b",
+                "gemma3-1b-npu2",
+                "gemma-3-4b",
+                "gemma3-4b-npu2",
                 "qwen3-embedding-0.6b"
             ]
         );
@@ -180,7 +184,7 @@ mod tests {
             .filter(|e| e.kind == ModelKind::Chat)
             .map(|e| e.id.as_str())
             .collect();
-        assert_eq!(chat.len(), 14, "the others chat: {chat:?}");
+        assert_eq!(chat.len(), 18, "the others chat: {chat:?}");
     }
 
     #[test]
