@@ -292,4 +292,44 @@ mod tests {
         constraint.accept(2);
         assert!(constraint.is_complete());
     }
+
+    #[test]
+    fn p13_a_choice_past_its_bounds_ends_with_a_plain_error() {
+        // Any of 64 different arrays of the same: after "[", a second "[" would be 4,096
+        // readings.
+        let alternatives: Vec<serde_json::Value> = (1..=64)
+            .map(|max| json!({"type": "array", "items": {"$ref": "#/$defs/s"}, "maxItems": max}))
+            .collect();
+        let grammar = Grammar::from_schema(
+            &json!({"$defs": {"s": {"anyOf": alternatives}}, "$ref": "#/$defs/s"}),
+        )
+        .unwrap();
+        let vocab = vocab();
+        let mut constraint = Constraint::new(grammar, &vocab, &[]);
+        constraint.begin_token();
+        assert!(constraint.allows(id(&vocab, "[")));
+        constraint.accept(id(&vocab, "["));
+        constraint.begin_token();
+        let started = std::time::Instant::now();
+        let e = constraint.allowed().unwrap_err().to_string();
+        assert!(e.contains("more than 256 ways at once"), "{e}");
+        assert!(
+            started.elapsed().as_millis() < 500,
+            "{:?}",
+            started.elapsed()
+        );
+        // From then on nothing is allowed, and the error stays.
+        assert!(!constraint.allows(id(&vocab, "]")));
+        assert!(constraint.within_bounds().is_err());
+    }
+
+    #[test]
+    fn an_ordinary_choice_is_well_within_its_work() {
+        let vocab = vocab();
+        let constraint = Constraint::new(schema(), &vocab, &[]);
+        constraint.begin_token();
+        constraint.allowed().unwrap();
+        let spent = STEP_WORK - constraint.work.get();
+        assert!(spent < STEP_WORK / 1_000, "{spent}");
+    }
 }

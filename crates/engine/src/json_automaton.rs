@@ -1004,7 +1004,10 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-        assert!(accepts(&g, "[]"), "an answer within the bounds still passes");
+        assert!(
+            accepts(&g, "[]"),
+            "an answer within the bounds still passes"
+        );
     }
 
     #[test]
@@ -1054,6 +1057,152 @@ mod tests {
         })
     }
 
+    /// A schema made of every supported keyword, nested at most 3 deep, with repeated
+    /// alternatives and references to a tree that refers to itself (`#/$defs/tree`).
+    fn json_schema() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(json!({"type": "null"})),
+            Just(json!({"type": "boolean"})),
+            Just(json!({"type": "integer"})),
+            Just(json!({"type": ["number", "null"]})),
+            (0u32..3, 0u32..4).prop_map(
+                |(min, more)| json!({"type": "string", "minLength": min, "maxLength": min + more})
+            ),
+            Just(json!({"enum": ["a", "ab", 1, null, [true]]})),
+            Just(json!({"const": {"k": [1]}})),
+            Just(json!({"$ref": "#/$defs/tree"})),
+            Just(json!({})),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                (inner.clone(), 0u32..2, prop::option::of(0u32..3)).prop_map(
+                    |(items, min, more)| {
+                        let mut array = json!({"type": "array", "items": items, "minItems": min});
+                        if let Some(more) = more {
+                            array["maxItems"] = json!(min + more);
+                        }
+                        array
+                    }
+                ),
+                (
+                    prop::collection::btree_map(
+                        prop::sample::select(vec!["a", "ab", "b"]),
+                        inner.clone(),
+                        0..3
+                    ),
+                    any::<u8>(),
+                    prop_oneof![Just(json!(false)), Just(json!(true)), inner.clone()],
+                )
+                    .prop_map(|(properties, bits, additional)| {
+                        let required: Vec<&str> = properties
+                            .keys()
+                            .enumerate()
+                            .filter(|(i, _)| bits & (1 << i) != 0)
+                            .map(|(_, k)| *k)
+                            .collect();
+                        json!({"type": "object", "properties": properties, "required": required,
+                               "additionalProperties": additional})
+                    }),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|a| json!({"anyOf": a})),
+                inner.prop_map(|s| json!({"anyOf": [s.clone(), s], "title": "twice"})),
+            ]
+        })
+        .prop_map(|mut schema| {
+            schema["$defs"] = json!({"tree": {"anyOf": [
+                {"type": "null"},
+                {"type": "array", "items": {"$ref": "#/$defs/tree"}, "maxItems": 2}
+            ]}});
+            schema
+        })
+    }
+
+    /// Whether `value` matches `schema` (inside `root`, which `$ref`s point into): an
+    /// independent reading of the keywords, to check what the automaton lets through.
+    fn matches(root: &Value, schema: &Value, value: &Value) -> bool {
+        let Some(s) = schema.as_object() else {
+            return schema == &json!(true);
+        };
+        if let Some(reference) = s.get("$ref").and_then(Value::as_str) {
+            return matches(root, root.pointer(&reference[1..]).unwrap(), value);
+        }
+        if let Some(c) = s.get("const") {
+            return c == value;
+        }
+        if let Some(Value::Array(values)) = s.get("enum") {
+            return values.contains(value);
+        }
+        if let Some(Value::Array(alternatives)) = s.get("anyOf") {
+            return alternatives.iter().any(|a| matches(root, a, value));
+        }
+        let types: Vec<&str> = match s.get("type") {
+            Some(Value::String(t)) => vec![t],
+            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+            None => vec!["null", "boolean", "number", "string", "array", "object"],
+            Some(other) => panic!("type {other}"),
+        };
+        let count = |key: &str| s.get(key).and_then(Value::as_u64).map(|n| n as usize);
+        types.iter().any(|t| match (*t, value) {
+            ("null", Value::Null) | ("boolean", Value::Bool(_)) | ("number", Value::Number(_)) => {
+                true
+            }
+            ("integer", Value::Number(n)) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            ("string", Value::String(text)) => {
+                let chars = text.chars().count();
+                count("minLength").is_none_or(|m| chars >= m)
+                    && count("maxLength").is_none_or(|m| chars <= m)
+            }
+            ("array", Value::Array(items)) => {
+                count("minItems").is_none_or(|m| items.len() >= m)
+                    && count("maxItems").is_none_or(|m| items.len() <= m)
+                    && items
+                        .iter()
+                        .all(|item| s.get("items").is_none_or(|i| matches(root, i, item)))
+            }
+            ("object", Value::Object(fields)) => {
+                let listed = s.get("properties").and_then(Value::as_object);
+                let required = s.get("required").and_then(Value::as_array);
+                let additional = s.get("additionalProperties").unwrap_or(&Value::Bool(true));
+                required.is_none_or(|r| r.iter().all(|k| fields.contains_key(k.as_str().unwrap())))
+                    && fields
+                        .iter()
+                        .all(|(k, v)| match listed.and_then(|l| l.get(k)) {
+                            Some(property) => matches(root, property, v),
+                            None => matches(root, additional, v),
+                        })
+            }
+            _ => false,
+        })
+    }
+
+    /// A walk of up to `steps` bytes chosen at random among those `g` allows, ending about one
+    /// time in four once it may; the text, and whether it is a whole value. Fails when a state
+    /// allows no byte and is not complete (a dead end), or a step goes past the bounds.
+    fn walk(g: &Grammar, seed: u64, steps: usize) -> Result<(Vec<u8>, bool), TestCaseError> {
+        let mut rng = crate::sampler::Rng::new(seed);
+        let mut state = JsonState::new();
+        let mut text = Vec::new();
+        for _ in 0..steps {
+            let choices: Vec<u8> = (0..=255u8)
+                .filter(|&b| !next(&state, g, b).is_dead())
+                .collect();
+            let complete = state.is_complete(g);
+            prop_assert!(
+                complete || !choices.is_empty(),
+                "stuck after {:?}",
+                String::from_utf8_lossy(&text)
+            );
+            if choices.is_empty() || complete && rng.next_u64().is_multiple_of(4) {
+                break;
+            }
+            let b = choices[(rng.next_u64() % choices.len() as u64) as usize];
+            state = next(&state, g, b);
+            text.push(b);
+        }
+        Ok((text, state.is_complete(g)))
+    }
+
     proptest! {
         #[test]
         fn every_json_value_is_accepted_compact_and_pretty(value in json_value()) {
@@ -1082,25 +1231,37 @@ mod tests {
                 "required": ["id", "kind"],
                 "additionalProperties": false
             }));
-            let mut rng = crate::sampler::Rng::new(seed);
-            let mut state = JsonState::new();
-            let mut text = Vec::new();
-            for _ in 0..300 {
-                let choices: Vec<u8> = (0..=255u8).filter(|&b| !next(&state, &g, b).is_dead()).collect();
-                let complete = state.is_complete(&g);
-                prop_assert!(complete || !choices.is_empty(), "stuck after {:?}", String::from_utf8_lossy(&text));
-                // End about one time in four once it may.
-                if choices.is_empty() || complete && rng.next_u64().is_multiple_of(4) {
-                    break;
-                }
-                let b = choices[(rng.next_u64() % choices.len() as u64) as usize];
-                state = next(&state, &g, b);
-                text.push(b);
-            }
-            if state.is_complete(&g) {
+            let (text, complete) = walk(&g, seed, 300)?;
+            if complete {
                 let parsed: Result<Value, _> = serde_json::from_slice(&text);
                 prop_assert!(parsed.is_ok(), "{:?}", String::from_utf8_lossy(&text));
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Random schemas compile; a random walk under one never gets stuck, and every text
+        /// it completes parses and matches the schema (read independently, so sharing
+        /// identical nodes and flattening anyOfs change nothing a schema means).
+        #[test]
+        fn random_schemas_are_followed_exactly(schema in json_schema(), seed in any::<u64>()) {
+            let g = Grammar::from_schema(&schema).expect("every generated schema can be followed");
+            let (text, complete) = walk(&g, seed, 200)?;
+            if complete {
+                let value: Value = serde_json::from_slice(&text).expect("a whole value parses");
+                prop_assert!(matches(&schema, &schema, &value), "{} does not match {}", value, schema);
+            }
+        }
+
+        /// A schema repeated in an anyOf is the same grammar: identical alternatives are one.
+        #[test]
+        fn a_repeated_alternative_costs_nothing(schema in json_schema(), copies in 2usize..50) {
+            let defs = schema["$defs"].clone();
+            let repeated = json!({"$defs": defs, "anyOf": vec![schema.clone(); copies]});
+            let once = json!({"$defs": schema["$defs"].clone(), "anyOf": [schema]});
+            prop_assert_eq!(grammar(repeated), grammar(once));
         }
     }
 }
