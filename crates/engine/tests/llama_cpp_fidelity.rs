@@ -9,6 +9,12 @@
 //!
 //! Needs `HEARTH_LLAMA_PYTHON` (the venv python `scripts/python-tools.sh` prints; `npm test`
 //! sets it); without it the test says SKIPPED and passes.
+//!
+//! The same checks run, opt-in (ignored by default, as `npm test` must not download them), on
+//! the real files `scripts/real-models.sh` fetches (issue 48): Qwen2.5-Coder-0.5B-Instruct and
+//! Gemma 3 270M, K-quant GGUFs that Hearth requantizes, with the issue's wider bounds:
+//!     HEARTH_REAL_MODELS=$(scripts/real-models.sh) HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) \
+//!       cargo test --release -p hearth-engine --test llama_cpp_fidelity -- --ignored
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,6 +72,16 @@ fn margin(row: &[f32]) -> f32 {
     row[best] - second
 }
 
+/// How close Hearth must be to llama.cpp on one file.
+struct Bounds {
+    /// How much higher Hearth's perplexity may be than llama.cpp's (a fraction).
+    perplexity_above: f64,
+    /// How much lower it may be (a fraction).
+    perplexity_below: f64,
+    kl: f64,
+    top1: f64,
+}
+
 #[test]
 fn smollm2_gguf_matches_llama_cpp() {
     let Some(python) = std::env::var_os("HEARTH_LLAMA_PYTHON").map(PathBuf::from) else {
@@ -76,9 +92,50 @@ fn smollm2_gguf_matches_llama_cpp() {
         return;
     };
     let gguf = find_gguf(&python);
+    // Perplexity guards against Hearth answering worse than llama.cpp on the same codes; how
+    // far the two distributions are apart, either way, is the KL and top-1 bounds' job. A
+    // lower perplexity is not a loss of fidelity, and llama.cpp's own figure moves with its
+    // build: the same llama-cpp-python 0.3.36 gave 24.83 on one machine and 24.91 on another
+    // (Hearth 24.61 on both).
+    check(&python, &gguf, &SMOLLM2);
+}
+
+/// A real file of `scripts/real-models.sh`, or None (said) when the variables are not set.
+fn real_model(file: &str) -> Option<(PathBuf, PathBuf)> {
+    let (Some(python), Some(dir)) = (
+        std::env::var_os("HEARTH_LLAMA_PYTHON"),
+        std::env::var_os("HEARTH_REAL_MODELS"),
+    ) else {
+        eprintln!(
+            "SKIPPED: set HEARTH_REAL_MODELS=$(scripts/real-models.sh) and \
+             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh)"
+        );
+        return None;
+    };
+    Some((PathBuf::from(python), PathBuf::from(dir).join(file)))
+}
+
+#[test]
+#[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
+fn real_qwen2_5_coder_gguf_matches_llama_cpp() {
+    if let Some((python, gguf)) = real_model("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf") {
+        check(&python, &gguf, &REQUANTIZED);
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
+fn real_gemma3_gguf_matches_llama_cpp() {
+    if let Some((python, gguf)) = real_model("gemma-3-270m-q4_k_m.gguf") {
+        check(&python, &gguf, &REQUANTIZED);
+    }
+}
+
+/// Imports `gguf`, runs llama.cpp on it, and holds Hearth to `bounds`.
+fn check(python: &Path, gguf: &Path, bounds: &Bounds) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("smollm2");
-    let report = q4nx::gguf::import_gguf(&gguf, &dir, None, &mut |_| {}).expect("import");
+    let dir = tmp.path().join("model");
+    let report = q4nx::gguf::import_gguf(gguf, &dir, None, &mut |_| {}).expect("import");
     eprintln!(
         "imported: {:?}; BF16 scale rounding changed kept weights by {:.3}% RMS",
         report.linear_paths,
@@ -86,9 +143,9 @@ fn smollm2_gguf_matches_llama_cpp() {
     );
 
     let logits_path = tmp.path().join("llama-logits.f32");
-    let out = Command::new(&python)
+    let out = Command::new(python)
         .arg(fixtures().join("llama_cpp_reference.py"))
-        .arg(&gguf)
+        .arg(gguf)
         .arg(fixtures().join("prose.txt"))
         .arg(fixtures().join("corpus.json"))
         .arg(&logits_path)
@@ -122,7 +179,8 @@ fn smollm2_gguf_matches_llama_cpp() {
     let prose = ids_of(&reference["prose"]);
     let text = std::fs::read_to_string(fixtures().join("prose.txt")).unwrap();
     assert_eq!(tokenizer.encode(&text, true).unwrap(), prose, "prose ids");
-    assert!(prose.len() >= 1000, "{} prose tokens", prose.len());
+    // 1,006 tokens for SmolLM2; 996 for Gemma 3's larger vocabulary.
+    assert!(prose.len() >= 990, "{} prose tokens", prose.len());
 
     // 2. Next-token distributions over the prose.
     let vocab = model.config().vocab_size;
@@ -198,18 +256,15 @@ fn smollm2_gguf_matches_llama_cpp() {
         greedy.len()
     );
 
-    // Perplexity guards against Hearth answering worse than llama.cpp on the same codes; how
-    // far the two distributions are apart, either way, is the KL and top-1 bounds' job. A
-    // lower perplexity is not a loss of fidelity, and llama.cpp's own figure moves with its
-    // build: the same llama-cpp-python 0.3.36 gave 24.83 on one machine and 24.91 on another
-    // (Hearth 24.61 on both).
+    let ratio = ppl_ours / ppl_theirs - 1.0;
     assert!(
-        ppl_ours / ppl_theirs - 1.0 <= PERPLEXITY_ABOVE,
-        "perplexity {ppl_ours} vs llama.cpp {ppl_theirs}: Hearth more than 1% worse"
+        ratio <= bounds.perplexity_above && -ratio <= bounds.perplexity_below,
+        "perplexity {ppl_ours} vs llama.cpp {ppl_theirs}: {:+.2}%",
+        ratio * 100.0
     );
-    assert!(kl <= KL_BOUND, "mean KL {kl}");
+    assert!(kl <= bounds.kl, "mean KL {kl}");
     assert!(
-        top1 >= TOP1_BOUND,
+        top1 >= bounds.top1,
         "top-1 agreement {top1} at confident positions"
     );
 }
@@ -218,7 +273,20 @@ fn smollm2_gguf_matches_llama_cpp() {
 /// is >= 0.3 (811 positions), perplexity -1.19% (-0.89% against another build of the same
 /// llama.cpp). (With the Q4_1 min term on the exact sums of the activations instead of their
 /// quantized sums it was KL 0.0127, 97.9% (at margin 0.25) and +0.94%; see `cpu/quant.rs`.)
-/// How much higher Hearth's perplexity may be than llama.cpp's (a fraction); lower is allowed.
-const PERPLEXITY_ABOVE: f64 = 0.01;
-const KL_BOUND: f64 = 0.01;
-const TOP1_BOUND: f64 = 0.98;
+/// Perplexity may be up to 1% higher than llama.cpp's; lower is allowed.
+const SMOLLM2: Bounds = Bounds {
+    perplexity_above: 0.01,
+    perplexity_below: f64::INFINITY,
+    kl: 0.01,
+    top1: 0.98,
+};
+
+/// Issue 48's bounds for K-quant files, whose blocks Hearth requantizes: perplexity within 2%,
+/// KL <= 0.02, top-1 >= 95% where llama.cpp's margin is >= 0.3. Measured on Qwen2.5-Coder-0.5B
+/// (bench/README.md): not met yet.
+const REQUANTIZED: Bounds = Bounds {
+    perplexity_above: 0.02,
+    perplexity_below: 0.02,
+    kl: 0.02,
+    top1: 0.95,
+};
