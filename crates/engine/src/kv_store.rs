@@ -21,6 +21,12 @@
 //! Memory is bounded by a budget in bytes ([`default_budget`]): the least recently used
 //! sequences are dropped to make room, one larger than the budget is not kept, and a kept
 //! sequence that another one extends is dropped as redundant.
+//!
+//! Sequences are kept apart by origin (an [`Origin`] the caller sets: the app's own
+//! conversations, each client of a server): a prompt continues the live sequence, or starts
+//! from a kept one, only when they have its origin, so how fast a prompt is read cannot tell
+//! one origin whether another's conversation began the same way. Origin 0 is the default:
+//! a caller that never sets one has one store, as before.
 
 use crate::kv_cache::{KvCache, KvRows};
 
@@ -36,9 +42,14 @@ pub fn default_budget(cache_bytes: usize, available: Option<u64>) -> u64 {
     available.map_or(contexts, |free| contexts.min(free / 4))
 }
 
-/// A sequence the runner left: its tokens, and their keys and values position by position.
+/// Whose prompts a sequence holds: prompts of one origin reuse only that origin's sequences.
+pub type Origin = u64;
+
+/// A sequence the runner left: its origin, its tokens, and their keys and values position by
+/// position.
 #[derive(Debug)]
 struct Kept {
+    origin: Origin,
     tokens: Vec<u32>,
     rows: KvRows,
 }
@@ -48,6 +59,8 @@ struct Kept {
 pub(crate) struct KvStore {
     budget: u64,
     kept: Vec<Kept>,
+    /// The origin of the live sequence in the cache.
+    live: Origin,
 }
 
 impl KvStore {
@@ -56,6 +69,7 @@ impl KvStore {
         KvStore {
             budget,
             kept: Vec::new(),
+            live: 0,
         }
     }
 
@@ -75,20 +89,27 @@ impl KvStore {
         self.kept.iter().map(|k| k.rows.size_bytes() as u64).sum()
     }
 
-    /// Makes the live `cache`, holding the tokens `live`, ready for `prompt`: keeps the live
-    /// sequence when the prompt leaves it, starts from a kept one when that shares more of the
-    /// prompt, and returns how many positions of the prompt the cache now holds (`live` is
-    /// truncated to them). The caller runs the rest.
+    /// Makes the live `cache`, holding the tokens `live`, ready for `prompt` of `origin`:
+    /// keeps the live sequence when the prompt leaves it, starts from a kept one of `origin`
+    /// when that shares more of the prompt, and returns how many positions of the prompt the
+    /// cache now holds (`live` is truncated to them). The caller runs the rest. A live
+    /// sequence of another origin is left, whatever it shares.
     pub(crate) fn prepare(
         &mut self,
         cache: &mut KvCache,
         live: &mut Vec<u32>,
         prompt: &[u32],
+        origin: Origin,
     ) -> usize {
-        let continued = common_prefix(live, prompt);
-        // The kept sequence sharing the most, the most recently used among equals; taken out
-        // first, so keeping the live one cannot drop it to make room.
+        let continued = if origin == self.live {
+            common_prefix(live, prompt)
+        } else {
+            0
+        };
+        // The kept sequence of this origin sharing the most, the most recently used among
+        // equals; taken out first, so keeping the live one cannot drop it to make room.
         let best = (self.kept.iter().enumerate())
+            .filter(|(_, k)| k.origin == origin)
             .map(|(i, k)| (common_prefix(&k.tokens, prompt), i))
             .max()
             .filter(|&(shared, _)| shared > continued)
@@ -96,6 +117,7 @@ impl KvStore {
         if leaves(continued, live.len()) {
             self.keep(live, cache);
         }
+        self.live = origin;
         let Some((kept, shared)) = best else {
             live.truncate(continued);
             return continued;
@@ -118,7 +140,9 @@ impl KvStore {
     /// Copies the rows of `tokens` out of `cache` (they are its first positions) into the
     /// store, unless a kept sequence already holds them or they exceed the budget.
     fn keep(&mut self, tokens: &[u32], cache: &KvCache) {
-        if tokens.is_empty() || self.kept.iter().any(|k| k.tokens.starts_with(tokens)) {
+        let origin = self.live;
+        let held = |k: &Kept| k.origin == origin && k.tokens.starts_with(tokens);
+        if tokens.is_empty() || self.kept.iter().any(held) {
             return;
         }
         let bytes = cache.rows_bytes(tokens.len()) as u64;
@@ -136,6 +160,7 @@ impl KvStore {
             Ok(rows) => {
                 tracing::debug!(tokens = tokens.len(), bytes, "kept the live sequence");
                 self.push(Kept {
+                    origin,
                     tokens: tokens.to_vec(),
                     rows,
                 });
@@ -153,7 +178,8 @@ impl KvStore {
         if bytes > self.budget {
             return;
         }
-        self.kept.retain(|k| !kept.tokens.starts_with(&k.tokens));
+        self.kept
+            .retain(|k| k.origin != kept.origin || !kept.tokens.starts_with(&k.tokens));
         self.make_room(bytes);
         self.kept.push(kept);
     }

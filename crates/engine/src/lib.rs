@@ -61,6 +61,7 @@ pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
 pub use json_schema::ResponseFormat;
+pub use kv_store::Origin as KvOrigin;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};
 pub use runner::{ChatOptions, GenerationStats, PrefillProgress, StopReason};
 pub use sampler::SamplingParams;

@@ -137,6 +137,13 @@ impl Model {
         self.runner.kv_store_bytes()
     }
 
+    /// Sets whose prompts come from now on (the app's own conversations, one client of a
+    /// server): a prompt reuses the computed prefix of an earlier one only when both have
+    /// the same origin, so its timing says nothing of another origin's prompts. 0 until set.
+    pub fn set_kv_origin(&mut self, origin: crate::KvOrigin) {
+        self.runner.set_kv_origin(origin);
+    }
+
     /// The ids that end generation: every eos id and end-of-turn token the model's files declare.
     pub fn stop_ids(&self) -> &[u32] {
         &self.stop_ids

@@ -150,6 +150,8 @@ pub(crate) struct Runner {
     cached: Vec<u32>,
     /// The keys and values of sequences the cache held before, to start from again.
     store: KvStore,
+    /// Whose prompts come now: they reuse only this origin's sequences (see `kv_store`).
+    origin: kv_store::Origin,
 }
 
 impl Runner {
@@ -187,6 +189,7 @@ impl Runner {
             cache,
             cached: Vec::new(),
             store: KvStore::new(store_budget),
+            origin: 0,
         })
     }
 
@@ -203,6 +206,11 @@ impl Runner {
     /// Sets the most bytes the KV store keeps (0 keeps nothing), dropping what is beyond it.
     pub(crate) fn set_kv_store_budget(&mut self, bytes: u64) {
         self.store.set_budget(bytes);
+    }
+
+    /// Sets whose prompts come from now on: they reuse only sequences of `origin`.
+    pub(crate) fn set_kv_origin(&mut self, origin: kv_store::Origin) {
+        self.origin = origin;
     }
 
     /// Bytes the KV store's kept sequences occupy now.
@@ -368,7 +376,12 @@ impl Runner {
         // Prefill what was not already computed; the last prompt token always runs, since its
         // logits choose the first new token.
         let last = prompt.len() - 1;
-        let reuse = (self.store).prepare(&mut self.cache, &mut self.cached, &prompt[..last]);
+        let reuse = (self.store).prepare(
+            &mut self.cache,
+            &mut self.cached,
+            &prompt[..last],
+            self.origin,
+        );
         stats.prefilled_tokens = prompt.len() - reuse;
         let prefill_start = Instant::now();
         let total = prompt.len() - reuse;

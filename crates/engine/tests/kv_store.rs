@@ -174,3 +174,40 @@ fn the_least_recently_used_conversation_makes_room() {
     model.set_kv_store_budget(0);
     assert_eq!(model.kv_store_bytes(), 0);
 }
+
+#[test]
+fn p15_one_origins_prefix_does_not_speed_up_anothers() {
+    let mut model = load(None);
+    let victim = conversation(3, 40);
+    let guess = [&victim[..30], &conversation(300, 10)[..]].concat();
+    model.set_kv_origin(1);
+    run(&mut model, &victim, 1);
+
+    // Another origin reads the whole guess, while the victim's sequence is live and after it
+    // was kept (and so does a third, after the second's guess was kept).
+    model.set_kv_origin(2);
+    let (_, probe) = run(&mut model, &guess, 2);
+    assert_eq!(
+        probe.prefilled_tokens,
+        guess.len(),
+        "the live sequence is not shared"
+    );
+    model.set_kv_origin(3);
+    let (_, other) = run(&mut model, &conversation(400, 20), 3);
+    assert_eq!(other.prefilled_tokens, 20);
+    model.set_kv_origin(4);
+    let (_, probe) = run(&mut model, &guess, 2);
+    assert_eq!(
+        probe.prefilled_tokens,
+        guess.len(),
+        "kept sequences are not shared"
+    );
+
+    // Each origin still reuses its own.
+    model.set_kv_origin(2);
+    let (_, own) = run(&mut model, &guess, 2);
+    assert!(own.prefilled_tokens < guess.len() / 2, "{own:?}");
+    model.set_kv_origin(1);
+    let (_, own) = run(&mut model, &victim, 1);
+    assert!(own.prefilled_tokens < victim.len() / 2, "{own:?}");
+}
