@@ -115,18 +115,22 @@ describe('importing what people have', () => {
   });
 
   it('NPU ports lose their -NPU2 on a computer without an NPU', () => {
-    const entry = { name: 'Llama-3.2-1B-NPU2' } as Parameters<typeof shownName>[0];
+    const entry = { name: 'Llama-3.2-1B-NPU2', backends: ['npu', 'cpu'] } as Parameters<typeof shownName>[0];
     expect(shownName(entry, true)).toBe('Llama-3.2-1B-NPU2');
     expect(shownName(entry, false)).toBe('Llama-3.2-1B');
   });
 
   it('review #7 (S3): two catalog models never read alike ("MiniCPM5-2B" twice)', () => {
-    const port = { id: 'minicpm5-2b-npu2', name: 'MiniCPM5-2B-NPU2', format: 'q4nx' } as CatalogEntry;
-    const original = { id: 'minicpm5-2b', name: 'MiniCPM5-2B', format: 'safetensors' } as CatalogEntry;
+    const port = { id: 'minicpm5-2b-npu2', name: 'MiniCPM5-2B-NPU2', format: 'q4nx', backends: ['npu', 'cpu'] } as CatalogEntry;
+    const original = { id: 'minicpm5-2b', name: 'MiniCPM5-2B', format: 'safetensors', backends: ['cpu'] } as CatalogEntry;
     const catalog = [port, original];
     const names = catalog.map((e) => shownName(e, false, catalog));
     expect(new Set(names).size).toBe(2);
     expect(names).toEqual(['MiniCPM5-2B (ready to run)', 'MiniCPM5-2B (original, needs converting)']);
     expect(shownName(port, true, catalog)).toBe('MiniCPM5-2B-NPU2');
+    // An NPU-only build keeps its name without an NPU: it is not "ready to run" there.
+    const npuOnly = { id: 'qwen2.5-3b-npu2', name: 'Qwen2.5-3B-Instruct-NPU2', format: 'q4nx', backends: ['npu'] } as CatalogEntry;
+    const qwen = { id: 'qwen2.5-3b', name: 'Qwen2.5-3B-Instruct', format: 'safetensors', backends: ['cpu'] } as CatalogEntry;
+    expect([npuOnly, qwen].map((e) => shownName(e, false, [npuOnly, qwen]))).toEqual(['Qwen2.5-3B-Instruct-NPU2', 'Qwen2.5-3B-Instruct']);
   });
 });

@@ -165,12 +165,13 @@ export function importedAs(found: FoundModel, installed: InstalledModel[]): Inst
 /** A catalog model's name as shown: the "-NPU2" of NPU ports is left out on a computer
  *  without an NPU, where it only confuses (they run on the processor too). */
 export function shownName(entry: CatalogEntry, hasNpu: boolean, catalog: CatalogEntry[] = []): string {
-  if (hasNpu) return entry.name;
+  // An NPU-only build keeps its "-NPU2": without an NPU it is not one this computer runs.
+  if (hasNpu || !entry.backends?.includes('cpu')) return entry.name;
   const short = (e: CatalogEntry) => e.name.replace(/-NPU\d*$/i, '');
   const name = short(entry);
   // Two models that would read alike (an NPU build and the original) say which is which
   // (review #7).
-  const twins = catalog.filter((e) => e.id !== entry.id && short(e) === name);
+  const twins = catalog.filter((e) => e.id !== entry.id && short(e) === name && e.backends?.includes('cpu'));
   if (twins.length === 0) return name;
   return t(entry.format === 'q4nx' ? 'catalog.twinReady' : 'catalog.twinConvert', { name });
 }
