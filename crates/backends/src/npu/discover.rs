@@ -202,11 +202,13 @@ pub fn check_version(exe: &Path, version: &str) -> Result<(), NpuError> {
 /// then: asked once per process (and again only when the file changes and no Hearth server
 /// runs), since from 1.0.8 every `flm` opens the NPU at start and a second one beside a running
 /// server is refused.
-static LEARNT: Mutex<Vec<(PathBuf, Option<(u64, SystemTime)>, FlmProgram)>> =
-    Mutex::new(Vec::new());
+static LEARNT: Mutex<Vec<(PathBuf, Option<Stamp>, FlmProgram)>> = Mutex::new(Vec::new());
+
+/// A file's size and time of change.
+type Stamp = (u64, SystemTime);
 
 /// The size and time of change of `path`'s file (links resolved).
-fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.len(), meta.modified().ok()?))
 }
