@@ -179,6 +179,19 @@ pub fn device_holders(root: &std::path::Path) -> Vec<Holder> {
     holders(&root, &node)
 }
 
+/// Whether the NPU of the system under `root` is held by another process, hidden or not: an
+/// open of its node is refused with EBUSY (the node is closed again at once).
+pub fn device_is_busy(root: &std::path::Path) -> bool {
+    let root = FsRoot::new(root);
+    let crate::device::Detection::Found(dev) = crate::device::detect(&root) else {
+        return false;
+    };
+    matches!(
+        OpenOutcome::from_result(open_node(&root.path(&dev.node))),
+        OpenOutcome::Busy
+    )
+}
+
 /// The holders in plain words: "flm (process 4242)", several joined with commas, or "another
 /// user's program" when none is visible (the driver and `/proc` show only this user's
 /// processes).

@@ -44,7 +44,7 @@ mod sample;
 pub mod software;
 mod telemetry;
 
-pub use access::{device_holders, holder_words, Holder};
+pub use access::{device_holders, device_is_busy, holder_words, Holder};
 pub use contexts::{check_faults_since, DeviceContexts, FaultCheck, HwContext};
 pub use device::{Detection, Generation, NpuDevice};
 pub use diagnosis::{diagnose, diagnose_with, Check, CheckId, Diagnosis, Status};
