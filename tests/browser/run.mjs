@@ -260,7 +260,7 @@ test('first start with the bundled starter: the welcome card says it is small an
   assert(option.trim() === 'SmolLM2 (built in)', `the picker names it short (review #15): ${option}`);
 }, () => { window.__mockBuiltin = 'starter'; });
 
-test('a message streams an answer with a grey line of numbers and the receipt under Details', async ({ page }) => {
+test('a message streams an answer with a grey line of numbers and the receipt under Details; review #24 (S3): one grid with the technical rows', async ({ page }) => {
   const listings = () => page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'list_conversations').length);
   const listedBefore = await listings();
   await send(page, 'Hello there');
@@ -277,6 +277,10 @@ test('a message streams an answer with a grey line of numbers and the receipt un
   const receipt = await answer.getByTestId('receipt').textContent();
   assert(receipt.includes("this computer's processor") && receipt.includes('4.6 mWh (16.5 J)'), `plain facts first: ${receipt}`);
   assert(!(await answer.getByText('ab12').isVisible()), 'the hash is under the technical details');
+  await answer.getByRole('button', { name: 'Technical details' }).click();
+  assert(await answer.getByText('ab12').isVisible(), 'the technical details open');
+  const starts = await answer.locator('.receipt-panel dd').evaluateAll((dds) => [...new Set(dds.filter((d) => d.offsetParent).map((d) => Math.round(d.getBoundingClientRect().left)))]);
+  assert(starts.length === 1, `review #24 (S3): the plain and the technical rows are one grid, every value starts at one x: ${starts}`);
   const list = page.getByTestId('conversation-list');
   assert((await list.textContent()).includes('Hello there'), 'conversation listed under its first message');
   assert((await listings()) === listedBefore, "the answer's started event placed it in the list: no listing again");
@@ -644,7 +648,7 @@ test('export all into a chosen folder, and delete all after asking', async ({ pa
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 0);
 });
 
-test('a remote server is tested, saved and chosen, and the app says messages leave this computer', async ({ page }) => {
+test('a remote server is tested, saved and chosen, and the app says messages leave this computer; review #17 (S3): its energy is not known, computed on the server', async ({ page }) => {
   await page.keyboard.press('Control+,');
   const section = page.getByTestId('remote-settings');
   assert((await section.textContent()).includes('your messages leave this computer'), 'the section says plainly where answers are computed');
@@ -678,6 +682,9 @@ test('a remote server is tested, saved and chosen, and the app says messages lea
   const answer = page.getByTestId('assistant-message').last();
   await answer.getByRole('button', { name: 'How this answer was made' }).click();
   assert((await answer.locator('.receipt-panel .place').textContent()).includes('a remote server (gpu-box:8000)'), 'the receipt says where it ran');
+  const energy = await answer.getByTestId('receipt-joules').textContent();
+  assert(energy.trim() === 'not known (computed on the server at gpu-box:8000)', `review #17 (S3): a remote answer's energy is not blamed on this computer: ${energy}`);
+  assert(!(await answer.getByTestId('answer-line').textContent()).includes('Wh'), "review #17 (S3): no energy of this computer under a remote answer");
 });
 
 test('the switch lets other apps use Hearth: off by default, the address to paste, a taken port said plainly, off again', async ({ page }) => {

@@ -37,6 +37,11 @@ describe('answerLine and dayGroup', () => {
     expect(answerLine({ tokens_per_second: 5, ttft_secs: 1.5, energy: { total_joules: null } })).toBe('5.0 tok/s · 1.50 s to first word');
   });
 
+  it("review #17 (S3): a remote server's answer shows no energy of this computer under it", () => {
+    const remote = { tokens_per_second: 12.34, ttft_secs: 0.3, backend_kind: 'remote', energy: { total_joules: 16.5 } };
+    expect(answerLine(remote)).toBe('12.3 tok/s · 300 ms to first word');
+  });
+
   it('groups by day in local time', () => {
     const now = new Date(2026, 11, 1, 12, 0, 0);
     const at = (d: Date) => d.getTime() / 1000;

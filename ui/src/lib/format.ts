@@ -60,14 +60,16 @@ export function relativeTime(unixSecs: number, nowSecs: number): string {
 }
 
 /** The small grey line under an answer: speed, time to first word, energy (in watt-hours) when
- *  measured; the receipt has the joules beside them. */
+ *  measured; the receipt has the joules beside them. A remote server's answer has no energy
+ *  here: this computer's readings are not its cost. */
 export function answerLine(r: {
   tokens_per_second: number;
   ttft_secs: number;
+  backend_kind?: string;
   energy?: { total_joules: number | null } | null;
 }): string {
   const parts = [formatRate(r.tokens_per_second), t('format.toFirstWord', { time: formatSeconds(r.ttft_secs) })];
-  const joules = r.energy?.total_joules;
+  const joules = r.backend_kind === 'remote' ? null : r.energy?.total_joules;
   if (joules != null && Number.isFinite(joules)) parts.push(formatWattHours(joules));
   return parts.join(' · ');
 }

@@ -427,6 +427,7 @@ export const de: Translation = {
   'receipt.battery': 'Akku',
   'receipt.batteryText': '{share} des Akkus; bei diesem Verbrauch reicht ein voller Akku für {time} Schreiben',
   'receipt.notMeasured': 'nicht gemessen: Dieser Computer hat keinen Leistungssensor, den Hearth lesen kann',
+  'receipt.notKnownRemote': 'unbekannt (berechnet auf dem Server unter {device})',
   'receipt.energySplit': 'Energie, Lesen / Schreiben',
   'receipt.per1000': 'Pro 1000 Tokens',
   'receipt.readings': 'Energiemessungen',

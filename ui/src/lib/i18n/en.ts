@@ -450,6 +450,7 @@ export const en = {
   'receipt.battery': 'Battery',
   'receipt.batteryText': '{share} of the battery; at this rate a full battery lasts {time} of writing',
   'receipt.notMeasured': 'not measured: this computer has no power sensor Hearth can read',
+  'receipt.notKnownRemote': 'not known (computed on the server at {device})',
   'receipt.energySplit': 'Energy, reading / writing',
   'receipt.per1000': 'Per 1000 tokens',
   'receipt.readings': 'Energy readings',

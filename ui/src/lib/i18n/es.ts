@@ -427,6 +427,7 @@ export const es: Translation = {
   'receipt.battery': 'Batería',
   'receipt.batteryText': '{share} de la batería; a este ritmo una batería llena dura {time} escribiendo',
   'receipt.notMeasured': 'sin medir: este ordenador no tiene un sensor de consumo que Hearth pueda leer',
+  'receipt.notKnownRemote': 'desconocida (calculada en el servidor {device})',
   'receipt.energySplit': 'Energía, lectura / escritura',
   'receipt.per1000': 'Por cada 1000 tokens',
   'receipt.readings': 'Lecturas de energía',

@@ -428,6 +428,7 @@ export const fr: Translation = {
   'receipt.battery': 'Batterie',
   'receipt.batteryText': '{share} de la batterie ; à ce rythme, une batterie pleine dure {time} d’écriture',
   'receipt.notMeasured': 'non mesurée : cet ordinateur n’a pas de capteur de puissance lisible par Hearth',
+  'receipt.notKnownRemote': 'inconnue (calculée sur le serveur {device})',
   'receipt.energySplit': 'Énergie, lecture / écriture',
   'receipt.per1000': 'Pour 1000 jetons',
   'receipt.readings': 'Relevés d’énergie',

@@ -419,6 +419,7 @@ export const zh: Translation = {
   'receipt.battery': '电池',
   'receipt.batteryText': '电池的 {share}；按此速率，满电可写 {time}',
   'receipt.notMeasured': '未测量：此电脑没有 Hearth 能读取的功耗传感器',
+  'receipt.notKnownRemote': '未知（在服务器 {device} 上计算）',
   'receipt.energySplit': '能耗，读取 / 写出',
   'receipt.per1000': '每 1000 个词元',
   'receipt.readings': '能耗读数',
