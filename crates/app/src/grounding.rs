@@ -151,7 +151,7 @@ pub fn ground(
         passages.push_str("\n\n");
         passages.push_str(&passage_block(s));
     }
-    passages.push_str("\n");
+    passages.push('\n');
     passages.push_str(CLOSE);
     Ok(Some(Grounding {
         instruction,
