@@ -1617,6 +1617,18 @@ test('review #8 (S2): an NPU without FastFlowLM is not "ready", and the picker l
   assert(width <= 330, `the picker keeps its width: ${width}`);
 }, () => { window.__mock.npuModels = { 'Qwen3-0.6B': false }; });
 
+test('review #21 (S3): How to fix for a ready NPU gives the releases address with Copy, and says an NPU model is needed next', async ({ page }) => {
+  await page.getByTestId('status-item').click();
+  await page.getByTestId('npu-how-to-fix').click();
+  const step = page.getByTestId('npu-helper-step');
+  await step.waitFor();
+  const releases = page.getByTestId('npu-releases');
+  assert((await releases.textContent()).includes('https://github.com/ROCm/FastFlowLM/releases'), await releases.textContent());
+  await releases.getByRole('button', { name: 'Copy the address of FastFlowLM’s releases' }).click();
+  await releases.getByText('Copied').waitFor();
+  assert((await step.textContent()).includes('Then download a model made for the NPU in Models'), await step.textContent());
+}, () => { window.__mock.npuModels = { 'Qwen3-0.6B': false }; });
+
 test('review #12 and #13 (S3): the action row stays above the box, and the receipt opens below it, aligned', async ({ page }) => {
   await page.setViewportSize({ width: 800, height: 600 });
   await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = 'Answer line.\n\n'.repeat(40); });

@@ -369,6 +369,8 @@ export const de: Translation = {
   'npuHelp.copyCommand': 'Diesen Befehl kopieren',
   'npuHelp.installFlm': 'FastFlowLM installieren',
   'npuHelp.flmHint': 'Die NPU selbst ist bereit. Hearth führt Modelle darauf über FastFlowLM aus, ein eigenes Programm. Installieren Sie es für Ihre Distribution aus den Releases von ROCm/FastFlowLM auf GitHub (ein .deb für Ubuntu, das AUR-Paket unter Arch) und drücken Sie dann „Erneut prüfen“ oder starten Sie Hearth neu.',
+  'npuHelp.copyAddress': 'Adresse der FastFlowLM-Releases kopieren',
+  'npuHelp.thenModel': 'Laden Sie danach unter Modelle ein Modell für die NPU herunter: Das mitgelieferte Modell läuft nur auf dem Prozessor.',
   'npuHelp.found': 'Was Hearth gefunden hat',
   'npuHelp.nothing': 'Nichts zu tun: Die NPU ist bereit.',
   'perf.close': 'Leistung schließen',

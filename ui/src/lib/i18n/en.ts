@@ -392,6 +392,8 @@ export const en = {
   'npuHelp.copyCommand': 'Copy this command',
   'npuHelp.installFlm': 'install FastFlowLM',
   'npuHelp.flmHint': 'The NPU itself is ready. Hearth runs models on it through FastFlowLM, a separate program. Install it for your distribution from the ROCm/FastFlowLM releases on GitHub (a .deb for Ubuntu, the AUR package on Arch), then press Check again or restart Hearth.',
+  'npuHelp.copyAddress': 'Copy the address of FastFlowLM’s releases',
+  'npuHelp.thenModel': 'Then download a model made for the NPU in Models: the model that came with Hearth runs only on the processor.',
   'npuHelp.found': 'What Hearth found',
   'npuHelp.nothing': 'Nothing to fix: the NPU is ready.',
   'perf.close': 'Close Performance',

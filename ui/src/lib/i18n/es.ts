@@ -369,6 +369,8 @@ export const es: Translation = {
   'npuHelp.copyCommand': 'Copiar este comando',
   'npuHelp.installFlm': 'instalar FastFlowLM',
   'npuHelp.flmHint': 'La NPU en sí está lista. Hearth ejecuta modelos en ella mediante FastFlowLM, un programa aparte. Instálalo para tu distribución desde las versiones de ROCm/FastFlowLM en GitHub (un .deb para Ubuntu, el paquete de AUR en Arch) y luego pulsa Comprobar de nuevo o reinicia Hearth.',
+  'npuHelp.copyAddress': 'Copiar la dirección de las versiones de FastFlowLM',
+  'npuHelp.thenModel': 'Después descarga en Modelos un modelo hecho para la NPU: el modelo que viene con Hearth solo funciona en el procesador.',
   'npuHelp.found': 'Lo que encontró Hearth',
   'npuHelp.nothing': 'Nada que arreglar: la NPU está lista.',
   'perf.close': 'Cerrar Rendimiento',

@@ -370,6 +370,8 @@ export const fr: Translation = {
   'npuHelp.copyCommand': 'Copier cette commande',
   'npuHelp.installFlm': 'installer FastFlowLM',
   'npuHelp.flmHint': 'Le NPU lui-même est prêt. Hearth y fait tourner les modèles via FastFlowLM, un programme à part. Installez-le pour votre distribution depuis les versions de ROCm/FastFlowLM sur GitHub (un .deb pour Ubuntu, le paquet AUR sur Arch), puis appuyez sur Vérifier à nouveau ou redémarrez Hearth.',
+  'npuHelp.copyAddress': 'Copier l’adresse des versions de FastFlowLM',
+  'npuHelp.thenModel': 'Téléchargez ensuite dans Modèles un modèle fait pour le NPU : le modèle fourni avec Hearth ne tourne que sur le processeur.',
   'npuHelp.found': 'Ce que Hearth a trouvé',
   'npuHelp.nothing': 'Rien à corriger : le NPU est prêt.',
   'perf.close': 'Fermer Performances',

@@ -361,6 +361,8 @@ export const zh: Translation = {
   'npuHelp.copyCommand': '复制此命令',
   'npuHelp.installFlm': '安装 FastFlowLM',
   'npuHelp.flmHint': 'NPU 本身已就绪。Hearth 通过一个单独的程序 FastFlowLM 在它上面运行模型。请从 GitHub 上 ROCm/FastFlowLM 的发布页为你的发行版安装它（Ubuntu 用 .deb，Arch 用 AUR 包），然后点“重新检查”或重启 Hearth。',
+  'npuHelp.copyAddress': '复制 FastFlowLM 发布页的地址',
+  'npuHelp.thenModel': '然后在“模型”中下载一个为 NPU 打包的模型：Hearth 自带的模型只能在处理器上运行。',
   'npuHelp.found': 'Hearth 发现的情况',
   'npuHelp.nothing': '无需修复：NPU 已就绪。',
   'perf.close': '关闭性能',
