@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, foundSourceLabel, groupByKind, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, shownName, type CatalogEntry, type FoundModel, type InstalledModel, type PullProgress } from './models';
-import { setLanguage } from './i18n/index.svelte';
+import { formatBytes, formatEta, foundSourceLabel, groupByKind, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, repoFromInput, shownName, type CatalogEntry, type FoundModel, type InstalledModel, type PullProgress } from './models';
+import { setLanguage, t } from './i18n/index.svelte';
 
 describe('models helpers', () => {
   it('formats sizes like a disk does', () => {
@@ -61,6 +61,18 @@ describe('recommendation and plain words', () => {
     const base = item(id, bytes, ['cpu']);
     return { ...base, entry: { ...base.entry, kind } };
   };
+
+  it('review #23 (S3): the Hugging Face field takes a pasted model link as well as owner/name, and speaks of neither format first', () => {
+    expect(repoFromInput(' Qwen/Qwen3-0.6B ')).toBe('Qwen/Qwen3-0.6B');
+    expect(repoFromInput('Qwen/Qwen3-0.6B@v1')).toBe('Qwen/Qwen3-0.6B@v1');
+    expect(repoFromInput('https://example.org/Qwen/Qwen3-0.6B')).toBe('Qwen/Qwen3-0.6B');
+    expect(repoFromInput('https://example.org/Qwen/Qwen3-0.6B/tree/v1')).toBe('Qwen/Qwen3-0.6B@v1');
+    expect(repoFromInput('https://example.org/Qwen/Qwen3-0.6B/blob/main/config.json')).toBe('Qwen/Qwen3-0.6B');
+    expect(repoFromInput('https://example.org/')).toBe('https://example.org/');
+    setLanguage('en');
+    expect(t('models.repoLabel')).toBe('Paste a Hugging Face model link, or its owner/name');
+    expect(t('models.repoHint')).toContain('GGUF');
+  });
 
   it('review #6 (S2): the embedding model says what it is for and that it does not chat, not "good for everyday questions"', () => {
     const sentence = plainSummary({ ...ofKind('qwen3-embedding', 'embedding').entry, format: 'safetensors' });

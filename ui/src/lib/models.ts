@@ -175,3 +175,19 @@ export function shownName(entry: CatalogEntry, hasNpu: boolean, catalog: Catalog
   if (twins.length === 0) return name;
   return t(entry.format === 'q4nx' ? 'catalog.twinReady' : 'catalog.twinConvert', { name });
 }
+
+/** What the Hugging Face field asks to download: `owner/name` (with `@revision`) as typed, or
+ *  the same read from a pasted model page link (`…/owner/name`, `…/owner/name/tree/revision`). */
+export function repoFromInput(input: string): string {
+  const text = input.trim();
+  if (!/^https?:\/\//i.test(text)) return text;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return text;
+  }
+  const [owner, name, tree, revision] = url.pathname.split('/').filter(Boolean);
+  if (!owner || !name) return text;
+  return tree === 'tree' && revision ? `${owner}/${name}@${revision}` : `${owner}/${name}`;
+}

@@ -350,8 +350,9 @@ export const de: Translation = {
   'models.nameOptional': 'Name (optional)',
   'models.importing': '{name} wird importiert: {phase}',
   'models.advanced': 'Erweitert: von Hugging Face herunterladen',
-  'models.repoLabel': 'Repository (Besitzer/Name) mit einem Q4NX- oder safetensors-Modell',
-  'models.repoPlaceholder': 'besitzer/name',
+  'models.repoLabel': 'Einen Hugging-Face-Modelllink einfügen oder Besitzer/Name',
+  'models.repoPlaceholder': 'https://… oder besitzer/name',
+  'models.repoHint': 'So lädt Hearth Modelle im Format Q4NX oder safetensors herunter. Eine GGUF-Datei laden Sie selbst herunter und fügen sie oben hinzu.',
 
   'format.toFirstWord': '{time} bis zum ersten Wort',
   'format.batteryLasts': 'bei diesem Verbrauch hält ein voller Akku {time}',

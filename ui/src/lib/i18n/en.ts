@@ -371,8 +371,9 @@ export const en = {
   'models.nameOptional': 'Name (optional)',
   'models.importing': 'Importing {name}: {phase}',
   'models.advanced': 'Advanced: download from Hugging Face',
-  'models.repoLabel': 'Repository (owner/name) with a Q4NX or safetensors model',
-  'models.repoPlaceholder': 'owner/name',
+  'models.repoLabel': 'Paste a Hugging Face model link, or its owner/name',
+  'models.repoPlaceholder': 'https://… or owner/name',
+  'models.repoHint': 'Hearth downloads models stored as Q4NX or safetensors this way. For a GGUF file, download it and add it above.',
 
   // More numbers and times (format.ts).
   'format.toFirstWord': '{time} to first word',

@@ -350,8 +350,9 @@ export const es: Translation = {
   'models.nameOptional': 'Nombre (opcional)',
   'models.importing': 'Importando {name}: {phase}',
   'models.advanced': 'Avanzado: descargar de Hugging Face',
-  'models.repoLabel': 'Repositorio (propietario/nombre) con un modelo Q4NX o safetensors',
-  'models.repoPlaceholder': 'propietario/nombre',
+  'models.repoLabel': 'Pega el enlace de un modelo de Hugging Face, o su propietario/nombre',
+  'models.repoPlaceholder': 'https://… o propietario/nombre',
+  'models.repoHint': 'Así Hearth descarga modelos guardados como Q4NX o safetensors. Un archivo GGUF, descárgalo y añádelo arriba.',
 
   'format.toFirstWord': '{time} hasta la primera palabra',
   'format.batteryLasts': 'a este ritmo una batería llena dura {time}',

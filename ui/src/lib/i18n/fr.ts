@@ -351,8 +351,9 @@ export const fr: Translation = {
   'models.nameOptional': 'Nom (facultatif)',
   'models.importing': 'Import de {name} : {phase}',
   'models.advanced': 'Avancé : télécharger depuis Hugging Face',
-  'models.repoLabel': 'Dépôt (propriétaire/nom) avec un modèle Q4NX ou safetensors',
-  'models.repoPlaceholder': 'propriétaire/nom',
+  'models.repoLabel': 'Collez le lien d’un modèle Hugging Face, ou son propriétaire/nom',
+  'models.repoPlaceholder': 'https://… ou propriétaire/nom',
+  'models.repoHint': 'Hearth télécharge ainsi les modèles enregistrés en Q4NX ou safetensors. Un fichier GGUF, téléchargez-le et ajoutez-le ci-dessus.',
 
   'format.toFirstWord': '{time} avant le premier mot',
   'format.batteryLasts': 'à ce rythme, une batterie pleine dure {time}',

@@ -342,8 +342,9 @@ export const zh: Translation = {
   'models.nameOptional': '名称（可选）',
   'models.importing': '正在导入 {name}：{phase}',
   'models.advanced': '高级：从 Hugging Face 下载',
-  'models.repoLabel': '包含 Q4NX 或 safetensors 模型的仓库（所有者/名称）',
-  'models.repoPlaceholder': '所有者/名称',
+  'models.repoLabel': '粘贴 Hugging Face 模型链接，或其 所有者/名称',
+  'models.repoPlaceholder': 'https://… 或 所有者/名称',
+  'models.repoHint': '这里可下载以 Q4NX 或 safetensors 保存的模型。GGUF 文件请先下载，再在上方添加。',
 
   'format.toFirstWord': '首字用时 {time}',
   'format.batteryLasts': '按此速率，满电可用 {time}',
