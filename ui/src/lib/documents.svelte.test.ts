@@ -178,4 +178,15 @@ describe('documents words', () => {
     expect(sourceLabel({ ...source, place: '' })).toBe('contract.pdf');
     expect(readingLine(40.2, true)).toBe('Reading your document… 40%');
   });
+
+  it('review #14 (S3): a source says its page or section in the language in use, not in English', () => {
+    const section = { ...source, name: 'holiday-plan.md', page: null, place: 'section “Travel”' };
+    setLanguage('zh');
+    expect(sourceLabel(section)).toBe('holiday-plan.md，“Travel”一节');
+    expect(sourceLabel(source)).toBe('contract.pdf，第 3 页');
+    setLanguage('de');
+    expect(sourceLabel(section)).toBe('holiday-plan.md, Abschnitt „Travel“');
+    setLanguage('en');
+    expect(sourceLabel(section)).toBe('holiday-plan.md, section “Travel”');
+  });
 });

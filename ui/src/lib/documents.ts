@@ -34,9 +34,20 @@ export function indexPercent(progress: IndexProgress | undefined): number | null
   return Math.min(100, Math.round((progress.done / progress.total) * 100));
 }
 
+/** Where in its file a source is, in the user's language: "page 3", "section “Terms”", or ""
+ *  for the whole file. The backend's `place` is English (the model reads it in the prompt), so
+ *  it is said again here from the page, or from the heading inside its “…”. */
+export function sourcePlace(source: Source): string {
+  if (!source.place) return '';
+  if (source.page != null) return t('sources.page', { page: source.page });
+  const heading = /^section “(.*)”$/s.exec(source.place)?.[1];
+  return heading !== undefined ? t('sources.section', { heading }) : source.place;
+}
+
 /** A source as listed under an answer: "contract.pdf, page 3". */
 export function sourceLabel(source: Source): string {
-  return source.place ? `${source.name}, ${source.place}` : source.name;
+  const place = sourcePlace(source);
+  return place ? t('sources.fileAt', { name: source.name, place }) : source.name;
 }
 
 /** The live line while a long prompt is read: "Reading your document… 40%". */

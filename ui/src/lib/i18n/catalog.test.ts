@@ -16,9 +16,9 @@ const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?ra
 /** Keys whose value may equal English: names, units and words the languages share. */
 const SAME_AS_ENGLISH: Record<string, string[]> = {
   zh: ['meter.npu'],
-  es: ['catalog.tokens', 'meter.npu', 'summary.join'],
-  de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join'],
-  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join', 'attach.dialogFilter'],
+  es: ['catalog.tokens', 'meter.npu', 'summary.join', 'sources.fileAt'],
+  de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join', 'sources.fileAt'],
+  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join', 'attach.dialogFilter', 'sources.page', 'sources.fileAt'],
 };
 
 /** The parameters a message names, each with how it is used (argument, plural, number…). */
@@ -121,6 +121,14 @@ describe('catalog', () => {
     expect(checkSummary(unknown)).toBe(memlock.summary);
     expect(checkFix(unknown)).toBeNull();
     setLanguage('en');
+  });
+
+  it('review #14 (S3): Chinese counts characters, not English words; German says Leistungsaufnahme for power, Leistung only for the page', () => {
+    expect(CATALOGS.zh['receipt.wordsPerSecond']).toContain('个字');
+    expect(CATALOGS.zh['receipt.wordsPerSecond']).not.toContain('个词');
+    const power = ['perf.powerLive', 'power.wattsKey', 'power.chartLabel', 'receipt.meterPower', 'power.whyText'] as const;
+    for (const key of power) expect(CATALOGS.de[key], key).toMatch(/Leistungsaufnahme/);
+    expect(CATALOGS.de['common.performance']).toBe('Leistung');
   });
 
   it('shows a backend notice by its code in the language in use, and remembers it closed in any language', () => {

@@ -234,6 +234,9 @@ export const en = {
   'sources.label': 'Sources of this answer',
   'sources.title': 'Sources',
   'sources.open': 'Open source {n}: {source}',
+  'sources.page': 'page {page}',
+  'sources.section': 'section “{heading}”',
+  'sources.fileAt': '{name}, {place}',
   'passage.close': 'Close the passage',
 
   // Numbers and times (format.ts).

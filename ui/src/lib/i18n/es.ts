@@ -219,6 +219,9 @@ export const es: Translation = {
   'sources.label': 'Fuentes de esta respuesta',
   'sources.title': 'Fuentes',
   'sources.open': 'Abrir la fuente {n}: {source}',
+  'sources.page': 'página {page}',
+  'sources.section': 'sección «{heading}»',
+  'sources.fileAt': '{name}, {place}',
   'passage.close': 'Cerrar el pasaje',
 
   'format.justNow': 'ahora mismo',

@@ -220,6 +220,9 @@ export const fr: Translation = {
   'sources.label': 'Sources de cette réponse',
   'sources.title': 'Sources',
   'sources.open': 'Ouvrir la source {n} : {source}',
+  'sources.page': 'page {page}',
+  'sources.section': 'section « {heading} »',
+  'sources.fileAt': '{name}, {place}',
   'passage.close': 'Fermer le passage',
 
   'format.justNow': 'à l’instant',
