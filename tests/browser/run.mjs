@@ -1136,7 +1136,7 @@ test('your files: the library lists every file and its disk use, attaches one to
   await library.waitFor({ state: 'detached' });
 });
 
-test('your files: Cancel next to the indexing progress stops it and says what is kept; Continue indexing in the library finishes it', async ({ page }) => {
+test('your files: Cancel next to the indexing progress stops it and says what is kept; Continue indexing in the library finishes it; review #12 (S3): in plain words', async ({ page }) => {
   await page.evaluate(() => { window.__mockDocuments.stepMs = 300; });
   await page.getByTestId('attach-button').click();
   const file = page.getByTestId('attached-file');
@@ -1154,7 +1154,9 @@ test('your files: Cancel next to the indexing progress stops it and says what is
   assert((await page.getByTestId('library-embedding').textContent()).includes('all-MiniLM-L6-v2'), 'the library says which model finds passages by meaning');
   const waiting = page.getByTestId('library-waiting');
   await waiting.waitFor();
-  assert((await waiting.textContent()).includes('30 passages are found by keyword only until indexing continues'), await waiting.textContent());
+  assert((await waiting.textContent()).includes('30 passages are not indexed yet: until indexing continues, Hearth finds them only by their exact words'), await waiting.textContent());
+  const said = `${await page.getByTestId('library-embedding').textContent()} ${await waiting.textContent()}`;
+  assert(!/keyword/i.test(said) && said.includes('Hearth finds passages by what they mean'), `review #12 (S3): the library speaks plainly, no "keyword": ${said}`);
   await page.evaluate(() => { window.__mockDocuments.stepMs = 150; });
   await page.getByTestId('continue-indexing').click();
   await page.getByTestId('library-indexing').waitFor();
