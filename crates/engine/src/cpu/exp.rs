@@ -94,7 +94,7 @@ pub(crate) fn gelu_tanh_mul(level: KernelLevel, gate: &mut [f32], up: &[f32]) {
 }
 
 /// `2 √(2/π)`: `2u = x (TWO_SQRT_2_OVER_PI + TWO_SQRT_2_OVER_PI · 0.044715 x²)`.
-const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_1;
+const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_2;
 const GELU_CUBIC: f32 = 0.044_715;
 
 #[inline(always)]
