@@ -1619,6 +1619,17 @@ test('review #8 (S2): an NPU without FastFlowLM is not "ready", and the picker l
   assert(width <= 330, `the picker keeps its width: ${width}`);
 }, () => { window.__mock.npuModels = { 'Qwen3-0.6B': false }; });
 
+test('review #22 (S3): Performance says which model and place gave the last answer, and that the chart shows speed at each reading', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; });
+  await sendAndWait(page, 'Numbers please');
+  const model = (await page.getByTestId('assistant-message').last().getByTestId('receipt').locator('dd').nth(1).textContent()).trim();
+  await page.getByTestId('status-item').click();
+  const madeBy = page.getByTestId('stats-made-by');
+  await madeBy.waitFor();
+  assert((await madeBy.textContent()) === `${model}, on this computer's processor`, `the last answer's model and place: ${await madeBy.textContent()}`);
+  assert((await page.locator('.speed-key').textContent()).includes('at each reading'), await page.locator('.speed-key').textContent());
+});
+
 test('review #21 (S3): How to fix for a ready NPU gives the releases address with Copy, and says an NPU model is needed next', async ({ page }) => {
   await page.getByTestId('status-item').click();
   await page.getByTestId('npu-how-to-fix').click();

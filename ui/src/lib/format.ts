@@ -59,6 +59,13 @@ export function relativeTime(unixSecs: number, nowSecs: number): string {
   return t('format.daysAgo', { count: Math.floor(d / 86400) });
 }
 
+/** Where an answer was computed, in words: "this computer's processor", "this computer's NPU"
+ *  or "a remote server (gpu-box:8000)". */
+export function answerPlace(r: { backend_kind: string; device: string }): string {
+  if (r.backend_kind === 'remote') return t('receipt.remote', { device: r.device });
+  return r.backend_kind === 'npu' ? t('receipt.npu') : t('receipt.cpu');
+}
+
 /** The small grey line under an answer: speed, time to first word, energy (in watt-hours) when
  *  measured; the receipt has the joules beside them. A remote server's answer has no energy
  *  here: this computer's readings are not its cost. */
