@@ -1136,6 +1136,22 @@ test('your files: the library lists every file and its disk use, attaches one to
   await library.waitFor({ state: 'detached' });
 });
 
+test('review #10 (S3): Cancel says Stopping… at once, and the note that indexing stopped has its own Continue button', async ({ page }) => {
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 1500; });
+  await page.getByTestId('attach-button').click();
+  const file = page.getByTestId('attached-file');
+  await file.locator('progress').waitFor();
+  const cancel = file.getByTestId('cancel-indexing');
+  await cancel.click();
+  assert((await cancel.textContent()).trim() === 'Stopping…' && (await cancel.isDisabled()), `Stopping… at once: ${await cancel.textContent()}`);
+  const stopped = page.getByTestId('indexing-stopped');
+  await stopped.waitFor();
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 50; });
+  await stopped.getByTestId('stopped-continue').click();
+  await stopped.waitFor({ state: 'detached' });
+  await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'continue_indexing'));
+});
+
 test('your files: Cancel next to the indexing progress stops it and says what is kept; Continue indexing in the library finishes it; review #12 (S3): in plain words', async ({ page }) => {
   await page.evaluate(() => { window.__mockDocuments.stepMs = 300; });
   await page.getByTestId('attach-button').click();
@@ -1146,7 +1162,7 @@ test('your files: Cancel next to the indexing progress stops it and says what is
   await cancel.click();
   const stopped = page.getByTestId('indexing-stopped');
   await stopped.waitFor();
-  assert((await stopped.textContent()).includes('What was read is kept and found by keyword'), await stopped.textContent());
+  assert((await stopped.textContent()).includes('What was read is kept and found by its exact words'), await stopped.textContent());
   await cancel.waitFor({ state: 'detached' });
   assert((await file.textContent()).includes('42 passages'), `the file read before Cancel stays attached: ${await file.textContent()}`);
   await page.getByTestId('library-button').click();

@@ -46,6 +46,8 @@ export class DocumentsStore {
   busy = $state(false);
   /** Indexing was cancelled: the names of the files it never read (null: nothing to say). */
   stopped = $state<string[] | null>(null);
+  /** Cancel was pressed and indexing has not said it finished yet: "Stopping…" at once. */
+  stopping = $state(false);
   /** Whether indexing runs now (as far as the events and the last listing tell). */
   indexing = $derived(Object.keys(this.progress).length > 0 || (this.library?.indexing ?? false));
 
@@ -197,9 +199,11 @@ export class DocumentsStore {
 
   /** Cancel: stops the indexing going now; what was read and embedded is kept. */
   async cancelIndexing(): Promise<void> {
+    this.stopping = true;
     try {
       await this.api.cancelIndexing();
     } catch (error) {
+      this.stopping = false;
       this.error = messageOf(error);
     }
   }
@@ -262,6 +266,7 @@ export class DocumentsStore {
       }
       case 'finished': {
         this.progress = {};
+        this.stopping = false;
         const unread = event.data.unread;
         if (event.data.cancelled) this.stopped = unread;
         this.attached = this.attached.filter((d) => !(d.id === 0 && unread.includes(d.name))).map((d) => ({ ...d, indexing: false }));
