@@ -147,6 +147,8 @@ pub(crate) fn stream(
         power: meter.as_ref().map(|m| m as &dyn PowerMeter),
         trim_to_fit: question.trim_to_fit,
     };
+    // The app's own origin: the shared server answers its clients on this backend too.
+    session.backend.set_kv_origin(hearth_chat::APP_ORIGIN);
     hearth_chat::answer(session.backend.as_mut(), request, on_event)
 }
 

@@ -102,6 +102,10 @@ impl Backend for CpuBackend {
         hearth_chat::backend::count_tokens(self.model.tokenizer(), text)
     }
 
+    fn set_kv_origin(&mut self, origin: hearth_chat::KvOrigin) {
+        self.model.set_kv_origin(origin);
+    }
+
     fn generate(
         &mut self,
         prompt: Prompt,

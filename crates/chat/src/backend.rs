@@ -9,7 +9,7 @@
 use std::ops::ControlFlow;
 use std::str::FromStr;
 
-use hearth_engine::{ChatMessage, ChatOptions, PrefillProgress, StopReason};
+use hearth_engine::{ChatMessage, ChatOptions, KvOrigin, PrefillProgress, StopReason};
 use serde::{Deserialize, Serialize};
 
 /// Where answers are computed.
@@ -326,7 +326,18 @@ pub trait Backend: Send {
         options: &ChatOptions,
         on_event: EventSink<'_>,
     ) -> Result<Generation, BackendError>;
+
+    /// Sets whose prompts come from now on: the app's own conversations ([`APP_ORIGIN`]) or
+    /// one client of a server. A backend that keeps computed prompt prefixes (the cpu one)
+    /// reuses one only for a prompt of the same origin, so how fast an answer starts says
+    /// nothing of another origin's prompts. Backends that keep none here (FastFlowLM, a remote
+    /// server) ignore it, which is what this default does.
+    fn set_kv_origin(&mut self, _origin: KvOrigin) {}
 }
+
+/// The origin of the app's own conversations (the engine's default): a caller that shares a
+/// backend with a server sets it before each of its answers.
+pub const APP_ORIGIN: KvOrigin = 0;
 
 /// Tokens of `text` alone: counted by `tokenizer` (exact) when there is one and it can read the
 /// text, else estimated with [`estimate_tokens`].

@@ -28,14 +28,14 @@ pub use answer::{
 };
 pub use backend::{
     Availability, Backend, BackendError, BackendEvent, BackendInfo, BackendKind, BackendTimings,
-    FailureKind, Generation, Input, Prompt, TokenCount,
+    FailureKind, Generation, Input, Prompt, TokenCount, APP_ORIGIN,
 };
 pub use energy::{EnergyReport, Measurement, PowerMeter};
 // The words every caller of the answer loop speaks: messages, their roles, the options of one
 // answer. They are the engine's types, named here so front ends depend on the loop, not on
 // the engine.
 pub use hearth_engine::{
-    ChatMessage, ChatOptions, Error as EngineError, GenerationStats, PrefillProgress,
+    ChatMessage, ChatOptions, Error as EngineError, GenerationStats, KvOrigin, PrefillProgress,
     ResponseFormat, Role, SamplingParams, StopReason,
 };
 pub use settings::ConversationSettings;

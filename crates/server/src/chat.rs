@@ -8,6 +8,7 @@ use std::convert::Infallible;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -24,6 +25,7 @@ use crate::worker::{self, Job, Progress};
 /// `POST /v1/chat/completions`.
 pub async fn chat_completions(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
     let request: ChatRequest = worker::parse_body(body, &state, "a chat request", "'messages'")?;
@@ -41,6 +43,7 @@ pub async fn chat_completions(
         input: Input::Chat(messages),
         options,
         stops,
+        origin: worker::origin(&headers),
     };
     let mut rx = worker::spawn(&state, permit, job);
     let meta = ReplyMeta {

@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -68,6 +69,7 @@ fn prompt(request: &mut CompletionRequest) -> Result<String, AppError> {
 /// `POST /v1/completions`.
 pub async fn completions(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
     let mut request: CompletionRequest =
@@ -91,6 +93,7 @@ pub async fn completions(
         input: Input::Raw(prompt),
         options,
         stops,
+        origin: worker::origin(&headers),
     };
     let mut rx = worker::spawn(&state, permit, job);
     let meta = ReplyMeta {

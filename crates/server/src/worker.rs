@@ -2,6 +2,8 @@
 //! running one answer on a blocking thread through the answer loop every front end uses
 //! (`hearth_chat::answer`), with the model loaded on demand, its text sent back piece by piece.
 //! A client that goes away (the receiver dropped) stops the generation at the next token.
+//! Each answer runs under its client's KV origin ([`origin`]), so the prompt prefixes the
+//! backend keeps are reused only for the client that computed them.
 
 use std::hash::{BuildHasher, Hasher};
 use std::ops::ControlFlow;
@@ -9,9 +11,9 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
-use hearth_chat::ChatOptions;
+use axum::http::{header, HeaderMap, StatusCode};
 use hearth_chat::{Answer, AnswerEvent, AnswerRequest, Input};
+use hearth_chat::{ChatOptions, KvOrigin, APP_ORIGIN};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
@@ -32,6 +34,33 @@ pub(crate) struct Job {
     pub options: ChatOptions,
     /// Strings that end the answer.
     pub stops: Vec<String>,
+    /// Whose prompt it is (see [`origin`]).
+    pub origin: KvOrigin,
+}
+
+/// The origin of requests that carry no API key: all of them share it, and it is never the
+/// app's own ([`APP_ORIGIN`]).
+const ANONYMOUS_ORIGIN: KvOrigin = APP_ORIGIN + 1;
+
+/// Whose prompt a request brings, for the backend's kept prompt prefixes: each API client is a
+/// hash of its `Authorization: Bearer` key, and requests without one share
+/// [`ANONYMOUS_ORIGIN`]. No client gets the app's origin, so nobody can time whether the
+/// app's conversations (or another key's) began with a text they guess.
+pub(crate) fn origin(headers: &HeaderMap) -> KvOrigin {
+    let key = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, key)| key.trim())
+        .filter(|key| !key.is_empty());
+    let Some(key) = key else {
+        return ANONYMOUS_ORIGIN;
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write(key.as_bytes());
+    // The app's and the anonymous origin stay their own (a hash landing on them moves up).
+    hasher.finish().max(ANONYMOUS_ORIGIN + 1)
 }
 
 /// What the generating thread reports.
@@ -78,6 +107,7 @@ fn generate(state: &AppState, job: Job, tx: &mpsc::Sender<Progress>) {
         input,
         options,
         stops,
+        origin,
     } = job;
     let request = AnswerRequest {
         input,
@@ -88,6 +118,7 @@ fn generate(state: &AppState, job: Job, tx: &mpsc::Sender<Progress>) {
     };
     #[allow(clippy::result_large_err)] // the answer loop's error; see `hearth_chat::answer`
     let outcome = state.with_model(&model, |backend| {
+        backend.set_kv_origin(origin);
         hearth_chat::answer(backend, request, &mut |event| match event {
             _ if tx.is_closed() => {
                 tracing::debug!("client disconnected; cancelling generation");

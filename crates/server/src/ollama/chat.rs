@@ -5,6 +5,7 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hearth_chat::Input;
@@ -20,6 +21,7 @@ use crate::worker::{self, Job};
 /// `POST /api/chat`.
 pub async fn chat(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, OllamaError> {
     let started = Instant::now();
@@ -57,6 +59,7 @@ pub async fn chat(
         input: Input::Chat(messages),
         options: mapped.options,
         stops: mapped.stops,
+        origin: worker::origin(&headers),
     };
     let mut rx = worker::spawn(&state, permit, job);
     if mapped.stream {

@@ -6,6 +6,7 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hearth_chat::Input;
@@ -23,6 +24,7 @@ use crate::worker::{self, Job};
 /// `POST /api/generate`.
 pub async fn generate(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, OllamaError> {
     let started = Instant::now();
@@ -48,6 +50,7 @@ pub async fn generate(
         input,
         options: mapped.options,
         stops: mapped.stops,
+        origin: worker::origin(&headers),
     };
     let mut rx = worker::spawn(&state, permit, job);
     if mapped.stream {
