@@ -54,7 +54,8 @@ impl App {
         Ok(lock(&self.store).rename(id, &title)?)
     }
 
-    /// Deletes a conversation; refused while an answer is being written.
+    /// Deletes a conversation and its attachments (the attached documents stay in the
+    /// library); refused while an answer is being written.
     pub fn delete_conversation(&self, id: &str) -> Result<()> {
         if self.is_busy() {
             return Err(Error::new(
@@ -62,7 +63,12 @@ impl App {
                 "An answer is being written. Stop it first, then delete the conversation.",
             ));
         }
-        Ok(lock(&self.store).delete(id)?)
+        lock(&self.store).delete(id)?;
+        self.documents.with_library(|library| {
+            library
+                .forget_conversation(id)
+                .map_err(crate::documents::library_error)
+        })
     }
 
     /// Replaces a conversation's system prompt and sampling settings (clamped into range).

@@ -572,3 +572,26 @@ fn p7_a_document_is_quoted_data_and_its_turn_markers_are_text() {
         "the system's and the user's ends only"
     );
 }
+
+#[test]
+fn deleting_a_conversation_forgets_its_attachments_and_keeps_the_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app
+        .create_conversation(&ConversationSettings::default())
+        .unwrap();
+    let kept = app
+        .create_conversation(&ConversationSettings::default())
+        .unwrap();
+    for id in [&c.id, &kept.id] {
+        app.documents()
+            .attach_now(id, &[fixture("short-note.txt")], &|_| {})
+            .unwrap();
+    }
+    assert_eq!(app.documents().attached(&c.id).unwrap().len(), 1);
+
+    app.delete_conversation(&c.id).unwrap();
+    assert!(app.documents().attached(&c.id).unwrap().is_empty());
+    assert_eq!(app.documents().attached(&kept.id).unwrap().len(), 1);
+    assert_eq!(app.documents().library().unwrap().documents.len(), 1);
+}
