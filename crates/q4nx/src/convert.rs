@@ -153,10 +153,17 @@ pub fn convert(
     crate::validate(&weights, &config)?;
     check_no_unknown_tensors(&weights, &config)?;
 
-    let (out_config, out_config_text, warnings) = match options.variant {
+    let (out_config, out_config_text, mut warnings) = match options.variant {
         Variant::Faithful => (config.clone(), config_text, Vec::new()),
         Variant::FlmQwen3 => flm_qwen3_config(&config, &config_text)?,
     };
+    if weights.skipped_vision() {
+        warnings.push(
+            "the model's vision tower was left out: the converted model reads text only, not \
+             pictures"
+                .to_string(),
+        );
+    }
     let plan = plan(&weights, &config, &out_config)?;
     check_destination(dst)?;
     let partial = partial_dir(dst)?;

@@ -68,6 +68,8 @@ pub struct Weights {
     files: Vec<MappedFile>,
     tensors: BTreeMap<String, Entry>,
     config: Option<ModelConfig>,
+    /// Whether the files held a vision tower or projector, left out (see [`text_model_name`]).
+    skipped_vision: bool,
 }
 
 impl Weights {
@@ -164,9 +166,12 @@ impl Weights {
             config,
         )?;
         for (tensor, file) in wanted {
+            let Some(name) = text_model_name(tensor) else {
+                continue;
+            };
             let ok = weights
                 .tensors
-                .get(tensor)
+                .get(&name)
                 .is_some_and(|e| weights.files[e.file].path == dir.join(file));
             if !ok {
                 return Err(Error::MissingTensor {
@@ -186,6 +191,7 @@ impl Weights {
     ) -> Result<Self, Error> {
         let mut files = Vec::new();
         let mut tensors = BTreeMap::new();
+        let mut skipped_vision = false;
         for (index, p) in paths.iter().enumerate() {
             let (map, header) = map_file(p)?;
             for TensorInfo {
@@ -195,6 +201,10 @@ impl Weights {
                 range,
             } in header.tensors
             {
+                let Some(name) = text_model_name(&name) else {
+                    skipped_vision = true;
+                    continue;
+                };
                 let entry = Entry {
                     file: index,
                     dtype,
@@ -222,6 +232,7 @@ impl Weights {
             files,
             tensors,
             config,
+            skipped_vision,
         })
     }
 
@@ -409,6 +420,12 @@ impl Weights {
         self.tensors.keys().map(String::as_str).collect()
     }
 
+    /// Whether the files held a multimodal model's vision tower or projector, which were left
+    /// out: the model reads text only.
+    pub fn skipped_vision(&self) -> bool {
+        self.skipped_vision
+    }
+
     /// Whether a tensor of that name exists (`model.X` also as `X`).
     pub fn contains(&self, name: &str) -> bool {
         self.lookup(name).is_some()
@@ -512,6 +529,25 @@ impl Weights {
 }
 
 /// Maps a file read-only and parses its header.
+/// The name a tensor has in the text model, or None for a part Hearth does not run. A
+/// multimodal Gemma 3 (`Gemma3ForConditionalGeneration`) stores its language model as
+/// `language_model.model.X` and `language_model.lm_head.weight` (transformers 5 saves
+/// `model.language_model.X`), beside `vision_tower.*` and `multi_modal_projector.*`: the
+/// language model's tensors are named as a `Gemma3ForCausalLM` names them, the others left out.
+fn text_model_name(name: &str) -> Option<String> {
+    let inner = name.strip_prefix("model.").unwrap_or(name);
+    if inner.starts_with("vision_tower.") || inner.starts_with("multi_modal_projector.") {
+        return None;
+    }
+    Some(if let Some(rest) = name.strip_prefix("language_model.") {
+        rest.to_string()
+    } else if let Some(rest) = name.strip_prefix("model.language_model.") {
+        format!("model.{rest}")
+    } else {
+        name.to_string()
+    })
+}
+
 fn map_file(path: &Path) -> Result<(Mmap, container::Header), Error> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();

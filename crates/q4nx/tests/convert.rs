@@ -311,3 +311,107 @@ fn converting_a_q4nx_folder_is_refused() {
         .to_string();
     assert!(e.contains("already holds a Q4NX model"), "{e}");
 }
+
+/// A multimodal Gemma 3 (`Gemma3ForConditionalGeneration`, as google/gemma-3-4b-it is saved)
+/// converts to the same model.q4nx as its language model alone: the tiny Gemma 3 fixture's
+/// tensors renamed `language_model.model.*` (and `model.language_model.*`, as transformers 5
+/// saves them), sharded, beside a vision tower and projector that are left out and said so.
+#[test]
+fn a_multimodal_gemma3_converts_its_language_model_only() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine/tiny-gemma3");
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("plain.q4nx");
+    run(&fixture, &plain, Variant::Faithful).unwrap();
+
+    let bytes = std::fs::read(fixture.join("model.safetensors")).unwrap();
+    let header = q4nx::container::parse(&bytes, &fixture).unwrap();
+    let text: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.join("config.json")).unwrap())
+            .unwrap();
+    let config = serde_json::json!({
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": text,
+        "vision_config": {"hidden_size": 8},
+    });
+    let vision = |name: &str| common::Raw {
+        name: name.into(),
+        dtype: q4nx::Dtype::F32,
+        shape: vec![2, 4],
+        bytes: vec![0; 32],
+    };
+    for (layout, rename) in [
+        (
+            "old",
+            (|n: &str| format!("language_model.{n}")) as fn(&str) -> String,
+        ),
+        ("new", |n: &str| match n.strip_prefix("model.") {
+            Some(rest) => format!("model.language_model.{rest}"),
+            None => n.to_string(),
+        }),
+    ] {
+        let src = tmp.path().join(layout);
+        std::fs::create_dir_all(&src).unwrap();
+        for file in [
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "generation_config.json",
+        ] {
+            std::fs::copy(fixture.join(file), src.join(file)).unwrap();
+        }
+        std::fs::write(src.join("config.json"), config.to_string()).unwrap();
+        let text_tensors: Vec<common::Raw> = header
+            .tensors
+            .iter()
+            .map(|t| common::Raw {
+                name: rename(&t.name),
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                bytes: bytes[t.range.clone()].to_vec(),
+            })
+            .collect();
+        let prefix = if layout == "old" { "" } else { "model." };
+        let others = [
+            vision(&format!(
+                "{prefix}vision_tower.vision_model.embeddings.patch_embedding.weight"
+            )),
+            vision(&format!(
+                "{prefix}multi_modal_projector.mm_input_projection_weight"
+            )),
+        ];
+        let shards = [
+            ("a.safetensors", &text_tensors[..]),
+            ("b.safetensors", &others[..]),
+        ];
+        let mut map = serde_json::Map::new();
+        for (file, tensors) in shards {
+            common::write_safetensors(&src.join(file), tensors, &Default::default());
+            for t in tensors {
+                map.insert(t.name.clone(), file.into());
+            }
+        }
+        std::fs::write(
+            src.join("model.safetensors.index.json"),
+            serde_json::json!({"metadata": {}, "weight_map": map}).to_string(),
+        )
+        .unwrap();
+
+        let out = tmp.path().join(format!("{layout}.q4nx"));
+        let report = run(&src, &out, Variant::Faithful).unwrap();
+        assert_eq!(report.config.family, Family::Gemma3, "{layout}");
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("reads text only")),
+            "{layout}: {:?}",
+            report.warnings
+        );
+        assert!(
+            std::fs::read(out.join("model.q4nx")).unwrap()
+                == std::fs::read(plain.join("model.q4nx")).unwrap(),
+            "{layout}: model.q4nx differs from the language model's own conversion"
+        );
+    }
+}
