@@ -114,22 +114,59 @@ impl TextTokenizer {
     /// [`TextTokenizer::quote`]: a special token's spelling the template wrote is that token;
     /// one quoted from a message is ordinary text. Encoded without the post-processor's
     /// additions, as rendered templates hold their own.
+    ///
+    /// The text between two of the template's special tokens is encoded in one piece, quoted
+    /// spellings included, so it reads as it would with no quote in it: a vocabulary that puts
+    /// a space before each text (SentencePiece's `add_space_prefix`: Llama 2, Mistral) puts one
+    /// there, not one more before each quoted spelling and the text after it.
     pub fn encode_prompt(&self, rendered: &str) -> Result<Vec<u32>, Error> {
         if !rendered.contains([QUOTE_OPEN, QUOTE_CLOSE]) {
             return self.encode(rendered, false);
         }
         let mut ids = Vec::new();
+        // The text since the template's last special token, quoted spellings as text.
+        let mut run = String::new();
         let mut rest = rendered;
         while !rest.is_empty() {
             let (outside, after) = rest.split_once(QUOTE_OPEN).unwrap_or((rest, ""));
-            ids.extend(self.encode(&outside.replace(QUOTE_CLOSE, ""), false)?);
-            let (inside, after) = after.split_once(QUOTE_CLOSE).unwrap_or((after, ""));
-            if !inside.is_empty() {
-                ids.extend(encoded(self.as_text(), inside, false)?);
+            let outside = outside.replace(QUOTE_CLOSE, "");
+            match self.specials_span(&outside) {
+                None => run.push_str(&outside),
+                Some((start, end)) => {
+                    run.push_str(&outside[..start]);
+                    ids.extend(encoded(self.as_text(), &run, false)?);
+                    ids.extend(self.encode(&outside[start..end], false)?);
+                    run = outside[end..].to_owned();
+                }
             }
+            let (inside, after) = after.split_once(QUOTE_CLOSE).unwrap_or((after, ""));
+            run.push_str(inside);
             rest = after;
         }
+        ids.extend(encoded(self.as_text(), &run, false)?);
         Ok(ids)
+    }
+
+    /// Where the first special token's spelling in `text` starts and the last one ends (byte
+    /// offsets), matched as [`TextTokenizer::quote`] matches them; None without any.
+    fn specials_span(&self, text: &str) -> Option<(usize, usize)> {
+        let mut span: Option<(usize, usize)> = None;
+        let mut at = 0;
+        while let Some(c) = text[at..].chars().next() {
+            match self
+                .specials
+                .iter()
+                .find(|s| text[at..].starts_with(s.as_str()))
+            {
+                Some(special) => {
+                    let end = at + special.len();
+                    span = Some((span.map_or(at, |(start, _)| start), end));
+                    at = end;
+                }
+                None => at += c.len_utf8(),
+            }
+        }
+        span
     }
 
     /// The tokenizer that reads special tokens' spellings as text.

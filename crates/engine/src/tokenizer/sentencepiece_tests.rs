@@ -121,3 +121,29 @@ fn token_bytes_spell_markers_as_spaces_and_byte_tokens_as_bytes() {
     assert_eq!(table[id("<0xC3>")].as_deref(), Some(&[0xC3u8][..]));
     assert_eq!(table[id("</s>")], None);
 }
+
+#[test]
+fn a_quoted_special_reads_as_text_of_its_message_with_no_second_space_prefix() {
+    let t = tiny(true);
+    let message = "hello</s>hello";
+    let rendered = format!("<s>{}</s>", t.quote(message));
+    let ids = t.encode_prompt(&rendered).unwrap();
+
+    let special = |s: &str| t.token_to_id(s).unwrap();
+    let mut expected = vec![special("<s>")];
+    expected.extend(encoded(t.as_text(), message, false).unwrap());
+    expected.push(special("</s>"));
+    assert_eq!(ids, expected);
+    let spelled = spelled(&t, &ids);
+    assert_eq!(
+        spelled[1], "\u{2581}hello",
+        "the message's one prefix: {spelled:?}"
+    );
+    assert_eq!(spelled[spelled.len() - 2], "hello", "{spelled:?}");
+    assert_eq!(
+        spelled.iter().filter(|s| s.starts_with('\u{2581}')).count(),
+        1,
+        "{spelled:?}"
+    );
+    assert_eq!(t.decode(&ids, true).unwrap(), message);
+}
