@@ -198,7 +198,7 @@ fn gemma3_gguf_matches_llama_cpp() {
     // Measured 0.19 (mean KL 3e-4, every confident top-1 equal), as far as each engine is from
     // transformers: Gemma's norms after each block rescale what llama.cpp's 8-bit activations
     // round, so the two roundings likely show more than in Llama's or Qwen2's shape. The exact
-    // forward pass is checked against transformers in gemma3_reference.rs.
+    // forward pass is checked against transformers in reference.rs.
     check("tiny-gemma3-swa6", "tiny-gemma3-q8_0.gguf", 0.25);
 }
 

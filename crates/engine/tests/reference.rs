@@ -110,3 +110,19 @@ fn qwen2_qkv_biases_bf16_logits_match_transformers() {
 fn qwen2_greedy_continuation_matches_transformers() {
     check_greedy("tiny-qwen2");
 }
+
+/// Gemma 3 (`generate_gemma3.py`): local sliding-window layers shorter than the sequence
+/// between global ones with linearly scaled RoPE, head_dim unlike hidden / heads,
+/// query_pre_attn_scalar unlike head_dim, norms perturbed around 0 (Gemma multiplies by 1 + w)
+/// and a final logit soft cap. Its chat template is checked in `gemma3_template.rs`.
+#[test]
+fn gemma3_logits_match_transformers() {
+    check_logits("tiny-gemma3");
+}
+
+/// One token at a time past the window: decode steps read the local layers' window from the
+/// cache.
+#[test]
+fn gemma3_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-gemma3");
+}
