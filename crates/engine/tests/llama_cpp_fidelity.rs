@@ -193,17 +193,14 @@ fn check(python: &Path, gguf: &Path, bounds: &Bounds) {
     let ours = model.logits(&prose).unwrap();
     let (mut nll_ours, mut nll_theirs, mut kl) = (0f64, 0f64, 0f64);
     let (mut confident, mut agree_confident, mut agree_all) = (0usize, 0usize, 0usize);
-    let mut h11_buckets = vec![0f64; prose.len() / 128 + 1];
     for (pos, row) in ours.iter().enumerate() {
         let t = &theirs[pos * vocab..(pos + 1) * vocab];
         let (lo, lt) = (log_softmax(row), log_softmax(t));
-        let kl_here = lt
+        kl += lt
             .iter()
             .zip(&lo)
             .map(|(a, b)| a.exp() * (a - b))
             .sum::<f64>();
-        kl += kl_here;
-        h11_buckets[pos / 128] += kl_here;
         if let Some(&next) = prose.get(pos + 1) {
             nll_ours -= lo[next as usize];
             nll_theirs -= lt[next as usize];
@@ -215,10 +212,6 @@ fn check(python: &Path, gguf: &Path, bounds: &Bounds) {
             agree_confident += usize::from(same);
         }
     }
-    eprintln!(
-        "H11 KL per 128 positions: {:?}",
-        h11_buckets.iter().map(|k| k / 128.0).collect::<Vec<_>>()
-    );
     let n = prose.len() as f64;
     let ppl_ours = (nll_ours / (n - 1.0)).exp();
     let ppl_theirs = (nll_theirs / (n - 1.0)).exp();
