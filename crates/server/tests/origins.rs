@@ -42,7 +42,12 @@ async fn ask(state: &AppState, key: Option<&str>) -> (usize, usize) {
     let response = app(state.clone()).oneshot(request).await.unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&bytes));
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
     let receipt = state.last_receipt().expect("an answer leaves a receipt");
     let read = receipt
         .backend_timings
@@ -65,5 +70,9 @@ async fn p15_one_clients_prompt_is_not_reused_for_another() {
     // Each client still reuses its own: all but the last prompt token, which always runs.
     assert_eq!(ask(&state, Some("key-a")).await, (prompt, 1));
     assert_eq!(ask(&state, Some("key-b")).await, (prompt, 1));
-    assert_eq!(ask(&state, None).await, (prompt, 1), "keyless requests share one");
+    assert_eq!(
+        ask(&state, None).await,
+        (prompt, 1),
+        "keyless requests share one"
+    );
 }
