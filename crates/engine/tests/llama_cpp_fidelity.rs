@@ -16,9 +16,12 @@
 //!     HEARTH_REAL_MODELS=$(scripts/real-models.sh) HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) \
 //!       cargo test --release -p hearth-engine --test llama_cpp_fidelity -- --ignored
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::logits::{argmax, log_softmax, margin};
 use hearth_engine::{LoadOptions, Model};
 
 /// Margin (logits) below which llama.cpp's own top choice is a near-tie.
@@ -46,30 +49,6 @@ fn find_gguf(python: &Path) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     PathBuf::from(path)
-}
-
-fn log_softmax(row: &[f32]) -> Vec<f64> {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
-    let log_z = max + sum.ln();
-    row.iter().map(|&v| v as f64 - log_z).collect()
-}
-
-fn argmax(row: &[f32]) -> usize {
-    (0..row.len())
-        .max_by(|&a, &b| row[a].total_cmp(&row[b]))
-        .unwrap()
-}
-
-fn margin(row: &[f32]) -> f32 {
-    let best = argmax(row);
-    let second = row
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != best)
-        .map(|(_, &v)| v)
-        .fold(f32::NEG_INFINITY, f32::max);
-    row[best] - second
 }
 
 /// How close Hearth must be to llama.cpp on one file.

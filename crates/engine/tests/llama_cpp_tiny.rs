@@ -19,6 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::logits::{argmax, log_softmax, margin};
 use common::reference;
 use hearth_engine::{LoadOptions, Model};
 
@@ -27,32 +28,6 @@ const MARGIN: f32 = 0.3;
 
 fn gguf_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf")
-}
-
-fn log_softmax(row: &[f32]) -> Vec<f64> {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let log_z = max
-        + row
-            .iter()
-            .map(|&v| (v as f64 - max).exp())
-            .sum::<f64>()
-            .ln();
-    row.iter().map(|&v| v as f64 - log_z).collect()
-}
-
-fn argmax(row: &[f32]) -> usize {
-    (0..row.len())
-        .max_by(|&a, &b| row[a].total_cmp(&row[b]))
-        .unwrap()
-}
-
-fn margin(row: &[f32]) -> f32 {
-    let best = argmax(row);
-    let second = (0..row.len())
-        .filter(|&i| i != best)
-        .map(|i| row[i])
-        .fold(f32::NEG_INFINITY, f32::max);
-    row[best] - second
 }
 
 /// Largest |a - b| over all rows, divided by the standard deviation of `b`.

@@ -1,6 +1,8 @@
 //! Helpers shared by the engine's integration tests: fixture paths and reference data.
 #![allow(dead_code)]
 
+pub mod logits;
+
 use std::path::PathBuf;
 
 /// `tests/fixtures/engine/<name>` at the repository root.
