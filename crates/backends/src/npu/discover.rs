@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use hearth_chat::backend::{Availability, BackendKind};
 use hearth_npu::bounded::{self, QuickLimits, QuickOutput};
@@ -185,6 +185,26 @@ pub fn parse_version_output(out: &str) -> Option<String> {
     hearth_npu::software::parse_flm_version(out)
 }
 
+/// The version the FastFlowLM on `port` says it is (`GET /api/version`: `{"version":
+/// "1.0.14"}`), within 2 s: how Hearth learns about the FastFlowLM it runs without starting a
+/// second `flm` beside it (1.0.8 and later hold the NPU in every process).
+pub fn running_version(port: u16) -> Option<String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    let body = agent
+        .get(&format!("http://127.0.0.1:{port}/api/version"))
+        .call()
+        .ok()?
+        .body_mut()
+        .with_config()
+        .limit(4096)
+        .read_to_string()
+        .ok()?;
+    parse_version_output(&body)
+}
+
 /// Checks `version` against [`MIN_VERSION`].
 pub fn check_version(exe: &Path, version: &str) -> Result<(), NpuError> {
     if hearth_npu::software::version_at_least(version, MIN_VERSION) {
@@ -236,7 +256,7 @@ pub fn find(lookup: &Lookup) -> Result<FlmProgram, NpuError> {
         }
     }
     let version = match &own {
-        Some(own) => process::running_version(own.port).ok_or_else(|| NpuError::DeviceBusy {
+        Some(own) => running_version(own.port).ok_or_else(|| NpuError::DeviceBusy {
             path: path.clone(),
             holders: own.words(),
         })?,

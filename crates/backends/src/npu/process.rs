@@ -426,26 +426,6 @@ fn answers(port: u16) -> bool {
         .is_ok()
 }
 
-/// The version the FastFlowLM on `port` says it is (`GET /api/version`: `{"version":
-/// "1.0.14"}`), within 2 s: how Hearth learns about the FastFlowLM it runs without starting a
-/// second `flm` beside it (1.0.8 and later hold the NPU in every process).
-pub fn running_version(port: u16) -> Option<String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .build()
-        .into();
-    let body = agent
-        .get(&format!("http://127.0.0.1:{port}/api/version"))
-        .call()
-        .ok()?
-        .body_mut()
-        .with_config()
-        .limit(4096)
-        .read_to_string()
-        .ok()?;
-    crate::npu::discover::parse_version_output(&body)
-}
-
 // ---------------------------------------------------------------- the log
 
 /// What the log has said so far.
