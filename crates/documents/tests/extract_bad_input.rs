@@ -2,11 +2,12 @@
 //! says what to do, within bounded memory and time, and never with a panic. The malformed files
 //! are built here; the encrypted and image-only PDFs are committed fixtures.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{write, zip_of};
 use hearth_documents::{extract, ExtractError, ExtractLimits};
-use zip::write::SimpleFileOptions;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -29,24 +30,6 @@ fn refused_within(path: &Path, limits: &ExtractLimits) -> ExtractError {
         "the message names the file: {error}"
     );
     error
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
-/// A zip with these (name, bytes) entries, deflated.
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, bytes) in entries {
-        writer
-            .start_file(*name, SimpleFileOptions::default())
-            .unwrap();
-        writer.write_all(bytes).unwrap();
-    }
-    writer.finish().unwrap().into_inner()
 }
 
 #[test]

@@ -3,63 +3,18 @@
 //! test's own process, so a finding that came back would abort it, as it aborted Hearth; the
 //! child process that contains such an abort in Hearth is tested in `isolation.rs`.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use common::{pdf_of, write, zip_of};
 use hearth_documents::extract::MAX_HEADING_CHARS;
 use hearth_documents::{
     extract, index, search, ExtractError, ExtractLimits, IndexSettings, Library, Outcome, Place,
     Ranking,
 };
-use zip::write::SimpleFileOptions;
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
-/// A zip with these (name, bytes) entries, deflated.
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, bytes) in entries {
-        writer
-            .start_file(*name, SimpleFileOptions::default())
-            .unwrap();
-        writer.write_all(bytes).unwrap();
-    }
-    writer.finish().unwrap().into_inner()
-}
-
-/// A PDF of these objects (numbered from 1; the first is the catalog), with a valid
-/// cross-reference table.
-fn pdf_of(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (index, body) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n", index + 1).as_bytes());
-        pdf.extend_from_slice(body);
-        pdf.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = pdf.len();
-    pdf.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    pdf.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    pdf
-}
 
 fn stream(content: &[u8]) -> Vec<u8> {
     let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();

@@ -4,11 +4,14 @@
 //! This test binary has its own `main` (no test harness): like `hearth` and the desktop app it
 //! calls `run_if_asked()` first, so it can be started again as its own extraction child.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{pdf_of, write};
 use hearth_documents::extract::{child, extract_cancellable};
 use hearth_documents::{extract, ExtractError, ExtractLimits, Extracted};
 
@@ -71,12 +74,6 @@ fn a_child_reads_every_fixture_as_the_process_does(in_process: &[Result<Extracte
         let got = extract(&fixture(name), &ExtractLimits::default()).map_err(|e| e.to_string());
         assert_eq!(&got, expected, "{name}");
     }
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
 }
 
 /// A web page of `megabytes` MiB of text.
@@ -145,22 +142,7 @@ fn p1_pdf_claiming_four_billion_pages_reads_through_the_child() {
         b"<< /Length 44 >>\nstream\nBT /F1 12 Tf 72 720 Td (budget kept) Tj ET\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ];
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (index, body) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n", index + 1).as_bytes());
-        pdf.extend_from_slice(body);
-        pdf.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = pdf.len();
-    pdf.extend_from_slice(b"xref\n0 7\n0000000000 65535 f \n");
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    pdf.extend_from_slice(
-        format!("trailer\n<< /Size 7 /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
-    );
+    let pdf = pdf_of(&objects);
     let path = write(dir.path(), "count_4e9.pdf", &pdf);
     let extracted = extract(&path, &ExtractLimits::default()).unwrap();
     assert!(extracted.sections[0].text.contains("budget kept"));
