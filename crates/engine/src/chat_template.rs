@@ -49,6 +49,11 @@ pub struct ChatMessage {
     pub role: Role,
     /// What was said.
     pub content: String,
+    /// Pictures given with it (user messages), checked and re-encoded by
+    /// `hearth_chat::picture`. Only a backend that sees pictures takes them; the chat template
+    /// never sees them (Hearth's engine has no vision encoder yet).
+    #[serde(skip)]
+    pub pictures: Vec<Picture>,
 }
 
 impl ChatMessage {
@@ -57,7 +62,70 @@ impl ChatMessage {
         ChatMessage {
             role,
             content: content.into(),
+            pictures: Vec::new(),
         }
+    }
+
+    /// The same message with `pictures` given with it.
+    pub fn with_pictures(mut self, pictures: Vec<Picture>) -> Self {
+        self.pictures = pictures;
+        self
+    }
+}
+
+/// How a [`Picture`]'s bytes are encoded: Hearth re-encodes every picture it is given to one of
+/// these two, which every vision server reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PictureFormat {
+    /// PNG (lossless: screenshots, drawings, anything with transparency).
+    Png,
+    /// JPEG (photos).
+    Jpeg,
+}
+
+impl PictureFormat {
+    /// The media type: `image/png` or `image/jpeg`.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            PictureFormat::Png => "image/png",
+            PictureFormat::Jpeg => "image/jpeg",
+        }
+    }
+
+    /// The usual file extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            PictureFormat::Png => "png",
+            PictureFormat::Jpeg => "jpg",
+        }
+    }
+}
+
+/// A picture given with a message: its encoded bytes (shared, so copies of a conversation do
+/// not copy them) and its size in pixels.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// How `bytes` are encoded.
+    pub format: PictureFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The encoded picture.
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+impl std::fmt::Debug for Picture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Picture({} {}x{}, {} bytes)",
+            self.format.media_type(),
+            self.width,
+            self.height,
+            self.bytes.len()
+        )
     }
 }
 

@@ -123,6 +123,16 @@ pub enum Error {
         /// Which setting, why, and what to use instead.
         reason: String,
     },
+    /// Audio that cannot be transcribed (no samples, values that are not numbers, a language
+    /// the speech model does not know).
+    #[error("engine: cannot transcribe: {reason}")]
+    Audio {
+        /// What is wrong and what to do.
+        reason: String,
+    },
+    /// The caller stopped the work (a transcription's progress callback said stop).
+    #[error("engine: stopped on request")]
+    Cancelled,
 }
 
 impl Error {

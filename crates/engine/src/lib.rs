@@ -54,9 +54,12 @@ mod template_values;
 mod tokenizer;
 mod transformer;
 mod weights_memory;
+pub mod whisper;
 mod wordpiece;
 
-pub use chat_template::{check_chat_template, template_source, ChatMessage, ChatTemplate, Role};
+pub use chat_template::{
+    check_chat_template, template_source, ChatMessage, ChatTemplate, Picture, PictureFormat, Role,
+};
 pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;

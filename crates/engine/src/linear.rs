@@ -1,12 +1,14 @@
 //! Matrix products: [`Linear`], the one type every weight matrix of the model goes through.
 //!
 //! A matrix borrows its weights from the loaded file (or its huge-page copy) in the form they
-//! are stored: Q4_1 or Q8 tiles, or a dense float matrix. [`Linear::matmul`] computes
+//! are stored: Q4_1 or Q8 tiles, a GGUF file's own row-major blocks, or a dense float matrix. [`Linear::matmul`] computes
 //! `x W^T` for one or more tokens on the model's [`CpuContext`], at its kernel level:
 //! - tiles: the activations are quantized once per call to int8 blocks (so results differ from
 //!   the f32 reference by that rounding, bounded in the tests below), then the tile kernels of
 //!   [`crate::cpu`] run over row blocks of 32 rows split over the thread pool, up to 8 tokens
 //!   per pass, a prefill's whole groups of 8 through the interleaved batch kernel;
+//! - GGUF blocks ([`gguf`]): the same quantized activations, then [`crate::cpu::gguf::dot_rows`]
+//!   over chunks of rows split over the pool, up to 8 tokens per call;
 //! - dense: each row converted to f32 and dotted with every token, rows split over the pool
 //!   (same sums, same order per output).
 //!
@@ -19,13 +21,15 @@ use std::cell::RefCell;
 use q4nx::dtype::decode_f32;
 use q4nx::layout::padded_cols;
 use q4nx::tile::TILE_ROWS;
-use q4nx::{DenseTensor, Dtype, Tensor, TileMatrix};
+use q4nx::{DenseTensor, Dtype, GgufMatrix, Tensor, TileMatrix};
 
 use crate::cpu::pool::{SharedMut, ThreadPool};
 use crate::cpu::q4_1::{self, MAX_TOKENS};
 use crate::cpu::q8;
 use crate::cpu::quant::{quantize_row, QuantizedActivations, BATCH, BLOCK};
 use crate::cpu::{CpuContext, KernelLevel};
+
+mod gguf;
 
 /// A dense weight matrix `W[rows, cols]` borrowed from the weight file, row-major, in its stored
 /// dtype (BF16, F16 or F32, little-endian; [`Dtype::is_float`]).
@@ -60,6 +64,8 @@ pub enum Linear<'w> {
         /// Logical input features.
         cols: usize,
     },
+    /// A GGUF file's own blocks, row-major (K = `matrix.cols`, unpadded).
+    Gguf(GgufMatrix<'w>),
 }
 
 /// Why a tensor cannot be used as a matrix of the expected shape.
@@ -79,6 +85,7 @@ impl<'w> Linear<'w> {
                 check_tiles(&matrix, rows, cols)?;
                 Ok(Linear::Q8 { matrix, cols })
             }
+            Tensor::Gguf(matrix) => gguf::check(&matrix, rows, cols).map(|()| Linear::Gguf(matrix)),
         }
     }
 
@@ -87,6 +94,7 @@ impl<'w> Linear<'w> {
         match self {
             Linear::Dense(d) => d.rows,
             Linear::Q4_1 { matrix, .. } | Linear::Q8 { matrix, .. } => matrix.rows,
+            Linear::Gguf(matrix) => matrix.rows,
         }
     }
 
@@ -95,6 +103,7 @@ impl<'w> Linear<'w> {
         match self {
             Linear::Dense(d) => d.cols,
             Linear::Q4_1 { cols, .. } | Linear::Q8 { cols, .. } => *cols,
+            Linear::Gguf(matrix) => matrix.cols,
         }
     }
 
@@ -116,6 +125,7 @@ impl<'w> Linear<'w> {
                 matrix.dequantize_row(row, &mut padded);
                 out[..*cols].copy_from_slice(&padded[..*cols]);
             }
+            Linear::Gguf(matrix) => matrix.dequantize_row(row, &mut out[..matrix.cols]),
         }
     }
 
@@ -137,15 +147,19 @@ impl<'w> Linear<'w> {
             Linear::Q4_1 { matrix, .. } => (matrix, TileKernel::Q4_1),
             Linear::Q8 { matrix, .. } => (matrix, TileKernel::Q8),
             Linear::Dense(_) => return self.matmul_rows(x, tokens, out, cpu.pool()),
+            Linear::Gguf(matrix) => {
+                let jobs = [(*matrix, SharedMut(out.as_mut_ptr()))];
+                return gguf::matmul(cpu, &jobs, x, tokens, cols);
+            }
         };
         let jobs = [(*matrix, SharedMut(out.as_mut_ptr()))];
         matmul_tiles(cpu, kernel, &jobs, x, tokens, cols);
     }
 
     /// `outs[i] = x W_i^T` for matrices that read the same input `x` (q, k and v; gate and
-    /// up), each as [`Linear::matmul`] computes it. When all are Q4_1, `x` is quantized once
-    /// and their row blocks share one run of the thread pool: a decode step then waits for the
-    /// pool half as often.
+    /// up), each as [`Linear::matmul`] computes it. When all are Q4_1, or all in GGUF blocks,
+    /// `x` is quantized once and their rows share one run of the thread pool: a decode step
+    /// then waits for the pool half as often.
     pub fn matmul_shared_input(
         cpu: &CpuContext,
         pairs: &mut [(&Linear<'_>, &mut [f32])],
@@ -167,6 +181,8 @@ impl<'w> Linear<'w> {
         }
         if all_q4_1 {
             matmul_tiles(cpu, TileKernel::Q4_1, &jobs[..pairs.len()], x, tokens, cols);
+        } else if let Some(jobs) = gguf::shared_jobs(pairs, x, tokens) {
+            gguf::matmul(cpu, &jobs, x, tokens, cols);
         } else {
             // Other kinds (reference models), or sizes matmul's checks will report: one by one.
             for (linear, out) in pairs.iter_mut() {

@@ -18,7 +18,9 @@ use crate::tokenizer::TextTokenizer;
 use crate::weights_memory::WeightsMemory;
 use crate::Error;
 
+mod continuing;
 mod load;
+mod scoring;
 
 pub use load::{LoadOptions, DEFAULT_CONTEXT_LENGTH};
 
@@ -185,11 +187,7 @@ impl Model {
         options: &ChatOptions,
     ) -> Result<Vec<u32>, Error> {
         let tokenizer = self.require_tokenizer()?;
-        let quoted: Vec<ChatMessage> = messages
-            .iter()
-            .map(|m| ChatMessage::new(m.role, tokenizer.quote(&m.content)))
-            .collect();
-        let text = self.render_chat(&quoted, options)?;
+        let text = self.render_chat(&quoted(tokenizer, messages), options)?;
         tokenizer.encode_prompt(&text)
     }
 
@@ -373,6 +371,15 @@ fn constraint<'m>(
     let vocab = token_bytes.get_or_init(|| TokenBytes::new(tokenizer));
     Ok(Some(Constraint::new(grammar, vocab, stop_ids)))
 }
+/// `messages` with every special token's spelling made ordinary text
+/// ([`TextTokenizer::quote`]): only the chat template writes turn markers.
+fn quoted(tokenizer: &TextTokenizer, messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    messages
+        .iter()
+        .map(|m| ChatMessage::new(m.role, tokenizer.quote(&m.content)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

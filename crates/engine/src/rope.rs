@@ -1,5 +1,9 @@
 //! Rotary position embedding: the table of cos/sin per position and frequency, and the
-//! "rotate half" rotation of one head (element `i` pairs with `i + head_dim/2`).
+//! "rotate half" rotation of one head (element `i` pairs with `i + head_dim/2`), or, for q and
+//! k rows stored as llama.cpp stores a `llama` model's (`rope_interleaved` in the config: a
+//! linked GGUF), the rotation of adjacent pairs (`2i` with `2i + 1`, frequency `i`). The two
+//! compute the same attention: the interleaved rows are the same rows in another order, the
+//! same in q and k, and attention only takes dot products of q with k.
 //!
 //! The inverse frequencies are computed in f32, operation by operation, as transformers'
 //! `modeling_rope_utils` computes them (so they round the same way), with `d = head_dim`,
@@ -29,6 +33,8 @@ use q4nx::RopeScaling;
 #[derive(Debug)]
 pub(crate) struct RopeTable {
     half: usize,
+    /// Pairs are adjacent (`2i`, `2i + 1`) instead of halves (`i`, `i + half`).
+    interleaved: bool,
     cos: Vec<f32>, // (context, head_dim / 2)
     sin: Vec<f32>, // (context, head_dim / 2)
 }
@@ -49,13 +55,31 @@ impl RopeTable {
                 sin.push(angle.sin() as f32 * attention_factor);
             }
         }
-        RopeTable { half, cos, sin }
+        RopeTable {
+            half,
+            interleaved: false,
+            cos,
+            sin,
+        }
+    }
+
+    /// The same table rotating adjacent pairs when `interleaved` (see the module doc).
+    pub(crate) fn interleaved(mut self, interleaved: bool) -> Self {
+        self.interleaved = interleaved;
+        self
     }
 
     /// Rotates one head (`head_dim` values) to `position`.
     pub(crate) fn rotate(&self, head: &mut [f32], position: usize) {
         let at = position * self.half;
         let (cos, sin) = (&self.cos[at..at + self.half], &self.sin[at..at + self.half]);
+        if self.interleaved {
+            for ((pair, c), s) in head.chunks_exact_mut(2).zip(cos).zip(sin) {
+                let (x0, x1) = (pair[0], pair[1]);
+                (pair[0], pair[1]) = (x0 * c - x1 * s, x1 * c + x0 * s);
+            }
+            return;
+        }
         let (a, b) = head.split_at_mut(self.half);
         for (((x0, x1), c), s) in a.iter_mut().zip(b.iter_mut()).zip(cos).zip(sin) {
             (*x0, *x1) = (*x0 * c - *x1 * s, *x1 * c + *x0 * s);
@@ -164,6 +188,24 @@ mod tests {
         let mut head = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
         table.rotate(&mut head, 1);
         assert!((head[0] - 1f32.cos()).abs() < 1e-6 && (head[4] - 1f32.sin()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn interleaved_rotation_is_the_halves_rotation_on_llama_cpps_row_order() {
+        // llama.cpp stores element j * half + i of a head at 2 i + j.
+        let table = RopeTable::new(10_000.0, 8, &RopeScaling::None, 4);
+        let adjacent = RopeTable::new(10_000.0, 8, &RopeScaling::None, 4).interleaved(true);
+        let hf: Vec<f32> = (0..8).map(|i| (i as f32 * 0.7).sin() + 0.1).collect();
+        let mut stored = [0.0f32; 8];
+        for (r, v) in hf.iter().enumerate() {
+            stored[2 * (r % 4) + r / 4] = *v;
+        }
+        let mut hf = hf.clone();
+        table.rotate(&mut hf, 3);
+        adjacent.rotate(&mut stored, 3);
+        for (r, v) in hf.iter().enumerate() {
+            assert_eq!(stored[2 * (r % 4) + r / 4], *v, "element {r}");
+        }
     }
 
     #[test]

@@ -22,6 +22,8 @@ use crate::transformer::{
 };
 use crate::Error;
 
+mod scoring;
+
 self_cell::self_cell!(
     /// The memory-mapped weight file and the model's view of it (borrowed tensors).
     pub(crate) struct LoadedWeights {

@@ -26,8 +26,8 @@ pub struct SamplingParams {
     /// Drop tokens less likely than `min_p` times the most likely one; 0 keeps all.
     /// By default, 0.05.
     pub min_p: f32,
-    /// Divide positive (multiply negative) logits of tokens already in the context by this;
-    /// 1 disables it. By default, 1.0.
+    /// Divide positive (multiply negative) logits of the tokens among the last
+    /// [`REPETITION_WINDOW`] of the context by this; 1 disables it. By default, 1.0.
     pub repetition_penalty: f32,
     /// Seed of the random source. By default, 0.
     pub seed: u64,
@@ -123,8 +123,13 @@ impl Rng {
     }
 }
 
+/// How many of the most recent tokens the repetition penalty looks at: llama.cpp's and
+/// Ollama's `repeat_last_n` default. A penalty over the whole context would also push the model
+/// away from the words of the question and of the passages it is asked to quote.
+pub const REPETITION_WINDOW: usize = 64;
+
 /// Picks the next token from `logits` (modified in place by the penalty). `context` holds the
-/// tokens the repetition penalty applies to.
+/// tokens so far, of which the repetition penalty reads the last [`REPETITION_WINDOW`].
 pub fn sample(logits: &mut [f32], context: &[u32], params: &SamplingParams, rng: &mut Rng) -> u32 {
     if params.repetition_penalty != 1.0 {
         apply_repetition_penalty(logits, context, params.repetition_penalty);
@@ -314,10 +319,12 @@ pub fn argmax(logits: &[f32]) -> u32 {
     best as u32
 }
 
-/// The CTRL / transformers repetition penalty: each distinct token already seen has its logit
-/// divided by `penalty` when positive and multiplied when negative.
+/// The CTRL / transformers repetition penalty over the last [`REPETITION_WINDOW`] tokens of
+/// `context`: each distinct token seen there has its logit divided by `penalty` when positive
+/// and multiplied when negative.
 fn apply_repetition_penalty(logits: &mut [f32], context: &[u32], penalty: f32) {
-    let mut seen = context.to_vec();
+    let recent = &context[context.len().saturating_sub(REPETITION_WINDOW)..];
+    let mut seen = recent.to_vec();
     seen.sort_unstable();
     seen.dedup();
     for &token in &seen {
@@ -439,6 +446,19 @@ mod tests {
         let mut logits = [2.0, -2.0, 1.0];
         apply_repetition_penalty(&mut logits, &[0, 1, 0], 2.0);
         assert_eq!(logits, [1.0, -4.0, 1.0]);
+    }
+
+    #[test]
+    fn repetition_penalty_reads_only_the_last_64_tokens() {
+        let mut context = vec![0u32];
+        context.extend(std::iter::repeat_n(1, REPETITION_WINDOW));
+        let mut logits = [2.0, 2.0];
+        apply_repetition_penalty(&mut logits, &context, 2.0);
+        assert_eq!(
+            logits,
+            [2.0, 1.0],
+            "token 0 is 65 tokens back: not penalized"
+        );
     }
 
     /// Runs `check` with a constraint over the 256 one-byte tokens that allows only a JSON

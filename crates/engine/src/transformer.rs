@@ -251,11 +251,12 @@ impl RunState {
             c.num_attention_heads * c.head_dim,
             c.num_key_value_heads * c.head_dim,
         );
-        let rope = RopeTable::new(c.rope_theta, c.head_dim, &c.rope_scaling, context);
-        let rope_local = c
-            .gemma3
-            .as_ref()
-            .map(|g| RopeTable::new(g.local_rope_theta, c.head_dim, &RopeScaling::None, context));
+        let rope = RopeTable::new(c.rope_theta, c.head_dim, &c.rope_scaling, context)
+            .interleaved(c.rope_interleaved);
+        let rope_local = c.gemma3.as_ref().map(|g| {
+            RopeTable::new(g.local_rope_theta, c.head_dim, &RopeScaling::None, context)
+                .interleaved(c.rope_interleaved)
+        });
         RunState {
             x: vec![0.0; MAX_CHUNK * c.hidden_size],
             xb: vec![0.0; MAX_CHUNK * c.hidden_size],

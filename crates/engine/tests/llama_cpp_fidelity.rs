@@ -76,7 +76,7 @@ fn smollm2_gguf_matches_llama_cpp() {
     // lower perplexity is not a loss of fidelity, and llama.cpp's own figure moves with its
     // build: the same llama-cpp-python 0.3.36 gave 24.83 on one machine and 24.91 on another
     // (Hearth 24.61 on both).
-    check(&python, &gguf, &SMOLLM2);
+    check(&python, &gguf, &SMOLLM2, false);
 }
 
 /// A real file of `scripts/real-models.sh`, or None (said) when the variables are not set.
@@ -98,7 +98,7 @@ fn real_model(file: &str) -> Option<(PathBuf, PathBuf)> {
 #[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
 fn real_qwen2_5_coder_gguf_matches_llama_cpp() {
     if let Some((python, gguf)) = real_model("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf") {
-        check(&python, &gguf, &REQUANTIZED);
+        check(&python, &gguf, &REQUANTIZED, false);
     }
 }
 
@@ -106,20 +106,44 @@ fn real_qwen2_5_coder_gguf_matches_llama_cpp() {
 #[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
 fn real_gemma3_gguf_matches_llama_cpp() {
     if let Some((python, gguf)) = real_model("gemma-3-270m-q4_k_m.gguf") {
-        check(&python, &gguf, &REQUANTIZED);
+        check(&python, &gguf, &REQUANTIZED, false);
     }
 }
 
-/// Imports `gguf`, runs llama.cpp on it, and holds Hearth to `bounds`.
-fn check(python: &Path, gguf: &Path, bounds: &Bounds) {
+/// The same file linked (`q4nx::gguf::link_gguf`, issue 49): Hearth runs its own blocks.
+#[test]
+#[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
+fn real_qwen2_5_coder_gguf_linked_matches_llama_cpp() {
+    if let Some((python, gguf)) = real_model("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf") {
+        check(&python, &gguf, &REQUANTIZED, true);
+    }
+}
+
+/// The same file linked (`q4nx::gguf::link_gguf`, issue 49): Hearth runs its own blocks.
+#[test]
+#[ignore = "opt-in: needs the real files of scripts/real-models.sh (about 750 MB)"]
+fn real_gemma3_gguf_linked_matches_llama_cpp() {
+    if let Some((python, gguf)) = real_model("gemma-3-270m-q4_k_m.gguf") {
+        check(&python, &gguf, &REQUANTIZED, true);
+    }
+}
+
+/// Imports `gguf` (or links it, when `linked`), runs llama.cpp on it, and holds Hearth to
+/// `bounds`.
+fn check(python: &Path, gguf: &Path, bounds: &Bounds, linked: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("model");
-    let report = q4nx::gguf::import_gguf(gguf, &dir, None, &mut |_| {}).expect("import");
-    eprintln!(
-        "imported: {:?}; BF16 scale rounding changed kept weights by {:.3}% RMS",
-        report.linear_paths,
-        report.scale_rounding_error * 100.0
-    );
+    if linked {
+        let report = q4nx::gguf::link_gguf(gguf, &dir, &mut |_| {}).expect("link");
+        eprintln!("linked: {:?}", report.matrix_types);
+    } else {
+        let report = q4nx::gguf::import_gguf(gguf, &dir, None, &mut |_| {}).expect("import");
+        eprintln!(
+            "imported: {:?}; BF16 scale rounding changed kept weights by {:.3}% RMS",
+            report.linear_paths,
+            report.scale_rounding_error * 100.0
+        );
+    }
 
     let logits_path = tmp.path().join("llama-logits.f32");
     let out = Command::new(python)

@@ -57,6 +57,14 @@ fn write_dequantized(q4nx_dir: &Path, source: &Path, out: &Path) {
                     .collect();
                 ("F32".to_owned(), vec![m.rows, source_cols], bytes)
             }
+            Tensor::Gguf(m) => {
+                let mut rows = vec![0f32; m.rows * m.cols];
+                for (r, row) in rows.chunks_mut(m.cols).enumerate() {
+                    m.dequantize_row(r, row);
+                }
+                let bytes = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+                ("F32".to_owned(), vec![m.rows, m.cols], bytes)
+            }
         };
         let start = data.len();
         data.extend_from_slice(&bytes);

@@ -72,6 +72,11 @@ pub struct ModelConfig {
     /// Gemma 3's own parameters (Gemma 3 only; [`Self::rope_theta`] and
     /// [`Self::rope_scaling`] are then its global layers').
     pub gemma3: Option<Gemma3Params>,
+    /// `rope_interleaved` (default false): the Q and K projections' rows are stored as
+    /// llama.cpp's converter stores a `llama` model's, each head's rotation pairing adjacent
+    /// elements (2i, 2i + 1) instead of i and i + head_dim / 2. A linked GGUF of that family
+    /// says so (see [`crate::gguf::link_gguf`]).
+    pub rope_interleaved: bool,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -234,6 +239,7 @@ impl ModelConfig {
             bos_token_id: ids.u32_optional("bos_token_id")?,
             eos_token_ids: ids.eos_ids()?,
             gemma3,
+            rope_interleaved: top.bool_optional("rope_interleaved")?.unwrap_or(false),
         };
         config.check().map_err(err)?;
         Ok(config)

@@ -17,8 +17,8 @@ pub enum Error {
     },
     /// The folder holds no weights file we know.
     #[error(
-        "{}: no model weights found (looked for model.q4nx, model.safetensors and \
-         model.safetensors.index.json); check that the model finished downloading",
+        "{}: no model weights found (looked for model.q4nx, gguf-link.json, \
+         model.safetensors and model.safetensors.index.json); check that the model finished downloading",
         dir.display()
     )]
     NoWeights {
@@ -110,6 +110,40 @@ pub enum Error {
         /// The GGUF file.
         path: PathBuf,
         /// What is wrong and, where there is one, what to do.
+        detail: String,
+    },
+    /// A linked model's GGUF file is not where it was when it was added.
+    #[error(
+        "{} was moved or changed since you added it (it is not there any more): find it, or \
+         remove it",
+        path.display()
+    )]
+    LinkedFileMissing {
+        /// The GGUF file the link names.
+        path: PathBuf,
+    },
+    /// A linked model's GGUF file is there but is not the file that was added (other size,
+    /// modification time or header).
+    #[error(
+        "{} was moved or changed since you added it ({detail}): find it, or remove it",
+        path.display()
+    )]
+    LinkedFileChanged {
+        /// The GGUF file the link names.
+        path: PathBuf,
+        /// What differs.
+        detail: String,
+    },
+    /// A linked model's `gguf-link.json` is damaged.
+    #[error(
+        "{}: this model's link to its GGUF file is damaged ({detail}); remove the model and \
+         add the file again",
+        path.display()
+    )]
+    BadLink {
+        /// The link file.
+        path: PathBuf,
+        /// What is wrong.
         detail: String,
     },
     /// A conversion cannot proceed (unsupported tensor, existing output, bad option).

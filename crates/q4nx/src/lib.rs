@@ -33,6 +33,6 @@ pub use error::Error;
 pub use gemma3::Gemma3Params;
 pub use quantize::quantize_q4_1_tiles;
 pub use rope_scaling::RopeScaling;
-pub use tensor::{DenseTensor, Tensor, TileMatrix};
+pub use tensor::{DenseTensor, GgufMatrix, Tensor, TileMatrix};
 pub use validate::{validate, validate_dir};
 pub use weights::{WeightFormat, Weights};

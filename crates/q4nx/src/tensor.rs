@@ -1,6 +1,7 @@
-//! Typed views of tensors borrowed from a memory map: dense vectors/matrices and quantized
-//! tile matrices. Nothing here copies weight bytes.
+//! Typed views of tensors borrowed from a memory map: dense vectors/matrices, quantized
+//! tile matrices and a GGUF file's own row-major blocks. Nothing here copies weight bytes.
 
+use crate::gguf::GgmlType;
 use crate::tile::{self, TILE_COLS, TILE_ROWS};
 use crate::Dtype;
 
@@ -13,6 +14,8 @@ pub enum Tensor<'a> {
     Q4_1(TileMatrix<'a>),
     /// A Q8 tile matrix (8704-byte tiles).
     Q8(TileMatrix<'a>),
+    /// A matrix in a GGUF file's own blocks (a linked GGUF's linear weights and embedding).
+    Gguf(GgufMatrix<'a>),
 }
 
 impl<'a> Tensor<'a> {
@@ -21,6 +24,7 @@ impl<'a> Tensor<'a> {
         match self {
             Tensor::Dense(t) => t.name,
             Tensor::Q4_1(t) | Tensor::Q8(t) => t.name,
+            Tensor::Gguf(t) => t.name,
         }
     }
 
@@ -29,6 +33,7 @@ impl<'a> Tensor<'a> {
         match self {
             Tensor::Dense(t) => t.shape.clone(),
             Tensor::Q4_1(t) | Tensor::Q8(t) => vec![t.rows, t.cols],
+            Tensor::Gguf(t) => vec![t.rows, t.cols],
         }
     }
 
@@ -38,6 +43,7 @@ impl<'a> Tensor<'a> {
             Tensor::Dense(t) => format!("{} {:?}", t.dtype, t.shape),
             Tensor::Q4_1(t) => format!("Q4_1 tiles [{} x {}]", t.rows, t.cols),
             Tensor::Q8(t) => format!("Q8 tiles [{} x {}]", t.rows, t.cols),
+            Tensor::Gguf(t) => format!("GGUF {} [{} x {}]", t.kind, t.rows, t.cols),
         }
     }
 }
@@ -221,6 +227,41 @@ impl<'a> TileMatrix<'a> {
             self.dequantize_row(row, chunk);
         }
         out
+    }
+}
+
+/// A matrix `W[rows, cols]` as a GGUF file stores it: row-major, each row `cols / block_len`
+/// consecutive blocks of `kind` (see [`GgmlType`]), borrowed from the file's map.
+#[derive(Debug, Clone, Copy)]
+pub struct GgufMatrix<'a> {
+    /// Tensor name (Hugging Face's).
+    pub name: &'a str,
+    /// The block type.
+    pub kind: GgmlType,
+    /// N, output features.
+    pub rows: usize,
+    /// K, input features: a multiple of `kind.block_len()`.
+    pub cols: usize,
+    /// `rows * kind.bytes_for(cols)` bytes.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> GgufMatrix<'a> {
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> usize {
+        self.kind.bytes_for(self.cols)
+    }
+
+    /// The bytes of row `row`.
+    pub fn row(&self, row: usize) -> &'a [u8] {
+        let n = self.row_bytes();
+        &self.bytes[row * n..(row + 1) * n]
+    }
+
+    /// Row `row` decoded to f32 exactly as ggml decodes it; `out.len()` must equal `cols`.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert_eq!(out.len(), self.cols, "{}: output row length", self.name);
+        crate::gguf::dequantize(self.kind, self.row(row), out);
     }
 }
 

@@ -53,6 +53,11 @@ pub fn validate(weights: &Weights, config: &ModelConfig) -> Result<(), Error> {
                     )));
                 }
             }
+            (Role::Linear | Role::Embedding, Tensor::Gguf(m)) => {
+                if [m.rows, m.cols] != expected.shape[..] {
+                    return Err(wrong(format!("GGUF blocks {:?}", expected.shape)));
+                }
+            }
             (Role::Linear, Tensor::Dense(d)) if !q4nx => {
                 if !d.dtype.is_float() || d.shape != expected.shape {
                     return Err(wrong(format!("BF16/F16/F32 {:?}", expected.shape)));

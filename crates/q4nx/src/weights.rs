@@ -1,6 +1,7 @@
-//! All weights of a model folder, memory-mapped: `model.q4nx`, `model.safetensors`, or the
-//! shards listed in `model.safetensors.index.json`. For inference, the maps can be swapped for
-//! copies in huge pages (see [`Weights::copy_into_huge_pages`]).
+//! All weights of a model folder, memory-mapped: `model.q4nx`, the GGUF file a
+//! `gguf-link.json` names (see [`crate::gguf::link_gguf`]; read by [`gguf`]), `model.safetensors`,
+//! or the shards listed in `model.safetensors.index.json`. For inference, the maps can be
+//! swapped for copies in huge pages (see [`Weights::copy_into_huge_pages`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -11,8 +12,9 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use crate::container::{self, TensorInfo};
+use crate::gguf::{GgmlType, LINK_FILE};
 use crate::layout::{linear_shape, padded_cols};
-use crate::tensor::{DenseTensor, Tensor, TileMatrix};
+use crate::tensor::{DenseTensor, GgufMatrix, Tensor, TileMatrix};
 use crate::tile::{
     narrow_pieces, GROUP, GROUPS_PER_TILE, Q4_1_TILE_BYTES, Q4_K_TILE_BYTES, Q8_TILE_BYTES,
     TILE_COLS, TILE_ROWS,
@@ -38,6 +40,9 @@ pub enum WeightFormat {
     Q4nx,
     /// Plain safetensors (BF16/F16/F32), one file or sharded.
     Safetensors,
+    /// A GGUF file read where it lies, through a `gguf-link.json`: linear weights and the
+    /// embedding in the file's own blocks, norms as floats.
+    Gguf,
 }
 
 /// One memory-mapped file.
@@ -46,6 +51,9 @@ struct MappedFile {
     path: PathBuf,
     map: Mmap,
     metadata: BTreeMap<String, String>,
+    /// For a GGUF file: the bytes of its header (everything before the tensor data), which a
+    /// copy must repeat.
+    gguf_header: Option<usize>,
 }
 
 /// Where one tensor lives.
@@ -58,6 +66,11 @@ struct Entry {
     /// Groups in the last tile of each row block of a tiled tensor (see
     /// [`TileMatrix::last_groups`]): 8 until [`Weights::copy_into_huge_pages`] narrows it.
     last_groups: usize,
+    /// For a GGUF tensor in blocks: its type (`shape` is then `[rows, cols]`).
+    gguf: Option<GgmlType>,
+    /// A small tensor computed at open instead of read from the file (a Gemma norm stored as
+    /// `1 + w` in a GGUF), as little-endian f32; `range` is then empty.
+    owned: Option<Box<[u8]>>,
 }
 
 /// All weights of a model folder. Tensors are borrowed from the memory maps; nothing is copied.
@@ -73,8 +86,10 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// Opens the weights of a model folder, preferring `model.q4nx`, then `model.safetensors`,
-    /// then the shard index. Reads `config.json` beside them when present (needed to know the
+    /// Opens the weights of a model folder, preferring `model.q4nx`,
+    /// then a `gguf-link.json` (the GGUF it names, checked against the link: see
+    /// [`crate::gguf::GgufLink::open`]), then `model.safetensors`, then the shard index.
+    /// Reads `config.json` beside them when present (needed to know the
     /// rows and columns of tiles stored as `[tiles, 5120]`). Every header is checked here.
     pub fn open(dir: &Path) -> Result<Self, Error> {
         let config_path = dir.join("config.json");
@@ -88,6 +103,8 @@ impl Weights {
         let index = dir.join(SHARD_INDEX_FILE);
         if q4nx.is_file() {
             Self::from_files(q4nx.clone(), WeightFormat::Q4nx, &[q4nx], config)
+        } else if dir.join(LINK_FILE).exists() {
+            gguf::open_linked(dir, config)
         } else if single.is_file() {
             Self::from_files(single.clone(), WeightFormat::Safetensors, &[single], config)
         } else if index.is_file() {
@@ -211,6 +228,8 @@ impl Weights {
                     shape,
                     range,
                     last_groups: GROUPS_PER_TILE,
+                    gguf: None,
+                    owned: None,
                 };
                 if let Some(old) = tensors.insert(name.clone(), entry) {
                     return Err(Error::MalformedHeader {
@@ -223,6 +242,7 @@ impl Weights {
                 path: p.clone(),
                 map,
                 metadata: header.metadata,
+                gguf_header: None,
             });
         }
         tracing::debug!(path = %path.display(), tensors = tensors.len(), "opened weights");
@@ -244,7 +264,24 @@ impl Weights {
             tensor: name.to_string(),
         })?;
         let file = &self.files[entry.file];
+        if let Some(owned) = &entry.owned {
+            return Ok(Tensor::Dense(DenseTensor {
+                name: key,
+                dtype: Dtype::F32,
+                shape: entry.shape.clone(),
+                bytes: owned,
+            }));
+        }
         let bytes = &file.map[entry.range.clone()];
+        if let Some(kind) = entry.gguf {
+            return Ok(Tensor::Gguf(GgufMatrix {
+                name: key,
+                kind,
+                rows: entry.shape[0],
+                cols: entry.shape[1],
+                bytes,
+            }));
+        }
         let tile_bytes = entry.shape.last().copied().unwrap_or(0);
         let tiled = entry.dtype == Dtype::I8
             && matches!(entry.shape.len(), 2 | 3)
@@ -466,6 +503,15 @@ impl Weights {
         let mut copies = Vec::with_capacity(self.files.len());
         for (index, file) in self.files.iter().enumerate() {
             let copy = read_into_huge_pages(&file.path, file.map.len())?;
+            if let Some(header) = file.gguf_header {
+                // A GGUF's tensors were found through its header: the same bytes, the same
+                // tensors.
+                if copy[..header] != file.map[..header] {
+                    return Err(gguf::changed_while_loading(&file.path));
+                }
+                copies.push(copy);
+                continue;
+            }
             // What the tensors' checked ranges describe must be what was read.
             let header = container::parse(&copy, &file.path)?;
             let same = header.metadata == file.metadata
@@ -515,9 +561,12 @@ impl Weights {
         self.config.as_ref()
     }
 
-    /// Total bytes of tensor data.
+    /// Total bytes of tensor data (for a GGUF, of the tensors the model reads).
     pub fn data_bytes(&self) -> u64 {
-        self.tensors.values().map(|e| e.range.len() as u64).sum()
+        self.tensors
+            .values()
+            .map(|e| e.owned.as_ref().map_or(e.range.len(), |o| o.len()) as u64)
+            .sum()
     }
 
     /// The file, byte range, dtype and stored shape of a tensor, for streaming reads that
@@ -599,253 +648,6 @@ fn read_into_huge_pages(path: &Path, len: usize) -> Result<memmap2::MmapMut, Err
     Ok(copy)
 }
 
+mod gguf;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::container::{encode_header, EntryToWrite};
-
-    fn write(path: &Path, entries: &[EntryToWrite], meta: &BTreeMap<String, String>) {
-        let mut bytes = encode_header(entries, meta);
-        for e in entries {
-            bytes.extend((0..e.byte_len()).map(|i| (i % 251) as u8));
-        }
-        std::fs::write(path, bytes).unwrap();
-    }
-
-    fn entry(name: &str, dtype: Dtype, shape: &[usize]) -> EntryToWrite {
-        EntryToWrite {
-            name: name.into(),
-            dtype,
-            shape: shape.to_vec(),
-        }
-    }
-
-    #[test]
-    fn single_file_with_metadata_shape() {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = BTreeMap::from([(format!("{SHAPE_KEY_PREFIX}w"), "64,300".to_string())]);
-        write(
-            &dir.path().join(Q4NX_FILE),
-            &[
-                entry("w", Dtype::I8, &[4, 5120]),
-                entry("n", Dtype::Bf16, &[8]),
-            ],
-            &meta,
-        );
-        let w = Weights::open(dir.path()).unwrap();
-        assert_eq!(w.format(), WeightFormat::Q4nx);
-        assert_eq!(w.names(), vec!["n", "w"]);
-        match w.get("w").unwrap() {
-            Tensor::Q4_1(m) => assert_eq!((m.rows, m.cols, m.tile_bytes()), (64, 512, 5120)),
-            other => panic!("expected Q4_1, got {}", other.describe()),
-        }
-        match w.get("n").unwrap() {
-            Tensor::Dense(d) => assert_eq!(d.len(), 8),
-            other => panic!("expected dense, got {}", other.describe()),
-        }
-        let e = w.get("nope").unwrap_err().to_string();
-        assert!(
-            e.contains("missing tensor nope") && e.contains("model.q4nx"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn a_copy_in_huge_pages_holds_the_same_tensors_and_a_changed_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(Q4NX_FILE);
-        let meta = BTreeMap::from([
-            (format!("{SHAPE_KEY_PREFIX}w"), "64,300".to_string()),
-            (format!("{SHAPE_KEY_PREFIX}h"), "64,300".to_string()),
-            (format!("{SHAPE_KEY_PREFIX}x"), "32,512".to_string()),
-        ]);
-        let entries = [
-            entry("w", Dtype::I8, &[4, 5120]),
-            entry("h", Dtype::I8, &[4, 8704]),
-            entry("x", Dtype::I8, &[2, 5120]),
-            entry("n", Dtype::Bf16, &[8]),
-        ];
-        write(&path, &entries, &meta);
-        let mapped = Weights::open(dir.path()).unwrap();
-        let mut copied = Weights::open(dir.path()).unwrap();
-        copied.copy_into_huge_pages().unwrap();
-        fn tiles<'a>(w: &'a Weights, name: &str) -> TileMatrix<'a> {
-            match w.get(name).unwrap() {
-                Tensor::Q4_1(m) | Tensor::Q8(m) => m,
-                other => panic!("unexpected {}", other.describe()),
-            }
-        }
-        // K = 300 in two tiles: the copy keeps 2 of the last tile's 8 groups (columns 256..320)
-        // and the same values there; the columns it dropped read as 0.
-        for (name, whole, group) in [("w", 5120, 640), ("h", 8704, 1088)] {
-            let (file, copy) = (tiles(&mapped, name), tiles(&copied, name));
-            assert_eq!((file.last_groups, copy.last_groups), (8, 2), "{name}");
-            assert_eq!(copy.bytes.len(), 2 * (whole + 2 * group), "{name}");
-            assert_eq!(copy.tile_bytes(), whole, "{name}");
-            let (file, copy) = (file.dequantize(), copy.dequantize());
-            for (r, (a, b)) in file.chunks(512).zip(copy.chunks(512)).enumerate() {
-                assert_eq!(a[..320], b[..320], "{name} row {r}");
-                assert!(b[320..].iter().all(|v| *v == 0.0), "{name} row {r}");
-            }
-        }
-        // K = 512 has no padding, and a dense tensor is never narrowed.
-        assert_eq!(tiles(&copied, "x").bytes, tiles(&mapped, "x").bytes);
-        let dense = |w: &Weights| match w.get("n").unwrap() {
-            Tensor::Dense(d) => d.bytes.to_vec(),
-            other => panic!("unexpected {}", other.describe()),
-        };
-        assert_eq!(dense(&mapped), dense(&copied));
-
-        // The file is rewritten shorter after it was opened: the copy is refused and the map
-        // stays (its pages past the new end would fault, so only its header is read here).
-        let mut opened = Weights::open(dir.path()).unwrap();
-        let full = std::fs::read(&path).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(full.len() as u64 - 100)
-            .unwrap();
-        let err = opened.copy_into_huge_pages().unwrap_err().to_string();
-        assert!(err.contains("while it was loading"), "{err}");
-
-        // Same length, another header (a tensor's recorded shape).
-        std::fs::write(&path, &full).unwrap();
-        let mut opened = Weights::open(dir.path()).unwrap();
-        let mut changed = full.clone();
-        let at = full.windows(6).position(|w| w == b"64,300").unwrap();
-        changed[at..at + 6].copy_from_slice(b"64,299");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .write_all_at(&changed, 0)
-            .unwrap();
-        let err = opened.copy_into_huge_pages().unwrap_err().to_string();
-        assert!(err.contains("header changed"), "{err}");
-    }
-
-    #[test]
-    fn absurd_metadata_shapes_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        for shape in [
-            "18446744073709551615,64",
-            "64,18446744073709551615",
-            "64",
-            "a,b",
-        ] {
-            let meta = BTreeMap::from([(format!("{SHAPE_KEY_PREFIX}w"), shape.to_string())]);
-            let path = dir.path().join("x.q4nx");
-            write(&path, &[entry("w", Dtype::I8, &[1, 5120])], &meta);
-            let w = Weights::open_file(&path, None).unwrap();
-            let e = w.get("w").unwrap_err().to_string();
-            assert!(e.contains("not \"N,K\""), "{shape}: {e}");
-        }
-    }
-
-    #[test]
-    fn three_d_tiles_and_q8() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.q4nx");
-        write(
-            &path,
-            &[entry("w", Dtype::I8, &[2, 1, 8704])],
-            &BTreeMap::new(),
-        );
-        let w = Weights::open_file(&path, None).unwrap();
-        match w.get("w").unwrap() {
-            Tensor::Q8(m) => assert_eq!((m.rows, m.cols), (64, 256)),
-            other => panic!("expected Q8, got {}", other.describe()),
-        }
-    }
-
-    #[test]
-    fn two_d_tiles_without_config_are_refused_with_a_reason() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.q4nx");
-        write(
-            &path,
-            &[entry("w", Dtype::I8, &[2, 5120])],
-            &BTreeMap::new(),
-        );
-        let w = Weights::open_file(&path, None).unwrap();
-        let e = w.get("w").unwrap_err().to_string();
-        assert!(e.contains("no config.json"), "{e}");
-    }
-
-    #[test]
-    fn sharded_weights() {
-        let dir = tempfile::tempdir().unwrap();
-        let none = BTreeMap::new();
-        write(
-            &dir.path().join("a.safetensors"),
-            &[entry("x", Dtype::F32, &[2])],
-            &none,
-        );
-        write(
-            &dir.path().join("b.safetensors"),
-            &[entry("y", Dtype::F16, &[3])],
-            &none,
-        );
-        std::fs::write(
-            dir.path().join(SHARD_INDEX_FILE),
-            r#"{"metadata": {}, "weight_map": {"x": "a.safetensors", "y": "b.safetensors"}}"#,
-        )
-        .unwrap();
-        let w = Weights::open(dir.path()).unwrap();
-        assert_eq!(w.format(), WeightFormat::Safetensors);
-        assert_eq!(w.names(), vec!["x", "y"]);
-        std::fs::write(
-            dir.path().join(SHARD_INDEX_FILE),
-            r#"{"weight_map": {"x": "b.safetensors"}}"#,
-        )
-        .unwrap();
-        let e = Weights::open(dir.path()).unwrap_err().to_string();
-        assert!(
-            e.contains("missing tensor x") && e.contains("b.safetensors"),
-            "{e}"
-        );
-        std::fs::write(
-            dir.path().join(SHARD_INDEX_FILE),
-            r#"{"weight_map": {"x": "../a.safetensors"}}"#,
-        )
-        .unwrap();
-        let e = Weights::open(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("not a file in this folder"), "{e}");
-    }
-
-    /// Qwen3-Embedding is saved from `Qwen3Model`: `norm.weight` answers for `model.norm.weight`,
-    /// while a name stored with its prefix wins and other prefixes are not stripped.
-    #[test]
-    fn names_without_the_model_prefix_are_found_under_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(SAFETENSORS_FILE);
-        write(
-            &path,
-            &[
-                entry("norm.weight", Dtype::F32, &[2]),
-                entry("embed_tokens.weight", Dtype::F32, &[3]),
-                entry("model.embed_tokens.weight", Dtype::F32, &[4]),
-            ],
-            &BTreeMap::new(),
-        );
-        let w = Weights::open(dir.path()).unwrap();
-        assert!(w.contains("model.norm.weight") && w.contains("norm.weight"));
-        let shape = |name| match w.get(name).unwrap() {
-            Tensor::Dense(d) => d.shape,
-            other => panic!("{name}: {}", other.describe()),
-        };
-        assert_eq!(shape("model.norm.weight"), vec![2]);
-        assert_eq!(shape("model.embed_tokens.weight"), vec![4]);
-        assert!(!w.contains("lm.norm.weight"));
-        let e = w.get("model.lm_head.weight").unwrap_err().to_string();
-        assert!(e.contains("model.lm_head.weight"), "{e}");
-    }
-
-    #[test]
-    fn empty_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = Weights::open(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("no model weights found"), "{e}");
-    }
-}
+mod tests;

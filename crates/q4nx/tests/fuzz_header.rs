@@ -227,6 +227,10 @@ proptest! {
                 Ok(Tensor::Dense(d)) => {
                     let _ = d.to_f32();
                 }
+                Ok(Tensor::Gguf(m)) => {
+                    let mut row = vec![0f32; m.cols];
+                    m.dequantize_row(0, &mut row);
+                }
                 Err(_) => {}
             }
         }

@@ -19,6 +19,7 @@ pub mod bandwidth;
 pub(crate) mod contention;
 pub mod context;
 pub(crate) mod exp;
+pub(crate) mod gguf;
 #[clippy::msrv = "1.89"]
 pub mod level;
 #[clippy::msrv = "1.89"]

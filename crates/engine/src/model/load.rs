@@ -92,6 +92,8 @@ impl Model {
         // exactly as the reference (see `kv_cache`).
         let (weight_format, kv_precision) = match weights.format() {
             WeightFormat::Q4nx => ("q4nx", KvPrecision::F16),
+            // llama.cpp keeps a GGUF model's KV cache as f16 too.
+            WeightFormat::Gguf => ("gguf", KvPrecision::F16),
             WeightFormat::Safetensors => ("safetensors", KvPrecision::F32),
         };
         let weights =

@@ -1,10 +1,14 @@
 //! GGUF, llama.cpp's model file: read it ([`GgufFile`]), decode its tensor types to f32 exactly
-//! as ggml does ([`dequantize`]), and turn a Llama or Qwen3 GGUF into a Q4NX model folder
-//! ([`import_gguf`]) with a `tokenizer.json` built from its vocabulary.
+//! as ggml does ([`dequantize`]), and turn a Llama, Qwen2, Qwen3 or Gemma 3 GGUF into a model
+//! folder with a `tokenizer.json` built from its vocabulary: a Q4NX copy ([`import_gguf`]) or
+//! a link that reads the file where it lies ([`link_gguf`]).
 
 mod dequant;
 mod file;
 mod import;
+mod link;
+mod link_file;
+pub(crate) mod model;
 mod tokenizer;
 pub mod write;
 
@@ -14,4 +18,6 @@ pub use file::{
     MAX_ARRAY_LEN, MAX_METADATA_BYTES, MAX_TENSORS,
 };
 pub use import::{check_header, import_gguf, GgufImportReport};
+pub use link::{link_gguf, GgufLinkReport};
+pub use link_file::{GgufLink, LINK_FILE};
 pub use tokenizer::{tokenizer_files, TokenizerFiles};

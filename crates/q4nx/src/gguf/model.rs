@@ -1,0 +1,396 @@
+//! What a GGUF file's header says the model is, in Hugging Face's terms: its config.json
+//! ([`model_config`]), which GGUF tensor holds each tensor the engine asks for ([`gguf_name`],
+//! [`source_tensors`]) and the fix-ups llama.cpp's converter made that Hearth undoes (Q/K rows
+//! interleaved for its RoPE in `llama` models, [`gguf_row`]; Gemma's norms stored as `1 + w`).
+//! The one home of these facts for both [`super::import_gguf`] (which copies) and
+//! [`super::link_gguf`] (which reads the file where it is).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::gguf::tokenizer::{self, Vocabulary};
+use crate::gguf::{dequantize, GgmlType, GgufFile, Header, TensorInfo, Value};
+use crate::layout::{expected_tensors, ExpectedTensor, Role};
+use crate::{Error, Family, ModelConfig};
+
+/// What the header of a GGUF file Hearth can run describes.
+pub(crate) struct HeaderModel<'h> {
+    /// `general.architecture`.
+    pub arch: String,
+    /// The family it runs as.
+    pub family: Family,
+    /// The config, as parsed from `config_text`.
+    pub config: ModelConfig,
+    /// config.json's text (without token ids and `rope_freqs`; see [`json_with_ids`] and
+    /// [`with_rope_freqs`]).
+    pub config_text: String,
+    /// The vocabulary, checked against the embedding's rows.
+    pub vocabulary: Vocabulary<'h>,
+}
+
+pub(crate) fn gguf_err(path: &Path, detail: impl Into<String>) -> Error {
+    Error::Gguf {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    }
+}
+
+/// Reads what the header of a GGUF file `src` says the model is, refusing what Hearth cannot
+/// run (split files, other architectures, unknown RoPE scalings, vocabularies it cannot read).
+/// The tensor table is checked by [`source_tensors`].
+pub(crate) fn read_header_model<'h>(h: &'h Header, src: &Path) -> Result<HeaderModel<'h>, Error> {
+    // llama.cpp's gguf-split numbers the parts from 0 and keeps the count in each part.
+    if let Some(count) = h.get("split.count").and_then(Value::as_u64) {
+        if count > 1 {
+            let part = h.get("split.no").and_then(Value::as_u64).unwrap_or(0) + 1;
+            return Err(gguf_err(
+                src,
+                format!(
+                    "a split GGUF (part {part} of {count}) cannot be imported yet; join the \
+                     parts into one file first (llama.cpp's llama-gguf-split --merge)"
+                ),
+            ));
+        }
+    }
+    let arch = h
+        .get("general.architecture")
+        .and_then(Value::as_str)
+        .ok_or_else(|| gguf_err(src, "the file has no general.architecture"))?
+        .to_string();
+    let family = match arch.as_str() {
+        "llama" => Family::Llama,
+        "qwen3" => Family::Qwen3,
+        "qwen2" => Family::Qwen2,
+        "gemma3" => Family::Gemma3,
+        other => {
+            return Err(gguf_err(
+                src,
+                format!(
+                    "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3 and gemma3 models"
+                ),
+            ))
+        }
+    };
+    let (config, config_text) = model_config(h, &arch, family).map_err(|d| gguf_err(src, d))?;
+    let vocabulary = tokenizer::vocabulary(h)
+        .map_err(|d| gguf_err(src, format!("cannot import its tokenizer: {d}")))?;
+    if vocabulary.len() != config.vocab_size {
+        return Err(gguf_err(
+            src,
+            format!(
+                "the vocabulary has {} tokens but token_embd.weight has {} rows",
+                vocabulary.len(),
+                config.vocab_size
+            ),
+        ));
+    }
+    Ok(HeaderModel {
+        arch,
+        family,
+        config,
+        config_text,
+        vocabulary,
+    })
+}
+
+/// config.json (Hugging Face form) from the `{arch}.*` metadata and the embedding's shape.
+pub(crate) fn model_config(
+    h: &Header,
+    arch: &str,
+    family: Family,
+) -> Result<(ModelConfig, String), String> {
+    let key = |k: &str| format!("{arch}.{k}");
+    let uint = |k: &str| -> Result<Option<usize>, String> {
+        match h.get(&key(k)) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .filter(|&n| n <= 1 << 32)
+                .map(|n| Some(n as usize))
+                .ok_or_else(|| format!("{} is {}, not a count", key(k), v.describe())),
+        }
+    };
+    let need = |k: &str| uint(k)?.ok_or_else(|| format!("the file has no {}", key(k)));
+    let float = |k: &str| -> Result<Option<f64>, String> {
+        h.get(&key(k))
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| format!("{} is {}, not a number", key(k), v.describe()))
+            })
+            .transpose()
+    };
+    let rope_scaling = match h.get(&key("rope.scaling.type")).and_then(Value::as_str) {
+        None | Some("none") => json!(null),
+        Some(kind @ ("linear" | "yarn")) => {
+            let factor = float("rope.scaling.factor")?
+                .ok_or_else(|| format!("it uses {kind} RoPE scaling without a factor"))?;
+            let original = uint("rope.scaling.original_context_length")?;
+            json!({"rope_type": kind, "factor": factor,
+                   "original_max_position_embeddings": original})
+        }
+        Some(kind) => {
+            return Err(format!(
+                "it uses {kind} RoPE scaling, which Hearth's engine does not apply (it applies \
+                 linear, yarn and llama.cpp's rope_freqs)"
+            ))
+        }
+    };
+    let hidden = need("embedding_length")?;
+    let heads = need("attention.head_count")?;
+    let kv_heads = uint("attention.head_count_kv")?.unwrap_or(heads);
+    let head_dim = match uint("attention.key_length")? {
+        Some(d) => d,
+        None if heads > 0 => hidden / heads,
+        None => return Err(format!("{} is 0", key("attention.head_count"))),
+    };
+    if let Some(v) = uint("attention.value_length")? {
+        if v != head_dim {
+            return Err(format!(
+                "its value heads ({v}) and key heads ({head_dim}) differ in width"
+            ));
+        }
+    }
+    let embd = h
+        .tensor("token_embd.weight")
+        .ok_or("the file has no token_embd.weight")?;
+    if embd.dims.len() != 2 || embd.dims[0] as usize != hidden {
+        return Err(format!(
+            "token_embd.weight has dimensions {:?}, expected [{hidden}, vocabulary]",
+            embd.dims
+        ));
+    }
+    if let Some(t) = h.tensor(ROPE_FREQS) {
+        if !rope_scaling.is_null() || t.kind != GgmlType::F32 || t.dims != [head_dim as u64 / 2] {
+            return Err(format!(
+                "its {ROPE_FREQS} ({} of dimensions {:?}) is not llama.cpp's {} f32 RoPE \
+                 divisors alone",
+                t.kind,
+                t.dims,
+                head_dim / 2
+            ));
+        }
+    }
+    let arch_name = match family {
+        Family::Llama => "LlamaForCausalLM",
+        Family::Qwen3 => "Qwen3ForCausalLM",
+        Family::Qwen2 => "Qwen2ForCausalLM",
+        Family::Gemma3 => "Gemma3ForCausalLM",
+    };
+    let layers = need("block_count")?;
+    let mut v = json!({
+        "architectures": [arch_name],
+        "model_type": family.name(),
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "intermediate_size": need("feed_forward_length")?,
+        "vocab_size": embd.dims[1],
+        "rope_theta": float("rope.freq_base")?.unwrap_or(10_000.0),
+        "rope_scaling": rope_scaling,
+        "rms_norm_eps": float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
+        "tie_word_embeddings": h.tensor("output.weight").is_none(),
+        "max_position_embeddings": uint("context_length")?.unwrap_or(2048),
+        "hidden_act": "silu",
+        "torch_dtype": "bfloat16",
+    });
+    if family == Family::Gemma3 {
+        let window = uint("attention.sliding_window")?
+            .ok_or_else(|| format!("the file has no {}", key("attention.sliding_window")))?;
+        let softcap = float("final_logit_softcapping")?;
+        gemma3_config(&mut v, layers, hidden / heads, head_dim, window, softcap);
+    }
+    let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
+    Ok((config, text))
+}
+
+/// Gemma 3's fields of config.json, as llama.cpp reads its `gemma3.*` metadata: the window
+/// from `attention.sliding_window`, every sixth layer global, the local layers' RoPE base
+/// 10 000, attention scaled by `query_pre_attn_scalar` (hidden / heads in the 62-layer 27B,
+/// head_dim in the others), `final_logit_softcapping` if written. The checkpoint's dtype stays
+/// bfloat16, in which Gemma 3 was released (its embedding multiplier is √hidden in bf16).
+fn gemma3_config(
+    v: &mut serde_json::Value,
+    layers: usize,
+    hidden_per_head: usize,
+    head_dim: usize,
+    window: usize,
+    softcap: Option<f64>,
+) {
+    let scalar = if layers == 62 {
+        hidden_per_head
+    } else {
+        head_dim
+    };
+    let o = v.as_object_mut().expect("we wrote an object");
+    o.remove("hidden_act");
+    o.insert("hidden_activation".into(), json!("gelu_pytorch_tanh"));
+    o.insert("sliding_window".into(), json!(window));
+    o.insert("sliding_window_pattern".into(), json!(6));
+    o.insert("rope_local_base_freq".into(), json!(10_000.0));
+    o.insert("query_pre_attn_scalar".into(), json!(scalar));
+    o.insert("final_logit_softcapping".into(), json!(softcap));
+}
+
+/// llama.cpp's per-frequency RoPE divisors (Llama 3.1's scaling, written by its converter).
+pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
+
+/// config.json's text with the file's `rope_freqs.weight`, if it has one, as its RoPE scaling
+/// (`check` has seen it is `head_dim / 2` f32 values).
+pub(crate) fn with_rope_freqs(file: &GgufFile, text: &str) -> Result<String, Error> {
+    let Some(t) = file.header().tensor(ROPE_FREQS) else {
+        return Ok(text.to_string());
+    };
+    let mut factors = vec![0f32; t.row_len()];
+    dequantize(t.kind, file.data(t), &mut factors);
+    check_finite(file.path(), ROPE_FREQS, &factors)?;
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
+    v["rope_scaling"] = json!({"rope_type": "rope_freqs", "factors": factors});
+    Ok(serde_json::to_string_pretty(&v).expect("JSON values serialize"))
+}
+
+/// Adds bos/eos ids to config.json's text.
+pub(crate) fn json_with_ids(text: &str, bos: Option<u32>, eos: &[u32]) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
+    v["bos_token_id"] = json!(bos);
+    v["eos_token_id"] = match eos {
+        [one] => json!(one),
+        many => json!(many),
+    };
+    let mut s = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    s.push('\n');
+    s
+}
+
+/// The GGUF name of a Hugging Face tensor name of a `family` model.
+pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
+    match hf {
+        "model.embed_tokens.weight" => return Some("token_embd.weight".into()),
+        "model.norm.weight" => return Some("output_norm.weight".into()),
+        "lm_head.weight" => return Some("output.weight".into()),
+        _ => {}
+    }
+    let rest = hf.strip_prefix("model.layers.")?;
+    let (layer, suffix) = rest.split_once('.')?;
+    let (module, kind) = suffix.rsplit_once('.')?;
+    let g = match (module, family) {
+        // Gemma 3's norm after attention, then its norms before and after the MLP.
+        ("post_attention_layernorm", Family::Gemma3) => "post_attention_norm",
+        ("pre_feedforward_layernorm", Family::Gemma3) => "ffn_norm",
+        ("post_feedforward_layernorm", Family::Gemma3) => "post_ffw_norm",
+        (module, _) => match module {
+            "input_layernorm" => "attn_norm",
+            "post_attention_layernorm" => "ffn_norm",
+            "self_attn.q_proj" => "attn_q",
+            "self_attn.k_proj" => "attn_k",
+            "self_attn.v_proj" => "attn_v",
+            "self_attn.o_proj" => "attn_output",
+            "self_attn.q_norm" => "attn_q_norm",
+            "self_attn.k_norm" => "attn_k_norm",
+            "mlp.gate_proj" => "ffn_gate",
+            "mlp.up_proj" => "ffn_up",
+            "mlp.down_proj" => "ffn_down",
+            _ => return None,
+        },
+    };
+    Some(format!("blk.{layer}.{g}.{kind}"))
+}
+
+/// The GGUF tensor behind every tensor the model needs ([`expected_tensors`], in its order;
+/// a tied `lm_head.weight` is `token_embd.weight`), each checked for its dimensions; a tensor
+/// of the file that the model would not use is refused, so a file that computes something
+/// else is never taken for a plain model of its family.
+pub(crate) fn source_tensors<'h>(
+    h: &'h Header,
+    config: &ModelConfig,
+    family: Family,
+) -> Result<Vec<(ExpectedTensor, &'h TensorInfo)>, String> {
+    // Read into config.json, not used as a tensor.
+    let mut used = HashSet::from([ROPE_FREQS.to_string()]);
+    let mut out = Vec::new();
+    for expected in expected_tensors(config) {
+        let name = &expected.name;
+        let mut g = gguf_name(name, family).expect("every expected tensor has a GGUF name");
+        if name == "lm_head.weight" && config.tie_word_embeddings {
+            g = "token_embd.weight".into();
+        }
+        let t = h
+            .tensor(&g)
+            .ok_or_else(|| format!("tensor {g} is missing; the file is incomplete"))?;
+        used.insert(g.clone());
+        let want: Vec<u64> = expected.shape.iter().rev().map(|&d| d as u64).collect();
+        if t.dims != want {
+            return Err(format!(
+                "tensor {g} has dimensions {:?}, the model's metadata implies {want:?}",
+                t.dims
+            ));
+        }
+        out.push((expected, t));
+    }
+    if let Some(extra) = h.tensors.iter().find(|t| !used.contains(&t.name)) {
+        return Err(format!(
+            "tensor {} is not part of a plain {family:?} model, so Hearth would not compute \
+             what the original does",
+            extra.name
+        ));
+    }
+    Ok(out)
+}
+
+/// Whether llama.cpp's converter stored the rows of the Hugging Face tensor `name` of a
+/// `family` model interleaved for its RoPE (see [`gguf_row`]): the Q and K projections of
+/// `llama` models only.
+pub(crate) fn rows_interleaved(name: &str, family: Family) -> bool {
+    family == Family::Llama && (name.ends_with("q_proj.weight") || name.ends_with("k_proj.weight"))
+}
+
+/// Whether llama.cpp's converter stored the norm `name` of a `family` model as `1 + w`
+/// (Gemma's norms); Hugging Face's `w` is the stored value minus 1.
+pub(crate) fn norm_plus_one(role: Role, family: Family) -> bool {
+    family == Family::Gemma3 && role == Role::Norm
+}
+
+/// The GGUF row that holds Hugging Face row `r` of a Q or K projection with heads of
+/// `head_dim` rows: llama.cpp stores row `j * head_dim/2 + i` of a head at `2 i + j`.
+pub(crate) fn gguf_row(r: usize, head_dim: Option<usize>) -> usize {
+    match head_dim {
+        None => r,
+        Some(hd) => {
+            let (head, within) = (r / hd, r % hd);
+            let (j, i) = (within / (hd / 2), within % (hd / 2));
+            head * hd + 2 * i + j
+        }
+    }
+}
+
+pub(crate) fn check_finite(path: &Path, name: &str, values: &[f32]) -> Result<(), Error> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(gguf_err(
+            path,
+            format!(
+                "tensor {name} holds a non-finite value ({}) at element {i} of a row; the file \
+                 is damaged",
+                values[i]
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rope_rows_go_back_to_hugging_face_order() {
+        // head_dim 4: HF rows (0,1 | 2,3) are the halves; llama.cpp stores 0,2,1,3.
+        let order: Vec<usize> = (0..8).map(|r| gguf_row(r, Some(4))).collect();
+        assert_eq!(order, [0, 2, 1, 3, 4, 6, 5, 7]);
+        assert_eq!(gguf_row(5, None), 5);
+    }
+}
