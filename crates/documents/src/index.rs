@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::embedding::EmbeddingModel;
-use crate::extract::{extract_cancellable, open_checked, ExtractError, ExtractLimits, Place};
-use crate::library::{DocumentId, FileState, Library, LibraryError, NewPassage};
+use crate::extract::{extract_with_progress, open_checked, ExtractError, ExtractLimits, Place};
+use crate::library::{DocumentId, Failure, FileState, Library, LibraryError, NewPassage};
 use crate::passages::{estimate_pieces, split, PassageLimits};
 
 /// How files are read and cut. `Default` gives the extractor's and the splitter's defaults and
@@ -62,6 +62,9 @@ pub struct Progress<'a> {
     pub file: &'a Path,
     pub done: usize,
     pub total: usize,
+    /// While `file`'s scanned pages are read by OCR: pages read, of how many (reported before
+    /// each page and after the last).
+    pub scanned_pages: Option<(usize, usize)>,
 }
 
 /// What became of one file.
@@ -83,6 +86,10 @@ pub struct FileReport {
     /// Its document in the library (none when it could not even be found).
     pub document: Option<DocumentId>,
     pub outcome: Outcome,
+    /// When it failed: the failure as a code with parameters and the technical detail, for a
+    /// front end to say in the person's language (`ExtractError::code`). A file that could not
+    /// even be found has the code "cannot-open".
+    pub failure: Option<Failure>,
 }
 
 /// What an indexing run did.
@@ -122,8 +129,18 @@ pub fn index(
             file: given,
             done,
             total: files.len(),
+            scanned_pages: None,
         });
-        match read_one(library, given, settings, &count, cancel)? {
+        let mut pages = |read: usize, of: usize| {
+            progress(Progress {
+                stage: Stage::Reading,
+                file: given,
+                done,
+                total: files.len(),
+                scanned_pages: Some((read, of)),
+            })
+        };
+        match read_one(library, given, settings, &count, &mut pages, cancel)? {
             Some(file) => report.files.push(file),
             None => {
                 report.cancelled = true;
@@ -137,6 +154,7 @@ pub fn index(
             file: last,
             done: files.len(),
             total: files.len(),
+            scanned_pages: None,
         });
     }
     if let Some(embedder) = embedder {
@@ -177,12 +195,21 @@ fn read_one(
     given: &Path,
     settings: &IndexSettings,
     count: &dyn Fn(&str) -> usize,
+    pages: &mut dyn FnMut(usize, usize),
     cancel: &AtomicBool,
 ) -> Result<Option<FileReport>, LibraryError> {
-    let failed = |message: String, document| FileReport {
+    let failed = |message: String, document, failure: Failure| FileReport {
         given: given.to_path_buf(),
         document,
         outcome: Outcome::Failed(message),
+        failure: Some(failure),
+    };
+    // A failure to find or read the file on disk, which no `ExtractError` describes.
+    let cannot_open = |error: &std::io::Error| {
+        Failure::of(&ExtractError::Io {
+            path: given.to_path_buf(),
+            source: std::io::Error::new(error.kind(), error.to_string()),
+        })
     };
     let path = match std::fs::canonicalize(given) {
         Ok(path) => path,
@@ -190,6 +217,7 @@ fn read_one(
             return Ok(Some(failed(
                 format!("cannot find {}: {e}", given.display()),
                 None,
+                cannot_open(&e),
             )))
         }
     };
@@ -198,7 +226,7 @@ fn read_one(
     // at once rather than read to its end.
     let opened = match open_checked(&path, &settings.extract) {
         Ok(file) => file,
-        Err(e) => return Ok(Some(failed(e.to_string(), None))),
+        Err(e) => return Ok(Some(failed(e.to_string(), None, Failure::of(&e)))),
     };
     let meta = match opened.metadata() {
         Ok(meta) => meta,
@@ -206,6 +234,7 @@ fn read_one(
             return Ok(Some(failed(
                 format!("cannot read {}: {e}", given.display()),
                 None,
+                cannot_open(&e),
             )))
         }
     };
@@ -223,6 +252,7 @@ fn read_one(
             return Ok(Some(failed(
                 format!("cannot read {}: {e}", given.display()),
                 None,
+                cannot_open(&e),
             )))
         }
     };
@@ -241,7 +271,7 @@ fn read_one(
     let format_name = crate::extract::Format::from_path(&path)
         .map(|f| f.name())
         .unwrap_or("unknown");
-    match extract_cancellable(&path, &settings.extract, cancel) {
+    match extract_with_progress(&path, &settings.extract, cancel, pages) {
         Ok(extracted) => {
             let mut passages = Vec::new();
             for (section_index, section) in extracted.sections.iter().enumerate() {
@@ -252,6 +282,7 @@ fn read_one(
                         char_start: cut.chars.start,
                         char_end: cut.chars.end,
                         text: cut.text.to_string(),
+                        from_scan: section.from_scan,
                     });
                 }
             }
@@ -267,13 +298,15 @@ fn read_one(
                 outcome: Outcome::Indexed {
                     passages: passages.len(),
                 },
+                failure: None,
             }))
         }
         Err(ExtractError::Cancelled { .. }) => Ok(None),
         Err(e) => {
             let message = e.to_string();
-            let id = library.store_failure(&file, format_name, &message)?;
-            Ok(Some(failed(message, Some(id))))
+            let failure = Failure::of(&e);
+            let id = library.store_coded_failure(&file, format_name, &message, &failure)?;
+            Ok(Some(failed(message, Some(id), failure)))
         }
     }
 }
@@ -286,6 +319,7 @@ fn unchanged(given: &Path, document: &crate::library::Document) -> FileReport {
             Some(error) => Outcome::Failed(error.clone()),
             None => Outcome::Unchanged,
         },
+        failure: document.failure.clone(),
     }
 }
 
@@ -318,6 +352,7 @@ fn embed(
                 file: path,
                 done,
                 total,
+                scanned_pages: None,
             });
             // A passage is embedded with the heading it sits under: "4.3. Good password"
             // says what a passage of bullet points is about.
@@ -347,6 +382,7 @@ fn embed(
                 file: path,
                 done,
                 total,
+                scanned_pages: None,
             });
         }
     }

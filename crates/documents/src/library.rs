@@ -15,6 +15,7 @@
 //! `Library`; another `Library` opened on the same file searches meanwhile (WAL lets readers
 //! run beside the one writer; a write waits up to 5 s for another).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -23,7 +24,7 @@ use crate::extract::Place;
 
 /// The schema this Hearth writes, kept in `PRAGMA user_version`. A database with a newer one
 /// was written by a newer Hearth and is not opened (its tables may mean something else).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS documents (
@@ -36,7 +37,10 @@ CREATE TABLE IF NOT EXISTS documents (
     title TEXT,
     status TEXT NOT NULL CHECK (status IN ('ready', 'failed')),
     error TEXT,
-    indexed_at INTEGER NOT NULL
+    indexed_at INTEGER NOT NULL,
+    error_code TEXT,
+    error_params TEXT,
+    error_detail TEXT
 );
 CREATE TABLE IF NOT EXISTS passages (
     id INTEGER PRIMARY KEY,
@@ -46,7 +50,8 @@ CREATE TABLE IF NOT EXISTS passages (
     place TEXT NOT NULL,
     char_start INTEGER NOT NULL,
     char_end INTEGER NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    from_scan INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS passages_by_document ON passages(document_id, id);
 CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
@@ -70,6 +75,15 @@ CREATE TABLE IF NOT EXISTS attachments (
     attached_at INTEGER NOT NULL,
     PRIMARY KEY (conversation_id, document_id)
 );
+";
+
+/// What version 1 lacked, added to a library it wrote: the error's code, parameters and
+/// detail, and whether a passage was read from a scan.
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE documents ADD COLUMN error_code TEXT;
+ALTER TABLE documents ADD COLUMN error_params TEXT;
+ALTER TABLE documents ADD COLUMN error_detail TEXT;
+ALTER TABLE passages ADD COLUMN from_scan INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Why the library could not do what was asked. Each message names the database or the file.
@@ -113,10 +127,37 @@ pub struct Document {
     /// What kind of file it is (`Format::name`).
     pub format: String,
     pub title: Option<String>,
-    /// Why it could not be read, when it could not (then it has no passages).
+    /// Why it could not be read, when it could not (then it has no passages): the English
+    /// sentence.
     pub error: Option<String>,
+    /// The same as a code and parameters for a front end to translate, and the technical
+    /// detail (`ExtractError::code`, `params`, `detail`). `None` for a failure recorded before
+    /// codes existed (schema 1) or without one.
+    pub failure: Option<Failure>,
     /// Its passages.
     pub passages: usize,
+}
+
+/// Why a file could not be read, as stored: `ExtractError::code`, `params` and `detail`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Failure {
+    pub code: String,
+    pub params: BTreeMap<String, String>,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn of(error: &crate::extract::ExtractError) -> Failure {
+        Failure {
+            code: error.code().to_owned(),
+            params: error
+                .params()
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+            detail: error.detail(),
+        }
+    }
 }
 
 /// One passage as stored: where it is and its text.
@@ -131,6 +172,8 @@ pub struct StoredPassage {
     pub char_start: usize,
     pub char_end: usize,
     pub text: String,
+    /// Read by OCR from a picture of the page: its citation says "read from a scan".
+    pub from_scan: bool,
 }
 
 /// A passage to store: its section and range, and its text.
@@ -141,6 +184,8 @@ pub struct NewPassage {
     pub char_start: usize,
     pub char_end: usize,
     pub text: String,
+    /// Read by OCR from a picture of the page.
+    pub from_scan: bool,
 }
 
 /// What a file was on disk when it was read: what tells a changed file from the same one.
@@ -187,7 +232,12 @@ impl Library {
         }
         if found < SCHEMA_VERSION {
             let tx = conn.unchecked_transaction().map_err(sqlite)?;
+            // A new library gets the whole schema; one written by schema 1 keeps its tables
+            // (which `IF NOT EXISTS` leaves alone) and gets the columns it lacks.
             tx.execute_batch(SCHEMA).map_err(sqlite)?;
+            if found == 1 {
+                tx.execute_batch(MIGRATE_1_TO_2).map_err(sqlite)?;
+            }
             // FTS5 keeps deleted rows' tokens in its segments until they merge, unless told
             // to overwrite them at once (a setting stored in the index itself).
             tx.execute(
@@ -274,7 +324,18 @@ impl Library {
         format: &str,
         error: &str,
     ) -> Result<DocumentId, LibraryError> {
-        self.replace(file, format, None, Err(error))
+        self.replace(file, format, None, Err((error, None)))
+    }
+
+    /// `store_failure`, with the error's code, parameters and detail (`Document::failure`).
+    pub fn store_coded_failure(
+        &self,
+        file: &FileState,
+        format: &str,
+        error: &str,
+        failure: &Failure,
+    ) -> Result<DocumentId, LibraryError> {
+        self.replace(file, format, None, Err((error, Some(failure))))
     }
 
     fn replace(
@@ -282,7 +343,7 @@ impl Library {
         file: &FileState,
         format: &str,
         title: Option<&str>,
-        passages: Result<&[NewPassage], &str>,
+        passages: Result<&[NewPassage], (&str, Option<&Failure>)>,
     ) -> Result<DocumentId, LibraryError> {
         let err = |e| self.err(e);
         let tx = self.conn.unchecked_transaction().map_err(err)?;
@@ -296,18 +357,27 @@ impl Library {
         if let Some(id) = old {
             delete_passages(&tx, id).map_err(err)?;
         }
-        let (status, error) = match passages {
-            Ok(_) => ("ready", None),
-            Err(message) => ("failed", Some(message)),
+        let (status, error, failure) = match passages {
+            Ok(_) => ("ready", None, None),
+            Err((message, failure)) => ("failed", Some(message), failure),
+        };
+        let (code, params_text, detail) = match failure {
+            Some(failure) => (
+                Some(failure.code.as_str()),
+                Some(params_text(&failure.params)),
+                Some(failure.detail.as_str()),
+            ),
+            None => (None, None, None),
         };
         tx.execute(
             "INSERT INTO documents (path, size, mtime_ns, sha256, format, title, status, error,
-                                    indexed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, unixepoch())
+                                    indexed_at, error_code, error_params, error_detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, unixepoch(), ?9, ?10, ?11)
              ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,
                  sha256 = excluded.sha256, format = excluded.format, title = excluded.title,
                  status = excluded.status, error = excluded.error,
-                 indexed_at = excluded.indexed_at",
+                 indexed_at = excluded.indexed_at, error_code = excluded.error_code,
+                 error_params = excluded.error_params, error_detail = excluded.error_detail",
             params![
                 path,
                 file.size as i64,
@@ -316,7 +386,10 @@ impl Library {
                 format,
                 title,
                 status,
-                error
+                error,
+                code,
+                params_text,
+                detail
             ],
         )
         .map_err(err)?;
@@ -329,8 +402,8 @@ impl Library {
             let mut insert = tx
                 .prepare(
                     "INSERT INTO passages (document_id, section, place_kind, place, char_start,
-                                           char_end, text)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                           char_end, text, from_scan)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .map_err(err)?;
             for passage in passages {
@@ -343,7 +416,8 @@ impl Library {
                         place,
                         passage.char_start as i64,
                         passage.char_end as i64,
-                        passage.text
+                        passage.text,
+                        passage.from_scan
                     ])
                     .map_err(err)?;
             }
@@ -426,6 +500,28 @@ impl Library {
             )
             .map(|n| n as usize)
             .map_err(|e| self.err(e))
+    }
+
+    /// Passages without a vector from `model` yet, by document (documents that have none
+    /// waiting are left out): what each file's row says is "not indexed yet".
+    pub fn count_without_vectors_by_document(
+        &self,
+        model: &str,
+    ) -> Result<BTreeMap<DocumentId, usize>, LibraryError> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT p.document_id, count(*) FROM passages p WHERE NOT EXISTS
+                     (SELECT 1 FROM vectors v WHERE v.passage_id = p.id AND v.model = ?1)
+                 GROUP BY p.document_id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([model], |row| {
+                Ok((row.get::<_, DocumentId>(0)?, row.get::<_, i64>(1)? as usize))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// Stores the vectors `model` gave these passages, in one transaction.
@@ -529,7 +625,8 @@ fn delete_passages(conn: &Connection, id: DocumentId) -> rusqlite::Result<()> {
 }
 
 const DOCUMENT_COLUMNS: &str = "SELECT d.id, d.path, d.size, d.mtime_ns, d.sha256, d.format,
-    d.title, d.error, (SELECT count(*) FROM passages p WHERE p.document_id = d.id)
+    d.title, d.error, (SELECT count(*) FROM passages p WHERE p.document_id = d.id),
+    d.error_code, d.error_params, d.error_detail
     FROM documents d";
 
 fn document_row(row: &rusqlite::Row) -> rusqlite::Result<Document> {
@@ -543,11 +640,62 @@ fn document_row(row: &rusqlite::Row) -> rusqlite::Result<Document> {
         title: row.get(6)?,
         error: row.get(7)?,
         passages: row.get::<_, i64>(8)? as usize,
+        failure: match row.get::<_, Option<String>>(9)? {
+            Some(code) => Some(Failure {
+                code,
+                params: params_from_text(&row.get::<_, Option<String>>(10)?.unwrap_or_default()),
+                detail: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+            }),
+            None => None,
+        },
     })
 }
 
+/// Parameters as stored: `key=value` lines, a backslash and a line break in a value escaped
+/// (`\\\\`, `\\n`).
+fn params_text(params: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (key, value) in params {
+        out.push_str(key);
+        out.push('=');
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The parameters `params_text` stored (a line without `=` is skipped).
+fn params_from_text(text: &str) -> BTreeMap<String, String> {
+    let mut params = BTreeMap::new();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let mut out = String::new();
+        let mut chars = value.chars();
+        while let Some(c) = chars.next() {
+            match (c, c == '\\') {
+                (_, true) => match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some(other) => out.push(other),
+                    None => {}
+                },
+                (c, false) => out.push(c),
+            }
+        }
+        params.insert(key.to_owned(), out);
+    }
+    params
+}
+
 pub(crate) const PASSAGE_COLUMNS: &str = "SELECT p.id, p.document_id, p.section, p.place_kind,
-    p.place, p.char_start, p.char_end, p.text FROM passages p";
+    p.place, p.char_start, p.char_end, p.text, p.from_scan FROM passages p";
 
 pub(crate) fn passage_row(row: &rusqlite::Row) -> rusqlite::Result<StoredPassage> {
     let kind: String = row.get(3)?;
@@ -564,6 +712,7 @@ pub(crate) fn passage_row(row: &rusqlite::Row) -> rusqlite::Result<StoredPassage
         char_start: row.get::<_, i64>(5)? as usize,
         char_end: row.get::<_, i64>(6)? as usize,
         text: row.get(7)?,
+        from_scan: row.get(8)?,
     })
 }
 
@@ -614,6 +763,7 @@ mod tests {
             char_start: 0,
             char_end: text.chars().count(),
             text: text.into(),
+            from_scan: false,
         }
     }
 

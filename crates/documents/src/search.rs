@@ -51,7 +51,9 @@ pub struct Hit {
     pub char_start: usize,
     pub char_end: usize,
     pub text: String,
-    /// The ranking's score, higher is better: -bm25 for keyword (the count of short words held,
+    /// Read by OCR from a picture of the page: a citation says "read from a scan".
+    pub from_scan: bool,
+    /// The ranking's score, higher is better: BM25 for keyword (the count of short words held,
     /// or a fused reciprocal-rank sum, for questions with short CJK words), the cosine for
     /// semantic, the fused reciprocal-rank sum for combined.
     pub score: f64,
@@ -163,6 +165,7 @@ fn hits(
             char_start: p.char_start,
             char_end: p.char_end,
             text: p.text,
+            from_scan: p.from_scan,
             score,
             keyword_rank,
             semantic_rank,
@@ -285,8 +288,23 @@ fn keyword_ranking(
     Ok(fused)
 }
 
-/// `(passage id, -bm25)` for passages holding any of `long` (words of three characters or
-/// more, each matched as a substring by the trigram index), best first.
+/// BM25's constants, as FTS5's `bm25()` has them (Robertson and Zaragoza's usual values).
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
+
+/// `(passage id, BM25)` for passages of the documents searched holding any of `long` (words of
+/// three characters or more, each matched as a substring by the trigram index), best first.
+///
+/// The index finds the passages (FTS5's MATCH, so a word is matched as FTS5 matches it:
+/// case and diacritics folded), but the statistics are those of the documents searched, not of
+/// the whole library, which FTS5's own `bm25()` takes: a word's rarity (how many passages of
+/// these documents hold it) and the average passage length, so that files elsewhere in the
+/// library, attached to other conversations, do not move these ranks. The formula is FTS5's:
+/// for each word, `idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avglen))` with
+/// `idf = ln((N - n + 0.5) / (n + 0.5))` (1e-6 where that is not positive), `f` the word's
+/// occurrences in the passage (overlapping, after lower-casing; at least 1, the index having
+/// matched it, for a word that differs only by its diacritics), `len` the passage's length in
+/// characters.
 fn trigram_ranking(
     library: &Library,
     long: &[String],
@@ -294,27 +312,75 @@ fn trigram_ranking(
     depth: usize,
 ) -> Result<Vec<(i64, f64)>, LibraryError> {
     let err = |e| library.err(e);
-    let query = long
-        .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let mut statement = library
+    let (passages, total_chars): (i64, f64) = library
         .conn
         .prepare_cached(
-            "SELECT passages_fts.rowid, bm25(passages_fts) FROM passages_fts
-             JOIN passages p ON p.id = passages_fts.rowid
+            "SELECT count(*), total(length(text)) FROM passages
+             WHERE document_id IN (SELECT value FROM json_each(?1))",
+        )
+        .map_err(err)?
+        .query_row([scope], |row| Ok((row.get(0)?, row.get(1)?)))
+        .map_err(err)?;
+    if passages == 0 {
+        return Ok(Vec::new());
+    }
+    let passages = passages as f64;
+    let average = (total_chars / passages).max(1.0);
+    let mut matching = library
+        .conn
+        .prepare_cached(
+            "SELECT p.id, p.text FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid
              WHERE passages_fts MATCH ?1
-               AND p.document_id IN (SELECT value FROM json_each(?2))
-             ORDER BY bm25(passages_fts), passages_fts.rowid LIMIT ?3",
+               AND p.document_id IN (SELECT value FROM json_each(?2))",
         )
         .map_err(err)?;
-    let rows = statement
-        .query_map(params![query, scope, depth as i64], |row| {
-            Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
-        })
-        .map_err(err)?;
-    rows.collect::<Result<_, _>>().map_err(err)
+    // Each passage's lower-cased text and length, read once.
+    let mut texts: HashMap<i64, (String, f64)> = HashMap::new();
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for term in long {
+        let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+        let ids: Vec<(i64, String)> = matching
+            .query_map(params![phrase, scope], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(err)?
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        if ids.is_empty() {
+            continue;
+        }
+        let held = ids.len() as f64;
+        let idf = ((passages - held + 0.5) / (held + 0.5)).ln();
+        let idf = if idf > 0.0 { idf } else { 1e-6 };
+        for (id, text) in ids {
+            let (lower, length) = texts.entry(id).or_insert_with(|| {
+                let length = text.chars().count() as f64;
+                (text.to_lowercase(), length)
+            });
+            let f = occurrences(lower, term).max(1) as f64;
+            let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * *length / average);
+            *scores.entry(id).or_default() += idf * f * (BM25_K1 + 1.0) / (f + norm);
+        }
+    }
+    let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(depth);
+    Ok(ranked)
+}
+
+/// How many times `word` occurs in `text`, overlapping occurrences counted (as FTS5 counts a
+/// phrase's instances).
+fn occurrences(text: &str, word: &str) -> usize {
+    if word.is_empty() {
+        return 0;
+    }
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = text[from..].find(word) {
+        count += 1;
+        // Past the first character of this occurrence, to a character boundary.
+        let step = text[from + at..].chars().next().map_or(1, char::len_utf8);
+        from += at + step;
+    }
+    count
 }
 
 /// `(passage id, words held)` for passages holding any of `short` (words the trigram index
@@ -403,6 +469,78 @@ fn scope_json(documents: &[DocumentId]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn store(library: &Library, name: &str, passages: &[&str]) -> DocumentId {
+        let file = crate::library::FileState {
+            path: PathBuf::from(format!("/files/{name}")),
+            size: 1,
+            mtime_ns: 1,
+            sha256: name.to_owned(),
+        };
+        let passages: Vec<crate::library::NewPassage> = passages
+            .iter()
+            .map(|text| crate::library::NewPassage {
+                section: 0,
+                place: Place::Whole,
+                char_start: 0,
+                char_end: text.chars().count(),
+                text: (*text).to_owned(),
+                from_scan: false,
+            })
+            .collect();
+        library.store(&file, "text", None, &passages).unwrap()
+    }
+
+    fn ranked(library: &Library, question: &str, documents: &[DocumentId]) -> Vec<(String, f64)> {
+        search(library, question, documents, Ranking::Keyword, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|hit| (hit.text, hit.score))
+            .collect()
+    }
+
+    #[test]
+    fn keyword_ranks_of_a_file_do_not_move_when_unrelated_files_join_the_library() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(&dir.path().join("documents.db")).unwrap();
+        let lease = store(
+            &library,
+            "lease.txt",
+            &[
+                "The deposit is returned within two weeks of the tenancy ending.",
+                "Pets are allowed with the landlord's written consent; the deposit covers damage.",
+                "The tenancy renews each year unless either side gives notice.",
+                "Rent is paid on the first day of each month.",
+            ],
+        );
+        let question = "When is the deposit returned after the tenancy?";
+        let alone = ranked(&library, question, &[lease]);
+        assert_eq!(alone.len(), 3, "{alone:?}");
+        // Another file, in which "tenancy" is everywhere and "deposit" nowhere: with the
+        // library's statistics "tenancy" would become the common word and the passage that
+        // only mentions the deposit would rise.
+        let other: Vec<String> = (0..40)
+            .map(|i| format!("Tenancy law note {i}: a tenancy is a tenancy, whatever the tenancy."))
+            .collect();
+        let other: Vec<&str> = other.iter().map(String::as_str).collect();
+        let unrelated = store(&library, "tenancy-law.txt", &other);
+        assert_eq!(ranked(&library, question, &[lease]), alone);
+        // Both files searched: the statistics are both files', and the law notes take part.
+        let both = ranked(&library, question, &[lease, unrelated]);
+        assert_ne!(both, alone);
+        assert_eq!(
+            both[0].0, alone[0].0,
+            "the passage that answers stays first"
+        );
+    }
+
+    #[test]
+    fn occurrences_count_overlaps_and_stay_on_character_boundaries() {
+        assert_eq!(occurrences("aaaa", "aaa"), 2);
+        assert_eq!(occurrences("ééé x ééé", "éé"), 4);
+        assert_eq!(occurrences("tenancy", "lease"), 0);
+        assert_eq!(occurrences("abc", ""), 0);
+    }
 
     #[test]
     fn english_questions_keep_their_content_words() {

@@ -235,7 +235,7 @@ fn why_it_stopped(status: ExitStatus, errors: &str, limits: &ExtractLimits) -> S
 
 /// Runs in the child between fork and exec: dies with the thread that started it, and is
 /// limited in memory, processor time and core files.
-fn confine(parent: u32, memory: u64, seconds: u64) -> std::io::Result<()> {
+pub(super) fn confine(parent: u32, memory: u64, seconds: u64) -> std::io::Result<()> {
     let fail = || Err(std::io::Error::last_os_error());
     // SAFETY: plain system calls on integer arguments.
     unsafe {

@@ -34,6 +34,7 @@ pub(super) fn extract(
         None => None,
     };
     Ok(Extracted {
+        scanned_pages: Vec::new(),
         format: Format::Docx,
         title,
         sections,
@@ -76,6 +77,7 @@ fn heading_styles(styles: &str) -> HashSet<String> {
 fn body_sections(body: &str, heading_styles: &HashSet<String>) -> Result<Vec<Section>, String> {
     let mut reader = Reader::from_str(body);
     let mut sections = vec![Section {
+        from_scan: false,
         place: Place::Whole,
         text: String::new(),
     }];
@@ -124,6 +126,7 @@ fn body_sections(body: &str, heading_styles: &HashSet<String>) -> Result<Vec<Sec
                     let heading = paragraph.trim();
                     if is_heading && !heading.is_empty() {
                         sections.push(Section {
+                            from_scan: false,
                             place: Place::Heading(heading.to_owned()),
                             text: String::new(),
                         });

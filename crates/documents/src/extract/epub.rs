@@ -83,6 +83,7 @@ pub(super) fn extract(
             .filter(|title| Some(title) != package.title.as_ref())
             .unwrap_or_else(|| format!("Part {}", index + 1));
         sections.extend(chapter_sections.into_iter().map(|section| Section {
+            from_scan: false,
             place: match section.place {
                 Place::Whole => Place::Heading(label.clone()),
                 place => place,
@@ -91,6 +92,7 @@ pub(super) fn extract(
         }));
     }
     Ok(Extracted {
+        scanned_pages: Vec::new(),
         format: Format::Epub,
         title: package.title,
         sections,

@@ -235,7 +235,11 @@ impl Page {
         self.end_line();
         let text = std::mem::take(&mut self.current);
         let place = self.current_place.take().unwrap_or(Place::Whole);
-        self.sections.push(Section { place, text });
+        self.sections.push(Section {
+            from_scan: false,
+            place,
+            text,
+        });
     }
 
     fn finish(mut self) -> (Option<String>, Vec<Section>) {

@@ -9,6 +9,7 @@ pub(super) fn extract(text: &str) -> Extracted {
     let mut sections = Vec::new();
     let mut title = None;
     let mut current = Section {
+        from_scan: false,
         place: Place::Whole,
         text: String::new(),
     };
@@ -30,6 +31,7 @@ pub(super) fn extract(text: &str) -> Extracted {
             sections.push(std::mem::replace(
                 &mut current,
                 Section {
+                    from_scan: false,
                     place: Place::Heading(heading),
                     text: String::new(),
                 },
@@ -45,6 +47,7 @@ pub(super) fn extract(text: &str) -> Extracted {
     }
     sections.push(current);
     Extracted {
+        scanned_pages: Vec::new(),
         format: Format::Markdown,
         title,
         sections,

@@ -16,23 +16,38 @@
 //! time and memory linear in their size, are read in process. Each reader also bounds its work
 //! at the cause (pages, operators, expansions, parts, headings), so the child's limits are the
 //! second line, not the first.
+//!
+//! Scans are read by OCR (`scan`, with `ocr` running Tesseract and Poppler as separate confined
+//! programs): a PDF's pages without a text layer (`Extracted::scanned_pages`) and pictures
+//! (`Format::Image`, inspected from their headers by `image` before anything decodes them).
+//! Their sections are marked `from_scan`. Every error has a stable code with parameters for a
+//! front end to translate (`error`).
 
 mod archive;
 pub mod child;
 mod docx;
 mod epub;
+mod error;
 mod html;
+mod image;
 mod markdown;
+pub mod ocr;
 mod odt;
 mod pdf;
+mod program;
 mod regular_file;
+mod scan;
 mod text_encoding;
 mod wire;
 mod xml;
 
 use std::fmt;
+
+pub use error::{ExtractError, CODES};
+pub use image::ImageLimits;
+pub use ocr::{available_ocr_languages, osd_installed, OcrLanguage, OcrSettings};
 use std::panic::{catch_unwind, UnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 /// What a file is, decided by its extension.
@@ -54,6 +69,9 @@ pub enum Format {
     Html,
     /// E-book: its chapters in reading order, one section per heading.
     Epub,
+    /// A picture (PNG, JPEG, TIFF, WebP) of a page, read by OCR: one section, or one per page
+    /// of a TIFF. HEIC and AVIF are recognised and refused plainly.
+    Image,
 }
 
 /// Every extension Hearth reads, lowercase, with its format: the one list behind
@@ -118,6 +136,15 @@ const EXTENSIONS: &[(&str, Format)] = &[
     ("json", Format::SourceCode),
     ("ini", Format::SourceCode),
     ("cfg", Format::SourceCode),
+    ("png", Format::Image),
+    ("jpg", Format::Image),
+    ("jpeg", Format::Image),
+    ("tif", Format::Image),
+    ("tiff", Format::Image),
+    ("webp", Format::Image),
+    ("heic", Format::Image),
+    ("heif", Format::Image),
+    ("avif", Format::Image),
 ];
 
 impl Format {
@@ -128,6 +155,22 @@ impl Format {
             .iter()
             .find(|(known, _)| *known == extension)
             .map(|(_, format)| *format)
+    }
+
+    /// A stable lowercase code for this kind of file (the `format` parameter of an error), for
+    /// a front end to name it in the person's language.
+    pub fn code(self) -> &'static str {
+        match self {
+            Format::PlainText => "text",
+            Format::Markdown => "markdown",
+            Format::SourceCode => "source",
+            Format::Pdf => "pdf",
+            Format::Docx => "docx",
+            Format::Odt => "odt",
+            Format::Html => "html",
+            Format::Epub => "epub",
+            Format::Image => "image",
+        }
     }
 
     /// What a person calls this kind of file, for messages.
@@ -141,6 +184,7 @@ impl Format {
             Format::Odt => "OpenDocument text (ODT)",
             Format::Html => "web page (HTML)",
             Format::Epub => "e-book (EPUB)",
+            Format::Image => "picture",
         }
     }
 }
@@ -165,6 +209,10 @@ pub struct Extracted {
     pub title: Option<String>,
     /// In the file's order; none is empty.
     pub sections: Vec<Section>,
+    /// The pages (from 1) of a PDF, or the frames of a picture, that have no text layer: the
+    /// scanned ones. Those read by OCR have their sections (`Section::from_scan`); when OCR is
+    /// off or unavailable, a file with other text keeps that and these pages are left out.
+    pub scanned_pages: Vec<u32>,
 }
 
 /// The text of one page or one section.
@@ -172,6 +220,9 @@ pub struct Extracted {
 pub struct Section {
     pub place: Place,
     pub text: String,
+    /// Read by OCR from a picture of the page (a scan or a photo): its citation says "read
+    /// from a scan", since a word in it may be misread.
+    pub from_scan: bool,
 }
 
 /// Where in a file a section is: what a citation names beside the file.
@@ -207,6 +258,11 @@ pub struct ExtractLimits {
     /// The processor time of that child, in seconds; it is killed after twice as long in
     /// wall-clock time. By default 120.
     pub max_reader_seconds: u64,
+    /// How scans (PDF pages without a text layer, pictures) are read by OCR: the languages
+    /// (by default English), the resolution, and the bounds on pages, time and memory.
+    pub ocr: OcrSettings,
+    /// The bounds on a picture, checked from its header before it is decoded.
+    pub image: ImageLimits,
 }
 
 impl Default for ExtractLimits {
@@ -219,118 +275,9 @@ impl Default for ExtractLimits {
             max_compression_ratio: 200,
             max_reader_memory: 4 << 30,
             max_reader_seconds: 120,
+            ocr: OcrSettings::default(),
+            image: ImageLimits::default(),
         }
-    }
-}
-
-/// Why a file's text could not be read. Each message names the file and says what to do.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExtractError {
-    #[error("could not read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is a folder, not a file: attach the files inside it", path.display())]
-    Folder { path: PathBuf },
-    #[error(
-        "{} is a {kind}, not a regular file: Hearth reads only regular files",
-        path.display()
-    )]
-    NotRegularFile { path: PathBuf, kind: &'static str },
-    #[error(
-        "{} is a file of the kernel's {filesystem} (system state, not a document): Hearth does \
-         not read it",
-        path.display()
-    )]
-    SystemFile {
-        path: PathBuf,
-        filesystem: &'static str,
-    },
-    #[error(
-        "{} is {} MiB, more than the {} MiB Hearth reads from one file: split it, or save the \
-         part you need as a smaller file",
-        path.display(), size >> 20, limit >> 20
-    )]
-    TooLarge {
-        path: PathBuf,
-        size: u64,
-        limit: u64,
-    },
-    #[error(
-        "Hearth cannot read {}: its kind of file is not one it knows (it reads {})",
-        path.display(), accepted_extensions().join(", ")
-    )]
-    UnknownFormat { path: PathBuf },
-    #[error("{} is {}", path.display(), encrypted_advice(*format))]
-    Encrypted { path: PathBuf, format: Format },
-    #[error(
-        "{}: this PDF has no text layer; it may be a scan. Run it through OCR (for example \
-         ocrmypdf) and attach the result",
-        path.display()
-    )]
-    NoTextLayer { path: PathBuf },
-    #[error("{} holds no text to search", path.display())]
-    NoText { path: PathBuf },
-    #[error(
-        "{} is not a readable {format}: {detail}. It may be damaged or only partly downloaded: \
-         open it in the program that made it and save it again",
-        path.display()
-    )]
-    Corrupt {
-        path: PathBuf,
-        format: Format,
-        detail: String,
-    },
-    #[error(
-        "{} is refused as a possible zip bomb: {detail}. A real document of this kind is far \
-         smaller unpacked; save it again from the program that made it",
-        path.display()
-    )]
-    ArchiveLimit { path: PathBuf, detail: String },
-    #[error(
-        "{} yields more than {} MiB of text, more than Hearth indexes from one file: split it \
-         into smaller files",
-        path.display(), limit >> 20
-    )]
-    TooMuchText { path: PathBuf, limit: usize },
-    #[error(
-        "the {format} reader failed on {} (an internal error of the parser, caught): the file \
-         may be damaged; open it in the program that made it and save it again",
-        path.display()
-    )]
-    ParserPanic { path: PathBuf, format: Format },
-    #[error(
-        "{} is too complex to read: {detail}. Save the part you need as a smaller file",
-        path.display()
-    )]
-    TooComplex { path: PathBuf, detail: String },
-    #[error(
-        "{} could not be read: {reason}. The file may be damaged or made to harm; open it in the \
-         program that made it and save it again",
-        path.display()
-    )]
-    ReaderStopped { path: PathBuf, reason: String },
-    #[error("reading {} was cancelled", path.display())]
-    Cancelled { path: PathBuf },
-}
-
-/// What an encrypted file of `format` is and what the user can do about it.
-fn encrypted_advice(format: Format) -> String {
-    match format {
-        Format::Pdf => {
-            "an encrypted PDF: open it with its password in a PDF viewer, save or print \
-                        it to a PDF without one, and attach that"
-                .to_owned()
-        }
-        Format::Epub => {
-            "an e-book locked with DRM: Hearth reads only e-books without DRM".to_owned()
-        }
-        format => format!(
-            "a password-protected {format}: open it with its password in the program that made \
-             it, save a copy without one, and attach that"
-        ),
     }
 }
 
@@ -360,22 +307,38 @@ pub fn extract(path: &Path, limits: &ExtractLimits) -> Result<Extracted, Extract
 }
 
 /// `extract`, which stops with `ExtractError::Cancelled` when `cancel` is set while a binary
-/// format is parsed in a child process.
+/// format is parsed in a child process or a scan is read by OCR.
 pub fn extract_cancellable(
     path: &Path,
     limits: &ExtractLimits,
     cancel: &AtomicBool,
 ) -> Result<Extracted, ExtractError> {
+    extract_with_progress(path, limits, cancel, &mut |_, _| {})
+}
+
+/// `extract_cancellable`, calling `pages(read, of)` before each scanned page is read by OCR and
+/// after the last.
+pub fn extract_with_progress(
+    path: &Path,
+    limits: &ExtractLimits,
+    cancel: &AtomicBool,
+    pages: &mut dyn FnMut(usize, usize),
+) -> Result<Extracted, ExtractError> {
     let format = format_of(path)?;
     let bytes = regular_file::read(path, limits.max_file_bytes)?;
-    match format {
+    let mut extracted = match format {
+        Format::Image => return scan::picture(path, &bytes, limits, cancel, pages),
         Format::Pdf | Format::Docx | Format::Odt | Format::Epub | Format::Html
             if child::available() =>
         {
-            child::extract(path, format, &bytes, limits, cancel)
+            child::extract(path, format, &bytes, limits, cancel)?
         }
-        _ => parse(path, format, &bytes, limits),
+        _ => parse(path, format, &bytes, limits)?,
+    };
+    if !extracted.scanned_pages.is_empty() {
+        scan::pdf_pages(path, &bytes, &mut extracted, limits, cancel, pages)?;
     }
+    Ok(extracted)
 }
 
 /// The sections of `bytes`, the content of the file at `path`, read as `format`.
@@ -392,7 +355,9 @@ fn parse(
             sections: vec![Section {
                 place: Place::Whole,
                 text: text_encoding::decode(path, format, bytes)?,
+                from_scan: false,
             }],
+            scanned_pages: Vec::new(),
         },
         Format::Markdown => markdown::extract(&text_encoding::decode(path, format, bytes)?),
         Format::Html => {
@@ -402,12 +367,20 @@ fn parse(
                 format,
                 title,
                 sections,
+                scanned_pages: Vec::new(),
             }
         }
         Format::Pdf => guarded(path, format, || pdf::extract(path, bytes, limits))?,
         Format::Docx => guarded(path, format, || docx::extract(path, bytes, limits))?,
         Format::Odt => guarded(path, format, || odt::extract(path, bytes, limits))?,
         Format::Epub => guarded(path, format, || epub::extract(path, bytes, limits))?,
+        // Read by OCR in `extract_with_progress`, never parsed here.
+        Format::Image => {
+            return Err(ExtractError::ReaderStopped {
+                path: path.to_owned(),
+                reason: "a picture is read by OCR, not by a parser".to_owned(),
+            })
+        }
     };
     finish(path, extracted, limits)
 }
@@ -416,7 +389,8 @@ fn parse(
 /// with every passage of its section, so an unbounded heading would multiply the file's size.
 pub const MAX_HEADING_CHARS: usize = 200;
 
-/// Drops empty sections, shortens long headings, and refuses a file with no text or too much.
+/// Drops empty sections, shortens long headings, and refuses a file with no text (and no
+/// scanned pages left to read) or too much.
 fn finish(
     path: &Path,
     mut extracted: Extracted,
@@ -433,7 +407,7 @@ fn finish(
     if let Some(title) = &mut extracted.title {
         shorten(title, MAX_HEADING_CHARS);
     }
-    if extracted.sections.is_empty() {
+    if extracted.sections.is_empty() && extracted.scanned_pages.is_empty() {
         return Err(ExtractError::NoText {
             path: path.to_owned(),
         });
@@ -496,7 +470,11 @@ mod tests {
             Some(Format::SourceCode)
         );
         assert_eq!(Format::from_path(Path::new("README")), None);
-        assert_eq!(Format::from_path(Path::new("photo.jpeg")), None);
+        assert_eq!(
+            Format::from_path(Path::new("photo.JPEG")),
+            Some(Format::Image)
+        );
+        assert_eq!(Format::from_path(Path::new("drawing.xcf")), None);
     }
 
     #[test]

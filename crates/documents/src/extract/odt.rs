@@ -53,6 +53,7 @@ pub(super) fn extract(
         None => None,
     };
     Ok(Extracted {
+        scanned_pages: Vec::new(),
         format: Format::Odt,
         title,
         sections,
@@ -76,6 +77,7 @@ fn content_sections(content: &str, max_text_bytes: usize) -> Result<Vec<Section>
     // Bytes of text in finished paragraphs; with the paragraph being read, checked at each event.
     let mut total = 0usize;
     let mut sections = vec![Section {
+        from_scan: false,
         place: Place::Whole,
         text: String::new(),
     }];
@@ -144,6 +146,7 @@ fn content_sections(content: &str, max_text_bytes: usize) -> Result<Vec<Section>
                         let heading = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
                         if !heading.is_empty() {
                             sections.push(Section {
+                                from_scan: false,
                                 place: Place::Heading(heading),
                                 text: String::new(),
                             });

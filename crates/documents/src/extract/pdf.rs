@@ -5,8 +5,9 @@
 //! lopdf repairs damaged cross-reference tables, opens PDFs encrypted with an empty user
 //! password (most "protected" PDFs only restrict printing), and bounds every stream it inflates
 //! (`STREAM_LIMIT`), so a small crafted file cannot inflate to gigabytes. A page that fails to
-//! decode is skipped with a warning rather than losing the document; a PDF whose pages give no
-//! text at all is most likely scanned images, and the message says so.
+//! decode is skipped with a warning rather than losing the document. A page whose text layer is
+//! empty is most likely a scanned image: its number is listed in `Extracted::scanned_pages`,
+//! for `extract` to read it by OCR (`ocr`).
 //!
 //! A document's whole cost is bounded, not only each stream's: at most `MAX_PAGES` pages are
 //! walked (the page tree's claimed `/Count` is never used to reserve memory), a page's content
@@ -92,11 +93,13 @@ pub(super) fn extract(
         operators: DOCUMENT_OPERATOR_LIMIT,
     };
     let mut sections = Vec::new();
+    let mut scanned_pages = Vec::new();
     let mut total = 0;
     let mut first_failure = None;
     for (index, &page_id) in pages.iter().enumerate() {
         let number = index as u32 + 1;
         match page_text(&document, page_id, &mut budget) {
+            Ok(Some(text)) if text.trim().is_empty() => scanned_pages.push(number),
             Ok(Some(text)) => {
                 total += text.len();
                 if total > limits.max_text_bytes {
@@ -108,6 +111,7 @@ pub(super) fn extract(
                 sections.push(Section {
                     place: Place::Page(number),
                     text,
+                    from_scan: false,
                 });
             }
             Ok(None) => {
@@ -127,21 +131,14 @@ pub(super) fn extract(
             }
         }
     }
-    if sections.is_empty() {
+    if sections.is_empty() && scanned_pages.is_empty() {
         return Err(corrupt(path, first_failure.unwrap_or_default()));
-    }
-    if sections
-        .iter()
-        .all(|section| section.text.trim().is_empty())
-    {
-        return Err(ExtractError::NoTextLayer {
-            path: path.to_owned(),
-        });
     }
     Ok(Extracted {
         format: Format::Pdf,
         title: title(&document),
         sections,
+        scanned_pages,
     })
 }
 

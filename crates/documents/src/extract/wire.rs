@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{ExtractError, ExtractLimits, Extracted, Format, Place, Section};
 
 /// Every format in a fixed order: a format travels as its index here.
-const FORMATS: [Format; 8] = [
+const FORMATS: [Format; 9] = [
     Format::PlainText,
     Format::Markdown,
     Format::SourceCode,
@@ -19,6 +19,7 @@ const FORMATS: [Format; 8] = [
     Format::Odt,
     Format::Html,
     Format::Epub,
+    Format::Image,
 ];
 
 /// What the child is asked to read.
@@ -105,7 +106,12 @@ pub(super) fn encode_answer(answer: &Result<Extracted, ExtractError>) -> Vec<u8>
                     }
                     Place::Whole => out.push(2),
                 }
+                out.push(u8::from(section.from_scan));
                 put_bytes(&mut out, section.text.as_bytes());
+            }
+            put_u64(&mut out, extracted.scanned_pages.len() as u64);
+            for page in &extracted.scanned_pages {
+                put_u64(&mut out, u64::from(*page));
             }
         }
         Err(error) => {
@@ -166,8 +172,8 @@ pub(super) fn decode_answer(
                 _ => return None,
             };
             let count = input.u64()?;
-            // Each section takes at least 9 bytes, so a count the message cannot hold is false.
-            if count > message.len() as u64 / 9 {
+            // Each section takes at least 10 bytes, so a count the message cannot hold is false.
+            if count > message.len() as u64 / 10 {
                 return None;
             }
             let mut sections = Vec::with_capacity(count as usize);
@@ -178,15 +184,30 @@ pub(super) fn decode_answer(
                     2 => Place::Whole,
                     _ => return None,
                 };
+                let from_scan = match input.byte()? {
+                    0 => false,
+                    1 => true,
+                    _ => return None,
+                };
                 sections.push(Section {
                     place,
                     text: input.text()?,
+                    from_scan,
                 });
+            }
+            let count = input.u64()?;
+            if count > message.len() as u64 / 8 {
+                return None;
+            }
+            let mut scanned_pages = Vec::with_capacity(count as usize);
+            for _ in 0..count {
+                scanned_pages.push(input.u64()?.try_into().ok()?);
             }
             Ok(Extracted {
                 format,
                 title,
                 sections,
+                scanned_pages,
             })
         }
         1 => Err(match input.byte()? {
@@ -306,16 +327,20 @@ mod tests {
                 Section {
                     place: Place::Page(3),
                     text: "page".into(),
+                    from_scan: false,
                 },
                 Section {
                     place: Place::Heading("H".into()),
                     text: "under".into(),
+                    from_scan: true,
                 },
                 Section {
                     place: Place::Whole,
                     text: "all".into(),
+                    from_scan: false,
                 },
             ],
+            scanned_pages: vec![4, 7],
         };
         let back = decode_answer(Path::new("x"), &encode_answer(&Ok(extracted.clone())));
         assert_eq!(back.unwrap().unwrap(), extracted);

@@ -1,6 +1,8 @@
 //! Small malformed-file builders the documents tests share.
 #![allow(dead_code)]
 
+pub mod scans;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
