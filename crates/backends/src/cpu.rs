@@ -86,6 +86,7 @@ impl Backend for CpuBackend {
         options.format.validate()?;
         let tokens = match &input {
             Input::Chat(messages) => self.model.tokenize_chat(messages, options)?,
+            Input::Continue(messages) => self.model.tokenize_chat_continuing(messages, options)?,
             Input::Raw(text) => self.model.tokenize(text)?,
         };
         Ok(Prompt {
@@ -104,6 +105,10 @@ impl Backend for CpuBackend {
 
     fn set_kv_origin(&mut self, origin: hearth_chat::KvOrigin) {
         self.model.set_kv_origin(origin);
+    }
+
+    fn continues_answers(&self) -> bool {
+        true
     }
 
     fn generate(

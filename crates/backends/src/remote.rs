@@ -14,6 +14,11 @@
 //! `tokenizer.json` if the settings name one, and otherwise estimates (marked not exact, so the
 //! receipt says "approximate"). An answer sent without `usage` is counted by the server's own
 //! tokenizer endpoint where it has one (llama-cpp-python never sends `usage` in a stream).
+//!
+//! Pictures: a model sees them when Ollama's `/api/show` lists `vision` among its capabilities
+//! or when the user marked it in the settings ([`RemoteConfig::sees_pictures`]); they go as
+//! `image_url` parts (`data:image/...;base64,`). A model that does not see is never sent one,
+//! and a server's refusal of one is said as "the server refused the picture: ...".
 
 pub mod config;
 pub mod openai;
@@ -33,6 +38,8 @@ pub use openai::{ApiKey, ChatRequest, ClientOptions, OpenAiClient, ServerModel, 
 const TEMPLATE_TOKENS_PER_MESSAGE: usize = 4;
 /// Tokens that open the assistant's turn.
 const TEMPLATE_TOKENS_AT_END: usize = 3;
+
+use hearth_chat::picture::picture_tokens;
 /// Most model names listed in the error for a model the server does not have.
 const MODELS_LISTED: usize = 20;
 
@@ -52,6 +59,8 @@ pub struct RemoteBackend {
     /// Whether the server counts tokens itself (see [`OpenAiClient::server_token_count`]),
     /// with what it adds to every count: unknown until a stream comes without usage.
     server_counter: ServerCounter,
+    /// Whether the model sees pictures: Ollama says so, or the user marked it.
+    sees_pictures: bool,
 }
 
 /// What is known of a server's own token counting.
@@ -120,6 +129,10 @@ impl RemoteBackend {
         let context_length = found
             .context_length
             .or_else(|| client.props_context_length());
+        // A model the user marked needs no asking; otherwise Ollama's word (other servers
+        // have no /api/show and say nothing).
+        let sees_pictures =
+            config.marked_seeing(model) || client.ollama_sees_pictures(model).unwrap_or(false);
         let tokenizer = match &config.tokenizer {
             Some(path) => Some(TextTokenizer::from_file(path)?),
             None => None,
@@ -138,6 +151,7 @@ impl RemoteBackend {
             model,
             context_length = ?context_length,
             tokenizer = tokenizer.is_some(),
+            sees_pictures,
             "opened a remote model"
         );
         Ok(RemoteBackend {
@@ -145,6 +159,7 @@ impl RemoteBackend {
             info,
             tokenizer,
             server_counter: ServerCounter::Unknown,
+            sees_pictures,
         })
     }
 
@@ -212,6 +227,16 @@ impl RemoteBackend {
     }
 }
 
+/// Why a server is not asked to write on at the end of a cut answer: servers render their own
+/// chat template, and few of them can leave an answer's turn open (none the same way).
+fn cannot_continue() -> BackendError {
+    BackendError::Unsupported(
+        "a server cannot be asked to write on at the end of a cut answer; ask it to go on in a \
+         new answer"
+            .into(),
+    )
+}
+
 impl Backend for RemoteBackend {
     fn info(&self) -> &BackendInfo {
         &self.info
@@ -225,11 +250,16 @@ impl Backend for RemoteBackend {
             Input::Chat(messages) => {
                 messages
                     .iter()
-                    .map(|m| self.count_text(&m.content).tokens + TEMPLATE_TOKENS_PER_MESSAGE)
+                    .map(|m| {
+                        self.count_text(&m.content).tokens
+                            + TEMPLATE_TOKENS_PER_MESSAGE
+                            + m.pictures.iter().map(picture_tokens).sum::<usize>()
+                    })
                     .sum::<usize>()
                     + TEMPLATE_TOKENS_AT_END
             }
             Input::Raw(text) => self.count_text(text).tokens,
+            Input::Continue(_) => return Err(cannot_continue()),
         };
         Ok(Prompt {
             input,
@@ -243,6 +273,10 @@ impl Backend for RemoteBackend {
 
     fn count_text(&self, text: &str) -> TokenCount {
         count_tokens(self.tokenizer.as_ref(), text)
+    }
+
+    fn sees_pictures(&self) -> bool {
+        self.sees_pictures
     }
 
     fn generate(
@@ -259,8 +293,21 @@ impl Backend for RemoteBackend {
         };
         let (request, outcome) = match prompt.input {
             Input::Chat(messages) => {
+                let pictures = messages.iter().any(|m| !m.pictures.is_empty());
+                if pictures && !self.sees_pictures {
+                    return Err(BackendError::sees_no_pictures(&self.info));
+                }
                 let request = self.request(messages, options);
-                let outcome = self.client.stream_chat(&request, &mut pass_on)?;
+                let outcome = match self.client.stream_chat(&request, &mut pass_on) {
+                    // A server that cannot read the picture says so with an error status
+                    // (400 from vLLM and llama-server, 500 from Ollama): in its words.
+                    Err(BackendError::Failed {
+                        kind: FailureKind::Server | FailureKind::BadReply,
+                        message,
+                        ..
+                    }) if pictures => return Err(BackendError::picture_refused(&message)),
+                    other => other?,
+                };
                 (request, outcome)
             }
             Input::Raw(text) => {
@@ -272,6 +319,7 @@ impl Backend for RemoteBackend {
                     .stream_completion(&request, &text, &mut pass_on)?;
                 (request, outcome)
             }
+            Input::Continue(_) => return Err(cannot_continue()),
         };
         if let Some(answered) = outcome.model.as_deref().filter(|m| *m != request.model) {
             // Servers report aliases or file paths here; worth a note, not a failure.

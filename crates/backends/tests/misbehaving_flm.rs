@@ -47,6 +47,7 @@ fn config(dir: &Path, program: PathBuf, start_timeout: Duration) -> ServeConfig 
         models_root: dir.join("models"),
         state_dir: dir.join("state"),
         start_timeout,
+        asr: false,
     }
 }
 

@@ -567,8 +567,9 @@ fn the_key_is_not_sent_where_a_redirect_points() {
     server.edit(|s| s.models_reply = None);
     let mut backend = connect(&proxy.url());
     ask(&mut backend).unwrap();
-    // /v1/models, /props (llama.cpp's context length) and the chat.
-    assert_eq!(proxy.seen().matches(&format!("Bearer {KEY}")).count(), 3);
+    // /v1/models, /props (llama.cpp's context length), /api/show (Ollama's capabilities: does
+    // it see pictures) and the chat.
+    assert_eq!(proxy.seen().matches(&format!("Bearer {KEY}")).count(), 4);
     assert!(elsewhere.requests().is_empty());
 }
 
@@ -775,18 +776,19 @@ fn an_error_body_with_status_200_is_the_servers_error() {
 fn connections_are_reused_only_when_allowed() {
     let server = ScriptedServer::start(Script::new(MODEL, &["a"]));
     server.edit(|s| s.connection = Connection::KeepAlive);
-    // Reused: /v1/models and /props share one connection.
+    // Reused: /v1/models and /props share one connection; /api/show, answered 404 here (not
+    // Ollama), ends on a connection of its own.
     RemoteBackend::connect(&config(&server.url()), MODEL, quick()).unwrap();
-    assert_eq!(server.requests().len(), 2);
-    assert_eq!(server.connections(), 1);
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(server.connections(), 2);
     // Not reused: one connection each.
     let options = ClientOptions {
         reuse_connections: false,
         ..quick()
     };
     RemoteBackend::connect(&config(&server.url()), MODEL, options).unwrap();
-    assert_eq!(server.requests().len(), 4);
-    assert_eq!(server.connections(), 3);
+    assert_eq!(server.requests().len(), 6);
+    assert_eq!(server.connections(), 5);
 }
 
 #[test]
@@ -802,8 +804,9 @@ fn a_server_that_closes_after_every_reply_works_without_reuse() {
     for _ in 0..3 {
         assert_eq!(ask(&mut backend).unwrap().text, "a");
     }
-    assert_eq!(server.requests().len(), 5);
-    assert_eq!(server.connections(), 5);
+    // Three to open (/v1/models, /props, /api/show) and one per answer.
+    assert_eq!(server.requests().len(), 6);
+    assert_eq!(server.connections(), 6);
 }
 
 // ---- the settings file ----

@@ -15,6 +15,8 @@ pub struct Args {
     pub filter: Option<String>,
     pub q_len: Option<usize>,
     pub backend: Option<String>,
+    /// `--asr 1`: also load Whisper (`whisper-v3:turbo`).
+    pub asr: bool,
 }
 
 pub fn parse_args(raw: &[String]) -> Result<Args, String> {
@@ -43,6 +45,18 @@ pub fn parse_args(raw: &[String]) -> Result<Args, String> {
                         .map_err(|_| "invalid ctx-len".to_string())?,
                 )
             }
+            // A Boost bool: it takes a value.
+            "--asr" | "-a" => {
+                args.asr = match value(a)?.to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    other => {
+                        return Err(format!(
+                            "the argument ('{other}') for option '--asr' is invalid"
+                        ))
+                    }
+                }
+            }
             "--filter" => args.filter = Some(value(a)?),
             // 1.0.x: the execution backend (`flm` or `rai`); 0.9.45 does not know it.
             "--backend" => args.backend = Some(value(a)?),
@@ -53,8 +67,6 @@ pub fn parse_args(raw: &[String]) -> Result<Args, String> {
             | "--socket"
             | "-s"
             | "--cors"
-            | "--asr"
-            | "-a"
             | "--embed"
             | "-e"
             | "--prefill-chunk-len"

@@ -191,6 +191,10 @@ pub fn chat_completions(server: &Server, stream: &TcpStream, body: &Value) {
             &json!({"error": "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}),
         );
     }
+    // A vision model answers pictures from their bytes (vision.rs).
+    if crate::vision::answer_pictures(stream, body, server.catalog.entry(&tag).as_ref(), &tag) {
+        return;
+    }
     let (msgs, mut options) = match messages(body).and_then(|m| Ok((m, sampling(body)?))) {
         Ok(x) => x,
         Err(e) => return respond(stream, 200, &json!({ "error": e })),

@@ -17,6 +17,8 @@ pub struct Request {
     method: String,
     target: String,
     content_type: String,
+    /// The Content-Type as sent (a multipart boundary keeps its case).
+    content_type_raw: String,
     body: Vec<u8>,
 }
 
@@ -29,6 +31,7 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
     let target = parts.next()?.to_string();
     let mut length = 0usize;
     let mut content_type = String::new();
+    let mut content_type_raw = String::new();
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).ok()? == 0 {
@@ -41,7 +44,10 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
         if let Some((k, v)) = h.split_once(':') {
             match k.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = v.trim().parse().unwrap_or(0),
-                "content-type" => content_type = v.trim().to_ascii_lowercase(),
+                "content-type" => {
+                    content_type_raw = v.trim().to_string();
+                    content_type = content_type_raw.to_ascii_lowercase();
+                }
                 _ => {}
             }
         }
@@ -52,6 +58,7 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
         method,
         target,
         content_type,
+        content_type_raw,
         body,
     })
 }
@@ -146,6 +153,13 @@ pub fn handle_connection(server: &Server, stream: TcpStream) {
                 Err(_) => Value::Null,
             };
             chat::chat_completions(server, &stream, &body);
+        }
+        "POST /v1/audio/transcriptions" => {
+            // The NPU does one job at a time.
+            let _npu = server.npu.lock().unwrap_or_else(|e| e.into_inner());
+            let (status, body) =
+                crate::asr::transcribe(server.asr, &req.content_type_raw, &req.body);
+            respond(&stream, status, &body)
         }
         _ => respond(&stream, 404, &json!({"error": "Not Found"})),
     }

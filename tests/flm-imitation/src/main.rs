@@ -30,6 +30,7 @@
 //! either way, which is what a client can see.
 
 mod args;
+mod asr;
 mod catalog;
 mod chat;
 mod device;
@@ -38,6 +39,7 @@ mod prompt_cache;
 mod serve;
 mod setup;
 mod verbs;
+mod vision;
 
 use catalog::Catalog;
 use setup::{Fault, Release};

@@ -36,6 +36,8 @@ pub struct Server {
     pub waiting: AtomicUsize,
     /// Streamed answers so far (for `crash-mid-stream`).
     pub streams: AtomicUsize,
+    /// Started with `--asr 1`: Whisper is loaded, `/v1/audio/transcriptions` answers.
+    pub asr: bool,
 }
 
 pub fn serve(release: Release, catalog: Catalog, args: &Args, fault: Fault) -> i32 {
@@ -46,7 +48,15 @@ pub fn serve(release: Release, catalog: Catalog, args: &Args, fault: Fault) -> i
             return 1;
         }
     }
-    println!("\x1b[32m[Linux]  Memlock Limit: raised to 2560 MB\x1b[0m");
+    // FastFlowLM raises locked memory to the model's size + 1 GB for Whisper + 512 MiB.
+    let memlock_mb = if args.asr { 2560 + 1000 } else { 2560 };
+    println!("\x1b[32m[Linux]  Memlock Limit: raised to {memlock_mb} MB\x1b[0m");
+    if args.asr {
+        println!(
+            "\x1b[32m[FLM]  ASR mode enabled: loading {}\x1b[0m",
+            crate::asr::ASR_MODEL
+        );
+    }
     let update_check_off = std::env::var("FLM_DISABLE_UPDATE_CHECK")
         .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
     if !update_check_off {
@@ -97,7 +107,32 @@ pub fn serve(release: Release, catalog: Catalog, args: &Args, fault: Fault) -> i
         }),
         waiting: AtomicUsize::new(0),
         streams: AtomicUsize::new(0),
+        asr: args.asr,
     });
+    // FastFlowLM loads Whisper first, from the entry `whisper-v3:turbo` of the model list it
+    // reads, before the chat model (none with no tag: `model-faker`, Whisper alone). The real
+    // one pulls a Whisper that is not downloaded, and with no such entry falls back to another
+    // model's; the imitation downloads nothing and says what is missing.
+    if args.asr {
+        if device::open() == device::Open::Busy {
+            eprintln!("Error: No such device with index '0'");
+            return 1;
+        }
+        let entry = server.catalog.entry(crate::asr::ASR_MODEL);
+        let problem = match &entry {
+            None => Some(format!("no {} in the model list", crate::asr::ASR_MODEL)),
+            Some(e) if !server.catalog.installed(e) => Some(format!(
+                "{} is not downloaded in {} and the imitation downloads nothing",
+                crate::asr::ASR_MODEL,
+                server.catalog.folder(e).display()
+            )),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            eprintln!("\x1b[31m[ERROR]  Failed to load ASR model: {problem}\x1b[0m");
+            return 1;
+        }
+    }
     if fault == Fault::SlowStart {
         let secs: f64 = std::env::var("FLM_IMITATION_DELAY_SECS")
             .ok()

@@ -21,6 +21,7 @@ use hearth_chat::backend::{
     count_tokens, estimate_tokens, Backend, BackendError, BackendEvent, BackendInfo, BackendKind,
     EventSink, FailureKind, Generation, Input, Prompt, TextSink, TokenCount,
 };
+use hearth_chat::picture::picture_tokens;
 use hearth_engine::{ChatMessage, ChatOptions, ChatTemplate, StopReason, TextTokenizer};
 use serde_json::{json, Value};
 
@@ -30,6 +31,9 @@ use crate::npu::process::{FlmServer, ServeConfig};
 use crate::npu::prompt_cache::{clearing_messages, CacheState};
 use crate::npu::registry::FlmRegistry;
 use crate::remote::openai::{ChatRequest, ClientOptions, OpenAiClient, ServerUsage};
+
+mod speech;
+pub use speech::transcribe_on_npu;
 
 /// The smallest `--ctx-len` FastFlowLM accepts.
 pub const MIN_CTX_LEN: usize = 512;
@@ -59,6 +63,13 @@ pub struct NpuOptions {
     /// Run a model on the NPU even when FastFlowLM is known to fail with it
     /// ([`crate::npu::known_issues`]), for testers. By default, off.
     pub npu_anyway: bool,
+    /// Start FastFlowLM with `--asr 1`, so its Whisper is loaded beside the model for
+    /// [`NpuBackend::transcribe`] (which turns this on by itself when first asked). By
+    /// default, off.
+    pub asr: bool,
+    /// FastFlowLM's own models folder, where `flm pull whisper-v3:turbo` puts its Whisper
+    /// ([`crate::npu::whisper`]). By default `$FLM_MODEL_PATH`, else `~/.config/flm`.
+    pub flm_models_dir: Option<PathBuf>,
 }
 
 impl NpuOptions {
@@ -70,6 +81,8 @@ impl NpuOptions {
             idle_stop: Some(Duration::from_secs(600)),
             read_timeout: Duration::from_secs(300),
             npu_anyway: false,
+            asr: false,
+            flm_models_dir: crate::npu::whisper::default_flm_models_dir(),
         }
     }
 }
@@ -131,6 +144,8 @@ struct Slot {
     aborted_streams: u32,
     /// What the running server's prompt cache holds.
     cache: CacheState,
+    /// How the running server was started (to restart it with Whisper for speech).
+    config: Option<ServeConfig>,
 }
 
 struct Shared {
@@ -167,6 +182,8 @@ pub struct NpuBackend {
     crashes_in_a_row: u32,
     /// FastFlowLM's own check passed (run once, before the first start).
     validated: bool,
+    /// Whether the model reads pictures (the registry's `vlm`).
+    sees_pictures: bool,
 }
 
 impl std::fmt::Debug for NpuBackend {
@@ -261,6 +278,23 @@ impl NpuBackend {
             model_sha256: sha256,
             runtime_version: Some(program.version.clone()),
         };
+        let mut backend = NpuBackend::assemble(info, program, registry, models_root, options);
+        backend.tag = tag;
+        backend.tokenizer = tokenizer;
+        backend.template = template;
+        backend.sees_pictures = entry.vlm;
+        Ok(backend)
+    }
+
+    /// A backend with no model yet (its idle timer started), for [`NpuBackend::open`] and
+    /// [`NpuBackend::open_speech`].
+    fn assemble(
+        info: BackendInfo,
+        program: FlmProgram,
+        registry: &Path,
+        models_root: PathBuf,
+        options: NpuOptions,
+    ) -> NpuBackend {
         let shared = Arc::new(Shared {
             slot: Mutex::new(Slot {
                 server: None,
@@ -269,6 +303,7 @@ impl NpuBackend {
                 closed: false,
                 aborted_streams: 0,
                 cache: CacheState::Fresh,
+                config: None,
             }),
             wake: Condvar::new(),
             sink: Mutex::new(None),
@@ -280,31 +315,41 @@ impl NpuBackend {
                 .spawn(move || idle_timer(&shared, idle))
                 .expect("the idle timer thread starts")
         });
-        Ok(NpuBackend {
+        NpuBackend {
             info,
             program,
-            tag,
+            tag: String::new(),
             registry: registry.to_path_buf(),
             models_root,
             options,
-            tokenizer,
-            template,
+            tokenizer: None,
+            template: None,
             shared,
             idle_timer,
             crashes_in_a_row: 0,
             validated: false,
-        })
+            sees_pictures: false,
+        }
+    }
+
+    /// The model a status line names: the chat model's tag, or Whisper's for speech only.
+    fn shown_model(&self) -> &str {
+        if self.tag.is_empty() {
+            crate::npu::transcribe::ASR_MODEL
+        } else {
+            &self.tag
+        }
     }
 
     /// Like [`NpuBackend::open`], with the FastFlowLM this process finds
-    /// ([`discover::Lookup::from_env`]: `HEARTH_FLM`, `flm` on `PATH`, the standard install,
-    /// `oflm`), refused when older than [`discover::MIN_VERSION`].
+    /// ([`crate::npu::python_env::lookup`]: `HEARTH_FLM`, the Python environment chosen in
+    /// Settings, `flm` on `PATH`, the standard install, `oflm`), refused when older than [`discover::MIN_VERSION`].
     pub fn open_found(
         registry: &Path,
         model: &str,
         options: NpuOptions,
     ) -> Result<NpuBackend, BackendError> {
-        let program = discover::find(&discover::Lookup::from_env())?;
+        let program = discover::find(&crate::npu::python_env::lookup())?;
         NpuBackend::open(program, registry, model, options)
     }
 
@@ -370,6 +415,7 @@ impl NpuBackend {
             models_root: self.models_root.clone(),
             state_dir: self.options.state_dir.clone(),
             start_timeout: self.options.start_timeout,
+            asr: self.options.asr,
         }
     }
 
@@ -387,6 +433,9 @@ impl NpuBackend {
                     "the conversation needs {ctx_len} positions, FastFlowLM was started with {}",
                     s.ctx_len()
                 )),
+                None if self.options.asr && !s.asr() => {
+                    Some("speech needs FastFlowLM's Whisper, which loads with --asr 1".to_string())
+                }
                 None if aborted >= ABORTED_STREAMS_BEFORE_RESTART => {
                     Some("answers stopped early use up FastFlowLM's connections".to_string())
                 }
@@ -449,18 +498,28 @@ impl NpuBackend {
             }
             self.validated = true;
         }
+        let mut config = self.serve_config(ctx_len);
+        if config.asr {
+            config.registry = crate::npu::whisper::registry_for_asr(
+                &config.program,
+                &config.registry,
+                &config.state_dir,
+                self.options.flm_models_dir.as_deref(),
+            )?;
+        }
         self.shared.emit(NpuEvent::Loading {
-            model: self.tag.clone(),
+            model: self.shown_model().to_owned(),
             ctx_len,
         });
         let started = Instant::now();
-        let server = FlmServer::start(&self.serve_config(ctx_len))?;
+        let server = FlmServer::start(&config)?;
         self.shared.emit(NpuEvent::Ready {
-            model: self.tag.clone(),
+            model: self.shown_model().to_owned(),
             secs: started.elapsed().as_secs_f64(),
             pid: server.pid(),
         });
         slot.server = Some(server);
+        slot.config = Some(config);
         slot.cache = CacheState::Fresh;
         slot.last_used = Instant::now();
         *owner = Some(Arc::downgrade(&self.shared));
@@ -736,6 +795,11 @@ impl Backend for NpuBackend {
     }
 
     fn prepare(&mut self, input: Input, options: &ChatOptions) -> Result<Prompt, BackendError> {
+        if self.tag.is_empty() {
+            return Err(BackendError::Unsupported(
+                "this FastFlowLM was started for speech only, with no chat model".into(),
+            ));
+        }
         let Input::Chat(messages) = &input else {
             return Err(BackendError::Unsupported(
                 "FastFlowLM only answers conversations, not raw text: use the cpu backend for --raw"
@@ -760,6 +824,16 @@ impl Backend for NpuBackend {
                 c
             }
         };
+        // The template renders no picture: each counts as estimated.
+        let pictures: usize = messages
+            .iter()
+            .flat_map(|m| &m.pictures)
+            .map(picture_tokens)
+            .sum();
+        let count = TokenCount {
+            tokens: count.tokens + pictures,
+            exact: count.exact && pictures == 0,
+        };
         Ok(Prompt {
             input,
             count,
@@ -769,6 +843,10 @@ impl Backend for NpuBackend {
 
     fn count_text(&self, text: &str) -> TokenCount {
         count_tokens(self.tokenizer.as_ref(), text)
+    }
+
+    fn sees_pictures(&self) -> bool {
+        self.sees_pictures
     }
 
     fn generate(
@@ -786,6 +864,10 @@ impl Backend for NpuBackend {
         };
         if !options.format.is_text() {
             return Err(BackendError::structured_output_unsupported("FastFlowLM"));
+        }
+        let pictures = messages.iter().any(|m| !m.pictures.is_empty());
+        if pictures && !self.sees_pictures {
+            return Err(BackendError::sees_no_pictures(&self.info));
         }
         if self.crashes_in_a_row >= 2 {
             return Err(BackendError::failed(
@@ -833,6 +915,12 @@ impl Backend for NpuBackend {
                 self.crashes_in_a_row = 0;
                 Ok(generation)
             }
+            // FastFlowLM's refusal of a picture (a status with its words), said as one.
+            Err(Failure::Done(BackendError::Failed {
+                kind: FailureKind::Server | FailureKind::BadReply,
+                message,
+                ..
+            })) if pictures => Err(BackendError::picture_refused(&message)),
             Err(Failure::Done(e)) => Err(with_npu_faults(e, answer_began)),
             Err(Failure::Cut(cause)) => Err(with_npu_faults(self.after_cut(cause), answer_began)),
         }

@@ -113,7 +113,12 @@ pub fn locate(lookup: &Lookup) -> Result<PathBuf, NpuError> {
     use hearth_npu::software::{locate_flm, FlmNotFound};
     match locate_flm(lookup) {
         Ok(found) => Ok(lookup.on_disk(&found.path)),
-        Err(FlmNotFound::NotExecutable { path }) => Err(NpuError::NotExecutable { path }),
+        Err(FlmNotFound::NotExecutable { path }) => {
+            Err(match crate::npu::python_env::chosen_for(&path) {
+                Some(env) => NpuError::NoFlmInPythonEnv { env },
+                None => NpuError::NotExecutable { path },
+            })
+        }
         Err(FlmNotFound::NotInstalled { searched }) => Err(NpuError::NotInstalled { searched }),
     }
 }
@@ -554,7 +559,7 @@ pub fn npu_status(root: &Path) -> hearth_npu::Diagnosis {
     if root != Path::new("/") {
         return diagnosis;
     }
-    match find(&Lookup::from_env()) {
+    match find(&crate::npu::python_env::lookup()) {
         // The doctor's own FastFlowLM check already says how to install it.
         Err(NpuError::NotInstalled { .. }) => {}
         Err(e) => diagnosis.add_checks([problem(
@@ -630,7 +635,7 @@ fn xclbin_env() -> Option<PathBuf> {
 /// [`npu_support`] for the FastFlowLM this process finds ([`Lookup::from_env`]); when none is
 /// found, or it is too old, the reason says so.
 pub fn npu_availability(entry: &FlmModel) -> Availability {
-    match find(&Lookup::from_env()) {
+    match find(&crate::npu::python_env::lookup()) {
         Ok(program) => npu_support(&program, entry),
         Err(e) => Availability::unusable(BackendKind::Npu, e.to_string()),
     }
@@ -648,7 +653,7 @@ pub fn registry_availability(registry: &Path, name: &str) -> Availability {
 /// [`registry_availability`] for each of `names`, finding FastFlowLM and reading the registry
 /// once.
 pub fn registry_availabilities(registry: &Path, names: &[&str]) -> Vec<Availability> {
-    let program = match find(&Lookup::from_env()) {
+    let program = match find(&crate::npu::python_env::lookup()) {
         Ok(program) => program,
         Err(e) => {
             let reason = e.to_string();
@@ -839,5 +844,34 @@ mod tests {
             kernel_root(&exe, Some(&dir.path().join("nowhere"))),
             Some(exe_dir)
         );
+    }
+
+    #[test]
+    fn a_chosen_python_env_without_flm_is_refused_in_words() {
+        use crate::npu::python_env::{flm_in, python_env, set_python_env};
+        use std::os::unix::fs::PermissionsExt;
+        let _one = crate::npu::python_env::TEST_CHOICE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("venv");
+        std::fs::create_dir_all(env.join("bin")).unwrap();
+        set_python_env(Some(env.clone()));
+        let mut l = Lookup {
+            hearth_flm: python_env().map(|e| flm_in(&e)),
+            ..Lookup::default()
+        };
+        let e = locate(&l).unwrap_err().to_string();
+        assert!(
+            e.contains("holds no FastFlowLM") && e.contains("bin/flm"),
+            "{e}"
+        );
+        std::fs::write(flm_in(&env), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(flm_in(&env), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(locate(&l).unwrap(), flm_in(&env));
+        set_python_env(None);
+        l.hearth_flm = Some(dir.path().join("nothing"));
+        let e = locate(&l).unwrap_err().to_string();
+        assert!(e.contains("HEARTH_FLM"), "{e}");
     }
 }

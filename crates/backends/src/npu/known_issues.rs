@@ -91,6 +91,7 @@ mod tests {
             details: FlmModelDetails {
                 family: family.into(),
             },
+            vlm: false,
             hearth: None,
         }
     }

@@ -18,6 +18,13 @@
 //!   XRT, package built for the HRX runtime) and what each needs;
 //! - [`known_issues`]: models FastFlowLM is known to fail with, by version and issue (they run
 //!   on the processor unless a tester asks for the NPU anyway);
+//! - [`python_env`]: the Python environment chosen in Settings (the FastFlow SDK's
+//!   `<env>/bin/flm`), looked in first;
+//! - [`transcribe`]: speech to text with FastFlowLM's Whisper (`--asr 1`,
+//!   `/v1/audio/transcriptions`), through [`NpuBackend::transcribe`] (a chat model's server,
+//!   restarted with Whisper) or [`backend::transcribe_on_npu`] (whichever FastFlowLM this
+//!   process runs, else one started for speech only: `flm serve --asr 1` with no model);
+//! - [`whisper`]: the model list that shows FastFlowLM where its Whisper is;
 //! - [`prompt_cache`]: clearing FastFlowLM's prompt cache when a conversation does not go on
 //!   from what it holds (its checksum misses some edits).
 //!
@@ -31,11 +38,14 @@ pub mod known_issues;
 pub mod marker;
 pub mod process;
 pub mod prompt_cache;
+pub mod python_env;
 pub mod registry;
+pub mod transcribe;
+pub mod whisper;
 
 use std::path::PathBuf;
 
-pub use backend::{NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
+pub use backend::{transcribe_on_npu, NpuBackend, NpuEvent, NpuEventSink, NpuOptions};
 pub use discover::{
     find, fold_validate, npu_availability, npu_status, npu_support, npu_support_anyway,
     registry_availabilities, registry_availability, validate, Flavor, FlmProgram, Lookup,
@@ -60,6 +70,12 @@ pub enum NpuError {
     NotExecutable {
         /// The path given.
         path: PathBuf,
+    },
+    /// The Python environment chosen in Settings has no FastFlowLM.
+    #[error("the Python environment {} chosen in Settings holds no FastFlowLM (no executable bin/flm): install it there with `pip install fastflow-sdk`, or clear the setting", .env.display())]
+    NoFlmInPythonEnv {
+        /// The environment chosen.
+        env: PathBuf,
     },
     /// The version could not be read.
     #[error(
@@ -128,8 +144,15 @@ pub enum NpuError {
         /// Its last log lines.
         log_tail: Vec<String>,
     },
-    /// The log file could not be written.
-    #[error("could not write FastFlowLM's log {path}: {detail}")]
+    /// FastFlowLM's Whisper (`whisper-v3:turbo`) cannot be handed to it: not downloaded, or
+    /// its model list unreadable ([`whisper`]).
+    #[error("FastFlowLM's Whisper (whisper-v3:turbo) cannot be used: {detail}. Until then Hearth's own Whisper hears on the processor")]
+    WhisperMissing {
+        /// What is missing, and what to do.
+        detail: String,
+    },
+    /// A file in Hearth's state folder could not be written.
+    #[error("could not write {path}: {detail}")]
     Log {
         /// The log file.
         path: PathBuf,

@@ -54,7 +54,8 @@ pub struct ServeConfig {
     pub program: PathBuf,
     /// Its version ("1.0.8"), for the record of the servers this process runs ([`own_server`]).
     pub version: String,
-    /// The model's tag (`family:size`).
+    /// The model's tag (`family:size`); empty for a server of speech only (`--asr 1` and no
+    /// chat model).
     pub tag: String,
     /// `--ctx-len`: positions reserved for prompt and answer.
     pub ctx_len: usize,
@@ -66,6 +67,10 @@ pub struct ServeConfig {
     pub state_dir: PathBuf,
     /// How long loading may take before Hearth gives up.
     pub start_timeout: Duration,
+    /// `--asr 1`: also load FastFlowLM's Whisper (`whisper-v3:turbo`), for
+    /// `/v1/audio/transcriptions` ([`crate::npu::transcribe`]). FastFlowLM raises its locked
+    /// memory by 1 GB more for it.
+    pub asr: bool,
 }
 
 /// The servers this process has started and not stopped yet (at most one, in practice).
@@ -114,6 +119,7 @@ pub struct FlmServer {
     port: u16,
     tag: String,
     ctx_len: usize,
+    asr: bool,
     log: Arc<LogShared>,
     /// The mark every process of this server carries.
     mark: ServerMark,
@@ -158,6 +164,11 @@ impl FlmServer {
     /// Its `--ctx-len`.
     pub fn ctx_len(&self) -> usize {
         self.ctx_len
+    }
+
+    /// Whether it was started with `--asr 1` (FastFlowLM's Whisper loaded).
+    pub fn asr(&self) -> bool {
+        self.asr
     }
 
     /// Whether the process is still running; if not, how it ended.
@@ -290,21 +301,30 @@ enum Start {
 fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
     let log = LogShared::open(&config.state_dir).map_err(Start::Failed)?;
     log.note(&format!(
-        "---- hearth: starting {} serve {} --ctx-len {} --port {port}",
+        "---- hearth: starting {} serve {} --ctx-len {} --port {port}{}",
         config.program.display(),
         config.tag,
-        config.ctx_len
+        config.ctx_len,
+        if config.asr { " --asr 1" } else { "" }
     ));
     let mark = ServerMark::new();
     let mut cmd = Command::new(&config.program);
-    cmd.arg("serve")
-        .arg(&config.tag)
-        .arg("--ctx-len")
+    cmd.arg("serve");
+    // No tag: FastFlowLM serves with no chat model (its `model-faker`), only its Whisper.
+    if !config.tag.is_empty() {
+        cmd.arg(&config.tag);
+    }
+    cmd.arg("--ctx-len")
         .arg(config.ctx_len.to_string())
         .arg("--port")
         .arg(port.to_string())
         .arg("--host")
         .arg("127.0.0.1")
+        .args(if config.asr {
+            &["--asr", "1"][..]
+        } else {
+            &[][..]
+        })
         .env("FLM_CONFIG_PATH", &config.registry)
         .env("FLM_MODEL_PATH", &config.models_root)
         .env("FLM_SERVE_PORT", port.to_string())
@@ -329,6 +349,7 @@ fn start_on(config: &ServeConfig, port: u16) -> Result<FlmServer, Start> {
         port,
         tag: config.tag.clone(),
         ctx_len: config.ctx_len,
+        asr: config.asr,
         log,
         mark,
         stopped: false,

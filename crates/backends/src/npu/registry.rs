@@ -30,6 +30,10 @@ pub struct FlmModel {
     pub default_context_length: Option<u64>,
     /// FastFlowLM's model details.
     pub details: FlmModelDetails,
+    /// Whether it is a vision model (FastFlowLM's catalog `vlm`): it reads pictures given as
+    /// `image_url` parts. Absent: no.
+    #[serde(default)]
+    pub vlm: bool,
     /// Hearth's facts about the model; absent on entries written by others.
     #[serde(default)]
     pub hearth: Option<HearthFacts>,

@@ -36,6 +36,10 @@ pub struct RemoteConfig {
     /// then counted with it instead of estimated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<PathBuf>,
+    /// The server's models the user marked "sees pictures" (for servers that do not say so
+    /// themselves, as Ollama's `/api/show` does): pictures are sent to these only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sees_pictures: Vec<String>,
 }
 
 impl std::fmt::Debug for RemoteConfig {
@@ -45,6 +49,7 @@ impl std::fmt::Debug for RemoteConfig {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<hidden>"))
             .field("tokenizer", &self.tokenizer)
+            .field("sees_pictures", &self.sees_pictures)
             .finish()
     }
 }
@@ -89,7 +94,21 @@ impl RemoteConfig {
             model: None,
             api_key: None,
             tokenizer: None,
+            sees_pictures: Vec::new(),
         })
+    }
+
+    /// Whether the user marked `model` as one that sees pictures.
+    pub fn marked_seeing(&self, model: &str) -> bool {
+        self.sees_pictures.iter().any(|m| m == model)
+    }
+
+    /// Marks `model` as one that sees pictures (`sees`) or not.
+    pub fn mark_seeing(&mut self, model: &str, sees: bool) {
+        self.sees_pictures.retain(|m| m != model);
+        if sees {
+            self.sees_pictures.push(model.to_owned());
+        }
     }
 
     /// The same settings with the API key `key` (none when it is empty or blank).
@@ -122,6 +141,9 @@ impl RemoteConfig {
             .filter(|m| !m.trim().is_empty())
             .or_else(|| same_server.and_then(|s| s.model.clone()));
         config.tokenizer = same_server.and_then(|s| s.tokenizer.clone());
+        config.sees_pictures = same_server
+            .map(|s| s.sees_pictures.clone())
+            .unwrap_or_default();
         Ok(config)
     }
 

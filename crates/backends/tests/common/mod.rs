@@ -144,6 +144,9 @@ pub struct Script {
     pub counts_tokens: bool,
     /// What happens to the connection after a fixed (non-streamed) reply.
     pub connection: Connection,
+    /// Answers Ollama's `/api/show` when not empty: these models list `vision` among their
+    /// capabilities, the others only `completion`.
+    pub vision_models: Vec<String>,
 }
 
 /// What the server does with a connection after a fixed reply.
@@ -167,6 +170,7 @@ impl Script {
             answered_model: None,
             counts_tokens: false,
             connection: Connection::Close,
+            vision_models: Vec::new(),
         }
     }
 }
@@ -387,6 +391,18 @@ fn answer_one(
                 .split_whitespace()
                 .count();
             ChatReply::status(200, json!({ "count": words + 1 }))
+        }
+        ("POST", "/api/show") if !script.vision_models.is_empty() => {
+            let model = request.json()["model"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let capabilities = if script.vision_models.contains(&model) {
+                json!(["completion", "vision"])
+            } else {
+                json!(["completion"])
+            };
+            ChatReply::status(200, json!({ "capabilities": capabilities }))
         }
         _ => ChatReply::status(404, json!({ "error": "Not Found" })),
     };

@@ -87,6 +87,32 @@ impl OpenAiClient {
         (n > 0).then_some(n as usize)
     }
 
+    /// Whether `model` sees pictures, as Ollama's `/api/show` says (its `capabilities` list
+    /// holds `vision`). None when the server has no `/api/show` (it is not Ollama) or fails.
+    pub fn ollama_sees_pictures(&self, model: &str) -> Option<bool> {
+        let url = format!("{}/api/show", self.base_url);
+        let mut request = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_per_read(Some(self.options.read_timeout.min(Duration::from_secs(5))))
+            .build()
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.key {
+            request = request.header("Authorization", format!("Bearer {}", key.expose()));
+        }
+        let response = request
+            .send(serde_json::json!({ "model": model }).to_string())
+            .ok()?;
+        if response.status().as_u16() != 200 {
+            return None;
+        }
+        let value: Value =
+            serde_json::from_str(&read_json_text(response.into_body()).ok()?).ok()?;
+        let capabilities = value.get("capabilities")?.as_array()?;
+        Some(capabilities.iter().any(|c| c.as_str() == Some("vision")))
+    }
+
     /// Tokens of `text` by the server's own tokenizer, for servers that send no `usage` with a
     /// stream: llama-cpp-python's `/extras/tokenize/count`, or the `/tokenize` of llama.cpp's
     /// server (`tokens`) and vLLM (`count`). None when the server has neither or fails.

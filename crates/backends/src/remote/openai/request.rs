@@ -36,6 +36,22 @@ pub struct ChatRequest {
     pub require_model: bool,
 }
 
+/// A message's content as sent: its text alone, or, when pictures were given with it, a list
+/// of parts: each picture as an `image_url` part (a `data:image/...;base64,` URL, which every
+/// server that sees reads, FastFlowLM among them), then the text.
+fn content(m: &ChatMessage) -> wire::MessageContent {
+    if m.pictures.is_empty() {
+        return wire::MessageContent::Text(m.content.clone());
+    }
+    let mut parts: Vec<wire::ContentPart> = m
+        .pictures
+        .iter()
+        .map(|p| wire::ContentPart::image(hearth_chat::picture::data_url(p)))
+        .collect();
+    parts.push(wire::ContentPart::text(m.content.clone()));
+    wire::MessageContent::Parts(parts)
+}
+
 impl ChatRequest {
     /// The JSON body sent to `/v1/chat/completions`.
     pub fn body(&self) -> String {
@@ -44,7 +60,7 @@ impl ChatRequest {
             .iter()
             .map(|m| wire::RequestMessage {
                 role: m.role.as_str().to_owned(),
-                content: Some(wire::MessageContent::Text(m.content.clone())),
+                content: Some(content(m)),
             })
             .collect();
         self.encode(&wire::ChatRequest {
