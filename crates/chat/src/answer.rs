@@ -241,6 +241,11 @@ pub fn answer(
         trim_to_fit,
     } = request;
     let info = backend.info().clone();
+    if crate::backend::has_pictures(&input) && !backend.sees_pictures() {
+        return Err(AnswerError::NotStarted(FitError::Backend(
+            BackendError::sees_no_pictures(&info),
+        )));
+    }
     let limit = info.context_length;
     let (prompt, trimmed) = prepare(backend, input, &options, limit, trim_to_fit)?;
     if let Some(limit) = limit {
@@ -427,7 +432,13 @@ fn prepare(
         messages,
         limit,
         reserve,
-        &mut |m| backend.borrow().count_text(&m.content).tokens,
+        &mut |m| {
+            backend.borrow().count_text(&m.content).tokens
+                + m.pictures
+                    .iter()
+                    .map(crate::picture::picture_tokens)
+                    .sum::<usize>()
+        },
         &mut |kept| backend.borrow_mut().prepare(Input::Chat(kept), options),
     )?;
     Ok((fitted.prompt, fitted.trimmed))

@@ -129,6 +129,10 @@ pub struct BackendInfo {
 pub enum Input {
     /// Messages, rendered with the model's chat template and the assistant's turn opened.
     Chat(Vec<ChatMessage>),
+    /// Messages whose last one is the assistant's answer cut short, rendered with that answer's
+    /// turn left open so the model writes on where it stopped. Only a backend that renders the
+    /// template itself can ([`Backend::continues_answers`]); the others refuse it.
+    Continue(Vec<ChatMessage>),
     /// Text continued as it is, with no template (`hearth run --raw`).
     Raw(String),
 }
@@ -333,6 +337,57 @@ pub trait Backend: Send {
     /// nothing of another origin's prompts. Backends that keep none here (FastFlowLM, a remote
     /// server) ignore it, which is what this default does.
     fn set_kv_origin(&mut self, _origin: KvOrigin) {}
+
+    /// Whether it can write on at the end of a cut answer ([`Input::Continue`]): only a backend
+    /// that renders the chat template itself can leave the answer's turn open. A server renders
+    /// its own and FastFlowLM takes only whole messages, so this default says no.
+    fn continues_answers(&self) -> bool {
+        false
+    }
+
+    /// Whether the model reads pictures given with a message ([`ChatMessage::pictures`]): a
+    /// FastFlowLM vision model, a remote model that says it sees. Hearth's own engine has no
+    /// vision encoder yet, so this default says no, and a backend that says no is never given a
+    /// picture: the answer loop refuses first ([`BackendError::sees_no_pictures`]).
+    fn sees_pictures(&self) -> bool {
+        false
+    }
+
+    /// The longest side, in pixels, the model's pictures should have: what
+    /// [`crate::picture::check_picture`] downscales to for it.
+    fn picture_side(&self) -> u32 {
+        crate::picture::DEFAULT_LONGEST_SIDE
+    }
+}
+
+impl BackendError {
+    /// The refusal of a backend whose model does not read pictures, before anything is sent.
+    pub fn sees_no_pictures(info: &BackendInfo) -> Self {
+        BackendError::Unsupported(format!(
+            "{} on {} does not see pictures: choose a model that sees (one marked \"sees \
+             pictures\"), or remove the picture and ask in words",
+            info.model,
+            info.kind.place()
+        ))
+    }
+
+    /// A server's refusal of a picture, with its own words.
+    pub fn picture_refused(words: &str) -> Self {
+        BackendError::failed(
+            FailureKind::Server,
+            format!("the server refused the picture: {}", words.trim()),
+        )
+    }
+}
+
+/// Whether any of `input`'s messages carries a picture.
+pub fn has_pictures(input: &Input) -> bool {
+    match input {
+        Input::Chat(messages) | Input::Continue(messages) => {
+            messages.iter().any(|m| !m.pictures.is_empty())
+        }
+        Input::Raw(_) => false,
+    }
 }
 
 /// The origin of the app's own conversations (the engine's default): a caller that shares a

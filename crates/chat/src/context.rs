@@ -179,7 +179,7 @@ mod tests {
     fn kept(f: &Fitted) -> Vec<&str> {
         match &f.prompt.input {
             Input::Chat(m) => m.iter().map(|m| m.content.as_str()).collect(),
-            Input::Raw(_) => unreachable!(),
+            Input::Continue(_) | Input::Raw(_) => unreachable!(),
         }
     }
 

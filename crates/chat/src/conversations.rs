@@ -5,7 +5,8 @@
 //! [`ConversationStore`] is one connection; its methods live beside what they do: `open`
 //! (opening, privacy, recovery), `list` (the conversation list and search), `tree` (the
 //! conversation as a tree of messages, read back as the path it shows), `messages` (writing
-//! messages, edits and versions), `sources` (the passages an answer cited), `migrations`.
+//! messages, edits and versions), `sources` (the passages an answer cited), `pictures` (the
+//! pictures given with a question), `migrations`.
 
 use std::path::{Path, PathBuf};
 
@@ -17,12 +18,14 @@ mod list;
 mod messages;
 mod migrations;
 mod open;
+mod pictures;
 mod sources;
 mod tree;
 
 pub use list::ConversationSummary;
 pub use open::Recovery;
-pub use sources::{MessageSources, Source};
+pub use pictures::PictureInfo;
+pub use sources::{MessageSources, Source, SourceUse};
 pub use tree::{AnswerVersion, Conversation, Message, MessageState, Role};
 
 /// Title of a conversation before its first message names it.

@@ -9,7 +9,8 @@
 //! - [`stop`]: stop strings applied to streamed text;
 //! - [`energy`]: what an answer cost in energy, measured by a [`PowerMeter`] the caller hands in;
 //! - [`clock`]: the times chat records;
-//! - [`conversations`] and [`settings`]: the saved conversations (SQLite) and their settings.
+//! - [`conversations`] and [`settings`]: the saved conversations (SQLite) and their settings;
+//! - [`picture`]: checking a picture given with a message (format, bounds, downscaling).
 //!
 //! No Tauri, HTTP serving or UI here: the front ends are thin layers over these.
 
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod context;
 pub mod conversations;
 pub mod energy;
+pub mod picture;
 pub mod settings;
 pub mod stop;
 
@@ -35,7 +37,8 @@ pub use energy::{EnergyReport, Measurement, PowerMeter};
 // answer. They are the engine's types, named here so front ends depend on the loop, not on
 // the engine.
 pub use hearth_engine::{
-    ChatMessage, ChatOptions, Error as EngineError, GenerationStats, KvOrigin, PrefillProgress,
-    ResponseFormat, Role, SamplingParams, StopReason,
+    ChatMessage, ChatOptions, Error as EngineError, GenerationStats, KvOrigin, Picture,
+    PictureFormat, PrefillProgress, ResponseFormat, Role, SamplingParams, StopReason,
 };
+pub use picture::{check_picture, PictureError};
 pub use settings::ConversationSettings;

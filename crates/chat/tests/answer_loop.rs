@@ -53,7 +53,7 @@ impl Backend for Scripted {
 
     fn prepare(&mut self, input: Input, _: &ChatOptions) -> Result<Prompt, BackendError> {
         let tokens = match &input {
-            Input::Chat(m) => m.iter().map(|m| words(&m.content) + 2).sum(),
+            Input::Chat(m) | Input::Continue(m) => m.iter().map(|m| words(&m.content) + 2).sum(),
             Input::Raw(t) => words(t),
         };
         self.prepared.push(tokens);

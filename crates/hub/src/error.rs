@@ -157,6 +157,31 @@ pub enum Error {
         name: String,
     },
 
+    /// A linked model's GGUF file is not where it was, or is not the file it was (issue 49).
+    #[error("hub: {name}: {} was moved or changed since you added it: find it, or remove it (`hearth import --relink {name} FILE`, or `hearth rm {name}`, which deletes only Hearth's small folder, never the file)", file.display())]
+    LinkedFileGone {
+        /// The model's name.
+        name: String,
+        /// Where the file was when it was added.
+        file: std::path::PathBuf,
+    },
+
+    /// The file picked to find a linked model's GGUF again is another model.
+    #[error("hub: {} is a different file from the one {name} was added from (its header is not the same), so {name} was left as it was. Pick the file you added, or add this one as a new model", file.display())]
+    DifferentFile {
+        /// The linked model.
+        name: String,
+        /// The file picked.
+        file: std::path::PathBuf,
+    },
+
+    /// The model is not a linked GGUF, so it has no file to find again.
+    #[error("hub: {name} is not a linked GGUF file (its files are in Hearth's folder), so there is no file to find for it")]
+    NotLinked {
+        /// The model's name.
+        name: String,
+    },
+
     /// The query is neither a catalog model nor an `owner/repo`.
     #[error("hub: {query} is not a model Hearth knows. Use one of: {} — or any Hugging Face repository as owner/name", known.join(", "))]
     UnknownModel {

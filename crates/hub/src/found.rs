@@ -216,13 +216,15 @@ pub fn scan(roots: &FoundRoots) -> Vec<FoundModel> {
     found
 }
 
-/// Imports the found model at `path` into `store` under `name` (by default the name it would
-/// get from `hearth import`): a GGUF file is converted (the file is only read), a folder is
-/// copied, never moved. `progress` sees the conversion of a GGUF file and the registering.
+/// Adds the found model at `path` to `store` under `name` (by default the name it would get
+/// from `hearth import`). A GGUF file is linked where it lies (a small folder in the store, the
+/// file only read), or with `copy` converted into Hearth's own copy; a folder is copied, never
+/// moved. `progress` sees the GGUF's link or conversion and the registering.
 pub fn import_found(
     store: &Store,
     path: &Path,
     name: Option<String>,
+    copy: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<InstalledModel> {
     let name = name.filter(|n| !n.trim().is_empty());
@@ -246,13 +248,18 @@ pub fn import_found(
                 message: None,
             })
         };
-        let (model, _) = store.import_gguf(path, &options, &mut |p| {
+        let mut converting = |p: q4nx::ConvertProgress| {
             report(
                 Phase::Converting,
                 Some(p.tensor),
                 (p.tensors_done, p.tensors_total, p.bytes_done, p.bytes_total),
             )
-        })?;
+        };
+        let model = if copy {
+            store.import_gguf(path, &options, &mut converting)?.0
+        } else {
+            store.link_gguf(path, &options, &mut converting)?.0
+        };
         report(
             Phase::Done,
             None,

@@ -66,7 +66,7 @@ pub fn gguf_magic(path: &Path) -> std::io::Result<bool> {
 }
 
 /// The hidden work folder of the GGUF import of `name`, and its lock file, in `downloads`.
-fn work_paths(downloads: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn work_paths(downloads: &Path, name: &str) -> (PathBuf, PathBuf) {
     (
         downloads.join(format!("{CONVERSION_PREFIX}{name}")),
         downloads.join(format!("{CONVERSION_PREFIX}{name}.lock")),
@@ -118,7 +118,7 @@ pub(crate) fn plain_refusal(architecture: Option<&str>, reason: String) -> Strin
 }
 
 /// The `general.architecture` of GGUF `file`, if its header says one.
-fn architecture_of(file: &Path) -> Option<String> {
+pub(crate) fn architecture_of(file: &Path) -> Option<String> {
     let gguf = q4nx::gguf::GgufFile::open(file).ok()?;
     let arch = gguf.header().get("general.architecture")?.as_str()?;
     Some(arch.to_string())

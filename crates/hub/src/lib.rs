@@ -25,8 +25,10 @@ mod found;
 mod fsutil;
 pub use fsutil::{dir_size, write_atomic};
 mod gguf_import;
+mod gguf_link;
 mod hub_api;
 pub mod kernels;
+mod link_state;
 mod machine;
 mod model_dir;
 mod names;
@@ -47,11 +49,14 @@ pub use found::{
     import_found, scan as scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource,
 };
 pub use gguf_import::{gguf_magic, is_gguf_file, name_from_file, GgufImportOptions};
+pub use gguf_link::LINK_FILE;
 pub use hub_api::HubClient;
 pub use kernels::{kernel_status, KernelStatus};
+pub use link_state::{LinkState, LinkStatus};
 pub use machine::{catalog_view, CatalogItem, Fit, Machine};
 pub use model_dir::WeightFormat;
 pub use progress::{DownloadControl, Phase, Progress, Request};
 pub use pull::{pull, target_name, PullOutcome, PullRequest};
+pub use registry::LinkedFile;
 pub use sizes::human_bytes;
 pub use store::{ImportOptions, InstalledModel, ModelCheck, PartialDownload, Removed, Store};

@@ -16,6 +16,8 @@ pub enum WeightFormat {
     Q4nx,
     /// Plain safetensors (one file or shards with an index), as models are released.
     Safetensors,
+    /// A GGUF file read where it lies: the folder holds `gguf-link.json`, not the weights.
+    Gguf,
 }
 
 impl std::fmt::Display for WeightFormat {
@@ -23,6 +25,7 @@ impl std::fmt::Display for WeightFormat {
         f.write_str(match self {
             WeightFormat::Q4nx => "q4nx",
             WeightFormat::Safetensors => "safetensors",
+            WeightFormat::Gguf => "gguf",
         })
     }
 }
@@ -103,6 +106,7 @@ pub fn select(names: &[String], origin: &str) -> Result<ModelFiles> {
                     WeightFormat::Safetensors => {
                         name.ends_with(".safetensors") || name == "model.safetensors.index.json"
                     }
+                    WeightFormat::Gguf => false,
                 }
         })
         .cloned()

@@ -454,6 +454,7 @@ fn new_model(
             backends,
             files: records,
             installed_at: unix_now(),
+            linked: None,
         },
     }
 }

@@ -44,11 +44,15 @@ pub struct HearthSettings {
     /// Name of the model the app and CLI use when none is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Whether a GGUF file added to Hearth is copied into its folder (converted) instead of
+    /// linked where it lies: for files on removable disks. Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy_models: bool,
 }
 
 impl HearthSettings {
     fn is_empty(&self) -> bool {
-        self.default.is_none()
+        self.default.is_none() && !self.copy_models
     }
 }
 
@@ -107,7 +111,7 @@ pub struct FlmDetails {
 /// Hearth's own facts about an installed model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HearthFields {
-    /// "huggingface" or "import".
+    /// "huggingface", "import" or "link" (a GGUF file read where it lies).
     pub source: String,
     /// `owner/name` on the Hub, for downloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +135,25 @@ pub struct HearthFields {
     pub files: BTreeMap<String, FileRecord>,
     /// Seconds since the Unix epoch when it was registered.
     pub installed_at: u64,
+    /// For a GGUF file read where it lies (not copied): the file, as it was when added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked: Option<LinkedFile>,
+}
+
+/// The GGUF file a linked model reads, as it was when it was added (the same facts its folder's
+/// `gguf-link.json` holds for the engine): a file whose size or modification time differs is
+/// "moved or changed" and is not opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedFile {
+    /// The file's absolute path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time, nanoseconds since the Unix epoch (negative before 1970).
+    pub modified_ns: i64,
+    /// Lowercase hex SHA-256 of its header (everything before the tensor data): the same model
+    /// found elsewhere has the same one.
+    pub header_sha256: String,
 }
 
 /// Size and checksum of one installed file.

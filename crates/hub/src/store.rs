@@ -19,6 +19,7 @@ use crate::download::copy_hashed;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
 use crate::hub_api::RemoteFile;
+use crate::link_state::LinkStatus;
 use crate::model_dir::{self, ValidatedModel, WeightFormat};
 use crate::names::{check_name, derive_tag, split_tag};
 use crate::registry::{
@@ -74,7 +75,8 @@ pub struct InstalledModel {
     pub folder: PathBuf,
     /// Bytes on disk.
     pub size_bytes: u64,
-    /// Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `built-in`.
+    /// Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `link:<file>`
+    /// (a GGUF file read where it lies), `built-in`.
     pub source: String,
     /// `owner/name` on the Hub, for downloads.
     pub repo: Option<String>,
@@ -92,6 +94,9 @@ pub struct InstalledModel {
     pub builtin: bool,
     /// Size and sha256 of every file (empty for the built-in model and foreign entries).
     pub files: BTreeMap<String, FileRecord>,
+    /// For a GGUF file read where it lies (linked, not copied): the file and whether it is
+    /// still there and the same. None for a model whose files are in Hearth's folder.
+    pub linked: Option<LinkStatus>,
 }
 
 impl InstalledModel {
@@ -113,6 +118,16 @@ impl InstalledModel {
     /// Whether it chats (speech, reranking and embedding models do not).
     pub fn is_chat(&self) -> bool {
         self.kind() == crate::catalog::ModelKind::Chat
+    }
+
+    /// Why it cannot be opened now, in plain words: a linked GGUF file that was moved, changed
+    /// or deleted since it was added. None when it can.
+    pub fn unavailable(&self) -> Option<String> {
+        let linked = self.linked.as_ref().filter(|l| !l.is_ready())?;
+        Some(format!(
+            "{} was moved or changed since you added it: find it, or remove it",
+            linked.file.display()
+        ))
     }
 }
 
@@ -267,6 +282,7 @@ impl Store {
                     is_default: is_default(name),
                     builtin: true,
                     files: BTreeMap::new(),
+                    linked: None,
                 });
             }
         }
@@ -565,6 +581,7 @@ impl Store {
                     backends: vec![Backend::Cpu],
                     files,
                     installed_at: unix_now(),
+                    linked: None,
                 },
             };
             self.register(&staging, new)
@@ -666,9 +683,11 @@ impl Store {
         let folder = self.models_dir().join(&entry.name);
         let hearth = entry.hearth.as_ref();
         let source = match hearth {
-            Some(h) if h.source == "import" => {
-                format!("import:{}", h.imported_from.clone().unwrap_or_default())
-            }
+            Some(h) if h.source == "import" || h.source == "link" => format!(
+                "{}:{}",
+                h.source,
+                h.imported_from.clone().unwrap_or_default()
+            ),
             Some(h) => format!(
                 "huggingface:{}@{}",
                 h.repo.clone().unwrap_or_default(),
@@ -696,6 +715,7 @@ impl Store {
             is_default,
             builtin: false,
             files: hearth.map(|h| h.files.clone()).unwrap_or_default(),
+            linked: hearth.and_then(|h| h.linked.as_ref()).map(|l| l.status()),
         }
     }
 }
@@ -758,6 +778,7 @@ pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
         quantization_level: match model.format {
             WeightFormat::Q4nx => "Q4_1".into(),
             WeightFormat::Safetensors => "bf16".into(),
+            WeightFormat::Gguf => "GGUF".into(),
         },
         extra: Default::default(),
     }

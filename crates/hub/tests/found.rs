@@ -310,6 +310,7 @@ fn a_found_gguf_is_imported_and_left_as_it_was() {
         &store,
         &tiny.path,
         Some(tiny.import_name.clone()),
+        false,
         &mut |p| phases.push(p.phase),
     )
     .expect("import");
@@ -318,6 +319,27 @@ fn a_found_gguf_is_imported_and_left_as_it_was() {
     assert!(phases.contains(&hearth_hub::Phase::Converting));
     assert_eq!(phases.last(), Some(&hearth_hub::Phase::Done));
     assert_eq!(store.list().unwrap().len(), 1);
+    // Linked where Ollama keeps it, not copied (issue 49).
+    let linked = model.linked.expect("a found GGUF is linked");
+    assert_eq!(linked.file, tiny.path.canonicalize().unwrap());
+    assert_eq!(model.format, hearth_hub::WeightFormat::Gguf);
+    assert!(
+        !model.folder.join("model.q4nx").exists(),
+        "no copy of the weights"
+    );
+}
+
+#[test]
+fn a_found_gguf_is_copied_when_asked() {
+    let f = fixture();
+    let store = Store::at(f.tmp.0.join("data"));
+    let found = scan_found(&f.roots);
+    let tiny = by_name(&found, "tiny:latest");
+    let model = import_found(&store, &tiny.path, None, true, &mut |_| {}).expect("copy");
+    assert_eq!(model.linked, None);
+    assert_eq!(model.format, hearth_hub::WeightFormat::Q4nx);
+    assert!(model.folder.join("model.q4nx").is_file());
+    assert_eq!(std::fs::read(&tiny.path).unwrap(), f.tiny, "only read");
 }
 
 #[test]
@@ -331,6 +353,7 @@ fn a_found_safetensors_snapshot_is_copied_never_moved() {
         &store,
         &real.path,
         Some(real.import_name.clone()),
+        false,
         &mut |_| {},
     )
     .expect("import");

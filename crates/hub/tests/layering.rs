@@ -50,6 +50,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hearth-documents",
             "hearth-hub",
             "hearth-npu",
+            // Transcription: the speech model found in the home folder, run on this machine.
+            "hearth-speech",
         ],
     ),
     (
@@ -60,6 +62,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // document library), used by the two crates that keep one.
     ("hearth-chat", &["hearth-engine", "hearth-sqlite"]),
     ("hearth-documents", &["hearth-engine", "hearth-sqlite"]),
+    // Audio decoding and resampling, and transcription over the engine's Whisper.
+    ("hearth-speech", &["hearth-engine"]),
     ("hearth-engine", &["q4nx"]),
     ("hearth-hub", &["q4nx"]),
     ("hearth-npu", &[]),

@@ -160,6 +160,58 @@ pub struct ContentPart {
     /// The text of a `text` part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The picture of an `image_url` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_url: Option<ImageUrl>,
+}
+
+impl ContentPart {
+    /// A `text` part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart {
+            kind: "text".into(),
+            text: Some(text.into()),
+            image_url: None,
+        }
+    }
+
+    /// An `image_url` part for `url` (a `data:image/png;base64,...` URL, as Hearth sends them).
+    pub fn image(url: impl Into<String>) -> Self {
+        ContentPart {
+            kind: "image_url".into(),
+            text: None,
+            image_url: Some(ImageUrl::Object {
+                url: url.into(),
+                detail: None,
+            }),
+        }
+    }
+}
+
+/// The `image_url` of a part: `{"url": ..., "detail": ...}` as OpenAI writes it, or the URL
+/// alone as some clients send it (read, never written).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ImageUrl {
+    /// `{"url": "data:image/png;base64,...", "detail": "auto"}`.
+    Object {
+        /// A `data:` URL, plain base64, or a web address.
+        url: String,
+        /// `auto`, `low` or `high` (not used by Hearth).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// The URL alone.
+    Url(String),
+}
+
+impl ImageUrl {
+    /// The URL, however it was given.
+    pub fn url(&self) -> &str {
+        match self {
+            ImageUrl::Object { url, .. } | ImageUrl::Url(url) => url,
+        }
+    }
 }
 
 /// A reply: a whole answer (`chat.completion`, `text_completion`) or one streamed chunk
@@ -547,6 +599,35 @@ where
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn image_parts_read_both_shapes_and_write_openais() {
+        let m: RequestMessage = serde_json::from_str(
+            r#"{"role":"user","content":[{"type":"text","text":"what?"},
+                {"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}},
+                {"type":"image_url","image_url":"data:image/jpeg;base64,BBBB"}]}"#,
+        )
+        .unwrap();
+        let Some(MessageContent::Parts(parts)) = m.content else {
+            panic!("parts")
+        };
+        let urls: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| p.image_url.as_ref().map(ImageUrl::url))
+            .collect();
+        assert_eq!(
+            urls,
+            ["data:image/png;base64,AAAA", "data:image/jpeg;base64,BBBB"]
+        );
+        assert_eq!(
+            serde_json::to_value(ContentPart::image("data:x")).unwrap(),
+            serde_json::json!({"type": "image_url", "image_url": {"url": "data:x"}})
+        );
+        assert_eq!(
+            serde_json::to_value(ContentPart::text("hi")).unwrap(),
+            serde_json::json!({"type": "text", "text": "hi"})
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -112,6 +112,7 @@ impl ConversationStore {
             content,
             MessageState::Complete,
         )?;
+        self.copy_pictures(message_id, id)?;
         self.message(id)
     }
 

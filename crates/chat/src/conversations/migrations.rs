@@ -69,8 +69,23 @@ CREATE TABLE message_sources (
 ALTER TABLE conversations ADD COLUMN remote_documents_ok TEXT;
 ";
 
+/// Version 4: pictures given with a user message, in the database beside their message (see
+/// [`super::pictures`] for why they are not files), in the order they were given; deleted with
+/// their message, so with their conversation.
+const V4: &str = "
+CREATE TABLE message_pictures (
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    media_type TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    bytes BLOB NOT NULL,
+    PRIMARY KEY (message_id, position)
+);
+";
+
 /// The steps, in order: `STEPS[n]` takes a database from version `n` to `n + 1`.
-pub(super) const STEPS: &[&str] = &[V1, V2, V3];
+pub(super) const STEPS: &[&str] = &[V1, V2, V3, V4];
 
 /// The version this Hearth writes and reads.
 pub(super) const CURRENT: u32 = STEPS.len() as u32;

@@ -3,13 +3,37 @@
 //! of its files to a remote server. When a file leaves the library its passages leave every
 //! answer ([`ConversationStore::forget_document`]): the number, name and place stay, the text
 //! goes.
+//!
+//! Each saved source says how the answer used it ([`SourceUse`]: cited with [n], probably
+//! used, or only read). Sources saved before Hearth told these apart load as
+//! [`SourceUse::Given`], with no merged numbers and not read whole.
 
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::{ConversationStore, StoreError};
 
-/// One passage an answer was given to read, by the number the model cites it with (`[1]`).
+/// How an answer used a source: the order Hearth lists them in (cited first, "Also read" last).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum SourceUse {
+    /// The answer cites it with one of its [n] markers.
+    Cited,
+    /// The answer has no markers, and much of its wording is in this passage.
+    ProbablyUsed,
+    /// Given to the model; the answer shows no sign of using it ("Also read").
+    AlsoRead,
+    /// Given to the model, how the answer used it not (yet) known: while it is being written,
+    /// and in sources saved before Hearth told the uses apart.
+    #[default]
+    Given,
+}
+
+/// One passage an answer was given to read (or one page or section of them), by the number
+/// the model cites it with (`[1]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Source {
@@ -31,6 +55,32 @@ pub struct Source {
     pub char_end: usize,
     /// The passage.
     pub text: String,
+    /// Whether the passage was read from a scan or a photo (OCR), which its citation says.
+    /// Absent in sources saved before OCR: false.
+    #[serde(default)]
+    pub from_scan: bool,
+    /// How the answer used it. Absent in sources saved before: given.
+    #[serde(default)]
+    pub used: SourceUse,
+    /// Every [n] this entry stands for, lowest first, when passages of one page or section
+    /// are listed as one entry (`number` is the first); empty for a single passage.
+    #[serde(default)]
+    pub numbers: Vec<usize>,
+    /// The passage's file was given to the model whole (it was short enough); an "Also read"
+    /// entry of such a file stands for all of it that was not cited.
+    #[serde(default)]
+    pub read_whole: bool,
+}
+
+impl Source {
+    /// Every [n] this entry stands for: `numbers`, or `number` alone.
+    pub fn all_numbers(&self) -> Vec<usize> {
+        if self.numbers.is_empty() {
+            vec![self.number]
+        } else {
+            self.numbers.clone()
+        }
+    }
 }
 
 /// The sources of one saved answer.
@@ -92,31 +142,65 @@ impl ConversationStore {
 
     /// The sources of the answers of `conversation_id` that have any, oldest first.
     pub fn sources(&self, conversation_id: &str) -> Result<Vec<MessageSources>, StoreError> {
+        Ok(self
+            .sources_with_answers(conversation_id)?
+            .into_iter()
+            .map(|(sources, _)| sources)
+            .collect())
+    }
+
+    /// [`Self::sources`], each with its answer's text (to tell how the answer used sources
+    /// saved before Hearth told that apart).
+    pub fn sources_with_answers(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<(MessageSources, String)>, StoreError> {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT s.message_id, s.sources FROM message_sources s
+                "SELECT s.message_id, s.sources, m.content FROM message_sources s
                  JOIN messages m ON m.id = s.message_id
                  WHERE m.conversation_id = ?1 ORDER BY s.message_id",
             )
             .map_err(|e| self.err(e))?;
         let rows = statement
             .query_map(params![conversation_id], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?;
         let mut all = Vec::new();
         for row in rows {
-            let (message_id, json) = row.map_err(|e| self.err(e))?;
+            let (message_id, json, content) = row.map_err(|e| self.err(e))?;
             // A row this Hearth cannot read (written by another version) is left out, not fatal.
             if let Ok(sources) = serde_json::from_str(&json) {
-                all.push(MessageSources {
+                let sources = MessageSources {
                     message_id,
                     sources,
-                });
+                };
+                all.push((sources, content));
             }
         }
         Ok(all)
+    }
+
+    /// The sources saved with the answer `message_id` (empty when none, or unreadable).
+    pub fn message_sources(&self, message_id: i64) -> Result<Vec<Source>, StoreError> {
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT sources FROM message_sources WHERE message_id = ?1",
+                params![message_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(json
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default())
     }
 
     /// The remote server the user agreed to send passages of this conversation's files to.
@@ -184,6 +268,10 @@ mod tests {
             char_start: 0,
             char_end: text.chars().count(),
             text: text.into(),
+            from_scan: false,
+            used: SourceUse::Cited,
+            numbers: Vec::new(),
+            read_whole: false,
         };
         let secret = "The acquisition target is ZEBRACORN-PRIVATE Ltd at 41 million.";
         let kept = source(2, 8, "Another file's passage.");
@@ -224,6 +312,10 @@ mod tests {
             char_start: 3,
             char_end: 9,
             text: "passage".into(),
+            from_scan: true,
+            used: SourceUse::ProbablyUsed,
+            numbers: vec![1, 3],
+            read_whole: true,
         };
         store
             .save_sources(m.id, std::slice::from_ref(&source))
@@ -232,9 +324,16 @@ mod tests {
             store.sources(&c.id).unwrap(),
             [MessageSources {
                 message_id: m.id,
-                sources: vec![source]
+                sources: vec![source.clone()]
             }]
         );
+        assert_eq!(
+            store.message_sources(m.id).unwrap(),
+            std::slice::from_ref(&source)
+        );
+        assert!(store.message_sources(m.id + 1).unwrap().is_empty());
+        let with = store.sources_with_answers(&c.id).unwrap();
+        assert_eq!(with[0].1, "See [1].");
         assert_eq!(store.remote_documents_ok(&c.id).unwrap(), None);
         store.accept_remote_documents(&c.id, "http://h:1").unwrap();
         assert_eq!(
@@ -242,5 +341,17 @@ mod tests {
             Some("http://h:1")
         );
         assert!(store.accept_remote_documents("nope", "x").is_err());
+    }
+
+    #[test]
+    fn sources_saved_before_uses_were_told_apart_load_as_given() {
+        let old = r#"[{"number":2,"document_id":7,"name":"a.pdf","place":"page 3","page":3,
+            "section":2,"char_start":0,"char_end":4,"text":"rent"}]"#;
+        let sources: Vec<Source> = serde_json::from_str(old).unwrap();
+        assert_eq!(sources[0].used, SourceUse::Given);
+        assert_eq!(sources[0].all_numbers(), [2]);
+        assert!(!sources[0].read_whole && !sources[0].from_scan);
+        let json = serde_json::to_string(&SourceUse::ProbablyUsed).unwrap();
+        assert_eq!(json, "\"probably_used\"");
     }
 }

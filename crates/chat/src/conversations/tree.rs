@@ -100,6 +100,10 @@ pub struct Message {
     /// for a message never edited.
     #[serde(default)]
     pub branches: Vec<i64>,
+    /// The pictures given with it (user messages), in order; their bytes are read with
+    /// [`ConversationStore::picture`]. Empty for most messages.
+    #[serde(default)]
+    pub pictures: Vec<super::PictureInfo>,
 }
 
 /// An earlier answer, kept when the answer was written again (Regenerate).
@@ -201,6 +205,7 @@ impl ConversationStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
         let branches = self.branches(id)?;
+        let mut pictures = self.picture_infos(id)?;
         let mut messages = Vec::with_capacity(raw.len());
         for (mid, role, content, state, receipt, created_at) in raw {
             messages.push(Message {
@@ -211,6 +216,7 @@ impl ConversationStore {
                 receipt: receipt.and_then(|r| serde_json::from_str(&r).ok()),
                 created_at,
                 branches: branches.get(&mid).cloned().unwrap_or_default(),
+                pictures: pictures.remove(&mid).unwrap_or_default(),
             });
         }
         let mut versions = self.versions_where("m.conversation_id = ?1", params![id])?;
@@ -349,6 +355,10 @@ impl ConversationStore {
             created_at,
             branches: self
                 .branches(&conversation_id)?
+                .remove(&message_id)
+                .unwrap_or_default(),
+            pictures: self
+                .picture_infos(&conversation_id)?
                 .remove(&message_id)
                 .unwrap_or_default(),
         })
