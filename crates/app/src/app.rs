@@ -167,13 +167,19 @@ impl App {
     }
 
     /// Applies the app-wide settings that the core acts on: the processor threads for the next
-    /// model opened (None: one per physical core), then the embedding model (an installed one,
+    /// model opened (None: one per physical core), the Python environment FastFlowLM is looked
+    /// for in first (Settings › NPU), the languages scans are read in (Settings ›
+    /// Files; by default the app's language and English), then the embedding model (an installed one,
     /// or the bundled one when None). Returns whether the embedding model changed: the
     /// library's passages are then embedded again with it, which the front end starts
     /// (`Documents::continue_indexing`) with its own progress events. An embedding model that
     /// is not installed is an error; the threads apply even then.
     pub fn apply_settings(&self, settings: &Settings) -> Result<bool> {
         *lock(&self.cpu_threads) = settings.threads;
+        hearth_backends::npu::python_env::set_python_env(settings.flm_python_env.clone());
+        self.documents
+            .set_scan_languages(settings.scan_languages(|var| std::env::var(var).ok()));
+        self.documents.set_rerank_mode(settings.rerank);
         self.documents
             .choose_embedding_model(settings.embedding_model.as_deref())
     }

@@ -96,8 +96,9 @@ impl Files {
 pub struct Asked {
     /// The answer with its receipt, or how it failed (with the text written before).
     pub answer: std::result::Result<Answer, AnswerError>,
-    /// The passages of the files the model was given, by the number it cites them with (empty
-    /// without files, or when none had text).
+    /// The passages of the files the model was given, one entry per page or section with how
+    /// the answer used them, cited first (`crate::citations::sort_sources`; empty without
+    /// files, or when none had text).
     pub sources: Vec<Source>,
 }
 
@@ -117,6 +118,13 @@ pub fn ask(
         None => (question, Vec::new()),
     };
     let answer = stream(home, session, question, on_event);
+    // How the answer used the passages, as a saved answer's sources say it.
+    let written = match &answer {
+        Ok(answer) => answer.text.as_str(),
+        Err(AnswerError::Failed { text, .. }) => text.as_str(),
+        Err(AnswerError::NotStarted(_)) => "",
+    };
+    let sources = crate::citations::sort_sources(written, &sources);
     Ok(Asked { answer, sources })
 }
 

@@ -80,7 +80,7 @@ impl App {
         Ok(lock(&self.store).update_settings(id, &settings.clamped())?)
     }
 
-    /// Writes the conversation to a Markdown or JSON file: to `path` when it is a file the
+    /// Writes the conversation to a Markdown or JSON file (with its pictures: [`export`]): to `path` when it is a file the
     /// user chose (in a save dialog that asked before replacing); under a new name (never
     /// replacing a file) in `path` when it is a folder, or else in the exports folder. Returns
     /// the path written.
@@ -91,12 +91,16 @@ impl App {
         path: Option<PathBuf>,
     ) -> Result<PathBuf> {
         let conversation = self.conversation(id)?;
+        let pictures = self.pictures_of(&conversation)?;
         let (written, target) = match path {
-            Some(path) if !path.is_dir() => (export::write_to(&path, &conversation, format), path),
-            Some(dir) => (export::write(&dir, &conversation, format), dir),
+            Some(path) if !path.is_dir() => (
+                export::write_to(&path, &conversation, format, &pictures),
+                path,
+            ),
+            Some(dir) => (export::write(&dir, &conversation, format, &pictures), dir),
             None => {
                 let dir = self.home.exports_dir();
-                (export::write(&dir, &conversation, format), dir)
+                (export::write(&dir, &conversation, format, &pictures), dir)
             }
         };
         written.map_err(|e| {

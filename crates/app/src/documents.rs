@@ -15,19 +15,21 @@ use std::sync::{Arc, Mutex};
 pub use hearth_chat::conversations::Source;
 pub use hearth_documents::Document;
 use hearth_documents::{
-    embed_missing, find_embedding_model, index, DocumentId, IndexSettings, Library, LibraryError,
-    Outcome, Stage,
+    embed_missing, find_embedding_model, index, DocumentId, FileReport, IndexSettings, Library,
+    LibraryError, Outcome, Stage,
 };
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::lock::lock;
 
+pub mod rerank;
 mod views;
 
 pub(crate) use views::file_name;
 pub use views::{
-    remote_notice, ConversationDocuments, DocumentEvent, DocumentInfo, DocumentSink, IndexProgress,
-    IndexStage, LibraryView, RemoteNotice, DOCUMENTS_EVENT,
+    remote_notice, ConversationDocuments, DocumentEvent, DocumentInfo, DocumentSink, FileError,
+    IndexProgress, IndexStage, LibraryView, RemoteNotice, ScanLanguage, ScannedPages,
+    DOCUMENTS_EVENT,
 };
 
 pub use hearth_chat::conversations::MessageSources;
@@ -69,6 +71,43 @@ pub struct Documents {
     runs: Arc<AtomicUsize>,
     /// Files being indexed now, with the conversation each is for.
     indexing: Arc<Mutex<HashMap<PathBuf, String>>>,
+    /// Files that could not be read, by the number their `Failed` event gave, for Keep in
+    /// Your files ([`Documents::keep_failed`]); forgotten when the app ends.
+    failures: Arc<Failures>,
+    /// The languages scans are read in (Settings › Files; `Settings::scan_languages`).
+    scan_languages: Mutex<Vec<String>>,
+    /// The languages installed for reading scans, listed once (None: no Tesseract).
+    installed_scan_languages: std::sync::OnceLock<Option<Vec<ScanLanguage>>>,
+    /// The second look at passages: its setting, its model, its measured cost.
+    rerank: rerank::Reranking,
+}
+
+/// Files that could not be read, by number: what [`Documents::keep_failed`] needs.
+#[derive(Default)]
+struct Failures {
+    paths: Mutex<HashMap<u64, PathBuf>>,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Failures {
+    /// The most failures remembered: a folder of broken files does not grow this without end
+    /// (the oldest are let go, and Keep then says to attach the file again).
+    const MAX: usize = 10_000;
+
+    fn add(&self, path: PathBuf) -> u64 {
+        let id = self.count.fetch_add(1, Ordering::Relaxed);
+        let mut paths = lock(&self.paths);
+        if paths.len() >= Self::MAX {
+            let oldest = id.saturating_sub(Self::MAX as u64);
+            paths.retain(|&k, _| k > oldest);
+        }
+        paths.insert(id, path);
+        id
+    }
+
+    fn take(&self, id: u64) -> Option<PathBuf> {
+        lock(&self.paths).remove(&id)
+    }
 }
 
 pub(crate) fn library_error(error: LibraryError) -> Error {
@@ -88,7 +127,6 @@ impl Documents {
     /// The library at `path` (opened at first use, so starting the app reads nothing).
     pub fn new(path: PathBuf) -> Self {
         Self {
-            path,
             resource_dir: Mutex::new(None),
             library: Mutex::new(None),
             models: None,
@@ -97,7 +135,43 @@ impl Documents {
             cancel: Mutex::default(),
             runs: Arc::default(),
             indexing: Arc::default(),
+            failures: Arc::default(),
+            scan_languages: Mutex::new(vec!["eng".to_owned()]),
+            installed_scan_languages: std::sync::OnceLock::new(),
+            rerank: rerank::Reranking::new(&path),
+            path,
         }
+    }
+
+    /// Reads scans in `languages` (Tesseract's names, the most likely first; none: scans are
+    /// not read) from the next file indexed on.
+    pub fn set_scan_languages(&self, languages: Vec<String>) {
+        *lock(&self.scan_languages) = languages;
+    }
+
+    /// How files are read now: the defaults, with the scan languages chosen.
+    fn index_settings(&self) -> IndexSettings {
+        let mut settings = IndexSettings::default();
+        settings.extract.ocr.languages = lock(&self.scan_languages).clone();
+        settings
+    }
+
+    /// The languages scans can be read in here, with their data sizes (None: Tesseract is not
+    /// installed); asked of Tesseract once.
+    pub fn installed_scan_languages(&self) -> Option<Vec<ScanLanguage>> {
+        self.installed_scan_languages
+            .get_or_init(|| {
+                hearth_documents::extract::available_ocr_languages().map(|languages| {
+                    languages
+                        .into_iter()
+                        .map(|l| ScanLanguage {
+                            code: l.code,
+                            bytes: l.data_bytes,
+                        })
+                        .collect()
+                })
+            })
+            .clone()
     }
 
     /// Where the packaged app's resources are, to find the bundled embedding model there.
@@ -323,11 +397,13 @@ impl Documents {
         let embedder = self.embedder();
         let (documents, failed) = run_index(
             &library,
-            None,
+            &self.index_settings(),
+            Target::Library,
             paths,
             embedder,
             events,
             &AtomicBool::new(false),
+            &self.failures,
         )?;
         if let Some(message) = failed.into_iter().next() {
             return Err(Error::invalid(message));
@@ -366,11 +442,13 @@ impl Documents {
                 let result = this.open().and_then(|library| {
                     run_index(
                         &library,
-                        Some(&conversation),
+                        &this.index_settings(),
+                        Target::Conversation(&conversation),
                         &fresh,
                         embedder,
                         &*events,
                         &cancel,
+                        &this.failures,
                     )
                 });
                 let mut unread = Vec::new();
@@ -382,14 +460,18 @@ impl Documents {
                             unread = fresh.iter().skip(reached).map(|p| file_name(p)).collect();
                         }
                     }
-                    Err(error) => events(DocumentEvent::Failed {
-                        name: fresh
+                    Err(error) => {
+                        let name = fresh
                             .iter()
                             .map(|p| file_name(p))
                             .collect::<Vec<_>>()
-                            .join(", "),
-                        message: error.message,
-                    }),
+                            .join(", ");
+                        events(DocumentEvent::Failed {
+                            error: FileError::from_message(&name, &error.message),
+                            name,
+                            failure: None,
+                        })
+                    }
                 }
                 {
                     let mut indexing = lock(&this.indexing);
@@ -412,17 +494,77 @@ impl Documents {
         Ok(())
     }
 
-    /// The files attached to `conversation_id`, then those still being indexed for it.
+    /// Keep in Your files: reads the file of the failure `failure` (a `Failed` event's number)
+    /// again on a thread of its own and keeps it in the library with why it could not be read
+    /// (a failed file is otherwise let go at once). Its `Indexed` event then carries it; an
+    /// unknown or already kept failure is an error saying to attach the file again.
+    pub fn keep_failed(self: &Arc<Self>, failure: u64, events: DocumentSink) -> Result<()> {
+        let path = self.failures.take(failure).ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                "Hearth no longer knows that file. Attach it again to keep it in Your files.",
+            )
+        })?;
+        let this = Arc::clone(self);
+        let (cancel, guard) = self.start_run();
+        std::thread::Builder::new()
+            .name("hearth-keep".into())
+            .spawn(move || {
+                let running = guard;
+                let result = this.open().and_then(|library| {
+                    run_index(
+                        &library,
+                        &this.index_settings(),
+                        Target::Keep,
+                        std::slice::from_ref(&path),
+                        None,
+                        &*events,
+                        &cancel,
+                        &this.failures,
+                    )
+                });
+                if let Err(error) = result {
+                    tracing::warn!(
+                        "keeping a file that could not be read failed: {}",
+                        error.message
+                    );
+                }
+                drop(running);
+                events(DocumentEvent::Finished {
+                    cancelled: cancel.load(Ordering::Relaxed),
+                    unread: Vec::new(),
+                });
+            })
+            .map_err(|e| {
+                Error::new(
+                    ErrorCode::Storage,
+                    format!("cannot start reading the file again ({e}); try again"),
+                )
+            })?;
+        Ok(())
+    }
+
+    /// The files attached to `conversation_id`, then those still being indexed for it. Each
+    /// says how many of its passages wait for the embedding model's vectors when that model is
+    /// loaded (listing the files does not load it).
     pub fn attached(&self, conversation_id: &str) -> Result<Vec<DocumentInfo>> {
         let indexing = lock(&self.indexing).clone();
-        let mut list: Vec<DocumentInfo> = self
-            .with_library(|library| library.attached(conversation_id).map_err(library_error))?
-            .iter()
-            .map(|d| DocumentInfo {
-                indexing: indexing.contains_key(&d.path),
-                ..DocumentInfo::from(d)
-            })
-            .collect();
+        let loaded = lock(&self.model)
+            .as_ref()
+            .and_then(|loaded| loaded.model.clone());
+        let mut list: Vec<DocumentInfo> = self.with_library(|library| {
+            let waiting = waiting_by_document(library, loaded.as_deref())?;
+            Ok(library
+                .attached(conversation_id)
+                .map_err(library_error)?
+                .iter()
+                .map(|d| DocumentInfo {
+                    indexing: indexing.contains_key(&d.path),
+                    waiting: waiting.get(&d.id).copied().unwrap_or(0),
+                    ..DocumentInfo::from(d)
+                })
+                .collect())
+        })?;
         let mut pending: Vec<&PathBuf> = indexing
             .iter()
             .filter(|(_, c)| c.as_str() == conversation_id)
@@ -438,6 +580,7 @@ impl Documents {
                     title: None,
                     size: std::fs::metadata(path).map_or(0, |m| m.len()),
                     passages: 0,
+                    waiting: 0,
                     error: None,
                     indexing: true,
                 });
@@ -477,6 +620,7 @@ impl Documents {
                     .map_err(library_error)?,
                 None => 0,
             };
+            let by_document = waiting_by_document(library, embedder.as_deref())?;
             Ok(LibraryView {
                 documents: library
                     .documents()
@@ -484,6 +628,7 @@ impl Documents {
                     .iter()
                     .map(|d| DocumentInfo {
                         indexing: indexing.contains_key(&d.path),
+                        waiting: by_document.get(&d.id).copied().unwrap_or(0),
                         ..DocumentInfo::from(d)
                     })
                     .collect(),
@@ -492,6 +637,8 @@ impl Documents {
                 embedding_choices: self.embedding_choices(),
                 waiting,
                 indexing: self.is_indexing(),
+                scan_languages: self.installed_scan_languages(),
+                rerank: Some(self.rerank_status()),
             })
         })
     }
@@ -544,57 +691,125 @@ fn progress_event(p: &hearth_documents::Progress) -> DocumentEvent {
         },
         done: p.done,
         total: p.total,
+        scanned_pages: p
+            .scanned_pages
+            .map(|(done, total)| ScannedPages { done, total }),
     })
 }
 
-/// Indexes `paths` into `library`, attaching each file read to `conversation_id` when one is
-/// given, until `cancel` is set; returns the files read and the messages of those that failed
-/// (each also sent as a `Failed` event).
+/// What an indexing run is for.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// The library only (the command line's `--file`, waiting for it).
+    Library,
+    /// The library, each file read attached to this conversation.
+    Conversation(&'a str),
+    /// A file that could not be read, kept in the library with why (Keep in Your files).
+    Keep,
+}
+
+/// Indexes `paths` into `library` for `target` until `cancel` is set; returns the files read
+/// and the messages of those that failed. Each failure is also sent as a `Failed` event with a
+/// number in `failures`, and let go from the library unless `target` is [`Target::Keep`]: a
+/// file that could not be read stays in Your files only when the user asks.
+#[allow(clippy::too_many_arguments)] // each run differs in all of them; a struct would only rename them
 fn run_index(
     library: &Library,
-    conversation_id: Option<&str>,
+    settings: &IndexSettings,
+    target: Target,
     paths: &[PathBuf],
     embedder: Option<Arc<EngineEmbedding>>,
     events: &dyn Fn(DocumentEvent),
     cancel: &AtomicBool,
+    failures: &Failures,
 ) -> Result<(Vec<Document>, Vec<String>)> {
     let model = embedder.as_deref().map(|m| m as &dyn EmbeddingModel);
+    // Files the user kept with their failure before: attached again, they stay kept.
+    let kept: std::collections::HashSet<DocumentId> = library
+        .documents()
+        .map_err(library_error)?
+        .into_iter()
+        .filter(|d| d.error.is_some())
+        .map(|d| d.id)
+        .collect();
     let report = index(
         library,
         paths,
-        &IndexSettings::default(),
+        settings,
         model,
         &mut |p| events(progress_event(&p)),
         cancel,
     )
     .map_err(library_error)?;
+    // What a cancel left without vectors, by file: each Indexed event says it (review #10).
+    let waiting = waiting_by_document(library, embedder.as_deref())?;
+    let info = |document: &Document| DocumentInfo {
+        waiting: waiting.get(&document.id).copied().unwrap_or(0),
+        ..DocumentInfo::from(document)
+    };
     let mut failed = Vec::new();
     let mut read = Vec::new();
     for file in &report.files {
         if let Outcome::Failed(message) = &file.outcome {
+            let name = file_name(&file.given);
+            if matches!(target, Target::Keep) {
+                if let Some(document) = stored(library, file) {
+                    events(DocumentEvent::Indexed {
+                        document: info(&document),
+                    });
+                }
+                continue;
+            }
+            let keep = file.document.is_some_and(|id| kept.contains(&id));
+            if let Some(document) = stored(library, file).filter(|_| !keep) {
+                library.remove(&document.path).map_err(library_error)?;
+            }
             events(DocumentEvent::Failed {
-                name: file_name(&file.given),
-                message: message.clone(),
+                error: match &file.failure {
+                    Some(failure) => FileError::coded(failure, message),
+                    None => FileError::from_message(&name, message),
+                },
+                name,
+                failure: Some(failures.add(file.given.clone())),
             });
             failed.push(message.clone());
             continue;
         }
         let Some(id) = file.document else { continue };
-        if let Some(conversation_id) = conversation_id {
+        if let Target::Conversation(conversation_id) = target {
             library.attach(conversation_id, id).map_err(library_error)?;
         }
-        let stored = library.document(&file.given).ok().flatten().or_else(|| {
-            library
-                .documents()
-                .ok()
-                .and_then(|all| all.into_iter().find(|d| d.id == id))
-        });
-        if let Some(document) = stored {
+        if let Some(document) = stored(library, file) {
             events(DocumentEvent::Indexed {
-                document: DocumentInfo::from(&document),
+                document: info(&document),
             });
             read.push(document);
         }
     }
     Ok((read, failed))
+}
+
+/// Passages without `model`'s vectors, by document (none without a model: then nothing waits
+/// for one).
+fn waiting_by_document(
+    library: &Library,
+    model: Option<&EngineEmbedding>,
+) -> Result<std::collections::BTreeMap<DocumentId, usize>> {
+    match model {
+        Some(model) => library
+            .count_without_vectors_by_document(model.model_id())
+            .map_err(library_error),
+        None => Ok(Default::default()),
+    }
+}
+
+/// The library's document of a file an indexing run reached.
+fn stored(library: &Library, file: &FileReport) -> Option<Document> {
+    let id = file.document?;
+    library.document(&file.given).ok().flatten().or_else(|| {
+        library
+            .documents()
+            .ok()
+            .and_then(|all| all.into_iter().find(|d| d.id == id))
+    })
 }

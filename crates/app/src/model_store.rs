@@ -1,5 +1,6 @@
 //! The Models area over `hearth-hub`: the catalog with "fits on this machine" hints, installed
-//! models, downloads (pause, resume, cancel), delete, import, the default model.
+//! models, downloads (pause, resume, cancel), delete, import (a GGUF file linked where it lies
+//! unless the "copy models" setting is on), finding a linked file again, the default model.
 //!
 //! A download runs in the call that started it; pausing or cancelling flips its
 //! `DownloadControl`, found by model name in [`App::downloads`]. Resuming is a new
@@ -34,6 +35,9 @@ pub struct ModelsOverview {
     pub partial: Vec<PartialDownload>,
     /// Names of the downloads running now.
     pub downloading: Vec<String>,
+    /// Whether a GGUF file added now is copied into Hearth's folder instead of linked where it
+    /// lies ([`App::copy_models`]), so the Models view says which it does.
+    pub copy_models: bool,
 }
 
 /// How a download ended.
@@ -86,6 +90,7 @@ impl App {
             partial: store.partial_downloads()?,
             machine,
             downloading,
+            copy_models: store.copy_models(),
         })
     }
 
@@ -147,14 +152,16 @@ impl App {
         Ok(self.home.store().discard_download(name)?)
     }
 
-    /// Deletes an installed model; returns the bytes freed.
+    /// Deletes an installed model; returns the bytes freed. A linked GGUF file is never
+    /// deleted: only Hearth's small folder for it is.
     pub fn remove_model(&self, name: &str) -> Result<Removed> {
         Ok(self.home.store().remove(name)?)
     }
 
-    /// Imports a model from this computer, as `hearth import` does: a GGUF file (converted to
-    /// Q4NX; the file is only read), a model folder (validated and copied), or a folder
-    /// holding exactly one GGUF file and no config.json. Reports to `progress`.
+    /// Adds a model from this computer, as `hearth import` does: a GGUF file (linked where it
+    /// lies, or with the setting [`App::copy_models`] converted into Hearth's own copy; the file
+    /// is only read), a model folder (validated and copied), or a folder holding exactly one
+    /// GGUF file and no config.json. Reports to `progress`.
     pub fn import_model(
         &self,
         path: &Path,
@@ -162,11 +169,10 @@ impl App {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<InstalledModel> {
         let target = import_target(path)?;
+        let store = self.home.store();
+        let copy = store.copy_models();
         Ok(hearth_hub::import_found(
-            &self.home.store(),
-            &target,
-            name,
-            progress,
+            &store, &target, name, copy, progress,
         )?)
     }
 
@@ -176,20 +182,39 @@ impl App {
         hearth_hub::scan_found(&FoundRoots::from_env())
     }
 
-    /// Imports the found model at `path` (a GGUF file is converted, a folder copied; the
-    /// original is only read) under `name`, reporting to `progress`.
+    /// Adds the found model at `path` under `name` (a GGUF file is linked where it lies, or
+    /// copied with the setting [`App::copy_models`]; a folder is copied; the original is only
+    /// read), reporting to `progress`.
     pub fn import_found(
         &self,
         path: &Path,
         name: Option<String>,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<InstalledModel> {
+        let store = self.home.store();
+        let copy = store.copy_models();
         Ok(hearth_hub::import_found(
-            &self.home.store(),
-            path,
-            name,
-            progress,
+            &store, path, name, copy, progress,
         )?)
+    }
+
+    /// "Find it": links the linked model `name`, whose GGUF file was moved or changed, to the
+    /// file picked again at `path`. The same model (the same header) keeps its name and
+    /// conversations; another file is refused in plain words and nothing changes.
+    pub fn relink_model(&self, name: &str, path: &Path) -> Result<InstalledModel> {
+        Ok(self.home.store().relink(name, path)?)
+    }
+
+    /// Whether a GGUF file added from now on is copied into Hearth's folder instead of linked
+    /// where it lies (Settings › Models, "Copy models into Hearth's folder"; off by default).
+    /// Kept in the model registry, so `hearth import` follows it too.
+    pub fn copy_models(&self) -> bool {
+        self.home.store().copy_models()
+    }
+
+    /// Sets [`App::copy_models`]; the models already added stay as they are.
+    pub fn set_copy_models(&self, copy: bool) -> Result<()> {
+        Ok(self.home.store().set_copy_models(copy)?)
     }
 
     /// Makes `name` the model Hearth opens at start (recorded in the registry, its one home).

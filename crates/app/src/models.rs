@@ -40,7 +40,9 @@ pub struct LocalModel {
     #[serde(skip)]
     pub sha256: Option<String>,
     /// Where it can run on this computer: Hearth's engine on the processor (every local
-    /// model), then the NPU through FastFlowLM, usable or with the reason why not.
+    /// model; unusable only for a linked GGUF file that was moved, changed or deleted, with
+    /// the plain words of [`LocalModel::unavailable`]), then the NPU through FastFlowLM,
+    /// usable or with the reason why not.
     pub backends: Vec<Availability>,
     /// How the NPU's answers compared with the processor's, once the self-test has run.
     pub selftest: Option<SelftestSummary>,
@@ -52,6 +54,16 @@ impl LocalModel {
         self.backends
             .iter()
             .any(|b| b.kind == BackendKind::Npu && b.usable)
+    }
+
+    /// Why it cannot be opened at all (None when it can): its GGUF file, linked where it lay,
+    /// was moved, changed or deleted since it was added ("… was moved or changed since you
+    /// added it: find it, or remove it").
+    pub fn unavailable(&self) -> Option<&str> {
+        self.backends
+            .iter()
+            .find(|b| b.kind == BackendKind::Cpu && !b.usable)
+            .and_then(|b| b.reason.as_deref())
     }
 
     /// Why it cannot run on the NPU (None when it can).
@@ -128,9 +140,10 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
     };
     // Only a model that chats (not one for searching files, ordering passages or speech).
     let installed: Vec<_> = installed.into_iter().filter(|m| m.is_chat()).collect();
+    // FastFlowLM is asked about the models it could run: not a GGUF file linked where it lies.
     let registered: Vec<&str> = installed
         .iter()
-        .filter(|m| !m.builtin)
+        .filter(|m| !m.builtin && m.linked.is_none())
         .map(|m| m.name.as_str())
         .collect();
     let mut npu = if registered.is_empty() {
@@ -150,7 +163,20 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
                 };
             }
             let sha256 = weights_sha256(&m);
-            let npu = npu.next().expect("one availability per registered model");
+            let (cpu, npu) = match m.unavailable() {
+                Some(reason) => (
+                    Availability::unusable(BackendKind::Cpu, reason.clone()),
+                    Availability::unusable(BackendKind::Npu, reason),
+                ),
+                None if m.linked.is_some() => (
+                    Availability::usable(BackendKind::Cpu),
+                    Availability::unusable(BackendKind::Npu, LINKED_NPU_REASON),
+                ),
+                None => (
+                    Availability::usable(BackendKind::Cpu),
+                    npu.next().expect("one availability per registered model"),
+                ),
+            };
             let selftest = npu
                 .usable
                 .then(|| fidelity::load(&home.state_dir, &m.name, sha256.as_deref()))
@@ -162,7 +188,7 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
                 path: m.folder,
                 builtin: None,
                 is_default: m.is_default,
-                backends: vec![Availability::usable(BackendKind::Cpu), npu],
+                backends: vec![cpu, npu],
                 selftest,
             }
         })
@@ -172,9 +198,16 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
     models
 }
 
-/// The local model called `name` (the registry's, or the built-in one).
+/// Why a linked GGUF file does not run on the NPU: FastFlowLM runs its own Q4NX files.
+const LINKED_NPU_REASON: &str = "it is a GGUF file Hearth reads where it lies, on the processor; \
+    FastFlowLM runs models on the NPU from its own Q4NX files (download the model's NPU version \
+    from the catalog for the NPU)";
+
+/// The local model called `name` (the registry's, or the built-in one). A linked GGUF file
+/// that was moved, changed or deleted is refused in plain words (what to do included), before
+/// anything tries to read it.
 pub fn local_model(home: &Home, name: &str) -> Result<LocalModel> {
-    local_models(home)
+    let model = local_models(home)
         .into_iter()
         .find(|m| m.name == name)
         .ok_or_else(|| {
@@ -182,15 +215,23 @@ pub fn local_model(home: &Home, name: &str) -> Result<LocalModel> {
                 ErrorCode::NotFound,
                 format!("There is no model called \"{name}\" on this computer. Open Models to see which ones are, or `hearth list`."),
             )
-        })
+        })?;
+    match model.unavailable() {
+        Some(reason) => Err(Error::new(ErrorCode::Model, reason.to_string())
+            .detail("linked_gone", &[("name", model.name.clone())])),
+        None => Ok(model),
+    }
 }
 
 /// The model to open at start: the registry's default, else the first registered one, else the
-/// built-in model.
+/// built-in model; a linked model whose file is gone is passed over while another can open.
 pub fn pick_start_model(models: &[LocalModel]) -> Option<LocalModel> {
+    let opens = |m: &&LocalModel| m.unavailable().is_none();
     models
         .iter()
+        .filter(opens)
         .find(|m| m.is_default)
+        .or_else(|| models.iter().find(opens))
         .or_else(|| models.first())
         .cloned()
 }
@@ -234,5 +275,73 @@ mod tests {
             local_model(&home, "gone").unwrap_err().code,
             ErrorCode::NotFound
         );
+    }
+
+    /// A GGUF file linked where it lay and then moved away (issue 49): listed, with the plain
+    /// words on the processor and the NPU; opening it says the same words, never a crash; the
+    /// start passes over it; found again, it opens.
+    #[test]
+    fn a_linked_model_whose_file_moved_is_listed_unavailable_with_plain_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/gguf/tiny-llama3-q8_0.gguf");
+        let file = dir.path().join("tiny.gguf");
+        std::fs::copy(&fixture, &file).unwrap();
+        let home = Home {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+            state_dir: dir.path().join("state"),
+            builtin: None,
+            system_root: PathBuf::from("/"),
+        };
+        let store = home.store();
+        let options = hearth_hub::GgufImportOptions {
+            name: Some("tiny".into()),
+            threads: None,
+        };
+        store.link_gguf(&file, &options, &mut |_| {}).unwrap();
+        let model = local_model(&home, "tiny").expect("opens while the file is there");
+        assert_eq!(model.unavailable(), None);
+        assert!(!model.runs_on_npu());
+        assert!(
+            model.npu_reason().unwrap().contains("GGUF file"),
+            "{:?}",
+            model.npu_reason()
+        );
+
+        let moved = dir.path().join("moved.gguf");
+        std::fs::rename(&file, &moved).unwrap();
+        let listed = local_models(&home);
+        assert_eq!(listed.len(), 1, "still listed");
+        let words = listed[0].unavailable().expect("unavailable").to_string();
+        assert!(
+            words.ends_with("was moved or changed since you added it: find it, or remove it"),
+            "{words}"
+        );
+        assert_eq!(listed[0].npu_reason(), Some(words.as_str()));
+        let error = local_model(&home, "tiny").unwrap_err();
+        assert_eq!(error.code, ErrorCode::Model);
+        assert_eq!(error.message, words);
+        assert_eq!(error.detail.as_deref(), Some("linked_gone"));
+        // Nothing else to open: the start still picks it, and its load says the same words.
+        assert_eq!(pick_start_model(&listed).unwrap().name, "tiny");
+
+        store.relink("tiny", &moved).unwrap();
+        assert_eq!(local_model(&home, "tiny").unwrap().unavailable(), None);
+    }
+
+    #[test]
+    fn the_start_passes_over_a_linked_model_whose_file_is_gone() {
+        let usable = |name: &str, is_default: bool| LocalModel {
+            is_default,
+            ..LocalModel::folder(PathBuf::from(name))
+        };
+        let mut gone = usable("gone", true);
+        gone.backends = vec![Availability::unusable(
+            BackendKind::Cpu,
+            "x was moved or changed since you added it: find it, or remove it",
+        )];
+        let models = [gone, usable("other", false)];
+        assert_eq!(pick_start_model(&models).unwrap().name, "other");
     }
 }

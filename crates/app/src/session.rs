@@ -61,6 +61,8 @@ pub struct ModelStatus {
     pub builtin: Option<hearth_hub::BuiltinKind>,
     /// sha256 of the weights file, when known.
     pub sha256: Option<String>,
+    /// Whether it reads pictures given with a message (`Backend::sees_pictures`).
+    pub sees_pictures: bool,
 }
 
 /// How to open a local model.
@@ -144,6 +146,7 @@ impl Session {
             kernel: engine.kernel.clone(),
             builtin: model.builtin,
             sha256: info.model_sha256.clone(),
+            sees_pictures: cpu.sees_pictures(),
         };
         Ok(Self {
             backend: Box::new(cpu),
@@ -185,6 +188,7 @@ impl Session {
             kernel: String::new(),
             builtin: model.builtin,
             sha256: info.model_sha256.clone(),
+            sees_pictures: npu.sees_pictures(),
         };
         Ok(Self {
             backend: Box::new(npu),
@@ -196,7 +200,10 @@ impl Session {
     /// Opens `model` on the remote server of `config` (checking that the server has it).
     pub fn connect_remote(config: &RemoteConfig, model: &str) -> Result<Self, BackendError> {
         let remote = RemoteBackend::connect(config, model, ClientOptions::default())?;
-        let status = remote_status(remote.info());
+        let status = ModelStatus {
+            sees_pictures: remote.sees_pictures(),
+            ..remote_status(remote.info())
+        };
         Ok(Self {
             backend: Box::new(remote),
             entry: None,
@@ -207,6 +214,21 @@ impl Session {
     /// Where it runs.
     pub fn kind(&self) -> BackendKind {
         self.status.backend_kind
+    }
+
+    /// Whether it can write on at the end of a cut answer (`Backend::continues_answers`).
+    pub fn continues_answers(&self) -> bool {
+        self.backend.continues_answers()
+    }
+
+    /// Whether it reads pictures given with a message (`Backend::sees_pictures`).
+    pub fn sees_pictures(&self) -> bool {
+        self.backend.sees_pictures()
+    }
+
+    /// The longest side, in pixels, its pictures are downscaled to (`Backend::picture_side`).
+    pub fn picture_side(&self) -> u32 {
+        self.backend.picture_side()
     }
 
     /// What a front end shows about it.
@@ -230,5 +252,6 @@ fn remote_status(info: &BackendInfo) -> ModelStatus {
         kernel: String::new(),
         builtin: None,
         sha256: None,
+        sees_pictures: false,
     }
 }

@@ -7,6 +7,8 @@ use hearth_chat::ConversationSettings;
 use hearth_chat::SamplingParams;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+
 /// Light, dark, or follow the desktop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -19,6 +21,21 @@ pub enum Theme {
     Light,
     /// Always dark.
     Dark,
+}
+
+/// Whether the passages found for a question get a second look by a language model
+/// (`crate::documents::rerank`): slower, finds more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum RerankMode {
+    /// Only where a question's second look measured under 2 s on this computer (the default).
+    #[default]
+    Auto,
+    /// Always, whatever it costs.
+    On,
+    /// Never.
+    Off,
 }
 
 /// The language of the app's words: the system's, or one Hearth ships.
@@ -76,7 +93,7 @@ pub struct Settings {
     pub theme: Theme,
     /// Base text size in CSS pixels (12..=22). Default 15.
     pub font_size: u32,
-    /// Sampling for new conversations.
+    /// Sampling for new conversations. Default: the engine's, with [`REPETITION_PENALTY`].
     pub sampling: SamplingParams,
     /// Longest answer for new conversations, in tokens. Default 1024.
     pub max_tokens: usize,
@@ -90,6 +107,42 @@ pub struct Settings {
     /// The installed embedding model that searches the user's files by meaning, by name
     /// (`Documents::choose_embedding_model`). Default None: the bundled all-MiniLM-L6-v2.
     pub embedding_model: Option<String>,
+    /// Whether a GGUF file added to Hearth is copied into its folder instead of linked where it
+    /// lies (for files on removable disks). Default off. Its one home is the model registry
+    /// (`App::copy_models`): this field carries it to and from Settings.
+    pub copy_models: bool,
+    /// Settings › Files: the languages scans are read in, as Tesseract names them ("eng",
+    /// "deu", "chi_sim"…; an empty list reads no scans). Default None: the app's language and
+    /// English ([`Settings::scan_languages`]).
+    pub ocr_languages: Option<Vec<String>>,
+    /// Settings › NPU: the Python environment where the FastFlow SDK installed FastFlowLM
+    /// (`<env>/bin/flm`), looked in first (`hearth_backends::npu::python_env`). Default None:
+    /// `HEARTH_FLM`, `PATH`, the standard install, the active environments. Absolute only.
+    pub flm_python_env: Option<std::path::PathBuf>,
+    /// Settings › General: read every answer aloud as it is written (`crate::read_aloud`).
+    /// Default off.
+    pub read_answers: bool,
+    /// Settings › Files: whether passages get a second look by a language model. Default auto.
+    pub rerank: RerankMode,
+}
+
+/// The repetition penalty of new conversations: mild, as Ollama's default (the engine reads the
+/// last 64 tokens), so a small model such as the starter does not write the same sentence until
+/// the length limit (review #20). The engine's own default, which the APIs use, stays 1 (off).
+pub const REPETITION_PENALTY: f32 = 1.1;
+
+/// The most languages scans are read in at once (each one slows reading a scan).
+pub const MAX_OCR_LANGUAGES: usize = 16;
+
+/// Tesseract's name of the language data for `language` (English for `System`).
+pub fn tesseract_name(language: Language) -> &'static str {
+    match language {
+        Language::System | Language::En => "eng",
+        Language::Zh => "chi_sim",
+        Language::Es => "spa",
+        Language::De => "deu",
+        Language::Fr => "fra",
+    }
 }
 
 /// The most threads the setting accepts.
@@ -100,12 +153,20 @@ impl Default for Settings {
         Self {
             theme: Theme::System,
             font_size: 15,
-            sampling: SamplingParams::default(),
+            sampling: SamplingParams {
+                repetition_penalty: REPETITION_PENALTY,
+                ..SamplingParams::default()
+            },
             max_tokens: 1024,
             system_prompt: String::new(),
             threads: None,
             language: Language::System,
             embedding_model: None,
+            copy_models: false,
+            ocr_languages: None,
+            flm_python_env: None,
+            read_answers: false,
+            rerank: RerankMode::Auto,
         }
     }
 }
@@ -117,7 +178,55 @@ impl Settings {
         self.sampling = clamp_sampling(self.sampling);
         self.max_tokens = self.max_tokens.clamp(1, MAX_ANSWER_TOKENS);
         self.threads = self.threads.map(|t| t.clamp(1, MAX_THREADS));
+        self.flm_python_env = self.flm_python_env.filter(|p| p.is_absolute());
+        // Tesseract's names are short words of letters, digits and '_'; anything else is not
+        // one, and a list of more than a few dozen is not a choice a person made.
+        if let Some(languages) = &mut self.ocr_languages {
+            languages.retain(|l| {
+                !l.is_empty()
+                    && l.len() <= 32
+                    && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            languages.sort();
+            languages.dedup();
+            languages.truncate(MAX_OCR_LANGUAGES);
+        }
         self
+    }
+
+    /// Refuses a choice that cannot work, in words for the field it came from: a FastFlowLM
+    /// Python environment (Settings › NPU) must be an absolute folder holding `bin/flm`, where
+    /// `pip install fastflow-sdk` puts it. Checked when the user saves; settings read back at
+    /// start are only [`clamped`](Self::clamped), so a folder removed later does not stop them.
+    pub fn checked(self) -> Result<Self> {
+        if let Some(env) = &self.flm_python_env {
+            let flm = hearth_backends::npu::python_env::flm_in(env);
+            if !env.is_absolute() || !flm.is_file() {
+                let folder = env.display().to_string();
+                return Err(Error::invalid(format!(
+                    "{folder} holds no FastFlowLM (there is no bin/flm in it). Choose the folder of the Python environment where `pip install fastflow-sdk` installed it, or clear the field."
+                ))
+                .detail("flm_env_missing", &[("folder", folder)]));
+            }
+        }
+        Ok(self)
+    }
+
+    /// The languages scans are read in: the choice of Settings › Files, else the app's language
+    /// (`system`: the desktop's, from `var` as [`system_language`] reads it) and English.
+    pub fn scan_languages(&self, var: impl Fn(&str) -> Option<String>) -> Vec<String> {
+        if let Some(chosen) = &self.ocr_languages {
+            return chosen.clone();
+        }
+        let language = match self.language {
+            Language::System => system_language(var),
+            chosen => chosen,
+        };
+        let mut languages = vec![tesseract_name(language).to_owned()];
+        if language != Language::En {
+            languages.push(tesseract_name(Language::En).to_owned());
+        }
+        languages
     }
 
     /// Read settings from their stored JSON; anything unreadable falls back to the defaults.
@@ -148,6 +257,48 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fastflowlm_environment_is_saved_only_where_flm_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("venv");
+        let with = |env: &std::path::Path| Settings {
+            flm_python_env: Some(env.to_path_buf()),
+            ..Settings::default()
+        };
+        let error = with(&env).checked().unwrap_err();
+        assert_eq!(error.code, crate::ErrorCode::InvalidInput);
+        assert_eq!(error.detail.as_deref(), Some("flm_env_missing"));
+        assert!(error.message.contains("bin/flm"), "{}", error.message);
+        let relative = with(std::path::Path::new("venv")).checked().unwrap_err();
+        assert_eq!(relative.detail.as_deref(), Some("flm_env_missing"));
+
+        std::fs::create_dir_all(env.join("bin")).unwrap();
+        std::fs::write(env.join("bin/flm"), "#!/bin/sh\n").unwrap();
+        assert_eq!(
+            with(&env).checked().unwrap().flm_python_env.as_deref(),
+            Some(env.as_path())
+        );
+        assert!(Settings::default().checked().is_ok(), "none chosen is fine");
+    }
+
+    #[test]
+    fn review_20_new_conversations_avoid_repeating_mildly() {
+        let defaults = Settings::default().conversation_defaults();
+        assert_eq!(defaults.sampling.repetition_penalty, 1.1);
+        assert_eq!(
+            SamplingParams::default().repetition_penalty,
+            1.0,
+            "the APIs keep it off"
+        );
+    }
+
+    #[test]
+    fn answers_are_not_read_aloud_unless_asked() {
+        assert!(!Settings::default().read_answers);
+        let s = Settings::from_stored(Some(serde_json::json!({"read_answers": true})));
+        assert!(s.read_answers);
+    }
 
     #[test]
     fn missing_fields_take_defaults() {
@@ -208,6 +359,45 @@ mod tests {
         assert_eq!(s.language, Language::Zh);
         assert_eq!(Settings::default().language, Language::System);
         assert_eq!(serde_json::to_value(Language::De).unwrap(), "de");
+    }
+
+    #[test]
+    fn scans_are_read_in_the_app_language_and_english_unless_chosen() {
+        let german = Settings {
+            language: Language::De,
+            ..Settings::default()
+        };
+        assert_eq!(german.scan_languages(env(&[])), ["deu", "eng"]);
+        let system = Settings::default();
+        assert_eq!(
+            system.scan_languages(env(&[("LANG", "zh_CN.UTF-8")])),
+            ["chi_sim", "eng"]
+        );
+        assert_eq!(system.scan_languages(env(&[])), ["eng"], "English once");
+        let chosen = Settings {
+            ocr_languages: Some(vec!["fra".into()]),
+            ..german
+        };
+        assert_eq!(chosen.scan_languages(env(&[])), ["fra"]);
+        let none = Settings {
+            ocr_languages: Some(vec![]),
+            ..Settings::default()
+        };
+        assert!(
+            none.scan_languages(env(&[])).is_empty(),
+            "an empty choice reads no scans"
+        );
+    }
+
+    #[test]
+    fn ocr_languages_that_are_not_tesseract_names_are_dropped() {
+        let s = Settings::from_stored(Some(serde_json::json!({
+            "ocr_languages": ["deu", "../../etc", "eng", "deu", "", "chi_sim"]
+        })));
+        assert_eq!(
+            s.ocr_languages.as_deref(),
+            Some(&["chi_sim".to_string(), "deu".into(), "eng".into()][..])
+        );
     }
 
     #[test]

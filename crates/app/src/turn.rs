@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hearth_chat::conversations::{Conversation, ConversationSummary, Message, MessageState, Role};
 use hearth_chat::{AnswerError, AnswerEvent, BackendError, BackendKind, Input, LiveStats};
-use hearth_chat::{ChatMessage, PrefillProgress};
+use hearth_chat::{ChatMessage, Picture, PrefillProgress};
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, BusyGuard};
@@ -23,6 +23,7 @@ use crate::ask::Question;
 use crate::error::{Error, ErrorCode, Result};
 use crate::loading::Progress;
 use crate::lock::lock;
+use crate::pictures::PictureUpload;
 use crate::session::{ModelStatus, OpenOptions, Session};
 
 /// The longest message one can send, in characters (a 1 MB paste is refused with this number).
@@ -39,6 +40,9 @@ pub enum ChatAction {
     Send {
         /// Its text.
         content: String,
+        /// The pictures given with it (checked again here: `crate::pictures`), in order.
+        #[serde(default)]
+        pictures: Vec<PictureUpload>,
     },
     /// Write the last answer again.
     Regenerate,
@@ -49,6 +53,14 @@ pub enum ChatAction {
         message_id: i64,
         /// Its new text.
         content: String,
+    },
+    /// Write on at the end of an answer that was cut short (at the length limit, or stopped):
+    /// the conversation's last message. The same answer grows in place; where the model's
+    /// backend cannot do that (a server, FastFlowLM), it is refused with the code `unsupported`
+    /// and the detail `continueInPlace`, and the front end asks for a new answer instead.
+    Continue {
+        /// The answer to write on.
+        message_id: i64,
     },
 }
 
@@ -80,7 +92,9 @@ pub enum ChatEvent {
         model: ModelStatus,
     },
     /// The passages of the attached files the model was given, by the number it cites them
-    /// with (after `Started`; empty when none matched the question). Only with attached files.
+    /// with (after `Started`; empty when none matched the question; each used as `Given`),
+    /// and again before `Done` or `Error` as they are saved: one entry per page or section,
+    /// with how the answer used it (`crate::citations`). Only with attached files.
     Sources {
         /// The sources, saved with the answer.
         sources: Vec<hearth_chat::conversations::Source>,
@@ -138,18 +152,24 @@ pub fn validate_text(content: &str) -> Result<()> {
 /// The conversation as the model should see it after an action, and what to save.
 #[derive(Debug, PartialEq)]
 pub struct Plan {
-    /// The messages the model reads: the system prompt, the kept turns, the new message.
+    /// The messages the model reads: the system prompt, the kept turns, the new message (or,
+    /// continuing, the cut answer last).
     pub messages: Vec<ChatMessage>,
-    /// The user's new message to save (None when regenerating).
+    /// The user's new message to save (None when regenerating or continuing).
     pub new_user_text: Option<String>,
+    /// Continuing: the answer written on, and its text so far.
+    pub continued: Option<(i64, String)>,
+    /// The saved messages whose pictures go with them: (place in `messages`, message id). An
+    /// edited question keeps the pictures of the message it replaces.
+    pub pictured: Vec<(usize, i64)>,
 }
 
 /// What the model sees after `action` on `conversation`: empty turns and failed answers are
 /// left out; a regenerate answers the last user message again; an edit replaces a message of
-/// the user and drops what followed it.
+/// the user and drops what followed it; a continue reads everything, the cut answer last.
 pub fn plan(conversation: &Conversation, action: &ChatAction) -> Result<Plan> {
     let keep_until = match action {
-        ChatAction::Send { content } => {
+        ChatAction::Send { content, .. } => {
             validate_text(content)?;
             conversation.messages.len()
         }
@@ -179,8 +199,23 @@ pub fn plan(conversation: &Conversation, action: &ChatAction) -> Result<Plan> {
                     )
                 })?
         }
+        ChatAction::Continue { message_id } => {
+            let last = conversation.messages.last().filter(|m| {
+                m.id == *message_id
+                    && m.role == Role::Assistant
+                    && m.state != MessageState::Error
+                    && !m.content.trim().is_empty()
+            });
+            if last.is_none() {
+                return Err(Error::invalid(
+                    "Only the last answer of a conversation, cut short, can be continued.",
+                ));
+            }
+            conversation.messages.len()
+        }
     };
     let mut messages = Vec::new();
+    let mut pictured = Vec::new();
     let system = conversation.settings.system_prompt.trim();
     if !system.is_empty() {
         messages.push(ChatMessage::new(hearth_chat::Role::System, system));
@@ -193,18 +228,36 @@ pub fn plan(conversation: &Conversation, action: &ChatAction) -> Result<Plan> {
             Role::User => hearth_chat::Role::User,
             Role::Assistant => hearth_chat::Role::Assistant,
         };
+        if !m.pictures.is_empty() {
+            pictured.push((messages.len(), m.id));
+        }
         messages.push(ChatMessage::new(role, m.content.clone()));
     }
     let new_user_text = match action {
-        ChatAction::Send { content } | ChatAction::Edit { content, .. } => {
+        ChatAction::Send { content, .. } | ChatAction::Edit { content, .. } => {
+            if let ChatAction::Edit { message_id, .. } = action {
+                let edited = conversation.messages.iter().find(|m| m.id == *message_id);
+                if edited.is_some_and(|m| !m.pictures.is_empty()) {
+                    pictured.push((messages.len(), *message_id));
+                }
+            }
             messages.push(ChatMessage::new(hearth_chat::Role::User, content.clone()));
             Some(content.clone())
         }
-        ChatAction::Regenerate => None,
+        ChatAction::Regenerate | ChatAction::Continue { .. } => None,
+    };
+    let continued = match action {
+        ChatAction::Continue { message_id } => conversation
+            .messages
+            .last()
+            .map(|m| (*message_id, m.content.clone())),
+        _ => None,
     };
     Ok(Plan {
         messages,
         new_user_text,
+        continued,
+        pictured,
     })
 }
 
@@ -222,7 +275,7 @@ impl App {
         emit: &dyn Fn(ChatEvent),
     ) -> Result<()> {
         let conversation = lock(&self.store).get(conversation_id)?;
-        let plan = plan(&conversation, &action)?;
+        let mut plan = plan(&conversation, &action)?;
         self.ensure_model(progress)?;
 
         let mut guard = lock(&self.model);
@@ -232,6 +285,15 @@ impl App {
                 "No model is open. Pick one in the model list.",
             )
         })?;
+        if plan.continued.is_some() && !loaded.continues_answers() {
+            return Err(Error::new(
+                ErrorCode::Unsupported,
+                "This model cannot write on inside its cut answer (it runs on a server or the \
+                 NPU); ask it to go on in a new answer.",
+            )
+            .detail("continueInPlace", &[]));
+        }
+        let new_pictures = give_pictures(self, loaded, &mut plan, &action)?;
         let grounding = self.ground_turn(
             conversation_id,
             loaded,
@@ -242,18 +304,27 @@ impl App {
             Some(g) => crate::grounding::grounded(plan.messages.clone(), g),
             None => plan.messages.clone(),
         };
+        let continuing = plan.continued.is_some();
         let mut turn = Turn {
-            sources: grounding.map(|g| g.sources),
+            // A continued answer keeps the sources it was first given.
+            sources: grounding.map(|g| g.sources).filter(|_| !continuing),
             app: self,
             conversation_id,
             action: &action,
             new_user_text: plan.new_user_text.as_deref(),
-            answer_id: None,
+            new_pictures: &new_pictures,
+            answer_id: plan.continued.as_ref().map(|(id, _)| *id),
+            prefix: plan.continued.map(|(_, text)| text).unwrap_or_default(),
+            started: false,
             text: String::new(),
             start_error: None,
         };
         let question = Question {
-            input: Input::Chat(messages),
+            input: if continuing {
+                Input::Continue(messages)
+            } else {
+                Input::Chat(messages)
+            },
             options: conversation.settings.chat_options(),
             stops: Vec::new(),
             trim_to_fit: true,
@@ -292,6 +363,48 @@ impl App {
     }
 }
 
+/// Gives the plan's messages their pictures when the model sees them: the saved ones read back,
+/// the new ones (sent with a `Send`) checked for the model's side and returned to be saved. A
+/// model that does not see gets the words only; new pictures for it are refused before anything
+/// is saved.
+fn give_pictures(
+    app: &App,
+    loaded: &Session,
+    plan: &mut Plan,
+    action: &ChatAction,
+) -> Result<Vec<Picture>> {
+    let uploads = match action {
+        ChatAction::Send { pictures, .. } => pictures.as_slice(),
+        _ => &[],
+    };
+    let sees = loaded.sees_pictures();
+    if !uploads.is_empty() && !sees {
+        return Err(Error::new(
+            ErrorCode::Unsupported,
+            format!(
+                "{} does not see pictures, so it cannot look at yours. Choose a model marked \
+                 \"sees pictures\", or let Hearth read the text in the picture instead.",
+                loaded.status().name
+            ),
+        )
+        .detail("seesNoPictures", &[("model", loaded.status().name)]));
+    }
+    let new = crate::pictures::uploads(uploads, loaded.picture_side())?;
+    if !sees {
+        return Ok(new);
+    }
+    let store = lock(&app.store);
+    for &(at, message_id) in &plan.pictured {
+        if let Some(message) = plan.messages.get_mut(at) {
+            message.pictures = store.pictures(message_id)?;
+        }
+    }
+    if let (false, Some(last)) = (new.is_empty(), plan.messages.last_mut()) {
+        last.pictures.clone_from(&new);
+    }
+    Ok(new)
+}
+
 /// Why an answer on the NPU failed, when FastFlowLM (not the conversation) was the cause.
 fn npu_failure(
     loaded: &Session,
@@ -319,7 +432,14 @@ struct Turn<'a> {
     conversation_id: &'a str,
     action: &'a ChatAction,
     new_user_text: Option<&'a str>,
+    /// The pictures sent with the new message, saved with it.
+    new_pictures: &'a [Picture],
     answer_id: Option<i64>,
+    /// The text the answer had before this turn: empty, or the cut answer being continued.
+    prefix: String,
+    /// Whether the front end was told the answer started (once per turn).
+    started: bool,
+    /// The answer's whole text so far: the prefix, then what this turn wrote.
     text: String,
     start_error: Option<Error>,
     /// The passages of attached files given to the model (None: no files attached).
@@ -341,22 +461,28 @@ impl Turn<'_> {
         let app = self.app;
         let mut last_save = Instant::now();
         let mut save_failed = false;
-        self.text.clear();
+        self.text.clone_from(&self.prefix);
         crate::ask::stream(&app.home, loaded, question, &mut |event| {
             match event {
                 AnswerEvent::Started(start) => {
                     let saved = match self.answer_id {
-                        Some(id) => lock(&app.store)
-                            .save_partial(id, "")
+                        Some(id) if self.started => lock(&app.store)
+                            .save_partial(id, &self.prefix)
                             .map(|()| None)
                             .map_err(Error::from),
-                        None => {
-                            save_turn(app, self.conversation_id, self.action, self.new_user_text)
-                                .map(Some)
-                        }
+                        Some(id) => continued_turn(app, self.conversation_id, id).map(Some),
+                        None => save_turn(
+                            app,
+                            self.conversation_id,
+                            self.action,
+                            self.new_user_text,
+                            self.new_pictures,
+                        )
+                        .map(Some),
                     };
                     match saved {
                         Ok(Some(saved)) => {
+                            self.started = true;
                             self.answer_id = Some(saved.assistant_message.id);
                             emit(ChatEvent::Started {
                                 conversation: saved.conversation,
@@ -410,7 +536,7 @@ impl Turn<'_> {
 
     /// Saves how the answer ended and tells the front end.
     fn finish(
-        self,
+        mut self,
         result: std::result::Result<hearth_chat::Answer, AnswerError>,
         emit: &dyn Fn(ChatEvent),
     ) -> Result<()> {
@@ -430,10 +556,24 @@ impl Turn<'_> {
                 ))
             }
         };
-        if let Some(sources) = self.sources.as_deref().filter(|s| !s.is_empty()) {
-            if let Err(error) = lock(store).save_sources(answer_id, sources) {
+        // How the answer used its passages, told from its whole text (a continued answer's
+        // saved sources are sorted again).
+        let given = match self.sources.take() {
+            Some(given) => given,
+            None if !self.prefix.is_empty() => lock(store).message_sources(answer_id)?,
+            None => Vec::new(),
+        };
+        if !given.is_empty() {
+            let written = match &result {
+                Ok(answer) => format!("{}{}", self.prefix, answer.text),
+                Err(AnswerError::Failed { text, .. }) => format!("{}{text}", self.prefix),
+                Err(AnswerError::NotStarted(_)) => self.prefix.clone(),
+            };
+            let sources = crate::citations::sort_sources(&written, &given);
+            if let Err(error) = lock(store).save_sources(answer_id, &sources) {
                 tracing::warn!("saving the answer's sources failed: {error}");
             }
+            emit(ChatEvent::Sources { sources });
         }
         match result {
             Ok(answer) => {
@@ -444,7 +584,7 @@ impl Turn<'_> {
                 };
                 let message = lock(store).finish_message(
                     answer_id,
-                    &answer.text,
+                    &(self.prefix + &answer.text),
                     final_state,
                     Some(&answer.receipt),
                 )?;
@@ -453,6 +593,7 @@ impl Turn<'_> {
             }
             Err(AnswerError::Failed { text, error }) => {
                 tracing::warn!("answer failed: {error}");
+                let text = self.prefix + &text;
                 let _ = lock(store).finish_message(answer_id, &text, MessageState::Error, None);
                 emit(ChatEvent::Error {
                     code: ErrorCode::from(&error),
@@ -463,7 +604,10 @@ impl Turn<'_> {
                 Ok(())
             }
             Err(AnswerError::NotStarted(error)) => {
-                let _ = lock(store).finish_message(answer_id, "", MessageState::Error, None);
+                // A continued answer that could not start stays as it was.
+                if self.prefix.is_empty() {
+                    let _ = lock(store).finish_message(answer_id, "", MessageState::Error, None);
+                }
                 Err(Error::new(ErrorCode::Context, error.to_string()))
             }
         }
@@ -485,18 +629,26 @@ fn save_turn(
     conversation_id: &str,
     action: &ChatAction,
     new_user_text: Option<&str>,
+    new_pictures: &[Picture],
 ) -> Result<SavedTurn> {
     let store = lock(&app.store);
     let earlier = match action {
         ChatAction::Regenerate => store.take_trailing_answers(conversation_id)?,
-        ChatAction::Send { .. } | ChatAction::Edit { .. } => Vec::new(),
+        ChatAction::Send { .. } | ChatAction::Edit { .. } | ChatAction::Continue { .. } => {
+            Vec::new()
+        }
     };
     let user_message = match (action, new_user_text) {
         (ChatAction::Edit { message_id, .. }, Some(text)) => {
             Some(store.edit_message(conversation_id, *message_id, text)?)
         }
         (_, Some(text)) => {
-            Some(store.add_message(conversation_id, Role::User, text, MessageState::Complete)?)
+            let message =
+                store.add_message(conversation_id, Role::User, text, MessageState::Complete)?;
+            if !new_pictures.is_empty() {
+                store.add_pictures(message.id, new_pictures)?;
+            }
+            Some(message)
         }
         (_, None) => None,
     };
@@ -508,18 +660,54 @@ fn save_turn(
     )?;
     store.keep_versions(assistant_message.id, &earlier)?;
     let saved = store.get(conversation_id)?;
+    // The user message as saved, with what it says of its pictures.
+    let user_message = user_message.map(|sent| {
+        saved
+            .messages
+            .iter()
+            .find(|m| m.id == sent.id)
+            .cloned()
+            .unwrap_or(sent)
+    });
     Ok(SavedTurn {
-        conversation: ConversationSummary {
-            message_count: saved.messages.len(),
-            id: saved.id,
-            title: saved.title,
-            created_at: saved.created_at,
-            updated_at: saved.updated_at,
-            snippet: None,
-        },
+        conversation: summary(&saved),
         user_message,
         assistant_message,
     })
+}
+
+/// The turn of a continued answer: nothing new is saved; the answer, as it stands, is what
+/// the front end sees start.
+fn continued_turn(app: &App, conversation_id: &str, answer_id: i64) -> Result<SavedTurn> {
+    let saved = lock(&app.store).get(conversation_id)?;
+    let assistant_message = saved
+        .messages
+        .iter()
+        .find(|m| m.id == answer_id)
+        .cloned()
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                "The answer to continue no longer exists. It may have been deleted.",
+            )
+        })?;
+    Ok(SavedTurn {
+        conversation: summary(&saved),
+        user_message: None,
+        assistant_message,
+    })
+}
+
+/// A conversation's line of the list as a turn leaves it.
+fn summary(conversation: &Conversation) -> ConversationSummary {
+    ConversationSummary {
+        message_count: conversation.messages.len(),
+        id: conversation.id.clone(),
+        title: conversation.title.clone(),
+        created_at: conversation.created_at,
+        updated_at: conversation.updated_at,
+        snippet: None,
+    }
 }
 
 #[cfg(test)]

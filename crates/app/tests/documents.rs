@@ -104,6 +104,7 @@ fn an_attached_short_file_is_read_whole_cited_and_its_sources_are_saved() {
         &c.id,
         ChatAction::Send {
             content: "Where is the key?".into(),
+            pictures: Vec::new(),
         },
         &hearth_app::npu::logged_progress(),
         &|e| events.lock().unwrap().push(e),
@@ -123,9 +124,18 @@ fn an_attached_short_file_is_read_whole_cited_and_its_sources_are_saved() {
     assert_eq!(sources[0].number, 1);
     assert_ranges_match(&note, &sources);
 
+    // Before Done, the sources again as saved: how the answer used them (issue 54).
+    let sorted = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ChatEvent::Sources { sources } => Some(sources.clone()),
+            _ => None,
+        })
+        .unwrap();
     let saved = app.message_sources(&c.id).unwrap();
     assert_eq!(saved.len(), 1);
-    assert_eq!(saved[0].sources, sources, "saved with the answer");
+    assert_eq!(saved[0].sources, sorted, "saved with the answer");
     let Some(ChatEvent::Done { message }) = events.last() else {
         panic!("{events:?}")
     };
@@ -182,7 +192,7 @@ fn a_long_file_gives_its_best_passages_by_number_and_the_prompt_holds_them() {
     assert!(messages[1].content.contains("one hundred and twelve steps"));
     assert!(messages[1]
         .content
-        .ends_with(&format!("</passages>\n\n{question}")));
+        .ends_with(&format!("</passages>\n(Answer from the passages above and cite the ones you use by their numbers, like [1].)\n\n{question}")));
 
     let nothing = ground(&library, None, &attached, "zygomorphic quasar", 80, words)
         .unwrap()
@@ -218,6 +228,7 @@ fn removing_a_file_deletes_its_text_and_leaves_the_conversation() {
         &c.id,
         ChatAction::Send {
             content: "Where is the key?".into(),
+            pictures: Vec::new(),
         },
         &hearth_app::npu::logged_progress(),
         &|_| {},
@@ -363,6 +374,7 @@ fn on_a_remote_server_the_first_answer_waits_for_the_user_to_accept_sending_pass
             &c.id,
             ChatAction::Send {
                 content: "Where is the key?".into(),
+                pictures: Vec::new(),
             },
             &hearth_app::npu::logged_progress(),
             &|e| events.lock().unwrap().push(e),

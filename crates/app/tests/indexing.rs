@@ -119,7 +119,7 @@ fn cancel_while_embedding_keeps_the_vectors_and_continue_indexing_finishes_them(
     let documents = Arc::clone(app.documents());
     let canceller = Arc::clone(&documents);
     // Cancel as the first batch of passages is embedded: that batch is stored, no more.
-    let (events, rx, _) = sink(move |event| {
+    let (events, rx, cancelled_run) = sink(move |event| {
         if let DocumentEvent::Progress(p) = event {
             if p.stage == IndexStage::Embedding && p.done == 0 {
                 canceller.cancel_indexing();
@@ -139,6 +139,15 @@ fn cancel_while_embedding_keeps_the_vectors_and_continue_indexing_finishes_them(
         "one batch of 16 embedded and kept"
     );
     assert!(!view.indexing);
+    // Review #10 (S3): the file's row says it, in Your files, in the attachments and in the
+    // Indexed event that the cancelled run sent.
+    assert_eq!(view.documents[0].waiting, passages - 16);
+    assert_eq!(documents.attached("c").unwrap()[0].waiting, passages - 16);
+    let indexed = cancelled_run.lock().unwrap().iter().find_map(|e| match e {
+        DocumentEvent::Indexed { document } => Some(document.waiting),
+        _ => None,
+    });
+    assert_eq!(indexed, Some(passages - 16));
 
     // Meanwhile the file is found by keyword.
     let library = Library::open(&app.home().documents_db()).unwrap();
@@ -235,6 +244,10 @@ fn another_embedding_model_embeds_the_library_again_and_keeps_each_models_vector
         "no vector of the new model yet: found by keyword meanwhile"
     );
     assert_eq!(
+        view.documents[0].waiting, passages,
+        "review #10 (S3): the file's row says how many are not indexed yet"
+    );
+    assert_eq!(
         documents.embedder().unwrap().model_id(),
         "Qwen3-Embedding-0.6B-64d",
         "the decoder runs now"
@@ -244,6 +257,7 @@ fn another_embedding_model_embeds_the_library_again_and_keeps_each_models_vector
     documents.continue_indexing(events).unwrap();
     assert_eq!(finished(&rx), (false, Vec::new()));
     assert_eq!(documents.library().unwrap().waiting, 0);
+    assert_eq!(documents.library().unwrap().documents[0].waiting, 0);
     let library = Library::open(&app.home().documents_db()).unwrap();
     assert_eq!(
         library.count_without_vectors("tiny-bert-32d").unwrap(),

@@ -56,6 +56,7 @@ fn a_message_is_planned_streamed_and_saved_with_its_receipt_and_the_title_comes_
         &c.id,
         ChatAction::Send {
             content: "Hello there".into(),
+            pictures: Vec::new(),
         },
     );
     let Some(ChatEvent::Started {
@@ -110,15 +111,24 @@ fn a_long_message_is_reported_read_before_the_first_token() {
     let c = app.create_conversation(&short()).unwrap();
     // Over 64 tokens (a chunk of the engine's prefill) and within the fixture's 128.
     let content = "one two three four five six seven eight nine ten ".repeat(2);
-    let events = answer(&app, &c.id, ChatAction::Send { content });
+    let events = answer(
+        &app,
+        &c.id,
+        ChatAction::Send {
+            content,
+            pictures: Vec::new(),
+        },
+    );
     let Some(ChatEvent::Started { prompt_tokens, .. }) = events.first() else {
         panic!("the first event is Started: {events:?}");
     };
     assert!(*prompt_tokens > 64, "two chunks to read: {prompt_tokens}");
+    // The first word, or the end when the sampled first token was the end of the answer (the
+    // default sampling is random, so a tiny model sometimes ends at once).
     let first_token = events
         .iter()
-        .position(|e| matches!(e, ChatEvent::Token { .. }))
-        .expect("a token");
+        .position(|e| matches!(e, ChatEvent::Token { .. } | ChatEvent::Done { .. }))
+        .expect("a token or the end");
     let read: Vec<(usize, usize, usize)> = events
         .iter()
         .enumerate()
@@ -157,6 +167,7 @@ fn a_regenerate_plans_the_same_question_and_keeps_the_first_answer_as_a_version(
         &c.id,
         ChatAction::Send {
             content: "Hi".into(),
+            pictures: Vec::new(),
         },
     );
     let before = app.conversation(&c.id).unwrap();
@@ -183,6 +194,7 @@ fn a_refused_request_saves_nothing() {
             &c.id,
             ChatAction::Send {
                 content: "   ".into(),
+                pictures: Vec::new(),
             },
             &progress,
             &|_| {},
@@ -195,4 +207,91 @@ fn a_refused_request_saves_nothing() {
         None,
         "the busy flag is given back after a refusal"
     );
+}
+
+#[test]
+fn review_9_continue_writes_on_in_the_same_answer_instead_of_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&short()).unwrap();
+    answer(
+        &app,
+        &c.id,
+        ChatAction::Send {
+            content: "Tell me a long story".into(),
+            pictures: Vec::new(),
+        },
+    );
+    let before = app.conversation(&c.id).unwrap();
+    let cut = before.messages[1].clone();
+    assert!(
+        !cut.content.trim().is_empty(),
+        "the tiny model wrote something"
+    );
+
+    let events = answer(&app, &c.id, ChatAction::Continue { message_id: cut.id });
+    let Some(ChatEvent::Started {
+        user_message,
+        assistant_message,
+        ..
+    }) = events.first()
+    else {
+        panic!("the first event is Started: {events:?}");
+    };
+    assert_eq!(*user_message, None, "no message of the user is added");
+    assert_eq!(assistant_message.id, cut.id, "the same answer starts again");
+    assert_eq!(
+        assistant_message.content, cut.content,
+        "with its text so far"
+    );
+    let written: String = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Token { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+
+    let after = app.conversation(&c.id).unwrap();
+    assert_eq!(after.messages.len(), 2, "no new turn: {:?}", after.messages);
+    assert_eq!(after.messages[1].id, cut.id);
+    assert_eq!(
+        after.messages[1].content,
+        format!("{}{written}", cut.content)
+    );
+    assert!(
+        after.messages[1].content.len() > cut.content.len(),
+        "it grew"
+    );
+    assert_eq!(after.messages[1].state, MessageState::Complete);
+}
+
+#[test]
+fn review_9_only_the_last_answer_can_be_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let c = app.create_conversation(&short()).unwrap();
+    answer(
+        &app,
+        &c.id,
+        ChatAction::Send {
+            content: "Hi".into(),
+            pictures: Vec::new(),
+        },
+    );
+    let question = app.conversation(&c.id).unwrap().messages[0].id;
+    let progress = hearth_app::npu::logged_progress();
+    let error = app
+        .answer(
+            app.begin_answer().unwrap(),
+            &c.id,
+            ChatAction::Continue {
+                message_id: question,
+            },
+            &progress,
+            &|_| {},
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidInput);
+    assert_eq!(app.conversation(&c.id).unwrap().messages.len(), 2);
 }

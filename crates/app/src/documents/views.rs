@@ -1,10 +1,14 @@
 //! What the front end is shown of the user's files: the library, a conversation's files, the
-//! remote notice, and the events of indexing. Plain data, serialized for the
-//! desktop's IPC (and its TypeScript bindings); `Documents` builds them.
+//! remote notice, why a file could not be read ([`FileError`]: a code the front end says in
+//! its language, its parameters, and the technical detail kept apart), and the events of
+//! indexing. Plain data, serialized for the desktop's IPC (and its TypeScript bindings);
+//! `Documents` builds them.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use hearth_documents::library::Failure;
 use hearth_documents::Document;
 use serde::Serialize;
 
@@ -24,8 +28,11 @@ pub struct DocumentInfo {
     pub size: u64,
     /// Passages indexed (0 while indexing, or when it could not be read).
     pub passages: usize,
-    /// Why it could not be read, naming the file.
-    pub error: Option<String>,
+    /// Of those, passages with no vector from the embedding model yet (a cancel, or another
+    /// model chosen): found by keyword only until indexing continues.
+    pub waiting: usize,
+    /// Why it could not be read (kept in the library only when the user asked).
+    pub error: Option<FileError>,
     /// Whether it is being indexed now.
     pub indexing: bool,
 }
@@ -48,6 +55,23 @@ pub struct LibraryView {
     pub waiting: usize,
     /// Whether files are being indexed now.
     pub indexing: bool,
+    /// The languages scans can be read in here (Tesseract's installed language data), for
+    /// Settings › Files; None: Tesseract is not installed, so scans are not read.
+    pub scan_languages: Option<Vec<ScanLanguage>>,
+    /// The second look at passages (Settings › Files): the setting, the model, its measured
+    /// cost here.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub rerank: Option<super::rerank::RerankStatus>,
+}
+
+/// A language scans can be read in: Tesseract's name for it and what its data takes on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ScanLanguage {
+    /// Tesseract's name: "eng", "deu", "chi_sim"…
+    pub code: String,
+    /// Bytes of its data file.
+    pub bytes: u64,
 }
 
 /// A conversation's files as the front end shows them above the message box.
@@ -84,12 +108,17 @@ pub enum DocumentEvent {
         /// The file as the library has it now.
         document: DocumentInfo,
     },
-    /// A file could not be indexed.
+    /// A file could not be indexed. It is not kept in the library unless the user asks
+    /// (`Documents::keep_failed` with `failure`).
     Failed {
         /// The file's name.
         name: String,
-        /// What went wrong and what to do, in plain words.
-        message: String,
+        /// Why, by code, with the technical detail apart.
+        error: FileError,
+        /// Names this failure for Keep in Your files (None: nothing to keep, e.g. the run
+        /// itself failed).
+        #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+        failure: Option<u64>,
     },
     /// An indexing run ended: every file and passage it reached is kept.
     Finished {
@@ -99,6 +128,49 @@ pub enum DocumentEvent {
         /// again to read them.
         unread: Vec<String>,
     },
+}
+
+/// Why a file could not be read, as the front end says it: a stable `code` it translates
+/// (filling in `params`), and the technical `detail` (the parser's words, the path) that it
+/// shows only under Details. `message` is the whole English sentence (the command line's, and
+/// the words for a code a front end does not know).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct FileError {
+    /// What went wrong: "damaged", "password", "too-large", "unknown-kind", …
+    pub code: String,
+    /// The values the sentence names (file name, sizes, limits, format, languages).
+    pub params: BTreeMap<String, String>,
+    /// The technical detail, for Details (None: the sentence says all).
+    pub detail: Option<String>,
+    /// The English sentence.
+    pub message: String,
+}
+
+impl FileError {
+    /// The code of an error whose cause is not known more precisely than its message.
+    pub const UNREADABLE: &'static str = "unreadable";
+
+    /// An error by its extractor's code (`failure`), with the English `message` beside it.
+    pub fn coded(failure: &Failure, message: &str) -> Self {
+        Self {
+            code: failure.code.clone(),
+            params: failure.params.clone(),
+            detail: Some(failure.detail.clone()).filter(|d| !d.is_empty()),
+            message: message.to_owned(),
+        }
+    }
+
+    /// An error known only by its English `message` (a library stored before codes, or a
+    /// failure outside extraction): said as "could not be read", the message under Details.
+    pub fn from_message(name: &str, message: &str) -> Self {
+        Self {
+            code: Self::UNREADABLE.to_owned(),
+            params: BTreeMap::from([("file".to_owned(), name.to_owned())]),
+            detail: Some(message.to_owned()),
+            message: message.to_owned(),
+        }
+    }
 }
 
 /// How far the indexing of files is.
@@ -112,6 +184,16 @@ pub struct IndexProgress {
     /// Files read (reading) or passages embedded (embedding) so far.
     pub done: usize,
     /// In all.
+    pub total: usize,
+    /// While the file's scanned pages are read by OCR: pages read so far, and of how many.
+    pub scanned_pages: Option<ScannedPages>,
+}
+
+/// How far the OCR of a file's scanned pages is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ScannedPages {
+    pub done: usize,
     pub total: usize,
 }
 
@@ -148,7 +230,11 @@ impl From<&Document> for DocumentInfo {
             title: d.title.clone(),
             size: d.size,
             passages: d.passages,
-            error: d.error.clone(),
+            waiting: 0,
+            error: d.error.as_deref().map(|message| match &d.failure {
+                Some(failure) => FileError::coded(failure, message),
+                None => FileError::from_message(&file_name(&d.path), message),
+            }),
             indexing: false,
         }
     }
