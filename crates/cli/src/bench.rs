@@ -36,7 +36,8 @@ mod switch;
 /// Measure prefill and decode speed against the machine's memory bandwidth.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Model folder to benchmark.
+    /// Model folder to benchmark, or a GGUF file: linked (read where it lies, on its own
+    /// blocks) into a folder under the bench cache first.
     #[arg(
         long,
         value_name = "DIR",
@@ -165,6 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let threads = args.threads.unwrap_or_else(pool::physical_cores).max(1);
     let variant = args.ab.as_deref().map(ab::Variant::parse).transpose()?;
     let dir = match (&args.model, &args.shape) {
+        (Some(file), _) if file.is_file() => linked_gguf(file)?,
         (Some(dir), _) => dir.clone(),
         (None, Some(shape)) => cached_random_model(shape)?,
         (None, None) => bail!("give --model DIR or --shape NAME"),
@@ -822,14 +824,20 @@ impl Footprint {
                     d.bytes.len() / config.vocab_size
                 }
                 Tensor::Dense(d) => d.bytes.len(),
+                Tensor::Gguf(m) if name == "model.embed_tokens.weight" => m.row_bytes(),
+                Tensor::Gguf(m) => m.bytes.len(),
             };
         }
         if config.tie_word_embeddings && !weights.names().contains(&"lm_head.weight") {
-            bytes += config.vocab_size * config.hidden_size * 2;
+            // The head is the embedding: all of it, in its own blocks for a linked GGUF.
+            bytes += match weights.get("model.embed_tokens.weight")? {
+                Tensor::Gguf(m) => m.bytes.len(),
+                _ => config.vocab_size * config.hidden_size * 2,
+            };
         }
         let file_bytes = fs::metadata(weights.path()).map(|m| m.len()).unwrap_or(0);
         let kv_value_bytes = match weights.format() {
-            q4nx::WeightFormat::Q4nx => 2,
+            q4nx::WeightFormat::Q4nx | q4nx::WeightFormat::Gguf => 2,
             q4nx::WeightFormat::Safetensors => 4,
         };
         Ok(Footprint {
@@ -883,18 +891,40 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// A link folder for the GGUF `file` (`q4nx::gguf::link_gguf`: the engine reads the file's own
+/// blocks where it lies), written afresh under the bench cache's `linked/` on every run.
+fn linked_gguf(file: &Path) -> anyhow::Result<PathBuf> {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let dir = bench_cache()?.join("linked").join(stem);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    q4nx::gguf::link_gguf(file, &dir, &mut |_| {})
+        .with_context(|| format!("could not link {} for the bench", file.display()))?;
+    Ok(dir)
+}
+
+/// The bench's cache folder: `$XDG_CACHE_HOME/hearth/bench`, by default `~/.cache/hearth/bench`.
+fn bench_cache() -> anyhow::Result<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .context("cannot find a cache folder: set XDG_CACHE_HOME or HOME")?;
+    Ok(cache.join("hearth").join("bench"))
+}
+
 /// The seed of every random model the bench writes (the same shape gives the same model).
 const RANDOM_MODEL_SEED: u64 = 0x2545_F491_4F6C_DD1D;
 
 /// The folder of the cached random model of `shape`, generating it first if needed.
 fn cached_random_model(shape: &str) -> anyhow::Result<PathBuf> {
     let config_json = shape_config(shape)?;
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .context("cannot find a cache folder: set XDG_CACHE_HOME or HOME")?;
-    let dir = cache.join("hearth").join("bench").join(shape);
+    let dir = bench_cache()?.join(shape);
     let config_text = serde_json::to_string_pretty(&config_json)?;
     let complete = fs::read_to_string(dir.join("config.json")).is_ok_and(|t| t == config_text)
         && dir.join("model.q4nx").is_file();

@@ -5,7 +5,8 @@
 //! unsaved turn (`hearth_app::ask`: the same grounding and power rule). When the conversation
 //! outgrows the context, the oldest turns are left out (and it says so). With `--file`, the
 //! files are attached to the conversation as the app attaches them, each answer is grounded in
-//! them, and its numbered sources are printed after it.
+//! them, and its numbered sources are printed after it. `/image FILE` gives a picture (checked
+//! by `hearth_chat::picture`) with the next message, for a model that sees pictures.
 
 use std::cell::RefCell;
 use std::io::{BufRead, Write};
@@ -14,16 +15,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hearth_app::ask::{ask, Files, Question};
+use hearth_app::pictures::PictureUpload;
 use hearth_app::turn::{ChatAction, ChatEvent};
 use hearth_app::{App, Home, Session};
+use hearth_chat::picture::{base64, MAX_PICTURES};
 use hearth_chat::{AnswerError, AnswerEvent, ConversationSettings, Input, Receipt};
-use hearth_chat::{ChatMessage, ChatOptions, Role};
+use hearth_chat::{ChatMessage, ChatOptions, Picture, Role};
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
 use crate::progress::StatusLine;
 use crate::terminal::safe;
 
-/// Chat with a model in the terminal (type /reset to start over, /exit or Ctrl-D to leave).
+/// Chat with a model in the terminal (type /image FILE to give a picture with your next
+/// message, /reset to start over, /exit or Ctrl-D to leave).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -112,6 +116,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let stdin = std::io::stdin();
     let mut line = String::new();
+    // `/image FILE`: pictures for the next message, with their files' names.
+    let mut pictures: Vec<(String, Picture)> = Vec::new();
     loop {
         print!("> ");
         std::io::stdout().flush()?;
@@ -125,13 +131,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
             "/reset" => {
                 chat.reset();
+                pictures.clear();
                 eprintln!("hearth: new conversation");
+                continue;
+            }
+            command if command == "/image" || command.starts_with("/image ") => {
+                attach(command["/image".len()..].trim(), &mut pictures);
                 continue;
             }
             _ => {}
         }
         let text = line.trim_end_matches(['\r', '\n']);
-        if let Some(receipt) = chat.ask(text)? {
+        if let Some(receipt) = chat.ask(text, std::mem::take(&mut pictures))? {
             if args.stats {
                 eprintln!("{}", safe(&describe_receipt(&receipt)));
             }
@@ -150,10 +161,14 @@ enum Chat {
 impl Chat {
     /// Answers `text`, streaming the answer to stdout; the answer's receipt, None when it
     /// failed (the reason is already printed).
-    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
+    fn ask(
+        &mut self,
+        text: &str,
+        pictures: Vec<(String, Picture)>,
+    ) -> anyhow::Result<Option<Receipt>> {
         match self {
-            Chat::Saved(saved) => saved.ask(text),
-            Chat::Unsaved(unsaved) => unsaved.ask(text),
+            Chat::Saved(saved) => saved.ask(text, pictures),
+            Chat::Unsaved(unsaved) => unsaved.ask(text, pictures),
         }
     }
 
@@ -214,7 +229,11 @@ impl Saved {
         Ok(id)
     }
 
-    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
+    fn ask(
+        &mut self,
+        text: &str,
+        pictures: Vec<(String, Picture)>,
+    ) -> anyhow::Result<Option<Receipt>> {
         let id = match &self.conversation {
             Some(id) => id.clone(),
             None => {
@@ -230,6 +249,13 @@ impl Saved {
         let progress = hearth_app::npu::logged_progress();
         let action = ChatAction::Send {
             content: text.to_owned(),
+            pictures: pictures
+                .into_iter()
+                .map(|(name, p)| PictureUpload {
+                    name,
+                    data: base64(&p.bytes),
+                })
+                .collect(),
         };
         let result = self
             .app
@@ -302,8 +328,14 @@ impl Unsaved {
         }
     }
 
-    fn ask(&mut self, text: &str) -> anyhow::Result<Option<Receipt>> {
-        self.messages.push(ChatMessage::new(Role::User, text));
+    fn ask(
+        &mut self,
+        text: &str,
+        pictures: Vec<(String, Picture)>,
+    ) -> anyhow::Result<Option<Receipt>> {
+        let pictures = pictures.into_iter().map(|(_, p)| p).collect();
+        self.messages
+            .push(ChatMessage::new(Role::User, text).with_pictures(pictures));
         let question = Question {
             input: Input::Chat(self.messages.clone()),
             options: self.options.clone(),
@@ -368,6 +400,33 @@ impl Unsaved {
                 Ok(None)
             }
         }
+    }
+}
+
+/// `/image FILE`: checks the picture in `path` and keeps it for the next message, saying so
+/// (or why not).
+fn attach(path: &str, pictures: &mut Vec<(String, Picture)>) {
+    if path.is_empty() {
+        eprintln!("hearth: /image FILE gives the picture in FILE with your next message");
+        return;
+    }
+    if pictures.len() >= MAX_PICTURES {
+        eprintln!("hearth: a message takes at most {MAX_PICTURES} pictures");
+        return;
+    }
+    match crate::run::pictures(&[PathBuf::from(path)]) {
+        Ok(checked) => {
+            for picture in checked {
+                eprintln!(
+                    "hearth: {} ({} x {}) goes with your next message",
+                    safe(path),
+                    picture.width,
+                    picture.height
+                );
+                pictures.push((path.to_owned(), picture));
+            }
+        }
+        Err(error) => eprintln!("hearth: {}", safe(&error.to_string())),
     }
 }
 

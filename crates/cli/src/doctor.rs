@@ -29,6 +29,10 @@ pub struct Args {
     /// default the first installed model the NPU can run here.
     #[arg(long, value_name = "NAME", requires = "report")]
     model: Option<String>,
+    /// The Python environment holding FastFlowLM (`<DIR>/bin/flm`, the FastFlow SDK's), instead
+    /// of the one chosen in the desktop's Settings › NPU.
+    #[arg(long, value_name = "DIR")]
+    flm_env: Option<PathBuf>,
 }
 
 /// Runs the verb.
@@ -38,6 +42,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "--root {} is not a directory",
         args.root.display()
     );
+    // FastFlowLM is looked for first where Settings › NPU (or --flm-env) says.
+    // (A fixture tree given with --root is not this machine: its settings are not read.)
+    let live = args.root == Path::new("/");
+    let chosen = match crate::model_args::home() {
+        Ok(home) if live => hearth_app::speech::use_desktop_flm_env(&home, args.flm_env.clone()),
+        _ => args.flm_env.clone(),
+    };
+    let (flm_path, flm_place) = hearth_app::speech::npu::flm_found(chosen.as_deref());
     let mut sources = hearth_npu::PowerSources::discover(&args.root);
     // The NPU's own checks, then FastFlowLM's `validate --json` folded in, each with its fix.
     let diagnosis = hearth_app::npu::status(&args.root);
@@ -47,12 +59,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(file) = &args.report {
         write_report(&args.root, file, args.model.as_deref(), &diagnosis, &power)?;
     } else if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&crate::report::findings(&diagnosis, &power))?
-        );
+        let mut findings = crate::report::findings(&diagnosis, &power);
+        if let Some(object) = findings.as_object_mut() {
+            object.insert(
+                "fastflowlm_found".into(),
+                serde_json::json!({
+                    "path": flm_path,
+                    "place": flm_place,
+                    "python_env_chosen": chosen,
+                }),
+            );
+        }
+        println!("{}", serde_json::to_string_pretty(&findings)?);
     } else {
         print!("{}", crate::terminal::safe(&render(&diagnosis, &power)));
+        let found = match &flm_path {
+            Some(path) => format!("FastFlowLM: {} (found in {flm_place})\n", path.display()),
+            None => format!("FastFlowLM: not found ({flm_place})\n"),
+        };
+        print!("{}", crate::terminal::safe(&found));
     }
     Ok(if diagnosis.ready {
         ExitCode::SUCCESS
@@ -210,6 +235,7 @@ mod tests {
             root,
             report: None,
             model: None,
+            flm_env: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
@@ -235,6 +261,7 @@ mod tests {
             root,
             report: None,
             model: None,
+            flm_env: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::from(1));
@@ -291,6 +318,7 @@ mod tests {
             root: fixture("strix-busy"),
             report: Some(file.clone()),
             model: None,
+            flm_env: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
@@ -318,6 +346,7 @@ mod tests {
             root: PathBuf::from("/nonexistent-hearth-root"),
             report: None,
             model: None,
+            flm_env: None,
         })
         .unwrap_err();
         assert!(err.to_string().contains("is not a directory"));

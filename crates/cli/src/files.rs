@@ -45,15 +45,25 @@ pub fn report(event: &DocumentEvent, quiet: bool) {
     }
 }
 
-/// Prints the sources after an answer: "Sources:" and one "[n] file, place" line each.
+/// Prints the sources after an answer: "Sources:" and one "[n] file, place" line for each
+/// the answer used, then "Also read:" and the rest the model was given.
 pub fn print_sources(out: &mut impl Write, sources: &[Source]) {
     if sources.is_empty() {
         return;
     }
-    let mut text = String::from("\nSources:\n");
-    for s in sources {
-        text.push_str(&safe(&source_line(s)));
-        text.push('\n');
+    let (also, used): (Vec<&Source>, Vec<&Source>) = sources
+        .iter()
+        .partition(|s| s.used == hearth_app::citations::SourceUse::AlsoRead);
+    let mut text = String::new();
+    for (title, group) in [("Sources", used), ("Also read", also)] {
+        if group.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("\n{title}:\n"));
+        for s in group {
+            text.push_str(&safe(&source_line(s)));
+            text.push('\n');
+        }
     }
     // A closed stdout ends the output, not the program's work.
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

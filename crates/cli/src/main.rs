@@ -25,6 +25,7 @@ mod selftest;
 mod serve;
 mod terminal;
 mod tokenize;
+mod transcribe;
 
 #[derive(Parser)]
 #[command(
@@ -69,6 +70,8 @@ enum Command {
     Serve(serve::Args),
     /// Print the token ids of a text as a model's tokenizer splits it (--json)
     Tokenize(tokenize::Args),
+    /// Write down what is said in a sound file (WAV, FLAC, MP3, Ogg Vorbis), on this computer (--json)
+    Transcribe(transcribe::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -111,5 +114,6 @@ fn try_main(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Selftest(args) => selftest::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tokenize(args) => tokenize::run(args),
+        Command::Transcribe(args) => transcribe::run(args),
     }
 }

@@ -1,7 +1,8 @@
 //! `hearth run`: answer one prompt and exit, streaming the answer to stdout (or, with `--json`,
 //! printing one object at the end), through the app's unsaved turn (`hearth_app::ask`). With
 //! `--file`, the answer is grounded in those files as the app grounds a conversation's, and
-//! their numbered sources are printed after it.
+//! their numbered sources are printed after it. With `--image`, pictures go with the prompt
+//! (checked by `hearth_chat::picture`), to a model that sees them.
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -9,7 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hearth_app::ask::{ask, Question};
-use hearth_chat::{AnswerEvent, ChatMessage, Input, Role};
+use hearth_chat::picture::{check_picture, DEFAULT_LONGEST_SIDE, MAX_PICTURES, MAX_PICTURE_BYTES};
+use hearth_chat::{AnswerEvent, ChatMessage, Input, Picture, Role};
 use serde::Serialize;
 
 use crate::model_args::{describe_receipt, BackendArgs, ModelArgs, SamplingArgs};
@@ -35,6 +37,11 @@ pub struct Args {
     /// passages and cites them, and the sources are listed after the answer.
     #[arg(long = "file", value_name = "PATH", conflicts_with = "raw")]
     files: Vec<PathBuf>,
+    /// Give the model this picture with the prompt (repeatable; PNG, JPEG or WebP, at most
+    /// 20 MB and 40 megapixels, downscaled to 1,536 pixels on its longest side): for a model
+    /// that sees pictures (FastFlowLM's vision models, or a remote one that sees).
+    #[arg(long = "image", value_name = "FILE", conflicts_with = "raw")]
+    images: Vec<PathBuf>,
     /// Continue the text as it is, without the chat template.
     #[arg(long)]
     raw: bool,
@@ -78,6 +85,38 @@ struct RunReport<'a> {
     sources: &'a [hearth_app::documents::Source],
 }
 
+/// The pictures in `paths`, each read and checked (format, size, pixels) and downscaled for
+/// the model; an error names the file and says what was wrong with it.
+pub(crate) fn pictures(paths: &[PathBuf]) -> anyhow::Result<Vec<Picture>> {
+    if paths.len() > MAX_PICTURES {
+        anyhow::bail!(
+            "{} pictures given; a message takes at most {MAX_PICTURES}",
+            paths.len()
+        );
+    }
+    paths
+        .iter()
+        .map(|path| {
+            let shown = path.display().to_string();
+            let shown = safe(&shown);
+            let len = std::fs::metadata(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the picture {shown}: {e}"))?
+                .len();
+            if len > MAX_PICTURE_BYTES as u64 {
+                anyhow::bail!(
+                    "the picture {shown} is {:.1} MB; Hearth takes pictures up to {} MB",
+                    len as f64 / (1024.0 * 1024.0),
+                    MAX_PICTURE_BYTES / (1024 * 1024)
+                );
+            }
+            let bytes = std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the picture {shown}: {e}"))?;
+            check_picture(&bytes, DEFAULT_LONGEST_SIDE)
+                .map_err(|e| anyhow::anyhow!("the picture {shown}: {e}"))
+        })
+        .collect()
+}
+
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut session = if args.npu_anyway {
@@ -94,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Input::Raw(args.prompt)
     } else {
         let system = args.system.map(|s| ChatMessage::new(Role::System, s));
-        let user = ChatMessage::new(Role::User, args.prompt);
+        let user = ChatMessage::new(Role::User, args.prompt).with_pictures(pictures(&args.images)?);
         Input::Chat(system.into_iter().chain([user]).collect())
     };
     let question = Question {

@@ -38,6 +38,11 @@ pub struct Args {
     /// only.
     #[arg(long, env = "HEARTH_EMBEDDING_MODEL", value_name = "NAME|DIR")]
     embedding_model: Option<PathBuf>,
+    /// Judge the first passages found again with this model (a reranker such as
+    /// Qwen3-Reranker-0.6B, or a chat model asked the same question): a folder or an installed
+    /// model's name. It reads the first 20 and ranks them by its p(yes).
+    #[arg(long, value_name = "NAME|DIR")]
+    rerank: Option<PathBuf>,
     /// Threads for the embedding model (default: one per physical core).
     #[arg(long)]
     threads: Option<usize>,
@@ -133,12 +138,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.limit,
     )?;
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut rerank_ms = None;
+    let reranker = match args
+        .rerank
+        .clone()
+        .map(|given| installed_folder(&store, given))
+    {
+        Some(dir) => Some(
+            hearth_documents::EngineReranker::load(&dir, args.threads).map_err(|e| {
+                anyhow::anyhow!("cannot load the reranker in {}: {e}", dir.display())
+            })?,
+        ),
+        None => None,
+    };
+    let hits = match &reranker {
+        Some(reranker) => {
+            let started = Instant::now();
+            let first = search(
+                &library,
+                &args.question,
+                &documents,
+                ranking,
+                model,
+                args.limit.max(hearth_documents::RERANK_DEPTH),
+            )?;
+            let mut all = |_| std::ops::ControlFlow::Continue(());
+            let mut ranked = hearth_documents::rerank(&args.question, first, reranker, &mut all)
+                .map_err(|e| anyhow::anyhow!("the reranker failed: {e}"))?
+                .unwrap_or_default();
+            ranked.truncate(args.limit);
+            rerank_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            ranked
+        }
+        None => hits,
+    };
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         let value = serde_json::json!({
             "ranking": ranking_name(ranking),
             "embedding_model": model.map(|m| m.model_id()),
-            "timings": { "index_ms": index_ms, "search_ms": search_ms },
+            "reranker": reranker.as_ref().map(hearth_documents::Reranker::model_id),
+            "timings": { "index_ms": index_ms, "search_ms": search_ms, "rerank_ms": rerank_ms },
             "files": report.files.iter().map(|f| serde_json::json!({
                 "file": f.given,
                 "outcome": match &f.outcome {
@@ -257,6 +297,7 @@ mod tests {
             char_start: 0,
             char_end: 7,
             text: "kittens".to_owned(),
+            from_scan: false,
             score: 1.0,
             keyword_rank: Some(1),
             semantic_rank: None,

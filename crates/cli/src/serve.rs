@@ -113,6 +113,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             hearth_server::DEFAULT_KEEP_ALIVE
         }),
         embedding_models: embedding_sources(&args)?,
+        // Transcription runs here from the speech models folder, whatever the chat model is.
+        speech_models_dir: Some(hearth_app::speech::speech_models_dir(
+            &crate::model_args::home()?,
+        )),
+        speech_home: Some(crate::model_args::home()?),
         ..ServerOptions::default()
     };
     let state = open_models(&args, options)?;

@@ -9,7 +9,8 @@
 //! `POST /v1/completions`; `POST /api/chat`, `POST /api/generate`, `POST /api/show`,
 //! `GET /api/tags`, `GET /api/ps`, `GET /api/version`; `POST /v1/embeddings`, `POST /api/embed`
 //! and `POST /api/embeddings` with the embedding model a request names
-//! ([`ServerOptions::embedding_models`]);
+//! ([`ServerOptions::embedding_models`]); `POST /v1/audio/transcriptions` with a speech model
+//! from [`ServerOptions::speech_models_dir`], run on this machine;
 //! `GET /` says the server runs. Every request must be addressed to this machine
 //! (loopback `Host`, and a loopback or operator-allowed `Origin` when a browser sends one). One
 //! generation runs at a time on a blocking thread; a few requests may wait, more get 503.
@@ -43,7 +44,9 @@ pub mod ollama;
 pub mod openai;
 mod running;
 mod share;
+mod speech_models;
 mod state;
+mod transcriptions;
 mod worker;
 
 use std::time::Duration;
@@ -85,6 +88,12 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/embeddings", post(embeddings::openai_embeddings))
         .route("/api/embed", post(embeddings::ollama_embed))
         .route("/api/embeddings", post(embeddings::ollama_embeddings))
+        .route(
+            transcriptions::PATH,
+            post(transcriptions::transcriptions).layer(DefaultBodyLimit::max(
+                body_limit.max(transcriptions::MAX_UPLOAD_BYTES),
+            )),
+        )
         .route("/", get(running))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -160,6 +169,12 @@ async fn body_timeout(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let api = Api::of_path(parts.uri.path());
+    // Sound files have a larger limit of their own.
+    let limit = if parts.uri.path() == transcriptions::PATH {
+        limit.max(transcriptions::MAX_UPLOAD_BYTES)
+    } else {
+        limit
+    };
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))

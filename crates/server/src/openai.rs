@@ -3,8 +3,9 @@
 //! options, the receipt as `usage`, and the reply bodies' common fields.
 
 use axum::response::sse::Event as SseEvent;
+use hearth_chat::picture::{bytes_of_url, check_picture, DEFAULT_LONGEST_SIDE, MAX_PICTURES};
 use hearth_chat::Receipt;
-use hearth_chat::{ChatMessage, ChatOptions, ResponseFormat, Role, SamplingParams};
+use hearth_chat::{ChatMessage, ChatOptions, Picture, ResponseFormat, Role, SamplingParams};
 use hearth_wire::openai::{
     self as wire, ChatRequest, Choice, MessageContent, RequestMessage, StopStrings,
 };
@@ -191,20 +192,33 @@ fn chat_message(message: RequestMessage, index: usize) -> Result<ChatMessage, Ap
             ))
         }
     };
+    let mut urls = Vec::new();
     let content = match message.content {
         None => String::new(),
         Some(MessageContent::Text(text)) => text,
         Some(MessageContent::Parts(parts)) => {
             let mut text = String::new();
             for part in parts {
-                match (part.kind.as_str(), part.text) {
-                    ("text", Some(t)) => text.push_str(&t),
-                    (kind, _) => {
+                match (part.kind.as_str(), part.text, part.image_url) {
+                    ("text", Some(t), _) => text.push_str(&t),
+                    ("image_url", _, Some(url)) if role == Role::User => {
+                        urls.push(url.url().to_owned())
+                    }
+                    ("image_url", _, Some(_)) => {
                         return Err(AppError::bad_field(
                             "messages",
                             format!(
-                                "message {index} has a '{kind}' content part; \
-                                 this model reads text parts only"
+                                "message {index} is not the user's but has a picture; \
+                                 pictures go in user messages"
+                            ),
+                        ))
+                    }
+                    (kind, _, _) => {
+                        return Err(AppError::bad_field(
+                            "messages",
+                            format!(
+                                "message {index} has a '{kind}' content part without its \
+                                 field; Hearth reads text and image_url parts"
                             ),
                         ))
                     }
@@ -213,7 +227,41 @@ fn chat_message(message: RequestMessage, index: usize) -> Result<ChatMessage, Ap
             text
         }
     };
-    Ok(ChatMessage::new(role, content))
+    let pictures = checked_pictures(
+        urls.iter().map(String::as_str),
+        "messages",
+        &format!("message {index}"),
+    )?;
+    Ok(ChatMessage::new(role, content).with_pictures(pictures))
+}
+
+/// Pictures a request gives (OpenAI's `image_url` URLs, Ollama's base64 `images`), each read
+/// and checked as every front end checks them ([`hearth_chat::picture`]); `whose` names them
+/// in the error a bad one gets (a 400 on `param`). Whether the model sees them is the answer
+/// loop's question, answered with a 400 too.
+pub fn checked_pictures<'a>(
+    urls: impl IntoIterator<Item = &'a str>,
+    param: &'static str,
+    whose: &str,
+) -> Result<Vec<Picture>, AppError> {
+    let mut pictures = Vec::new();
+    for (n, url) in urls.into_iter().enumerate() {
+        if n == MAX_PICTURES {
+            return Err(AppError::bad_field(
+                param,
+                format!(
+                    "{whose} has more than {MAX_PICTURES} pictures; send at most {MAX_PICTURES}"
+                ),
+            ));
+        }
+        let bad =
+            |why: String| AppError::bad_field(param, format!("{whose}, picture {}: {why}", n + 1));
+        let bytes = bytes_of_url(url).map_err(bad)?;
+        let picture =
+            check_picture(&bytes, DEFAULT_LONGEST_SIDE).map_err(|e| bad(e.to_string()))?;
+        pictures.push(picture);
+    }
+    Ok(pictures)
 }
 
 /// A receipt as `usage`: OpenAI's token counts plus FastFlowLM's timing fields (seconds,
@@ -316,6 +364,39 @@ mod tests {
         .unwrap();
         assert_eq!(g.messages[0].role, Role::System);
         assert_eq!(g.messages[1].content, "ab");
+    }
+
+    #[test]
+    fn pictures_are_read_checked_and_refused_in_words() {
+        // A 1 x 1 PNG.
+        const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgZGIGAAAOAAfXb+R4AAAAAElFTkSuQmCC";
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":[{{"type":"text","text":"what?"}},
+                {{"type":"image_url","image_url":{{"url":"data:image/png;base64,{PNG_1X1}"}}}},
+                {{"type":"image_url","image_url":"{PNG_1X1}"}}]}}]}}"#
+        );
+        let g = checked(&body, 0).unwrap();
+        assert_eq!(g.messages[0].content, "what?");
+        assert_eq!(g.messages[0].pictures.len(), 2);
+        assert_eq!(g.messages[0].pictures[0].width, 1);
+        for (body, words) in [
+            (
+                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,bm90IGFuIGltYWdl"}}]}]}"#,
+                "not a PNG, JPEG or WebP",
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.org/a.png"}}]}]}"#,
+                "not fetched",
+            ),
+            (
+                r#"{"messages":[{"role":"system","content":[{"type":"image_url","image_url":"AAAA"}]}]}"#,
+                "pictures go in user messages",
+            ),
+        ] {
+            let err = checked(body, 0).unwrap_err();
+            assert_eq!(err.status(), 400, "{body}");
+            assert!(format!("{err:?}").contains(words), "{body}: {err:?}");
+        }
     }
 
     #[test]

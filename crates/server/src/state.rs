@@ -66,6 +66,13 @@ pub struct ServerOptions {
     /// (one loaded at a time, at the first request naming it). By default none: those requests
     /// are told the server has none.
     pub embedding_models: Vec<EmbeddingSource>,
+    /// Where `/v1/audio/transcriptions` finds speech models (a folder of Whisper model
+    /// folders, the app's `speech::speech_models_dir`). By default none: those requests are
+    /// told the server has none.
+    pub speech_models_dir: Option<std::path::PathBuf>,
+    /// Hearth's folders, for speech on the NPU (FastFlowLM's Whisper, by the app's rule in
+    /// `hearth_app::speech::hear`). By default none: the processor hears every recording.
+    pub speech_home: Option<hearth_app::Home>,
 }
 
 impl ServerOptions {
@@ -103,6 +110,8 @@ impl Default for ServerOptions {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             embedding_models: Vec::new(),
+            speech_models_dir: None,
+            speech_home: None,
         }
     }
 }
@@ -127,6 +136,8 @@ struct Shared {
     started_unix: u64,
     /// The embedding models, each loaded at its first use.
     embedding: EmbeddingModels,
+    /// The speech models (`/v1/audio/transcriptions`).
+    speech: crate::speech_models::SpeechModels,
 }
 
 /// Where models come from.
@@ -222,6 +233,10 @@ impl AppState {
         // Bounded here too, so that an unchecked value can never overflow or panic.
         let admission = Arc::new(Semaphore::new(options.queue.min(MAX_QUEUE) + 1));
         let embedding = EmbeddingModels::new(options.embedding_models.clone());
+        let speech = crate::speech_models::SpeechModels::new(
+            options.speech_models_dir.clone(),
+            options.speech_home.clone(),
+        );
         AppState {
             inner: Arc::new(Shared {
                 slot: Mutex::new(loaded),
@@ -232,6 +247,7 @@ impl AppState {
                 last_receipt: Mutex::new(None),
                 started_unix: unix_now(),
                 embedding,
+                speech,
             }),
         }
     }
@@ -340,6 +356,11 @@ impl AppState {
     /// The embedding models (`/v1/embeddings`, `/api/embed`).
     pub(crate) fn embedding_model(&self) -> &EmbeddingModels {
         &self.inner.embedding
+    }
+
+    /// The speech models (`/v1/audio/transcriptions`).
+    pub(crate) fn speech_models(&self) -> &crate::speech_models::SpeechModels {
+        &self.inner.speech
     }
 
     /// The server's settings.

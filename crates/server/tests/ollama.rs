@@ -355,7 +355,17 @@ async fn errors_come_in_ollamas_shape_with_its_status_codes() {
         (
             chat(json!({"messages": [{"role": "user", "content": "x", "images": ["aGk="]}]})),
             StatusCode::BAD_REQUEST,
-            "text only",
+            "not a PNG, JPEG or WebP",
+        ),
+        (
+            // A real picture, to the demo model on the processor, which sees none.
+            chat(
+                json!({"messages": [{"role": "user", "content": "x", "images": [
+                    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgZGIGAAAOAAfXb+R4AAAAAElFTkSuQmCC"
+                ]}]}),
+            ),
+            StatusCode::BAD_REQUEST,
+            "does not see pictures",
         ),
         (
             chat(json!({"messages": "hi"})),

@@ -111,17 +111,44 @@ fn chat_message(message: Message, index: usize) -> Result<ChatMessage, AppError>
             ))
         }
     };
-    if message.images.as_ref().is_some_and(|i| !i.is_empty()) {
+    let images = message.images.unwrap_or_default();
+    if !images.is_empty() && role != Role::User {
         return Err(AppError::bad_field(
             "messages",
-            format!("message {index} has images; Hearth's models read text only"),
+            format!(
+                "message {index} is not the user's but has images; pictures go in user messages"
+            ),
         ));
     }
+    let pictures = crate::openai::checked_pictures(
+        base64_images(&images, "messages", index)?,
+        "messages",
+        &format!("message {index}"),
+    )?;
     if message.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) {
         return Err(AppError::bad_field(
             "messages",
             format!("message {index} has tool_calls; Hearth's models do not call tools yet"),
         ));
     }
-    Ok(ChatMessage::new(role, message.content))
+    Ok(ChatMessage::new(role, message.content).with_pictures(pictures))
+}
+
+/// Ollama's `images`: a list of base64 strings (anything else is refused on `param`).
+pub(super) fn base64_images<'a>(
+    images: &'a [serde_json::Value],
+    param: &'static str,
+    index: usize,
+) -> Result<Vec<&'a str>, AppError> {
+    images
+        .iter()
+        .map(|image| {
+            image.as_str().ok_or_else(|| {
+                AppError::bad_field(
+                    param,
+                    format!("message {index} has an image that is not a base64 string"),
+                )
+            })
+        })
+        .collect()
 }

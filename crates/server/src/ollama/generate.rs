@@ -65,10 +65,10 @@ pub async fn generate(
 /// What to continue; None for an empty prompt (load or unload only).
 fn input(request: &GenerateRequest) -> Result<Option<Input>, AppError> {
     let refuse = |field: &'static str, why: &str| Err(AppError::bad_field(field, why));
-    if !request.images.is_empty() {
+    if !request.images.is_empty() && request.raw {
         return refuse(
             "images",
-            "images are not supported: Hearth's models read text only",
+            "images cannot go with raw: true (raw text has no message to carry them)",
         );
     }
     if !request.suffix.is_empty() {
@@ -107,7 +107,12 @@ fn input(request: &GenerateRequest) -> Result<Option<Input>, AppError> {
     if !request.system.is_empty() {
         messages.push(ChatMessage::new(Role::System, request.system.clone()));
     }
-    messages.push(ChatMessage::new(Role::User, request.prompt.clone()));
+    let pictures = crate::openai::checked_pictures(
+        super::chat::base64_images(&request.images, "images", 0)?,
+        "images",
+        "the prompt",
+    )?;
+    messages.push(ChatMessage::new(Role::User, request.prompt.clone()).with_pictures(pictures));
     Ok(Some(Input::Chat(messages)))
 }
 
