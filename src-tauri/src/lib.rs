@@ -27,6 +27,10 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
         // "Let other apps on this computer use Hearth": off until the user turns it on, then on
         // at every start (restored below, or by the tests through `commands::share::restore`).
         .manage(hearth_server::Sharing::default())
+        // Read aloud: the reader is made at its first use (commands::read_aloud).
+        .manage(commands::read_aloud::Reader::default())
+        // The microphone's one recording (commands::voice).
+        .manage(hearth_app::voice::Voice::default())
         .plugin(tauri_plugin_store::Builder::new().build())
         // Import's folder picker and export's save dialog.
         .plugin(tauri_plugin_dialog::init())
@@ -89,6 +93,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::models::found_models,
             commands::models::import_found,
             commands::models::set_default_model,
+            commands::models::relink_model,
             commands::remote::remote_server,
             commands::remote::save_remote_server,
             commands::remote::test_remote_server,
@@ -105,9 +110,23 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::documents::library,
             commands::documents::remove_document,
             commands::documents::message_sources,
+            commands::files::open_document,
             commands::documents::cancel_indexing,
             commands::documents::continue_indexing,
+            commands::documents::pick_document_folder,
+            commands::documents::keep_failed,
             commands::documents::test_drop,
+            commands::read_aloud::read_aloud_speak,
+            commands::read_aloud::read_aloud_stop,
+            commands::voice::start_listening,
+            commands::voice::stop_listening,
+            commands::voice::cancel_listening,
+            commands::voice::voice_status,
+            commands::pictures::check_picture,
+            commands::pictures::pick_pictures,
+            commands::pictures::take_dropped_pictures,
+            commands::pictures::message_picture,
+            commands::pictures::pictures_as_documents,
         ])
 }
 

@@ -38,6 +38,14 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     hearth_app::documents::DocumentEvent::export_all(cfg)?;
     hearth_app::drop::Dropped::export_all(cfg)?;
     hearth_app::documents::MessageSources::export_all(cfg)?;
+    hearth_app::open_file::Opened::export_all(cfg)?;
+    hearth_app::read_aloud::ReadAloudEvent::export_all(cfg)?;
+    hearth_app::voice::VoiceLevel::export_all(cfg)?;
+    hearth_app::voice::Listening::export_all(cfg)?;
+    hearth_app::voice::VoiceHeard::export_all(cfg)?;
+    hearth_app::voice::VoiceStatus::export_all(cfg)?;
+    hearth_app::pictures::DraftPicture::export_all(cfg)?;
+    hearth_app::pictures::PictureUpload::export_all(cfg)?;
     npu::Comparison::export_all(cfg)?;
     hearth_app::Error::export_all(cfg)?;
     hearth_chat::conversations::Conversation::export_all(cfg)?;
@@ -272,6 +280,7 @@ const EVENTS: &[(&str, &str)] = &[
     (hearth_app::npu::LOADING_EVENT, "ModelLoading"),
     (hearth_app::documents::DOCUMENTS_EVENT, "DocumentEvent"),
     (hearth_app::drop::DROP_EVENT, "Dropped"),
+    (hearth_app::read_aloud::READ_ALOUD_EVENT, "ReadAloudEvent"),
 ];
 
 /// `ui/src/lib/commands.ts`: the command map, in the order of `names::COMMANDS`.

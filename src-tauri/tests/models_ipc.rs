@@ -98,7 +98,8 @@ fn a_gguf_file_is_imported_from_its_path_or_its_folder() {
     )
     .expect("import the GGUF file");
     assert_eq!(model["name"], "Tiny-Chat.Q4_1", "named after the file");
-    assert_eq!(model["format"], "q4nx", "converted: {model}");
+    assert_eq!(model["format"], "gguf", "linked, not converted: {model}");
+    assert_eq!(model["linked"]["state"], "ready", "{model}");
     assert_eq!(
         std::fs::read(&file).unwrap(),
         bytes,

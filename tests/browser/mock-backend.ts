@@ -5,7 +5,10 @@
 import { mockIPC } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import { modelsCommand } from './mock-models';
-import { checkRemoteAccepted, documentsBeforeAnswer, documentsCommand } from './mock-documents';
+import { voiceCommand } from './mock-voice';
+import { readAloudCommand } from './mock-read-aloud';
+import { checkRemoteAccepted, documentsAfterAnswer, documentsBeforeAnswer, documentsCommand } from './mock-documents';
+import { picturesCommand, picturesControl, savePictures } from './mock-pictures';
 
 type Json = Record<string, any>;
 
@@ -61,10 +64,14 @@ const control: MockControl = {
 (window as any).__mock = control;
 
 const sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 };
-let settings: Json = { theme: 'light', font_size: 15, sampling, max_tokens: 256, system_prompt: '' };
+/** The one folder the mock treats as a Python environment holding FastFlowLM's bin/flm. */
+const FLM_ENV = '/home/ana/fastflow-venv';
+let settings: Json = { theme: 'light', font_size: 15, sampling, max_tokens: 256, system_prompt: '', read_answers: false };
 const model = {
   name: 'demo', path: '/models/demo', family: 'llama', parameter_count: 1_200_000, context_length: 512,
   weight_format: 'q4nx', backend_kind: 'cpu', backend: 'cpu (avx2)', device: 'Mock CPU', kernel: 'avx2', builtin: 'demo', sha256: null,
+  // Read through a getter: a test says whether the model in use sees (window.__mockPictures.sees).
+  get sees_pictures() { return picturesControl.sees; },
 };
 // The model answering now: the demo, or a remote one after select_model with backend "remote".
 let current: Json = model;
@@ -196,7 +203,12 @@ async function startAnswer(args: Json) {
   let user: Json | null = null;
   if (action.kind === 'send' || action.kind === 'edit') {
     if (typeof action.content !== 'string' || !action.content.trim()) fail('invalid_input', 'The message is empty. Type something first.');
-    user = { id: nextId++, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now(), branches: [] as number[] };
+    if (action.kind === 'send' && action.pictures?.length && !picturesControl.sees) {
+      throw { code: 'unsupported', message: `${current.name} does not see pictures, so it cannot look at yours.`, detail: 'seesNoPictures', params: { model: current.name } };
+    }
+    const id = nextId++;
+    const pictures = action.kind === 'send' ? savePictures(id, action.pictures) : [];
+    user = { id, role: 'user', content: action.content, state: 'complete', receipt: null, created_at: now(), branches: [] as number[], pictures };
     if (action.kind === 'edit') {
       const at = c.messages.findIndex((m: Json) => m.id === action.message_id);
       if (at < 0 || c.messages[at].role !== 'user') fail('not_found', `There is no message ${action.message_id} of yours in this conversation to edit.`);
@@ -219,11 +231,17 @@ async function startAnswer(args: Json) {
       ...(m.content.trim() ? [{ message_id: m.id, content: m.content, state: m.state, receipt: m.receipt, created_at: m.created_at }] : []),
     ]);
     c.versions = c.versions.filter((v: Json) => !taken.some((m) => m.id === v.message_id));
+  } else if (action.kind === 'continue') {
+    // As the backend does: only the last answer, and only on this computer's processor.
+    const last = c.messages[c.messages.length - 1];
+    if (!last || last.id !== action.message_id || last.role !== 'assistant') fail('invalid_input', 'Only the last answer of a conversation, cut short, can be continued.');
+    if (current.backend_kind !== 'cpu') fail('unsupported', 'This model cannot write on inside its cut answer (it runs on a server or the NPU); ask it to go on in a new answer.');
   } else {
     fail('invalid_input', `unknown action ${JSON.stringify(action)}`);
   }
-  const answer = { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now(), branches: [] as number[] };
-  c.messages.push(answer);
+  const continued = action.kind === 'continue' ? c.messages[c.messages.length - 1] : null;
+  const answer = continued ?? { id: nextId++, role: 'assistant', content: '', state: 'streaming', receipt: null as Json | null, created_at: now(), branches: [] as number[] };
+  if (!continued) c.messages.push(answer);
   c.versions.push(...(c.pendingVersions ?? []).map((v: Json) => ({ ...v, message_id: answer.id })));
   c.pendingVersions = [];
   busy = true;
@@ -262,6 +280,7 @@ async function startAnswer(args: Json) {
   };
   c.updated_at = now();
   busy = false;
+  documentsAfterAnswer(c.id, send, answer.id);
   send({ event: 'done', data: { message: { ...answer } } });
   return null;
 }
@@ -398,9 +417,15 @@ mockIPC(async (cmd, raw) => {
       return loadLocal(args.name, args.backend === 'npu' ? 'npu' : 'cpu', args.npuAnyway === true);
     case 'get_settings':
       return settings;
-    case 'save_settings':
+    case 'save_settings': {
+      // As Settings::checked: a FastFlowLM environment must hold bin/flm (here, only this one).
+      const env = args.settings.flm_python_env;
+      if (env && env !== FLM_ENV) {
+        throw { code: 'invalid_input', message: `${env} holds no FastFlowLM (there is no bin/flm in it). Choose the folder of the Python environment where pip install fastflow-sdk installed it, or clear the field.`, detail: 'flm_env_missing', params: { folder: env } };
+      }
       settings = args.settings;
       return settings;
+    }
     case 'list_conversations': {
       const q = String(args.query ?? '').toLowerCase();
       return [...conversations.values()]
@@ -453,12 +478,16 @@ mockIPC(async (cmd, raw) => {
     case 'power_sample':
       return powerSample();
     default: {
-      const remoteAnswer = remoteCommand(cmd, args) ?? shareCommand(cmd, args);
+      const remoteAnswer = remoteCommand(cmd, args) ?? shareCommand(cmd, args) ?? readAloudCommand(cmd, args);
       if (remoteAnswer !== undefined) return remoteAnswer;
+      const pictureAnswer = picturesCommand(cmd, args);
+      if (pictureAnswer !== undefined) return pictureAnswer;
       const answer = modelsCommand(cmd, args);
       if (answer !== undefined) return answer;
       const documentsAnswer = documentsCommand(cmd, args);
       if (documentsAnswer !== undefined) return documentsAnswer;
+      const voiceAnswer = voiceCommand(cmd, args);
+      if (voiceAnswer !== undefined) return voiceAnswer;
       fail('unknown_command', `mock backend: unknown command ${cmd}`);
     }
   }

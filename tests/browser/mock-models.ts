@@ -37,6 +37,14 @@ export const modelsControl = {
   failImportFound: null as string | null,
   /** More catalog entries (a test's models of other kinds, or twins), after the two above. */
   moreCatalog: [] as Json[],
+  /** Puts a GGUF file linked where it lies among the installed models (issue 49), its file
+   *  `state` ready, missing or changed. */
+  addLinked(name: string, file: string, state: string) {
+    installed.push({
+      name, tag: `${name}:latest`, folder: `/models/${name}`, size_bytes: 9_761, source: `link:${file}`, repo: null, revision: null,
+      catalog_id: null, format: 'gguf', backends: ['cpu'], is_default: false, builtin: false, files: {}, linked: { file, state },
+    });
+  },
 };
 (window as any).__mockModels = modelsControl;
 
@@ -88,6 +96,7 @@ function overview() {
     installed: [...installed, ...localOnly()].map((i) => ({ ...i, is_default: i.name === defaultName })),
     partial: [...partial.values()],
     downloading: [...running.keys()],
+    copy_models: false,
   };
 }
 
@@ -250,6 +259,17 @@ export function modelsCommand(cmd: string, args: Json): unknown {
       return found;
     case 'import_found':
       return importFound(args);
+    case 'relink_model': {
+      // As the hub: the same model only (here, any path without "other" in it).
+      const model = installed.find((i) => i.name === args.name && i.linked);
+      if (!model) fail('not_found', `hub: no installed model is called ${args.name}.`);
+      if (args.path.includes('other')) {
+        fail('invalid_input', `hub: ${args.path} is a different file from the one ${args.name} was added from (its header is not the same), so ${args.name} was left as it was. Pick the file you added, or add this one as a new model`);
+      }
+      model!.linked = { file: args.path, state: 'ready' };
+      model!.source = `link:${args.path}`;
+      return model;
+    }
     case 'set_default_model':
       if (!installed.some((i) => i.name === args.name)) fail('not_found', `hub: no installed model is called ${args.name}.`);
       defaultName = args.name;

@@ -10,6 +10,9 @@ import { join, extname, normalize, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 import { chromium } from 'playwright-core';
+import { pictureTests } from './pictures.mjs';
+import { readAloudTests } from './read-aloud.mjs';
+import { npuSettingsTests } from './npu-settings.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -252,6 +255,7 @@ test('first start with the bundled starter: the welcome card says it is small an
   const text = await card.textContent();
   assert(text.includes('SmolLM2-135M') && text.includes('makes many mistakes') && !text.includes('demo'), `the card: ${text}`);
   assert((await page.getByTestId('toast').count()) === 0, 'no duplicate notice about the starter');
+  assert((await card.getByTestId('starter-english').count()) === 0, 'review #20: no language note in English');
   await card.getByRole('button', { name: 'Try it first' }).click();
   const chip = page.getByTestId('demo-chip');
   await chip.waitFor();
@@ -259,6 +263,13 @@ test('first start with the bundled starter: the welcome card says it is small an
   const option = await page.getByTestId('model-picker').locator('option[value="cpu:smollm2-135m"]').textContent();
   assert(option.trim() === 'SmolLM2 (built in)', `the picker names it short (review #15): ${option}`);
 }, () => { window.__mockBuiltin = 'starter'; });
+
+test('review #20 (S3): in German the starter welcome card says it understands English best; in English it does not', async ({ page }) => {
+  const card = page.getByTestId('welcome-card');
+  await card.waitFor();
+  const note = await card.getByTestId('starter-english').textContent();
+  assert(note.includes('Englisch am besten'), `the German card says so: ${note}`);
+}, () => { window.__mockBuiltin = 'starter'; window.__mockSystemLanguage = 'de'; });
 
 test('a message streams an answer with a grey line of numbers and the receipt under Details; review #24 (S3): one grid with the technical rows', async ({ page }) => {
   const listings = () => page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'list_conversations').length);
@@ -964,6 +975,29 @@ test('found on this computer: an Import button or the reason; a failed import ke
   assert((await tiny.getByTestId('found-import-error').count()) === 0, 'the error goes once it worked');
 });
 
+test('issue 49: a linked model whose file moved says so; Find it refuses another file and links the same one; Remove keeps the file', async ({ page }) => {
+  await page.evaluate(() => window.__mockModels.addLinked('tiny-q4', '/home/ana/.ollama/models/blobs/sha256-1', 'missing'));
+  await openModels(page);
+  const row = page.getByTestId('installed-tiny-q4');
+  const gone = row.getByTestId('linked-gone-tiny-q4');
+  await gone.waitFor();
+  assert((await gone.textContent()).includes('sha256-1 was moved or changed since you added it: find it, or remove it.'), await gone.textContent());
+  assert((await row.getByTestId('default-tiny-q4').count()) === 0, 'an unavailable model is not offered as the default');
+  assert((await page.getByTestId('found-how').textContent()).includes('links it where it is'), 'Found on this computer says it links');
+  await page.evaluate(() => { window.__mock.pickedFile = '/home/ana/other.gguf'; });
+  await row.getByTestId('find-tiny-q4').click();
+  await row.getByText('is a different file').first().waitFor();
+  await page.evaluate(() => { window.__mock.pickedFile = '/home/ana/models/tiny.gguf'; });
+  await row.getByTestId('find-tiny-q4').click();
+  await row.getByTestId('linked-tiny-q4').waitFor();
+  assert((await page.getByTestId('models-notice').textContent()).includes('tiny-q4 reads /home/ana/models/tiny.gguf again.'), 'says it was found');
+  assert((await row.getByTestId('linked-gone-tiny-q4').count()) === 0, 'no longer unavailable');
+  await row.getByTestId('delete-tiny-q4').click();
+  assert((await row.getByRole('alert').textContent()).includes('the file /home/ana/models/tiny.gguf is not deleted'), 'Remove says the file stays');
+  await row.getByTestId('confirm-delete-tiny-q4').click();
+  await row.waitFor({ state: 'detached' });
+});
+
 test('cancel stops a download; delete asks first and says what it freed; set as default', async ({ page }) => {
   await page.evaluate(() => { window.__mockModels.stepMs = 60; });
   await openModels(page);
@@ -1030,9 +1064,9 @@ test('review #1 (S1): a .gguf file is imported from the file picker, by typed pa
   await page.getByTestId('toast').getByText('Other.gguf was not imported: drop a model on its own to import it.').waitFor();
   await page.getByTestId('attached-file').filter({ hasText: 'report.pdf' }).waitFor();
   assert((await imports()) === before, 'the model of a mixed drop is not imported');
-  // A picture is said plainly, and nothing is asked of the backend.
+  // A picture is a document: attached, its text read through OCR (issue 53).
   await page.evaluate(() => window.__mockDrop(['cat.png']));
-  await page.getByTestId('toast').getByText('Hearth does not read pictures yet, so cat.png was not attached.').waitFor();
+  await page.getByTestId('attached-file').filter({ hasText: 'cat.png' }).waitFor();
 });
 
 // Your own files (issue 35): attach, the library, sources under answers, the remote notice.
@@ -1053,7 +1087,7 @@ async function contrast(locator) {
   });
 }
 
-test('your files: a drop on the window shows what it accepts, attaches, shows indexing and an unreadable file\'s reason next to it; remove takes a file off', async ({ page }) => {
+test('your files: a drop on the window shows what it accepts, attaches, shows indexing and an unreadable file\'s reason apart; ✕ dismisses it', async ({ page }) => {
   await page.evaluate(() => window.__mock.emit('tauri://drag-enter', { paths: ['/home/ana/contract.pdf'], position: { x: 10, y: 10 } }));
   const overlay = page.getByTestId('drop-overlay');
   await overlay.waitFor();
@@ -1064,10 +1098,13 @@ test('your files: a drop on the window shows what it accepts, attaches, shows in
   const files = page.getByTestId('attached-file');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 2);
   await page.waitForFunction(() => /(Reading|Indexing)… \d+%/.test(document.querySelector('[data-testid="attachments"]')?.textContent ?? ''));
-  const error = files.filter({ hasText: 'scan.pdf' }).getByTestId('file-error');
+  const failed = page.getByTestId('failed-file').filter({ hasText: 'scan.pdf' });
+  const error = failed.getByTestId('file-error');
   await error.waitFor();
-  assert((await error.textContent()).includes('no text layer; it may be a scan'), await error.textContent());
+  assert((await error.textContent()).startsWith('This PDF is a scanned image, and no OCR language is installed for it.'), await error.textContent());
+  assert(!(await error.textContent()).includes('/home'), 'no path in the sentence');
   await page.waitForFunction(() => document.querySelector('[data-testid="attachments"]')?.textContent.includes('42 passages'));
+  assert((await files.count()) === 1, 'the unreadable file is not attached');
   const calls = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'attach_dropped').map((c) => c.args));
   assert(calls.length === 1 && calls[0].token && !JSON.stringify(calls[0]).includes('/home'), `the UI names the drop by its token, never a path: ${JSON.stringify(calls)}`);
   for (const theme of ['light', 'dark']) {
@@ -1075,9 +1112,61 @@ test('your files: a drop on the window shows what it accepts, attaches, shows in
     const ratio = await contrast(error);
     assert(ratio >= 4.5, `the error is readable in ${theme} (contrast ${ratio.toFixed(2)})`);
   }
-  await page.getByRole('button', { name: 'Remove scan.pdf from this conversation' }).click();
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="attached-file"]').length === 1);
+  await failed.getByRole('button', { name: 'Dismiss scan.pdf' }).click();
+  await failed.waitFor({ state: 'detached' });
   assert((await files.first().textContent()).includes('contract.pdf'), 'the other file stays');
+});
+
+test('issue 53: unreadable files show the whole name, a plain sentence, Details and ✕; the list stays under a third of the conversation at 700x520; Keep in Your files; a folder attaches what it holds', async ({ page }) => {
+  await page.setViewportSize({ width: 700, height: 520 });
+  await page.evaluate(() => {
+    const long = 'Scanned letter from the tax office about the 2024 return, second page.pdf';
+    const scan = (file) => ({ code: 'scanned-no-ocr-language', params: { file, format: 'pdf', languages: 'eng', installed: '' }, detail: `/home/ana/Tax papers/${file}: OCR languages asked eng, installed `, message: `${file}: scanned` });
+    const names = [long, 'broken-report.pdf', 'notes.pdf', 'encrypted.pdf', 'more-1.pdf', 'more-2.pdf'];
+    for (const name of names) window.__mockDocuments.unreadable[name] = scan(name);
+    window.__mockDocuments.unreadable['broken-report.pdf'] = { code: 'damaged', params: { file: 'broken-report.pdf', format: 'pdf' }, detail: '/home/ana/broken-report.pdf: failed parsing cross reference table', message: 'x' };
+    window.__mockDocuments.unreadable['encrypted.pdf'] = { code: 'password', params: { file: 'encrypted.pdf', format: 'pdf' }, detail: '/home/ana/encrypted.pdf', message: 'x' };
+    window.__mockDocuments.stepMs = 10;
+    void window.__mockDrop(names);
+  });
+  const failed = page.getByTestId('failed-file');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="failed-file"]').length === 6);
+  const long = failed.filter({ hasText: 'Scanned letter' });
+  const name = (await long.locator('.name').textContent()).trim();
+  assert(name === 'Scanned letter from the tax office about the 2024 return, second page.pdf', `the whole name: ${name}`);
+  const cut = await long.locator('.name').evaluate((el) => el.scrollWidth > el.clientWidth + 1 || getComputedStyle(el).textOverflow === 'ellipsis');
+  assert(!cut, 'the name is wrapped, never cut');
+  const broken = failed.filter({ hasText: 'broken-report.pdf' });
+  assert((await broken.getByTestId('file-error').textContent()).startsWith('This file is damaged or is not really a PDF.'), await broken.getByTestId('file-error').textContent());
+  assert((await failed.filter({ hasText: 'encrypted.pdf' }).getByTestId('file-error').textContent()).startsWith('This file is protected by a password.'), 'password');
+  const details = broken.getByTestId('failed-details');
+  assert(!(await details.locator('pre').isVisible()), 'the technical words are folded');
+  await details.locator('summary').click();
+  assert((await details.locator('pre').textContent()).includes('failed parsing cross reference table'), 'Details has the parser words and the path');
+  const heights = await page.evaluate(() => ({
+    list: document.querySelector('[data-testid="failed-files"]').getBoundingClientRect().height,
+    conversation: document.querySelector('[data-testid="message-list"]').getBoundingClientRect().height,
+  }));
+  assert(heights.list <= heights.conversation / 3, `the failed list (${Math.round(heights.list)} px) takes at most a third of the conversation (${Math.round(heights.conversation)} px)`);
+  const scrolls = await page.evaluate(() => { const l = document.querySelector('[data-testid="failed-files"]'); return l.scrollHeight > l.clientHeight; });
+  assert(scrolls, 'six failures scroll inside the list');
+  const problems = await layoutProblems(page);
+  assert(problems.length === 0, problems.join('; '));
+  // Keep in Your files: the library keeps it with its reason; ✕ then dismisses the row.
+  await broken.getByTestId('keep-failed').click();
+  await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'keep_failed'));
+  await broken.getByTestId('keep-failed').waitFor({ state: 'detached' });
+  await broken.getByRole('button', { name: 'Dismiss broken-report.pdf' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="failed-file"]').length === 5);
+  await page.getByTestId('library-button').click();
+  const library = page.getByTestId('library');
+  await library.getByText('This file is damaged or is not really a PDF.', { exact: false }).waitFor();
+  assert((await library.getByTestId('library-file').count()) === 1, 'only the kept one of the six is in Your files');
+  await page.keyboard.press('Escape');
+  // A folder, picked with the Folder button: its files attached, what it skipped said.
+  await page.getByTestId('attach-folder-button').click();
+  await page.getByTestId('toast').getByText('Tax papers: 3 files attached; 3 skipped: 2 are not documents Hearth reads, 1 is too large.').waitFor();
+  await page.waitForFunction(() => ['2024 receipt.pdf', 'letter.docx', 'notes.md'].every((n) => document.querySelector('[data-testid="attachments"]').textContent.includes(n)));
 });
 
 test('your files: the paperclip attaches through the dialog; the answer reads the file with progress, cites numbered sources, and a source opens its passage (keyboard too)', async ({ page }) => {
@@ -1089,7 +1178,7 @@ test('your files: the paperclip attaches through the dialog; the answer reads th
   await page.waitForFunction(() => /Reading your document… \d+%/.test(document.querySelector('[data-testid="reading-line"]')?.textContent ?? ''));
   await page.getByTestId('answer-line').last().waitFor();
   const answer = page.getByTestId('assistant-message').last();
-  const sources = answer.getByTestId('source');
+  const sources = answer.getByTestId('sources-used').getByTestId('source');
   assert((await sources.count()) === 2, 'two numbered sources under the answer');
   assert((await sources.first().textContent()).replace(/\s+/g, ' ').trim() === '[1] contract.pdf, page 3', await sources.first().textContent());
   // The marker [2] in the text opens its passage.
@@ -1098,6 +1187,13 @@ test('your files: the paperclip attaches through the dialog; the answer reads th
   await view.waitFor();
   assert((await view.textContent()).includes('contract.pdf') && (await page.getByTestId('passage-place').textContent()) === 'page 5', await view.textContent());
   assert((await page.getByTestId('passage-text').textContent()).includes('three months of notice'), 'the cited passage is shown, marked');
+  // Review #13 (S3): the passage view opens the file, at the cited page.
+  await view.getByRole('button', { name: 'Open the file at page 5' }).click();
+  const opened = await page.getByTestId('passage-opened').textContent();
+  assert(opened === 'contract.pdf opened at page 5.', `where it opened: ${opened}`);
+  const asked = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'open_document').map((c) => c.args));
+  assert(asked.length === 1 && asked[0].page === 5 && typeof asked[0].documentId === 'number', JSON.stringify(asked));
+  await view.getByTestId('passage-open').focus();
   await page.keyboard.press('Escape');
   await view.waitFor({ state: 'detached' });
   // Keyboard: focus the first source, Enter opens it, Escape closes it.
@@ -1111,6 +1207,62 @@ test('your files: the paperclip attaches through the dialog; the answer reads th
   await page.keyboard.press('Control+n');
   await page.getByTestId('sidebar').getByText('What is the rent?').click();
   await page.getByTestId('assistant-message').last().getByTestId('source').first().waitFor();
+});
+
+test('issue 54: sources show what the answer used: cited first (one entry per page), Also read folded, probably used without marks, none for a greeting', async ({ page }) => {
+  const entry = (o) => ({ document_id: 1, name: 'contract.pdf', section: o.number, char_start: 0, char_end: 10, text: `Passage ${o.number} of ${o.name ?? 'contract.pdf'}.`, from_scan: false, numbers: [], read_whole: false, page: null, place: '', ...o });
+  await page.evaluate(() => { window.__mock.answer = 'The rent is 900 euros 【1】, notice is three months [1, 2].'; window.__mock.tokenDelayMs = 2; });
+  await page.evaluate((sorted) => { window.__mockDocuments.sorted = sorted; }, [
+    entry({ number: 1, numbers: [1, 3], place: 'page 15', page: 15, used: 'cited' }),
+    entry({ number: 2, place: 'page 7', page: 7, used: 'cited' }),
+    entry({ number: 4, numbers: [4, 5], name: 'notes.md', document_id: 2, used: 'also_read', read_whole: true }),
+  ]);
+  await page.getByTestId('attach-button').click();
+  await page.getByTestId('attached-file').waitFor();
+  await sendAndWait(page, 'What is the rent?');
+  let answer = page.getByTestId('assistant-message').last();
+  const used = answer.getByTestId('sources-used').getByTestId('source');
+  const labels = async (list) => (await list.allTextContents()).map((x) => x.replace(/\s+/g, ' ').trim());
+  const cited = await labels(used);
+  assert(JSON.stringify(cited) === JSON.stringify(['[1][3] contract.pdf, page 15', '[2] contract.pdf, page 7']), `cited first, page 15 once: ${JSON.stringify(cited)}`);
+  assert((await answer.getByTestId('sources').locator('h3').textContent()) === 'Sources', 'headed Sources');
+  const also = answer.getByTestId('sources-also-read');
+  assert((await also.locator('summary').textContent()).trim() === 'Also read (1)', await also.locator('summary').textContent());
+  assert(!(await also.getByTestId('source').isVisible()), 'Also read is folded');
+  await also.locator('summary').click();
+  assert((await labels(also.getByTestId('source')))[0] === '[4][5] Read whole: notes.md', JSON.stringify(await labels(also.getByTestId('source'))));
+  // 【1】 and [1, 2] are links: one button per number; [1] opens the page-15 entry.
+  const marks = await answer.locator('button.cite').evaluateAll((bs) => bs.map((b) => b.dataset.cite));
+  assert(JSON.stringify(marks) === '["1","1","2"]', `the markers link: ${JSON.stringify(marks)}`);
+  await answer.locator('button.cite[data-cite="2"]').first().click();
+  assert((await page.getByTestId('passage-place').textContent()) === 'page 7', 'the marker opens its entry');
+  await page.keyboard.press('Escape');
+  await page.getByTestId('passage-view').waitFor({ state: 'detached' });
+
+  // No marks: what the answer probably used, labelled so.
+  await page.evaluate((sorted) => { window.__mockDocuments.sorted = sorted; window.__mock.answer = 'The rent is 900 euros a month.'; }, [
+    entry({ number: 2, place: 'page 7', page: 7, used: 'probably_used' }),
+    entry({ number: 1, place: 'page 15', page: 15, used: 'also_read' }),
+  ]);
+  await sendAndWait(page, 'And the rent again?');
+  answer = page.getByTestId('assistant-message').last();
+  await answer.getByTestId('sources').waitFor();
+  assert((await answer.getByTestId('sources').locator('h3').textContent()) === 'Probably used', await answer.getByTestId('sources').locator('h3').textContent());
+  assert(JSON.stringify(await labels(answer.getByTestId('sources-used').getByTestId('source'))) === '["[2] contract.pdf, page 7"]', 'the probable entry');
+
+  // A greeting used nothing: no sources under it.
+  await page.evaluate((sorted) => { window.__mockDocuments.sorted = sorted; window.__mock.answer = 'Hello! How can I help?'; }, [
+    entry({ number: 1, place: 'page 15', page: 15, used: 'also_read' }),
+    entry({ number: 2, place: 'page 7', page: 7, used: 'also_read' }),
+  ]);
+  await sendAndWait(page, 'Hello!');
+  answer = page.getByTestId('assistant-message').last();
+  assert((await answer.getByTestId('sources').count()) === 0, 'a greeting shows no sources');
+  // Reopened, each answer shows its groups again (message_sources).
+  await page.keyboard.press('Control+n');
+  await page.getByTestId('sidebar').getByText('What is the rent?').click();
+  await page.getByTestId('assistant-message').first().getByTestId('sources-used').waitFor();
+  assert((await page.getByTestId('assistant-message').last().getByTestId('sources').count()) === 0, 'the greeting still has none');
 });
 
 test('your files: the library lists every file and its disk use, attaches one to another conversation, and removes one after saying the original stays', async ({ page }) => {
@@ -1154,6 +1306,35 @@ test('review #10 (S3): Cancel says Stopping… at once, and the note that indexi
   await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'continue_indexing'));
 });
 
+test('review #10 (S3): after a Cancel each row says how many passages are not indexed yet; Continue indexing says Starting… then a rough time left', async ({ page }) => {
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 300; });
+  await page.getByTestId('attach-button').click();
+  const file = page.getByTestId('attached-file');
+  await file.locator('progress').waitFor();
+  await file.getByTestId('cancel-indexing').click();
+  await page.getByTestId('indexing-stopped').waitFor();
+  const status = file.getByTestId('file-status');
+  await page.waitForFunction(() => document.querySelector('[data-testid="attached-file"] [data-testid="file-status"]')?.textContent?.includes('not indexed yet'));
+  assert((await status.textContent()).includes('42 passages, 30 not indexed yet'), `the attachment says what is not done: ${await status.textContent()}`);
+  await page.getByTestId('library-button').click();
+  const row = page.getByTestId('library-file');
+  await row.waitFor();
+  assert((await row.textContent()).includes('42 passages, 30 not indexed yet'), `Your files says it too: ${await row.textContent()}`);
+  // Slow steps: the first event (nothing embedded yet) says Starting…, not 0%; after a few
+  // seconds of progress a rough time left follows.
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 1_200; });
+  await page.getByTestId('continue-indexing').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="library-file"]')?.textContent?.includes('Starting…'));
+  assert(!(await row.textContent()).includes('0%'), `no stuck 0%: ${await row.textContent()}`);
+  await page.waitForFunction(() => / left/.test(document.querySelector('[data-testid="library-file"]')?.textContent ?? ''), null, { timeout: 10_000 });
+  assert(/Indexing… \d+% · (a few seconds|less than a minute|about \d+ min) left/.test(await row.textContent()), `a rough time left: ${await row.textContent()}`);
+  await page.getByTestId('library-indexing').waitFor({ state: 'detached', timeout: 10_000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="library-file"]')?.textContent?.includes('not indexed yet'));
+  assert((await row.textContent()).includes('42 passages'), await row.textContent());
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.querySelector('[data-testid="attached-file"]')?.textContent?.includes('not indexed yet'));
+});
+
 test('your files: Cancel next to the indexing progress stops it and says what is kept; Continue indexing in the library finishes it; review #12 (S3): in plain words', async ({ page }) => {
   await page.evaluate(() => { window.__mockDocuments.stepMs = 300; });
   await page.getByTestId('attach-button').click();
@@ -1192,6 +1373,18 @@ test('settings: the model that searches your files is chosen among the installed
   assert((await page.getByTestId('embedding-help').textContent()).includes('meanwhile they are still found by keyword'), await page.getByTestId('embedding-help').textContent());
   await select.selectOption('Qwen3-Embedding-0.6B');
   await page.waitForFunction(() => document.querySelector('[data-testid="embedding-model"]').value === 'Qwen3-Embedding-0.6B');
+});
+
+test('issue 53: Settings › Files lists the languages scans can be read in with their size; the app language and English by default; a change is saved', async ({ page }) => {
+  await openView(page, 'settings');
+  const scan = page.getByTestId('scan-languages');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="scan-language"]').length === 3);
+  const text = await scan.textContent();
+  assert(text.includes('Languages scans can be read in') && text.includes('English') && text.includes('German') && /4\.11 MB of language data/.test(text), text);
+  const boxes = scan.getByTestId('scan-language');
+  assert((await boxes.nth(0).isChecked()) && !(await boxes.nth(1).isChecked()), 'English alone in the English app');
+  await scan.getByRole('checkbox', { name: /German/ }).check();
+  await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'save_settings' && JSON.stringify(c.args.settings.ocr_languages) === '["eng","deu"]'));
 });
 
 test('your files: with a remote server, a notice names it before the first answer and is accepted once', async ({ page }) => {
@@ -1569,10 +1762,27 @@ test('review #4 (S2): an answer cut at the length limit says so and offers Conti
   assert((await note.textContent()).includes('stopped at the length limit (Settings › Advanced › Longest answer)'), await note.textContent());
   await page.evaluate(() => { window.__mock.stopReason = 'end of turn'; });
   await note.getByTestId('continue-button').click();
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="user-message"]').length === 2);
-  assert((await page.getByTestId('user-message').last().textContent()).includes('Please continue where you stopped.'), 'Continue asks the model to go on');
+  // Review #9 (S3): the same answer grows; no message of the user is added.
+  await page.waitForFunction(() => (document.querySelector('[data-testid="assistant-message"]')?.textContent ?? '').split('I am a mock answer').length === 3);
   await page.getByTestId('send-button').waitFor();
-  assert((await page.getByTestId('length-note').count()) === 1, 'only the cut answer carries the note');
+  assert((await page.getByTestId('user-message').count()) === 1, 'no canned message of the user');
+  assert((await page.getByTestId('assistant-message').count()) === 1, 'one answer, written on');
+  assert((await page.getByTestId('length-note').count()) === 0, 'the answer now ended at its end of turn');
+});
+
+test('review #9 (S3): a model on a server cannot write on inside its answer: Continue says so and asks in a new answer', async ({ page }) => {
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.stopReason = 'length limit'; });
+  await sendAndWait(page, 'What is the capital of France?');
+  // The backend's refusal for a model on a server or the NPU (crates/app/src/turn.rs).
+  await page.evaluate(() => {
+    window.__mock.stopReason = 'end of turn';
+    window.__mock.failStart = { code: 'unsupported', message: 'This model cannot write on inside its cut answer (it runs on a server or the NPU); ask it to go on in a new answer.' };
+  });
+  await page.getByTestId('length-note').getByTestId('continue-button').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="user-message"]').length === 2);
+  assert((await page.getByTestId('user-message').last().textContent()).includes('Please continue where you stopped.'), 'a new answer is asked for');
+  const toast = await page.getByTestId('toast').last().textContent();
+  assert(toast.includes('cannot write on inside its answer'), `said plainly: ${toast}`);
 });
 
 test('review #5 (S2): start, New conversation, Ctrl+N and switching put the cursor in the message box', async ({ page }) => {
@@ -1966,9 +2176,53 @@ if (process.env.UX_SHOTS) {
   }, () => { window.__mockNoSensor = true; window.__mockBattery = true; window.__mock && (window.__mock.npuModels = { 'Qwen3-0.6B': false }); });
 }
 
+pictureTests({ test, assert, send });
+readAloudTests({ test, assert, sendAndWait, openView });
+npuSettingsTests({ test, assert, openView });
+
 let passed = 0;
 let failed = 0;
 // ONLY=words runs the tests whose name contains them.
+test('speaking: the microphone shows a live level and time, Escape stops, the words land in the box; no speech model is said; a busy microphone is said beside the button', async ({ page }) => {
+  await page.getByTestId('mic-button').click();
+  await page.getByTestId('mic-live').waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="mic-elapsed"]')?.textContent === '0:01', null, { timeout: 5000 });
+  const level = await page.getByTestId('mic-level').evaluate((m) => m.value);
+  assert(level > 0 && level <= 1, `the meter moves with the level, got ${level}`);
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.querySelector('[data-testid="chat-input"]').value === 'What is the capital of France?');
+  const languages = await page.evaluate(() => window.__mockVoice.languages);
+  assert(languages[0] === 'en', `the UI's language is asked for, got ${JSON.stringify(languages)}`);
+  // Ctrl+Shift+M starts and the button stops; words join what is typed.
+  await page.getByTestId('chat-input').fill('Tell me:');
+  await page.keyboard.press('Control+Shift+M');
+  await page.getByTestId('mic-live').waitFor();
+  await page.getByTestId('mic-button').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="chat-input"]').value === 'Tell me: What is the capital of France?');
+  // "Send what I said at once".
+  await page.getByTestId('chat-input').fill('');
+  await page.getByTestId('mic-button').click();
+  await page.getByTestId('mic-live').waitFor();
+  await page.getByTestId('mic-send-at-once').locator('input').check();
+  await page.getByTestId('mic-button').click();
+  await page.getByTestId('user-message').last().waitFor();
+  assert((await page.getByTestId('user-message').last().textContent()).includes('capital of France'), 'the words were sent at once');
+  await page.getByTestId('send-button').waitFor();
+  // A microphone in use by another program: said beside the button, in words.
+  await page.evaluate(() => {
+    window.__mockVoice.failStart = { code: 'busy', message: 'The microphone is in use.', detail: 'mic_busy', params: { device: 'USB Mic' } };
+  });
+  await page.getByTestId('mic-button').click();
+  const error = await page.getByTestId('mic-error').textContent();
+  assert(error.includes('“USB Mic” is in use by another program'), `the busy microphone is named: ${error}`);
+  // No speech model: the press says what one is and where it goes instead of listening.
+  await page.evaluate(() => { window.__mockVoice.models = []; });
+  await page.getByTestId('mic-button').click();
+  const note = await page.getByTestId('mic-no-model').textContent();
+  assert(note.includes('Whisper') && note.includes('145 MB') && note.includes('models/speech'), `the note says what a speech model is: ${note}`);
+  assert((await page.getByTestId('mic-live').count()) === 0, 'it does not listen without a model');
+});
+
 const chosen = tests.filter((t) => !process.env.ONLY || t.name.includes(process.env.ONLY));
 for (const t of chosen) {
   const app = await openApp(t.before);

@@ -13,6 +13,7 @@ import { ModelsStore } from './lib/models.svelte';
 import { PowerMonitor } from './lib/power.svelte';
 import { DocumentsStore } from './lib/documents.svelte';
 import { Drops } from './lib/drops.svelte';
+import { PicturesStore } from './lib/pictures.svelte';
 import './app.css';
 
 const notifications = new Notifications(localStorage);
@@ -34,11 +35,13 @@ const models = new ModelsStore(api, () => void session.refreshModels());
 // The chart's speed line: the live rate while an answer is written, 0 between answers.
 const monitor = new PowerMonitor(api, () => (answer.streaming ? (answer.live?.tokens_per_second ?? null) : 0));
 // Files dropped on the window, as the backend classified them: attached, imported, or said why not.
-const drops = new Drops(api, documents, models, shell, notifications);
+// Pictures on the next message; a model that does not see gets them read as documents (OCR).
+const pictures = new PicturesStore(api, conversations, () => session.model?.sees_pictures ?? false, (token) => documents.attachDropped(token));
+const drops = new Drops(api, documents, models, shell, notifications, pictures);
 
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');
 export default mount(App, {
   target,
-  props: { notifications, shell, session, settings, conversations, answer, models, monitor, documents, drops },
+  props: { notifications, shell, session, settings, conversations, answer, models, monitor, documents, drops, pictures },
 });

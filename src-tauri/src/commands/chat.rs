@@ -20,9 +20,17 @@ pub async fn start_answer<R: Runtime>(
 ) -> CommandResult<()> {
     let app = app.inner().clone();
     let busy = app.begin_answer()?;
+    // "Always read answers": the reader follows the answer as it streams.
+    let read_aloud = super::settings::load(&window).read_answers.then(|| {
+        let fallback = super::read_aloud::fallback(&window);
+        (super::read_aloud::reader(&window), fallback)
+    });
     let progress = super::session::loading_events(window);
     blocking(move || {
         app.answer(busy, &conversation_id, action, &progress, &|event| {
+            if let Some((reader, fallback)) = &read_aloud {
+                reader.follow(&event, *fallback);
+            }
             send(&on_event, event)
         })
     })

@@ -70,6 +70,40 @@ pub fn pick_documents<R: Runtime>(
     app.attach_files(&conversation_id, paths, window_events(window))
 }
 
+/// Opens the system's folder dialog (its `title` in the app's language); the folder chosen is
+/// classified as a drop of it would be (`hearth_app::drop`: the documents inside it, bounded)
+/// and announced on the `dropped` event, so the UI attaches it by the drop's token. Returns
+/// whether a folder was chosen.
+#[tauri::command(async)]
+pub fn pick_document_folder<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+    title: String,
+) -> CommandResult<bool> {
+    let Some(path) = window
+        .dialog()
+        .file()
+        .set_title(title)
+        .blocking_pick_folder()
+        .and_then(|f| f.into_path().ok())
+    else {
+        return Ok(false);
+    };
+    dropped(&window, &app, &[path]);
+    Ok(true)
+}
+
+/// Keeps the file of a `failed` event (by its `failure` number) in the library with why it
+/// could not be read; its `indexed` event follows.
+#[tauri::command(async)]
+pub fn keep_failed<R: Runtime>(
+    window: AppHandle<R>,
+    app: State<'_, App>,
+    failure: u64,
+) -> CommandResult<()> {
+    app.documents().keep_failed(failure, window_events(window))
+}
+
 /// Attaches the documents of the drop `token` (once) to `conversation_id`.
 #[tauri::command(async)]
 pub fn attach_dropped<R: Runtime>(

@@ -6,13 +6,17 @@
 pub mod chat;
 pub mod conversations;
 pub mod documents;
+pub mod files;
 pub mod models;
 pub mod names;
 pub mod npu;
+pub mod pictures;
+pub mod read_aloud;
 pub mod remote;
 pub mod session;
 pub mod settings;
 pub mod share;
+pub mod voice;
 
 use crate::error::{internal, CommandResult};
 

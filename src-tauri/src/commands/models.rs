@@ -49,16 +49,17 @@ pub async fn cancel_download(app: State<'_, App>, name: String) -> CommandResult
     blocking(move || app.cancel_download(&name)).await
 }
 
-/// Delete an installed model; returns the bytes freed.
+/// Delete an installed model; returns the bytes freed (a linked GGUF file is never deleted,
+/// only Hearth's small folder for it).
 #[tauri::command]
 pub async fn remove_model(app: State<'_, App>, name: String) -> CommandResult<Removed> {
     let app = app.inner().clone();
     blocking(move || app.remove_model(&name)).await
 }
 
-/// Import a model from this computer: a GGUF file (converted to Q4NX; the file is only read),
-/// a model folder (validated and copied), or a folder holding one GGUF file, as `hearth
-/// import` does. Progress streams on `on_progress`.
+/// Add a model from this computer: a GGUF file (linked where it lies, or copied with the
+/// "copy models" setting; the file is only read), a model folder (validated and copied), or a
+/// folder holding one GGUF file, as `hearth import` does. Progress streams on `on_progress`.
 #[tauri::command]
 #[tracing::instrument(skip(app, on_progress))]
 pub async fn import_model(
@@ -94,8 +95,9 @@ pub async fn found_models(app: State<'_, App>) -> CommandResult<Vec<FoundModel>>
     blocking(move || Ok(app.found_models())).await
 }
 
-/// Import the found model at `path` (a GGUF file is converted, a folder copied; the original
-/// is only read) under `name`. Progress streams on `on_progress`.
+/// Add the found model at `path` (a GGUF file is linked where it lies, or copied with the "copy
+/// models" setting; a folder is copied; the original is only read) under `name`. Progress
+/// streams on `on_progress`.
 #[tauri::command]
 #[tracing::instrument(skip(app, on_progress))]
 pub async fn import_found(
@@ -106,6 +108,19 @@ pub async fn import_found(
 ) -> CommandResult<InstalledModel> {
     let app = app.inner().clone();
     blocking(move || app.import_found(Path::new(&path), name, &mut |p| send(&on_progress, p))).await
+}
+
+/// "Find it": link the linked model `name`, whose GGUF file was moved or changed, to the file
+/// picked again at `path` (the same model keeps its name; another file is refused).
+#[tauri::command]
+#[tracing::instrument(skip(app))]
+pub async fn relink_model(
+    app: State<'_, App>,
+    name: String,
+    path: String,
+) -> CommandResult<InstalledModel> {
+    let app = app.inner().clone();
+    blocking(move || app.relink_model(&name, Path::new(path.trim()))).await
 }
 
 /// Make `name` the model Hearth opens at start (recorded in the registry, its one home).

@@ -23,23 +23,27 @@ pub fn load<R: Runtime>(window: &AppHandle<R>) -> Settings {
     }
 }
 
-/// The current settings.
+/// The current settings ("copy models" read from the model registry, its one home).
 #[tauri::command]
-pub fn get_settings<R: Runtime>(window: AppHandle<R>) -> Settings {
-    load(&window)
+pub fn get_settings<R: Runtime>(window: AppHandle<R>, app: State<'_, App>) -> Settings {
+    Settings {
+        copy_models: app.copy_models(),
+        ..load(&window)
+    }
 }
 
-/// Save settings (values are clamped into range), apply them (`App::apply_settings`) and
-/// return what was stored. Another embedding model starts embedding the library with it in
-/// the background.
+/// Save settings (a choice that cannot work refused by `Settings::checked`, values clamped into
+/// range), apply them (`App::apply_settings`) and return what was stored. Another embedding
+/// model starts embedding the library with it in the background.
 #[tauri::command]
 pub fn save_settings<R: Runtime>(
     window: AppHandle<R>,
     app: State<'_, App>,
     settings: Settings,
 ) -> CommandResult<Settings> {
-    let settings = settings.clamped();
+    let settings = settings.checked()?.clamped();
     let new_embedding_model = app.apply_settings(&settings)?;
+    app.set_copy_models(settings.copy_models)?;
     let storage = |e: &dyn std::fmt::Display| {
         CommandError::new(
             ErrorCode::Storage,

@@ -5,7 +5,7 @@
 import { t } from './i18n/index.svelte';
 import type { Api } from './api';
 import { BackendError } from './api';
-import type { AnswerVersion, ChatAction, ChatEvent, Conversation, LiveStats, Receipt } from './types';
+import type { AnswerVersion, ChatAction, ChatEvent, Conversation, LiveStats, PictureUpload, Receipt } from './types';
 import type { ConversationList } from './conversations.svelte';
 import type { ModelSession } from './session.svelte';
 import { errorText, plainError } from './errors';
@@ -14,8 +14,8 @@ import type { Source } from './documents';
 
 export type AnswerApi = Pick<Api, 'startAnswer' | 'stopAnswer'>;
 
-/** What "Continue" sends after an answer cut at the length limit, in the app's language (the
- *  backends cannot extend a cut answer in place yet, so a new answer goes on from it). */
+/** What "Continue" sends, in the app's language, where the model cannot write on inside its cut
+ *  answer (a server, the NPU): a new answer then goes on from it. */
 export function continueText(): string {
   return t('chat.continuePrompt');
 }
@@ -63,6 +63,8 @@ export class AnswerStream {
   answerStartedAt = $state(0);
   /** Why the last send failed, shown under the composer. */
   composerError = $state<string | null>(null);
+  /** The backend's refusal of the last action that failed before it started. */
+  private lastFailure: BackendError | null = null;
   /** Why an answer failed, by message id, shown under that answer. */
   answerErrors = $state<Record<number, string>>({});
   /** The NPU failed mid-answer and the processor finished it: why, by message id. */
@@ -113,7 +115,7 @@ export class AnswerStream {
   }
 
   /** Send a new message. Returns false (and says why, under the composer) if it was not sent. */
-  async send(text: string): Promise<boolean> {
+  async send(text: string, pictures: PictureUpload[] = []): Promise<boolean> {
     const problem = validateMessage(text, this.session.maxMessageChars);
     if (problem) {
       this.composerError = problem;
@@ -129,15 +131,23 @@ export class AnswerStream {
       }
     }
     this.conversations.setDraft('');
-    const sent = await this.run({ kind: 'send', content: text });
+    const sent = await this.run({ kind: 'send', content: text, pictures });
     // Put the text back for this conversation only, once; the composer shows it.
     const current = this.conversations.current;
     if (!sent && current) this.conversations.setDraft(text, current.id);
     return sent;
   }
 
-  /** Ask the model to go on after an answer that stopped at the length limit. */
+  /** Write on at the end of the last answer, cut at the length limit, in the same answer; where
+   *  the model cannot (the backend refuses with `unsupported`), say so and ask it to go on in a
+   *  new answer (review #9). */
   async continueAnswer(): Promise<boolean> {
+    const last = this.conversations.current?.messages.at(-1);
+    if (!last || last.role !== 'assistant') return false;
+    if (await this.run({ kind: 'continue', message_id: last.id })) return true;
+    if (this.lastFailure?.code !== 'unsupported') return false;
+    this.composerError = null;
+    this.notifications.toast('info', t('chat.continueNewAnswer'));
     return this.send(continueText());
   }
 
@@ -180,10 +190,12 @@ export class AnswerStream {
     const onEvent = (event: ChatEvent) => {
       finished = this.apply(conversation.id, action, event) || finished;
     };
+    this.lastFailure = null;
     try {
       await this.api.startAnswer(conversation.id, action, onEvent);
       return true;
     } catch (error) {
+      if (error instanceof BackendError) this.lastFailure = error;
       this.composerError = plainError(messageOf(error)).summary;
       // The backend may have saved part of the turn before failing: show what is stored, and
       // list what it kept (a conversation created for this message stays, empty).
@@ -243,7 +255,9 @@ export class AnswerStream {
             ...kept.map((v) => ({ ...v, message_id: assistant_message.id })),
           ];
           messages = messages.slice(0, at);
-        } else if (action.kind === 'edit') {
+        } else if (action.kind === 'edit' || action.kind === 'continue') {
+          // An edit drops what followed the message; a continue puts the answer back as it
+          // stands (with its text so far), where the tokens then land.
           const at = messages.findIndex((m) => m.id === action.message_id);
           if (at >= 0) messages = messages.slice(0, at);
         }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AnswerStream, continueText, messageLength, validateMessage } from './answer.svelte';
+import { AnswerStream, messageLength, validateMessage } from './answer.svelte';
 import { setLanguage } from './i18n/index.svelte';
 import { ConversationList } from './conversations.svelte';
 import { ModelSession } from './session.svelte';
 import { Notifications } from './notifications.svelte';
 import { Shell } from './shell.svelte';
-import type { Api } from './api';
+import { BackendError, type Api } from './api';
 import type { ChatAction, ChatEvent, Conversation, ConversationSummary, Message } from './types';
 
 const settings = {
@@ -16,7 +16,7 @@ const settings = {
 };
 
 function message(id: number, role: 'user' | 'assistant', content: string): Message {
-  return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [] };
+  return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [], pictures: [] };
 }
 
 /** Conversation c1's line of the list, as a `started` event carries it. */
@@ -173,33 +173,58 @@ describe('AnswerStream', () => {
     ]);
   });
 
-  it('Continue asks the model to go on, as a message of its own', async () => {
+  /** Stores whose open conversation c1 holds a question and an answer cut at the length limit;
+   *  `start` plays the backend's startAnswer. */
+  async function withCutAnswer(start: (action: ChatAction, onEvent: (e: ChatEvent) => void) => void) {
+    const conversation: Conversation = {
+      id: 'c1', title: 'Story', created_at: 0, updated_at: 0, settings, versions: [],
+      messages: [message(1, 'user', 'Tell me a story'), message(2, 'assistant', 'Once upon a')],
+    };
+    const api = {
+      getConversation: async () => structuredClone(conversation),
+      listConversations: async () => [],
+      startAnswer: async (_id: string, action: ChatAction, onEvent: (e: ChatEvent) => void) => start(action, onEvent),
+    } as unknown as Api;
+    const all = stores(api);
+    await all.conversations.open('c1');
+    return all;
+  }
+
+  it('review #9 (S3): Continue writes on in the same answer, where the model can', async () => {
     const sent: ChatAction[] = [];
-    const { answer } = stores(
-      fakeApi((action) => {
-        sent.push(action);
-        return [];
-      }),
-    );
-    await answer.continueAnswer();
-    expect(sent).toEqual([{ kind: 'send', content: continueText() }]);
+    const { answer, conversations } = await withCutAnswer((action, onEvent) => {
+      sent.push(action);
+      const cut = message(2, 'assistant', 'Once upon a');
+      onEvent({ event: 'started', data: { conversation: line('Story'), user_message: null, assistant_message: cut, prompt_tokens: 9, context_limit: 128, trimmed_messages: 0, model: null } } as unknown as ChatEvent);
+      onEvent({ event: 'token', data: { text: ' time' } });
+      onEvent({ event: 'done', data: { message: message(2, 'assistant', 'Once upon a time') } });
+    });
+    expect(await answer.continueAnswer()).toBe(true);
+    expect(sent).toEqual([{ kind: 'continue', message_id: 2 }]);
+    expect(conversations.current?.messages.map((m) => [m.id, m.content])).toEqual([
+      [1, 'Tell me a story'],
+      [2, 'Once upon a time'],
+    ]);
   });
 
-  it('review #9 (S3): Continue speaks the language of the app, not a canned English line', async () => {
+  it('review #9 (S3): where the model cannot, Continue says so and asks for a new answer in the language of the app', async () => {
     const sent: ChatAction[] = [];
-    const { answer } = stores(
-      fakeApi((action) => {
-        sent.push(action);
-        return [];
-      }),
-    );
+    const { answer, notifications } = await withCutAnswer((action) => {
+      sent.push(action);
+      if (action.kind === 'continue') throw new BackendError('unsupported', 'cannot continue in place', 'start_answer');
+    });
     setLanguage('de');
     try {
       await answer.continueAnswer();
     } finally {
       setLanguage('en');
     }
-    expect(sent).toEqual([{ kind: 'send', content: 'Bitte dort weitermachen, wo die Antwort aufgehört hat.' }]);
+    expect(sent).toEqual([
+      { kind: 'continue', message_id: 2 },
+      { kind: 'send', content: 'Bitte dort weitermachen, wo die Antwort aufgehört hat.', pictures: [] },
+    ]);
+    expect(notifications.toasts.map((n) => n.message)).toEqual([expect.stringContaining('neuen Antwort')]);
+    expect(answer.composerError).toBeNull();
   });
 });
 

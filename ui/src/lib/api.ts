@@ -5,9 +5,11 @@
 import { invoke, Channel, type InvokeArgs } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import type { CommandName, Commands, Events } from './commands';
-import type { BackendKind, ChatAction, ChatEvent, ConversationSettings, ErrorCode, ExportFormat, Settings } from './types';
+import type { BackendKind, ChatAction, ChatEvent, ConversationSettings, ErrorCode, ExportFormat, PictureUpload, Settings } from './types';
 import type { PullProgress } from './models';
 import { errorText } from './errors';
+import type { Language } from './bindings';
+import type { VoiceLevel } from './bindings';
 
 /** An error from the backend, with a stable code and a message meant for the user. */
 export class BackendError extends Error {
@@ -140,6 +142,12 @@ export const api = {
     return call('start_answer', { conversationId, action, onEvent: channel });
   },
   stopAnswer: () => call('stop_answer'),
+  /** Read `text` aloud (answer `messageId`), in `language` or else its own; stops what was read. */
+  readAloudSpeak: (messageId: number | null, text: string, language: Language | null = null) =>
+    call('read_aloud_speak', { messageId, text, language }),
+  readAloudStop: () => call('read_aloud_stop'),
+  /** Calls `handler` for every `read-aloud` event (a reading started, ended or failed). */
+  onReadAloud: (handler: (event: Events['read-aloud']) => void) => on('read-aloud', handler),
 
   modelsOverview: () => call('models_overview'),
   /** Download or resume `query` (catalog id or owner/name); progress arrives on `onProgress`. */
@@ -176,6 +184,9 @@ export const api = {
    *  the function that stops it. */
   onDropped: (handler: (drop: Events['dropped']) => void) => on('dropped', handler),
   setDefaultModel: (name: string) => call('set_default_model', { name }),
+  /** "Find it": link the linked model `name` to its GGUF file picked again at `path` (the same
+   *  model only; another file is refused in plain words). */
+  relinkModel: (name: string, path: string) => call('relink_model', { name, path }),
   // The user's files: named to the backend by a drop's token or a library id, never by path.
   // Each attach and detach returns the conversation's files and the remote notice, as
   // `conversationDocuments` does.
@@ -191,10 +202,38 @@ export const api = {
   /** Delete a file's text and index (the original file is not touched); the library after. */
   removeDocument: (documentId: number) => call('remove_document', { documentId }),
   messageSources: (conversationId: string) => call('message_sources', { conversationId }),
+  /** Open a library file in the desktop's program for it, at `page` where that program allows. */
+  openDocument: (documentId: number, page: number | null) => call('open_document', { documentId, page }),
+  /** Start listening to the microphone; its level and time arrive on `onLevel`. */
+  startListening: (onLevel: (level: VoiceLevel) => void) => {
+    const channel = new Channel<VoiceLevel>();
+    channel.onmessage = onLevel;
+    return call('start_listening', { onLevel: channel });
+  },
+  /** Stop listening and write down the words (`language`: a code, or null to detect it). */
+  stopListening: (language: string | null) => call('stop_listening', { language }),
+  cancelListening: () => call('cancel_listening'),
+  voiceStatus: () => call('voice_status'),
   /** Stop the indexing going now (what was read and embedded is kept); whether any was running. */
   cancelIndexing: () => call('cancel_indexing'),
   /** Embed, in the background, the passages the embedding model has no vector for yet. */
   continueIndexing: () => call('continue_indexing'),
+  /** Keep a file that could not be read in the library, with why (by its `failed` event's number). */
+  keepFailed: (failure: number) => call('keep_failed', { failure }),
+  /** The system's folder dialog (opened by the backend); the folder chosen comes as a `dropped` event. Whether one was chosen. */
+  pickDocumentFolder: (title: string) => call('pick_document_folder', { title }),
+
+  // Pictures for the next message (crates/app's pictures.rs checks each; no path leaves the UI).
+  /** Check a pasted or dropped picture (`data`: its bytes, base64). */
+  checkPicture: (name: string, data: string) => call('check_picture', { name, data }),
+  /** The system's file dialog showing pictures (opened by the backend); the pictures chosen, checked. */
+  pickPictures: (title: string, filter: string) => call('pick_pictures', { title, filter }),
+  /** The pictures of a drop on the window (by its single-use token), checked. */
+  takeDroppedPictures: (token: string) => call('take_dropped_pictures', { token }),
+  /** Picture `index` of a saved message, as a data: URL. */
+  messagePicture: (messageId: number, index: number) => call('message_picture', { messageId, index }),
+  /** Pictures for a model that does not see: kept as a drop of documents (read by OCR); its token. */
+  picturesAsDocuments: (pictures: PictureUpload[]) => call('pictures_as_documents', { pictures }),
   /** Calls `handler` for every `documents` event (indexing progress, files done or failed). */
   onDocuments: (handler: (event: Events['documents']) => void) => on('documents', handler),
 

@@ -279,7 +279,11 @@ export type ChatAction = { "kind": "send",
 /**
  * Its text.
  */
-content: string, } | { "kind": "regenerate" } | { "kind": "edit", 
+content: string, 
+/**
+ * The pictures given with it (checked again here: `crate::pictures`), in order.
+ */
+pictures: Array<PictureUpload>, } | { "kind": "regenerate" } | { "kind": "edit", 
 /**
  * The user message to replace.
  */
@@ -287,7 +291,11 @@ message_id: number,
 /**
  * Its new text.
  */
-content: string, };
+content: string, } | { "kind": "continue", 
+/**
+ * The answer to write on.
+ */
+message_id: number, };
 
 /**
  * Events of an answer, in order: `Started`, then `Token`s and `Stats`, then `Done` or
@@ -487,6 +495,11 @@ message_count: number,
 snippet: string | null, };
 
 /**
+ * A bound that stopped the walk before the whole folder was seen.
+ */
+export type CutWhy = "files" | "depth" | "bytes" | "entries";
+
+/**
  * What the system shows of an NPU.
  */
 export type Detection = { "state": "found" } & NpuDevice | { "state": "no_driver", 
@@ -513,9 +526,14 @@ document: DocumentInfo, } } | { "event": "failed", "data": {
  */
 name: string, 
 /**
- * What went wrong and what to do, in plain words.
+ * Why, by code, with the technical detail apart.
  */
-message: string, } } | { "event": "finished", "data": { 
+error: FileError, 
+/**
+ * Names this failure for Keep in Your files (None: nothing to keep, e.g. the run
+ * itself failed).
+ */
+failure: number | null, } } | { "event": "finished", "data": { 
 /**
  * Whether Cancel stopped it early (what it did not reach waits for the next run).
  */
@@ -555,18 +573,56 @@ size: number,
  */
 passages: number, 
 /**
- * Why it could not be read, naming the file.
+ * Of those, passages with no vector from the embedding model yet (a cancel, or another
+ * model chosen): found by keyword only until indexing continues.
  */
-error: string | null, 
+waiting: number, 
+/**
+ * Why it could not be read (kept in the library only when the user asked).
+ */
+error: FileError | null, 
 /**
  * Whether it is being indexed now.
  */
 indexing: boolean, };
 
 /**
+ * A picture checked and ready to go with the next message.
+ */
+export type DraftPicture = { 
+/**
+ * The file's name (or what the front end called a pasted picture).
+ */
+name: string, 
+/**
+ * `image/png` or `image/jpeg` (what it was re-encoded to).
+ */
+media_type: string, 
+/**
+ * Width in pixels, after downscaling.
+ */
+width: number, 
+/**
+ * Height in pixels, after downscaling.
+ */
+height: number, 
+/**
+ * Its size in bytes, re-encoded.
+ */
+size: number, 
+/**
+ * The re-encoded picture, base64: shown as the thumbnail, sent back with the message.
+ */
+data: string, 
+/**
+ * What it costs of the context, estimated ([`picture::tokens_for`]).
+ */
+tokens: number, };
+
+/**
  * What a drop is, as a whole.
  */
-export type DropKind = "model" | "documents" | "picture" | "neither";
+export type DropKind = "model" | "documents" | "neither";
 
 /**
  * A drop as the front end sees it.
@@ -577,8 +633,8 @@ export type Dropped = {
  */
 kind: DropKind, 
 /**
- * The names of the files acted on (the model, the documents, the pictures), without
- * their folders.
+ * The names of what is acted on (the model; the documents and the folders they came
+ * from), without their folders.
  */
 names: Array<string>, 
 /**
@@ -586,13 +642,17 @@ names: Array<string>,
  */
 left: Array<LeftFile>, 
 /**
+ * Each folder of documents: the files it gave, and those skipped and why.
+ */
+folders: Array<FolderReport>, 
+/**
  * What is done and what is not, in plain words (English; the desktop says it from its
- * catalog, by `kind`, `names` and `left`).
+ * catalog, by `kind`, `names`, `left` and `folders`).
  */
 reason: string, 
 /**
  * Names the model or the documents for the one action taken on them (single-use); None
- * for a picture or nothing usable.
+ * when nothing is usable.
  */
 token: string | null, };
 
@@ -667,6 +727,30 @@ export type ErrorCode = "busy" | "not_found" | "invalid_input" | "model" | "no_m
 export type ExportFormat = "markdown" | "json";
 
 /**
+ * Why a file could not be read, as the front end says it: a stable `code` it translates
+ * (filling in `params`), and the technical `detail` (the parser's words, the path) that it
+ * shows only under Details. `message` is the whole English sentence (the command line's, and
+ * the words for a code a front end does not know).
+ */
+export type FileError = { 
+/**
+ * What went wrong: "damaged", "password", "too-large", "unknown-kind", …
+ */
+code: string, 
+/**
+ * The values the sentence names (file name, sizes, limits, format, languages).
+ */
+params: { [key in string]: string }, 
+/**
+ * The technical detail, for Details (None: the sentence says all).
+ */
+detail: string | null, 
+/**
+ * The English sentence.
+ */
+message: string, };
+
+/**
  * Size and checksum of one installed file.
  */
 export type FileRecord = { 
@@ -717,6 +801,33 @@ version: string | null,
  * Why the version is unknown, when it is.
  */
 version_error: string | null, };
+
+/**
+ * A bound that stopped the walk, with its value (files, folders, bytes or entries).
+ */
+export type FolderCut = { why: CutWhy, limit: number, };
+
+/**
+ * What was taken of one folder, as the front end says it: "Tax papers: 12 files attached;
+ * 3 skipped: 2 are not documents Hearth reads, 1 is too large".
+ */
+export type FolderReport = { 
+/**
+ * The folder's name, without its parent.
+ */
+name: string, 
+/**
+ * Files taken to attach.
+ */
+files: number, 
+/**
+ * The files and folders left, counted by why (each reason once, in [`Skip`]'s order).
+ */
+skipped: Array<SkipCount>, 
+/**
+ * The bounds that stopped the walk early (none: the whole folder was seen).
+ */
+cuts: Array<FolderCut>, };
 
 /**
  * How a found model's weights are stored.
@@ -805,7 +916,11 @@ done: number,
 /**
  * In all.
  */
-total: number, };
+total: number, 
+/**
+ * While the file's scanned pages are read by OCR: pages read so far, and of how many.
+ */
+scanned_pages: ScannedPages | null, };
 
 /**
  * The two stages of indexing: every file is read (then searchable by keyword), then its
@@ -834,7 +949,8 @@ folder: string,
  */
 size_bytes: number, 
 /**
- * Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `built-in`.
+ * Where it came from: `huggingface:owner/name@commit`, `import:<folder>`, `link:<file>`
+ * (a GGUF file read where it lies), `built-in`.
  */
 source: string, 
 /**
@@ -868,7 +984,12 @@ builtin: boolean,
 /**
  * Size and sha256 of every file (empty for the built-in model and foreign entries).
  */
-files: { [key in string]: FileRecord }, };
+files: { [key in string]: FileRecord }, 
+/**
+ * For a GGUF file read where it lies (linked, not copied): the file and whether it is
+ * still there and the same. None for a model whose files are in Hearth's folder.
+ */
+linked: LinkStatus | null, };
 
 /**
  * The running kernel, from `/proc/sys/kernel/osrelease`.
@@ -904,7 +1025,7 @@ why: LeftOut, };
 /**
  * Why a dropped file or folder is not acted on.
  */
-export type LeftOut = "model_with_documents" | "another_model" | "picture" | "folder" | "unknown";
+export type LeftOut = "model_with_documents" | "another_model" | "folder" | "unknown";
 
 /**
  * The library as the front end shows it.
@@ -935,7 +1056,49 @@ waiting: number,
 /**
  * Whether files are being indexed now.
  */
-indexing: boolean, };
+indexing: boolean, 
+/**
+ * The languages scans can be read in here (Tesseract's installed language data), for
+ * Settings › Files; None: Tesseract is not installed, so scans are not read.
+ */
+scan_languages: Array<ScanLanguage> | null, 
+/**
+ * The second look at passages (Settings › Files): the setting, the model, its measured
+ * cost here.
+ */
+rerank?: RerankStatus, };
+
+/**
+ * Whether a linked model's GGUF file is still the one it was added from, as far as a stat can
+ * tell (the header hash is checked when the engine opens it).
+ */
+export type LinkState = "ready" | "missing" | "changed";
+
+/**
+ * A linked model's GGUF file and whether it can be read, as the model list shows it.
+ */
+export type LinkStatus = { 
+/**
+ * Where the file was when it was added.
+ */
+file: string, 
+/**
+ * Whether it is still there and the same.
+ */
+state: LinkState, };
+
+/**
+ * What listening started on.
+ */
+export type Listening = { 
+/**
+ * The microphone's name.
+ */
+device: string, 
+/**
+ * The longest recording, in seconds.
+ */
+max_seconds: number, };
 
 /**
  * Live numbers while an answer is written.
@@ -985,7 +1148,9 @@ builtin: BuiltinKind | null,
 is_default: boolean, 
 /**
  * Where it can run on this computer: Hearth's engine on the processor (every local
- * model), then the NPU through FastFlowLM, usable or with the reason why not.
+ * model; unusable only for a linked GGUF file that was moved, changed or deleted, with
+ * the plain words of [`LocalModel::unavailable`]), then the NPU through FastFlowLM,
+ * usable or with the reason why not.
  */
 backends: Array<Availability>, 
 /**
@@ -1061,7 +1226,12 @@ created_at: number,
  * keeps the conversation that followed it (see [`ConversationStore::show_branch`]). Empty
  * for a message never edited.
  */
-branches: Array<number>, };
+branches: Array<number>, 
+/**
+ * The pictures given with it (user messages), in order; their bytes are read with
+ * [`ConversationStore::picture`]. Empty for most messages.
+ */
+pictures: Array<PictureInfo>, };
 
 /**
  * The sources of one saved answer.
@@ -1216,7 +1386,11 @@ builtin: BuiltinKind | null,
 /**
  * sha256 of the weights file, when known.
  */
-sha256: string | null, };
+sha256: string | null, 
+/**
+ * Whether it reads pictures given with a message (`Backend::sees_pictures`).
+ */
+sees_pictures: boolean, };
 
 /**
  * Everything the Models view shows.
@@ -1241,7 +1415,12 @@ partial: Array<PartialDownload>,
 /**
  * Names of the downloads running now.
  */
-downloading: Array<string>, };
+downloading: Array<string>, 
+/**
+ * Whether a GGUF file added now is copied into Hearth's folder instead of linked where it
+ * lies ([`App::copy_models`]), so the Models view says which it does.
+ */
+copy_models: boolean, };
 
 /**
  * A message shown to the user once.
@@ -1395,6 +1574,19 @@ checks: Array<NpuCheck>, };
 export type NpuGeneration = "xdna2" | "xdna1";
 
 /**
+ * How a file was opened.
+ */
+export type Opened = { 
+/**
+ * The file's name (no folder).
+ */
+name: string, 
+/**
+ * Whether the program was asked to show the page (false: it opens at its own first page).
+ */
+at_page: boolean, };
+
+/**
  * A download that was paused or interrupted and can be resumed.
  */
 export type PartialDownload = { 
@@ -1418,6 +1610,45 @@ done_bytes: number,
  * Bytes of the whole model.
  */
 total_bytes: number, };
+
+/**
+ * What a saved message says of one of its pictures (the bytes are read with
+ * [`ConversationStore::picture`]).
+ */
+export type PictureInfo = { 
+/**
+ * Its place among the message's pictures, from 0.
+ */
+index: number, 
+/**
+ * `image/png` or `image/jpeg`.
+ */
+media_type: string, 
+/**
+ * Width in pixels.
+ */
+width: number, 
+/**
+ * Height in pixels.
+ */
+height: number, 
+/**
+ * Size of the encoded picture in bytes.
+ */
+size: number, };
+
+/**
+ * A picture as a front end sends it with a message: its name and its bytes, base64.
+ */
+export type PictureUpload = { 
+/**
+ * Its name, for errors.
+ */
+name: string, 
+/**
+ * The picture's bytes, base64.
+ */
+data: string, };
 
 /**
  * Power and utilization at one moment. Every field is a value with its source, or the reason
@@ -1535,6 +1766,31 @@ outcome: PullEnd,
  * The model, when installed.
  */
 model: InstalledModel | null, };
+
+/**
+ * What a reading did.
+ */
+export type ReadAloudEvent = { "kind": "started", 
+/**
+ * The answer read, when it is one.
+ */
+message_id: number | null, } | { "kind": "ended", 
+/**
+ * The answer read, when it is one.
+ */
+message_id: number | null, 
+/**
+ * It was stopped before its end.
+ */
+stopped: boolean, } | { "kind": "failed", 
+/**
+ * The answer read, when it is one.
+ */
+message_id: number | null, 
+/**
+ * Why, in plain words.
+ */
+error: CommandError, };
 
 /**
  * How an answer was made: stored with it, shown under it, printed by `hearth run --json`.
@@ -1657,6 +1913,35 @@ name: string,
 freed_bytes: number, };
 
 /**
+ * Whether the passages found for a question get a second look by a language model
+ * (`crate::documents::rerank`): slower, finds more.
+ */
+export type RerankMode = "auto" | "on" | "off";
+
+/**
+ * What Settings › Files shows of the second look.
+ */
+export type RerankStatus = { 
+/**
+ * The setting.
+ */
+mode: RerankMode, 
+/**
+ * The model that judges (an installed reranker, or the chat model last asked); None
+ * while none is known.
+ */
+model: string | null, 
+/**
+ * Its measured milliseconds per question here; None until a question measured it.
+ */
+millis: number | null, 
+/**
+ * Whether the next question is judged: on, or auto unmeasured (its first question
+ * measures) or measured under the limit; never without a model.
+ */
+active: boolean, };
+
+/**
  * Who wrote a message.
  */
 export type Role = "user" | "assistant";
@@ -1684,14 +1969,32 @@ top_p: number,
  */
 min_p: number, 
 /**
- * Divide positive (multiply negative) logits of tokens already in the context by this;
- * 1 disables it. By default, 1.0.
+ * Divide positive (multiply negative) logits of the tokens among the last
+ * [`REPETITION_WINDOW`] of the context by this; 1 disables it. By default, 1.0.
  */
 repetition_penalty: number, 
 /**
  * Seed of the random source. By default, 0.
  */
 seed: number, };
+
+/**
+ * A language scans can be read in: Tesseract's name for it and what its data takes on disk.
+ */
+export type ScanLanguage = { 
+/**
+ * Tesseract's name: "eng", "deu", "chi_sim"…
+ */
+code: string, 
+/**
+ * Bytes of its data file.
+ */
+bytes: number, };
+
+/**
+ * How far the OCR of a file's scanned pages is.
+ */
+export type ScannedPages = { done: number, total: number, };
 
 /**
  * What the Models view shows about a model's self-test.
@@ -1753,7 +2056,7 @@ theme: Theme,
  */
 font_size: number, 
 /**
- * Sampling for new conversations.
+ * Sampling for new conversations. Default: the engine's, with [`REPETITION_PENALTY`].
  */
 sampling: Sampling, 
 /**
@@ -1777,7 +2080,34 @@ language: Language,
  * The installed embedding model that searches the user's files by meaning, by name
  * (`Documents::choose_embedding_model`). Default None: the bundled all-MiniLM-L6-v2.
  */
-embedding_model: string | null, };
+embedding_model: string | null, 
+/**
+ * Whether a GGUF file added to Hearth is copied into its folder instead of linked where it
+ * lies (for files on removable disks). Default off. Its one home is the model registry
+ * (`App::copy_models`): this field carries it to and from Settings.
+ */
+copy_models: boolean, 
+/**
+ * Settings › Files: the languages scans are read in, as Tesseract names them ("eng",
+ * "deu", "chi_sim"…; an empty list reads no scans). Default None: the app's language and
+ * English ([`Settings::scan_languages`]).
+ */
+ocr_languages: Array<string> | null, 
+/**
+ * Settings › NPU: the Python environment where the FastFlow SDK installed FastFlowLM
+ * (`<env>/bin/flm`), looked in first (`hearth_backends::npu::python_env`). Default None:
+ * `HEARTH_FLM`, `PATH`, the standard install, the active environments. Absolute only.
+ */
+flm_python_env: string | null, 
+/**
+ * Settings › General: read every answer aloud as it is written (`crate::read_aloud`).
+ * Default off.
+ */
+read_answers: boolean, 
+/**
+ * Settings › Files: whether passages get a second look by a language model. Default auto.
+ */
+rerank: RerankMode, };
 
 /**
  * Whether other apps can use Hearth now, and how to reach it.
@@ -1811,7 +2141,18 @@ model: string | null,
 problem: string | null, };
 
 /**
- * One passage an answer was given to read, by the number the model cites it with (`[1]`).
+ * Why a file or folder inside a dropped folder is not attached.
+ */
+export type Skip = "not_document" | "too_large" | "hidden" | "link_outside" | "repeated" | "unreadable" | "not_a_file";
+
+/**
+ * How many files of a folder were skipped for one reason.
+ */
+export type SkipCount = { why: Skip, count: number, };
+
+/**
+ * One passage an answer was given to read (or one page or section of them), by the number
+ * the model cites it with (`[1]`).
  */
 export type Source = { 
 /**
@@ -1849,7 +2190,31 @@ char_end: number,
 /**
  * The passage.
  */
-text: string, };
+text: string, 
+/**
+ * Whether the passage was read from a scan or a photo (OCR), which its citation says.
+ * Absent in sources saved before OCR: false.
+ */
+from_scan: boolean, 
+/**
+ * How the answer used it. Absent in sources saved before: given.
+ */
+used: SourceUse, 
+/**
+ * Every [n] this entry stands for, lowest first, when passages of one page or section
+ * are listed as one entry (`number` is the first); empty for a single passage.
+ */
+numbers: Array<number>, 
+/**
+ * The passage's file was given to the model whole (it was short enough); an "Also read"
+ * entry of such a file stands for all of it that was not cited.
+ */
+read_whole: boolean, };
+
+/**
+ * How an answer used a source: the order Hearth lists them in (cited first, "Also read" last).
+ */
+export type SourceUse = "cited" | "probably_used" | "also_read" | "given";
 
 /**
  * Light, dark, or follow the desktop.
@@ -1857,9 +2222,68 @@ text: string, };
 export type Theme = "system" | "light" | "dark";
 
 /**
+ * What was heard.
+ */
+export type VoiceHeard = { 
+/**
+ * The words, trimmed.
+ */
+text: string, 
+/**
+ * Who heard them: "npu" (FastFlowLM's Whisper) or "cpu" (Hearth's own).
+ */
+backend: string, 
+/**
+ * The recording's length, in seconds.
+ */
+duration_s: number, 
+/**
+ * Why the NPU was left, when it failed and the processor heard instead.
+ */
+npu_failure: string | null, };
+
+/**
+ * The live state of a recording, sent to the front end about ten times a second.
+ */
+export type VoiceLevel = { 
+/**
+ * Seconds recorded.
+ */
+elapsed_s: number, 
+/**
+ * The last 100 ms's RMS level in dBFS (-100 for silence, 0 for full scale).
+ */
+level_dbfs: number, 
+/**
+ * The recording reached its longest (five minutes) and stopped by itself.
+ */
+limit_reached: boolean, };
+
+/**
+ * Whether anything can hear on this machine, and where speech models go.
+ */
+export type VoiceStatus = { 
+/**
+ * The installed speech models' names (the first is used).
+ */
+speech_models: Array<string>, 
+/**
+ * The NPU hears (FastFlowLM's Whisper needs no download).
+ */
+npu_hears: boolean, 
+/**
+ * The folder speech models are looked for in.
+ */
+speech_models_dir: string, 
+/**
+ * Listening now.
+ */
+listening: boolean, };
+
+/**
  * How the weights are stored.
  */
-export type WeightFormat = "q4nx" | "safetensors";
+export type WeightFormat = "q4nx" | "safetensors" | "gguf";
 
 /**
  * What was found of XRT.

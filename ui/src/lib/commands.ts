@@ -12,24 +12,33 @@ import type {
   ConversationSettings,
   ConversationSummary,
   DocumentEvent,
+  DraftPicture,
   Dropped,
   ExportFormat,
   FoundModel,
   InstalledModel,
+  Language,
   LibraryView,
+  Listening,
   LocalModel,
   MessageSources,
   ModelLoading,
   ModelStatus,
   ModelsOverview,
   NpuDiagnosis,
+  Opened,
+  PictureUpload,
   PowerSample,
   PullProgress,
   PullResult,
+  ReadAloudEvent,
   RemoteServer,
   Removed,
   Settings,
   ShareStatus,
+  VoiceHeard,
+  VoiceLevel,
+  VoiceStatus,
 } from './bindings';
 
 /** Each command the UI can invoke: its arguments as Tauri reads them (camelCase keys;
@@ -63,6 +72,7 @@ export interface Commands {
   found_models: { args: Record<string, never>; returns: FoundModel[] };
   import_found: { args: { path: string; name?: string | null; onProgress: Channel<PullProgress> }; returns: InstalledModel };
   set_default_model: { args: { name: string }; returns: null };
+  relink_model: { args: { name: string; path: string }; returns: InstalledModel };
   remote_server: { args: Record<string, never>; returns: RemoteServer | null };
   save_remote_server: { args: { url: string; apiKey?: string | null; model?: string | null }; returns: RemoteServer };
   test_remote_server: { args: { url: string; apiKey?: string | null }; returns: string[] };
@@ -79,9 +89,23 @@ export interface Commands {
   library: { args: Record<string, never>; returns: LibraryView };
   remove_document: { args: { documentId: number }; returns: LibraryView };
   message_sources: { args: { conversationId: string }; returns: MessageSources[] };
+  open_document: { args: { documentId: number; page?: number | null }; returns: Opened };
   cancel_indexing: { args: Record<string, never>; returns: boolean };
   continue_indexing: { args: Record<string, never>; returns: null };
+  pick_document_folder: { args: { title: string }; returns: boolean };
+  keep_failed: { args: { failure: number }; returns: null };
   test_drop: { args: { paths: string[] }; returns: null };
+  read_aloud_speak: { args: { messageId?: number | null; text: string; language?: Language | null }; returns: null };
+  read_aloud_stop: { args: Record<string, never>; returns: null };
+  start_listening: { args: { onLevel: Channel<VoiceLevel> }; returns: Listening };
+  stop_listening: { args: { language?: string | null }; returns: VoiceHeard };
+  cancel_listening: { args: Record<string, never>; returns: null };
+  voice_status: { args: Record<string, never>; returns: VoiceStatus };
+  check_picture: { args: { name: string; data: string }; returns: DraftPicture };
+  pick_pictures: { args: { title: string; filter: string }; returns: DraftPicture[] };
+  take_dropped_pictures: { args: { token: string }; returns: DraftPicture[] };
+  message_picture: { args: { messageId: number; index: number }; returns: string };
+  pictures_as_documents: { args: { pictures: PictureUpload[] }; returns: string };
 }
 
 /** A command's name. */
@@ -92,4 +116,5 @@ export interface Events {
   'model-loading': ModelLoading;
   'documents': DocumentEvent;
   'dropped': Dropped;
+  'read-aloud': ReadAloudEvent;
 }

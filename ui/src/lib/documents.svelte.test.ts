@@ -3,7 +3,7 @@ import { setLanguage } from './i18n/index.svelte';
 import { DocumentsStore, type DocumentsApi } from './documents.svelte';
 import { ConversationList, type ConversationsApi } from './conversations.svelte';
 import { Notifications } from './notifications.svelte';
-import { documentStatus, readingLine, sourceLabel, type DocumentInfo, type Source } from './documents';
+import { chosenScanLanguages, documentStatus, indexPercent, readingLine, scanLanguageName, sourceLabel, type DocumentInfo, type Source } from './documents';
 import type { Conversation, ChatEvent } from './types';
 import type { RemoteNotice } from './documents';
 import { AnswerStream } from './answer.svelte';
@@ -18,9 +18,9 @@ const settings = {
 const conversation: Conversation = { id: 'c1', title: 'New conversation', created_at: 0, updated_at: 0, settings, messages: [], versions: [] };
 
 function doc(id: number, name: string, more: Partial<DocumentInfo> = {}): DocumentInfo {
-  return { id, name, format: 'pdf', title: null, size: 12_345, passages: 7, error: null, indexing: false, ...more };
+  return { id, name, format: 'pdf', title: null, size: 12_345, passages: 7, waiting: 0, error: null, indexing: false, ...more };
 }
-const source: Source = { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 10, char_end: 40, text: 'The rent is due monthly.' };
+const source: Source = { number: 1, document_id: 1, name: 'contract.pdf', place: 'page 3', page: 3, section: 2, char_start: 10, char_end: 40, text: 'The rent is due monthly.', from_scan: false, used: 'cited', numbers: [], read_whole: false };
 
 /** The documents store over a fake backend that records the calls it gets. */
 function setup(notice: RemoteNotice | null = null) {
@@ -71,7 +71,7 @@ describe('DocumentsStore', () => {
     // The attach answers with the list and the notice: no second call to learn them.
     expect(calls).toEqual(['pick c1']);
     expect(documents.attached.map((d) => d.name)).toEqual(['contract.pdf']);
-    await documents.onEvent({ event: 'progress', data: { document_name: 'contract.pdf', stage: 'embedding', done: 2, total: 5 } });
+    await documents.onEvent({ event: 'progress', data: { document_name: 'contract.pdf', stage: 'embedding', done: 2, total: 5, scanned_pages: null } });
     expect(documentStatus(documents.attached[0], documents.progress['contract.pdf'])).toBe('Indexing… 40%');
     await documents.onEvent({ event: 'indexed', data: { document: doc(1, 'contract.pdf', { passages: 12 }) } });
     expect(documents.progress).toEqual({});
@@ -87,11 +87,21 @@ describe('DocumentsStore', () => {
     expect(documents.remoteNotice).toEqual(notice);
   });
 
-  it('a file that cannot be indexed keeps its plain message next to it', async () => {
-    const { documents } = setup();
-    await documents.onEvent({ event: 'failed', data: { name: 'scan.pdf', message: 'scan.pdf has no text layer; it may be a scan.' } });
-    expect(documents.failed).toEqual({ 'scan.pdf': 'scan.pdf has no text layer; it may be a scan.' });
-    expect(documentStatus(doc(3, 'scan.pdf', { error: 'scan.pdf has no text layer; it may be a scan.' }), undefined)).toBe('scan.pdf has no text layer; it may be a scan.');
+  it('a file that cannot be indexed is listed apart with its code, not attached, until dismissed; Keep asks the backend (issue 53)', async () => {
+    const { api, documents } = setup();
+    const error = { code: 'damaged', params: { file: 'scan.pdf', format: 'pdf' }, detail: '/home/ana/scan.pdf: bad xref', message: 'x' };
+    documents.attached = [doc(0, 'scan.pdf', { passages: 0, indexing: true }), doc(2, 'notes.md')];
+    await documents.onEvent({ event: 'failed', data: { name: 'scan.pdf', error, failure: 7 } });
+    expect(documents.failed).toEqual([{ name: 'scan.pdf', error, failure: 7, kept: false }]);
+    expect(documents.attached.map((d) => d.name)).toEqual(['notes.md']);
+    expect(documentStatus(doc(3, 'scan.pdf', { error }), undefined)).toBe('This file is damaged or is not really a PDF. Open it in the program that made it and save it again.');
+    const kept: number[] = [];
+    api.keepFailed = async (failure: number) => (kept.push(failure), null);
+    await documents.keepFailed(documents.failed[0]);
+    expect(kept).toEqual([7]);
+    expect(documents.failed[0].kept).toBe(true);
+    documents.dismissFailed(documents.failed[0]);
+    expect(documents.failed).toEqual([]);
   });
 
   it('choosing a model on a remote server reads the notice again for the open conversation', async () => {
@@ -177,6 +187,19 @@ describe('documents words', () => {
     expect(sourceLabel(source)).toBe('contract.pdf, page 3');
     expect(sourceLabel({ ...source, place: '' })).toBe('contract.pdf');
     expect(readingLine(40.2, true)).toBe('Reading your document… 40%');
+    expect(sourceLabel({ ...source, from_scan: true } as typeof source)).toBe('contract.pdf, page 3, read from a scan');
+  });
+
+  it('a scan read by OCR shows its pages one by one; scans are read in the app language and English by default (issue 53)', () => {
+    const reading = { document_name: 'scan.pdf', stage: 'reading' as const, done: 0, total: 1, scanned_pages: { done: 2, total: 10 } };
+    expect(documentStatus(doc(0, 'scan.pdf', { indexing: true }), reading)).toBe('Reading scanned page 3 of 10…');
+    expect(indexPercent(reading)).toBe(20);
+    expect(chosenScanLanguages(null)).toEqual(['eng']);
+    setLanguage('de');
+    expect(chosenScanLanguages(null)).toEqual(['deu', 'eng']);
+    expect(scanLanguageName('chi_sim')).toMatch(/Chinesisch/);
+    setLanguage('en');
+    expect(chosenScanLanguages(['fra'])).toEqual(['fra']);
   });
 
   it('review #14 (S3): a source says its page or section in the language in use, not in English', () => {

@@ -1,5 +1,6 @@
-// The user's files in the app: the open conversation's attachments (with their indexing progress
-// and errors, and Cancel and Continue for indexing), the document library, the sources of each
+// The user's files in the app: the open conversation's attachments (with their indexing progress, a rough
+// time left for each (indexing.ts), Cancel and Continue for indexing), the files that could not be read (each with why, by code;
+// dismissed with ✕, or kept in the library when the user asks), the document library, the sources of each
 // answer, the passage opened from one, and the notice that passages go to a remote server. Files are named to the backend only by
 // library id or by the token of a drop (drops.svelte.ts hands over the drops of documents): no
 // path leaves the UI. It talks to the backend only through its slice of `api`.
@@ -9,6 +10,8 @@ import type { Conversation } from './types';
 import type { ConversationList } from './conversations.svelte';
 import type { ConversationDocuments, DocumentEvent, DocumentInfo, IndexProgress, Library, RemoteNotice, Source } from './documents';
 import { type Notifications, messageOf } from './notifications.svelte';
+import type { FileError } from './errors';
+import { TimeLeft } from './indexing';
 
 export type DocumentsApi = Pick<
   Api,
@@ -23,16 +26,33 @@ export type DocumentsApi = Pick<
   | 'messageSources'
   | 'cancelIndexing'
   | 'continueIndexing'
+  | 'keepFailed'
+  | 'pickDocumentFolder'
+  | 'openDocument'
   | 'onDocuments'
 >;
+
+/** A file that could not be read, shown with why until dismissed (it is not kept in the
+ *  library unless the user asks: `failure` names it for that; null: nothing to keep). */
+export interface FailedFile {
+  name: string;
+  error: FileError;
+  failure: number | null;
+  /** Keep in Your files was pressed. */
+  kept: boolean;
+}
 
 export class DocumentsStore {
   /** The open conversation's files. */
   attached = $state<DocumentInfo[]>([]);
-  /** Files that could not be attached at all, by name: why, in plain words. */
-  failed = $state<Record<string, string>>({});
+  /** Files that could not be read, newest last, until dismissed. */
+  failed = $state<FailedFile[]>([]);
   /** Indexing progress by file name. */
   progress = $state<Record<string, IndexProgress>>({});
+  /** A rough time left by file name, in seconds (null: too early to say), from the progress
+   *  events' rate so far (review #10). */
+  timeLeft = $state<Record<string, number | null>>({});
+  private readonly estimates = new TimeLeft();
   /** The notice that passages will be sent to a remote server (null: none to show). */
   remoteNotice = $state<RemoteNotice | null>(null);
   /** Every indexed file and the disk the library uses; null until listed. */
@@ -55,6 +75,8 @@ export class DocumentsStore {
     private readonly api: DocumentsApi,
     private readonly conversations: ConversationList,
     private readonly notifications: Notifications,
+    /** When a progress event comes, in ms (tests pass their own). */
+    private readonly clock: () => number = () => performance.now(),
   ) {
     conversations.onShow((conversation) => void this.show(conversation));
   }
@@ -68,7 +90,7 @@ export class DocumentsStore {
   private async show(conversation: Conversation | null): Promise<void> {
     this.passage = null;
     this.error = null;
-    this.failed = {};
+    this.failed = [];
     if (!conversation) {
       this.attached = [];
       this.remoteNotice = null;
@@ -83,6 +105,18 @@ export class DocumentsStore {
       const byMessage: Record<number, Source[]> = { ...this.sources };
       for (const m of sources) byMessage[m.message_id] = m.sources;
       this.sources = byMessage;
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
+  /** The open conversation's files again, as the library has them now. */
+  private async refreshAttached(): Promise<void> {
+    const id = this.conversations.current?.id;
+    if (!id) return;
+    try {
+      const docs = await this.api.conversationDocuments(id);
+      if (this.conversations.current?.id === id) this.attached = docs.documents;
     } catch (error) {
       this.error = messageOf(error);
     }
@@ -105,7 +139,9 @@ export class DocumentsStore {
    *  command returns both). */
   private attachedNow(id: string, now: ConversationDocuments): void {
     if (this.conversations.current?.id !== id) return;
-    this.attached = now.documents;
+    // A file that failed before this answer came is not listed as being read.
+    const failed = new Set(this.failed.map((f) => f.name));
+    this.attached = now.documents.filter((d) => !(d.passages === 0 && failed.has(d.name)));
     this.remoteNotice = now.remote_notice;
   }
 
@@ -126,6 +162,17 @@ export class DocumentsStore {
   /** The paperclip: the system's file dialog (opened by the backend), then attach what was chosen. */
   pick(): Promise<void> {
     return this.attachWith((id) => this.api.pickDocuments(id, t('attach.dialogTitle'), t('attach.dialogFilter')));
+  }
+
+  /** The folder button: the system's folder dialog (opened by the backend), whose choice comes
+   *  back as a drop (the `dropped` event, handled as one by drops.svelte.ts). */
+  async pickFolder(): Promise<void> {
+    this.error = null;
+    try {
+      await this.api.pickDocumentFolder(t('attach.folderDialogTitle'));
+    } catch (error) {
+      this.error = messageOf(error);
+    }
   }
 
   /** Attach the documents of a drop on the window (by its single-use token). */
@@ -223,6 +270,22 @@ export class DocumentsStore {
     this.stopped = null;
   }
 
+  /** ✕ on a file that could not be read: it goes from the list (it is not in the library). */
+  dismissFailed(file: FailedFile): void {
+    this.failed = this.failed.filter((f) => f !== file);
+  }
+
+  /** Keep in Your files: the library keeps the file with why it could not be read. */
+  async keepFailed(file: FailedFile): Promise<void> {
+    if (file.failure === null) return;
+    try {
+      await this.api.keepFailed(file.failure);
+      this.failed = this.failed.map((f) => (f === file ? { ...f, kept: true } : f));
+    } catch (error) {
+      this.error = messageOf(error);
+    }
+  }
+
   /** The sources of the answer being written (the chat's `sources` event). */
   setSources(messageId: number, sources: Source[]): void {
     this.sources = { ...this.sources, [messageId]: sources };
@@ -236,8 +299,27 @@ export class DocumentsStore {
     this.passage = null;
   }
 
+  /** Open a source's file in the person's own program, at its page where that program allows
+   *  (review #13); what to say beside the button: where it opened, or why it could not. */
+  async openFile(source: Source): Promise<{ ok: boolean; text: string }> {
+    try {
+      const opened = await this.api.openDocument(source.document_id, source.page);
+      if (source.page === null) return { ok: true, text: t('passage.opened', { name: opened.name }) };
+      const key = opened.at_page ? 'passage.openedAtPage' : 'passage.openedTurnTo';
+      return { ok: true, text: t(key, { name: opened.name, page: source.page }) };
+    } catch (error) {
+      return { ok: false, text: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
   dismissError(): void {
     this.error = null;
+  }
+
+  private forgetTimeLeft(name: string): void {
+    this.estimates.forget(name);
+    const { [name]: _gone, ...rest } = this.timeLeft;
+    this.timeLeft = rest;
   }
 
   /** One `documents` event from the backend. */
@@ -245,11 +327,13 @@ export class DocumentsStore {
     switch (event.event) {
       case 'progress':
         this.progress = { ...this.progress, [event.data.document_name]: event.data };
+        this.timeLeft = { ...this.timeLeft, [event.data.document_name]: this.estimates.update(event.data, this.clock()) };
         return;
       case 'indexed': {
         const doc = event.data.document;
         const { [doc.name]: _done, ...rest } = this.progress;
         this.progress = rest;
+        this.forgetTimeLeft(doc.name);
         // A file still being read for the first time is listed by name with id 0 until now.
         const same = (d: DocumentInfo) => d.id === doc.id || (d.id === 0 && d.name === doc.name);
         const at = this.attached.findIndex(same);
@@ -258,19 +342,27 @@ export class DocumentsStore {
         return;
       }
       case 'failed': {
-        const { [event.data.name]: _done, ...rest } = this.progress;
+        const { name, error, failure } = event.data;
+        const { [name]: _done, ...rest } = this.progress;
         this.progress = rest;
-        this.failed = { ...this.failed, [event.data.name]: event.data.message };
-        this.attached = this.attached.filter((d) => !(d.id === 0 && d.name === event.data.name));
+        this.forgetTimeLeft(name);
+        this.failed = [...this.failed.filter((f) => f.name !== name), { name, error, failure, kept: false }];
+        // It was listed while being read; it is not attached (nor kept) now. A file of the same
+        // name that was read (it has passages) stays.
+        this.attached = this.attached.filter((d) => !(d.name === name && d.passages === 0));
         return;
       }
       case 'finished': {
         this.progress = {};
+        this.timeLeft = {};
+        this.estimates.clear();
         this.stopping = false;
         const unread = event.data.unread;
         if (event.data.cancelled) this.stopped = unread;
         this.attached = this.attached.filter((d) => !(d.id === 0 && unread.includes(d.name))).map((d) => ({ ...d, indexing: false }));
         if (this.library) await this.refreshLibrary();
+        // Continue indexing embedded what a cancel left: the rows say it is all indexed now.
+        if (!event.data.cancelled && this.attached.some((d) => d.waiting > 0)) await this.refreshAttached();
         return;
       }
     }

@@ -64,3 +64,36 @@ export function errorText(error: CodedError): string {
   if (language() !== 'en' && hasMessage(general)) return t(general);
   return error.message;
 }
+
+/** Why a file could not be read, as the backend sends it (crates/app's documents views). */
+export interface FileError {
+  code: string;
+  params: Partial<Record<string, string>>;
+  detail: string | null;
+  message: string;
+}
+
+/** Every code the documents crate gives a file it cannot read (its `extract::error::CODES`),
+ *  and the app's own `unreadable`: each has a sentence in every language's catalog. */
+export const FILE_ERROR_CODES = [
+  'cannot-open', 'folder', 'not-a-file', 'system-file', 'too-large', 'unknown-kind', 'password', 'drm',
+  'scanned-ocr-off', 'scanned-no-ocr-program', 'scanned-no-ocr-language', 'ocr-failed', 'too-many-scanned-pages',
+  'image-too-large', 'image-bomb', 'unsupported-image', 'no-text', 'damaged', 'zip-bomb', 'too-much-text',
+  'too-complex', 'reader-stopped', 'cancelled', 'unreadable',
+] as const;
+
+/** Why a file could not be read, in one plain sentence of the language in use (by its code;
+ *  the file's name is shown beside it, so the sentence does not repeat it). A code this UI does
+ *  not know says only that the file could not be read: its English words go under Details. */
+export function fileErrorText(error: FileError): string {
+  const params = Object.fromEntries(Object.entries(error.params).filter((e): e is [string, string] => e[1] !== undefined));
+  const key = `fileError.${error.code}`;
+  return hasMessage(key) ? t(key, params) : t('fileError.unreadable', params);
+}
+
+/** What goes under a failed file's Details: the technical text (path, the parser's words),
+ *  and the English sentence when the code was not one this UI knows. */
+export function fileErrorDetails(error: FileError): string {
+  const known = hasMessage(`fileError.${error.code}`) && error.code !== 'unreadable';
+  return [error.detail, known ? null : error.message].filter((s, i, all): s is string => !!s && all.indexOf(s) === i).join('\n');
+}

@@ -21,7 +21,7 @@ const settings = {
 };
 
 function message(id: number, role: 'user' | 'assistant', content: string): Message {
-  return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [] };
+  return { id, role, content, state: 'complete', receipt: null, created_at: 0, branches: [], pictures: [] };
 }
 
 function summary(id: string, title: string, updated_at: number, message_count: number): ConversationSummary {

@@ -24,10 +24,10 @@ const conversation: Conversation = {
 };
 
 function doc(id: number, name: string, more: Partial<DocumentInfo> = {}): DocumentInfo {
-  return { id, name, format: 'text', title: null, size: 1_000, passages: 0, error: null, indexing: true, ...more };
+  return { id, name, format: 'text', title: null, size: 1_000, passages: 0, waiting: 0, error: null, indexing: true, ...more };
 }
 
-function setup() {
+function setup(clock?: () => number) {
   const calls: string[] = [];
   let waiting = 30;
   const library = (): Library => ({
@@ -37,6 +37,7 @@ function setup() {
     embedding_choices: [],
     waiting,
     indexing: false,
+    scan_languages: null,
   });
   const api = {
     createConversation: async () => structuredClone(conversation),
@@ -52,14 +53,14 @@ function setup() {
   } as unknown as DocumentsApi & ConversationsApi;
   const notifications = new Notifications();
   const conversations = new ConversationList(api, notifications, () => false);
-  return { calls, documents: new DocumentsStore(api, conversations, notifications) };
+  return { calls, documents: new DocumentsStore(api, conversations, notifications, clock) };
 }
 
 describe('indexing: Cancel and Continue', () => {
   it('a cancelled run clears its progress, drops the files it never read and names them', async () => {
     const { calls, documents } = setup();
     await documents.pick();
-    await documents.onEvent({ event: 'progress', data: { document_name: 'a.txt', stage: 'reading', done: 0, total: 2 } });
+    await documents.onEvent({ event: 'progress', data: { document_name: 'a.txt', stage: 'reading', done: 0, total: 2, scanned_pages: null } });
     expect(documents.indexing).toBe(true);
     await documents.cancelIndexing();
     expect(calls).toEqual(['cancel']);
@@ -84,5 +85,21 @@ describe('indexing: Cancel and Continue', () => {
     expect(documents.library?.waiting).toBe(0);
     expect(documents.indexing).toBe(false);
     expect(documents.stopped).toBeNull();
+  });
+
+  it('review #10 (S3): the progress events give each file a rough time left, forgotten when it is indexed', async () => {
+    let now = 0;
+    const { documents } = setup(() => now);
+    const progress = (done: number) => ({ event: 'progress', data: { document_name: 'a.txt', stage: 'embedding', done, total: 100, scanned_pages: null } }) as const;
+    await documents.onEvent(progress(0));
+    expect(documents.timeLeft).toEqual({ 'a.txt': null });
+    now = 10_000;
+    await documents.onEvent(progress(20));
+    expect(documents.timeLeft['a.txt']).toBeCloseTo(40, 5);
+    await documents.onEvent({ event: 'indexed', data: { document: doc(1, 'a.txt', { passages: 100, indexing: false }) } });
+    expect(documents.timeLeft).toEqual({});
+    await documents.onEvent(progress(0));
+    await documents.onEvent({ event: 'finished', data: { cancelled: true, unread: [] } });
+    expect(documents.timeLeft).toEqual({});
   });
 });

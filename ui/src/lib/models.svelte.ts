@@ -1,6 +1,7 @@
 // State of the Models view: the overview from the backend, live download progress, and the
 // actions (download, pause, resume, cancel, delete, import (picked, typed, or dropped on the
-// window: by the drop's token), set default). The api is passed in, so tests can hand in a fake one.
+// window: by the drop's token; a GGUF file is linked where it is), find a linked file again,
+// set default). The api is passed in, so tests can hand in a fake one.
 import { t } from './i18n/index.svelte';
 import type { CatalogItem, FoundModel, ModelsOverview, PullProgress } from './models';
 import { formatBytes } from './models';
@@ -22,7 +23,15 @@ export type ModelsApi = Pick<
   | 'importFound'
   | 'pickModelFile'
   | 'pickFolder'
+  | 'relinkModel'
 >;
+
+/** What the Models view says once a model was added: linked where it is, or copied/imported. */
+function addedNotice(model: InstalledModel): string {
+  return model.linked
+    ? t('linked.added', { name: model.name, size: formatBytes(model.size_bytes) })
+    : `Imported ${model.name} (${formatBytes(model.size_bytes)}); the original stays where it was.`;
+}
 
 const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
 
@@ -159,7 +168,7 @@ export class ModelsStore {
       const model = await run((p) => {
         if (this.importRunning) this.importRunning = { path, progress: p };
       });
-      this.notice = `Imported ${model.name} (${formatBytes(model.size_bytes)}); the original stays where it was.`;
+      this.notice = addedNotice(model);
       this.onChanged();
       ok = true;
     } catch (e) {
@@ -204,7 +213,7 @@ export class ModelsStore {
       const installed = await this.api.importFound(model.path, model.import_name, (p) => {
         if (model.path in this.importing) this.importing = { ...this.importing, [model.path]: p };
       });
-      this.notice = `Imported ${installed.name} (${formatBytes(installed.size_bytes)}); the original stays where it was.`;
+      this.notice = addedNotice(installed);
       this.onChanged();
     } catch (e) {
       this.foundErrors = { ...this.foundErrors, [model.path]: (e as Error).message ?? String(e) };
@@ -213,6 +222,24 @@ export class ModelsStore {
       this.importing = left;
       await this.refresh();
     }
+  }
+
+  /** "Find it": the GGUF file of the linked model `name`, moved or changed since it was added,
+   *  picked again in the system's dialog and linked (the same model only: another file's error
+   *  stays on the model). Nothing happens when the dialog is cancelled. */
+  async findLinked(name: string): Promise<void> {
+    this.clearError(name);
+    this.notice = null;
+    try {
+      const path = await this.api.pickModelFile(t('linked.findDialog', { name }));
+      if (!path) return;
+      const model = await this.api.relinkModel(name, path);
+      this.notice = t('linked.found', { name: model.name, file: model.linked?.file ?? path });
+      this.onChanged();
+    } catch (e) {
+      this.setError(name, e);
+    }
+    await this.refresh();
   }
 
   /** A .gguf file or a model folder chosen in the system's dialog; null when cancelled. */

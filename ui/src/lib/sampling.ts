@@ -4,8 +4,9 @@ import type { Sampling } from './types';
 import type { MessageKey } from './i18n/en';
 import { t } from './i18n/index.svelte';
 
-/** The engine's defaults (hearth-engine SamplingParams::default, ConversationSettings). */
-export const DEFAULT_SAMPLING: Sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1, seed: 0 };
+/** The app's defaults for new conversations (crates/app/src/settings.rs: the engine's, with a
+ *  mild repetition penalty, review #20). */
+export const DEFAULT_SAMPLING: Sampling = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1.1, seed: 0 };
 export const DEFAULT_MAX_TOKENS = 1024;
 
 export type FieldKey = keyof Sampling | 'max_tokens';

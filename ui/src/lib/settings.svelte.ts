@@ -4,7 +4,7 @@ import type { Api } from './api';
 import type { Settings, ShareStatus } from './types';
 import type { Notifications } from './notifications.svelte';
 
-export type SettingsApi = Pick<Api, 'getSettings' | 'saveSettings' | 'shareStatus' | 'startSharing' | 'stopSharing'>;
+export type SettingsApi = Pick<Api, 'getSettings' | 'saveSettings' | 'shareStatus' | 'startSharing' | 'stopSharing' | 'pickFolder'>;
 
 export class SettingsStore {
   /** Null until read at start. */
@@ -43,5 +43,16 @@ export class SettingsStore {
     } catch (error) {
       this.notifications.fail(error);
     }
+  }
+
+  /** Saves `settings` for a field that shows its own error (Settings › NPU): a refusal is
+   *  thrown for it to show, not toasted. */
+  async saveOrThrow(settings: Settings): Promise<void> {
+    this.settings = await this.api.saveSettings(settings);
+  }
+
+  /** Asks for a folder with the desktop's dialog; null when it is closed. */
+  pickFolder(title: string): Promise<string | null> {
+    return this.api.pickFolder(title);
   }
 }

@@ -18,5 +18,6 @@ export const SHORTCUTS: Shortcut[] = [
   { keys: 'Ctrl+F', does: 'shortcut.find' },
   { keys: 'Ctrl+,', does: 'common.settings' },
   { keys: 'Ctrl+/', does: 'shortcut.list' },
+  { keys: 'Ctrl+Shift+M', does: 'shortcut.mic' },
   { keys: '↑ ↓ Home End', does: 'shortcut.menu' },
 ];
