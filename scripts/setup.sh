@@ -10,12 +10,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-app}"
 
-build_pkgs=(build-essential pkg-config file libssl-dev libxdo-dev libwebkit2gtk-4.1-dev
+build_pkgs=(build-essential pkg-config file libssl-dev libxdo-dev libasound2-dev libwebkit2gtk-4.1-dev
   libjavascriptcoregtk-4.1-dev libsoup-3.0-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
   python3-venv)  # python3-venv: pip fetches the starter model (scripts/starter-model.sh)
+# libasound2-dev: the microphone (cpal over ALSA);
 # xdotool: the e2e test types into GTK's file chooser; fonts-noto-cjk: Chinese screenshots show glyphs;
-# fonts-noto-color-emoji: emoji in answers are drawn, not boxes (browser test "review #33")
-test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium iproute2 xdotool fonts-noto-cjk fonts-noto-color-emoji)
+# fonts-noto-color-emoji: emoji in answers are drawn, not boxes (browser test "review #33");
+# tesseract-ocr and its data: scans are read (documents' OCR tests), poppler-utils renders their pages;
+# espeak-ng speaks the test sentences that speech recognition is checked on
+test_pkgs=(xvfb xauth imagemagick webkit2gtk-driver chromium iproute2 xdotool fonts-noto-cjk fonts-noto-color-emoji
+  tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa
+  poppler-utils espeak-ng)
 
 wanted=("${build_pkgs[@]}")
 [ "$mode" = test ] && wanted+=("${test_pkgs[@]}")

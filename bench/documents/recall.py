@@ -11,6 +11,7 @@ question, then reused: a file is read again only when it changes).
   cargo build --release -p hearth-cli
   bench/documents/recall.py [--hearth target/release/hearth] [--json out.json]
       [--ranking keyword]   # only these rankings (repeatable); keyword needs no model
+      [--rerank-model NAME|DIR ...]  # also "reranked": combined's first 20 judged by each model
 """
 import argparse
 import json
@@ -28,9 +29,11 @@ RANKINGS = ["keyword", "semantic", "combined"]
 K = 5
 
 
-def search(hearth, files, question, ranking, env):
+def search(hearth, files, question, ranking, env, rerank=None):
     command = ["/usr/bin/time", "-f", "%M", hearth, "search", "--json", "--limit", str(K),
                "--ranking", ranking]
+    if rerank:
+        command += ["--rerank", rerank]
     for f in files:
         command += ["--file", f]
     command.append(question)
@@ -71,6 +74,9 @@ def main():
     parser.add_argument("--json", help="also write the per-question results here")
     parser.add_argument("--ranking", action="append", choices=RANKINGS,
                         help="measure only this ranking (repeatable; by default all three)")
+    parser.add_argument("--rerank-model", action="append", default=[],
+                        help="also rank combined's first 20 again with this model (repeatable)")
+    parser.add_argument("--only", help="only these question ids (comma-separated)")
     args = parser.parse_args()
     rankings = args.ranking or RANKINGS
     with open(os.path.join(HERE, "questions.json"), encoding="utf-8") as f:
@@ -83,23 +89,36 @@ def main():
     env = dict(os.environ, XDG_DATA_HOME=home, HOME=home)
     language = {key: d["language"] for key, d in spec["documents"].items()}
 
+    questions = spec["questions"]
+    if args.only:
+        wanted = {int(i) for i in args.only.split(",")}
+        questions = [q for q in questions if q["id"] in wanted]
+    # Each reranker is a stage of its own, named after its model.
+    stages = [(r, r, None) for r in rankings] + [
+        (f"reranked:{os.path.basename(os.path.normpath(m))}", "combined", m)
+        for m in args.rerank_model]
+    rankings = [name for name, _, _ in stages]
     rows = []
-    for ranking in rankings:
-        for q in spec["questions"]:
-            result, wall, rss = search(args.hearth, files, q["question"], ranking, env)
+    for name, ranking, model in stages:
+        for q in questions:
+            result, wall, rss = search(args.hearth, files, q["question"], ranking, env, model)
             rows.append({
-                "id": q["id"], "ranking": ranking, "language": language[q["document"]],
+                "id": q["id"], "ranking": name, "language": language[q["document"]],
                 "paraphrased": q["paraphrased"],
                 "answered": answered(result, gold[str(q["id"])]),
-                "search_ms": result["timings"]["search_ms"],
+                "search_ms": result["timings"]["search_ms"]
+                + (result["timings"].get("rerank_ms") or 0.0),
                 "index_ms": result["timings"]["index_ms"],
                 "wall_s": wall, "max_rss_kb": rss,
             })
+            if model:
+                print(f"{name} q{q['id']}: {'hit' if rows[-1]['answered'] else 'miss'} "
+                      f"{rows[-1]['search_ms'] / 1e3:.1f} s", file=sys.stderr, flush=True)
 
     def recall(selected):
         return sum(r["answered"] for r in selected) / len(selected) if selected else float("nan")
 
-    print(f"recall@{K} over {len(spec['questions'])} questions, {len(files)} documents")
+    print(f"recall@{K} over {len(questions)} questions, {len(files)} documents")
     print(f"{'ranking':<10}{'all':>7}{'english':>9}{'chinese':>9}{'verbatim':>10}"
           f"{'paraphr.':>10}{'search ms (median/max)':>25}{'peak RSS MB':>13}")
     for ranking in rankings:

@@ -4,7 +4,8 @@
 // LAYOUT_PROBLEMS is the body of a WebDriver script (execute/sync): it returns what is wrong with
 // the page now, as sentences, or an empty list. It checks the page never scrolls; the shell's
 // regions stay inside the window and off each other; nothing visible pokes out of the window's
-// right edge (horizontal overflow) or out of the bottom unless a scrolled box holds it; no text
+// right edge (horizontal overflow) unless a code block inside the window scrolls it sideways, or
+// out of the bottom unless a scrolled box holds it; no text
 // is cut off silently (a box that hides overflow with no ellipsis); and the conversation keeps
 // at least `minConversation` px of height (arguments[0]).
 import { execFileSync } from 'node:child_process';
@@ -32,13 +33,16 @@ for (let i = 0; i < regions.length; i++) for (let j = i + 1; j < regions.length;
 }
 // A box that scrolls or clips its content (the conversation, a page's body, a list).
 const clipper = (el) => { for (let p = el.parentElement; p; p = p.parentElement) { const s = getComputedStyle(p); if (/(auto|scroll|hidden|clip)/.test(s.overflowY)) return p; } return null; };
+// A code block scrolls sideways (review #29): what it holds beyond its edge is hidden by it,
+// not out of the window, as long as the block itself is inside the window.
+const sideScroller = (el) => { const pre = el.parentElement?.closest('pre'); return !!pre && /(auto|scroll)/.test(getComputedStyle(pre).overflowX) && pre.getBoundingClientRect().right <= W + 1; };
 let reported = 0;
 for (const el of document.querySelectorAll('body *')) {
   if (reported >= 12 || !visible(el)) continue;
   const r = el.getBoundingClientRect();
   const s = getComputedStyle(el);
   if (s.position === 'fixed' && el.closest('[role="dialog"], [role="menu"], [role="tooltip"]')) continue;
-  if (r.right > W + 1 && r.left < W) { bad.push(name(el) + ' pokes out of the window on the right: ' + where(r)); reported++; continue; }
+  if (r.right > W + 1 && r.left < W && !sideScroller(el)) { bad.push(name(el) + ' pokes out of the window on the right: ' + where(r)); reported++; continue; }
   const box = clipper(el);
   if (r.bottom > H + 1 && r.top < H && !box) { bad.push(name(el) + ' is cut off at the bottom: ' + where(r)); reported++; continue; }
   // Text cut off with no ellipsis: a box that hides what overflows it sideways.
