@@ -87,6 +87,16 @@ summary=$(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d pa
 echo "cargo test: $summary"
 [ "$status" -eq 0 ] && record "Rust tests" ok "$summary" || record "Rust tests" FAIL "$summary (exit $status)"
 
+# The test executables (about 5 GB, kept only in deps/) are not needed once they have run; the
+# programs the app and its tests use are also linked in debug/ and stay. Where the disk is short
+# (CI's runners), removing them leaves room for the app, its package and the catalog download the
+# end-to-end tests start: with under a gigabyte free, no catalog model fits and that step fails.
+if awk -v f="$(free_gb)" 'BEGIN { exit !(f < 5) }'; then
+  before=$(free_gb)
+  find "$target/debug/deps" -maxdepth 1 -type f -perm -u+x ! -name '*.so' -delete
+  echo "test: $before GB free after the Rust tests; removed the test executables, now $(free_gb) GB free"
+fi
+
 section "UI unit tests (vitest)"
 npx vitest run --config ui/vite.config.ts 2>&1 | tee "$scratch/vitest.log"
 status=${PIPESTATUS[0]}

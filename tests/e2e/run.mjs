@@ -549,8 +549,14 @@ try {
   if (offline) {
     await step('with no network, a download fails on its card in plain words and installs nothing', async () => {
       await exec('const s = document.querySelector(\'[data-testid="model-picker"]\'); s.value = "manage"; s.dispatchEvent(new Event("change", { bubbles: true }));');
-      const id = await waitFor('a model of the catalog that fits this disk', () =>
-        exec('return document.querySelector(\'button[data-testid^="download-"]:not([disabled])\')?.dataset.testid.slice("download-".length) ?? null'), 30_000);
+      // A card offers its download only when the model fits the disk, so this step needs room for
+      // the smallest catalog model (about 1 GB); with less, it says so instead of waiting.
+      const id = await waitFor('a model of the catalog that fits this disk', async () => {
+        const found = await exec('const all = [...document.querySelectorAll(\'button[data-testid^="download-"]\')]; const open = all.find((b) => !b.disabled); return { cards: all.length, id: open ? open.dataset.testid.slice("download-".length) : null };');
+        if (found.id) return found.id;
+        if (found.cards > 0) throw new Error(`no catalog model fits this disk (${found.cards} cards, every download disabled); free about 1 GB and run again`);
+        return null;
+      }, 30_000);
       await wd('POST', `/session/${session}/element/${await find(`download-${id}`)}/click`, {});
       const summary = await waitFor('the download error on its card', () =>
         exec(`return document.querySelector('[data-testid="download-error-${id}"] .summary')?.textContent ?? null`), 60_000);
