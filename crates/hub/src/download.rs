@@ -85,6 +85,46 @@ pub(crate) fn part_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Checks that `path`, a file's path as a manifest or the Hub gives it (`folder/…/name`),
+/// stays inside the folder it is fetched into: no empty, `.` or `..` part, not absolute, no
+/// backslash, NUL or control character. The error says why, to follow "the path … ".
+pub(crate) fn check_relative_path(path: &str) -> std::result::Result<(), &'static str> {
+    if path.is_empty() {
+        return Err("is empty");
+    }
+    if path.starts_with('/') {
+        return Err("is absolute");
+    }
+    if path.contains('\\') {
+        return Err("contains a backslash");
+    }
+    if path.chars().any(char::is_control) {
+        return Err("contains control characters");
+    }
+    if path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err("has an empty, \".\" or \"..\" part and could leave its folder");
+    }
+    Ok(())
+}
+
+/// Where the file at `path` (checked with [`check_relative_path`]) goes inside `folder`.
+pub(crate) fn destination(folder: &Path, path: &str) -> Result<PathBuf> {
+    check_relative_path(path).map_err(|why| {
+        Error::io(
+            format!("place {path:?} in"),
+            folder,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("the path {why}; nothing was written"),
+            ),
+        )
+    })?;
+    Ok(folder.join(path))
+}
+
 /// The two checksums the Hub publishes: sha256 for LFS files, the git blob sha1 for others.
 struct Hashers {
     sha256: Sha256,
@@ -500,6 +540,33 @@ mod tests {
         assert_eq!(
             part_path(Path::new("/x/model.q4nx")),
             PathBuf::from("/x/model.q4nx.part")
+        );
+    }
+
+    #[test]
+    fn paths_that_could_leave_the_folder_are_refused() {
+        for good in ["a.onnx", "en/en_US/lessac/medium/x.onnx.json", "a..b/c"] {
+            assert_eq!(check_relative_path(good), Ok(()), "{good:?}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/./b",
+            "a//b",
+            "a/",
+            "a\\b",
+            "..",
+            "a\u{0}b",
+            "a\nb",
+        ] {
+            assert!(check_relative_path(bad).is_err(), "{bad:?}");
+            assert!(destination(Path::new("/v"), bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            destination(Path::new("/v"), "en/x.onnx").unwrap(),
+            PathBuf::from("/v/en/x.onnx")
         );
     }
 

@@ -1,7 +1,8 @@
 //! The few Hugging Face Hub endpoints Hearth uses, over a small blocking HTTP client (`ureq`).
 //!
 //! - `GET /api/models/{repo}/revision/{rev}`: the commit a branch or tag points to.
-//! - `GET /api/models/{repo}/tree/{commit}`: file names, sizes, git oids and LFS sha256.
+//! - `GET /api/models/{repo}/tree/{commit}[/{folder}]`: file names, sizes, git oids and LFS
+//!   sha256, of the top level or of one folder (Piper voices live in nested folders).
 //! - `GET /{repo}/resolve/{commit}/{file}`: the bytes, with `Range` for resuming. LFS files
 //!   answer with a redirect carrying `X-Linked-Etag` (their sha256) and `X-Repo-Commit`;
 //!   redirects are followed here by hand so those headers are seen and `Range` is kept.
@@ -31,7 +32,8 @@ pub(crate) const MAX_FILE_BYTES: u64 = 1 << 42;
 /// A file of a repository as the tree API lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteFile {
-    /// File name (top level of the repository).
+    /// Path in the repository: a file name at the top level, or `folder/…/name` for a file
+    /// listed by [`HubClient::file_info`] (checked with [`crate::download::check_relative_path`]).
     pub name: String,
     /// Size in bytes.
     pub size: u64,
@@ -208,14 +210,51 @@ impl HubClient {
         parse_tree(&url, &text)
     }
 
-    /// The download URL of `file` in `repo` at `commit`.
+    /// The size and checksums of the file at `path` (`folder/…/name`) in `repo` at `commit`,
+    /// from the listing of its folder. A path that could leave a folder (`..`, absolute,
+    /// backslashes) is refused before any request. A pause or cancel on `control` ends the
+    /// wait at once ([`Error::Stopped`]).
+    pub fn file_info(
+        &self,
+        repo: &str,
+        commit: &str,
+        path: &str,
+        control: &DownloadControl,
+    ) -> Result<RemoteFile> {
+        crate::download::check_relative_path(path).map_err(|detail| Error::BadResponse {
+            url: format!("{}/{repo}", self.endpoint),
+            detail: format!("the path {path:?} {detail}"),
+        })?;
+        let folder = path.rsplit_once('/').map(|(folder, _)| folder);
+        let mut url = format!(
+            "{}/api/models/{}/tree/{}",
+            self.endpoint,
+            repo,
+            encode_segment(commit)
+        );
+        if let Some(folder) = folder {
+            url.push('/');
+            url.push_str(&encode_path(folder));
+        }
+        let text = self.get_text(&url, repo, commit, control)?;
+        parse_folder(&url, &text, folder)?
+            .into_iter()
+            .find(|f| f.name == path)
+            .ok_or_else(|| Error::RepoNotFound {
+                repo: format!("{repo}/{path}"),
+                revision: commit.to_string(),
+                endpoint: self.endpoint.clone(),
+            })
+    }
+
+    /// The download URL of `file` (a name, or a `folder/…/name` path) in `repo` at `commit`.
     pub fn resolve_url(&self, repo: &str, commit: &str, file: &str) -> String {
         format!(
             "{}/{}/resolve/{}/{}",
             self.endpoint,
             repo,
             encode_segment(commit),
-            encode_segment(file)
+            encode_path(file)
         )
     }
 
@@ -422,13 +461,26 @@ impl HubClient {
 /// The top-level files of a tree answer from `url`, with every declared size bounded and
 /// their sum checked, and names with control characters left out.
 fn parse_tree(url: &str, text: &str) -> Result<Vec<RemoteFile>> {
+    parse_folder(url, text, None)
+}
+
+/// The files directly in `folder` (`None`: the top level) of a tree answer from `url`, as
+/// [`parse_tree`] keeps them; their names are full paths (`folder/name`).
+fn parse_folder(url: &str, text: &str, folder: Option<&str>) -> Result<Vec<RemoteFile>> {
     let entries: Vec<TreeJson> = serde_json::from_str(text).map_err(|e| Error::BadResponse {
         url: url.to_string(),
         detail: e.to_string(),
     })?;
+    let in_folder = |path: &str| match folder {
+        None => !path.contains('/'),
+        Some(folder) => path
+            .strip_prefix(folder)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|name| !name.is_empty() && !name.contains('/')),
+    };
     let files: Vec<RemoteFile> = entries
             .into_iter()
-            .filter(|e| e.kind == "file" && !e.path.contains('/'))
+            .filter(|e| e.kind == "file" && in_folder(&e.path))
             .filter(|e| {
                 // A name with control characters is no model file, and printing it could
                 // drive the terminal: it is never fetched, and only shown escaped.
@@ -519,6 +571,14 @@ fn encode_segment(text: &str) -> String {
     out
 }
 
+/// Percent-encodes a `folder/…/name` path segment by segment, keeping its slashes.
+fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(encode_segment)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// `scheme://host[:port]` of a URL.
 fn origin(url: &str) -> &str {
     let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
@@ -583,6 +643,45 @@ mod tests {
             client.resolve_url("a/b", "main", "my file.json"),
             "http://127.0.0.1:9/a/b/resolve/main/my%20file.json"
         );
+    }
+
+    #[test]
+    fn nested_paths_keep_their_slashes_and_folders_list_only_their_own_files() {
+        let client = HubClient::new("http://127.0.0.1:9", None, true);
+        assert_eq!(
+            client.resolve_url("o/v", "c1", "en/en_US/a b/x.onnx"),
+            "http://127.0.0.1:9/o/v/resolve/c1/en/en_US/a%20b/x.onnx"
+        );
+        let text = r#"[
+            {"type": "file", "oid": "a", "size": 3, "path": "en/en_US/x.onnx"},
+            {"type": "file", "oid": "b", "size": 3, "path": "en/en_US/deeper/y.onnx"},
+            {"type": "file", "oid": "c", "size": 3, "path": "en/en_USx.onnx"},
+            {"type": "directory", "oid": "d", "size": 0, "path": "en/en_US/deeper"},
+            {"type": "file", "oid": "e", "size": 3, "path": "top.json"}
+        ]"#;
+        let files = parse_folder("u", text, Some("en/en_US")).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["en/en_US/x.onnx"]);
+        assert!(parse_folder("u", "{not json", Some("en")).is_err());
+    }
+
+    #[test]
+    fn a_path_that_could_leave_the_folder_is_refused_before_any_request() {
+        // Online client at a closed port: a request would fail with a network error instead.
+        let client = HubClient::new("http://127.0.0.1:9", None, false);
+        for bad in [
+            "../x.onnx",
+            "/etc/passwd",
+            "en\\x.onnx",
+            "en/../../x",
+            "",
+            "a//b",
+        ] {
+            let e = client
+                .file_info("o/v", "c1", bad, &DownloadControl::new())
+                .unwrap_err();
+            assert!(matches!(e, Error::BadResponse { .. }), "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod pull;
 pub mod registry;
 mod sizes;
 mod store;
+pub mod voices;
 
 pub use builtin::{
     find_builtin_model, BuiltinKind, BuiltinModel, DEMO_MODEL_NAME, STARTER_MARKER,

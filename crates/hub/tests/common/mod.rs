@@ -60,6 +60,8 @@ struct State {
     hook_after: HashMap<String, (u64, Hook)>,
     served: HashMap<String, u64>,
     declared_size: HashMap<String, u64>,
+    /// (repository, tag) pairs the API answers for, as for `main`.
+    tags: Vec<(String, String)>,
 }
 
 /// The running mock Hub.
@@ -93,6 +95,15 @@ impl MockHub {
             .unwrap()
             .repos
             .insert(repo.to_string(), (commit.to_string(), files));
+    }
+
+    /// Makes `tag` a revision of `repo` (pointing at its commit).
+    pub fn add_tag(&self, repo: &str, tag: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .tags
+            .push((repo.to_string(), tag.to_string()));
     }
 
     /// Cuts the connection once after `n` body bytes of `file`.
@@ -185,12 +196,19 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let path_only = path.split('?').next().unwrap_or("").to_string();
     let parts: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
 
-    // /api/models/{owner}/{name}/{revision|tree}/{rev}
-    if parts.len() == 6 && parts[0] == "api" && parts[1] == "models" {
+    // /api/models/{owner}/{name}/{revision|tree}/{rev}[/{folder…}] (a folder lists only the
+    // files directly in it, as the Hub does)
+    if parts.len() >= 6 && parts[0] == "api" && parts[1] == "models" {
         let repo = format!("{}/{}", parts[2], parts[3]);
         let rev = parts[5];
-        let found = state.lock().unwrap().repos.get(&repo).cloned();
-        let Some((commit, files)) = found.filter(|(c, _)| rev == "main" || rev == c) else {
+        let folder = (parts.len() > 6).then(|| parts[6..].join("/"));
+        let (found, tagged) = {
+            let s = state.lock().unwrap();
+            let tagged = s.tags.iter().any(|(r, t)| *r == repo && t == rev);
+            (s.repos.get(&repo).cloned(), tagged)
+        };
+        let Some((commit, files)) = found.filter(|(c, _)| rev == "main" || rev == c || tagged)
+        else {
             return respond(
                 &mut out,
                 "404 Not Found",
@@ -208,6 +226,14 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             let declared = state.lock().unwrap().declared_size.clone();
             let entries: Vec<_> = files
                 .iter()
+                .filter(|f| match &folder {
+                    Some(folder) => f
+                        .name
+                        .strip_prefix(folder.as_str())
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .is_some_and(|rest| !rest.contains('/')),
+                    None => true,
+                })
                 .map(|f| {
                     let size = declared.get(&f.name).copied().unwrap_or(f.bytes.len() as u64);
                     let mut e = serde_json::json!({"type": "file", "oid": f.git_oid(), "size": size, "path": f.name});
@@ -238,8 +264,9 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         };
     }
 
-    // /{owner}/{name}/resolve/{rev}/{file}
-    if parts.len() == 5 && parts[2] == "resolve" {
+    // /{owner}/{name}/resolve/{rev}/{file or folder…/file}
+    if parts.len() >= 5 && parts[2] == "resolve" {
+        let wanted = parts[4..].join("/");
         let repo = format!("{}/{}", parts[0], parts[1]);
         let found = state.lock().unwrap().repos.get(&repo).cloned();
         let Some((commit, files)) = found.filter(|(c, _)| parts[3] == "main" || parts[3] == c)
@@ -251,7 +278,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 b"",
             );
         };
-        let Some(file) = files.iter().find(|f| f.name == parts[4]).cloned() else {
+        let Some(file) = files.iter().find(|f| f.name == wanted).cloned() else {
             return respond(
                 &mut out,
                 "404 Not Found",
