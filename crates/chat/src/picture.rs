@@ -36,8 +36,10 @@ pub const MAX_PICTURE_PIXELS: u64 = 40_000_000;
 /// read up to about 1,280 by default) so their own resizing decides the rest.
 pub const DEFAULT_LONGEST_SIDE: u32 = 1536;
 
-/// The most pictures one message may carry, in the app, the CLI and the server.
-pub const MAX_PICTURES: usize = 8;
+/// The most pictures one message may carry, in the app (the desktop's composer reads it through
+/// the app's status), `hearth run`/`chat` and `hearth serve`: four, as many as a vision model
+/// on the NPU reads well in one prompt, and a bound on what one request may weigh.
+pub const MAX_PICTURES: usize = 4;
 
 /// What a picture is counted as in a prompt when the backend cannot say (a server's `usage`
 /// says afterwards): one token per 28 x 28 pixels (Qwen2-VL's merged patches) and at least 256
