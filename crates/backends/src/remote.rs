@@ -16,7 +16,9 @@
 //! tokenizer endpoint where it has one (llama-cpp-python never sends `usage` in a stream).
 //!
 //! Pictures: a model sees them when Ollama's `/api/show` lists `vision` among its capabilities
-//! or when the user marked it in the settings ([`RemoteConfig::sees_pictures`]); they go as
+//! (asked for a listed model's first few, bounded, when the list is shown, and for the model
+//! opened) or when the user marked it in the settings ([`RemoteConfig::sees_pictures`]: the
+//! mark adds to Ollama's word, never takes it away); they go as
 //! `image_url` parts (`data:image/...;base64,`). A model that does not see is never sent one,
 //! and a server's refusal of one is said as "the server refused the picture: ...".
 
@@ -43,12 +45,15 @@ use hearth_chat::picture::picture_tokens;
 /// Most model names listed in the error for a model the server does not have.
 const MODELS_LISTED: usize = 20;
 
-/// Checks that the server at `url` answers (sending `key` when given) and returns the ids of
-/// the models it offers: what the app's "Test connection" shows. Errors say what happened and
-/// what to do, in plain words; [`BackendError::code`] tells the kind (`connection`, `auth`, ...).
-pub fn test_connection(url: &str, key: Option<ApiKey>) -> Result<Vec<String>, BackendError> {
+/// Checks that the server at `url` answers (sending `key` when given) and returns the models it
+/// offers, those Ollama says see pictures marked: what the app's "Test connection" and model
+/// picker show. Errors say what happened and what to do, in plain words;
+/// [`BackendError::code`] tells the kind (`connection`, `auth`, ...).
+pub fn test_connection(url: &str, key: Option<ApiKey>) -> Result<Vec<ServerModel>, BackendError> {
     let client = OpenAiClient::new(url, key, ClientOptions::default())?;
-    Ok(client.models()?.into_iter().map(|m| m.id).collect())
+    let mut models = client.models()?;
+    client.ask_which_see(&mut models);
+    Ok(models)
 }
 
 /// One model on one remote server.
@@ -85,12 +90,17 @@ impl std::fmt::Debug for RemoteBackend {
 }
 
 impl RemoteBackend {
-    /// The models the server in `config` offers, for the user to choose from.
+    /// The models the server in `config` offers, for the user to choose from, those Ollama
+    /// says see pictures marked ([`OpenAiClient::ask_which_see`]; the user's own marks are in
+    /// `config`, [`RemoteConfig::marked_seeing`]).
     pub fn list_models(
         config: &RemoteConfig,
         options: ClientOptions,
     ) -> Result<Vec<ServerModel>, BackendError> {
-        OpenAiClient::new(&config.base_url, config.api_key.clone(), options)?.models()
+        let client = OpenAiClient::new(&config.base_url, config.api_key.clone(), options)?;
+        let mut models = client.models()?;
+        client.ask_which_see(&mut models);
+        Ok(models)
     }
 
     /// Opens `model` on the server in `config`: checks that the server lists it (the error
@@ -100,6 +110,18 @@ impl RemoteBackend {
     pub fn connect(
         config: &RemoteConfig,
         model: &str,
+        options: ClientOptions,
+    ) -> Result<RemoteBackend, BackendError> {
+        Self::connect_known(config, model, None, options)
+    }
+
+    /// [`RemoteBackend::connect`] when the server's word on whether `model` sees pictures is
+    /// known already (`server_sees`, from [`RemoteBackend::list_models`]): it is not asked
+    /// again. None asks it, as `connect` does.
+    pub fn connect_known(
+        config: &RemoteConfig,
+        model: &str,
+        server_sees: Option<bool>,
         options: ClientOptions,
     ) -> Result<RemoteBackend, BackendError> {
         let client = OpenAiClient::new(&config.base_url, config.api_key.clone(), options)?;
@@ -129,10 +151,12 @@ impl RemoteBackend {
         let context_length = found
             .context_length
             .or_else(|| client.props_context_length());
-        // A model the user marked needs no asking; otherwise Ollama's word (other servers
-        // have no /api/show and say nothing).
-        let sees_pictures =
-            config.marked_seeing(model) || client.ollama_sees_pictures(model).unwrap_or(false);
+        // A model the user marked needs no asking; otherwise Ollama's word, from the list
+        // shown or asked now (other servers have no /api/show and say nothing).
+        let sees_pictures = config.marked_seeing(model)
+            || server_sees
+                .or_else(|| client.ollama_sees_pictures(model))
+                .unwrap_or(false);
         let tokenizer = match &config.tokenizer {
             Some(path) => Some(TextTokenizer::from_file(path)?),
             None => None,
@@ -305,7 +329,7 @@ impl Backend for RemoteBackend {
                         kind: FailureKind::Server | FailureKind::BadReply,
                         message,
                         ..
-                    }) if pictures => return Err(BackendError::picture_refused(&message)),
+                    }) if pictures => return Err(picture_refused(&message)),
                     other => other?,
                 };
                 (request, outcome)
@@ -357,6 +381,16 @@ impl Backend for RemoteBackend {
             timings: outcome.timings,
         })
     }
+}
+
+/// A server's refusal of a message with pictures: its words, and what the user can do.
+fn picture_refused(message: &str) -> BackendError {
+    BackendError::picture_refused(&format!(
+        "{}. If this model does not see pictures, choose one that does, or turn its \"sees \
+         pictures\" switch off in Settings, under Remote server; or send the message without \
+         the picture.",
+        message.trim().trim_end_matches('.')
+    ))
 }
 
 /// `format` as OpenAI's `response_format` (vLLM, llama.cpp's server, Ollama's OpenAI API and

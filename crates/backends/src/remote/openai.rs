@@ -1,7 +1,8 @@
 //! A small blocking client of OpenAI-compatible servers (llama.cpp's server, vLLM, Ollama,
 //! Lemonade, FastFlowLM, another Hearth), over `ureq` with rustls.
 //!
-//! - `GET /v1/models`: the models a server offers ([`OpenAiClient::models`]);
+//! - `GET /v1/models`: the models a server offers ([`OpenAiClient::models`]), and Ollama's
+//!   `POST /api/show` for which of them see pictures ([`OpenAiClient::ask_which_see`]);
 //! - `POST /v1/chat/completions` with `stream: true`: the answer as server-sent events, read line
 //!   by line as they arrive ([`OpenAiClient::stream_chat`]);
 //! - `POST /v1/completions` with `stream: true`: a raw prompt's continuation, read the same way
@@ -45,7 +46,7 @@ mod stream;
 mod testing;
 
 pub use address::{parse_base_url, BaseUrl};
-pub use models::ServerModel;
+pub use models::{ServerModel, ASKED_AT_ONCE, MOST_MODELS_ASKED, SHOW_TIMEOUT};
 pub use request::ChatRequest;
 
 /// Most bytes of a JSON reply (`/v1/models`, an error body, a non-streamed answer) read.

@@ -147,6 +147,37 @@ pub struct Script {
     /// Answers Ollama's `/api/show` when not empty: these models list `vision` among their
     /// capabilities, the others only `completion`.
     pub vision_models: Vec<String>,
+    /// A body sent with status 200 to every `/api/show`, in place of capabilities.
+    pub show_reply: Option<String>,
+    /// Pauses before answering `/api/show` about a model (a slow Ollama).
+    pub show_delays: Vec<(String, Duration)>,
+    /// Counts the `/api/show` questions being answered at once.
+    pub shows: Arc<Gauge>,
+}
+
+/// How many of something are under way now, and the most there were at once.
+#[derive(Debug, Default)]
+pub struct Gauge {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Gauge {
+    /// One more under way.
+    pub fn enter(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+    }
+
+    /// One fewer.
+    pub fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The most there were at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
 }
 
 /// What the server does with a connection after a fixed reply.
@@ -171,6 +202,9 @@ impl Script {
             counts_tokens: false,
             connection: Connection::Close,
             vision_models: Vec::new(),
+            show_reply: None,
+            show_delays: Vec::new(),
+            shows: Arc::default(),
         }
     }
 }
@@ -392,11 +426,22 @@ fn answer_one(
                 .count();
             ChatReply::status(200, json!({ "count": words + 1 }))
         }
+        ("POST", "/api/show") if script.show_reply.is_some() => ChatReply::Fixed {
+            status: 200,
+            headers: Vec::new(),
+            content_type: "application/json".into(),
+            body: script.show_reply.clone().unwrap_or_default(),
+        },
         ("POST", "/api/show") if !script.vision_models.is_empty() => {
             let model = request.json()["model"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
+            script.shows.enter();
+            if let Some((_, pause)) = script.show_delays.iter().find(|(m, _)| *m == model) {
+                thread::sleep(*pause);
+            }
+            script.shows.leave();
             let capabilities = if script.vision_models.contains(&model) {
                 json!(["completion", "vision"])
             } else {

@@ -1,6 +1,8 @@
-//! What a server says outside an answer: the models it offers (`GET /v1/models`), the context
-//! length llama.cpp's server holds (`/props`), and token counts by a model's own tokenizer.
+//! What a server says outside an answer: the models it offers (`GET /v1/models`), which of
+//! them see pictures (Ollama's `/api/show`), the context length llama.cpp's server holds
+//! (`/props`), and token counts by a model's own tokenizer.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hearth_chat::backend::BackendError;
@@ -11,6 +13,14 @@ use serde_json::Value;
 use super::errors::{quote, read_json_text};
 use super::OpenAiClient;
 
+/// Most models of a list Ollama is asked about (one `/api/show` each): a server with hundreds
+/// of models must not hold the list up.
+pub const MOST_MODELS_ASKED: usize = 24;
+/// Questions to `/api/show` in flight at once.
+pub const ASKED_AT_ONCE: usize = 4;
+/// Longest wait for one answer of `/api/show` while a list is shown.
+pub const SHOW_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A model a server offers, from `/v1/models`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerModel {
@@ -20,6 +30,11 @@ pub struct ServerModel {
     pub owned_by: Option<String>,
     /// Positions it holds, when the server says (vLLM's `max_model_len`).
     pub context_length: Option<usize>,
+    /// Whether the server says it sees pictures (Ollama's `/api/show` lists `vision` among
+    /// its capabilities); false when not asked, not said, or not known
+    /// ([`OpenAiClient::ask_which_see`]).
+    #[serde(default)]
+    pub sees_pictures: bool,
 }
 
 impl OpenAiClient {
@@ -56,6 +71,7 @@ impl OpenAiClient {
                     id: m.id?,
                     owned_by: m.owned_by,
                     context_length: m.max_model_len.map(|n| n as usize),
+                    sees_pictures: false,
                 })
             })
             .collect())
@@ -90,12 +106,54 @@ impl OpenAiClient {
     /// Whether `model` sees pictures, as Ollama's `/api/show` says (its `capabilities` list
     /// holds `vision`). None when the server has no `/api/show` (it is not Ollama) or fails.
     pub fn ollama_sees_pictures(&self, model: &str) -> Option<bool> {
+        self.show_vision(model, self.options.read_timeout.min(Duration::from_secs(5)))
+    }
+
+    /// Marks the `models` of a list that Ollama says see pictures, asking `/api/show` about
+    /// the first [`MOST_MODELS_ASKED`] of them, [`ASKED_AT_ONCE`] at a time, waiting at most
+    /// [`SHOW_TIMEOUT`] for each. The first is asked alone: a server that does not answer it
+    /// (not Ollama, or an Ollama too old to say) is not asked again. A question that fails
+    /// only leaves its model unmarked.
+    pub fn ask_which_see(&self, models: &mut [ServerModel]) {
+        let asked = models.len().min(MOST_MODELS_ASKED);
+        let Some((first, rest)) = models[..asked].split_first_mut() else {
+            return;
+        };
+        match self.show_vision(&first.id, SHOW_TIMEOUT) {
+            Some(sees) => first.sees_pictures = sees,
+            None => {
+                tracing::debug!(server = %self.base_url, "no answer from /api/show: not asking which models see");
+                return;
+            }
+        }
+        let next = AtomicUsize::new(0);
+        let seeing: Vec<AtomicBool> = rest.iter().map(|_| AtomicBool::new(false)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..ASKED_AT_ONCE.min(rest.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(model) = rest.get(i) else { break };
+                    if self.show_vision(&model.id, SHOW_TIMEOUT) == Some(true) {
+                        seeing[i].store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        for (model, sees) in rest.iter_mut().zip(&seeing) {
+            model.sees_pictures = sees.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Asks Ollama's `/api/show` whether `model` has the `vision` capability, waiting at most
+    /// `timeout` in all. None when there is no such answer (the server is not Ollama, is too
+    /// old to list capabilities, fails, or is too slow).
+    fn show_vision(&self, model: &str, timeout: Duration) -> Option<bool> {
         let url = format!("{}/api/show", self.base_url);
         let mut request = self
             .agent
             .post(&url)
             .config()
-            .timeout_per_read(Some(self.options.read_timeout.min(Duration::from_secs(5))))
+            .timeout_global(Some(timeout))
             .build()
             .header("Content-Type", "application/json");
         if let Some(key) = &self.key {
