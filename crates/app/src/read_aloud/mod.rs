@@ -5,7 +5,8 @@
 //!   markdown symbols, addresses or citation markers);
 //! - [`language`]: which of Hearth's languages an answer is in;
 //! - [`voice`]: the synthesizer programs (espeak-ng, or Piper where installed with a voice),
-//!   one process per sentence, tied to Hearth so none outlives it.
+//!   one process per sentence, tied to Hearth so none outlives it;
+//! - [`voices`]: Piper voices as downloads the person asks for (Settings › Read aloud).
 //!
 //! [`ReadAloud`] reads one thing at a time. [`ReadAloud::begin`] starts a reading (stopping
 //! the one before) on its own thread, [`ReadAloud::feed`] gives it the answer as it streams,
@@ -24,6 +25,7 @@
 pub mod language;
 pub mod text;
 pub mod voice;
+pub mod voices;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -7,9 +7,10 @@
 //! [`spawn_tied`] (its own process group, SIGKILL when Hearth dies). [`Utterance::wait`]
 //! polls it every [`POLL`] so a stop kills it at once.
 //!
-//! Piper voices are found, not downloaded: a voice is a `NAME.onnx` file with its
-//! `NAME.onnx.json` in Hearth's voices folder (`<data>/hearth/voices/`); its language is the
-//! JSON's `language.code` ("de_DE"). A person who wants one puts it there.
+//! A Piper voice is a `NAME.onnx` file with its `NAME.onnx.json` in Hearth's voices folder
+//! (`<data>/hearth/voices/`); its language is the JSON's `language.code` ("de_DE"). Settings ›
+//! Read aloud downloads the one Hearth offers for a language there ([`super::voices`]); a
+//! voice a person puts there by hand is found the same way.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -98,7 +99,7 @@ pub fn espeak_voice(language: Language) -> &'static str {
 }
 
 /// The two-letter code a Piper voice's `language.code` starts with.
-fn piper_code(language: Language) -> &'static str {
+pub(crate) fn piper_code(language: Language) -> &'static str {
     match language {
         Language::System | Language::En => "en",
         Language::Zh => "zh",
