@@ -77,6 +77,11 @@ pub struct CatalogEntry {
     pub context_length: u64,
     /// Whether the model can reason (`<think>`).
     pub think: bool,
+    /// Whether FastFlowLM reads pictures with it (its catalog's `vlm`, a vision model): a pull
+    /// writes the mark into the registry, where the NPU backend looks for it before sending a
+    /// picture. Hearth's CPU engine reads text only. By default, no.
+    #[serde(default)]
+    pub vlm: bool,
     /// FastFlowLM's `details.family` (picks its engine).
     pub flm_family: String,
     /// Quantization as FastFlowLM names it.
@@ -213,6 +218,40 @@ mod tests {
                 assert_ne!(a.name, b.name);
             }
         }
+    }
+
+    /// FastFlowLM's catalog marks Gemma3-4B-NPU2 `vlm` (its packing has `vision_weight.q4nx`);
+    /// Google's release of the same model for the CPU engine and every other entry read text
+    /// only.
+    #[test]
+    fn only_fastflowlms_vision_packing_sees_pictures() {
+        let seeing: Vec<&str> = entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.vlm)
+            .map(|e| e.id.as_str())
+            .collect();
+        assert_eq!(seeing, ["gemma3-4b-npu2"]);
+        let entry = find("gemma3:4b").unwrap().unwrap();
+        assert_eq!(entry.backends, [Backend::Npu], "it sees on the NPU only");
+        assert!(!find("gemma-3-4b").unwrap().unwrap().vlm);
+        // An entry without the key reads text only; a key that is not true or false is refused.
+        let one = |vlm: &str| {
+            let text = include_str!("../catalog.json");
+            let file: serde_json::Value = serde_json::from_str(text).unwrap();
+            let mut entry = file["models"][0].clone();
+            match vlm {
+                "absent" => {
+                    entry.as_object_mut().unwrap().remove("vlm");
+                }
+                value => entry["vlm"] = serde_json::from_str(value).unwrap(),
+            }
+            parse(&serde_json::json!({ "models": [entry] }).to_string())
+        };
+        assert!(!one("absent").unwrap()[0].vlm);
+        assert!(one("true").unwrap()[0].vlm);
+        let err = one("\"yes\"").unwrap_err().to_string();
+        assert!(err.contains("expected a boolean"), "{err}");
     }
 
     #[test]

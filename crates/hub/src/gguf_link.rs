@@ -79,6 +79,7 @@ impl Store {
                 url: String::new(),
                 details: link_details(report),
                 context_length: (report.config.max_position_embeddings as u64).clamp(1, 32768),
+                vlm: false,
                 hearth: HearthFields {
                     source: "link".into(),
                     repo: None,

@@ -411,7 +411,7 @@ fn new_model(
     validated: &ValidatedModel,
     records: BTreeMap<String, FileRecord>,
 ) -> NewModel {
-    let (details, backends, context_length, tag) = match spec.catalog {
+    let (details, backends, context_length, tag, vlm) = match spec.catalog {
         Some(entry) => (
             FlmDetails {
                 family: entry.flm_family.clone(),
@@ -424,12 +424,14 @@ fn new_model(
             entry.backends.clone(),
             entry.context_length,
             Some(entry.tag.clone()),
+            entry.vlm,
         ),
         None => (
             details_for(validated, &spec.name),
             vec![Backend::Cpu],
             validated.max_context.min(32768),
             None,
+            false,
         ),
     };
     NewModel {
@@ -443,6 +445,7 @@ fn new_model(
         ),
         details,
         context_length,
+        vlm,
         hearth: HearthFields {
             source: "huggingface".into(),
             repo: Some(manifest.repo.clone()),

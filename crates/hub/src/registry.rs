@@ -76,6 +76,10 @@ pub struct FlmEntry {
     /// Context length FastFlowLM uses by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_context_length: Option<u64>,
+    /// FastFlowLM's vision mark: `true` for a model it reads pictures with (`image_url` parts).
+    /// Kept as found (absent, `true` or `false`), so a file FastFlowLM wrote round-trips.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlm: Option<bool>,
     /// FastFlowLM's model details (its `family` picks the engine).
     pub details: FlmDetails,
     /// Hearth's facts about the model; absent on entries written by others.
@@ -164,6 +168,13 @@ pub struct FileRecord {
     pub size: u64,
     /// Lowercase hex sha256 of the content.
     pub sha256: String,
+}
+
+impl FlmEntry {
+    /// Whether FastFlowLM reads pictures with this model (its `vlm` mark is `true`).
+    pub fn sees_pictures(&self) -> bool {
+        self.vlm == Some(true)
+    }
 }
 
 impl RegistryFile {
@@ -333,6 +344,27 @@ mod tests {
         let written = serde_json::to_value(&parsed).unwrap();
         let original: Value = serde_json::from_str(FLM_SAMPLE).unwrap();
         assert_eq!(written, original, "no field added, dropped or changed");
+    }
+
+    #[test]
+    fn the_vlm_mark_is_read_and_written_back_as_found() {
+        let mut file: Value = serde_json::from_str(FLM_SAMPLE).unwrap();
+        let parse = |file: &Value| serde_json::from_value::<RegistryFile>(file.clone());
+        let sees = |parsed: &RegistryFile| parsed.find("qwen3:1.7b").unwrap().2.sees_pictures();
+        assert!(!sees(&parse(&file).unwrap()), "absent: text only");
+        for (mark, seeing) in [(true, true), (false, false)] {
+            file["models"]["qwen3"]["1.7b"]["vlm"] = Value::Bool(mark);
+            let parsed = parse(&file).unwrap();
+            assert_eq!(sees(&parsed), seeing);
+            assert_eq!(
+                serde_json::to_value(&parsed).unwrap(),
+                file,
+                "kept as found"
+            );
+        }
+        file["models"]["qwen3"]["1.7b"]["vlm"] = Value::String("yes".into());
+        let err = parse(&file).unwrap_err().to_string();
+        assert!(err.contains("expected a boolean"), "{err}");
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub struct InstalledModel {
     /// For a GGUF file read where it lies (linked, not copied): the file and whether it is
     /// still there and the same. None for a model whose files are in Hearth's folder.
     pub linked: Option<LinkStatus>,
+    /// Whether FastFlowLM reads pictures with it on the NPU: the registry's `vlm` mark, read
+    /// whether or not FastFlowLM is installed. Hearth's CPU engine reads text only.
+    pub sees_pictures: bool,
 }
 
 impl InstalledModel {
@@ -175,6 +178,8 @@ pub(crate) struct NewModel {
     pub hearth: HearthFields,
     pub details: FlmDetails,
     pub context_length: u64,
+    /// Whether FastFlowLM reads pictures with it (the catalog's `vlm`), written as its mark.
+    pub vlm: bool,
 }
 
 /// A check a complete model folder must pass before it is registered, for what the hub cannot
@@ -283,6 +288,7 @@ impl Store {
                     builtin: true,
                     files: BTreeMap::new(),
                     linked: None,
+                    sees_pictures: false,
                 });
             }
         }
@@ -570,6 +576,7 @@ impl Store {
                 url: String::new(),
                 details: details_for(&validated, &name),
                 context_length: validated.max_context.min(32768),
+                vlm: false,
                 hearth: HearthFields {
                     source: "import".into(),
                     repo: None,
@@ -644,6 +651,7 @@ impl Store {
                 flm_min_version: None,
                 files: new.hearth.files.keys().cloned().collect(),
                 default_context_length: Some(new.context_length),
+                vlm: new.vlm.then_some(true),
                 details: new.details.clone(),
                 hearth: Some(new.hearth.clone()),
                 extra: Default::default(),
@@ -716,6 +724,7 @@ impl Store {
             builtin: false,
             files: hearth.map(|h| h.files.clone()).unwrap_or_default(),
             linked: hearth.and_then(|h| h.linked.as_ref()).map(|l| l.status()),
+            sees_pictures: entry.sees_pictures(),
         }
     }
 }

@@ -114,8 +114,9 @@ fn flm_entry() -> impl Strategy<Value = FlmEntry> {
         "[a-z0-9-]{1,8}",
         any::<bool>(),
         prop::option::of("[a-zA-Z ]{0,10}"),
+        prop::option::of(any::<bool>()),
     )
-        .prop_map(|(name, size, files, context, family, think, label)| {
+        .prop_map(|(name, size, files, context, family, think, label, vlm)| {
             let mut extra = serde_json::Map::new();
             if let Some(label) = label {
                 extra.insert("label".into(), json!(label));
@@ -127,6 +128,7 @@ fn flm_entry() -> impl Strategy<Value = FlmEntry> {
                 flm_min_version: None,
                 files,
                 default_context_length: context,
+                vlm,
                 details: FlmDetails {
                     family,
                     think,

@@ -561,3 +561,77 @@ fn a_kernel_unlike_its_list_registers_nothing() {
     );
     assert_nothing_registered(&store);
 }
+
+/// FastFlowLM's packing of Gemma 3 4B sees pictures: a pull of it from the catalog writes
+/// FastFlowLM's own `vlm: true` beside `details` in its registry entry (where FastFlowLM and
+/// Hearth's NPU backend look before a picture is sent) and keeps `vision_weight.q4nx`; a model
+/// the catalog does not mark gets no mark, so FastFlowLM's schema stays as it writes it.
+#[test]
+fn a_vision_model_is_registered_with_fastflowlms_vlm_mark() {
+    let tmp = TempDir::new("vision");
+    let store = Store::at(tmp.0.clone());
+    let hub = MockHub::start();
+    let mut files = repo_files("tiny-q4nx");
+    files.push(common::MockFile {
+        name: "vision_weight.q4nx".into(),
+        bytes: b"the vision tower's weights".to_vec(),
+        lfs: true,
+    });
+    hub.add_repo("FastFlowLM/Gemma3-4B-NPU2", COMMIT, files);
+    hub.add_repo(
+        "FastFlowLM/Qwen3-1.7B-NPU2",
+        COMMIT,
+        repo_files("tiny-q4nx"),
+    );
+    // The catalog pins a revision of each.
+    for id in ["gemma3-4b-npu2", "qwen3-1.7b-npu2"] {
+        let entry = hearth_hub::catalog::find(id).unwrap().unwrap();
+        hub.add_tag(&entry.repo, &entry.revision);
+    }
+
+    let PullOutcome::Installed(model) = pull_query(&store, &hub, "gemma3-4b-npu2").unwrap() else {
+        panic!("expected Installed")
+    };
+    assert_eq!(
+        (model.name.as_str(), model.tag.as_str()),
+        ("Gemma3-4B-NPU2", "gemma3:4b")
+    );
+    assert!(model.sees_pictures, "the catalog's vlm");
+    assert!(model.folder.join("vision_weight.q4nx").is_file());
+    let PullOutcome::Installed(text_only) = pull_query(&store, &hub, "qwen3:1.7b").unwrap() else {
+        panic!("expected Installed")
+    };
+    assert!(!text_only.sees_pictures);
+
+    let json = registry_json(&store);
+    let entry = &json["models"]["gemma3"]["4b"];
+    assert_eq!(entry["vlm"], serde_json::json!(true), "{entry:#}");
+    assert_eq!(entry["details"]["family"], "gemma3");
+    assert!(
+        entry["details"].get("vlm").is_none(),
+        "beside details, not in it"
+    );
+    assert!(entry["files"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("vision_weight.q4nx")));
+    assert!(
+        json["models"]["qwen3"]["1.7b"].get("vlm").is_none(),
+        "no mark on a model that reads text only"
+    );
+
+    // Read back from the file, as the app lists models whether or not FastFlowLM is installed.
+    let listed: Vec<(String, bool)> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.name, m.sees_pictures))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("Gemma3-4B-NPU2".to_string(), true),
+            ("Qwen3-1.7B-NPU2".to_string(), false)
+        ]
+    );
+}

@@ -165,6 +165,7 @@ fn entry(name: &str) -> FlmEntry {
         flm_min_version: None,
         files: vec!["model.q4nx".into()],
         default_context_length: Some(4096),
+        vlm: None,
         details: FlmDetails {
             family: "llama".into(),
             think: false,
