@@ -22,6 +22,8 @@ interface MockControl {
   /** Models with an NPU entry: true runs there, false lacks FastFlowLM, 'known-issue' is a model
    *  FastFlowLM is known to fail with (loaded on the NPU only with npuAnyway). */
   npuModels: Record<string, boolean | 'known-issue'>;
+  /** Models of npuModels FastFlowLM reads pictures with (the registry's `vlm` mark). */
+  seeingModels: string[];
   /** Milliseconds select_model takes on the NPU. */
   npuLoadMs: number;
   /** Why answers end when not stopped ('end of turn', 'length limit', ...). */
@@ -50,6 +52,7 @@ const control: MockControl = {
   promptTokens: 12,
   contextLimit: 512,
   npuModels: {},
+  seeingModels: [],
   npuLoadMs: 300,
   fallbackAfter: null,
   stopReason: 'end of turn',
@@ -392,7 +395,7 @@ mockIPC(async (cmd, raw) => {
           backends: [
             ...(usable === true ? [{ kind: 'npu', usable: true, reason: null }]
               : usable === 'known-issue' ? [{ kind: 'npu', usable: false, reason: `${name} runs on the processor here: with FastFlowLM 1.0.6 on the NPU it fails at its first decode token (FastFlowLM issue 712, open). To try the NPU anyway: \`hearth run --npu-anyway\`, or "Try on the NPU anyway" in the app` }]
-              : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]),
+              : [{ kind: 'npu', usable: false, reason: 'FastFlowLM is not installed.' }]).map((npu) => ({ ...npu, sees_pictures: control.seeingModels.includes(name) })),
             { kind: 'cpu', usable: true, reason: null },
           ],
           selftest: usable === true ? { identical: 3, total: 3, summary: 'All 3 answers matched the processor word for word.' } : null,

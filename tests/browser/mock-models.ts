@@ -68,6 +68,7 @@ function localOnly(): Json[] {
   return names.filter((name) => !installed.some((i) => i.name === name)).map((name) => ({
     name, tag: '', folder: `/models/${name}`, size_bytes: 1.3 * GB, source: 'imported', repo: null, revision: null, catalog_id: null,
     format: 'q4nx', backends: ['npu', 'cpu'], is_default: false, builtin: false, files: {},
+    sees_pictures: ((window as any).__mock?.seeingModels ?? []).includes(name),
   }));
 }
 
@@ -143,6 +144,7 @@ async function pull(args: Json) {
     const model = {
       name: entry.name, tag: entry.tag, folder: `/data/hearth/models/${entry.name}`, size_bytes: total, source: `huggingface:${entry.repo}@abc`,
       repo: entry.repo, revision: 'abc', catalog_id: entry.id, format: entry.format, backends: entry.backends, is_default: false, builtin: false, files: {},
+      sees_pictures: entry.vlm === true,
     };
     installed.push(model);
     send(snapshot('done'));

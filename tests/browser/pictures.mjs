@@ -92,4 +92,44 @@ export function pictureTests({ test, assert, send }) {
     await page.evaluate(() => window.__mockDrop(['scan.jpg']));
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="attached-file"]')].some((e) => e.textContent.includes('scan.jpg')));
   }, () => { window.__mockPictures.sees = false; });
+
+  test('pictures: a model that sees says so in the picker and on its cards before it is used, on the NPU only; one FastFlowLM cannot run yet too', async ({ page }) => {
+    await page.waitForFunction(() => document.querySelector('[data-testid="model-picker"] option[value="npu:Gemma3-4B-NPU2"]'));
+    const option = (value) => page.locator(`[data-testid="model-picker"] option[value="${value}"]`).textContent();
+    assert((await option('npu:Gemma3-4B-NPU2')).endsWith('on the NPU · sees pictures'), await option('npu:Gemma3-4B-NPU2'));
+    assert(!(await option('cpu:Gemma3-4B-NPU2')).includes('sees pictures'), 'on the processor it reads text only');
+    assert(!(await option('npu:Llama-3.2-1B-NPU2')).includes('sees pictures'), 'a model without the vlm mark');
+    const waiting = await option('npu:Medgemma-4B-NPU2');
+    assert(waiting.includes('needs FastFlowLM') && waiting.endsWith(' · sees pictures'), `FastFlowLM not installed, still said: ${waiting}`);
+    const chosen = await page.evaluate(() => { const s = document.querySelector('[data-testid="model-picker"]'); return s.options[s.selectedIndex].textContent; });
+    assert(!chosen.includes('sees pictures'), `the demo in use does not see: ${chosen}`);
+
+    await page.getByTestId('model-picker').selectOption('manage');
+    await page.getByTestId('models-view').waitFor();
+    const installed = page.getByTestId('sees-pictures-Gemma3-4B-NPU2');
+    await installed.waitFor();
+    assert((await installed.textContent()) === 'sees pictures', await installed.textContent());
+    assert((await installed.getAttribute('title')).includes('on the NPU, through FastFlowLM'), await installed.getAttribute('title'));
+    await page.getByTestId('sees-pictures-Medgemma-4B-NPU2').waitFor();
+    assert((await page.getByTestId('sees-pictures-Llama-3.2-1B-NPU2').count()) === 0, 'no tag on a text model');
+    const card = page.getByTestId('catalog-item-gemma3-4b-npu2').getByTestId('sees-pictures-gemma3-4b-npu2');
+    await card.waitFor();
+    assert((await card.textContent()) === 'sees pictures', await card.textContent());
+    assert((await page.getByTestId('catalog-item-llama-3.2-1b-npu2').getByText('sees pictures').count()) === 0, 'no tag on a text model in the catalog');
+    // Styled as the card's other small tags.
+    const [tag, npuTag] = await page.evaluate(() => {
+      const header = document.querySelector('[data-testid="catalog-item-gemma3-4b-npu2"] header');
+      const style = (el) => { const c = getComputedStyle(el); return [c.fontSize, c.borderRadius, c.backgroundColor].join(' '); };
+      return [style(header.querySelector('[data-testid="sees-pictures-gemma3-4b-npu2"]')), style(header.querySelector('.badge.quiet:not([data-testid])'))];
+    });
+    assert(tag === npuTag, `${tag} vs ${npuTag}`);
+  }, () => {
+    window.__mock.npuModels = { 'Gemma3-4B-NPU2': true, 'Llama-3.2-1B-NPU2': true, 'Medgemma-4B-NPU2': false };
+    window.__mock.seeingModels = ['Gemma3-4B-NPU2', 'Medgemma-4B-NPU2'];
+    window.__mockModels.moreCatalog = [
+      { id: 'gemma3-4b-npu2', name: 'Gemma3-4B-NPU2', tag: 'gemma3:4b', repo: 'FastFlowLM/Gemma3-4B-NPU2', revision: 'main', format: 'q4nx', kind: 'chat',
+        download_bytes: 4e9, memory_bytes: 4.5e9, parameters: '4.3B', license: 'Gemma Terms of Use', backends: ['npu'], context_length: 65536, think: false, vlm: true,
+        flm_family: 'gemma3', quantization: 'Q4_1', description: 'Gemma 3 4B on the NPU.', note: '' },
+    ];
+  });
 }

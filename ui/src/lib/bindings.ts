@@ -74,7 +74,14 @@ usable: boolean,
 /**
  * Why not, in plain words with what to do (None when usable).
  */
-reason: string | null, };
+reason: string | null, 
+/**
+ * Whether the model reads pictures given with a message on this backend: FastFlowLM's
+ * `vlm` mark on the NPU, the server's word or the user's switch on a remote server, never
+ * on the CPU engine (it reads text only). Said even when the backend is not usable now,
+ * so that a model's card and the picker can tell which models see.
+ */
+sees_pictures: boolean, };
 
 /**
  * Where a model can run.
@@ -234,6 +241,12 @@ context_length: number,
  * Whether the model can reason (`<think>`).
  */
 think: boolean, 
+/**
+ * Whether FastFlowLM reads pictures with it (its catalog's `vlm`, a vision model): a pull
+ * writes the mark into the registry, where the NPU backend looks for it before sending a
+ * picture. Hearth's CPU engine reads text only. By default, no.
+ */
+vlm: boolean, 
 /**
  * FastFlowLM's `details.family` (picks its engine).
  */
@@ -989,7 +1002,12 @@ files: { [key in string]: FileRecord },
  * For a GGUF file read where it lies (linked, not copied): the file and whether it is
  * still there and the same. None for a model whose files are in Hearth's folder.
  */
-linked: LinkStatus | null, };
+linked: LinkStatus | null, 
+/**
+ * Whether FastFlowLM reads pictures with it on the NPU: the registry's `vlm` mark, read
+ * whether or not FastFlowLM is installed. Hearth's CPU engine reads text only.
+ */
+sees_pictures: boolean, };
 
 /**
  * The running kernel, from `/proc/sys/kernel/osrelease`.
@@ -1150,7 +1168,7 @@ is_default: boolean,
  * Where it can run on this computer: Hearth's engine on the processor (every local
  * model; unusable only for a linked GGUF file that was moved, changed or deleted, with
  * the plain words of [`LocalModel::unavailable`]), then the NPU through FastFlowLM,
- * usable or with the reason why not.
+ * usable or with the reason why not, and seeing pictures where the registry's `vlm` says.
  */
 backends: Array<Availability>, 
 /**

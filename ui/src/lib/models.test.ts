@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatEta, foundSourceLabel, groupByKind, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, repoFromInput, shownName, type CatalogEntry, type FoundModel, type InstalledModel, type PullProgress } from './models';
+import { formatBytes, formatEta, foundSourceLabel, groupByKind, importedAs, percentDone, phaseLabel, plainSummary, recommendedId, repoFromInput, seesOn, shownName, type CatalogEntry, type FoundModel, type InstalledModel, type PullProgress } from './models';
 import { setLanguage, t } from './i18n/index.svelte';
 
 describe('models helpers', () => {
@@ -8,6 +8,18 @@ describe('models helpers', () => {
     expect(formatBytes(1_700_000_000)).toBe('1.70 GB');
     expect(formatBytes(52_400_000)).toBe('52.4 MB');
     expect(formatBytes(-1)).toBe('—');
+  });
+
+  it('says a model sees pictures only where its backend says so', () => {
+    const npu = { kind: 'npu' as const, usable: false, reason: 'FastFlowLM is not installed', sees_pictures: true };
+    const cpu = { kind: 'cpu' as const, usable: true, reason: null, sees_pictures: false };
+    // FastFlowLM's vlm on the NPU, even before FastFlowLM is installed; the processor reads text.
+    expect(seesOn([cpu, npu], 'npu')).toBe(true);
+    expect(seesOn([cpu, npu], 'cpu')).toBe(false);
+    expect(seesOn([cpu, { ...npu, sees_pictures: false }], 'npu')).toBe(false);
+    expect(seesOn([cpu], 'remote')).toBe(false);
+    expect(seesOn(undefined, 'npu')).toBe(false);
+    expect(seesOn(null, 'npu')).toBe(false);
   });
 
   it('formats time left', () => {

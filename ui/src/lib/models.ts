@@ -25,7 +25,7 @@ export type {
   Removed,
   WeightFormat,
 } from './bindings';
-import type { BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, Machine, ModelKind, PullProgress } from './bindings';
+import type { Availability, BackendKind, BuiltinKind, CatalogEntry, CatalogItem, FoundModel, FoundSource, InstalledModel, Machine, ModelKind, PullProgress } from './bindings';
 
 /** Bytes as people read disk sizes: "1.70 GB", "52.4 MB" (powers of 1000). */
 export function formatBytes(bytes: number): string {
@@ -150,6 +150,13 @@ export function foundSourceLabel(source: FoundSource): string {
  *  does not cut it at 800x600 (review #15). */
 export function builtinName(kind: BuiltinKind): string {
   return kind === 'starter' ? t('models.builtinStarter') : t('models.builtinDemo');
+}
+
+/** Whether a model reads pictures on backend `kind`: that backend's own word (FastFlowLM's
+ *  `vlm` mark on the NPU, said even before FastFlowLM is installed; the server's word or the
+ *  user's switch for a remote model). Hearth's engine on the processor reads text only. */
+export function seesOn(backends: Availability[] | null | undefined, kind: BackendKind): boolean {
+  return (backends ?? []).some((b) => b.kind === kind && b.sees_pictures);
 }
 
 /** The installed model a found one was imported as (its source names the found path), or one

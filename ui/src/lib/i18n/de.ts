@@ -805,6 +805,7 @@ export const de: Translation = {
   'pictures.tooMany': "Eine Nachricht kann höchstens {max} Bilder tragen; die übrigen wurden nicht hinzugefügt.",
   'pictures.sees': "sieht Bilder",
   'pictures.seesHelp': "Dieses Modell kann Bilder ansehen, die du einer Nachricht anhängst.",
+  'pictures.seesOnNpu': "Es sieht Bilder auf der NPU, mit FastFlowLM; auf dem Prozessor liest es nur deine Worte.",
   'pictures.inMessage': "Bild {index}, das du gesendet hast",
   'pictures.loadFailed': "Dieses Bild konnte nicht angezeigt werden: {reason}",
   'pictures.remoteSwitch': "Dieses Modell sieht Bilder",

@@ -834,6 +834,7 @@ export const en = {
   'pictures.tooMany': "A message can carry at most {max} pictures; the others were not added.",
   'pictures.sees': "sees pictures",
   'pictures.seesHelp': "This model can look at pictures you attach to a message.",
+  'pictures.seesOnNpu': "It looks at pictures on the NPU, through FastFlowLM; on the processor it reads your words only.",
   'pictures.inMessage': "Picture {index} you sent",
   'pictures.loadFailed': "This picture could not be shown: {reason}",
   'pictures.remoteSwitch': "This model sees pictures",

@@ -805,6 +805,7 @@ export const es: Translation = {
   'pictures.tooMany': "Un mensaje puede llevar como mucho {max} imágenes; las demás no se añadieron.",
   'pictures.sees': "ve imágenes",
   'pictures.seesHelp': "Este modelo puede mirar las imágenes que adjuntas a un mensaje.",
+  'pictures.seesOnNpu': "Mira las imágenes en la NPU, con FastFlowLM; en el procesador solo lee tus palabras.",
   'pictures.inMessage': "Imagen {index} que enviaste",
   'pictures.loadFailed': "No se pudo mostrar esta imagen: {reason}",
   'pictures.remoteSwitch': "Este modelo ve imágenes",

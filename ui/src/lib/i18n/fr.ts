@@ -806,6 +806,7 @@ export const fr: Translation = {
   'pictures.tooMany': "Un message peut porter au plus {max} images ; les autres n’ont pas été ajoutées.",
   'pictures.sees': "voit les images",
   'pictures.seesHelp': "Ce modèle peut regarder les images jointes à un message.",
+  'pictures.seesOnNpu': "Il regarde les images sur le NPU, avec FastFlowLM ; sur le processeur, il ne lit que vos mots.",
   'pictures.inMessage': "Image {index} que vous avez envoyée",
   'pictures.loadFailed': "Cette image n’a pas pu être affichée : {reason}",
   'pictures.remoteSwitch': "Ce modèle voit les images",

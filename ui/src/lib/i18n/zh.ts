@@ -797,6 +797,7 @@ export const zh: Translation = {
   'pictures.tooMany': "一条消息最多可带 {max} 张图片；其余的未添加。",
   'pictures.sees': "能看图片",
   'pictures.seesHelp': "此模型可以查看你附加到消息中的图片。",
+  'pictures.seesOnNpu': "它在 NPU 上（通过 FastFlowLM）查看图片；在处理器上只读取你的文字。",
   'pictures.inMessage': "你发送的第 {index} 张图片",
   'pictures.loadFailed': "无法显示此图片：{reason}",
   'pictures.remoteSwitch': "此模型能看图片",
