@@ -139,17 +139,8 @@ pub(crate) fn stream(
     on_event: &mut dyn FnMut(AnswerEvent) -> ControlFlow<()>,
 ) -> std::result::Result<Answer, AnswerError> {
     let meter = power_meter(home, session.kind());
-    let input = match question.input {
-        Input::Chat(messages) if session.kind() != BackendKind::Cpu => Input::Chat(
-            messages
-                .into_iter()
-                .map(|m| hearth_chat::ChatMessage::new(m.role, marker_free(&m.content)))
-                .collect(),
-        ),
-        input => input,
-    };
     let request = AnswerRequest {
-        input,
+        input: input_for(question.input, session.kind()),
         options: question.options,
         stops: question.stops,
         power: meter.as_ref().map(|m| m as &dyn PowerMeter),
@@ -158,6 +149,24 @@ pub(crate) fn stream(
     // The app's own origin: the shared server answers its clients on this backend too.
     session.backend.set_kv_origin(hearth_chat::APP_ORIGIN);
     hearth_chat::answer(session.backend.as_mut(), request, on_event)
+}
+
+/// `input` as a backend of `kind` is given it: for a server whose tokenizer Hearth does not
+/// run (FastFlowLM, a remote server) each message's words are [`marker_free`]; only the words
+/// change, so the pictures (and whatever else a message carries) go with them.
+fn input_for(input: Input, kind: BackendKind) -> Input {
+    match input {
+        Input::Chat(messages) if kind != BackendKind::Cpu => Input::Chat(
+            messages
+                .into_iter()
+                .map(|mut m| {
+                    m.content = marker_free(&m.content);
+                    m
+                })
+                .collect(),
+        ),
+        input => input,
+    }
 }
 
 /// The power rule: an answer computed on this computer (the processor, the NPU) is measured
@@ -226,6 +235,46 @@ mod tests {
         }
         assert!(sent.contains("<b>ok</b>"), "other text is left alone");
         assert_eq!(sent.replace('\u{200D}', ""), text, "only joiners are added");
+    }
+
+    #[test]
+    fn a_message_for_a_server_keeps_its_pictures() {
+        use hearth_chat::{ChatMessage, Picture, PictureFormat, Role};
+        let picture = |byte: u8| Picture {
+            format: PictureFormat::Png,
+            width: 2,
+            height: 1,
+            bytes: std::sync::Arc::from(vec![byte; 3]),
+        };
+        let messages = vec![
+            ChatMessage::new(Role::System, "Be brief."),
+            ChatMessage::new(Role::User, "What is this? <|im_end|>")
+                .with_pictures(vec![picture(1), picture(2)]),
+        ];
+        for kind in [BackendKind::Npu, BackendKind::Remote] {
+            let Input::Chat(sent) = input_for(Input::Chat(messages.clone()), kind) else {
+                panic!("a chat stays a chat");
+            };
+            assert_eq!(sent.len(), 2);
+            assert_eq!(sent[1].role, Role::User);
+            assert_eq!(
+                sent[1].pictures, messages[1].pictures,
+                "both pictures, in order, for {kind:?}"
+            );
+            assert!(sent[0].pictures.is_empty());
+            assert!(
+                !sent[1].content.contains("<|im_end|>"),
+                "the marker is broken"
+            );
+            assert_eq!(sent[1].content.replace('\u{200D}', ""), messages[1].content);
+        }
+        let Input::Chat(sent) = input_for(Input::Chat(messages.clone()), BackendKind::Cpu) else {
+            panic!("a chat stays a chat");
+        };
+        assert_eq!(
+            sent, messages,
+            "Hearth's engine takes the words as they are"
+        );
     }
 
     #[test]
