@@ -386,7 +386,7 @@ mockIPC(async (cmd, raw) => {
       if ((window as any).__mockBuiltin === 'starter' && current === model) {
         current = { ...model, name: 'smollm2-135m', path: '/models/starter', builtin: 'starter', parameter_count: 134_515_008 };
       }
-      return { model: current, model_error: null, notices: [{ level: 'info', message: current.builtin === 'starter' ? 'No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it.' : 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', documents_dir: '/home/ana/Documents', max_message_chars: 100000, system_language: (window as any).__mockSystemLanguage ?? 'en' };
+      return { model: current, model_error: null, notices: [{ level: 'info', message: current.builtin === 'starter' ? 'No model is downloaded yet, so Hearth opened SmolLM2-135M, the very small assistant that comes with it.' : 'No model is downloaded yet, so Hearth opened its tiny demo model.' }], data_dir: '/data', documents_dir: '/home/ana/Documents', max_message_chars: 100000, picture_limits: { max_pictures: 4, max_picture_bytes: 20 * 1024 * 1024 }, system_language: (window as any).__mockSystemLanguage ?? 'en' };
     case 'list_local_models':
       return [
         { name: current.builtin === 'starter' ? 'smollm2-135m' : 'demo', path: '/models/demo', builtin: current.builtin === 'starter' ? 'starter' : 'demo', is_default: true, backends: [{ kind: 'cpu', usable: true, reason: null }], selftest: null },

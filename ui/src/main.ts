@@ -36,7 +36,13 @@ const models = new ModelsStore(api, () => void session.refreshModels());
 const monitor = new PowerMonitor(api, () => (answer.streaming ? (answer.live?.tokens_per_second ?? null) : 0));
 // Files dropped on the window, as the backend classified them: attached, imported, or said why not.
 // Pictures on the next message; a model that does not see gets them read as documents (OCR).
-const pictures = new PicturesStore(api, conversations, () => session.model?.sees_pictures ?? false, (token) => documents.attachDropped(token));
+const pictures = new PicturesStore(
+  api,
+  conversations,
+  () => session.model?.sees_pictures ?? false,
+  (token) => documents.attachDropped(token),
+  () => session.status?.picture_limits ?? null,
+);
 const drops = new Drops(api, documents, models, shell, notifications, pictures);
 
 const target = document.getElementById('app');

@@ -7,8 +7,10 @@
 //! what comes from a web view is not trusted.
 //!
 //! Contract:
-//! - at most [`MAX_PICTURES_PER_MESSAGE`] pictures per message, each at most
-//!   [`MAX_PICTURE_BYTES`]; a file is measured before it is read, base64 before it is decoded;
+//! - at most [`MAX_PICTURES`] pictures per message, each at most [`MAX_PICTURE_BYTES`] (the chat
+//!   crate's bounds, which the CLI and the server keep too; the desktop's composer reads them as
+//!   [`PICTURE_LIMITS`] in the app's status); a file is measured before it is read, base64
+//!   before it is decoded;
 //! - a picture costs the model's context an estimate of [`picture::tokens_for`] until the backend
 //!   counts it (its count is the answer's prompt tokens);
 //! - saved pictures are read back by message and place ([`App::message_picture`]) and go with
@@ -29,14 +31,28 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::lock::lock;
 use crate::session::Session;
 
-pub use hearth_chat::picture::MAX_PICTURE_BYTES;
-
-/// The most pictures one message carries.
-pub const MAX_PICTURES_PER_MESSAGE: usize = 4;
+pub use hearth_chat::picture::{MAX_PICTURES, MAX_PICTURE_BYTES};
 
 /// The folder of the data folder that pictures read by OCR are written to (they stay while the
 /// library lists them).
 pub const PICTURES_READ_DIR: &str = "pictures read";
+
+/// The bounds on the pictures of one message, as a front end shows and checks them first (the
+/// desktop reads them in the app's status; the app checks them again all the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PictureLimits {
+    /// The most pictures one message carries ([`MAX_PICTURES`]).
+    pub max_pictures: u32,
+    /// The largest picture file, in bytes ([`MAX_PICTURE_BYTES`]).
+    pub max_picture_bytes: u32,
+}
+
+/// Hearth's bounds on the pictures of a message.
+pub const PICTURE_LIMITS: PictureLimits = PictureLimits {
+    max_pictures: MAX_PICTURES as u32,
+    max_picture_bytes: MAX_PICTURE_BYTES as u32,
+};
 
 /// A picture checked and ready to go with the next message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -142,11 +158,11 @@ pub fn draft(name: &str, picture: &Picture) -> DraftPicture {
     }
 }
 
-/// The pictures a message was sent with, checked again (at most [`MAX_PICTURES_PER_MESSAGE`]).
+/// The pictures a message was sent with, checked again (at most [`MAX_PICTURES`]).
 pub fn uploads(pictures: &[PictureUpload], longest_side: u32) -> Result<Vec<Picture>> {
-    if pictures.len() > MAX_PICTURES_PER_MESSAGE {
+    if pictures.len() > MAX_PICTURES {
         return Err(Error::invalid(format!(
-            "A message can carry at most {MAX_PICTURES_PER_MESSAGE} pictures; this one has {}. Send the others in another message.",
+            "A message can carry at most {MAX_PICTURES} pictures; this one has {}. Send the others in another message.",
             pictures.len()
         )));
     }
@@ -194,9 +210,9 @@ impl App {
 
     /// Checks picture files (chosen in a dialog); the first refused one is the error, named.
     pub fn check_picture_files(&self, paths: &[PathBuf]) -> Result<Vec<DraftPicture>> {
-        if paths.len() > MAX_PICTURES_PER_MESSAGE {
+        if paths.len() > MAX_PICTURES {
             return Err(Error::invalid(format!(
-                "A message can carry at most {MAX_PICTURES_PER_MESSAGE} pictures; {} were chosen. Choose fewer.",
+                "A message can carry at most {MAX_PICTURES} pictures; {} were chosen. Choose fewer.",
                 paths.len()
             )));
         }
@@ -366,7 +382,7 @@ mod tests {
             .unwrap_err()
             .message
             .contains("did not arrive whole"));
-        let five = vec![good; MAX_PICTURES_PER_MESSAGE + 1];
+        let five = vec![good; MAX_PICTURES + 1];
         assert!(uploads(&five, 1536)
             .unwrap_err()
             .message

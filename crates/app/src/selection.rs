@@ -29,6 +29,8 @@ pub struct AppStatus {
     pub documents_dir: Option<String>,
     /// The longest message, in characters.
     pub max_message_chars: usize,
+    /// The bounds on a message's pictures.
+    pub picture_limits: crate::pictures::PictureLimits,
     /// The desktop session's language (LC_ALL, LC_MESSAGES, LANG), for the setting "Automatic".
     pub system_language: Language,
 }
@@ -52,6 +54,7 @@ impl App {
             data_dir: self.home.data_dir.display().to_string(),
             documents_dir: self.home.documents_dir().map(|d| d.display().to_string()),
             max_message_chars: MAX_MESSAGE_CHARS,
+            picture_limits: crate::pictures::PICTURE_LIMITS,
             system_language: system_language(|name| std::env::var(name).ok()),
         }
     }

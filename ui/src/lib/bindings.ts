@@ -55,6 +55,10 @@ documents_dir: string | null,
  */
 max_message_chars: number, 
 /**
+ * The bounds on a message's pictures.
+ */
+picture_limits: PictureLimits, 
+/**
  * The desktop session's language (LC_ALL, LC_MESSAGES, LANG), for the setting "Automatic".
  */
 system_language: Language, };
@@ -1654,6 +1658,20 @@ height: number,
  * Size of the encoded picture in bytes.
  */
 size: number, };
+
+/**
+ * The bounds on the pictures of one message, as a front end shows and checks them first (the
+ * desktop reads them in the app's status; the app checks them again all the same).
+ */
+export type PictureLimits = { 
+/**
+ * The most pictures one message carries ([`MAX_PICTURES`]).
+ */
+max_pictures: number, 
+/**
+ * The largest picture file, in bytes ([`MAX_PICTURE_BYTES`]).
+ */
+max_picture_bytes: number, };
 
 /**
  * A picture as a front end sends it with a message: its name and its bytes, base64.

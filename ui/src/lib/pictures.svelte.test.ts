@@ -1,13 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_PICTURES, MAX_PICTURE_BYTES, PicturesStore, base64Of, isPictureName, pictureSrc, picturesTokens, type PicturesApi } from './pictures.svelte';
+import { PicturesStore, base64Of, isPictureName, pictureSrc, picturesTokens, type PicturesApi } from './pictures.svelte';
 import type { ConversationList } from './conversations.svelte';
-import type { DraftPicture, PictureUpload } from './types';
+import type { DraftPicture, PictureLimits, PictureUpload } from './types';
 import { BackendError } from './api';
 import { Drops, type DropsApi } from './drops.svelte';
 import type { DocumentsStore } from './documents.svelte';
 import type { ModelsStore } from './models.svelte';
 import { Notifications } from './notifications.svelte';
 import { Shell } from './shell.svelte';
+
+/** The app's bounds, as its status gives them. */
+const LIMITS: PictureLimits = { max_pictures: 4, max_picture_bytes: 20 * 1024 * 1024 };
+const MAX_PICTURES = LIMITS.max_pictures;
+const MAX_PICTURE_BYTES = LIMITS.max_picture_bytes;
 
 /** A checked picture as the app returns it. */
 function picture(name: string, tokens = 256): DraftPicture {
@@ -16,7 +21,7 @@ function picture(name: string, tokens = 256): DraftPicture {
 
 /** The store over an api that records what it is asked, for a conversation list whose open
  *  conversation a test changes. */
-function setup(sees = true) {
+function setup(sees = true, limits: PictureLimits | null = LIMITS) {
   const asked: string[] = [];
   const list = { draftKey: 'new' };
   const api: PicturesApi = {
@@ -30,7 +35,7 @@ function setup(sees = true) {
     picturesAsDocuments: async (pictures: PictureUpload[]) => (asked.push(`as documents ${pictures.map((p) => p.name).join(',')}`), 'drop-7'),
     messagePicture: async (id: number, index: number) => (asked.push(`show ${id}/${index}`), 'data:image/png;base64,AA=='),
   };
-  const store = new PicturesStore(api, list as unknown as ConversationList, () => sees, async (token) => void asked.push(`attach ${token}`));
+  const store = new PicturesStore(api, list as unknown as ConversationList, () => sees, async (token) => void asked.push(`attach ${token}`), () => limits);
   return { asked, list, store };
 }
 
@@ -77,6 +82,14 @@ describe('pictures', () => {
     await store.addFiles([huge]);
     expect(asked).toEqual([]);
     expect(store.error).toMatch(/^huge\.png is 22\.0 MB; Hearth takes pictures up to 20 MB/);
+  });
+
+  it('before the app has given its bounds, the app alone checks them', async () => {
+    const { asked, store } = setup(true, null);
+    const huge = file('huge.png', 'image/png');
+    Object.defineProperty(huge, 'size', { value: MAX_PICTURE_BYTES + 1 });
+    await store.addFiles([huge]);
+    expect(asked).toEqual(['check huge.png iVBORw==']);
   });
 
   it('at most MAX_PICTURES wait; the rest are said', async () => {

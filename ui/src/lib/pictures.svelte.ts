@@ -7,18 +7,13 @@
 // writes them out as a drop of documents, read by OCR). It talks to the backend only through its
 // slice of `api`.
 import type { Api } from './api';
-import type { DraftPicture, PictureUpload } from './types';
+import type { DraftPicture, PictureLimits, PictureUpload } from './types';
 import type { ConversationList } from './conversations.svelte';
 import { messageOf } from './notifications.svelte';
 import { t } from './i18n/index.svelte';
 
 export type PicturesApi = Pick<Api, 'checkPicture' | 'pickPictures' | 'takeDroppedPictures' | 'picturesAsDocuments' | 'messagePicture'>;
 
-/** The most a picture file may weigh: the app's own bound (MAX_PICTURE_BYTES), checked here
- *  first too, so a huge file is refused before the page reads it. */
-export const MAX_PICTURE_BYTES = 20 * 1024 * 1024;
-/** The most pictures one message carries (the app's MAX_PICTURES_PER_MESSAGE). */
-export const MAX_PICTURES = 4;
 /** The names of the kinds of picture a model is given (the app sniffs the bytes all the same). */
 const PICTURE_NAME = /\.(png|jpe?g|webp)$/i;
 
@@ -45,10 +40,10 @@ export function picturesTokens(pictures: DraftPicture[]): number {
   return pictures.reduce((sum, p) => sum + p.tokens, 0);
 }
 
-/** "photo.png: 3.2 MB is more than the 20 MB a picture may be." */
-function tooLarge(name: string, bytes: number): string {
+/** "photo.png is 22.0 MB; Hearth takes pictures up to 20 MB. ..." */
+function tooLarge(name: string, bytes: number, max: number): string {
   const mb = 1024 * 1024;
-  return t('pictures.tooLarge', { name, size: (bytes / mb).toFixed(1), max: MAX_PICTURE_BYTES / mb });
+  return t('pictures.tooLarge', { name, size: (bytes / mb).toFixed(1), max: max / mb });
 }
 
 export class PicturesStore {
@@ -68,7 +63,16 @@ export class PicturesStore {
     private readonly seesNow: () => boolean,
     /** Attach a drop of documents to the open conversation (the documents store's path). */
     private readonly attachDocuments: (token: string) => Promise<void>,
+    /** The app's bounds on a message's pictures (its status' `picture_limits`), checked here
+     *  first too, so a huge file is refused before the page reads it; null until the status
+     *  is read (the app checks them again in any case). */
+    private readonly limitsNow: () => PictureLimits | null,
   ) {}
+
+  /** The most pictures one message carries, as the app says (unbounded here until it has). */
+  private get maxPictures(): number {
+    return this.limitsNow()?.max_pictures ?? Infinity;
+  }
 
   /** The open conversation's pictures waiting to be sent. */
   get attached(): DraftPicture[] {
@@ -92,11 +96,11 @@ export class PicturesStore {
     this.drafts = next;
   }
 
-  /** Adds checked pictures to the open draft, up to MAX_PICTURES (the rest said). */
+  /** Adds checked pictures to the open draft, up to the app's bound (the rest said). */
   private add(key: string, checked: DraftPicture[]): void {
     const now = this.drafts[key] ?? [];
-    const room = Math.max(0, MAX_PICTURES - now.length);
-    if (checked.length > room) this.error = t('pictures.tooMany', { max: MAX_PICTURES });
+    const room = Math.max(0, this.maxPictures - now.length);
+    if (checked.length > room) this.error = t('pictures.tooMany', { max: this.maxPictures });
     this.put(key, [...now, ...checked.slice(0, room)]);
   }
 
@@ -118,13 +122,14 @@ export class PicturesStore {
     const pictures = files.filter((f) => f.type.startsWith('image/') || isPictureName(f.name));
     if (pictures.length === 0) return false;
     const key = this.conversations.draftKey;
+    const maxBytes = this.limitsNow()?.max_picture_bytes ?? Infinity;
     await this.checking(async () => {
       const checked: DraftPicture[] = [];
       const problems: string[] = [];
       for (const file of pictures) {
         const name = file.name || t('pictures.pastedName');
-        if (file.size > MAX_PICTURE_BYTES) {
-          problems.push(tooLarge(name, file.size));
+        if (file.size > maxBytes) {
+          problems.push(tooLarge(name, file.size, maxBytes));
           continue;
         }
         try {
@@ -176,7 +181,7 @@ export class PicturesStore {
     if (!sent && pictures.length) {
       // A new conversation may have been made for the send: the pictures wait in it.
       const now = this.conversations.draftKey;
-      this.put(now, [...pictures, ...(this.drafts[now] ?? [])].slice(0, MAX_PICTURES));
+      this.put(now, [...pictures, ...(this.drafts[now] ?? [])].slice(0, this.maxPictures));
     }
     return sent;
   }

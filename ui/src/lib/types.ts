@@ -26,6 +26,7 @@ export type {
   ModelStatus,
   Notice,
   PictureInfo,
+  PictureLimits,
   PictureUpload,
   Receipt,
   RemoteServer,
