@@ -29,6 +29,8 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
         .manage(hearth_server::Sharing::default())
         // Read aloud: the reader is made at its first use (commands::read_aloud).
         .manage(commands::read_aloud::Reader::default())
+        // Piper voice downloads, made at their first use (commands::read_aloud).
+        .manage(commands::read_aloud::Voices::default())
         // The microphone's one recording (commands::voice).
         .manage(hearth_app::voice::Voice::default())
         .plugin(tauri_plugin_store::Builder::new().build())
@@ -118,6 +120,9 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::documents::test_drop,
             commands::read_aloud::read_aloud_speak,
             commands::read_aloud::read_aloud_stop,
+            commands::read_aloud::piper_voices,
+            commands::read_aloud::download_piper_voice,
+            commands::read_aloud::cancel_piper_voice,
             commands::voice::start_listening,
             commands::voice::stop_listening,
             commands::voice::cancel_listening,

@@ -40,6 +40,8 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     hearth_app::documents::MessageSources::export_all(cfg)?;
     hearth_app::open_file::Opened::export_all(cfg)?;
     hearth_app::read_aloud::ReadAloudEvent::export_all(cfg)?;
+    hearth_app::read_aloud::voices::PiperStatus::export_all(cfg)?;
+    hearth_app::read_aloud::voices::VoiceDownloaded::export_all(cfg)?;
     hearth_app::voice::VoiceLevel::export_all(cfg)?;
     hearth_app::voice::Listening::export_all(cfg)?;
     hearth_app::voice::VoiceHeard::export_all(cfg)?;

@@ -1,7 +1,8 @@
 // Browser tests of reading answers aloud (issue 52 item 3), registered by run.mjs: the speaker
 // button under an answer reads it and becomes a stop button until the reading ends or is
 // stopped; a missing espeak-ng is said beside the button in plain words; "Always read answers
-// aloud" is a setting that stays.
+// aloud" is a setting that stays; Settings › Read aloud offers a Piper voice to download where
+// `piper` is installed (progress, Cancel, plain errors) and says espeak-ng reads where it is not.
 
 export function readAloudTests({ test, assert, sendAndWait, openView }) {
   test('read aloud: the speaker button reads the answer, turns into a stop button, and stops it', async ({ page }) => {
@@ -50,5 +51,57 @@ export function readAloudTests({ test, assert, sendAndWait, openView }) {
     await page.getByRole('button', { name: /^Close/ }).first().click();
     await openView(page, 'settings');
     assert(await page.getByTestId('read-answers').isChecked(), 'the setting is kept');
+  });
+
+  test('read aloud: without piper, Settings says espeak-ng reads and how to get Piper', async ({ page }) => {
+    await openView(page, 'settings');
+    const note = page.getByTestId('piper-missing');
+    await note.waitFor();
+    const text = await note.textContent();
+    assert(text.includes('espeak-ng') && text.includes('install Piper'), text);
+    assert((await page.getByTestId('piper-download').count()) === 0, 'no download is offered');
+  });
+
+  test('read aloud: with piper, the voice of the app language downloads with progress, cancels and installs', async ({ page }) => {
+    await page.evaluate(() => {
+      window.__mockReadAloud.piperInstalled = true;
+      window.__mockReadAloud.voiceStepMs = 150;
+    });
+    await openView(page, 'settings');
+    const row = page.getByTestId('piper-row');
+    await row.waitFor();
+    const label = await row.textContent();
+    assert(label.includes('en_US-lessac-medium') && label.includes('63'), label);
+    assert((await page.locator('#piper-language').inputValue()) === 'en', 'the app language comes first');
+
+    // A failure is said in plain words, and the button comes back.
+    await page.evaluate(() => {
+      window.__mockReadAloud.voiceFail = { code: 'network', message: 'hub: could not reach https://hub.example/x: connection refused', detail: null, params: {} };
+    });
+    await page.getByTestId('piper-download').click();
+    const error = page.getByTestId('piper-error');
+    await error.waitFor();
+    const said = await error.textContent();
+    assert(said.includes('The voice could not be downloaded'), said);
+    await page.getByTestId('piper-download').waitFor();
+
+    // Started, then cancelled: the Download button comes back and nothing is installed.
+    await page.getByTestId('piper-download').click();
+    await page.getByTestId('piper-progress').waitFor();
+    await page.getByTestId('piper-cancel').click();
+    await page.getByTestId('piper-download').waitFor();
+    assert((await page.getByTestId('piper-installed').count()) === 0, 'a cancelled voice is not installed');
+
+    // Started again and left to finish: it says the voice is used.
+    await page.evaluate(() => (window.__mockReadAloud.voiceStepMs = 20));
+    await page.getByTestId('piper-download').click();
+    const done = page.getByTestId('piper-installed');
+    await done.waitFor();
+    assert((await done.textContent()).includes('answers in this language are read with it'), await done.textContent());
+
+    // Another language shows its own voice, not downloaded.
+    await page.locator('#piper-language').selectOption('de');
+    assert((await row.textContent()).includes('de_DE-thorsten-medium'), await row.textContent());
+    await page.getByTestId('piper-download').waitFor();
   });
 }

@@ -146,6 +146,15 @@ export const api = {
   readAloudSpeak: (messageId: number | null, text: string, language: Language | null = null) =>
     call('read_aloud_speak', { messageId, text, language }),
   readAloudStop: () => call('read_aloud_stop'),
+  /** Whether `piper` is installed, and the Piper voice offered for each language. */
+  piperVoices: () => call('piper_voices'),
+  /** Download the Piper voice of `language`; progress arrives on `onProgress`. */
+  downloadPiperVoice: (language: Language, onProgress: (p: PullProgress) => void) => {
+    const channel = new Channel<PullProgress>();
+    channel.onmessage = onProgress;
+    return call('download_piper_voice', { language, onProgress: channel });
+  },
+  cancelPiperVoice: (language: Language) => call('cancel_piper_voice', { language }),
   /** Calls `handler` for every `read-aloud` event (a reading started, ended or failed). */
   onReadAloud: (handler: (event: Events['read-aloud']) => void) => on('read-aloud', handler),
 

@@ -1687,6 +1687,44 @@ name: string,
 data: string, };
 
 /**
+ * Whether Piper can speak here, and the voice offered for each language.
+ */
+export type PiperStatus = { 
+/**
+ * A `piper` program is installed (without it espeak-ng speaks, and voices are not offered).
+ */
+piper_installed: boolean, 
+/**
+ * One voice per language Hearth speaks.
+ */
+voices: Array<PiperVoiceRow>, };
+
+/**
+ * The voice offered for one language.
+ */
+export type PiperVoiceRow = { 
+/**
+ * The language it speaks.
+ */
+language: Language, 
+/**
+ * Its name (`en_US-lessac-medium`).
+ */
+name: string, 
+/**
+ * About how many bytes it takes.
+ */
+about_bytes: number, 
+/**
+ * It is downloaded.
+ */
+installed: boolean, 
+/**
+ * It is being downloaded now.
+ */
+downloading: boolean, };
+
+/**
  * Power and utilization at one moment. Every field is a value with its source, or the reason
  * it is missing.
  */
@@ -2256,6 +2294,11 @@ export type SourceUse = "cited" | "probably_used" | "also_read" | "given";
  * Light, dark, or follow the desktop.
  */
 export type Theme = "system" | "light" | "dark";
+
+/**
+ * How a voice download ended, when it did not fail.
+ */
+export type VoiceDownloaded = "installed" | "cancelled";
 
 /**
  * What was heard.

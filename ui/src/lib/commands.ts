@@ -28,6 +28,7 @@ import type {
   NpuDiagnosis,
   Opened,
   PictureUpload,
+  PiperStatus,
   PowerSample,
   PullProgress,
   PullResult,
@@ -36,6 +37,7 @@ import type {
   Removed,
   Settings,
   ShareStatus,
+  VoiceDownloaded,
   VoiceHeard,
   VoiceLevel,
   VoiceStatus,
@@ -97,6 +99,9 @@ export interface Commands {
   test_drop: { args: { paths: string[] }; returns: null };
   read_aloud_speak: { args: { messageId?: number | null; text: string; language?: Language | null }; returns: null };
   read_aloud_stop: { args: Record<string, never>; returns: null };
+  piper_voices: { args: Record<string, never>; returns: PiperStatus };
+  download_piper_voice: { args: { language: Language; onProgress: Channel<PullProgress> }; returns: VoiceDownloaded };
+  cancel_piper_voice: { args: { language: Language }; returns: null };
   start_listening: { args: { onLevel: Channel<VoiceLevel> }; returns: Listening };
   stop_listening: { args: { language?: string | null }; returns: VoiceHeard };
   cancel_listening: { args: Record<string, never>; returns: null };

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use hearth_hub::voices::{download_voice, voice_for_language, PiperVoiceEntry, VoiceOutcome};
-use hearth_hub::{DownloadControl, DownloadOptions, HubClient, Progress};
+use hearth_hub::{DownloadControl, DownloadOptions, HubClient};
 use serde::Serialize;
+
+pub use hearth_hub::Progress;
 
 use super::voice::{find_program, piper_code};
 use crate::error::{Error, ErrorCode};
@@ -112,8 +114,18 @@ impl VoiceDownloads {
         }
     }
 
-    /// Downloads the voice of `language` from `client`'s Hub, telling `progress` how it goes.
+    /// Downloads the voice of `language` from the Hub (`HF_ENDPOINT` or Hugging Face; offline
+    /// mode as the environment says), telling `progress` how it goes.
     pub fn download(
+        &self,
+        language: Language,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<VoiceDownloaded, Error> {
+        self.download_from(&HubClient::from_env(false), language, progress)
+    }
+
+    /// [`Self::download`] from `client`'s Hub.
+    pub fn download_from(
         &self,
         client: &HubClient,
         language: Language,
@@ -234,10 +246,10 @@ mod tests {
         let downloads = VoiceDownloads::new(dir.path().join("voices"));
         place(offered(Language::De).unwrap(), downloads.folder(), "de_DE");
         let offline = HubClient::new("http://127.0.0.1:9", None, true);
-        let outcome = downloads.download(&offline, Language::De, &mut |_| {});
+        let outcome = downloads.download_from(&offline, Language::De, &mut |_| {});
         assert_eq!(outcome.unwrap(), VoiceDownloaded::Installed);
         let e = downloads
-            .download(&offline, Language::Es, &mut |_| {})
+            .download_from(&offline, Language::Es, &mut |_| {})
             .unwrap_err();
         assert!(
             e.to_string().contains("offline") || e.to_string().contains("Offline"),
