@@ -42,7 +42,7 @@ pub struct LocalModel {
     /// Where it can run on this computer: Hearth's engine on the processor (every local
     /// model; unusable only for a linked GGUF file that was moved, changed or deleted, with
     /// the plain words of [`LocalModel::unavailable`]), then the NPU through FastFlowLM,
-    /// usable or with the reason why not.
+    /// usable or with the reason why not, and seeing pictures where the registry's `vlm` says.
     pub backends: Vec<Availability>,
     /// How the NPU's answers compared with the processor's, once the self-test has run.
     pub selftest: Option<SelftestSummary>,
@@ -172,9 +172,12 @@ pub fn local_models(home: &Home) -> Vec<LocalModel> {
                     Availability::usable(BackendKind::Cpu),
                     Availability::unusable(BackendKind::Npu, LINKED_NPU_REASON),
                 ),
+                // FastFlowLM's vision mark, said whether or not FastFlowLM is installed.
                 None => (
                     Availability::usable(BackendKind::Cpu),
-                    npu.next().expect("one availability per registered model"),
+                    npu.next()
+                        .expect("one availability per registered model")
+                        .seeing(m.sees_pictures),
                 ),
             };
             let selftest = npu
@@ -328,6 +331,65 @@ mod tests {
 
         store.relink("tiny", &moved).unwrap();
         assert_eq!(local_model(&home, "tiny").unwrap().unavailable(), None);
+    }
+
+    /// FastFlowLM's `vlm` mark in the registry says a model sees pictures on the NPU, read from
+    /// the file whether or not FastFlowLM is here (so the picker and the model's card say it
+    /// before it is opened); the processor reads text only, and a model without the mark sees
+    /// nothing anywhere.
+    #[test]
+    fn the_registrys_vlm_mark_makes_the_npu_choice_see_pictures() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+            state_dir: dir.path().join("state"),
+            builtin: None,
+            system_root: PathBuf::from("/"),
+        };
+        let store = home.store();
+        let entry = |name: &str, family: &str, vlm: Option<bool>| {
+            let mut entry = serde_json::json!({
+                "name": name, "files": ["model.q4nx"], "default_context_length": 4096,
+                "details": {"family": family}
+            });
+            if let Some(vlm) = vlm {
+                entry["vlm"] = vlm.into();
+            }
+            entry
+        };
+        let registry = serde_json::json!({
+            "model_path": store.models_dir(),
+            "models": {
+                "gemma3": {"4b": entry("Gemma3-4B-NPU2", "gemma3", Some(true))},
+                "lfm2": {"1.2b": entry("LFM2-1.2B-NPU2", "lfm2", Some(false))},
+                "qwen3": {"1.7b": entry("Qwen3-1.7B-NPU2", "qwen3", None)}
+            }
+        });
+        std::fs::create_dir_all(&home.data_dir).unwrap();
+        std::fs::write(store.registry_path(), registry.to_string()).unwrap();
+
+        let models = local_models(&home);
+        let sees = |name: &str, kind: BackendKind| {
+            let model = models.iter().find(|m| m.name == name).expect(name);
+            let backend = model.backends.iter().find(|b| b.kind == kind).unwrap();
+            backend.sees_pictures
+        };
+        assert!(sees("Gemma3-4B-NPU2", BackendKind::Npu));
+        assert!(
+            !sees("Gemma3-4B-NPU2", BackendKind::Cpu),
+            "the engine reads text"
+        );
+        for name in ["LFM2-1.2B-NPU2", "Qwen3-1.7B-NPU2"] {
+            assert!(!sees(name, BackendKind::Npu), "{name}");
+            assert!(!sees(name, BackendKind::Cpu), "{name}");
+        }
+        // The UI reads it as each backend's `sees_pictures`.
+        let json = serde_json::to_value(&models).unwrap();
+        assert!(
+            json.to_string().contains("\"sees_pictures\":true"),
+            "{json}"
+        );
     }
 
     #[test]

@@ -82,6 +82,12 @@ pub struct Availability {
     pub usable: bool,
     /// Why not, in plain words with what to do (None when usable).
     pub reason: Option<String>,
+    /// Whether the model reads pictures given with a message on this backend: FastFlowLM's
+    /// `vlm` mark on the NPU, the server's word or the user's switch on a remote server, never
+    /// on the CPU engine (it reads text only). Said even when the backend is not usable now,
+    /// so that a model's card and the picker can tell which models see.
+    #[serde(default)]
+    pub sees_pictures: bool,
 }
 
 impl Availability {
@@ -91,6 +97,7 @@ impl Availability {
             kind,
             usable: true,
             reason: None,
+            sees_pictures: false,
         }
     }
 
@@ -100,6 +107,15 @@ impl Availability {
             kind,
             usable: false,
             reason: Some(reason.into()),
+            sees_pictures: false,
+        }
+    }
+
+    /// The same, saying whether the model sees pictures there.
+    pub fn seeing(self, sees_pictures: bool) -> Self {
+        Availability {
+            sees_pictures,
+            ..self
         }
     }
 }
