@@ -30,6 +30,7 @@ fn export_all(cfg: &Config) -> Result<(), ts_rs::ExportError> {
     model_store::ModelsOverview::export_all(cfg)?;
     model_store::PullResult::export_all(cfg)?;
     remote::RemoteServer::export_all(cfg)?;
+    remote::RemoteModel::export_all(cfg)?;
     share::ShareStatus::export_all(cfg)?;
     npu::ModelLoading::export_all(cfg)?;
     hearth_app::documents::DocumentInfo::export_all(cfg)?;

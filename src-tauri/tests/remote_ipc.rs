@@ -60,7 +60,20 @@ fn a_remote_model_answers_and_its_receipt_says_where() {
         json!({"url": format!("{url}/v1"), "apiKey": "sk-test-SECRET"}),
     )
     .unwrap();
-    assert_eq!(models, json!(["demo"]), "the server lists the demo model");
+    assert_eq!(
+        models[0]["name"], "demo",
+        "the server lists the demo model: {models}"
+    );
+    assert_eq!(models.as_array().unwrap().len(), 1, "{models}");
+    assert_eq!(models[0]["backend"]["kind"], "remote", "{models}");
+    assert_eq!(
+        (
+            &models[0]["server_sees"],
+            &models[0]["backend"]["sees_pictures"]
+        ),
+        (&json!(false), &json!(false)),
+        "Hearth's server says the demo model does not see: {models}"
+    );
 
     let saved = invoke(
         &app,
@@ -93,6 +106,19 @@ fn a_remote_model_answers_and_its_receipt_says_where() {
     assert_eq!(kept["has_key"], true, "no key typed: the saved one stays");
     invoke(&app, "test_remote_server", json!({"url": url})).unwrap();
 
+    // The "sees pictures" switch is saved with the server, and the list says so.
+    let switched = invoke(
+        &app,
+        "save_remote_server",
+        json!({"url": url, "apiKey": null, "model": null, "seesPictures": ["demo"]}),
+    )
+    .unwrap();
+    assert_eq!(switched["sees_pictures"], json!(["demo"]));
+    assert_eq!(switched["has_key"], true, "the key stays with the switch");
+    let models = invoke(&app, "test_remote_server", json!({"url": url})).unwrap();
+    assert_eq!(models[0]["backend"]["sees_pictures"], true, "{models}");
+    assert_eq!(models[0]["server_sees"], false, "{models}");
+
     let status = invoke(
         &app,
         "select_model",
@@ -102,6 +128,7 @@ fn a_remote_model_answers_and_its_receipt_says_where() {
     assert_eq!(status["backend_kind"], "remote");
     assert_eq!(status["family"], "remote");
     assert_eq!(status["device"], host);
+    assert_eq!(status["sees_pictures"], true, "switched on in the settings");
     assert_eq!(
         invoke(&app, "remote_server", json!({})).unwrap()["model"],
         "demo",

@@ -79,10 +79,25 @@ const model = {
 // The model answering now: the demo, or a remote one after select_model with backend "remote".
 let current: Json = model;
 // The saved remote server (the key kept here, as remote.json would; never returned).
-let remote: { url: string; host: string; model: string | null; key: string | null } | null = null;
+let remote: { url: string; host: string; model: string | null; key: string | null; sees: string[] } | null = null;
+// The server's models; it says (as Ollama's /api/show would) that llava-remote sees pictures.
 const remoteModels = ['qwen-remote', 'llama-remote'];
+const serverSees = ['llava-remote'];
 function remoteView() {
-  return remote && { url: remote.url, host: remote.host, model: remote.model, has_key: remote.key !== null };
+  return remote && { url: remote.url, host: remote.host, model: remote.model, has_key: remote.key !== null, sees_pictures: remote.sees };
+}
+/** Whether a remote model sees pictures: the server's word, or the saved switch. */
+function remoteSeeing(name: string): boolean {
+  return serverSees.includes(name) || (remote?.sees.includes(name) ?? false);
+}
+function remoteListing(url: string) {
+  const same = remote?.url === url;
+  const names = (window as any).__mockRemoteVision ? [...remoteModels, ...serverSees] : remoteModels;
+  return names.map((name) => ({
+    name,
+    server_sees: serverSees.includes(name),
+    backend: { kind: 'remote', usable: true, reason: null, sees_pictures: serverSees.includes(name) || (same && remoteSeeing(name)) },
+  }));
 }
 function checkRemoteUrl(url: unknown): string {
   if (typeof url !== 'string' || !/^https?:\/\/[^/]+/.test(url)) fail('invalid_input', 'Type the server address starting with http:// or https://, for example http://192.168.1.20:8000.');
@@ -117,14 +132,16 @@ function remoteCommand(cmd: string, args: Json): unknown {
     case 'test_remote_server': {
       const url = checkRemoteUrl(args.url);
       if (url.includes('nowhere')) fail('connection', `Nothing answers at ${url}. Check the address, and that the server is running and reachable from this computer.`);
-      return remoteModels;
+      return remoteListing(url);
     }
     case 'save_remote_server': {
       const url = checkRemoteUrl(args.url);
       const host = url.replace(/^https?:\/\//, '');
       const same = remote?.host === host;
       const key = args.apiKey == null ? (same ? remote!.key : null) : args.apiKey.trim() || null;
-      remote = { url, host, model: args.model ?? (same ? remote!.model : null), key };
+      const sees = Array.isArray(args.seesPictures) ? args.seesPictures : same ? remote!.sees : [];
+      remote = { url, host, model: args.model ?? (same ? remote!.model : null), key, sees };
+      if (current.backend_kind === 'remote') current = { ...current, sees_pictures: remoteSeeing(current.name) };
       return remoteView();
     }
     case 'forget_remote_server':
@@ -404,11 +421,12 @@ mockIPC(async (cmd, raw) => {
     case 'select_model':
       if (args.backend === 'remote') {
         if (!remote) fail('not_found', 'No remote server is set. Add one in Settings, under Remote server.');
-        if (!remoteModels.includes(args.name)) fail('model_not_found', `The server at ${remote.url} has no model named "${args.name}".`);
+        if (!remoteModels.includes(args.name) && !serverSees.includes(args.name)) fail('model_not_found', `The server at ${remote.url} has no model named "${args.name}".`);
         remote.model = args.name;
         current = {
           name: args.name, path: '', family: 'remote', parameter_count: 0, context_length: 0, weight_format: '',
           backend_kind: 'remote', backend: `remote (${remote.url})`, device: remote.host, kernel: '', builtin: null, sha256: null,
+          sees_pictures: remoteSeeing(args.name),
         };
         return current;
       }

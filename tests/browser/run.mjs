@@ -698,6 +698,45 @@ test('a remote server is tested, saved and chosen, and the app says messages lea
   assert(!(await answer.getByTestId('answer-line').textContent()).includes('Wh'), "review #17 (S3): no energy of this computer under a remote answer");
 });
 
+test('a remote server\'s "sees pictures" switch is saved with the server, adds to what the server says and never takes it away, and the picker says which remote models see', async ({ page }) => {
+  await page.keyboard.press('Control+,');
+  const section = page.getByTestId('remote-settings');
+  await page.getByLabel('Address').fill('http://gpu-box:8000');
+  await section.getByRole('button', { name: 'Test connection' }).click();
+  await page.getByTestId('remote-sees').waitFor();
+  const llava = section.getByRole('switch', { name: 'llava-remote sees pictures' });
+  assert((await llava.isChecked()) && (await llava.isDisabled()), 'the server says llava-remote sees: on, and the switch cannot take that away');
+  const said = await section.getByTestId('remote-sees-model').filter({ hasText: 'llava-remote' }).textContent();
+  assert(said.includes('the server says so'), `why it is on: ${said}`);
+  const qwen = section.getByRole('switch', { name: 'qwen-remote sees pictures' });
+  assert(!(await qwen.isChecked()) && !(await qwen.isDisabled()), 'a model the server says nothing about is off, and can be switched on');
+  await qwen.check();
+  await section.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('remote-save-result').waitFor();
+  const saved = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_remote_server').at(-1).args);
+  assert(JSON.stringify(saved.seesPictures) === '["qwen-remote"]', `the switches are saved with the server, in the same call: ${JSON.stringify(saved)}`);
+
+  // The picker says which remote models see, by the server's word or the switch.
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="remote-group"] option').length === 3);
+  const options = await page.locator('[data-testid="remote-group"] option').allTextContents();
+  const seeing = Object.fromEntries(options.map((o) => [o.split(' ')[0], o.includes('sees pictures')]));
+  assert(JSON.stringify(seeing) === '{"qwen-remote":true,"llama-remote":false,"llava-remote":true}', `picker: ${options.join(' | ')}`);
+
+  // The model in use follows its switch.
+  await page.getByTestId('model-picker').selectOption('remote:qwen-remote');
+  await page.waitForFunction(() => document.querySelector('[data-testid="status-item"]')?.textContent.includes('Answers from gpu-box:8000'));
+  assert((await page.getByTestId('model-picker').locator('option:checked').textContent()).includes('sees pictures'), 'the model in use sees');
+  await qwen.uncheck();
+  await section.getByRole('button', { name: 'Save' }).click();
+  await page.waitForFunction(() => {
+    const options = [...document.querySelectorAll('[data-testid="remote-group"] option')];
+    return options.some((o) => o.value === 'remote:qwen-remote' && !o.textContent.includes('sees pictures'));
+  });
+  const again = await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'save_remote_server').at(-1).args);
+  assert(JSON.stringify(again.seesPictures) === '[]', `switched off: ${JSON.stringify(again)}`);
+  assert((await page.evaluate(() => window.__mock.calls.filter((c) => c.cmd === 'app_status').length)) >= 2, 'the status of the model in use is asked again after the save');
+}, () => { window.__mockRemoteVision = true; });
+
 test('the switch lets other apps use Hearth: off by default, the address to paste, a taken port said plainly, off again', async ({ page }) => {
   await page.keyboard.press('Control+,');
   const section = page.getByTestId('share-settings');

@@ -1,13 +1,16 @@
 //! The remote server: where it is, its key (kept in `remote.json`, 0600, in the config
-//! folder; never handed to a front end), testing the connection, and forgetting it. Choosing
-//! one of its models is [`App::select_model`] with the remote backend.
+//! folder; never handed to a front end), testing the connection (its models, with which see
+//! pictures), the user's "sees pictures" marks, and forgetting it. Choosing one of its models
+//! is [`App::select_model`] with the remote backend.
 
-use hearth_backends::remote::{self, RemoteConfig};
+use hearth_backends::remote::{self, RemoteConfig, ServerModel};
+use hearth_chat::{Availability, BackendKind};
 use serde::Serialize;
 
 use crate::app::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::home::Home;
+use crate::session::Session;
 
 /// The saved remote server as a front end sees it: never the key itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,18 +24,51 @@ pub struct RemoteServer {
     pub model: Option<String>,
     /// Whether a key is saved.
     pub has_key: bool,
+    /// The models the user switched to "sees pictures" (adding to what the server says).
+    pub sees_pictures: Vec<String>,
 }
 
 impl RemoteServer {
     fn of(config: &RemoteConfig) -> Self {
-        let host = remote::openai::parse_base_url(&config.base_url)
-            .map(|b| b.host_port)
-            .unwrap_or_else(|_| config.base_url.clone());
         Self {
             url: config.base_url.clone(),
-            host,
+            host: host_of(config),
             model: config.model.clone(),
             has_key: config.api_key.is_some(),
+            sees_pictures: config.sees_pictures.clone(),
+        }
+    }
+}
+
+/// `host:port` of the server in `config`.
+fn host_of(config: &RemoteConfig) -> String {
+    remote::openai::parse_base_url(&config.base_url)
+        .map(|b| b.host_port)
+        .unwrap_or_else(|_| config.base_url.clone())
+}
+
+/// A model the remote server offers, as the settings and the model picker show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RemoteModel {
+    /// Its id on the server.
+    pub name: String,
+    /// Whether the server itself says it sees pictures (Ollama's capabilities): the user's
+    /// switch adds to this and cannot take it away.
+    pub server_sees: bool,
+    /// Where it runs: on the remote server, with whether it sees pictures (the server's word
+    /// or the user's mark), as for the models on this computer.
+    pub backend: Availability,
+}
+
+impl RemoteModel {
+    fn of(model: ServerModel, config: &RemoteConfig) -> Self {
+        let marked = config.marked_seeing(&model.id);
+        Self {
+            backend: Availability::usable(BackendKind::Remote)
+                .seeing(model.sees_pictures || marked),
+            server_sees: model.sees_pictures,
+            name: model.id,
         }
     }
 }
@@ -64,27 +100,72 @@ impl App {
             .map(RemoteServer::of))
     }
 
-    /// Saves the server at `url`. `api_key`: None keeps the saved key (for the same server),
-    /// `""` removes it. `model`: None keeps the saved choice.
+    /// Saves the server at `url` in one write. `api_key`: None keeps the saved key (for the
+    /// same server), `""` removes it. `model`: None keeps the saved choice. `sees_pictures`:
+    /// the models the user switched to "sees pictures" (None keeps the saved ones, for the
+    /// same server). A model of this server in use whose switch changed is opened again, so
+    /// it takes pictures (or not) from the next message on.
     pub fn save_remote_server(
         &self,
         url: &str,
         api_key: Option<&str>,
         model: Option<String>,
+        sees_pictures: Option<Vec<String>>,
     ) -> Result<RemoteServer> {
         let dir = &self.home.config_dir;
         let saved = RemoteConfig::load(dir)?;
-        let config = RemoteConfig::edited(saved.as_ref(), url, api_key, model)?;
+        let mut config = RemoteConfig::edited(saved.as_ref(), url, api_key, model)?;
+        if let Some(marks) = sees_pictures {
+            config.sees_pictures.clear();
+            for model in marks.iter().filter(|m| !m.trim().is_empty()) {
+                config.mark_seeing(model, true);
+            }
+        }
         config.save(dir)?;
+        self.reopen_if_marked_differently(saved.as_ref(), &config);
         Ok(RemoteServer::of(&config))
     }
 
+    /// Opens the remote model in use again when `config` marks it differently from `saved`
+    /// (on the same server). While an answer is being written it is left as it is: the
+    /// change then counts from the next time it is opened.
+    fn reopen_if_marked_differently(&self, saved: Option<&RemoteConfig>, config: &RemoteConfig) {
+        let Ok(mut slot) = self.model.try_lock() else {
+            tracing::info!("an answer is being written: the sees-pictures switch counts from the next time the model is opened");
+            return;
+        };
+        let Some(status) = slot.as_ref().map(Session::status) else {
+            return;
+        };
+        let changed = saved.is_some_and(|s| s.marked_seeing(&status.name))
+            != config.marked_seeing(&status.name);
+        if status.backend_kind != BackendKind::Remote
+            || status.device != host_of(config)
+            || !changed
+        {
+            return;
+        }
+        match Session::connect_remote(config, &status.name) {
+            Ok(session) => {
+                tracing::info!(model = %status.name, sees_pictures = session.sees_pictures(), "opened the remote model again for its sees-pictures switch");
+                self.install(&mut slot, session);
+            }
+            // The model in use stays as it was; the switch counts when it is next opened.
+            Err(error) => tracing::warn!("could not open {} again: {error}", status.name),
+        }
+    }
+
     /// Asks the server at `url` for its models (with `api_key`, or the saved key for the same
-    /// server when None): their ids, or what went wrong in plain words.
-    pub fn test_remote_server(&self, url: &str, api_key: Option<&str>) -> Result<Vec<String>> {
+    /// server when None), with which see pictures (the server's word, or the saved switch for
+    /// the same server), or says what went wrong in plain words.
+    pub fn test_remote_server(&self, url: &str, api_key: Option<&str>) -> Result<Vec<RemoteModel>> {
         let saved = RemoteConfig::load(&self.home.config_dir)?;
         let config = RemoteConfig::edited(saved.as_ref(), url, api_key, None)?;
-        Ok(remote::test_connection(&config.base_url, config.api_key)?)
+        let models = remote::test_connection(&config.base_url, config.api_key.clone())?;
+        Ok(models
+            .into_iter()
+            .map(|m| RemoteModel::of(m, &config))
+            .collect())
     }
 
     /// Deletes the saved server and its key. A remote model in use is closed, so the next
@@ -160,3 +241,7 @@ mod tests {
         assert!(server(&home, Some("not a url"), None).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "remote_tests.rs"]
+mod switch_tests;

@@ -2,7 +2,7 @@
 //! connection, and forgetting it. Choosing one of its models goes through `select_model` with
 //! `backend: "remote"`.
 
-use hearth_app::remote::RemoteServer;
+use hearth_app::remote::{RemoteModel, RemoteServer};
 use hearth_app::App;
 use tauri::State;
 
@@ -17,8 +17,9 @@ pub async fn remote_server(app: State<'_, App>) -> CommandResult<Option<RemoteSe
     blocking(move || app.remote_server()).await
 }
 
-/// Save the server at `url`. `api_key`: None keeps the saved key (for the same server), `""`
-/// removes it. `model`: None keeps the saved choice.
+/// Save the server at `url` in one write. `api_key`: None keeps the saved key (for the same
+/// server), `""` removes it. `model`: None keeps the saved choice. `sees_pictures`: the models
+/// switched to "sees pictures" (None keeps the saved ones).
 #[tauri::command]
 #[tracing::instrument(skip_all)]
 pub async fn save_remote_server(
@@ -26,20 +27,21 @@ pub async fn save_remote_server(
     url: String,
     api_key: Option<String>,
     model: Option<String>,
+    sees_pictures: Option<Vec<String>>,
 ) -> CommandResult<RemoteServer> {
     let app = app.inner().clone();
-    blocking(move || app.save_remote_server(&url, api_key.as_deref(), model)).await
+    blocking(move || app.save_remote_server(&url, api_key.as_deref(), model, sees_pictures)).await
 }
 
 /// Ask the server at `url` for its models (with `api_key`, or the saved key for the same
-/// server when None): their ids, or what went wrong in plain words.
+/// server when None), with which see pictures, or what went wrong in plain words.
 #[tauri::command]
 #[tracing::instrument(skip_all)]
 pub async fn test_remote_server(
     app: State<'_, App>,
     url: String,
     api_key: Option<String>,
-) -> CommandResult<Vec<String>> {
+) -> CommandResult<Vec<RemoteModel>> {
     let app = app.inner().clone();
     blocking(move || app.test_remote_server(&url, api_key.as_deref())).await
 }

@@ -91,10 +91,11 @@ export const api = {
     call('compare_backends', { name, prompt }),
 
   remoteServer: () => call('remote_server'),
-  /** apiKey: null keeps the saved key, '' removes it. model: null keeps the saved choice. */
-  saveRemoteServer: (url: string, apiKey: string | null, model: string | null) =>
-    call('save_remote_server', { url, apiKey, model }),
-  /** The server's model ids; apiKey null uses the saved key. */
+  /** apiKey: null keeps the saved key, '' removes it. model: null keeps the saved choice.
+   *  seesPictures: the models switched to "sees pictures", null keeps the saved switches. */
+  saveRemoteServer: (url: string, apiKey: string | null, model: string | null, seesPictures: string[] | null = null) =>
+    call('save_remote_server', { url, apiKey, model, seesPictures }),
+  /** The server's models, with which see pictures; apiKey null uses the saved key. */
   testRemoteServer: (url: string, apiKey: string | null) => call('test_remote_server', { url, apiKey }),
   forgetRemoteServer: () => call('forget_remote_server'),
 

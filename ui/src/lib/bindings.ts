@@ -1953,6 +1953,25 @@ server: string,
 message: string, };
 
 /**
+ * A model the remote server offers, as the settings and the model picker show it.
+ */
+export type RemoteModel = { 
+/**
+ * Its id on the server.
+ */
+name: string, 
+/**
+ * Whether the server itself says it sees pictures (Ollama's capabilities): the user's
+ * switch adds to this and cannot take it away.
+ */
+server_sees: boolean, 
+/**
+ * Where it runs: on the remote server, with whether it sees pictures (the server's word
+ * or the user's mark), as for the models on this computer.
+ */
+backend: Availability, };
+
+/**
  * The saved remote server as a front end sees it: never the key itself.
  */
 export type RemoteServer = { 
@@ -1971,7 +1990,11 @@ model: string | null,
 /**
  * Whether a key is saved.
  */
-has_key: boolean, };
+has_key: boolean, 
+/**
+ * The models the user switched to "sees pictures" (adding to what the server says).
+ */
+sees_pictures: Array<string>, };
 
 /**
  * What `remove` freed.

@@ -33,6 +33,7 @@ import type {
   PullProgress,
   PullResult,
   ReadAloudEvent,
+  RemoteModel,
   RemoteServer,
   Removed,
   Settings,
@@ -76,8 +77,8 @@ export interface Commands {
   set_default_model: { args: { name: string }; returns: null };
   relink_model: { args: { name: string; path: string }; returns: InstalledModel };
   remote_server: { args: Record<string, never>; returns: RemoteServer | null };
-  save_remote_server: { args: { url: string; apiKey?: string | null; model?: string | null }; returns: RemoteServer };
-  test_remote_server: { args: { url: string; apiKey?: string | null }; returns: string[] };
+  save_remote_server: { args: { url: string; apiKey?: string | null; model?: string | null; seesPictures?: string[] | null }; returns: RemoteServer };
+  test_remote_server: { args: { url: string; apiKey?: string | null }; returns: RemoteModel[] };
   forget_remote_server: { args: Record<string, never>; returns: null };
   share_status: { args: Record<string, never>; returns: ShareStatus };
   start_sharing: { args: { port: number }; returns: ShareStatus };

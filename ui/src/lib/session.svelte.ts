@@ -3,7 +3,7 @@
 // and its error, and the remote server whose models the picker also offers. It talks to the
 // backend only through its slice of `api`.
 import type { Api } from './api';
-import type { AppStatus, BackendComparison, BackendKind, LocalModel, ModelLoading, ModelStatus, RemoteServer } from './types';
+import type { AppStatus, BackendComparison, BackendKind, LocalModel, ModelLoading, ModelStatus, RemoteModel, RemoteServer } from './types';
 import { plainError } from './errors';
 import { type Memory, type Notifications, memoryInMap, messageOf } from './notifications.svelte';
 
@@ -35,7 +35,7 @@ export class ModelSession {
   contextLimit = $state(0);
   /** The saved remote server, if any, and the models it offered when last asked. */
   remote = $state<RemoteServer | null>(null);
-  remoteModels = $state<string[]>([]);
+  remoteModels = $state<RemoteModel[]>([]);
   /** Why the remote server's models could not be listed, in plain words. */
   remoteError = $state<string | null>(null);
   /** Why the model last chosen in the picker could not be opened. */
@@ -184,20 +184,26 @@ export class ModelSession {
       this.remoteModels = await this.api.testRemoteServer(this.remote.url, null);
       this.remoteError = null;
     } catch (error) {
-      this.remoteModels = this.remote.model ? [this.remote.model] : [];
+      this.remoteModels = this.remote.model ? [unreached(this.remote, this.remote.model)] : [];
       this.remoteError = messageOf(error);
     }
   }
 
   /** The models of the server at `url` (apiKey null: the saved key); errors are thrown to the form. */
-  testRemote(url: string, apiKey: string | null): Promise<string[]> {
+  testRemote(url: string, apiKey: string | null): Promise<RemoteModel[]> {
     return this.api.testRemoteServer(url, apiKey);
   }
 
-  /** Save the remote server (see api.saveRemoteServer); errors are thrown to the form. */
-  async saveRemote(url: string, apiKey: string | null, model: string | null): Promise<void> {
-    this.remote = await this.api.saveRemoteServer(url, apiKey, model);
+  /** Save the remote server (see api.saveRemoteServer); errors are thrown to the form. A remote
+   *  model in use is opened again when its "sees pictures" switch changed: its status follows. */
+  async saveRemote(url: string, apiKey: string | null, model: string | null, seesPictures: string[] | null): Promise<void> {
+    this.remote = await this.api.saveRemoteServer(url, apiKey, model, seesPictures);
     await this.refreshRemote();
+    if (this.model?.backend_kind === 'remote') {
+      const status = await this.api.appStatus();
+      this.status = status;
+      this.contextLimit = status.model?.context_length ?? 0;
+    }
   }
 
   /** Forget the remote server; a remote model in use is closed, so reload the status. */
@@ -212,4 +218,11 @@ export class ModelSession {
       this.contextLimit = status.model?.context_length ?? 0;
     }
   }
+}
+
+/** The model last chosen on a server that cannot be reached now, as the picker lists it: it
+ *  sees pictures when the user switched it on (the server's own word is not known). */
+function unreached(server: RemoteServer, name: string): RemoteModel {
+  const sees = server.sees_pictures.includes(name);
+  return { name, server_sees: false, backend: { kind: 'remote', usable: true, reason: null, sees_pictures: sees } };
 }

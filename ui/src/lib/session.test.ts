@@ -24,22 +24,32 @@ describe('ModelSession', () => {
   });
 
   it('lists the saved server models, or the saved choice with the reason when unreachable', async () => {
-    const server = { url: 'http://gpu-box:8000', host: 'gpu-box:8000', model: 'qwen', has_key: true };
+    const server = { url: 'http://gpu-box:8000', host: 'gpu-box:8000', model: 'qwen', has_key: true, sees_pictures: ['qwen'] };
+    const remote = (name: string, sees: boolean, serverSees = sees) => ({
+      name,
+      server_sees: serverSees,
+      backend: { kind: 'remote' as const, usable: true, reason: null, sees_pictures: sees },
+    });
     let reachable = true;
     const { session: s } = session({
       remoteServer: async () => server,
       testRemoteServer: async (url: string, key: string | null) => {
         expect([url, key]).toEqual([server.url, null]); // null: the saved key is used
         if (!reachable) throw new Error('Nothing answers at http://gpu-box:8000.');
-        return ['qwen', 'llama'];
+        return [remote('qwen', true, false), remote('llava', true), remote('llama', false)];
       },
     });
     await s.refreshRemote();
-    expect(s.remoteModels).toEqual(['qwen', 'llama']);
+    expect(s.remoteModels.map((m) => [m.name, m.backend.sees_pictures])).toEqual([
+      ['qwen', true],
+      ['llava', true],
+      ['llama', false],
+    ]);
     expect(s.remoteError).toBeNull();
     reachable = false;
     await s.refreshRemote();
-    expect(s.remoteModels).toEqual(['qwen']);
+    // The saved choice, seeing by the user's switch (the server cannot be asked).
+    expect(s.remoteModels).toEqual([remote('qwen', true, false)]);
     expect(s.remoteError).toContain('Nothing answers');
   });
 

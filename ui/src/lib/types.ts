@@ -29,6 +29,7 @@ export type {
   PictureLimits,
   PictureUpload,
   Receipt,
+  RemoteModel,
   RemoteServer,
   Role,
   Sampling,
