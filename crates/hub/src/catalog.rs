@@ -90,6 +90,44 @@ pub struct CatalogEntry {
     pub description: String,
     /// Caveats worth reading before downloading (may be empty).
     pub note: String,
+    /// The languages a speech model understands, as ISO 639 codes (empty for other kinds).
+    #[serde(default)]
+    pub languages: Vec<String>,
+    /// The files of the pinned revision with their sizes and sha256, where the catalog lists
+    /// them (speech models): what the offer to download says, and what `pull` fetches there.
+    #[serde(default)]
+    pub files: Vec<PinnedFile>,
+}
+
+/// One file of a catalog entry's pinned revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PinnedFile {
+    /// File name in the repository.
+    pub name: String,
+    /// Bytes.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub size: u64,
+    /// sha256 of the bytes, lowercase hex.
+    pub sha256: String,
+}
+
+impl CatalogEntry {
+    /// Whether it is a speech model (installed under `models/speech/`, never registered for
+    /// FastFlowLM).
+    pub fn is_speech(&self) -> bool {
+        self.kind == ModelKind::Speech
+    }
+}
+
+/// The speech model Hearth offers when none is installed.
+pub const DEFAULT_SPEECH_MODEL: &str = "whisper-base";
+
+/// The speech models of the catalog, the default first.
+pub fn speech_entries() -> Result<Vec<&'static CatalogEntry>> {
+    let mut out: Vec<&'static CatalogEntry> = entries()?.iter().filter(|e| e.is_speech()).collect();
+    out.sort_by_key(|e| e.id != DEFAULT_SPEECH_MODEL);
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -110,6 +148,10 @@ pub fn parse(text: &str) -> Result<Vec<CatalogEntry>> {
                 entry.id, entry.tag
             ))
         })?;
+        if entry.is_speech() {
+            crate::speech::check_catalog_entry(entry)
+                .map_err(|reason| Error::Catalog(format!("entry {}: {reason}", entry.id)))?;
+        }
         if !crate::hub_api::is_repo_id(&entry.repo) {
             return Err(Error::Catalog(format!(
                 "entry {}: repo {:?} is not owner/name",
@@ -167,7 +209,10 @@ mod tests {
                 "gemma3-1b-npu2",
                 "gemma-3-4b",
                 "gemma3-4b-npu2",
-                "qwen3-embedding-0.6b"
+                "qwen3-embedding-0.6b",
+                "whisper-tiny",
+                "whisper-base",
+                "whisper-small"
             ]
         );
     }

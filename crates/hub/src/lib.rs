@@ -36,6 +36,7 @@ mod progress;
 mod pull;
 pub mod registry;
 mod sizes;
+pub mod speech;
 mod store;
 pub mod voices;
 
@@ -43,7 +44,7 @@ pub use builtin::{
     find_builtin_model, BuiltinKind, BuiltinModel, DEMO_MODEL_NAME, STARTER_MARKER,
     STARTER_MODEL_NAME, WEIGHTS_SHA256_FILE,
 };
-pub use catalog::{Backend, CatalogEntry, ModelKind};
+pub use catalog::{Backend, CatalogEntry, ModelKind, PinnedFile, DEFAULT_SPEECH_MODEL};
 pub use download::{sha256_file, DownloadOptions};
 pub use error::{Error, Result};
 pub use found::{

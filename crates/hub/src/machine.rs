@@ -93,7 +93,12 @@ pub fn catalog_view(store: &Store, machine: &Machine) -> Result<Vec<CatalogItem>
     Ok(catalog::entries()?
         .iter()
         .map(|entry| CatalogItem {
-            installed: registry.find(&entry.name).is_some(),
+            installed: if entry.is_speech() {
+                // Speech models live in models/speech/, outside the registry.
+                crate::speech::installed(store, &entry.name).is_ok_and(|m| m.is_some())
+            } else {
+                registry.find(&entry.name).is_some()
+            },
             partial: partials.iter().find(|p| p.name == entry.name).cloned(),
             fit: fit(entry, machine),
             entry: entry.clone(),

@@ -18,6 +18,8 @@ pub enum WeightFormat {
     Safetensors,
     /// A GGUF file read where it lies: the folder holds `gguf-link.json`, not the weights.
     Gguf,
+    /// CTranslate2's `model.bin`: faster-whisper's Whisper conversions (speech models).
+    Ct2,
 }
 
 impl std::fmt::Display for WeightFormat {
@@ -26,6 +28,7 @@ impl std::fmt::Display for WeightFormat {
             WeightFormat::Q4nx => "q4nx",
             WeightFormat::Safetensors => "safetensors",
             WeightFormat::Gguf => "gguf",
+            WeightFormat::Ct2 => "ct2",
         })
     }
 }
@@ -106,7 +109,7 @@ pub fn select(names: &[String], origin: &str) -> Result<ModelFiles> {
                     WeightFormat::Safetensors => {
                         name.ends_with(".safetensors") || name == "model.safetensors.index.json"
                     }
-                    WeightFormat::Gguf => false,
+                    WeightFormat::Gguf | WeightFormat::Ct2 => false,
                 }
         })
         .cloned()

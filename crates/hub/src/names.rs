@@ -1,7 +1,7 @@
 //! Model names and FastFlowLM tags, the one place their rules live.
 //!
 //! - [`check_name`]: what a model's name may be. A name is both its folder under `models/` and
-//!   FastFlowLM's `name`, so it is never a path.
+//!   FastFlowLM's `name`, so it is never a path, nor `speech` (the speech models' folder).
 //! - [`split_tag`]: a FastFlowLM tag `family:size`, or `None` when the text is not one.
 //! - [`derive_tag`]: the tag a model without one gets from its name.
 //!
@@ -20,6 +20,8 @@ pub fn check_name(name: &str) -> Result<()> {
         Some("it is longer than 100 characters")
     } else if name.starts_with(['.', '-']) {
         Some("it starts with '.' or '-'")
+    } else if name.eq_ignore_ascii_case(crate::speech::SPEECH_FOLDER) {
+        Some("models/speech is where speech models live; choose another name")
     } else if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
@@ -91,7 +93,7 @@ mod tests {
         for good in ["MiniCPM5-2B-NPU2", "demo", "a_b.c"] {
             assert!(check_name(good).is_ok(), "{good}");
         }
-        for bad in ["", ".x", "-x", "a/b", "a b", "ü"] {
+        for bad in ["", ".x", "-x", "a/b", "a b", "ü", "speech", "Speech"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
     }

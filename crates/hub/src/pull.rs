@@ -9,6 +9,9 @@
 //!    NPU kernels against the model's kernel list when it has one (see [`crate::kernels`]);
 //! 4. validate the folder with `q4nx` (and the store's model check: the chat template);
 //! 5. move it into `models/` and register it (see [`crate::store`]).
+//!
+//! A speech model of the catalog (Whisper) takes the same steps 1 to 3; its folder is then
+//! checked and moved to `models/speech/<name>/`, unregistered (see [`crate::speech`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,10 +23,11 @@ use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
 use crate::hub_api::{is_repo_id, HubClient, RemoteFile};
 use crate::kernels::{self, KERNEL_LIST_FILE};
-use crate::model_dir::{self, ValidatedModel};
+use crate::model_dir::{self, ModelFiles, ValidatedModel, WeightFormat};
 use crate::names::check_name;
 use crate::progress::{DownloadControl, Phase, Progress, Request, SpeedMeter};
 use crate::registry::{FileRecord, FlmDetails, HearthFields};
+use crate::speech;
 use crate::store::{details_for, unix_now, InstalledModel, Manifest, NewModel, Store};
 
 /// What to pull.
@@ -63,6 +67,13 @@ struct Spec {
     repo: String,
     revision: String,
     catalog: Option<&'static CatalogEntry>,
+}
+
+impl Spec {
+    /// Whether it is a speech model of the catalog.
+    fn is_speech(&self) -> bool {
+        self.catalog.is_some_and(CatalogEntry::is_speech)
+    }
 }
 
 fn resolve(request: &PullRequest) -> Result<Spec> {
@@ -122,7 +133,12 @@ pub fn pull(
 ) -> Result<PullOutcome> {
     let spec = resolve(request)?;
     check_name(&spec.name)?;
-    if store.registry().read()?.find(&spec.name).is_some() {
+    if spec.is_speech() {
+        if let Some(model) = speech::installed(store, &spec.name)? {
+            store.clear_leftover_staging(&spec.name);
+            return Ok(PullOutcome::AlreadyInstalled(model));
+        }
+    } else if store.registry().read()?.find(&spec.name).is_some() {
         store.clear_leftover_staging(&spec.name);
         return Ok(PullOutcome::AlreadyInstalled(store.get(&spec.name)?));
     }
@@ -212,6 +228,29 @@ pub fn pull(
         }
     };
 
+    if spec.is_speech() {
+        // 4 and 5 for speech: checked, then moved into models/speech/ (no registry entry).
+        reporter.phase(Phase::Validating, None);
+        if let Err(e) = speech::check_folder(&files_dir) {
+            drop(lock);
+            let _ = fsutil::remove_dir_all(&root);
+            return Err(e);
+        }
+        reporter.phase(Phase::Registering, None);
+        let new = speech::NewSpeechModel {
+            name: &spec.name,
+            repo: &manifest.repo,
+            commit: &manifest.commit,
+            catalog_id: manifest.catalog_id.as_deref(),
+            files: records,
+        };
+        let model = speech::install(store, &files_dir, new)?;
+        drop(lock);
+        fsutil::remove_dir_all(&root)?;
+        reporter.phase(Phase::Done, None);
+        return Ok(PullOutcome::Installed(model));
+    }
+
     // 4. The kernels against the model's list, then the folder as a whole, with q4nx.
     reporter.phase(Phase::Validating, None);
     let checked = check_kernels(&files_dir, &records, &manifest.repo)
@@ -242,8 +281,15 @@ fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Res
     let commit = client.commit_of(&spec.repo, &spec.revision, control)?;
     let remote = client.files(&spec.repo, &commit, control)?;
     let names: Vec<String> = remote.iter().map(|f| f.name.clone()).collect();
-    let mut selected = model_dir::select(&names, &spec.repo)?;
-    if names.iter().any(|n| n == KERNEL_LIST_FILE) {
+    let mut selected = if spec.is_speech() {
+        ModelFiles {
+            format: WeightFormat::Ct2,
+            files: speech::select(&names, &spec.repo)?,
+        }
+    } else {
+        model_dir::select(&names, &spec.repo)?
+    };
+    if !spec.is_speech() && names.iter().any(|n| n == KERNEL_LIST_FILE) {
         selected.files.push(KERNEL_LIST_FILE.to_string());
     }
     // Each file's declared size must fit its use, as an import checks the files on disk.
@@ -252,7 +298,11 @@ fn list_files(client: &HubClient, spec: &Spec, control: &DownloadControl) -> Res
         .find(|f| f.name == "model.q4nx")
         .map(|f| f.size);
     for f in remote.iter().filter(|f| selected.files.contains(&f.name)) {
-        let max = model_dir::max_file_size(&f.name, model_bytes);
+        let max = if spec.is_speech() {
+            speech::max_file_size(&f.name)
+        } else {
+            model_dir::max_file_size(&f.name, model_bytes)
+        };
         if f.size > max {
             return Err(Error::RefusedModel {
                 name: spec.repo.clone(),

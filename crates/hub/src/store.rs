@@ -788,6 +788,7 @@ pub(crate) fn details_for(model: &ValidatedModel, name: &str) -> FlmDetails {
             WeightFormat::Q4nx => "Q4_1".into(),
             WeightFormat::Safetensors => "bf16".into(),
             WeightFormat::Gguf => "GGUF".into(),
+            WeightFormat::Ct2 => "float16".into(),
         },
         extra: Default::default(),
     }
