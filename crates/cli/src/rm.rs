@@ -1,4 +1,5 @@
-//! `hearth rm NAME`: unregister a model and delete its files (or a paused download).
+//! `hearth rm NAME`: unregister a model and delete its files (or a paused download); for a
+//! speech model (`whisper-base`), delete the folder Hearth downloaded into `models/speech/`.
 
 use std::process::ExitCode;
 
@@ -14,7 +15,10 @@ pub struct Args {
 /// Removes the model and says how much disk that freed.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = crate::list::open_store()?;
-    let removed = store.remove(&args.name)?;
+    let removed = match hearth_hub::speech::folder_name(&store, &args.name)? {
+        Some(name) => hearth_hub::speech::remove(&store, &name)?,
+        None => store.remove(&args.name)?,
+    };
     println!(
         "removed {}: freed {}",
         crate::terminal::safe(&removed.name),
