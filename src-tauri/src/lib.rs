@@ -127,6 +127,7 @@ pub fn configure<R: Runtime>(builder: Builder<R>, home: Option<Home>) -> Builder
             commands::voice::stop_listening,
             commands::voice::cancel_listening,
             commands::voice::voice_status,
+            commands::voice::spoken_language,
             commands::pictures::check_picture,
             commands::pictures::pick_pictures,
             commands::pictures::take_dropped_pictures,

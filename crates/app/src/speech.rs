@@ -8,6 +8,8 @@
 //! faster-whisper (CTranslate2's `model.bin`, `config.json`, `vocabulary.*` or
 //! `tokenizer.json`) or transformers (`model.safetensors`, `config.json`, `tokenizer.json`)
 //! save it. The default is the first by name; `whisper-1` (OpenAI's name) means the default.
+//! `hearth pull whisper-base` and the microphone's offer ([`crate::voice`]) download one there
+//! (`hearth_hub::speech`); a folder the person put there is used the same way.
 //!
 //! On a ready NPU with FastFlowLM, its Whisper may hear instead, by chat's rule ([`npu`]).
 
@@ -32,7 +34,7 @@ pub use npu::{
 pub const OPENAI_MODEL: &str = "whisper-1";
 
 /// How a person gets a speech model today, said in every "none found" error.
-pub const HOW_TO_GET_ONE: &str = "put a Whisper model folder (faster-whisper's model.bin or transformers' model.safetensors, with config.json and its vocabulary) there; from a source tree, scripts/whisper-model.sh downloads Whisper base";
+pub const HOW_TO_GET_ONE: &str = "run `hearth pull whisper-base` (Whisper base, 148 MB; the desktop's microphone button offers the same download), or put a Whisper model folder (faster-whisper's model.bin or transformers' model.safetensors, with config.json and its vocabulary) there";
 
 /// Where speech models live: `<data>/models/speech/`.
 pub fn speech_models_dir(home: &Home) -> PathBuf {
@@ -186,7 +188,7 @@ mod tests {
         assert_eq!(err.code, ErrorCode::NoModel);
         assert!(err.message.contains("models/speech"), "{}", err.message);
         assert!(
-            err.message.contains("scripts/whisper-model.sh"),
+            err.message.contains("hearth pull whisper-base"),
             "{}",
             err.message
         );

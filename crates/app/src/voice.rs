@@ -8,7 +8,10 @@
 //! permission refused, each its own `detail`); [`Voice::stop`] ends it and transcribes
 //! (silence is an error saying so); [`Voice::cancel`] drops the sound. The sound is kept in
 //! memory only, never written to disk. [`Voice::status`] says whether anything can hear:
-//! a speech model installed, or the NPU.
+//! a speech model installed, or the NPU; when neither, it offers the catalog's default speech
+//! model ([`SpeechOffer`]), which [`download_speech_model`] fetches as any model is pulled (the
+//! Models area's pause and cancel apply to it by name). [`spoken_language`] is the language
+//! Whisper is told: the conversation's, from its latest messages, else the app's.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,10 @@ use std::sync::{Arc, Mutex};
 use hearth_speech::capture::{Capture, CaptureError, CaptureOptions, Level};
 use serde::Serialize;
 
+use hearth_hub::DEFAULT_SPEECH_MODEL;
+
 use crate::error::{Error, ErrorCode, Result};
+use crate::settings::Language;
 use crate::speech::{self, SpeechBackend, SpeechModel, TranscribeOptions};
 use crate::App;
 
@@ -68,6 +74,29 @@ pub struct VoiceStatus {
     pub speech_models_dir: String,
     /// Listening now.
     pub listening: bool,
+    /// Nothing can hear: the speech model offered for download (None when one is installed
+    /// or the NPU hears).
+    pub offer: Option<SpeechOffer>,
+}
+
+/// The speech model offered when none is installed: what the one-click download says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SpeechOffer {
+    /// The name to pull, pause and cancel it by (`whisper-base`).
+    pub name: String,
+    /// Its download size in bytes.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub size_bytes: u64,
+    /// The languages it understands, as ISO 639 codes.
+    pub languages: Vec<String>,
+    /// Its license.
+    pub license: String,
+    /// Bytes already downloaded by a paused or interrupted download (0: none).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub paused_bytes: u64,
+    /// It is downloading now.
+    pub downloading: bool,
 }
 
 /// The one recording of a front end, and the speech model it keeps loaded (clones share them).
@@ -180,14 +209,22 @@ impl Voice {
         })
     }
 
-    /// Whether anything can hear here.
+    /// Whether anything can hear here, and what to download when nothing can.
     pub fn status(&self, app: &App) -> VoiceStatus {
         let home = app.home();
+        let speech_models = speech::speech_models(home);
+        let npu_hears = speech::npu::npu_hears_here(home);
+        let offer = if speech_models.is_empty() && !npu_hears {
+            speech_offer(app)
+        } else {
+            None
+        };
         VoiceStatus {
-            speech_models: speech::speech_models(home),
-            npu_hears: speech::npu::npu_hears_here(home),
+            speech_models,
+            npu_hears,
             speech_models_dir: speech::speech_models_dir(home).display().to_string(),
             listening: self.is_listening(),
+            offer,
         }
     }
 
@@ -207,6 +244,74 @@ impl Voice {
         let model = Arc::new(speech::load_speech_model(&folder, 0)?);
         *slot = Some(model.clone());
         Ok(model)
+    }
+}
+
+/// The catalog's default speech model as an offer, with its paused bytes and whether it is
+/// downloading now.
+fn speech_offer(app: &App) -> Option<SpeechOffer> {
+    let entry = hearth_hub::catalog::find(DEFAULT_SPEECH_MODEL)
+        .ok()
+        .flatten()?;
+    let store = app.home().store();
+    let paused_bytes = store
+        .partial_downloads()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.name == entry.name)
+        .map(|p| p.done_bytes)
+        .unwrap_or(0);
+    Some(SpeechOffer {
+        name: entry.name.clone(),
+        size_bytes: entry.download_bytes,
+        languages: entry.languages.clone(),
+        license: entry.license.clone(),
+        paused_bytes,
+        downloading: lock(&app.downloads).contains_key(&entry.name),
+    })
+}
+
+/// Downloads (or resumes) the offered speech model into `models/speech/`, reporting to
+/// `progress`, as a model of the Models area is pulled (pause and cancel it by its name); an
+/// installed one is not fetched again.
+pub fn download_speech_model(
+    app: &App,
+    progress: &mut dyn FnMut(&crate::model_store::Progress),
+) -> Result<crate::model_store::PullResult> {
+    app.pull_model(DEFAULT_SPEECH_MODEL.to_string(), progress)
+}
+
+/// How many of a conversation's latest messages tell its language.
+const LANGUAGE_MESSAGES: usize = 4;
+
+/// The language Whisper is told, as a code: the conversation `conversation_id`'s, told from
+/// its latest messages (when that is clear), else `fallback` (the app's language; "system"
+/// means the desktop session's).
+pub fn spoken_language(app: &App, conversation_id: Option<&str>, fallback: &str) -> String {
+    let told = conversation_id
+        .and_then(|id| app.conversation(id).ok())
+        .and_then(|c| {
+            let latest: Vec<&str> = c
+                .messages
+                .iter()
+                .rev()
+                .take(LANGUAGE_MESSAGES)
+                .map(|m| m.content.as_str())
+                .collect();
+            crate::read_aloud::language::detect(&latest.join("\n"))
+        });
+    let language = told.unwrap_or_else(|| {
+        let chosen = serde_json::from_value(serde_json::Value::String(fallback.to_owned()))
+            .unwrap_or_default();
+        crate::read_aloud::app_language(chosen)
+    });
+    language_code(language)
+}
+
+fn language_code(language: Language) -> String {
+    match serde_json::to_value(language) {
+        Ok(serde_json::Value::String(code)) if code != "system" => code,
+        _ => "en".to_owned(),
     }
 }
 

@@ -297,7 +297,7 @@ async fn without_a_speech_model_the_answer_says_how_to_get_one() {
         error["message"]
             .as_str()
             .unwrap()
-            .contains("scripts/whisper-model.sh"),
+            .contains("hearth pull whisper-base"),
         "{body}"
     );
 }

@@ -1,5 +1,7 @@
 //! Speaking to the app: start listening (the level and time stream on a Channel), stop and
-//! write down the words, cancel; and whether anything can hear here. Thin over
+//! write down the words, cancel; whether anything can hear here (with the speech model to
+//! download when nothing can: the front end pulls it with `pull_model` like any model); and
+//! the language to hear in. Thin over
 //! `hearth_app::voice::Voice`, which the desktop keeps as state.
 
 use hearth_app::voice::{Listening, Voice, VoiceHeard, VoiceLevel, VoiceStatus};
@@ -35,6 +37,17 @@ pub async fn stop_listening(
 #[tauri::command]
 pub fn cancel_listening(voice: State<'_, Voice>) {
     voice.cancel();
+}
+
+/// The language to hear in (a code): the conversation's, told from its latest messages, else
+/// `fallback`, the app's.
+#[tauri::command(async)]
+pub fn spoken_language(
+    app: State<'_, App>,
+    conversation_id: Option<String>,
+    fallback: String,
+) -> String {
+    hearth_app::voice::spoken_language(&app, conversation_id.as_deref(), &fallback)
 }
 
 /// Whether a speech model is installed (or the NPU hears), and whether it is listening.
