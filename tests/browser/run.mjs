@@ -2254,12 +2254,59 @@ test('speaking: the microphone shows a live level and time, Escape stops, the wo
   await page.getByTestId('mic-button').click();
   const error = await page.getByTestId('mic-error').textContent();
   assert(error.includes('“USB Mic” is in use by another program'), `the busy microphone is named: ${error}`);
-  // No speech model: the press says what one is and where it goes instead of listening.
+  // No speech model: the press offers one instead of listening.
   await page.evaluate(() => { window.__mockVoice.models = []; });
   await page.getByTestId('mic-button').click();
-  const note = await page.getByTestId('mic-no-model').textContent();
-  assert(note.includes('Whisper') && note.includes('145 MB') && note.includes('models/speech'), `the note says what a speech model is: ${note}`);
+  const note = await page.getByTestId('mic-offer').textContent();
+  assert(note.includes('Whisper base') && note.includes('147.9 MB') && note.includes('models/speech'), `the offer says what a speech model is: ${note}`);
   assert((await page.getByTestId('mic-live').count()) === 0, 'it does not listen without a model');
+});
+
+test('speech model: the first press offers Whisper base (size, languages, what it is for); one click downloads it with Cancel, a failure says so with Try again, a pause offers Resume, then the microphone listens in the conversation\'s language', async ({ page }) => {
+  await page.getByTestId('mic-button').click();
+  const offer = await page.getByTestId('mic-offer-text').textContent();
+  for (const words of ['Whisper base', '147.9 MB', 'English', 'Chinese', 'Spanish', 'German', 'French', '94 other languages', 'on this computer']) {
+    assert(offer.includes(words), `the offer says ${words}: ${offer}`);
+  }
+  assert((await page.getByTestId('mic-live').count()) === 0, 'it does not listen without a model');
+  // Offline: said in plain words, with Try again.
+  await page.evaluate(() => { window.__mockModels.failPull = 'hub: could not reach http://127.0.0.1:9: connection refused'; });
+  await page.getByTestId('mic-offer-download').click();
+  const failed = await page.getByTestId('mic-offer-error').textContent();
+  assert(/internet/i.test(failed), `offline is said in words: ${failed}`);
+  // Try again, then Cancel while it downloads: back to the offer.
+  await page.evaluate(() => { window.__mockModels.stepMs = 200; });
+  await page.getByTestId('mic-offer-retry').click();
+  await page.getByTestId('mic-offer-progress').waitFor();
+  await page.getByTestId('mic-offer-cancel').click();
+  await page.getByTestId('mic-offer-download').waitFor();
+  // Pause, then Resume, which finishes.
+  await page.getByTestId('mic-offer-download').click();
+  await page.getByTestId('mic-offer-progress').waitFor();
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByTestId('mic-offer-resume').waitFor();
+  await page.evaluate(() => { window.__mockModels.stepMs = 5; });
+  await page.getByTestId('mic-offer-resume').click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="mic-offer"]'));
+  // Installed: the microphone listens, in the conversation's language.
+  await page.evaluate(() => { window.__mockVoice.conversationLanguage = 'fr'; });
+  await page.getByTestId('mic-button').click();
+  await page.getByTestId('mic-live').waitFor();
+  await page.getByTestId('mic-button').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="chat-input"]').value.includes('capital of France'));
+  let languages = await page.evaluate(() => window.__mockVoice.languages);
+  assert(languages.at(-1) === 'en', `a new conversation is heard in the app's language: ${JSON.stringify(languages)}`);
+  // "Detect the language I speak": Whisper decides.
+  await page.getByTestId('mic-button').click();
+  await page.getByTestId('mic-live').waitFor();
+  await page.getByTestId('mic-detect-language').locator('input').check();
+  await page.getByTestId('mic-button').click();
+  await page.waitForFunction(() => window.__mockVoice.languages.length === 2);
+  languages = await page.evaluate(() => window.__mockVoice.languages);
+  assert(languages[1] === null, `detect sends no language: ${JSON.stringify(languages)}`);
+}, () => {
+  window.__mockVoice.models = [];
+  window.__mockModels.moreCatalog = [window.__mockVoice.speechCatalogEntry];
 });
 
 const chosen = tests.filter((t) => !process.env.ONLY || t.name.includes(process.env.ONLY));

@@ -224,6 +224,9 @@ export const api = {
   stopListening: (language: string | null) => call('stop_listening', { language }),
   cancelListening: () => call('cancel_listening'),
   voiceStatus: () => call('voice_status'),
+  /** The language to hear in: the conversation's (from its latest messages), else `fallback`. */
+  spokenLanguage: (conversationId: string | null, fallback: string) =>
+    call('spoken_language', { conversationId, fallback }),
   /** Stop the indexing going now (what was read and embedded is kept); whether any was running. */
   cancelIndexing: () => call('cancel_indexing'),
   /** Embed, in the background, the passages the embedding model has no vector for yet. */

@@ -2362,6 +2362,35 @@ level_dbfs: number,
 limit_reached: boolean, };
 
 /**
+ * The speech model offered when none is installed: what the one-click download says.
+ */
+export type SpeechOffer = { 
+/**
+ * The name to pull, pause and cancel it by (`whisper-base`).
+ */
+name: string, 
+/**
+ * Its download size in bytes.
+ */
+size_bytes: number, 
+/**
+ * The languages it understands, as ISO 639 codes.
+ */
+languages: Array<string>, 
+/**
+ * Its license.
+ */
+license: string, 
+/**
+ * Bytes already downloaded by a paused or interrupted download (0: none).
+ */
+paused_bytes: number, 
+/**
+ * It is downloading now.
+ */
+downloading: boolean, };
+
+/**
  * Whether anything can hear on this machine, and where speech models go.
  */
 export type VoiceStatus = { 
@@ -2380,12 +2409,17 @@ speech_models_dir: string,
 /**
  * Listening now.
  */
-listening: boolean, };
+listening: boolean, 
+/**
+ * Nothing can hear: the speech model offered for download (None when one is installed
+ * or the NPU hears).
+ */
+offer: SpeechOffer | null, };
 
 /**
  * How the weights are stored.
  */
-export type WeightFormat = "q4nx" | "safetensors" | "gguf";
+export type WeightFormat = "q4nx" | "safetensors" | "gguf" | "ct2";
 
 /**
  * What was found of XRT.
