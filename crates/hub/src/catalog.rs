@@ -92,10 +92,13 @@ pub struct CatalogEntry {
     pub note: String,
     /// The languages a speech model understands, as ISO 639 codes (empty for other kinds).
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(skip))]
     pub languages: Vec<String>,
     /// The files of the pinned revision with their sizes and sha256, where the catalog lists
     /// them (speech models): what the offer to download says, and what `pull` fetches there.
+    /// The web UI reads neither this nor `languages` from the catalog (the voice offer has them).
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(skip))]
     pub files: Vec<PinnedFile>,
 }
 
