@@ -639,12 +639,9 @@ try {
     console.log(`        ${status.trim()} / ran on: ${ranOn}`);
   });
 
-  // Known bug, not run: on the real app the picture reaches the composer (its thumbnail shows)
-  // but the NPU imitation's vision model is sent the message without it, so the answer does not
-  // describe it. The backends, the store and the UI pass their own tests (npu_vision,
-  // remote_pictures, pictures, the browser's pictures: tests); the path between them in the
-  // desktop app is what fails. Set E2E_PICTURES=1 to run it.
-  if (process.env.E2E_PICTURES === '1') await step('issue 55: a picture dropped for the vision model of the NPU imitation is in the conversation, in the answer and in the export', async () => {
+  // The picture goes from the window to the NPU imitation's vision model, which answers from the
+  // bytes it was sent (crates/app/tests/pictures_npu.rs is the same path without the window).
+  await step('issue 55: a picture dropped for the vision model of the NPU imitation is in the conversation, in the answer and in the export', async () => {
     // The NPU model of the step above, marked a vision model in the registry (FastFlowLM's `vlm`),
     // as FastFlowLM's catalog marks gemma3:4b; the imitation answers from the bytes it is sent.
     const registry = join(env.XDG_DATA_HOME, 'hearth', 'model_list.json');
