@@ -197,7 +197,7 @@ fn local_models_say_where_they_can_run() {
     let models = invoke(&app, "list_local_models", json!({})).unwrap();
     assert_eq!(
         models[0]["backends"][0],
-        json!({"kind": "cpu", "usable": true, "reason": null}),
+        json!({"kind": "cpu", "usable": true, "reason": null, "sees_pictures": false}),
         "{models}"
     );
     let npu = &models[0]["backends"][1];
