@@ -411,7 +411,9 @@ fn attach(path: &str, pictures: &mut Vec<(String, Picture)>) {
         return;
     }
     if pictures.len() >= MAX_PICTURES {
-        eprintln!("hearth: a message takes at most {MAX_PICTURES} pictures");
+        eprintln!(
+            "hearth: a message takes at most {MAX_PICTURES} pictures, and {MAX_PICTURES} already wait for your next one: send it, then give this picture with the message after"
+        );
         return;
     }
     match crate::run::pictures(&[PathBuf::from(path)]) {

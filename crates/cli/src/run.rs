@@ -37,7 +37,7 @@ pub struct Args {
     /// passages and cites them, and the sources are listed after the answer.
     #[arg(long = "file", value_name = "PATH", conflicts_with = "raw")]
     files: Vec<PathBuf>,
-    /// Give the model this picture with the prompt (repeatable; PNG, JPEG or WebP, at most
+    /// Give the model this picture with the prompt (repeatable, up to 4; PNG, JPEG or WebP, at most
     /// 20 MB and 40 megapixels, downscaled to 1,536 pixels on its longest side): for a model
     /// that sees pictures (FastFlowLM's vision models, or a remote one that sees).
     #[arg(long = "image", value_name = "FILE", conflicts_with = "raw")]
@@ -90,7 +90,7 @@ struct RunReport<'a> {
 pub(crate) fn pictures(paths: &[PathBuf]) -> anyhow::Result<Vec<Picture>> {
     if paths.len() > MAX_PICTURES {
         anyhow::bail!(
-            "{} pictures given; a message takes at most {MAX_PICTURES}",
+            "{} pictures were given with --image; a message takes at most {MAX_PICTURES}: give {MAX_PICTURES} or fewer, and ask about the others in another run",
             paths.len()
         );
     }
@@ -119,6 +119,8 @@ pub(crate) fn pictures(paths: &[PathBuf]) -> anyhow::Result<Vec<Picture>> {
 
 /// Runs the verb.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // A picture that cannot go is said before a model is loaded (onto the NPU, that takes a while).
+    let pictures = pictures(&args.images)?;
     let mut session = if args.npu_anyway {
         args.backend.open_npu_anyway(&args.model)?
     } else {
@@ -133,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Input::Raw(args.prompt)
     } else {
         let system = args.system.map(|s| ChatMessage::new(Role::System, s));
-        let user = ChatMessage::new(Role::User, args.prompt).with_pictures(pictures(&args.images)?);
+        let user = ChatMessage::new(Role::User, args.prompt).with_pictures(pictures);
         Input::Chat(system.into_iter().chain([user]).collect())
     };
     let question = Question {

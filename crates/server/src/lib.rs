@@ -11,7 +11,10 @@
 //! and `POST /api/embeddings` with the embedding model a request names
 //! ([`ServerOptions::embedding_models`]); `POST /v1/audio/transcriptions` with a speech model
 //! from [`ServerOptions::speech_models_dir`], run on this machine;
-//! `GET /` says the server runs. Every request must be addressed to this machine
+//! `GET /` says the server runs. A request body is at most [`ServerOptions::body_limit`] (4 MB
+//! by default; past it, a 413 in the route's JSON error shape), except on the routes that carry
+//! pictures, which take the bounded pictures on top ([`body_limit_for`]), and the transcription
+//! route, which takes a sound file. Every request must be addressed to this machine
 //! (loopback `Host`, and a loopback or operator-allowed `Origin` when a browser sends one). One
 //! generation runs at a time on a blocking thread; a few requests may wait, more get 503.
 //!
@@ -71,16 +74,53 @@ pub use state::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE, MAX_QUEUE,
 };
 
+/// The routes whose requests may carry pictures (OpenAI's `image_url` parts, Ollama's
+/// `images`).
+pub const PICTURE_ROUTES: [&str; 3] = ["/v1/chat/completions", "/api/chat", "/api/generate"];
+
+/// What the most pictures a message may carry weigh in a request: [`MAX_PICTURES`] of the
+/// largest picture ([`MAX_PICTURE_BYTES`]) in base64.
+///
+/// [`MAX_PICTURES`]: hearth_chat::picture::MAX_PICTURES
+/// [`MAX_PICTURE_BYTES`]: hearth_chat::picture::MAX_PICTURE_BYTES
+pub const PICTURES_BODY_BYTES: usize =
+    hearth_chat::picture::MAX_PICTURES * hearth_chat::picture::MAX_PICTURE_BYTES.div_ceil(3) * 4;
+
+/// The largest body the route `path` takes when the server's limit is `limit`: on a route that
+/// carries pictures ([`PICTURE_ROUTES`]), `limit` for the text and [`PICTURES_BODY_BYTES`] for
+/// the pictures (with the default limit, 4 MB and four 20 MB pictures: about 111 MB); on the
+/// transcription route, at least a sound file's bound; elsewhere `limit`.
+pub fn body_limit_for(path: &str, limit: usize) -> usize {
+    if PICTURE_ROUTES.contains(&path) {
+        limit.saturating_add(PICTURES_BODY_BYTES)
+    } else if path == transcriptions::PATH {
+        limit.max(transcriptions::MAX_UPLOAD_BYTES)
+    } else {
+        limit
+    }
+}
+
 /// The whole API as a router; tests call it with `tower::ServiceExt::oneshot`, no socket.
 pub fn app(state: AppState) -> Router {
     let body_limit = state.options().body_limit;
+    // A route with a bound of its own: the inner limit is the one read.
+    let bounded = |path: &str| DefaultBodyLimit::max(body_limit_for(path, body_limit));
     Router::new()
         .route("/v1/models", get(models::list_models))
         .route("/v1/models/{id}", get(models::get_model))
-        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route(
+            "/v1/chat/completions",
+            post(chat::chat_completions).layer(bounded("/v1/chat/completions")),
+        )
         .route("/v1/completions", post(completions::completions))
-        .route("/api/chat", post(ollama::chat::chat))
-        .route("/api/generate", post(ollama::generate::generate))
+        .route(
+            "/api/chat",
+            post(ollama::chat::chat).layer(bounded("/api/chat")),
+        )
+        .route(
+            "/api/generate",
+            post(ollama::generate::generate).layer(bounded("/api/generate")),
+        )
         .route("/api/show", post(ollama::models::show))
         .route("/api/tags", get(ollama::models::tags))
         .route("/api/ps", get(ollama::models::ps))
@@ -90,9 +130,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/embeddings", post(embeddings::ollama_embeddings))
         .route(
             transcriptions::PATH,
-            post(transcriptions::transcriptions).layer(DefaultBodyLimit::max(
-                body_limit.max(transcriptions::MAX_UPLOAD_BYTES),
-            )),
+            post(transcriptions::transcriptions).layer(bounded(transcriptions::PATH)),
         )
         .route("/", get(running))
         .fallback(route_not_found)
@@ -160,8 +198,9 @@ async fn unload_when_expired(state: AppState) {
 /// How often [`unload_when_expired`] looks.
 const EXPIRY_CHECK: Duration = Duration::from_secs(1);
 
-/// Reads the whole request body within `timeout` (bodies are bounded by the body limit), so a
-/// client that trickles its body cannot hold a connection and a queue place forever.
+/// Reads the whole request body within `timeout` (bodies are bounded by the route's limit,
+/// [`body_limit_for`]), so a client that trickles its body cannot hold a connection and a queue
+/// place forever.
 async fn body_timeout(
     axum::extract::State((timeout, limit)): axum::extract::State<(Duration, usize)>,
     request: Request,
@@ -169,12 +208,8 @@ async fn body_timeout(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let api = Api::of_path(parts.uri.path());
-    // Sound files have a larger limit of their own.
-    let limit = if parts.uri.path() == transcriptions::PATH {
-        limit.max(transcriptions::MAX_UPLOAD_BYTES)
-    } else {
-        limit
-    };
+    // Pictures and sound files have larger limits of their own.
+    let limit = body_limit_for(parts.uri.path(), limit);
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))

@@ -244,16 +244,19 @@ pub fn checked_pictures<'a>(
     param: &'static str,
     whose: &str,
 ) -> Result<Vec<Picture>, AppError> {
-    let mut pictures = Vec::new();
+    let urls: Vec<&str> = urls.into_iter().collect();
+    if urls.len() > MAX_PICTURES {
+        return Err(AppError::bad_field(
+            param,
+            format!(
+                "{whose} has {} pictures; Hearth takes at most {MAX_PICTURES} in one message: \
+                 send the others in another request",
+                urls.len()
+            ),
+        ));
+    }
+    let mut pictures = Vec::with_capacity(urls.len());
     for (n, url) in urls.into_iter().enumerate() {
-        if n == MAX_PICTURES {
-            return Err(AppError::bad_field(
-                param,
-                format!(
-                    "{whose} has more than {MAX_PICTURES} pictures; send at most {MAX_PICTURES}"
-                ),
-            ));
-        }
         let bad =
             |why: String| AppError::bad_field(param, format!("{whose}, picture {}: {why}", n + 1));
         let bytes = bytes_of_url(url).map_err(bad)?;
