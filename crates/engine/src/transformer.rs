@@ -13,6 +13,8 @@
 //! as one matmul: [`crate::fused`]), in RoPE turning only part of each head, with LongRoPE's
 //! factors ([`crate::rope`]), and in a sliding window on every layer when its config sets one.
 //!
+//! LFM2's convolution layers, and how its attention layers differ, are in [`lfm2`].
+//!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
 
@@ -29,6 +31,8 @@ use crate::linear::Linear;
 use crate::pooling;
 use crate::rope::RopeTable;
 use crate::Error;
+
+mod lfm2;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
 /// chunks of this size (bounds the activation buffers).
@@ -56,13 +60,17 @@ pub(crate) struct LayerWeights<'w> {
 pub(crate) struct TransformerWeights<'w> {
     embed: Linear<'w>, // (vocab, hidden), read one row per token
     layers: Vec<LayerWeights<'w>>,
-    norm: Vec<f32>,      // (hidden)
-    lm_head: Linear<'w>, // (vocab, hidden); the embedding itself when tied
+    norm: Vec<f32>,                      // (hidden)
+    lm_head: Linear<'w>,                 // (vocab, hidden); the embedding itself when tied
+    lfm2: Option<lfm2::Lfm2Weights<'w>>, // LFM2's layers (then `layers` is empty)
 }
 
 impl<'w> TransformerWeights<'w> {
     /// Resolves every tensor the config implies, checking shapes; errors name the tensor.
     pub(crate) fn load(weights: &'w Weights, c: &ModelConfig, dir: &Path) -> Result<Self, Error> {
+        if let Some(p) = &c.lfm2 {
+            return lfm2::load(weights, c, p, dir);
+        }
         let (hidden, hd) = (c.hidden_size, c.head_dim);
         let (q_dim, kv_dim) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
         let linear = |name: &str, rows: usize, cols: usize| -> Result<Linear<'w>, Error> {
@@ -204,6 +212,7 @@ impl<'w> TransformerWeights<'w> {
             layers,
             norm: norm("model.norm.weight", hidden)?,
             lm_head: linear(head_name, c.vocab_size, hidden)?,
+            lfm2: None,
         })
     }
 
@@ -229,7 +238,8 @@ impl<'w> TransformerWeights<'w> {
             })
             .sum();
         let head = if tied { 0 } else { size(&self.lm_head) };
-        size(&self.embed) + layers + self.norm.len() + head
+        let lfm2 = self.lfm2.as_ref().map_or(0, |l| l.parameter_count());
+        size(&self.embed) + layers + lfm2 + self.norm.len() + head
     }
 }
 
@@ -269,6 +279,7 @@ pub(crate) struct RunState {
     rope: RopeTable,               // (context, head_dim / 2)
     rope_local: Option<RopeTable>, // Gemma 3's local layers' (plain RoPE, their own base)
     fused: Vec<f32>,               // (chunk, fused rows) Phi-3's fused matmuls; empty otherwise
+    bcx: Vec<f32>,                 // (chunk, 3 * hidden) LFM2's B, C, x; empty otherwise
     pub(crate) logits: Vec<f32>,   // (rows, vocab), rows = 1 or chunk
     hidden: Vec<f32>,              // (hidden) for Logits::LastHidden
 }
@@ -304,6 +315,10 @@ impl RunState {
                 }
                 _ => Vec::new(),
             },
+            bcx: match c.lfm2 {
+                Some(_) => vec![0.0; MAX_CHUNK * 3 * c.hidden_size],
+                None => Vec::new(),
+            },
             logits: Vec::new(),
             hidden: Vec::new(),
         }
@@ -327,6 +342,9 @@ pub(crate) fn forward(
 ) {
     let n = tokens.len();
     debug_assert!(n > 0 && n <= MAX_CHUNK && start + n <= cache.capacity());
+    if let Some(lw) = &w.lfm2 {
+        return lfm2::forward(c, w, lw, s, cache, cpu, tokens, start, logits);
+    }
     let (dim, hd, eps) = (c.hidden_size, c.head_dim, c.rms_norm_eps);
     let (n_heads, n_kv) = (c.num_attention_heads, c.num_key_value_heads);
     let (q_dim, kv_dim, inter) = (n_heads * hd, n_kv * hd, c.intermediate_size);
@@ -449,6 +467,21 @@ pub(crate) fn forward(
         add_in_place(x, xb2);
     }
 
+    output(c, w, s, cpu, n, logits);
+}
+
+/// The end of a pass over `n` tokens: the final norm of the residual stream `state.x`, and the
+/// logits (or hidden state) `logits` asks for, with `cpu`.
+fn output(
+    c: &ModelConfig,
+    w: &TransformerWeights<'_>,
+    s: &mut RunState,
+    cpu: &CpuContext,
+    n: usize,
+    logits: Logits,
+) {
+    let (dim, eps) = (c.hidden_size, c.rms_norm_eps);
+    let (x, xb) = (&s.x[..n * dim], &mut s.xb[..n * dim]);
     // logits = rmsnorm(x, norm) lm_head^T                          (rows, vocab)
     let first = match logits {
         Logits::None => return,
@@ -466,7 +499,7 @@ pub(crate) fn forward(
     w.lm_head
         .matmul(cpu, &xb[..rows * dim], rows, &mut s.logits);
     // logits = cap tanh(logits / cap), where the config asks (final_logit_softcapping).
-    if let Some(cap) = gemma3.and_then(|g| g.final_logit_softcapping) {
+    if let Some(cap) = c.gemma3.as_ref().and_then(|g| g.final_logit_softcapping) {
         let cap = cap as f32;
         s.logits
             .iter_mut()

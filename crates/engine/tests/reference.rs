@@ -175,3 +175,16 @@ fn phi3_short_factors_greedy_continuation_matches_transformers() {
     let (reference, options) = phi3(true);
     check_greedy_with("tiny-phi3", &reference, &options);
 }
+
+/// LFM2 (`generate_lfm2.py`): gated short-convolution layers (3 positions wide) alternating
+/// with attention layers that norm q and k per head; its chat template, conversations and a
+/// Q4NX conversion are checked in `lfm2.rs`.
+#[test]
+fn lfm2_logits_match_transformers() {
+    check_logits("tiny-lfm2");
+}
+
+#[test]
+fn lfm2_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-lfm2");
+}

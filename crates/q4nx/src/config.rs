@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::gemma3::{self, Gemma3Params};
+use crate::lfm2::{self, Lfm2Params};
 use crate::phi3::{self, Phi3Params};
 use crate::{Error, RopeScaling};
 
@@ -27,6 +28,9 @@ pub enum Family {
     /// `Phi3ForCausalLM` (Phi-3.5-mini, Phi-4-mini): q, k and v in one fused `qkv_proj`, gate
     /// and up in one `gate_up_proj`, RoPE on part of each head, LongRoPE ([`Phi3Params`]).
     Phi3,
+    /// `Lfm2ForCausalLM` (LiquidAI LFM2): gated short-convolution layers beside attention
+    /// layers with a per-head RMSNorm on q and k ([`Lfm2Params`]).
+    Lfm2,
 }
 
 impl Family {
@@ -38,6 +42,7 @@ impl Family {
             Family::Qwen2 => "qwen2",
             Family::Gemma3 => "gemma3",
             Family::Phi3 => "phi3",
+            Family::Lfm2 => "lfm2",
         }
     }
 }
@@ -85,6 +90,8 @@ pub struct ModelConfig {
     /// elements (2i, 2i + 1) instead of i and i + head_dim / 2. A linked GGUF of that family
     /// says so (see [`crate::gguf::link_gguf`]).
     pub rope_interleaved: bool,
+    /// LFM2's own parameters (LFM2 only).
+    pub lfm2: Option<Lfm2Params>,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -202,6 +209,7 @@ impl ModelConfig {
             Family::Qwen3 | Family::Qwen2 => 32768,
             Family::Gemma3 => gemma3::DEFAULT_CONTEXT,
             Family::Phi3 => 4096,
+            Family::Lfm2 => lfm2::DEFAULT_CONTEXT,
         };
         let max_position_embeddings = fields
             .usize_optional("max_position_embeddings")?
@@ -241,6 +249,25 @@ impl ModelConfig {
                     .into(),
             ));
         }
+        // LFM2: its layer kinds, its feed-forward width from block_ff_dim, norm_eps, and a head
+        // tied to the embedding unless it says otherwise (tie_embedding).
+        let lfm2 = (family == Family::Lfm2)
+            .then(|| lfm2::parse(obj, num_hidden_layers))
+            .transpose()
+            .map_err(err)?;
+        let intermediate_size = match family {
+            Family::Lfm2 => lfm2::intermediate_size(obj).map_err(err)?,
+            _ => fields.usize_required("intermediate_size")?,
+        };
+        let rms_norm_eps = match family {
+            Family::Lfm2 => fields.f64_optional("norm_eps")?.unwrap_or(1e-5),
+            _ => fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
+        };
+        let tie_word_embeddings = match (family, fields.bool_optional("tie_word_embeddings")?) {
+            (_, Some(tied)) => tied,
+            (Family::Lfm2, None) => fields.bool_optional("tie_embedding")?.unwrap_or(true),
+            (_, None) => false,
+        };
         let config = ModelConfig {
             family,
             hidden_size,
@@ -248,20 +275,19 @@ impl ModelConfig {
             num_attention_heads,
             num_key_value_heads,
             head_dim,
-            intermediate_size: fields.usize_required("intermediate_size")?,
+            intermediate_size,
             vocab_size: fields.usize_required("vocab_size")?,
             rope_theta,
             rope_scaling,
-            rms_norm_eps: fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
-            tie_word_embeddings: fields
-                .bool_optional("tie_word_embeddings")?
-                .unwrap_or(false),
+            rms_norm_eps,
+            tie_word_embeddings,
             max_position_embeddings,
             bos_token_id: ids.u32_optional("bos_token_id")?,
             eos_token_ids: ids.eos_ids()?,
             gemma3,
             phi3: phi3_params,
             rope_interleaved: top.bool_optional("rope_interleaved")?.unwrap_or(false),
+            lfm2,
         };
         config.check().map_err(err)?;
         Ok(config)
@@ -383,15 +409,17 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         (Some("Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration"), _)
         | (None, Some("gemma3_text" | "gemma3")) => Ok(Family::Gemma3),
         (Some("Phi3ForCausalLM"), _) | (None, Some("phi3")) => Ok(Family::Phi3),
+        (Some("Lfm2ForCausalLM"), _) | (None, Some("lfm2")) => Ok(Family::Lfm2),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
                              Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
-                             Gemma3ForCausalLM and Phi3ForCausalLM models"
+                             Gemma3ForCausalLM, Lfm2ForCausalLM and Phi3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
             "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
-             Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM and Phi3ForCausalLM models"
+             Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Lfm2ForCausalLM and \
+             Phi3ForCausalLM models"
         )),
     }
 }

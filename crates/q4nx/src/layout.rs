@@ -1,5 +1,5 @@
-//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has, in which role and with which logical
-//! (Hugging Face) shape, as implied by its config.
+//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has (LFM2's: `crate::lfm2`), in which role
+//! and with which logical (Hugging Face) shape, as implied by its config.
 
 use crate::{Family, ModelConfig};
 
@@ -74,6 +74,9 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
 /// Every tensor of the model in file order: embedding, layers, final norm, `lm_head`.
 /// `lm_head.weight` is always listed (Q4NX stores it even for tied models).
 pub fn expected_tensors(c: &ModelConfig) -> Vec<ExpectedTensor> {
+    if let Some(p) = &c.lfm2 {
+        return crate::lfm2::expected_tensors(c, p);
+    }
     let mut out = vec![ExpectedTensor {
         name: "model.embed_tokens.weight".into(),
         role: Role::Embedding,
@@ -118,6 +121,13 @@ pub fn linear_shape(c: &ModelConfig, name: &str) -> Option<[usize; 2]> {
     let layer: usize = layer.parse().ok()?;
     if layer >= c.num_hidden_layers {
         return None;
+    }
+    if let Some(p) = &c.lfm2 {
+        let linears = crate::lfm2::layer_linears(c, p, layer);
+        return linears
+            .into_iter()
+            .find(|(s, _)| *s == suffix)
+            .map(|(_, shape)| shape);
     }
     layer_linears(c)
         .into_iter()

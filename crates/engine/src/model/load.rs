@@ -215,11 +215,8 @@ fn context_length(c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error
             ),
         });
     }
-    // Keys and values, every layer, every KV head, at most 4 bytes per element (f32).
-    let per_position = (c.num_hidden_layers as u64)
-        .saturating_mul(c.num_key_value_heads as u64)
-        .saturating_mul(c.head_dim as u64)
-        .saturating_mul(2 * 4);
+    // Keys and values (and LFM2's convolution state) at most 4 bytes per element (f32).
+    let per_position = crate::kv_cache::bytes_per_position(c, KvPrecision::F32);
     let bytes = per_position.saturating_mul(length as u64);
     if bytes > MAX_KV_CACHE_BYTES {
         let fits = (MAX_KV_CACHE_BYTES / per_position.max(1)).max(1);

@@ -180,6 +180,7 @@ pub(crate) fn model_config(
         Family::Qwen2 => "Qwen2ForCausalLM",
         Family::Gemma3 => "Gemma3ForCausalLM",
         Family::Phi3 => "Phi3ForCausalLM",
+        Family::Lfm2 => "Lfm2ForCausalLM",
     };
     let layers = need("block_count")?;
     let mut v = json!({
