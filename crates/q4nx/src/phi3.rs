@@ -179,8 +179,95 @@ mod tests {
         );
         let e = params(&json).unwrap_err();
         assert!(e.contains("48"), "{e}");
-        let e =
-            params(r#"{"rope_scaling": {"type": "longrope", "short_factor": [1.0]}}"#).unwrap_err();
+        let json = format!(
+            r#"{{"rope_scaling": {{"type": "longrope", "short_factor": {}}}}}"#,
+            factors(64, 1.0)
+        );
+        let e = params(&json).unwrap_err();
         assert!(e.contains("long_factor"), "{e}");
+    }
+}
+
+/// llama.cpp's `phi3` GGUF headers: what the import reads, and what it refuses in words.
+#[cfg(test)]
+mod gguf_tests {
+    use crate::gguf::write::{tiny_model, GgufWriter};
+    use crate::gguf::{GgmlType, Value};
+    use crate::{Family, ModelConfig, RopeScaling};
+
+    /// The tiny phi3 model (head_dim 32) with `rotated` of 32 elements rotated, a pretrained
+    /// context of 64 in 256, and `n` short and long factors in `kind`.
+    fn tiny_phi3(rotated: u32, n: u64, kind: GgmlType) -> GgufWriter {
+        let mut w = tiny_model("phi3");
+        w.kv("phi3.rope.dimension_count", Value::U32(rotated));
+        w.kv("phi3.rope.scaling.original_context_length", Value::U32(64));
+        w.kv("phi3.attention.sliding_window", Value::U32(0));
+        w.kv("phi3.rope.scaling.attn_factor", Value::F32(1.25));
+        let list = |x: f32| -> Vec<u8> {
+            match kind {
+                GgmlType::F16 => (0..n)
+                    .flat_map(|_| half::f16::from_f32(x).to_le_bytes())
+                    .collect(),
+                _ => (0..n).flat_map(|_| x.to_le_bytes()).collect(),
+            }
+        };
+        w.tensor("rope_factors_short.weight", &[n], kind, &list(1.5));
+        w.tensor("rope_factors_long.weight", &[n], kind, &list(4.0));
+        w
+    }
+
+    fn import(w: &GgufWriter) -> Result<ModelConfig, String> {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("tiny.gguf");
+        std::fs::write(&src, w.finish()).unwrap();
+        let dst = tmp.path().join("model");
+        crate::gguf::import_gguf(&src, &dst, Some(1), &mut |_| {}).map_err(|e| e.to_string())?;
+        ModelConfig::from_path(&dst.join("config.json")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_phi3_gguf_imports_with_its_fused_weights_and_longrope() {
+        let c = import(&tiny_phi3(24, 12, GgmlType::F32)).unwrap();
+        assert_eq!(c.family, Family::Phi3);
+        assert_eq!(c.rotary_dim(), 24);
+        assert_eq!(c.phi3.as_ref().unwrap().sliding_window, None, "0 is none");
+        assert_eq!(
+            c.rope_scaling,
+            RopeScaling::LongRope {
+                short_factor: vec![1.5; 12],
+                long_factor: vec![4.0; 12],
+                original_max_position_embeddings: 64,
+                attention_factor: 1.25,
+            }
+        );
+        let names = crate::layout::expected_tensors(&c);
+        assert!(names
+            .iter()
+            .any(|t| t.name == "model.layers.0.self_attn.qkv_proj.weight"));
+    }
+
+    #[test]
+    fn bad_phi3_gguf_headers_are_refused_in_words() {
+        let e = import(&tiny_phi3(24, 8, GgmlType::F32)).unwrap_err();
+        assert!(
+            e.contains("short_factor has 8 factors") && e.contains("12"),
+            "{e}"
+        );
+        let e = import(&tiny_phi3(24, 12, GgmlType::F16)).unwrap_err();
+        assert!(e.contains("not a list of f32 LongRoPE factors"), "{e}");
+        let mut w = tiny_model("phi3");
+        w.tensor(
+            "rope_factors_short.weight",
+            &[16],
+            GgmlType::F32,
+            &[0u8; 64],
+        );
+        let e = import(&w).unwrap_err();
+        assert!(e.contains("rope_factors_long.weight"), "{e}");
+        let w = tiny_phi3(40, 20, GgmlType::F32);
+        let e = import(&w).unwrap_err();
+        assert!(e.contains("partial_rotary_factor"), "{e}");
+        let e = import(&tiny_phi3(23, 11, GgmlType::F32)).unwrap_err();
+        assert!(e.contains("even"), "{e}");
     }
 }

@@ -268,11 +268,23 @@ pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
 /// config.json's text with the file's `rope_freqs.weight`, if it has one, as its RoPE scaling
 /// (`check` has seen it is `head_dim / 2` f32 values).
 pub(crate) fn with_rope_freqs(file: &GgufFile, text: &str) -> Result<String, Error> {
-    if let (Some(short), Some(long)) = (
+    match (
         file.header().tensor(ROPE_FACTORS[0]),
         file.header().tensor(ROPE_FACTORS[1]),
     ) {
-        return with_longrope(file, text, [short, long]);
+        (Some(short), Some(long)) => return with_longrope(file, text, [short, long]),
+        (None, None) => {}
+        (one, _) => {
+            let (has, lacks) = if one.is_some() {
+                (ROPE_FACTORS[0], ROPE_FACTORS[1])
+            } else {
+                (ROPE_FACTORS[1], ROPE_FACTORS[0])
+            };
+            return Err(gguf_err(
+                file.path(),
+                format!("it has {has} but not {lacks}; LongRoPE needs both lists"),
+            ));
+        }
     }
     let Some(t) = file.header().tensor(ROPE_FREQS) else {
         return Ok(text.to_string());
