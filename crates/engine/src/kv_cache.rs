@@ -750,6 +750,75 @@ mod tests {
     }
 
     #[test]
+    fn convolution_state_is_copied_restored_and_counted_with_the_keys_and_values() {
+        for precision in [KvPrecision::F32, KvPrecision::F16] {
+            let conv = ConvShape {
+                layers: 2,
+                channels: 5,
+            };
+            let mut cache = KvCache::with_conv(1, 20, 1, 2, conv, precision).unwrap();
+            let bytes = precision.bytes() as usize;
+            // Keys and values: 32 slots of 2 values each; the state: 20 positions of 5.
+            assert_eq!(cache.size_bytes(), (2 * 32 * 2 + 2 * 20 * 5) * bytes);
+            let row = |layer: usize, p: usize, sign: f32| -> Vec<f32> {
+                (0..5)
+                    .map(|c| sign * (layer * 100 + p * 10 + c) as f32)
+                    .collect()
+            };
+            let fill = |cache: &mut KvCache, positions: usize, sign: f32| {
+                for layer in 0..2 {
+                    for p in 0..positions {
+                        cache.store_conv(layer, p, &row(layer, p, sign));
+                    }
+                }
+            };
+            fill(&mut cache, 12, 1.0);
+            let rows = cache.copy_rows(12).unwrap();
+            assert_eq!(rows.size_bytes(), cache.rows_bytes(12));
+            // One key block of 16 positions, 12 value rows, 12 positions of state per layer.
+            assert_eq!(rows.size_bytes(), (16 * 2 + 12 * 2 + 2 * 12 * 5) * bytes);
+            // Another sequence, then the first 9 positions of the copy back.
+            fill(&mut cache, 15, -1.0);
+            cache.load_rows(&rows, 9);
+            let mut out = [0.0; 5];
+            for layer in 0..2 {
+                for p in 0..15 {
+                    cache.read_conv(layer, p, &mut out);
+                    let sign = if p < 9 { 1.0 } else { -1.0 };
+                    assert_eq!(
+                        out[..],
+                        row(layer, p, sign)[..],
+                        "{precision:?} {layer} {p}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lfm2_1_2b_keeps_about_40_kib_of_convolution_state_a_position() {
+        let config = q4nx::ModelConfig::from_json(
+            r#"{"architectures": ["Lfm2ForCausalLM"], "hidden_size": 2048,
+                "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "block_ff_dim": 12288, "vocab_size": 65536, "conv_L_cache": 3,
+                "layer_types": ["conv", "conv", "full_attention", "conv", "conv",
+                    "full_attention", "conv", "conv", "full_attention", "conv",
+                    "full_attention", "conv", "full_attention", "conv", "full_attention",
+                    "conv"]}"#,
+        )
+        .unwrap();
+        // 10 convolution layers of 2048 channels, 6 attention layers of 8 KV heads of 64.
+        let conv = 10 * 2048 * 2;
+        let kv = 6 * 8 * 64 * 2 * 2;
+        assert_eq!(conv, 40 << 10);
+        assert_eq!(bytes_per_position(&config, KvPrecision::F16), conv + kv);
+        assert_eq!(
+            bytes_per_position(&config, KvPrecision::F32),
+            2 * (conv + kv)
+        );
+    }
+
+    #[test]
     fn a_cache_whose_size_overflows_is_an_error() {
         let err = KvCache::new(usize::MAX, 1 << 20, 8, 128, KvPrecision::F16).unwrap_err();
         assert!(err.to_string().contains("KV cache"), "{err}");
