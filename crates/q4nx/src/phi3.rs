@@ -56,7 +56,7 @@ pub(crate) fn parse(
     };
     // transformers: int(head_dim * partial_rotary_factor).
     let rotary_dim = (head_dim as f64 * factor) as usize;
-    if rotary_dim == 0 || rotary_dim % 2 != 0 {
+    if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) {
         return Err(format!(
             "partial_rotary_factor {factor} of head_dim {head_dim} rotates {rotary_dim} elements; \
              RoPE needs a positive even number"
