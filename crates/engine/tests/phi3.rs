@@ -212,3 +212,26 @@ fn the_phi3_gguf_imports_as_the_original() {
     eprintln!("tiny-phi3: imported GGUF {distance:.2e} logit std from transformers");
     assert!(distance < 0.25, "{distance}");
 }
+
+/// `hearth convert` keeps Phi-3 as it is (fused matrices stored fused, checked in
+/// `q4nx_weights.rs`) and refuses, in words, to make FastFlowLM's Qwen3 variant of it.
+#[test]
+fn the_flm_qwen3_variant_of_a_phi3_is_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = q4nx::ConvertOptions {
+        variant: q4nx::Variant::FlmQwen3,
+        threads: Some(1),
+    };
+    let e = q4nx::convert(
+        &fixture(NAME),
+        &tmp.path().join("out"),
+        &options,
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("Phi-3") && e.contains("no place in Qwen3"),
+        "{e}"
+    );
+}
