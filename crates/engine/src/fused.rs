@@ -34,7 +34,11 @@ impl<const N: usize> SharedInput<'_, N> {
     ) {
         match self {
             SharedInput::Apart(matrices) => {
-                let mut pairs: Vec<(&Linear<'_>, &mut [f32])> = matrices.iter().zip(outs).collect();
+                // On the stack: a decode step runs this twice per layer.
+                let mut outs = outs.into_iter();
+                let mut pairs: [(&Linear<'_>, &mut [f32]); N] = std::array::from_fn(|i| {
+                    (&matrices[i], outs.next().expect("one output per matrix"))
+                });
                 Linear::matmul_shared_input(cpu, &mut pairs, x, tokens);
             }
             SharedInput::Fused { matrix, rows } => {
