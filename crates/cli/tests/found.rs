@@ -57,7 +57,7 @@ fn found_models_are_listed_and_one_imports_unchanged() {
     );
     write(
         &home.join(".lmstudio/models/pub/Other-GGUF/Other.gguf"),
-        &tiny_model("phi3").finish(),
+        &tiny_model("phimoe").finish(),
     );
 
     let json: serde_json::Value =
@@ -79,7 +79,7 @@ fn found_models_are_listed_and_one_imports_unchanged() {
         other["reason"]
             .as_str()
             .unwrap()
-            .contains("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+            .contains("Phi-3.5-MoE models are not supported yet"),
         "{other:#}"
     );
 
@@ -88,7 +88,7 @@ fn found_models_are_listed_and_one_imports_unchanged() {
         table.contains("tiny:1b") && table.contains("yes"),
         "{table}"
     );
-    assert!(table.contains("no: Phi-3"), "{table}");
+    assert!(table.contains("no: Phi-3.5-MoE"), "{table}");
     assert!(
         table.contains("hearth import"),
         "says how to import: {table}"

@@ -12,6 +12,9 @@
 //! already change); a dense model keeps f32, so Hearth's reference path computes exactly what
 //! transformers computes.
 //!
+//! LFM2's convolution layers keep their state per position beside the keys and values
+//! ([`conv`]): copied, restored and truncated with them, and counted in the cache's size.
+//!
 //! Both halves live in anonymous memory advised for 2 MiB pages ([`Zeroed`]): a decode step
 //! reads every position of every layer, and with 4 KiB pages that is a TLB miss every 2048
 //! values.
@@ -22,6 +25,11 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 
 use crate::Error;
+
+mod conv;
+
+pub use conv::ConvShape;
+use conv::ConvState;
 
 /// How keys and values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +54,7 @@ impl KvPrecision {
 #[derive(Debug, Clone, Copy)]
 struct KvSize {
     capacity: usize,
-    /// Bytes of keys and values per position, all layers and heads.
+    /// Bytes of keys and values (and convolution state) per position, all layers and heads.
     per_position: u64,
 }
 
@@ -108,17 +116,84 @@ pub struct KvCache {
     head_dim: usize,
     keys: Store,
     values: Store,
+    /// LFM2's convolution state, per position (models with convolution layers only).
+    conv: Option<ConvState>,
+}
+
+/// Bytes a cache for `c` takes per position at `precision`: keys and values of its attention
+/// layers, and the convolution state of its convolution layers (LFM2).
+pub fn bytes_per_position(c: &q4nx::ModelConfig, precision: KvPrecision) -> u64 {
+    let (layers, conv) = cache_layers(c);
+    (layers as u64)
+        .saturating_mul(c.num_key_value_heads as u64)
+        .saturating_mul(c.head_dim as u64)
+        .saturating_mul(2)
+        .saturating_add(conv.values_per_position())
+        .saturating_mul(precision.bytes())
+}
+
+/// The layers that keep keys and values, and the convolution layers' state, of `c`.
+fn cache_layers(c: &q4nx::ModelConfig) -> (usize, ConvShape) {
+    match &c.lfm2 {
+        Some(p) => (
+            p.attention_layers(),
+            ConvShape {
+                layers: p.convolution_layers(),
+                channels: c.hidden_size,
+            },
+        ),
+        None => (c.num_hidden_layers, ConvShape::default()),
+    }
 }
 
 impl KvCache {
+    /// The cache a model of config `c` needs for `capacity` positions: its attention layers'
+    /// keys and values, and its convolution layers' state (see [`KvCache::with_conv`]).
+    pub fn for_model(
+        c: &q4nx::ModelConfig,
+        capacity: usize,
+        precision: KvPrecision,
+    ) -> Result<Self, Error> {
+        let (layers, conv) = cache_layers(c);
+        Self::with_conv(
+            layers,
+            capacity,
+            c.num_key_value_heads,
+            c.head_dim,
+            conv,
+            precision,
+        )
+    }
+
     /// A zeroed cache for `capacity` positions of `layers` layers with `kv_heads` heads of
     /// `head_dim` values each. Fails, naming the size and a context that fits, when the cache
     /// needs more memory than the machine has available or the allocation itself fails.
+    #[cfg(test)] // models take theirs from `for_model`
     pub fn new(
         layers: usize,
         capacity: usize,
         kv_heads: usize,
         head_dim: usize,
+        precision: KvPrecision,
+    ) -> Result<Self, Error> {
+        Self::with_conv(
+            layers,
+            capacity,
+            kv_heads,
+            head_dim,
+            ConvShape::default(),
+            precision,
+        )
+    }
+
+    /// As [`KvCache::new`], with the per-position state of `conv` convolution layers beside
+    /// the keys and values (counted in the memory check).
+    pub fn with_conv(
+        layers: usize,
+        capacity: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        conv: ConvShape,
         precision: KvPrecision,
     ) -> Result<Self, Error> {
         let slots = capacity.next_multiple_of(KEY_BLOCK);
@@ -127,7 +202,9 @@ impl KvCache {
             per_position: (layers as u64)
                 .saturating_mul(kv_heads as u64)
                 .saturating_mul(head_dim as u64)
-                .saturating_mul(2 * precision.bytes()),
+                .saturating_mul(2)
+                .saturating_add(conv.values_per_position())
+                .saturating_mul(precision.bytes()),
         };
         size.check_fits(crate::weights_memory::available_memory())?;
         let len = layers
@@ -136,6 +213,10 @@ impl KvCache {
             .and_then(|n| n.checked_mul(head_dim))
             .ok_or_else(|| size.error("its size overflows this machine's addresses"))?;
         let store = || Store::new(precision, len).map_err(|e| size.error(&e.to_string()));
+        let conv = (conv.layers > 0)
+            .then(|| ConvState::new(conv, capacity, precision))
+            .transpose()
+            .map_err(|e| size.error(&e.to_string()))?;
         Ok(KvCache {
             layers,
             capacity,
@@ -144,6 +225,7 @@ impl KvCache {
             head_dim,
             keys: store()?,
             values: store()?,
+            conv,
         })
     }
 
@@ -162,7 +244,25 @@ impl KvCache {
 
     /// Bytes the cache occupies.
     pub fn size_bytes(&self) -> usize {
-        self.keys.size_bytes() + self.values.size_bytes()
+        self.keys.size_bytes()
+            + self.values.size_bytes()
+            + self.conv.as_ref().map_or(0, ConvState::size_bytes)
+    }
+
+    /// Stores the gated input of `position` in convolution layer `layer` (LFM2).
+    pub(crate) fn store_conv(&mut self, layer: usize, position: usize, values: &[f32]) {
+        assert!(
+            position < self.capacity,
+            "KV cache: position past the context"
+        );
+        let conv = self.conv.as_mut().expect("a cache with convolution state");
+        conv.store(layer, position, values);
+    }
+
+    /// The stored gated input of `position` in convolution layer `layer`, as f32 (LFM2).
+    pub(crate) fn read_conv(&self, layer: usize, position: usize, out: &mut [f32]) {
+        let conv = self.conv.as_ref().expect("a cache with convolution state");
+        conv.read(layer, position, out);
     }
 
     /// Where the value of `position` starts; also where the key block holding `position` starts
@@ -226,6 +326,7 @@ impl KvCache {
     pub(crate) fn rows_bytes(&self, positions: usize) -> usize {
         let (keys, values) = self.row_lens(positions);
         self.layers * self.kv_heads * (keys + values) * self.precision().bytes() as usize
+            + self.conv.as_ref().map_or(0, |c| c.rows_bytes(positions))
     }
 
     /// Values per (layer, KV head) of the keys and of the values of positions `0..positions`:
@@ -251,6 +352,11 @@ impl KvCache {
             shape: (self.layers, self.kv_heads, self.head_dim),
             keys: Store::new(precision, heads * key_len)?,
             values: Store::new(precision, heads * value_len)?,
+            conv: self
+                .conv
+                .as_ref()
+                .map(|c| c.copy_rows(positions))
+                .transpose()?,
         };
         for layer in 0..self.layers {
             for head in 0..self.kv_heads {
@@ -274,9 +380,13 @@ impl KvCache {
             "KV rows: fewer kept than asked"
         );
         assert!(
-            rows.shape == (self.layers, self.kv_heads, self.head_dim),
+            rows.shape == (self.layers, self.kv_heads, self.head_dim)
+                && rows.conv.is_some() == self.conv.is_some(),
             "KV rows of another model"
         );
+        if let (Some(conv), Some(kept)) = (self.conv.as_mut(), rows.conv.as_ref()) {
+            conv.load_rows(kept, rows.positions, positions);
+        }
         let (key_len, value_len) = self.row_lens(positions);
         let (key_stride, value_stride) = self.row_lens(rows.positions);
         for layer in 0..self.layers {
@@ -320,12 +430,16 @@ pub(crate) struct KvRows {
     shape: (usize, usize, usize),
     keys: Store,
     values: Store,
+    /// The convolution state of those positions (LFM2), `[layer][position][channel]`.
+    conv: Option<Store>,
 }
 
 impl KvRows {
     /// Bytes they occupy.
     pub(crate) fn size_bytes(&self) -> usize {
-        self.keys.size_bytes() + self.values.size_bytes()
+        self.keys.size_bytes()
+            + self.values.size_bytes()
+            + self.conv.as_ref().map_or(0, Store::size_bytes)
     }
 }
 
@@ -632,6 +746,75 @@ mod tests {
         assert!(
             matches!(err, Error::InvalidLoadOption { .. }) && err.to_string().contains("bytes"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn convolution_state_is_copied_restored_and_counted_with_the_keys_and_values() {
+        for precision in [KvPrecision::F32, KvPrecision::F16] {
+            let conv = ConvShape {
+                layers: 2,
+                channels: 5,
+            };
+            let mut cache = KvCache::with_conv(1, 20, 1, 2, conv, precision).unwrap();
+            let bytes = precision.bytes() as usize;
+            // Keys and values: 32 slots of 2 values each; the state: 20 positions of 5.
+            assert_eq!(cache.size_bytes(), (2 * 32 * 2 + 2 * 20 * 5) * bytes);
+            let row = |layer: usize, p: usize, sign: f32| -> Vec<f32> {
+                (0..5)
+                    .map(|c| sign * (layer * 100 + p * 10 + c) as f32)
+                    .collect()
+            };
+            let fill = |cache: &mut KvCache, positions: usize, sign: f32| {
+                for layer in 0..2 {
+                    for p in 0..positions {
+                        cache.store_conv(layer, p, &row(layer, p, sign));
+                    }
+                }
+            };
+            fill(&mut cache, 12, 1.0);
+            let rows = cache.copy_rows(12).unwrap();
+            assert_eq!(rows.size_bytes(), cache.rows_bytes(12));
+            // One key block of 16 positions, 12 value rows, 12 positions of state per layer.
+            assert_eq!(rows.size_bytes(), (16 * 2 + 12 * 2 + 2 * 12 * 5) * bytes);
+            // Another sequence, then the first 9 positions of the copy back.
+            fill(&mut cache, 15, -1.0);
+            cache.load_rows(&rows, 9);
+            let mut out = [0.0; 5];
+            for layer in 0..2 {
+                for p in 0..15 {
+                    cache.read_conv(layer, p, &mut out);
+                    let sign = if p < 9 { 1.0 } else { -1.0 };
+                    assert_eq!(
+                        out[..],
+                        row(layer, p, sign)[..],
+                        "{precision:?} {layer} {p}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lfm2_1_2b_keeps_about_40_kib_of_convolution_state_a_position() {
+        let config = q4nx::ModelConfig::from_json(
+            r#"{"architectures": ["Lfm2ForCausalLM"], "hidden_size": 2048,
+                "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "block_ff_dim": 12288, "vocab_size": 65536, "conv_L_cache": 3,
+                "layer_types": ["conv", "conv", "full_attention", "conv", "conv",
+                    "full_attention", "conv", "conv", "full_attention", "conv",
+                    "full_attention", "conv", "full_attention", "conv", "full_attention",
+                    "conv"]}"#,
+        )
+        .unwrap();
+        // 10 convolution layers of 2048 channels, 6 attention layers of 8 KV heads of 64.
+        let conv = 10 * 2048 * 2;
+        let kv = 6 * 8 * 64 * 2 * 2;
+        assert_eq!(conv, 40 << 10);
+        assert_eq!(bytes_per_position(&config, KvPrecision::F16), conv + kv);
+        assert_eq!(
+            bytes_per_position(&config, KvPrecision::F32),
+            2 * (conv + kv)
         );
     }
 

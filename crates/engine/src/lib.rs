@@ -38,6 +38,7 @@ mod draft;
 mod embedder;
 mod encoder;
 mod error;
+mod fused;
 mod json_automaton;
 mod json_file;
 mod json_schema;

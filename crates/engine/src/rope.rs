@@ -24,8 +24,21 @@
 //!   attention factor (`0.1 ln(factor) + 1` unless the config gives it, or the ratio of the two
 //!   mscales; resolved in [`q4nx::RopeScaling`]).
 //! - rope_freqs (a GGUF's `rope_freqs.weight`, llama.cpp's form of llama3): `inv_i / factors_i`.
+//! - longrope (Phi-3.5, Phi-4-mini): `inv_i = 1 / (ext_i θ^(2i/d))` with `ext` the short factors
+//!   when the context the model is opened with is at most `original_max_position_embeddings`,
+//!   the long ones otherwise, from position 0; cos and sin multiplied by the attention factor
+//!   (`sqrt(1 + ln(s) / ln(L))`, `s = max_position_embeddings / L`, unless the config gives it;
+//!   resolved in [`q4nx::RopeScaling`]) whichever list applies. Within the pretrained context
+//!   this is exactly transformers. Beyond it, transformers switches lists by the length of the
+//!   sequence so far (short up to `L` tokens, long after, and the keys already cached keep the
+//!   short rotation), so one conversation's earlier tokens would be rotated one way and its
+//!   later ones another, and a kept prompt prefix would depend on how long the answer grew; as
+//!   llama.cpp does, the list is chosen once per opened context instead, so a model opened for
+//!   a long context is consistent from its first token (and equals transformers on any
+//!   sequence longer than `L` computed at once).
 //!
-//! Then `angle = position * inv_i` in f32, and its cos and sin.
+//! Then `angle = position * inv_i` in f32, and its cos and sin. With a partial rotary factor
+//! (Phi-3) `d` is the rotated width and only a head's first `d` elements turn; the rest pass.
 
 use q4nx::RopeScaling;
 
@@ -41,8 +54,10 @@ pub(crate) struct RopeTable {
 
 impl RopeTable {
     /// The table for positions `0..context` of heads of `head_dim` with base `theta`.
+    /// `head_dim` is the rotated width (Phi-3: a part of each head; [`Self::rotate`] leaves the
+    /// rest), and `context` also picks LongRoPE's list (see the module doc).
     pub(crate) fn new(theta: f64, head_dim: usize, scaling: &RopeScaling, context: usize) -> Self {
-        let (inv_freq, attention_factor) = inv_freq(theta, head_dim, scaling);
+        let (inv_freq, attention_factor) = inv_freq(theta, head_dim, scaling, context);
         let half = head_dim / 2;
         let (mut cos, mut sin) = (
             Vec::with_capacity(context * half),
@@ -69,8 +84,10 @@ impl RopeTable {
         self
     }
 
-    /// Rotates one head (`head_dim` values) to `position`.
+    /// Rotates one head to `position`: its first `head_dim` values (the table's), the rest
+    /// left as they are (a partial rotary factor).
     pub(crate) fn rotate(&self, head: &mut [f32], position: usize) {
+        let head = &mut head[..2 * self.half];
         let at = position * self.half;
         let (cos, sin) = (&self.cos[at..at + self.half], &self.sin[at..at + self.half]);
         if self.interleaved {
@@ -87,8 +104,9 @@ impl RopeTable {
     }
 }
 
-/// The inverse frequencies and the factor cos/sin are multiplied by (see the module doc).
-fn inv_freq(theta: f64, head_dim: usize, scaling: &RopeScaling) -> (Vec<f32>, f32) {
+/// The inverse frequencies and the factor cos/sin are multiplied by, for a model opened with
+/// `context` positions (see the module doc).
+fn inv_freq(theta: f64, head_dim: usize, scaling: &RopeScaling, context: usize) -> (Vec<f32>, f32) {
     let d = head_dim as f32;
     // θ^(2i/d), in f32 as torch computes `base ** (arange(0, d, 2).float() / d)`.
     let pos_freq: Vec<f32> = (0..head_dim / 2)
@@ -100,6 +118,25 @@ fn inv_freq(theta: f64, head_dim: usize, scaling: &RopeScaling) -> (Vec<f32>, f3
         RopeScaling::Linear { factor } => (plain().map(|f| f / *factor as f32).collect(), 1.0),
         RopeScaling::RopeFreqs { factors } => {
             (plain().zip(factors).map(|(f, k)| f / k).collect(), 1.0)
+        }
+        RopeScaling::LongRope {
+            short_factor,
+            long_factor,
+            original_max_position_embeddings,
+            attention_factor,
+        } => {
+            let ext = if context > *original_max_position_embeddings {
+                long_factor
+            } else {
+                short_factor
+            };
+            // torch: 1.0 / (ext_factors * base ** inv_freq_shape).
+            let scaled = pos_freq
+                .iter()
+                .zip(ext)
+                .map(|(p, e)| 1.0 / (e * p))
+                .collect();
+            (scaled, *attention_factor as f32)
         }
         RopeScaling::Llama3 {
             factor,
@@ -218,8 +255,8 @@ mod tests {
             high_freq_factor: 4.0,
             original_max_position_embeddings: 32,
         };
-        let (plain, _) = inv_freq(5e5, 32, &RopeScaling::None);
-        let (scaled, factor) = inv_freq(5e5, 32, &scaling);
+        let (plain, _) = inv_freq(5e5, 32, &RopeScaling::None, 1);
+        let (scaled, factor) = inv_freq(5e5, 32, &scaling, 1);
         assert_eq!(factor, 1.0);
         assert_eq!(scaled[0], plain[0]);
         assert!(scaled[1] < plain[1] && scaled[1] > plain[1] / 8.0);
@@ -231,8 +268,8 @@ mod tests {
     #[test]
     fn rope_freqs_divide_and_yarn_scales_cos_and_sin() {
         let factors: Vec<f32> = (0..4).map(|i| 1.0 + i as f32).collect();
-        let (plain, _) = inv_freq(1e4, 8, &RopeScaling::None);
-        let (divided, _) = inv_freq(1e4, 8, &RopeScaling::RopeFreqs { factors });
+        let (plain, _) = inv_freq(1e4, 8, &RopeScaling::None, 1);
+        let (divided, _) = inv_freq(1e4, 8, &RopeScaling::RopeFreqs { factors }, 1);
         assert_eq!(divided[3], plain[3] / 4.0);
         let yarn = RopeScaling::Yarn {
             factor: 4.0,
@@ -249,6 +286,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn longrope_picks_its_list_once_from_the_context_and_partial_rotation_leaves_the_rest() {
+        let scaling = RopeScaling::LongRope {
+            short_factor: vec![1.0, 2.0],
+            long_factor: vec![4.0, 8.0],
+            original_max_position_embeddings: 16,
+            attention_factor: 1.25,
+        };
+        let (plain, _) = inv_freq(1e4, 4, &RopeScaling::None, 1);
+        let (short, factor) = inv_freq(1e4, 4, &scaling, 16);
+        assert_eq!((short[1], factor), (plain[1] / 2.0, 1.25));
+        let (long, _) = inv_freq(1e4, 4, &scaling, 17);
+        assert_eq!(long[1], plain[1] / 8.0);
+        let table = RopeTable::new(1e4, 4, &scaling, 17);
+        let mut head = [1.0, 1.0, 1.0, 1.0, 7.0, 9.0];
+        table.rotate(&mut head, 3);
+        assert_eq!(&head[4..], [7.0, 9.0], "unrotated tail");
+        assert_ne!(head[0], 1.0);
+    }
+
     /// transformers' inverse frequencies and attention factors for each scaling
     /// (`tests/fixtures/engine/rope-cases.json`, from `generate_llama3_qwen2.py`).
     #[test]
@@ -259,7 +316,8 @@ mod tests {
         .unwrap();
         for case in cases.as_array().unwrap() {
             let config = q4nx::ModelConfig::from_json(&case["config"].to_string()).unwrap();
-            let (inv, factor) = inv_freq(config.rope_theta, config.head_dim, &config.rope_scaling);
+            let (inv, factor) =
+                inv_freq(config.rope_theta, config.head_dim, &config.rope_scaling, 1);
             let want: Vec<f32> = case["inv_freq"]
                 .as_array()
                 .unwrap()

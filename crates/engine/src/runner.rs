@@ -165,13 +165,7 @@ impl Runner {
         precision: KvPrecision,
         store_budget: Option<u64>,
     ) -> Result<Self, Error> {
-        let cache = KvCache::new(
-            config.num_hidden_layers,
-            context,
-            config.num_key_value_heads,
-            config.head_dim,
-            precision,
-        )?;
+        let cache = KvCache::for_model(&config, context, precision)?;
         let store_budget = store_budget.unwrap_or_else(|| {
             let available = crate::weights_memory::available_memory();
             kv_store::default_budget(cache.size_bytes(), available)

@@ -9,6 +9,12 @@
 //! its local layers attend to a sliding window with their own RoPE base, and the logits may be
 //! soft-capped.
 //!
+//! Phi-3 differs from Llama in its stored weights (q, k and v fused, gate and up fused, each run
+//! as one matmul: [`crate::fused`]), in RoPE turning only part of each head, with LongRoPE's
+//! factors ([`crate::rope`]), and in a sliding window on every layer when its config sets one.
+//!
+//! LFM2's convolution layers, and how its attention layers differ, are in [`lfm2`].
+//!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
 
@@ -19,11 +25,14 @@ use q4nx::{Family, ModelConfig, RopeScaling, Tensor, Weights};
 use crate::cpu::attention::{self, AttentionShape};
 use crate::cpu::exp::{gelu_tanh_mul, silu_mul};
 use crate::cpu::CpuContext;
+use crate::fused::SharedInput;
 use crate::kv_cache::KvCache;
 use crate::linear::Linear;
 use crate::pooling;
 use crate::rope::RopeTable;
 use crate::Error;
+
+mod lfm2;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
 /// chunks of this size (bounds the activation buffers).
@@ -33,9 +42,7 @@ pub(crate) const MAX_CHUNK: usize = 64;
 #[derive(Debug)]
 pub(crate) struct LayerWeights<'w> {
     attn_norm: Vec<f32>,              // (hidden)
-    wq: Linear<'w>,                   // (n_heads * head_dim, hidden)
-    wk: Linear<'w>,                   // (n_kv_heads * head_dim, hidden)
-    wv: Linear<'w>,                   // (n_kv_heads * head_dim, hidden)
+    qkv: SharedInput<'w, 3>,          // (q_dim | kv_dim | kv_dim, hidden), Phi-3: fused
     qkv_bias: Option<[Vec<f32>; 3]>,  // (q_dim), (kv_dim), (kv_dim), Qwen2 only
     q_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
     k_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
@@ -43,8 +50,7 @@ pub(crate) struct LayerWeights<'w> {
     post_attn_norm: Option<Vec<f32>>, // (hidden), Gemma 3 only: on attention's output
     ffn_norm: Vec<f32>,               // (hidden)
     post_ffn_norm: Option<Vec<f32>>,  // (hidden), Gemma 3 only: on the MLP's output
-    w_gate: Linear<'w>,               // (intermediate, hidden)
-    w_up: Linear<'w>,                 // (intermediate, hidden)
+    gate_up: SharedInput<'w, 2>,      // (intermediate | intermediate, hidden), Phi-3: fused
     w_down: Linear<'w>,               // (hidden, intermediate)
 }
 
@@ -54,13 +60,17 @@ pub(crate) struct LayerWeights<'w> {
 pub(crate) struct TransformerWeights<'w> {
     embed: Linear<'w>, // (vocab, hidden), read one row per token
     layers: Vec<LayerWeights<'w>>,
-    norm: Vec<f32>,      // (hidden)
-    lm_head: Linear<'w>, // (vocab, hidden); the embedding itself when tied
+    norm: Vec<f32>,                      // (hidden)
+    lm_head: Linear<'w>,                 // (vocab, hidden); the embedding itself when tied
+    lfm2: Option<lfm2::Lfm2Weights<'w>>, // LFM2's layers (then `layers` is empty)
 }
 
 impl<'w> TransformerWeights<'w> {
     /// Resolves every tensor the config implies, checking shapes; errors name the tensor.
     pub(crate) fn load(weights: &'w Weights, c: &ModelConfig, dir: &Path) -> Result<Self, Error> {
+        if let Some(p) = &c.lfm2 {
+            return lfm2::load(weights, c, p, dir);
+        }
         let (hidden, hd) = (c.hidden_size, c.head_dim);
         let (q_dim, kv_dim) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
         let linear = |name: &str, rows: usize, cols: usize| -> Result<Linear<'w>, Error> {
@@ -108,14 +118,28 @@ impl<'w> TransformerWeights<'w> {
             Ok(w)
         };
         let qk_norm = matches!(c.family, Family::Qwen3 | Family::Gemma3);
+        let phi3 = c.family == Family::Phi3;
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {
             let p = format!("model.layers.{i}");
             layers.push(LayerWeights {
                 attn_norm: norm(&format!("{p}.input_layernorm.weight"), hidden)?,
-                wq: linear(&format!("{p}.self_attn.q_proj.weight"), q_dim, hidden)?,
-                wk: linear(&format!("{p}.self_attn.k_proj.weight"), kv_dim, hidden)?,
-                wv: linear(&format!("{p}.self_attn.v_proj.weight"), kv_dim, hidden)?,
+                qkv: if phi3 {
+                    SharedInput::Fused {
+                        matrix: linear(
+                            &format!("{p}.self_attn.qkv_proj.weight"),
+                            q_dim + 2 * kv_dim,
+                            hidden,
+                        )?,
+                        rows: [q_dim, kv_dim, kv_dim],
+                    }
+                } else {
+                    SharedInput::Apart([
+                        linear(&format!("{p}.self_attn.q_proj.weight"), q_dim, hidden)?,
+                        linear(&format!("{p}.self_attn.k_proj.weight"), kv_dim, hidden)?,
+                        linear(&format!("{p}.self_attn.v_proj.weight"), kv_dim, hidden)?,
+                    ])
+                },
                 qkv_bias: c
                     .qkv_bias()
                     .then(|| -> Result<_, Error> {
@@ -146,16 +170,29 @@ impl<'w> TransformerWeights<'w> {
                 post_ffn_norm: gemma3
                     .then(|| norm(&format!("{p}.post_feedforward_layernorm.weight"), hidden))
                     .transpose()?,
-                w_gate: linear(
-                    &format!("{p}.mlp.gate_proj.weight"),
-                    c.intermediate_size,
-                    hidden,
-                )?,
-                w_up: linear(
-                    &format!("{p}.mlp.up_proj.weight"),
-                    c.intermediate_size,
-                    hidden,
-                )?,
+                gate_up: if phi3 {
+                    SharedInput::Fused {
+                        matrix: linear(
+                            &format!("{p}.mlp.gate_up_proj.weight"),
+                            2 * c.intermediate_size,
+                            hidden,
+                        )?,
+                        rows: [c.intermediate_size; 2],
+                    }
+                } else {
+                    SharedInput::Apart([
+                        linear(
+                            &format!("{p}.mlp.gate_proj.weight"),
+                            c.intermediate_size,
+                            hidden,
+                        )?,
+                        linear(
+                            &format!("{p}.mlp.up_proj.weight"),
+                            c.intermediate_size,
+                            hidden,
+                        )?,
+                    ])
+                },
                 w_down: linear(
                     &format!("{p}.mlp.down_proj.weight"),
                     hidden,
@@ -175,6 +212,7 @@ impl<'w> TransformerWeights<'w> {
             layers,
             norm: norm("model.norm.weight", hidden)?,
             lm_head: linear(head_name, c.vocab_size, hidden)?,
+            lfm2: None,
         })
     }
 
@@ -194,14 +232,14 @@ impl<'w> TransformerWeights<'w> {
                     + l.qkv_bias
                         .as_ref()
                         .map_or(0, |b| b.iter().map(Vec::len).sum())
-                    + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
-                        .into_iter()
-                        .map(size)
-                        .sum::<usize>()
+                    + l.qkv.parameters()
+                    + l.gate_up.parameters()
+                    + [&l.wo, &l.w_down].into_iter().map(size).sum::<usize>()
             })
             .sum();
         let head = if tied { 0 } else { size(&self.lm_head) };
-        size(&self.embed) + layers + self.norm.len() + head
+        let lfm2 = self.lfm2.as_ref().map_or(0, |l| l.parameter_count());
+        size(&self.embed) + layers + lfm2 + self.norm.len() + head
     }
 }
 
@@ -240,6 +278,8 @@ pub(crate) struct RunState {
     up: Vec<f32>,                  // (chunk, intermediate)
     rope: RopeTable,               // (context, head_dim / 2)
     rope_local: Option<RopeTable>, // Gemma 3's local layers' (plain RoPE, their own base)
+    fused: Vec<f32>,               // (chunk, fused rows) Phi-3's fused matmuls; empty otherwise
+    bcx: Vec<f32>,                 // (chunk, 3 * hidden) LFM2's B, C, x; empty otherwise
     pub(crate) logits: Vec<f32>,   // (rows, vocab), rows = 1 or chunk
     hidden: Vec<f32>,              // (hidden) for Logits::LastHidden
 }
@@ -251,7 +291,7 @@ impl RunState {
             c.num_attention_heads * c.head_dim,
             c.num_key_value_heads * c.head_dim,
         );
-        let rope = RopeTable::new(c.rope_theta, c.head_dim, &c.rope_scaling, context)
+        let rope = RopeTable::new(c.rope_theta, c.rotary_dim(), &c.rope_scaling, context)
             .interleaved(c.rope_interleaved);
         let rope_local = c.gemma3.as_ref().map(|g| {
             RopeTable::new(g.local_rope_theta, c.head_dim, &RopeScaling::None, context)
@@ -269,6 +309,16 @@ impl RunState {
             up: vec![0.0; MAX_CHUNK * c.intermediate_size],
             rope,
             rope_local,
+            fused: match c.family {
+                Family::Phi3 => {
+                    vec![0.0; MAX_CHUNK * (q_dim + 2 * kv_dim).max(2 * c.intermediate_size)]
+                }
+                _ => Vec::new(),
+            },
+            bcx: match c.lfm2 {
+                Some(_) => vec![0.0; MAX_CHUNK * 3 * c.hidden_size],
+                None => Vec::new(),
+            },
             logits: Vec::new(),
             hidden: Vec::new(),
         }
@@ -292,6 +342,9 @@ pub(crate) fn forward(
 ) {
     let n = tokens.len();
     debug_assert!(n > 0 && n <= MAX_CHUNK && start + n <= cache.capacity());
+    if let Some(lw) = &w.lfm2 {
+        return lfm2::forward(c, w, lw, s, cache, cpu, tokens, start, logits);
+    }
     let (dim, hd, eps) = (c.hidden_size, c.head_dim, c.rms_norm_eps);
     let (n_heads, n_kv) = (c.num_attention_heads, c.num_key_value_heads);
     let (q_dim, kv_dim, inter) = (n_heads * hd, n_kv * hd, c.intermediate_size);
@@ -326,16 +379,9 @@ pub(crate) fn forward(
         let _span = tracing::trace_span!("layer", l).entered();
         // h = rmsnorm(x); q, k, v = h Wq^T, h Wk^T, h Wv^T        (n, q_dim), (n, kv_dim) x2
         rmsnorm_rows(xb, x, &layer.attn_norm, eps);
-        Linear::matmul_shared_input(
-            cpu,
-            &mut [
-                (&layer.wq, &mut *q),
-                (&layer.wk, &mut *k),
-                (&layer.wv, &mut *v),
-            ],
-            xb,
-            n,
-        );
+        layer
+            .qkv
+            .matmul(cpu, xb, n, [&mut *q, &mut *k, &mut *v], &mut s.fused);
 
         // Qwen2: q, k and v biases.
         if let Some([bq, bk, bv]) = &layer.qkv_bias {
@@ -352,10 +398,12 @@ pub(crate) fn forward(
             rmsnorm_rows_in_place(k, kn, eps);
         }
 
-        // Gemma 3's local layers: a sliding window and their own RoPE.
+        // Gemma 3's local layers: a sliding window and their own RoPE; Phi-3's window, if any,
+        // on every layer.
         let window = gemma3
             .filter(|g| g.sliding_layers[l])
-            .map(|g| g.sliding_window);
+            .map(|g| g.sliding_window)
+            .or(c.phi3.as_ref().and_then(|p| p.sliding_window));
         let rope = match (window, &s.rope_local) {
             (Some(_), Some(local)) => local,
             _ => &s.rope,
@@ -398,12 +446,9 @@ pub(crate) fn forward(
 
         // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
         rmsnorm_rows(xb, x, &layer.ffn_norm, eps);
-        Linear::matmul_shared_input(
-            cpu,
-            &mut [(&layer.w_gate, &mut *gate), (&layer.w_up, &mut *up)],
-            xb,
-            n,
-        );
+        layer
+            .gate_up
+            .matmul(cpu, xb, n, [&mut *gate, &mut *up], &mut s.fused);
         // In pieces over the pool: the exponentials are a visible share of a decode step.
         // Gemma 3: GELU-tanh in place of SiLU.
         const PIECE: usize = 1024;
@@ -422,6 +467,21 @@ pub(crate) fn forward(
         add_in_place(x, xb2);
     }
 
+    output(c, w, s, cpu, n, logits);
+}
+
+/// The end of a pass over `n` tokens: the final norm of the residual stream `state.x`, and the
+/// logits (or hidden state) `logits` asks for, with `cpu`.
+fn output(
+    c: &ModelConfig,
+    w: &TransformerWeights<'_>,
+    s: &mut RunState,
+    cpu: &CpuContext,
+    n: usize,
+    logits: Logits,
+) {
+    let (dim, eps) = (c.hidden_size, c.rms_norm_eps);
+    let (x, xb) = (&s.x[..n * dim], &mut s.xb[..n * dim]);
     // logits = rmsnorm(x, norm) lm_head^T                          (rows, vocab)
     let first = match logits {
         Logits::None => return,
@@ -439,7 +499,7 @@ pub(crate) fn forward(
     w.lm_head
         .matmul(cpu, &xb[..rows * dim], rows, &mut s.logits);
     // logits = cap tanh(logits / cap), where the config asks (final_logit_softcapping).
-    if let Some(cap) = gemma3.and_then(|g| g.final_logit_softcapping) {
+    if let Some(cap) = c.gemma3.as_ref().and_then(|g| g.final_logit_softcapping) {
         let cap = cap as f32;
         s.logits
             .iter_mut()

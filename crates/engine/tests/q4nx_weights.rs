@@ -84,6 +84,11 @@ fn write_dequantized(q4nx_dir: &Path, source: &Path, out: &Path) {
 }
 
 fn check(name: &str) {
+    check_with(name, 0.5);
+}
+
+/// [`check`] with the loose bound on the quantization error itself.
+fn check_with(name: &str, quantization_bound: f32) {
     let tmp = tempfile::tempdir().unwrap();
     let (q4, dense) = (tmp.path().join("q4nx"), tmp.path().join("dequantized"));
     q4nx::convert(&fixture(name), &q4, &ConvertOptions::default(), &mut |_| {}).expect("converts");
@@ -105,7 +110,7 @@ fn check(name: &str) {
     );
     assert!(error <= TOLERANCE, "{name}: q4nx path differs by {error}");
     assert!(
-        quantization < 0.5,
+        quantization < quantization_bound,
         "{name}: Q4_1 weights changed the logits by {quantization}"
     );
 }
@@ -133,6 +138,15 @@ fn llama3_scaled_q4nx_matches_its_dequantized_weights() {
 #[test]
 fn qwen2_with_biases_q4nx_matches_its_dequantized_weights() {
     check("tiny-qwen2");
+}
+
+/// Phi-3's fused qkv_proj and gate_up_proj as Q4_1 tiles, each run as one matmul. Its logits
+/// spread less than the other fixtures' (std 0.77), so the same 4-bit rounding is a larger share
+/// of each row's largest logit: measured 0.54, bounded at 0.7 (the q4nx path itself is held to
+/// [`TOLERANCE`] as the others).
+#[test]
+fn phi3_fused_q4nx_matches_its_dequantized_weights() {
+    check_with("tiny-phi3", 0.7);
 }
 
 /// BF16 products in attention (where this CPU has them) against f32 ones, on the same Q4NX
@@ -177,4 +191,13 @@ fn bf16_attention_stays_a_small_fraction_of_the_format_error() {
     for name in ["tiny-llama", "tiny-qwen3", "tiny-qwen3-untied"] {
         check_bf16_attention(name);
     }
+}
+
+/// LFM2's convolution layers (in_proj and out_proj as Q4_1 tiles, the kernels dense) beside its
+/// attention layers, their state kept at f16 as the keys and values are. Its logits spread
+/// little (std 0.85), as Phi-3's: the 4-bit rounding measured 0.59 of each row's largest logit,
+/// bounded at 0.7 (the q4nx path itself, 0.082, is held to [`TOLERANCE`] as the others).
+#[test]
+fn lfm2_q4nx_matches_its_dequantized_weights() {
+    check_with("tiny-lfm2", 0.7);
 }

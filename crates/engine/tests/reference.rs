@@ -5,27 +5,33 @@ mod common;
 
 use std::ops::ControlFlow;
 
-use common::{fixture, max_relative_error, reference};
+use common::{fixture, max_relative_error, reference, Reference};
 use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams, StopReason};
 
 /// Relative logit error allowed against transformers on unquantized weights (the bar).
 const TOLERANCE: f32 = 1e-4;
 
 fn check_logits(name: &str) {
-    let reference = reference(name);
-    let mut model = Model::load(&fixture(name), &LoadOptions::default()).expect("model loads");
+    check_logits_with(name, &reference(name), &LoadOptions::default(), TOLERANCE);
+}
+
+fn check_logits_with(name: &str, reference: &Reference, options: &LoadOptions, tolerance: f32) {
+    let mut model = Model::load(&fixture(name), options).expect("model loads");
     let logits = model.logits(&reference.tokens).expect("logits");
     let error = max_relative_error(&logits, &reference.logits);
     eprintln!("{name}: max relative logit error vs transformers = {error:.3e}");
     assert!(
-        error < TOLERANCE,
-        "{name}: relative error {error} exceeds {TOLERANCE}"
+        error < tolerance,
+        "{name}: relative error {error} exceeds {tolerance}"
     );
 }
 
 fn check_greedy(name: &str) {
-    let reference = reference(name);
-    let mut model = Model::load(&fixture(name), &LoadOptions::default()).expect("model loads");
+    check_greedy_with(name, &reference(name), &LoadOptions::default());
+}
+
+fn check_greedy_with(name: &str, reference: &Reference, options: &LoadOptions) {
+    let mut model = Model::load(&fixture(name), options).expect("model loads");
     let options = ChatOptions {
         sampling: SamplingParams::greedy(),
         max_tokens: reference.greedy_tokens.len(),
@@ -125,4 +131,62 @@ fn gemma3_logits_match_transformers() {
 #[test]
 fn gemma3_greedy_continuation_matches_transformers() {
     check_greedy("tiny-gemma3");
+}
+
+/// Phi-3 (`generate_phi3.py`): fused qkv_proj and gate_up_proj, RoPE on 12 of 16 elements per
+/// head, LongRoPE with distinct short and long factors around a pretrained context of 16, and a
+/// sliding window of 10. Opened with a context of 128 the engine uses the long factors from
+/// position 0, as transformers does on sequences longer than 16 (the reference's default
+/// fields); opened with 16, the short ones, as transformers on the `short` sequences.
+fn phi3(short: bool) -> (Reference, LoadOptions) {
+    let text = std::fs::read_to_string(fixture("tiny-phi3").join("reference.json")).unwrap();
+    let mut all: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let case = if short { all["short"].take() } else { all };
+    let options = LoadOptions {
+        context_length: Some(if short { 16 } else { 128 }),
+        ..LoadOptions::default()
+    };
+    (serde_json::from_value(case).unwrap(), options)
+}
+
+/// Phi-3's f32 forward pass is exact up to summation order: a tighter bar than the others'.
+const PHI3_TOLERANCE: f32 = 1e-5;
+
+#[test]
+fn phi3_long_factors_logits_match_transformers() {
+    let (reference, options) = phi3(false);
+    check_logits_with("tiny-phi3", &reference, &options, PHI3_TOLERANCE);
+}
+
+#[test]
+fn phi3_short_factors_logits_match_transformers() {
+    let (reference, options) = phi3(true);
+    check_logits_with("tiny-phi3", &reference, &options, PHI3_TOLERANCE);
+}
+
+#[test]
+fn phi3_long_factors_greedy_continuation_matches_transformers() {
+    let (reference, options) = phi3(false);
+    check_greedy_with("tiny-phi3", &reference, &options);
+}
+
+#[test]
+fn phi3_short_factors_greedy_continuation_matches_transformers() {
+    let (reference, options) = phi3(true);
+    check_greedy_with("tiny-phi3", &reference, &options);
+}
+
+/// LFM2 (`generate_lfm2.py`): gated short-convolution layers (3 positions wide) alternating
+/// with attention layers that norm q and k per head; its chat template, conversations and a
+/// Q4NX conversion are checked in `lfm2.rs`.
+/// Its f32 forward pass is exact up to summation order, as Phi-3's.
+#[test]
+fn lfm2_logits_match_transformers() {
+    let reference = reference("tiny-lfm2");
+    check_logits_with("tiny-lfm2", &reference, &LoadOptions::default(), 1e-5);
+}
+
+#[test]
+fn lfm2_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-lfm2");
 }

@@ -751,14 +751,14 @@ mod tests {
     fn a_found_file_of_an_unsupported_family_names_it_in_plain_words() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("phi4.gguf");
-        std::fs::write(&file, q4nx::gguf::write::tiny_model("phi3").finish()).unwrap();
+        std::fs::write(&file, q4nx::gguf::write::tiny_model("phimoe").finish()).unwrap();
         let found = gguf_model("phi4".into(), file, FoundSource::Lmstudio);
         assert!(!found.runnable);
         let reason = found.reason.unwrap();
         assert!(
-            reason.starts_with("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+            reason.starts_with("Phi-3.5-MoE models are not supported yet"),
             "{reason}"
         );
-        assert_eq!(found.architecture.as_deref(), Some("phi3"));
+        assert_eq!(found.architecture.as_deref(), Some("phimoe"));
     }
 }

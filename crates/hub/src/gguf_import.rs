@@ -77,11 +77,10 @@ pub(crate) fn work_paths(downloads: &Path, name: &str) -> (PathBuf, PathBuf) {
 const CONVERSION_PREFIX: &str = ".gguf-";
 
 /// The families people know by name behind GGUF architectures Hearth does not run (llama.cpp's
-/// `general.architecture` names), so a refusal says "Phi-4 models", not "phi3". Whether a file
+/// `general.architecture` names), so a refusal says "Phi-3.5-MoE models", not "phimoe". Whether a file
 /// runs is decided by `q4nx::gguf::check_header` alone; this only names what it refused (a test
 /// checks that every architecture here is still refused).
-const UNSUPPORTED_FAMILIES: [(&str, &str); 22] = [
-    ("phi3", "Phi-3, Phi-3.5 and Phi-4"),
+const UNSUPPORTED_FAMILIES: [(&str, &str); 21] = [
     ("phi2", "Phi-2"),
     ("phimoe", "Phi-3.5-MoE"),
     ("gemma", "Gemma (the first)"),
@@ -251,9 +250,9 @@ mod tests {
 
     #[test]
     fn a_refused_family_is_named_in_plain_words() {
-        let said = plain_refusal(Some("phi3"), "architecture \"phi3\" is not one".into());
+        let said = plain_refusal(Some("phimoe"), "architecture \"phimoe\" is not one".into());
         assert!(
-            said.starts_with("Phi-3, Phi-3.5 and Phi-4 models are not supported yet ("),
+            said.starts_with("Phi-3.5-MoE models are not supported yet ("),
             "{said}"
         );
         assert_eq!(
@@ -267,14 +266,14 @@ mod tests {
     fn importing_a_refused_family_names_it() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("phi.gguf");
-        std::fs::write(&file, q4nx::gguf::write::tiny_model("phi3").finish()).unwrap();
+        std::fs::write(&file, q4nx::gguf::write::tiny_model("phimoe").finish()).unwrap();
         let store = Store::at(dir.path().join("store"));
         let err = store
             .import_gguf(&file, &GgufImportOptions::default(), &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+            err.contains("Phi-3.5-MoE models are not supported yet"),
             "{err}"
         );
     }

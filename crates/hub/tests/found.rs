@@ -117,7 +117,7 @@ fn fixture() -> Fixture {
     let tmp = TempDir::new("found");
     let home = tmp.0.join("home");
     let tiny = tiny_model("llama").finish();
-    let phi = tiny_model("phi3").finish();
+    let phi = tiny_model("phimoe").finish();
     let split = tiny_model("llama")
         .kv("split.no", Value::U16(0))
         .kv("split.count", Value::U16(3))
@@ -156,7 +156,7 @@ fn fixture() -> Fixture {
         ]
     };
     hf_snapshot(&hub, "org", "tiny-st", &files("LlamaForCausalLM"));
-    hf_snapshot(&hub, "org", "phi-st", &files("Phi3ForCausalLM"));
+    hf_snapshot(&hub, "org", "phi-st", &files("PhiMoEForCausalLM"));
     let committed =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hub/tiny-safetensors");
     let real: Vec<(String, Vec<u8>)> = std::fs::read_dir(committed)
@@ -208,11 +208,11 @@ fn each_programs_models_are_found_with_the_importers_verdict() {
     );
 
     let phi = by_name(&found, "someone/phi:4b");
-    assert_eq!(phi.architecture.as_deref(), Some("phi3"));
+    assert_eq!(phi.architecture.as_deref(), Some("phimoe"));
     assert!(!phi.runnable);
     let reason = phi.reason.as_deref().unwrap();
     assert!(
-        reason.starts_with("Phi-3, Phi-3.5 and Phi-4 models are not supported yet"),
+        reason.starts_with("Phi-3.5-MoE models are not supported yet"),
         "says in plain words which family is not run: {reason}"
     );
 
@@ -261,7 +261,7 @@ fn each_programs_models_are_found_with_the_importers_verdict() {
     assert!(st.size_bytes > small_safetensors().len() as u64);
     let pst = by_name(&found, "org/phi-st");
     assert!(
-        pst.reason.as_deref().unwrap().contains("Phi3ForCausalLM"),
+        pst.reason.as_deref().unwrap().contains("PhiMoEForCausalLM"),
         "{pst:?}"
     );
     let real = by_name(&found, "org/tiny-real");

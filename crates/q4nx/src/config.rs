@@ -1,11 +1,14 @@
-//! `config.json` of the Llama, Qwen2, Qwen3 and Gemma 3 families, reduced to what the forward
-//! pass needs (Gemma 3's own parameters in [`crate::gemma3`]).
+//! `config.json` of the Llama, Qwen2, Qwen3, Gemma 3 and Phi-3 families, reduced to what the
+//! forward pass needs (Gemma 3's own parameters in [`crate::gemma3`], Phi-3's in
+//! [`crate::phi3`]).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use crate::gemma3::{self, Gemma3Params};
+use crate::lfm2::{self, Lfm2Params};
+use crate::phi3::{self, Phi3Params};
 use crate::{Error, RopeScaling};
 
 /// The architecture family, from `architectures[0]` or `model_type`.
@@ -22,6 +25,12 @@ pub enum Family {
     /// QK-norm, norms after attention and after the MLP, every norm `(1 + w)`, GELU-tanh,
     /// local sliding-window layers between global ones ([`Gemma3Params`]).
     Gemma3,
+    /// `Phi3ForCausalLM` (Phi-3.5-mini, Phi-4-mini): q, k and v in one fused `qkv_proj`, gate
+    /// and up in one `gate_up_proj`, RoPE on part of each head, LongRoPE ([`Phi3Params`]).
+    Phi3,
+    /// `Lfm2ForCausalLM` (LiquidAI LFM2): gated short-convolution layers beside attention
+    /// layers with a per-head RMSNorm on q and k ([`Lfm2Params`]).
+    Lfm2,
 }
 
 impl Family {
@@ -32,6 +41,8 @@ impl Family {
             Family::Qwen3 => "qwen3",
             Family::Qwen2 => "qwen2",
             Family::Gemma3 => "gemma3",
+            Family::Phi3 => "phi3",
+            Family::Lfm2 => "lfm2",
         }
     }
 }
@@ -72,11 +83,15 @@ pub struct ModelConfig {
     /// Gemma 3's own parameters (Gemma 3 only; [`Self::rope_theta`] and
     /// [`Self::rope_scaling`] are then its global layers').
     pub gemma3: Option<Gemma3Params>,
+    /// Phi-3's own parameters (Phi-3 only).
+    pub phi3: Option<Phi3Params>,
     /// `rope_interleaved` (default false): the Q and K projections' rows are stored as
     /// llama.cpp's converter stores a `llama` model's, each head's rotation pairing adjacent
     /// elements (2i, 2i + 1) instead of i and i + head_dim / 2. A linked GGUF of that family
     /// says so (see [`crate::gguf::link_gguf`]).
     pub rope_interleaved: bool,
+    /// LFM2's own parameters (LFM2 only).
+    pub lfm2: Option<Lfm2Params>,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -124,6 +139,12 @@ impl ModelConfig {
     /// Width of all key (or value) heads together (`num_key_value_heads * head_dim`).
     pub fn kv_dim(&self) -> usize {
         self.num_key_value_heads * self.head_dim
+    }
+
+    /// Leading elements of each head that RoPE rotates: all of them but in Phi-3 with a
+    /// `partial_rotary_factor`.
+    pub fn rotary_dim(&self) -> usize {
+        self.phi3.as_ref().map_or(self.head_dim, |p| p.rotary_dim)
     }
 
     /// Whether the q, k and v projections carry biases (Qwen2).
@@ -187,11 +208,14 @@ impl ModelConfig {
             Family::Llama => 2048,
             Family::Qwen3 | Family::Qwen2 => 32768,
             Family::Gemma3 => gemma3::DEFAULT_CONTEXT,
+            Family::Phi3 => 4096,
+            Family::Lfm2 => lfm2::DEFAULT_CONTEXT,
         };
         let max_position_embeddings = fields
             .usize_optional("max_position_embeddings")?
             .unwrap_or(default_ctx);
         let num_hidden_layers = fields.usize_required("num_hidden_layers")?;
+        let mut phi3_params = None;
         let (rope_theta, rope_scaling, gemma3) = if family == Family::Gemma3 {
             let (params, global) = gemma3::parse(
                 fields.obj,
@@ -202,6 +226,11 @@ impl ModelConfig {
             )
             .map_err(err)?;
             (global.theta, global.scaling, Some(params))
+        } else if family == Family::Phi3 {
+            let (params, scaling) =
+                phi3::parse(obj, head_dim, max_position_embeddings).map_err(err)?;
+            phi3_params = Some(params);
+            (rope_theta, scaling, None)
         } else {
             let scaling =
                 RopeScaling::from_config(obj, max_position_embeddings, head_dim).map_err(err)?;
@@ -220,6 +249,25 @@ impl ModelConfig {
                     .into(),
             ));
         }
+        // LFM2: its layer kinds, its feed-forward width from block_ff_dim, norm_eps, and a head
+        // tied to the embedding unless it says otherwise (tie_embedding).
+        let lfm2 = (family == Family::Lfm2)
+            .then(|| lfm2::parse(obj, num_hidden_layers))
+            .transpose()
+            .map_err(err)?;
+        let intermediate_size = match family {
+            Family::Lfm2 => lfm2::intermediate_size(obj).map_err(err)?,
+            _ => fields.usize_required("intermediate_size")?,
+        };
+        let rms_norm_eps = match family {
+            Family::Lfm2 => fields.f64_optional("norm_eps")?.unwrap_or(1e-5),
+            _ => fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
+        };
+        let tie_word_embeddings = match (family, fields.bool_optional("tie_word_embeddings")?) {
+            (_, Some(tied)) => tied,
+            (Family::Lfm2, None) => fields.bool_optional("tie_embedding")?.unwrap_or(true),
+            (_, None) => false,
+        };
         let config = ModelConfig {
             family,
             hidden_size,
@@ -227,19 +275,19 @@ impl ModelConfig {
             num_attention_heads,
             num_key_value_heads,
             head_dim,
-            intermediate_size: fields.usize_required("intermediate_size")?,
+            intermediate_size,
             vocab_size: fields.usize_required("vocab_size")?,
             rope_theta,
             rope_scaling,
-            rms_norm_eps: fields.f64_optional("rms_norm_eps")?.unwrap_or(1e-6),
-            tie_word_embeddings: fields
-                .bool_optional("tie_word_embeddings")?
-                .unwrap_or(false),
+            rms_norm_eps,
+            tie_word_embeddings,
             max_position_embeddings,
             bos_token_id: ids.u32_optional("bos_token_id")?,
             eos_token_ids: ids.eos_ids()?,
             gemma3,
+            phi3: phi3_params,
             rope_interleaved: top.bool_optional("rope_interleaved")?.unwrap_or(false),
+            lfm2,
         };
         config.check().map_err(err)?;
         Ok(config)
@@ -360,15 +408,18 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         // The multimodal class: only its language model is read (text_config).
         (Some("Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration"), _)
         | (None, Some("gemma3_text" | "gemma3")) => Ok(Family::Gemma3),
+        (Some("Phi3ForCausalLM"), _) | (None, Some("phi3")) => Ok(Family::Phi3),
+        (Some("Lfm2ForCausalLM"), _) | (None, Some("lfm2")) => Ok(Family::Lfm2),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
-                             Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and \
-                             Gemma3ForCausalLM models"
+                             Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
+                             Gemma3ForCausalLM, Lfm2ForCausalLM and Phi3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
             "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
-             Qwen2ForCausalLM, Qwen3ForCausalLM and Gemma3ForCausalLM models"
+             Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Lfm2ForCausalLM and \
+             Phi3ForCausalLM models"
         )),
     }
 }

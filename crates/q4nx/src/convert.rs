@@ -324,6 +324,20 @@ fn flm_qwen3_config(
     config: &ModelConfig,
     text: &str,
 ) -> Result<(ModelConfig, String, Vec<String>), Error> {
+    if config.family == Family::Lfm2 {
+        return Err(convert_err(
+            "cannot make a FastFlowLM Qwen3 variant of an LFM2 model: its convolution layers \
+             have no place in Qwen3"
+                .into(),
+        ));
+    }
+    if config.family == Family::Phi3 {
+        return Err(convert_err(
+            "cannot make a FastFlowLM Qwen3 variant of a Phi-3 model: its partial rotary, \
+             LongRoPE and sliding window have no place in Qwen3"
+                .into(),
+        ));
+    }
     if config.family == Family::Gemma3 {
         return Err(convert_err(
             "cannot make a FastFlowLM Qwen3 variant of a Gemma 3 model: its extra norms, GELU \

@@ -1,5 +1,5 @@
-//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has, in which role and with which logical
-//! (Hugging Face) shape, as implied by its config.
+//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has (LFM2's: `crate::lfm2`), in which role
+//! and with which logical (Hugging Face) shape, as implied by its config.
 
 use crate::{Family, ModelConfig};
 
@@ -25,10 +25,20 @@ pub struct ExpectedTensor {
     pub shape: Vec<usize>,
 }
 
-/// The linear weights of one layer, by suffix, with their `[N, K]`.
-fn layer_linears(c: &ModelConfig) -> [(&'static str, [usize; 2]); 7] {
+/// The linear weights of one layer, by suffix, with their `[N, K]`. Phi-3 stores q, k and v
+/// as one `qkv_proj` (rows q, then k, then v) and gate and up as one `gate_up_proj` (gate's
+/// rows, then up's), as the engine runs them.
+fn layer_linears(c: &ModelConfig) -> Vec<(&'static str, [usize; 2])> {
     let (h, q, kv, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-    [
+    if c.family == Family::Phi3 {
+        return vec![
+            ("self_attn.qkv_proj.weight", [q + 2 * kv, h]),
+            ("self_attn.o_proj.weight", [h, q]),
+            ("mlp.gate_up_proj.weight", [2 * i, h]),
+            ("mlp.down_proj.weight", [h, i]),
+        ];
+    }
+    vec![
         ("self_attn.q_proj.weight", [q, h]),
         ("self_attn.k_proj.weight", [kv, h]),
         ("self_attn.v_proj.weight", [kv, h]),
@@ -64,6 +74,9 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
 /// Every tensor of the model in file order: embedding, layers, final norm, `lm_head`.
 /// `lm_head.weight` is always listed (Q4NX stores it even for tied models).
 pub fn expected_tensors(c: &ModelConfig) -> Vec<ExpectedTensor> {
+    if let Some(p) = &c.lfm2 {
+        return crate::lfm2::expected_tensors(c, p);
+    }
     let mut out = vec![ExpectedTensor {
         name: "model.embed_tokens.weight".into(),
         role: Role::Embedding,
@@ -108,6 +121,13 @@ pub fn linear_shape(c: &ModelConfig, name: &str) -> Option<[usize; 2]> {
     let layer: usize = layer.parse().ok()?;
     if layer >= c.num_hidden_layers {
         return None;
+    }
+    if let Some(p) = &c.lfm2 {
+        let linears = crate::lfm2::layer_linears(c, p, layer);
+        return linears
+            .into_iter()
+            .find(|(s, _)| *s == suffix)
+            .map(|(_, shape)| shape);
     }
     layer_linears(c)
         .into_iter()
@@ -167,6 +187,25 @@ mod tests {
         assert!(t
             .iter()
             .any(|t| t.name == "model.layers.0.self_attn.q_norm.weight"));
+    }
+
+    #[test]
+    fn phi3_has_fused_qkv_and_gate_up() {
+        let c = tiny("phi3");
+        let t = expected_tensors(&c);
+        assert_eq!(t.len(), 1 + 2 * 6 + 2);
+        assert_eq!(
+            linear_shape(&c, "model.layers.1.self_attn.qkv_proj.weight"),
+            Some([64 + 2 * 32, 64])
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.0.mlp.gate_up_proj.weight"),
+            Some([192, 64])
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.0.self_attn.q_proj.weight"),
+            None
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod error;
 mod gemma3;
 pub mod gguf;
 pub mod layout;
+mod lfm2;
+mod phi3;
 pub mod quantize;
 mod rope_scaling;
 pub mod synthetic;
@@ -31,6 +33,8 @@ pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Varia
 pub use dtype::Dtype;
 pub use error::Error;
 pub use gemma3::Gemma3Params;
+pub use lfm2::Lfm2Params;
+pub use phi3::Phi3Params;
 pub use quantize::quantize_q4_1_tiles;
 pub use rope_scaling::RopeScaling;
 pub use tensor::{DenseTensor, GgufMatrix, Tensor, TileMatrix};

@@ -47,6 +47,20 @@ pub enum RopeScaling {
         /// Whether the ramp's ends are rounded to whole dimensions (default true).
         truncate: bool,
     },
+    /// LongRoPE (Phi-3.5, Phi-4-mini): per-frequency divisors for contexts up to
+    /// `original_max_position_embeddings` (short) and beyond (long), one per rotated frequency;
+    /// cos and sin scaled by `attention_factor`. Which list applies is the engine's choice, made
+    /// once from the context a model is opened with (the engine's `rope` module).
+    LongRope {
+        /// Divisors within the pretrained context.
+        short_factor: Vec<f32>,
+        /// Divisors beyond it.
+        long_factor: Vec<f32>,
+        /// The context the model was pretrained with.
+        original_max_position_embeddings: usize,
+        /// Multiplier of cos and sin, resolved as transformers resolves it.
+        attention_factor: f64,
+    },
     /// Per-frequency divisors (head_dim / 2 of them), from a GGUF's `rope_freqs.weight`.
     RopeFreqs {
         /// Inverse frequency `i` is divided by `factors[i]`.
@@ -170,6 +184,50 @@ impl RopeScaling {
                     truncate,
                 })
             }
+            "longrope" | "su" => {
+                let list = |key: &str| -> Result<Vec<f32>, String> {
+                    let factors: Vec<f32> = params
+                        .get(key)
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| format!("longrope RoPE scaling needs a list {key}"))?
+                        .iter()
+                        .map(|v| {
+                            v.as_f64()
+                                .filter(|x| x.is_finite() && *x > 0.0)
+                                .map(|x| x as f32)
+                                .ok_or_else(|| format!("a longrope {key} is not positive: {v}"))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    if factors.len() != head_dim / 2 {
+                        return Err(format!(
+                            "longrope's {key} has {} factors; {head_dim} rotated elements \
+                             need {}",
+                            factors.len(),
+                            head_dim / 2
+                        ));
+                    }
+                    Ok(factors)
+                };
+                let (short_factor, long_factor) = (list("short_factor")?, list("long_factor")?);
+                // transformers: the factor behind the attention factor is the config's, or
+                // else max / original (Phi-3 keeps both lengths).
+                let original = original()?;
+                let factor = match number("factor")? {
+                    Some(f) => f,
+                    None => max_position_embeddings as f64 / original as f64,
+                };
+                let attention_factor = match number("attention_factor")? {
+                    Some(a) => positive("attention_factor", a)?,
+                    None if factor <= 1.0 => 1.0,
+                    None => (1.0 + factor.ln() / (original as f64).ln()).sqrt(),
+                };
+                Ok(RopeScaling::LongRope {
+                    short_factor,
+                    long_factor,
+                    original_max_position_embeddings: original,
+                    attention_factor,
+                })
+            }
             "rope_freqs" => {
                 let factors: Vec<f32> = params
                     .get("factors")
@@ -194,7 +252,7 @@ impl RopeScaling {
             }
             other => Err(format!(
                 "config.json asks for {other} RoPE scaling, which Hearth's engine does not apply \
-                 (it applies linear, llama3 and yarn)"
+                 (it applies linear, llama3, yarn and longrope)"
             )),
         }
     }
@@ -275,8 +333,10 @@ mod tests {
 
     #[test]
     fn unsupported_and_malformed_scalings_are_named() {
+        let e = parse(r#"{"rope_scaling": {"rope_type": "dynamic"}}"#).unwrap_err();
+        assert!(e.contains("dynamic"), "{e}");
         let e = parse(r#"{"rope_scaling": {"rope_type": "longrope"}}"#).unwrap_err();
-        assert!(e.contains("longrope"), "{e}");
+        assert!(e.contains("short_factor"), "{e}");
         let e = parse(r#"{"rope_scaling": {"rope_type": "llama3", "factor": 8}}"#).unwrap_err();
         assert!(e.contains("low_freq_factor"), "{e}");
         let e = parse(r#"{"rope_scaling": {"rope_type": "rope_freqs", "factors": [1.0]}}"#)

@@ -200,7 +200,7 @@ fn linking_refuses_what_importing_refuses_and_leaves_nothing() {
     assert!(e.contains("not a GGUF file"), "{e}");
     let missing = dir.path().join("missing.gguf");
     assert!(link_gguf(&missing, &model, &mut |_| {}).is_err());
-    let mut w = q4nx::gguf::write::tiny_model("phi3");
+    let mut w = q4nx::gguf::write::tiny_model("phimoe");
     let phi = dir.path().join("phi.gguf");
     std::fs::write(&phi, w.kv("x", q4nx::gguf::Value::U32(1)).finish()).unwrap();
     let e = link_gguf(&phi, &model, &mut |_| {})

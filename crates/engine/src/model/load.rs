@@ -30,6 +30,9 @@ pub const DEFAULT_CONTEXT_LENGTH: usize = 4096;
 /// writes it and its vocabulary has it.
 const END_OF_TURN_MARKERS: [&str; 4] = ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"];
 
+/// Phi-3's stop tokens (Phi-3.5-mini, Phi-4-mini).
+const PHI3_STOPS: [&str; 3] = ["<|end|>", "<|assistant|>", "<|endoftext|>"];
+
 /// How to load a model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -212,11 +215,8 @@ fn context_length(c: &ModelConfig, options: &LoadOptions) -> Result<usize, Error
             ),
         });
     }
-    // Keys and values, every layer, every KV head, at most 4 bytes per element (f32).
-    let per_position = (c.num_hidden_layers as u64)
-        .saturating_mul(c.num_key_value_heads as u64)
-        .saturating_mul(c.head_dim as u64)
-        .saturating_mul(2 * 4);
+    // Keys and values (and LFM2's convolution state) at most 4 bytes per element (f32).
+    let per_position = crate::kv_cache::bytes_per_position(c, KvPrecision::F32);
     let bytes = per_position.saturating_mul(length as u64);
     if bytes > MAX_KV_CACHE_BYTES {
         let fits = (MAX_KV_CACHE_BYTES / per_position.max(1)).max(1);
@@ -277,6 +277,14 @@ fn stop_ids(
             _ => None,
         };
         ids.extend(eos_text.and_then(|t| tokenizer.token_to_id(t)));
+        // Phi-3 ends its turn with <|end|> but may run on into <|assistant|> or
+        // <|endoftext|> (Phi-3.5's generation_config lists all three); a folder without that
+        // file (a GGUF's import) must stop on them too.
+        if config.family == q4nx::Family::Phi3 {
+            for marker in PHI3_STOPS {
+                ids.extend(tokenizer.token_to_id(marker));
+            }
+        }
         if let Some(template) = template {
             for marker in END_OF_TURN_MARKERS {
                 if template.source.contains(marker) {

@@ -64,12 +64,13 @@ pub(crate) fn read_header_model<'h>(h: &'h Header, src: &Path) -> Result<HeaderM
         "qwen3" => Family::Qwen3,
         "qwen2" => Family::Qwen2,
         "gemma3" => Family::Gemma3,
+        "phi3" => Family::Phi3,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3 and gemma3 models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, gemma3 and phi3 (Phi-3.5, Phi-4-mini) models"
                 ),
             ))
         }
@@ -178,6 +179,8 @@ pub(crate) fn model_config(
         Family::Qwen3 => "Qwen3ForCausalLM",
         Family::Qwen2 => "Qwen2ForCausalLM",
         Family::Gemma3 => "Gemma3ForCausalLM",
+        Family::Phi3 => "Phi3ForCausalLM",
+        Family::Lfm2 => "Lfm2ForCausalLM",
     };
     let layers = need("block_count")?;
     let mut v = json!({
@@ -204,10 +207,32 @@ pub(crate) fn model_config(
         let softcap = float("final_logit_softcapping")?;
         gemma3_config(&mut v, layers, hidden / heads, head_dim, window, softcap);
     }
+    if family == Family::Phi3 {
+        let o = v.as_object_mut().expect("we wrote an object");
+        // llama.cpp's converter writes rope.dimension_count = head_dim · partial_rotary_factor,
+        // the pretrained context as rope.scaling.original_context_length, and a window of 0
+        // for "none".
+        if let Some(rotated) = uint("rope.dimension_count")? {
+            o.insert(
+                "partial_rotary_factor".into(),
+                json!(rotated as f64 / head_dim as f64),
+            );
+        }
+        if let Some(original) = uint("rope.scaling.original_context_length")? {
+            o.insert("original_max_position_embeddings".into(), json!(original));
+        }
+        let window = uint("attention.sliding_window")?.filter(|&w| w > 0);
+        o.insert("sliding_window".into(), json!(window));
+    }
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
     Ok((config, text))
 }
+
+/// LongRoPE's divisors as llama.cpp's converter writes a phi3 model's (f32, one per rotated
+/// frequency), read into config.json's `rope_scaling`.
+pub(crate) const ROPE_FACTORS: [&str; 2] =
+    ["rope_factors_short.weight", "rope_factors_long.weight"];
 
 /// Gemma 3's fields of config.json, as llama.cpp reads its `gemma3.*` metadata: the window
 /// from `attention.sliding_window`, every sixth layer global, the local layers' RoPE base
@@ -243,6 +268,24 @@ pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
 /// config.json's text with the file's `rope_freqs.weight`, if it has one, as its RoPE scaling
 /// (`check` has seen it is `head_dim / 2` f32 values).
 pub(crate) fn with_rope_freqs(file: &GgufFile, text: &str) -> Result<String, Error> {
+    match (
+        file.header().tensor(ROPE_FACTORS[0]),
+        file.header().tensor(ROPE_FACTORS[1]),
+    ) {
+        (Some(short), Some(long)) => return with_longrope(file, text, [short, long]),
+        (None, None) => {}
+        (one, _) => {
+            let (has, lacks) = if one.is_some() {
+                (ROPE_FACTORS[0], ROPE_FACTORS[1])
+            } else {
+                (ROPE_FACTORS[1], ROPE_FACTORS[0])
+            };
+            return Err(gguf_err(
+                file.path(),
+                format!("it has {has} but not {lacks}; LongRoPE needs both lists"),
+            ));
+        }
+    }
     let Some(t) = file.header().tensor(ROPE_FREQS) else {
         return Ok(text.to_string());
     };
@@ -252,6 +295,42 @@ pub(crate) fn with_rope_freqs(file: &GgufFile, text: &str) -> Result<String, Err
     let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
     v["rope_scaling"] = json!({"rope_type": "rope_freqs", "factors": factors});
     Ok(serde_json::to_string_pretty(&v).expect("JSON values serialize"))
+}
+
+/// config.json's text with a phi3 file's LongRoPE factors and its attention factor
+/// (`phi3.rope.scaling.attn_factor`, as llama.cpp's converter computed it), checked by parsing
+/// the result.
+fn with_longrope(file: &GgufFile, text: &str, tensors: [&TensorInfo; 2]) -> Result<String, Error> {
+    let mut lists = Vec::new();
+    for (name, t) in ROPE_FACTORS.iter().zip(tensors) {
+        if t.kind != GgmlType::F32 || t.dims.len() != 1 || t.dims[0] > 1 << 16 {
+            return Err(gguf_err(
+                file.path(),
+                format!(
+                    "its {name} ({} of dimensions {:?}) is not a list of f32 LongRoPE factors",
+                    t.kind, t.dims
+                ),
+            ));
+        }
+        let mut factors = vec![0f32; t.row_len()];
+        dequantize(t.kind, file.data(t), &mut factors);
+        check_finite(file.path(), name, &factors)?;
+        lists.push(factors);
+    }
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("we wrote this JSON");
+    let mut scaling = json!({"rope_type": "longrope", "short_factor": lists[0],
+                             "long_factor": lists[1]});
+    if let Some(a) = file
+        .header()
+        .get("phi3.rope.scaling.attn_factor")
+        .and_then(Value::as_f64)
+    {
+        scaling["attention_factor"] = json!(a);
+    }
+    v["rope_scaling"] = scaling;
+    let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    ModelConfig::from_json(&text).map_err(|e| gguf_err(file.path(), e.to_string()))?;
+    Ok(text)
 }
 
 /// Adds bos/eos ids to config.json's text.
@@ -289,6 +368,9 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
             "self_attn.q_proj" => "attn_q",
             "self_attn.k_proj" => "attn_k",
             "self_attn.v_proj" => "attn_v",
+            // Phi-3's fused projections: llama.cpp keeps them fused under these names.
+            "self_attn.qkv_proj" => "attn_qkv",
+            "mlp.gate_up_proj" => "ffn_up",
             "self_attn.o_proj" => "attn_output",
             "self_attn.q_norm" => "attn_q_norm",
             "self_attn.k_norm" => "attn_k_norm",
@@ -312,6 +394,9 @@ pub(crate) fn source_tensors<'h>(
 ) -> Result<Vec<(ExpectedTensor, &'h TensorInfo)>, String> {
     // Read into config.json, not used as a tensor.
     let mut used = HashSet::from([ROPE_FREQS.to_string()]);
+    if family == Family::Phi3 {
+        used.extend(ROPE_FACTORS.map(String::from));
+    }
     let mut out = Vec::new();
     for expected in expected_tensors(config) {
         let name = &expected.name;

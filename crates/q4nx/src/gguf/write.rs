@@ -118,7 +118,8 @@ fn blocks(kind: GgmlType, cols: u64, rows: u64) -> Vec<u8> {
 /// A tiny but complete model of `architecture` (the `{architecture}.*` keys of a Llama):
 /// one layer, hidden size 64, a 32-token vocabulary with a byte-level BPE tokenizer and a chat
 /// template, Q4_1 linears, a Q8_0 tied embedding and F32 norms. With `"llama"` Hearth imports
-/// it; add keys before [`GgufWriter::finish`] to make other cases.
+/// it (with `"phi3"`, its fused linears, once LongRoPE's factors are added); add keys before
+/// [`GgufWriter::finish`] to make other cases.
 pub fn tiny_model(architecture: &str) -> GgufWriter {
     let (hidden, ffn, vocab, kv) = (64u64, 64u64, 32u64, 32u64);
     let s = |t: &str| Value::String(t.into());
@@ -207,15 +208,26 @@ pub fn tiny_model(architecture: &str) -> GgufWriter {
         GgmlType::F32,
         &f32s(hidden),
     );
-    for (name, cols, rows) in [
-        ("attn_q", hidden, hidden),
-        ("attn_k", hidden, kv),
-        ("attn_v", hidden, kv),
-        ("attn_output", hidden, hidden),
-        ("ffn_gate", hidden, ffn),
-        ("ffn_up", hidden, ffn),
-        ("ffn_down", ffn, hidden),
-    ] {
+    let linears = if architecture == "phi3" {
+        // Phi-3's fused q|k|v and gate|up, as llama.cpp keeps them.
+        vec![
+            ("attn_qkv", hidden, hidden + 2 * kv),
+            ("attn_output", hidden, hidden),
+            ("ffn_up", hidden, 2 * ffn),
+            ("ffn_down", ffn, hidden),
+        ]
+    } else {
+        vec![
+            ("attn_q", hidden, hidden),
+            ("attn_k", hidden, kv),
+            ("attn_v", hidden, kv),
+            ("attn_output", hidden, hidden),
+            ("ffn_gate", hidden, ffn),
+            ("ffn_up", hidden, ffn),
+            ("ffn_down", ffn, hidden),
+        ]
+    };
+    for (name, cols, rows) in linears {
         w.tensor(
             &format!("blk.0.{name}.weight"),
             &[cols, rows],
