@@ -18,9 +18,9 @@ use hearth_app::pictures::PictureUpload;
 use hearth_app::session::BackendKind;
 use hearth_app::turn::{ChatAction, ChatEvent};
 use hearth_app::{App, Home};
+use hearth_chat::conversations::Role;
 use hearth_chat::picture::{base64, from_base64};
 use hearth_chat::ConversationSettings;
-use hearth_chat::conversations::Role;
 
 const NAME: &str = "Demo-NPU2";
 

@@ -65,6 +65,7 @@ pub const COMMANDS: &[&str] = &[
     "stop_listening",
     "cancel_listening",
     "voice_status",
+    "spoken_language",
     "check_picture",
     "pick_pictures",
     "take_dropped_pictures",

@@ -1940,19 +1940,6 @@ finished_at: number,
 energy: EnergyReport | null, };
 
 /**
- * The notice that passages of the attached files will be sent to a remote server.
- */
-export type RemoteNotice = { 
-/**
- * The server the passages would go to.
- */
-server: string, 
-/**
- * The notice in English; the desktop says it from its catalog, naming `server`.
- */
-message: string, };
-
-/**
  * A model the remote server offers, as the settings and the model picker show it.
  */
 export type RemoteModel = { 
@@ -1970,6 +1957,19 @@ server_sees: boolean,
  * or the user's mark), as for the models on this computer.
  */
 backend: Availability, };
+
+/**
+ * The notice that passages of the attached files will be sent to a remote server.
+ */
+export type RemoteNotice = { 
+/**
+ * The server the passages would go to.
+ */
+server: string, 
+/**
+ * The notice in English; the desktop says it from its catalog, naming `server`.
+ */
+message: string, };
 
 /**
  * The saved remote server as a front end sees it: never the key itself.
@@ -2314,6 +2314,35 @@ read_whole: boolean, };
 export type SourceUse = "cited" | "probably_used" | "also_read" | "given";
 
 /**
+ * The speech model offered when none is installed: what the one-click download says.
+ */
+export type SpeechOffer = { 
+/**
+ * The name to pull, pause and cancel it by (`whisper-base`).
+ */
+name: string, 
+/**
+ * Its download size in bytes.
+ */
+size_bytes: number, 
+/**
+ * The languages it understands, as ISO 639 codes.
+ */
+languages: Array<string>, 
+/**
+ * Its license.
+ */
+license: string, 
+/**
+ * Bytes already downloaded by a paused or interrupted download (0: none).
+ */
+paused_bytes: number, 
+/**
+ * It is downloading now.
+ */
+downloading: boolean, };
+
+/**
  * Light, dark, or follow the desktop.
  */
 export type Theme = "system" | "light" | "dark";
@@ -2360,35 +2389,6 @@ level_dbfs: number,
  * The recording reached its longest (five minutes) and stopped by itself.
  */
 limit_reached: boolean, };
-
-/**
- * The speech model offered when none is installed: what the one-click download says.
- */
-export type SpeechOffer = { 
-/**
- * The name to pull, pause and cancel it by (`whisper-base`).
- */
-name: string, 
-/**
- * Its download size in bytes.
- */
-size_bytes: number, 
-/**
- * The languages it understands, as ISO 639 codes.
- */
-languages: Array<string>, 
-/**
- * Its license.
- */
-license: string, 
-/**
- * Bytes already downloaded by a paused or interrupted download (0: none).
- */
-paused_bytes: number, 
-/**
- * It is downloading now.
- */
-downloading: boolean, };
 
 /**
  * Whether anything can hear on this machine, and where speech models go.

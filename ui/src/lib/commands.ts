@@ -107,7 +107,7 @@ export interface Commands {
   stop_listening: { args: { language?: string | null }; returns: VoiceHeard };
   cancel_listening: { args: Record<string, never>; returns: null };
   voice_status: { args: Record<string, never>; returns: VoiceStatus };
-  spoken_language: { args: { conversationId: string | null; fallback: string }; returns: string };
+  spoken_language: { args: { conversationId?: string | null; fallback: string }; returns: string };
   check_picture: { args: { name: string; data: string }; returns: DraftPicture };
   pick_pictures: { args: { title: string; filter: string }; returns: DraftPicture[] };
   take_dropped_pictures: { args: { token: string }; returns: DraftPicture[] };
