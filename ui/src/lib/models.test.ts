@@ -48,7 +48,7 @@ describe('models helpers', () => {
 
 describe('recommendation and plain words', () => {
   const item = (id: string, bytes: number, backends: ('npu' | 'cpu')[], fits = true, format: 'q4nx' | 'safetensors' = 'q4nx') => ({
-    entry: { id, name: id, tag: '', repo: '', revision: '', format, kind: 'chat' as const, download_bytes: bytes, memory_bytes: bytes * 1.3, parameters: '', license: '', backends, context_length: 0, think: false, flm_family: '', quantization: '', description: '', note: '' },
+    entry: { id, name: id, tag: '', repo: '', revision: '', format, kind: 'chat' as const, download_bytes: bytes, memory_bytes: bytes * 1.3, parameters: '', license: '', backends, context_length: 0, think: false, vlm: false, flm_family: '', quantization: '', description: '', note: '' },
     installed: false, partial: null, fit: { memory: fits, disk: fits, hint: '' },
   });
 
