@@ -152,7 +152,7 @@ pub fn parse(text: &str) -> Result<Vec<CatalogEntry>> {
             ))
         })?;
         if entry.is_speech() {
-            crate::speech::check_catalog_entry(entry)
+            check_speech_entry(entry)
                 .map_err(|reason| Error::Catalog(format!("entry {}: {reason}", entry.id)))?;
         }
         if !crate::hub_api::is_repo_id(&entry.repo) {
@@ -182,6 +182,25 @@ pub fn find(query: &str) -> Result<Option<&'static CatalogEntry>> {
             .iter()
             .any(|field| field.eq_ignore_ascii_case(query))
     }))
+}
+
+/// The catalog's own rules for a speech entry: a name that can be a folder, languages, and
+/// pinned files (with a `model.bin`) whose sizes add up to the download size.
+fn check_speech_entry(entry: &CatalogEntry) -> std::result::Result<(), String> {
+    if entry.languages.is_empty() {
+        return Err("a speech model lists the languages it understands".into());
+    }
+    if !entry.files.iter().any(|f| f.name == "model.bin") {
+        return Err("a speech model lists its pinned files, model.bin among them".into());
+    }
+    let sum: u64 = entry.files.iter().map(|f| f.size).sum();
+    if sum != entry.download_bytes {
+        return Err(format!(
+            "download_bytes {} is not the sum of its files, {sum}",
+            entry.download_bytes
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

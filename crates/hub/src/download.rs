@@ -19,7 +19,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::hub_api::{HubClient, Opened, RemoteFile};
+use crate::hub_api::{check_relative_path, HubClient, Opened, RemoteFile};
 use crate::progress::{DownloadControl, Request};
 use crate::registry::FileRecord;
 
@@ -83,31 +83,6 @@ pub(crate) fn part_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".part");
     path.with_file_name(name)
-}
-
-/// Checks that `path`, a file's path as a manifest or the Hub gives it (`folder/…/name`),
-/// stays inside the folder it is fetched into: no empty, `.` or `..` part, not absolute, no
-/// backslash, NUL or control character. The error says why, to follow "the path … ".
-pub(crate) fn check_relative_path(path: &str) -> std::result::Result<(), &'static str> {
-    if path.is_empty() {
-        return Err("is empty");
-    }
-    if path.starts_with('/') {
-        return Err("is absolute");
-    }
-    if path.contains('\\') {
-        return Err("contains a backslash");
-    }
-    if path.chars().any(char::is_control) {
-        return Err("contains control characters");
-    }
-    if path
-        .split('/')
-        .any(|part| part.is_empty() || part == "." || part == "..")
-    {
-        return Err("has an empty, \".\" or \"..\" part and could leave its folder");
-    }
-    Ok(())
 }
 
 /// Where the file at `path` (checked with [`check_relative_path`]) goes inside `folder`.

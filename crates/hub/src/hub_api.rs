@@ -33,7 +33,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 1 << 42;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteFile {
     /// Path in the repository: a file name at the top level, or `folder/…/name` for a file
-    /// listed by [`HubClient::file_info`] (checked with [`crate::download::check_relative_path`]).
+    /// listed by [`HubClient::file_info`] (checked with [`check_relative_path`]).
     pub name: String,
     /// Size in bytes.
     pub size: u64,
@@ -221,7 +221,7 @@ impl HubClient {
         path: &str,
         control: &DownloadControl,
     ) -> Result<RemoteFile> {
-        crate::download::check_relative_path(path).map_err(|detail| Error::BadResponse {
+        check_relative_path(path).map_err(|detail| Error::BadResponse {
             url: format!("{}/{repo}", self.endpoint),
             detail: format!("the path {path:?} {detail}"),
         })?;
@@ -617,6 +617,31 @@ fn parse_content_range(value: &str) -> Option<(u64, Option<u64>)> {
         t => Some(t.parse().ok()?),
     };
     Some((start.trim().parse().ok()?, total))
+}
+
+/// Checks that `path`, a file's path as a manifest or the Hub gives it (`folder/…/name`),
+/// stays inside the folder it is fetched into: no empty, `.` or `..` part, not absolute, no
+/// backslash, NUL or control character. The error says why, to follow "the path … ".
+pub(crate) fn check_relative_path(path: &str) -> std::result::Result<(), &'static str> {
+    if path.is_empty() {
+        return Err("is empty");
+    }
+    if path.starts_with('/') {
+        return Err("is absolute");
+    }
+    if path.contains('\\') {
+        return Err("contains a backslash");
+    }
+    if path.chars().any(char::is_control) {
+        return Err("contains control characters");
+    }
+    if path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err("has an empty, \".\" or \"..\" part and could leave its folder");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 
 use crate::error::{Error, Result};
 
+/// The folder under `models/` that holds the speech models (so no chat model may be named so).
+pub const SPEECH_FOLDER: &str = "speech";
+
 /// Checks that `name` can be a model folder and a FastFlowLM `name`: 1 to 100 characters out
 /// of letters, digits, `.`, `-` and `_`, not starting with `.` or `-`.
 pub fn check_name(name: &str) -> Result<()> {
@@ -20,7 +23,7 @@ pub fn check_name(name: &str) -> Result<()> {
         Some("it is longer than 100 characters")
     } else if name.starts_with(['.', '-']) {
         Some("it starts with '.' or '-'")
-    } else if name.eq_ignore_ascii_case(crate::speech::SPEECH_FOLDER) {
+    } else if name.eq_ignore_ascii_case(SPEECH_FOLDER) {
         Some("models/speech is where speech models live; choose another name")
     } else if !name
         .chars()

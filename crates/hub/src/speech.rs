@@ -25,8 +25,7 @@ use crate::names::check_name;
 use crate::registry::FileRecord;
 use crate::store::{unix_now, InstalledModel, Removed, Store};
 
-/// The folder under `models/` that holds the speech models (so no chat model may be named so).
-pub const SPEECH_FOLDER: &str = "speech";
+pub use crate::names::SPEECH_FOLDER;
 
 /// The file in a speech model's folder saying Hearth downloaded it (and what it fetched).
 pub const DOWNLOAD_MARK: &str = ".hearth-download.json";
@@ -58,25 +57,6 @@ pub fn speech_models_dir(store: &Store) -> PathBuf {
 /// Whether the catalog entry `query` names is a speech model.
 pub fn is_speech_query(query: &str) -> Result<bool> {
     Ok(catalog::find(query)?.is_some_and(CatalogEntry::is_speech))
-}
-
-/// The catalog's own rules for a speech entry: a name that can be a folder, languages, and
-/// pinned files (with a `model.bin`) whose sizes add up to the download size.
-pub(crate) fn check_catalog_entry(entry: &CatalogEntry) -> std::result::Result<(), String> {
-    if entry.languages.is_empty() {
-        return Err("a speech model lists the languages it understands".into());
-    }
-    if !entry.files.iter().any(|f| f.name == "model.bin") {
-        return Err("a speech model lists its pinned files, model.bin among them".into());
-    }
-    let sum: u64 = entry.files.iter().map(|f| f.size).sum();
-    if sum != entry.download_bytes {
-        return Err(format!(
-            "download_bytes {} is not the sum of its files, {sum}",
-            entry.download_bytes
-        ));
-    }
-    Ok(())
 }
 
 /// Picks a speech model's files from a repository's top-level names: `config.json`,

@@ -345,7 +345,7 @@ mod tests {
             assert!(voice.name.starts_with(language), "{voice:?}");
             assert!(voice.name.ends_with("-medium"), "{voice:?}");
             for path in voice.remote_paths() {
-                assert_eq!(download::check_relative_path(&path), Ok(()), "{path}");
+                assert_eq!(crate::hub_api::check_relative_path(&path), Ok(()), "{path}");
                 assert!(path.starts_with(&format!("{language}/")), "{path}");
             }
         }

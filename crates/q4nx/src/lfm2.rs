@@ -6,9 +6,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::layout::{ExpectedTensor, Role};
-use crate::ModelConfig;
-
 /// LFM2's parameters beyond the Llama shape.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Lfm2Params {
@@ -154,94 +151,6 @@ pub(crate) fn intermediate_size(obj: &Map<String, Value>) -> Result<usize, Strin
         }
     }
     Ok(size)
-}
-
-/// The linear weights of layer `layer`, by suffix, with their `[N, K]`.
-pub(crate) fn layer_linears(
-    c: &ModelConfig,
-    p: &Lfm2Params,
-    layer: usize,
-) -> Vec<(&'static str, [usize; 2])> {
-    let (h, q, kv, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-    let mut out = if p.conv_layers[layer] {
-        vec![
-            ("conv.in_proj.weight", [3 * h, h]),
-            ("conv.out_proj.weight", [h, h]),
-        ]
-    } else {
-        vec![
-            ("self_attn.q_proj.weight", [q, h]),
-            ("self_attn.k_proj.weight", [kv, h]),
-            ("self_attn.v_proj.weight", [kv, h]),
-            ("self_attn.out_proj.weight", [h, q]),
-        ]
-    };
-    out.extend([
-        ("feed_forward.w1.weight", [i, h]),
-        ("feed_forward.w3.weight", [i, h]),
-        ("feed_forward.w2.weight", [h, i]),
-    ]);
-    out
-}
-
-/// The dense weights of layer `layer` (norms, the convolution's `[hidden, 1, width]` kernel
-/// and biases), by suffix, with their shape.
-fn layer_dense(c: &ModelConfig, p: &Lfm2Params, layer: usize) -> Vec<(&'static str, Vec<usize>)> {
-    let h = c.hidden_size;
-    let mut out = vec![
-        ("operator_norm.weight", vec![h]),
-        ("ffn_norm.weight", vec![h]),
-    ];
-    if p.conv_layers[layer] {
-        out.push(("conv.conv.weight", vec![h, 1, p.conv_width]));
-        if p.conv_bias {
-            out.push(("conv.in_proj.bias", vec![3 * h]));
-            out.push(("conv.conv.bias", vec![h]));
-            out.push(("conv.out_proj.bias", vec![h]));
-        }
-    } else {
-        out.push(("self_attn.q_layernorm.weight", vec![c.head_dim]));
-        out.push(("self_attn.k_layernorm.weight", vec![c.head_dim]));
-    }
-    out
-}
-
-/// Every tensor of an LFM2 model in file order: embedding, layers, final norm
-/// (`model.embedding_norm`), `lm_head`. The convolution kernels are stored dense, as the norms
-/// are: a few values per channel.
-pub(crate) fn expected_tensors(c: &ModelConfig, p: &Lfm2Params) -> Vec<ExpectedTensor> {
-    let mut out = vec![ExpectedTensor {
-        name: "model.embed_tokens.weight".into(),
-        role: Role::Embedding,
-        shape: vec![c.vocab_size, c.hidden_size],
-    }];
-    for layer in 0..c.num_hidden_layers {
-        for (suffix, shape) in layer_dense(c, p, layer) {
-            out.push(ExpectedTensor {
-                name: format!("model.layers.{layer}.{suffix}"),
-                role: Role::Norm,
-                shape,
-            });
-        }
-        for (suffix, shape) in layer_linears(c, p, layer) {
-            out.push(ExpectedTensor {
-                name: format!("model.layers.{layer}.{suffix}"),
-                role: Role::Linear,
-                shape: shape.to_vec(),
-            });
-        }
-    }
-    out.push(ExpectedTensor {
-        name: "model.embedding_norm.weight".into(),
-        role: Role::Norm,
-        shape: vec![c.hidden_size],
-    });
-    out.push(ExpectedTensor {
-        name: "lm_head.weight".into(),
-        role: Role::Linear,
-        shape: vec![c.vocab_size, c.hidden_size],
-    });
-    out
 }
 
 #[cfg(test)]
