@@ -343,12 +343,19 @@ async fn foreign_host_and_origin_are_refused() {
 
 #[tokio::test]
 async fn oversize_body_is_413() {
+    // A route without pictures keeps the plain limit (the chat routes add the bounded pictures
+    // on top: pictures_body.rs).
     let state = state();
     let big = format!(
-        r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#,
+        r#"{{"prompt":"{}"}}"#,
         "a".repeat(hearth_server::DEFAULT_BODY_LIMIT + 1)
     );
-    let (status, value) = send_json(&state, post(big)).await;
+    let request = Request::post("/v1/completions")
+        .header(header::HOST, "localhost:11435")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(big))
+        .unwrap();
+    let (status, value) = send_json(&state, request).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(error_of(&value).0.contains("4 MB"), "{value}");
 }
