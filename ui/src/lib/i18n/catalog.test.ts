@@ -15,10 +15,10 @@ const components = import.meta.glob<string>(['../../**/*.svelte'], { query: '?ra
 
 /** Keys whose value may equal English: names, units and words the languages share. */
 const SAME_AS_ENGLISH: Record<string, string[]> = {
-  zh: ['meter.npu'],
-  es: ['catalog.tokens', 'meter.npu', 'summary.join', 'sources.fileAt'],
-  de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join', 'sources.fileAt'],
-  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join', 'attach.dialogFilter', 'sources.page', 'sources.fileAt'],
+  zh: ['meter.npu', 'voice.whisperBase'],
+  es: ['catalog.tokens', 'meter.npu', 'summary.join', 'sources.fileAt', 'voice.whisperBase'],
+  de: ['settings.threads', 'models.nameOptional', 'meter.npu', 'summary.join', 'sources.fileAt', 'voice.whisperBase'],
+  fr: ['sidebar.label', 'chat.label', 'settings.threads', 'sources.title', 'receipt.version', 'meter.npu', 'summary.join', 'attach.dialogFilter', 'sources.page', 'sources.fileAt', 'voice.whisperBase'],
 };
 
 /** The parameters a message names, each with how it is used (argument, plural, number…). */

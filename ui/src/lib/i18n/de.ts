@@ -832,6 +832,7 @@ export const de: Translation = {
   'voice.sendAtOnce': "Das Gesagte sofort senden",
   'voice.nothingHeard': "Es wurden keine Wörter gehört. Sprich etwas länger und näher am Mikrofon.",
   'voice.offerTitle': "Sprechen statt tippen: Hearth braucht einmal ein Sprachmodell",
+  'voice.whisperBase': "Whisper base",
   'voice.offerBody': "{name} ({size}) macht nur aus deiner Stimme Text, auf diesem Computer: Was du sagst, verlässt ihn nie. Es versteht {languages} und {more} weitere Sprachen.",
   'voice.offerDownload': "{name} herunterladen",
   'voice.offerProgress': "{name} wird heruntergeladen: {done} von {total}",

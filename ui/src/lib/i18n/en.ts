@@ -861,6 +861,7 @@ export const en = {
   'voice.sendAtOnce': "Send what I said at once",
   'voice.nothingHeard': "No words were heard. Speak a little longer, closer to the microphone.",
   'voice.offerTitle': "Speak instead of typing: Hearth needs a speech model once",
+  'voice.whisperBase': "Whisper base",
   'voice.offerBody': "{name} ({size}) only turns your voice into text, on this computer: what you say never leaves it. It understands {languages} and {more} other languages.",
   'voice.offerDownload': "Download {name}",
   'voice.offerProgress': "Downloading {name}: {done} of {total}",

@@ -832,6 +832,7 @@ export const es: Translation = {
   'voice.sendAtOnce': "Enviar al momento lo que he dicho",
   'voice.nothingHeard': "No se oyeron palabras. Habla un poco más, más cerca del micrófono.",
   'voice.offerTitle': "Habla en vez de escribir: Hearth necesita una vez un modelo de voz",
+  'voice.whisperBase': "Whisper base",
   'voice.offerBody': "{name} ({size}) solo convierte tu voz en texto, en este ordenador: lo que dices nunca sale de él. Entiende {languages} y otros {more} idiomas.",
   'voice.offerDownload': "Descargar {name}",
   'voice.offerProgress': "Descargando {name}: {done} de {total}",

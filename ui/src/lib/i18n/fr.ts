@@ -833,6 +833,7 @@ export const fr: Translation = {
   'voice.sendAtOnce': "Envoyer aussitôt ce que j’ai dit",
   'voice.nothingHeard': "Aucun mot n’a été entendu. Parlez un peu plus longtemps, plus près du micro.",
   'voice.offerTitle': "Parler au lieu de taper : Hearth a besoin une fois d’un modèle de parole",
+  'voice.whisperBase': "Whisper base",
   'voice.offerBody': "{name} ({size}) ne fait que transformer votre voix en texte, sur cet ordinateur : ce que vous dites ne le quitte jamais. Il comprend {languages} et {more} autres langues.",
   'voice.offerDownload': "Télécharger {name}",
   'voice.offerProgress': "Téléchargement de {name} : {done} sur {total}",

@@ -824,6 +824,7 @@ export const zh: Translation = {
   'voice.sendAtOnce': "立即发送我说的话",
   'voice.nothingHeard': "没有听到任何词语。请说久一点，并靠近麦克风。",
   'voice.offerTitle': "用说话代替打字：Hearth 需要先下载一次语音模型",
+  'voice.whisperBase': "Whisper base",
   'voice.offerBody': "{name}（{size}）只在这台电脑上把你的声音转成文字：你说的话永远不会离开它。它能听懂{languages}以及另外 {more} 种语言。",
   'voice.offerDownload': "下载 {name}",
   'voice.offerProgress': "正在下载 {name}：{done} / {total}",
