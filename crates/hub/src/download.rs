@@ -495,6 +495,17 @@ fn is_sha1_hex(text: &str) -> bool {
     is_hex_of_len(text, 40)
 }
 
+/// Bytes of a file of `size` at `path` already on disk: all once verified and renamed, else
+/// what its `.part` holds.
+pub(crate) fn bytes_on_disk(path: &Path, size: u64) -> u64 {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == size => size,
+        _ => std::fs::metadata(part_path(path))
+            .map(|m| m.len().min(size))
+            .unwrap_or(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

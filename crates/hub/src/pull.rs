@@ -21,7 +21,7 @@ use crate::catalog::{self, Backend, CatalogEntry};
 use crate::download::{self, DownloadOptions, FileEvent, FileJob, FileOutcome};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, FileLock};
-use crate::hub_api::{is_repo_id, HubClient, RemoteFile};
+use crate::hub_api::{is_repo_id, HubClient};
 use crate::kernels::{self, KERNEL_LIST_FILE};
 use crate::model_dir::{self, ModelFiles, ValidatedModel, WeightFormat};
 use crate::names::check_name;
@@ -218,7 +218,7 @@ pub fn pull(
         }
         Downloaded::Stopped(_) => {
             let done_bytes = manifest.files.iter().fold(0u64, |sum, f| {
-                sum.saturating_add(bytes_on_disk(&files_dir, f))
+                sum.saturating_add(download::bytes_on_disk(&files_dir.join(&f.name), f.size))
             });
             reporter.phase(Phase::Paused, None);
             return Ok(PullOutcome::Paused {
@@ -350,18 +350,6 @@ fn check_kernels(
     Ok(())
 }
 
-/// Bytes of `file` already in `files_dir`: all of it once verified and renamed, else what its
-/// `.part` holds.
-fn bytes_on_disk(files_dir: &Path, file: &RemoteFile) -> u64 {
-    let done = files_dir.join(&file.name);
-    match std::fs::metadata(&done) {
-        Ok(m) if m.len() == file.size => file.size,
-        _ => std::fs::metadata(download::part_path(&done))
-            .map(|m| m.len().min(file.size))
-            .unwrap_or(0),
-    }
-}
-
 /// Checks the disk holds what is still missing plus the reserve; returns the bytes of the
 /// whole model and those already on disk.
 fn check_free_space(
@@ -377,7 +365,7 @@ fn check_free_space(
         .iter()
         .fold(0u64, |sum, f| sum.saturating_add(f.size));
     let already: u64 = manifest.files.iter().fold(0u64, |sum, f| {
-        sum.saturating_add(bytes_on_disk(files_dir, f))
+        sum.saturating_add(download::bytes_on_disk(&files_dir.join(&f.name), f.size))
     });
     let needed = total
         .saturating_sub(already)

@@ -178,7 +178,7 @@ pub fn download_voice(
     progress.total_bytes = files.iter().map(|(f, _)| f.size).sum();
     let already: u64 = files
         .iter()
-        .map(|(f, path)| bytes_on_disk(path, f.size))
+        .map(|(f, path)| download::bytes_on_disk(path, f.size))
         .sum();
     let needed = progress
         .total_bytes
@@ -197,7 +197,7 @@ pub fn download_voice(
     let mut meter = SpeedMeter::new();
     let mut before = 0u64;
     for (remote, path) in &files {
-        if bytes_on_disk(path, remote.size) == remote.size && path.is_file() {
+        if download::bytes_on_disk(path, remote.size) == remote.size && path.is_file() {
             before += remote.size;
             progress.files_done += 1;
             continue;
@@ -315,17 +315,6 @@ fn stopped(
         progress.phase = Phase::Paused;
         on_progress(progress);
         VoiceOutcome::Paused
-    }
-}
-
-/// Bytes of a file of `size` at `path` already on disk: all once verified and renamed, else
-/// what its `.part` holds.
-fn bytes_on_disk(path: &Path, size: u64) -> u64 {
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() == size => size,
-        _ => std::fs::metadata(download::part_path(path))
-            .map(|m| m.len().min(size))
-            .unwrap_or(0),
     }
 }
 
