@@ -219,9 +219,9 @@ impl Library {
         // Private (0600): it holds the text of the user's documents.
         let conn = hearth_sqlite::open(path).map_err(sqlite)?;
         hearth_sqlite::use_wal(&conn).map_err(sqlite)?;
-        conn.pragma_update(None, "secure_delete", "ON")
-            .map_err(sqlite)?;
-        let found: i64 = conn
+        // Read under the write lock, so that two first opens at once migrate it once.
+        let tx = hearth_sqlite::write(&conn).map_err(sqlite)?;
+        let found: i64 = tx
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .map_err(sqlite)?;
         if found > SCHEMA_VERSION {
@@ -231,7 +231,6 @@ impl Library {
             });
         }
         if found < SCHEMA_VERSION {
-            let tx = conn.unchecked_transaction().map_err(sqlite)?;
             // A new library gets the whole schema; one written by schema 1 keeps its tables
             // (which `IF NOT EXISTS` leaves alone) and gets the columns it lacks.
             tx.execute_batch(SCHEMA).map_err(sqlite)?;
@@ -247,8 +246,8 @@ impl Library {
             .map_err(sqlite)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(sqlite)?;
-            tx.commit().map_err(sqlite)?;
         }
+        tx.commit().map_err(sqlite)?;
         // The journal files the writes above created, private too.
         hearth_sqlite::make_private(path);
         Ok(Self {
@@ -346,7 +345,7 @@ impl Library {
         passages: Result<&[NewPassage], (&str, Option<&Failure>)>,
     ) -> Result<DocumentId, LibraryError> {
         let err = |e| self.err(e);
-        let tx = self.conn.unchecked_transaction().map_err(err)?;
+        let tx = hearth_sqlite::write(&self.conn).map_err(err)?;
         let path = path_text(&file.path);
         let old: Option<DocumentId> = tx
             .query_row("SELECT id FROM documents WHERE path = ?1", [&path], |row| {
@@ -430,7 +429,7 @@ impl Library {
     /// vectors, and its attachments, overwritten on disk (`secure_delete`). Whether it was there.
     pub fn remove(&self, path: &Path) -> Result<bool, LibraryError> {
         let err = |e| self.err(e);
-        let tx = self.conn.unchecked_transaction().map_err(err)?;
+        let tx = hearth_sqlite::write(&self.conn).map_err(err)?;
         let id: Option<DocumentId> = tx
             .query_row(
                 "SELECT id FROM documents WHERE path = ?1",
@@ -531,7 +530,7 @@ impl Library {
         vectors: &[(i64, Vec<f32>)],
     ) -> Result<(), LibraryError> {
         let err = |e| self.err(e);
-        let tx = self.conn.unchecked_transaction().map_err(err)?;
+        let tx = hearth_sqlite::write(&self.conn).map_err(err)?;
         {
             let mut insert = tx
                 .prepare(
@@ -971,5 +970,37 @@ mod tests {
             .query_row("SELECT vector FROM vectors", [], |row| row.get(0))
             .unwrap();
         assert_eq!(vector_from_bytes(&bytes), [0.5, -2.0]);
+    }
+
+    /// Two writers at once (the app's indexing and its library view, or the app and `hearth`):
+    /// each waits for the other instead of failing with "database is locked". A write that
+    /// begins with a read must take the write lock first, or SQLite cannot wait for it.
+    #[test]
+    fn two_connections_writing_at_once_wait_for_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("documents.db");
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let library = Library::open(&path).unwrap();
+                    for i in 0..100 {
+                        let name = format!("/{w}/{}.txt", i % 5);
+                        library
+                            .store(
+                                &file(&name, &i.to_string()),
+                                "text file",
+                                None,
+                                &[passage("x")],
+                            )
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        assert_eq!(Library::open(&path).unwrap().documents().unwrap().len(), 10);
     }
 }

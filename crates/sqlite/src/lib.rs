@@ -9,7 +9,10 @@
 //!   a removed file's passages or a deleted conversation do not stay in free pages, and a
 //!   caller that deletes on the user's word then truncates the journal ([`checkpoint`]);
 //! - the journal is written ahead (WAL), synced at commits (`synchronous=NORMAL`), with foreign
-//!   keys enforced ([`use_wal`]).
+//!   keys enforced ([`use_wal`]);
+//! - a transaction that writes takes the write lock when it begins ([`write`]). One that began
+//!   by reading could not wait for another writer: SQLite answers "database is locked" at once
+//!   rather than let its snapshot go stale.
 //!
 //! Neither store may use the other's crate, and this is all they share, so it is a leaf crate
 //! of its own rather than a module of either.
@@ -17,7 +20,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// How long a write waits for another connection's write before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -40,9 +43,35 @@ pub fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
 }
 
+/// Begins a transaction that will write, holding the write lock from its start (`BEGIN
+/// IMMEDIATE`), so it waits up to [`BUSY_TIMEOUT`] for another connection's write.
+pub fn write(conn: &Connection) -> rusqlite::Result<Transaction<'_>> {
+    Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+}
+
 /// Write-ahead journal, synced at commits, foreign keys enforced.
+///
+/// Switching a new database to WAL needs it alone, and SQLite answers "database is locked" at
+/// once rather than call the busy handler while another connection opens it too (the app's
+/// first indexing beside its library view). So the switch is tried again for up to
+/// [`BUSY_TIMEOUT`], as any other write waits.
 pub fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let started = std::time::Instant::now();
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            break;
+        }
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => break result?,
+        }
+    }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")
 }
