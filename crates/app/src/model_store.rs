@@ -153,9 +153,15 @@ impl App {
     }
 
     /// Deletes an installed model; returns the bytes freed. A linked GGUF file is never
-    /// deleted: only Hearth's small folder for it is.
+    /// deleted: only Hearth's small folder for it is. A speech model (`whisper-base`) is the
+    /// folder Hearth downloaded into `models/speech/`, as `hearth rm` removes it; one Hearth
+    /// did not download is refused in words.
     pub fn remove_model(&self, name: &str) -> Result<Removed> {
-        Ok(self.home.store().remove(name)?)
+        let store = self.home.store();
+        Ok(match hearth_hub::speech::folder_name(&store, name)? {
+            Some(folder) => hearth_hub::speech::remove(&store, &folder)?,
+            None => store.remove(name)?,
+        })
     }
 
     /// Adds a model from this computer, as `hearth import` does: a GGUF file (linked where it

@@ -2,7 +2,8 @@
 //! offline failure said in words, the one-click download from the hub's imitation of Hugging
 //! Face, the microphone hearing through the test hook (`HEARTH_TEST_MIC_WAV`) with the model
 //! it fetched, and a second click that fetches nothing. One test: the Hub's address and the
-//! test microphone are read from the environment, which the steps change in turn.
+//! test microphone are read from the environment, which the steps change in turn. Last, the
+//! Models page removes the model Hearth downloaded, and refuses a folder the person put there.
 
 #[path = "../../hub/tests/common/mod.rs"]
 mod mockhub;
@@ -145,4 +146,22 @@ fn the_first_press_offers_whisper_base_which_downloads_once_and_then_hears() {
         spoken_language(&app, Some("no-such-conversation"), "de"),
         "de"
     );
+
+    // The Models page removes it as it removes a chat model; then it is offered again.
+    let removed = app.remove_model("whisper-base").unwrap();
+    assert_eq!(removed.name, "whisper-base");
+    assert!(removed.freed_bytes > 0);
+    assert!(!folder.exists());
+    assert!(voice.status(&app).offer.is_some());
+    // A Whisper folder the person put there is theirs: refused in words, left alone.
+    let theirs = PathBuf::from(&status.speech_models_dir).join("my-whisper");
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("model.bin"), b"mine").unwrap();
+    let error = app.remove_model("my-whisper").unwrap_err();
+    assert!(
+        error.message.contains("not downloaded by Hearth"),
+        "{}",
+        error.message
+    );
+    assert!(theirs.join("model.bin").is_file());
 }
