@@ -94,7 +94,10 @@ function overview() {
         fit: { memory, disk, hint: disk ? `Fits: needs about ${entry.memory_bytes / GB} GB of memory` : 'Not enough free disk' },
       };
     }),
-    installed: [...installed, ...localOnly()].map((i) => ({ ...i, is_default: i.name === defaultName })),
+    // Speech models live in models/speech/, outside the registry's list (as in the app).
+    installed: [...installed, ...localOnly()]
+      .filter((i) => !allCatalog().some((e) => e.kind === 'speech' && e.name === i.name))
+      .map((i) => ({ ...i, is_default: i.name === defaultName })),
     partial: [...partial.values()],
     downloading: [...running.keys()],
     copy_models: false,

@@ -47,7 +47,8 @@ export function voiceCommand(cmd: string, args: Json): unknown {
   switch (cmd) {
     case 'voice_status': {
       const overview = modelsCommand('models_overview', {}) as Json;
-      const pulled = overview.installed.some((m: Json) => m.name === 'whisper-base');
+      // A speech model shows in the catalog as installed, not in the installed list.
+      const pulled = overview.catalog.some((c: Json) => c.entry.name === 'whisper-base' && c.installed);
       const models = pulled ? [...new Set([...voiceControl.models, 'whisper-base'])] : voiceControl.models;
       const paused = overview.partial.find((p: Json) => p.name === 'whisper-base');
       const offer = models.length === 0

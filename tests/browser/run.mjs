@@ -2262,7 +2262,7 @@ test('speaking: the microphone shows a live level and time, Escape stops, the wo
   assert((await page.getByTestId('mic-live').count()) === 0, 'it does not listen without a model');
 });
 
-test('speech model: the first press offers Whisper base (size, languages, what it is for); one click downloads it with Cancel, a failure says so with Try again, a pause offers Resume, then the microphone listens in the conversation\'s language', async ({ page }) => {
+test('speech model: the first press offers Whisper base (size, languages, what it is for); one click downloads it with Cancel, a failure says so with Try again, a pause offers Resume, then the microphone listens in the conversation\'s language; the Models page deletes it', async ({ page }) => {
   await page.getByTestId('mic-button').click();
   const offer = await page.getByTestId('mic-offer-text').textContent();
   for (const words of ['Whisper base', '147.9 MB', 'English', 'Chinese', 'Spanish', 'German', 'French', '94 other languages', 'on this computer']) {
@@ -2304,6 +2304,17 @@ test('speech model: the first press offers Whisper base (size, languages, what i
   await page.waitForFunction(() => window.__mockVoice.languages.length === 2);
   languages = await page.evaluate(() => window.__mockVoice.languages);
   assert(languages[1] === null, `detect sends no language: ${JSON.stringify(languages)}`);
+  // The Models page lists it with the other helpers, not among the chat models, and deletes it
+  // after a second click.
+  await openModels(page);
+  const card = page.getByTestId('catalog-item-whisper-base');
+  await card.getByTestId('installed-badge-whisper-base').waitFor();
+  assert((await page.getByTestId('delete-whisper-base').count()) === 1, 'one Delete, on its card');
+  await page.getByTestId('delete-whisper-base').click();
+  assert((await card.getByRole('alert').textContent()).includes('Delete whisper-base and free 147.9 MB?'), 'the card asks first');
+  await page.getByTestId('confirm-delete-whisper-base').click();
+  await card.getByTestId('download-whisper-base').waitFor();
+  assert((await page.getByTestId('models-notice').textContent()).startsWith('Deleted whisper-base:'), 'the page says it was deleted');
 }, () => {
   window.__mockVoice.models = [];
   window.__mockModels.moreCatalog = [window.__mockVoice.speechCatalogEntry];

@@ -30,7 +30,7 @@ export type ModelsApi = Pick<
 function addedNotice(model: InstalledModel): string {
   return model.linked
     ? t('linked.added', { name: model.name, size: formatBytes(model.size_bytes) })
-    : `Imported ${model.name} (${formatBytes(model.size_bytes)}); the original stays where it was.`;
+    : t('models.imported', { name: model.name, size: formatBytes(model.size_bytes) });
 }
 
 const ACTIVE = new Set(['resolving', 'downloading', 'retrying', 'validating', 'converting', 'registering']);
@@ -101,10 +101,10 @@ export class ModelsStore {
         this.progress = { ...this.progress, [name]: p };
       });
       if (result.outcome === 'installed' && result.model) {
-        this.notice = `${result.model.name} is installed (${formatBytes(result.model.size_bytes)}).`;
+        this.notice = t('models.installedNotice', { name: result.model.name, size: formatBytes(result.model.size_bytes) });
         this.onChanged();
       } else if (result.outcome === 'already_installed') {
-        this.notice = `${name} was already installed.`;
+        this.notice = t('models.alreadyInstalled', { name });
       }
     } catch (e) {
       this.setError(name, e);
@@ -139,7 +139,7 @@ export class ModelsStore {
     this.clearError(name);
     try {
       const removed = await this.api.removeModel(name);
-      this.notice = `Deleted ${removed.name}: ${formatBytes(removed.freed_bytes)} freed.`;
+      this.notice = t('models.deleted', { name: removed.name, size: formatBytes(removed.freed_bytes) });
       this.onChanged();
     } catch (e) {
       this.setError(name, e);
@@ -184,7 +184,7 @@ export class ModelsStore {
     this.clearError(name);
     try {
       await this.api.setDefaultModel(name);
-      this.notice = `${name} will open when Hearth starts.`;
+      this.notice = t('models.willOpen', { name });
       this.onChanged();
     } catch (e) {
       this.setError(name, e);

@@ -355,6 +355,11 @@ export const de: Translation = {
   'models.repoLabel': 'Einen Hugging-Face-Modelllink einfügen oder Besitzer/Name',
   'models.repoPlaceholder': 'https://… oder besitzer/name',
   'models.repoHint': 'So lädt Hearth Modelle im Format Q4NX oder safetensors herunter. Eine GGUF-Datei laden Sie selbst herunter und fügen sie oben hinzu.',
+  'models.imported': '{name} importiert ({size}); das Original bleibt, wo es war.',
+  'models.installedNotice': '{name} ist installiert ({size}).',
+  'models.alreadyInstalled': '{name} war schon installiert.',
+  'models.deleted': '{name} gelöscht: {size} frei geworden.',
+  'models.willOpen': '{name} wird beim Start von Hearth geöffnet.',
 
   'format.toFirstWord': '{time} bis zum ersten Wort',
   'format.batteryLasts': 'bei diesem Verbrauch hält ein voller Akku {time}',

@@ -376,6 +376,11 @@ export const en = {
   'models.repoLabel': 'Paste a Hugging Face model link, or its owner/name',
   'models.repoPlaceholder': 'https://… or owner/name',
   'models.repoHint': 'Hearth downloads models stored as Q4NX or safetensors this way. For a GGUF file, download it and add it above.',
+  'models.imported': 'Imported {name} ({size}); the original stays where it was.',
+  'models.installedNotice': '{name} is installed ({size}).',
+  'models.alreadyInstalled': '{name} was already installed.',
+  'models.deleted': 'Deleted {name}: {size} freed.',
+  'models.willOpen': '{name} will open when Hearth starts.',
 
   // More numbers and times (format.ts).
   'format.toFirstWord': '{time} to first word',

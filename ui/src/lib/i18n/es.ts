@@ -355,6 +355,11 @@ export const es: Translation = {
   'models.repoLabel': 'Pega el enlace de un modelo de Hugging Face, o su propietario/nombre',
   'models.repoPlaceholder': 'https://… o propietario/nombre',
   'models.repoHint': 'Así Hearth descarga modelos guardados como Q4NX o safetensors. Un archivo GGUF, descárgalo y añádelo arriba.',
+  'models.imported': 'Se importó {name} ({size}); el original sigue donde estaba.',
+  'models.installedNotice': '{name} está instalado ({size}).',
+  'models.alreadyInstalled': '{name} ya estaba instalado.',
+  'models.deleted': 'Se eliminó {name}: {size} liberados.',
+  'models.willOpen': '{name} se abrirá al iniciar Hearth.',
 
   'format.toFirstWord': '{time} hasta la primera palabra',
   'format.batteryLasts': 'a este ritmo una batería llena dura {time}',

@@ -356,6 +356,11 @@ export const fr: Translation = {
   'models.repoLabel': 'Collez le lien d’un modèle Hugging Face, ou son propriétaire/nom',
   'models.repoPlaceholder': 'https://… ou propriétaire/nom',
   'models.repoHint': 'Hearth télécharge ainsi les modèles enregistrés en Q4NX ou safetensors. Un fichier GGUF, téléchargez-le et ajoutez-le ci-dessus.',
+  'models.imported': '{name} importé ({size}) ; l’original reste où il était.',
+  'models.installedNotice': '{name} est installé ({size}).',
+  'models.alreadyInstalled': '{name} était déjà installé.',
+  'models.deleted': '{name} supprimé : {size} libérés.',
+  'models.willOpen': '{name} s’ouvrira au démarrage de Hearth.',
 
   'format.toFirstWord': '{time} avant le premier mot',
   'format.batteryLasts': 'à ce rythme, une batterie pleine dure {time}',

@@ -347,6 +347,11 @@ export const zh: Translation = {
   'models.repoLabel': '粘贴 Hugging Face 模型链接，或其 所有者/名称',
   'models.repoPlaceholder': 'https://… 或 所有者/名称',
   'models.repoHint': '这里可下载以 Q4NX 或 safetensors 保存的模型。GGUF 文件请先下载，再在上方添加。',
+  'models.imported': '已导入 {name}（{size}）；原文件仍在原处。',
+  'models.installedNotice': '{name} 已安装（{size}）。',
+  'models.alreadyInstalled': '{name} 之前已安装。',
+  'models.deleted': '已删除 {name}：释放了 {size}。',
+  'models.willOpen': 'Hearth 启动时将打开 {name}。',
 
   'format.toFirstWord': '首字用时 {time}',
   'format.batteryLasts': '按此速率，满电可用 {time}',
