@@ -1,5 +1,5 @@
 """Drives a running `hearth serve` with the official `ollama` and `openai` Python packages, as
-programs that speak those APIs do. Run by tests/api_clients.rs:
+programs that speak those APIs do. Run by tests/cli/api_clients.rs:
 
     python api_clients.py BASE_URL ALLOWED_ORIGIN [EMBEDDING_MODEL]
 

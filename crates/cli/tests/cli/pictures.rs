@@ -6,7 +6,7 @@
 //! any answer. The imitation is built next to `hearth` by `cargo build -p flm-imitation` (or
 //! `cargo test --workspace`); without it the tests that need it say they were skipped.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

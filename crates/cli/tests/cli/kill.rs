@@ -8,8 +8,7 @@
 //!   registered, each missing source file is in the model, byte for byte);
 //! - the same command, run again, finishes the work (a download resumes where it stopped).
 
-#[path = "../../hub/tests/common/mod.rs"]
-mod mockhub;
+use crate::mockhub;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,14 +2,10 @@
 //! Hugging Face: the speech model lands in models/speech/, is not a chat model, and only what
 //! Hearth downloaded is removed.
 
-mod common;
-#[path = "../../hub/tests/common/mod.rs"]
-mod mockhub;
-
 use std::path::Path;
 
-use common::hearth;
-use mockhub::{MockFile, MockHub};
+use crate::common::hearth;
+use crate::mockhub::{MockFile, MockHub};
 
 fn whisper_files() -> Vec<MockFile> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/whisper/tiny-ct2");

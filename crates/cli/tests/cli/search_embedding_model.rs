@@ -2,7 +2,7 @@
 //! in the store, ranks passages semantically (the engine's tiny random Qwen3-Embedding-shaped
 //! fixture stands in for Qwen3-Embedding-0.6B, which is not downloaded in tests).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! The model verbs (`logits`, `generate`, `run`, `chat`) end to end through the `hearth` binary,
 //! on the engine's tiny fixture models.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Output;

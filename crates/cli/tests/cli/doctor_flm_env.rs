@@ -2,7 +2,7 @@
 //! Settings › NPU (read from the desktop's settings file) or given with `--flm-env DIR`, and
 //! its report names where FastFlowLM was found (or why not: a folder without `bin/flm`).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

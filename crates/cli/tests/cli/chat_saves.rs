@@ -2,7 +2,7 @@
 //! core), so they show in the app's list afterwards; `--no-save` saves nothing. Run on the tiny
 //! Qwen3 fixture with every Hearth folder in a temporary directory.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! and the NPU through the FastFlowLM imitation (`tests/flm-imitation`, built by
 //! `cargo test --workspace` next to `hearth`).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use common::Served;
+use crate::common::Served;
 
 fn npu_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

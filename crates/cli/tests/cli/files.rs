@@ -4,7 +4,7 @@
 //! of the tiny Qwen3 fixture that allows 1024 positions (the instruction to cite and a passage
 //! are longer than its 128), with every Hearth folder in a temporary directory.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

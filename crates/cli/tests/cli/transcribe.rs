@@ -8,7 +8,7 @@
 //! Whisper FastFlowLM has not downloaded is an error for `--backend npu` and a fallback to the
 //! processor for `auto`.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! reads the files that were not committed and the library ends as a fresh one would), and
 //! --json gives places and character ranges that slice the passage out of the file's text.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! Qwen3-Embedding-0.6B would be), does not list it as a chat model, and names it when a request
 //! names a model it does not have.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
