@@ -5,6 +5,9 @@
 //!
 //! Bounded in count (3 rounds of 12 clients, 48 new tokens each) and in time (every socket
 //! read has a timeout, every wait a limit); loopback only.
+//!
+//! A test binary of its own, not a module of `tests/server/`: it counts this process's open
+//! file descriptors and its memory, which other tests running beside it would change.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
