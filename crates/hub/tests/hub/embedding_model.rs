@@ -5,12 +5,10 @@
 //! real repository has, so the download, the file selection and q4nx's validation of a
 //! prefix-less checkpoint run as they would on it.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{MockFile, MockHub, TempDir};
+use crate::common::{MockFile, MockHub, TempDir};
 use hearth_hub::{
     pull, DownloadControl, DownloadOptions, HubClient, ModelKind, PullOutcome, PullRequest, Store,
 };

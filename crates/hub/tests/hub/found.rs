@@ -4,12 +4,10 @@
 //! truncated GGUF, a missing folder and a symbolic link loop. The scan lists each with the
 //! importer's verdict and never changes anything it reads.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::TempDir;
+use crate::common::TempDir;
 use hearth_hub::{
     import_found, scan_found, FoundFormat, FoundModel, FoundRoots, FoundSource, Store,
 };

@@ -9,11 +9,9 @@
 //! file, nothing timed. For a long run:
 //! `PROPTEST_CASES=20000 cargo test -p hearth-hub --release --test fuzz_registry`.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::TempDir;
+use crate::common::TempDir;
 use hearth_hub::registry::{FlmDetails, FlmEntry, Registry};
 use hearth_hub::Store;
 use proptest::prelude::*;

@@ -2,9 +2,7 @@
 //! tied embedding, F32 norms) is converted, registered and listed; a damaged one is refused
 //! with nothing registered and nothing left behind; the GGUF itself is never changed.
 
-mod common;
-
-use common::TempDir;
+use crate::common::TempDir;
 use hearth_hub::{Error, GgufImportOptions, Store, WeightFormat};
 use q4nx::gguf::write::tiny_model;
 

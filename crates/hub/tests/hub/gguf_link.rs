@@ -3,11 +3,9 @@
 //! can be found again (the same model only); removing the model never touches the file; the
 //! copy stays available; a Q4NX model keeps its file as it is.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::TempDir;
+use crate::common::TempDir;
 use hearth_hub::{
     import_found, Error, GgufImportOptions, ImportOptions, LinkState, Store, WeightFormat,
 };

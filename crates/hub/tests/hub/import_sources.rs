@@ -4,12 +4,10 @@
 //! source, `--move` from inside the store is refused, and a killed GGUF import leaves nothing
 //! hidden behind once the next import runs.
 
-mod common;
-
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::{fixture, TempDir};
+use crate::common::{fixture, TempDir};
 use hearth_hub::{Error, GgufImportOptions, ImportOptions, Store};
 
 /// A copy of the tiny Q4NX fixture at `dir`.

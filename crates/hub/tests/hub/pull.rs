@@ -1,11 +1,11 @@
 //! Downloads against a local imitation of the Hub: clean, cut, resumed after a "restart",
 //! paused, corrupted, disk full, incomplete repository, 404, offline.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{repo_files, MockHub, TempDir};
+use crate::common::{repo_files, MockHub, TempDir};
 use hearth_hub::{
     pull, DownloadControl, DownloadOptions, Error, HubClient, Phase, Progress, PullOutcome,
     PullRequest, Store,

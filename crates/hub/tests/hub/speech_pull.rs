@@ -2,12 +2,10 @@
 //! `models/speech/<name>/` and not registered, paused and resumed, cancelled, offline, too little
 //! disk, a model.bin that is not Whisper's, and removal (only of what Hearth downloaded).
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{MockFile, MockHub, TempDir};
+use crate::common::{MockFile, MockHub, TempDir};
 use hearth_hub::{
     pull, speech, DownloadControl, DownloadOptions, Error, HubClient, Phase, PullOutcome,
     PullRequest, Store, WeightFormat,

@@ -1,12 +1,10 @@
 //! The local store: import, list, default, remove, and the registry under concurrent writers
 //! (threads and separate processes).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{fixture, TempDir};
+use crate::common::{fixture, TempDir};
 use hearth_hub::registry::{FlmDetails, FlmEntry};
 use hearth_hub::{Error, ImportOptions, Store, WeightFormat};
 
@@ -238,12 +236,17 @@ fn registry_writer_child() {
 fn concurrent_writers_in_separate_processes_lose_no_entry() {
     let tmp = TempDir::new("procs");
     let exe = std::env::current_exe().unwrap();
+    // The child's name in this test binary: its module's path without the binary's name.
+    let child_test = format!(
+        "{}::registry_writer_child",
+        module_path!().split_once("::").unwrap().1
+    );
     let children: Vec<_> = (0..4)
         .map(|p| {
             std::process::Command::new(&exe)
                 .args([
                     "--exact",
-                    "registry_writer_child",
+                    child_test.as_str(),
                     "--test-threads=1",
                     "--quiet",
                 ])

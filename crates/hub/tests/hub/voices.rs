@@ -2,12 +2,10 @@
 //! a cut connection resumed, a partial file from an earlier run resumed, a corrupted byte
 //! refused, a cancel, and a listed path that would leave the voices folder.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{MockFile, MockHub, TempDir};
+use crate::common::{MockFile, MockHub, TempDir};
 use hearth_hub::voices::{
     download_voice, voice_for_language, PiperVoiceEntry, VoiceOutcome, VOICES_REPO, VOICES_REVISION,
 };
