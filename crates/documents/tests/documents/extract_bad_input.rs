@@ -2,11 +2,9 @@
 //! says what to do, within bounded memory and time, and never with a panic. The malformed files
 //! are built here; the encrypted and image-only PDFs are committed fixtures.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{write, zip_of};
+use crate::common::{write, zip_of};
 use hearth_documents::{extract, ExtractError, ExtractLimits};
 
 fn fixture(name: &str) -> PathBuf {
@@ -302,7 +300,7 @@ fn a_password_protected_odt_is_named_as_such() {
 fn damaged_copies_of_every_fixture_never_panic() {
     let dir = tempfile::tempdir().unwrap();
     // The parsers are what is damaged here: a copy whose pages lost their text would otherwise
-    // be drawn and read by Tesseract, seconds a page (OCR's own bad input is tests/ocr.rs').
+    // be drawn and read by Tesseract, seconds a page (OCR's own bad input is in ocr.rs).
     let mut no_ocr = ExtractLimits::default();
     no_ocr.ocr.languages.clear();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;

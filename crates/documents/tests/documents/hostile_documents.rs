@@ -3,13 +3,11 @@
 //! test's own process, so a finding that came back would abort it, as it aborted Hearth; the
 //! child process that contains such an abort in Hearth is tested in `isolation.rs`.
 
-mod common;
-
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::{pdf_of, write, zip_of};
+use crate::common::{pdf_of, write, zip_of};
 use hearth_documents::extract::MAX_HEADING_CHARS;
 use hearth_documents::{
     extract, index, search, ExtractError, ExtractLimits, IndexSettings, Library, Outcome, Place,

@@ -5,14 +5,14 @@
 //! 30,000 x 30,000 picture, an image bomb and a TIFF of 10,000 frames, each refused quickly
 //! with its code, and Cancel.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::scans::{character_error_rate, image_pdf, rasterize, text_pdf, PAGES};
-use common::{pdf_of, write};
+use crate::common::scans::{character_error_rate, image_pdf, rasterize, text_pdf, PAGES};
+use crate::common::{pdf_of, write};
 use hearth_documents::extract::{extract_cancellable, extract_with_progress};
 use hearth_documents::{extract, ExtractLimits, Place};
 
