@@ -161,8 +161,13 @@ fn a_wrapper_scripts_server_left_by_kill_9_is_cleaned_up() {
         "sleep 300 & echo $! > \"$D/server.pid\"; wait $!",
         "exit 1",
     );
+    // The player's name in this test binary: its module's path without the binary's name.
+    let player = format!(
+        "{}::play_hearth_starting_a_wrapper",
+        module_path!().split_once("::").unwrap().1
+    );
     let mut hearth = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "play_hearth_starting_a_wrapper", "--nocapture"])
+        .args(["--exact", player.as_str(), "--nocapture"])
         .env(HEARTH_ROLE, dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

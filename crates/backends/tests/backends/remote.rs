@@ -2,14 +2,14 @@
 //! wherever (or never) it comes, and every failure a user can meet, each with its plain message.
 //! Loopback only; every wait is bounded by a timeout of a second or two.
 
-mod common;
-
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{refused_address, ChatReply, Ending, Fault, FaultProxy, Script, ScriptedServer};
-use common::{Connection, Recorded, UsageMode};
+use crate::common::{
+    refused_address, ChatReply, Ending, Fault, FaultProxy, Script, ScriptedServer,
+};
+use crate::common::{Connection, Recorded, UsageMode};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::answer::{answer, Answer, AnswerError, AnswerEvent, AnswerRequest, AnswerStop};
 use hearth_chat::{Backend, BackendError, BackendKind, FailureKind, Input};

@@ -4,13 +4,11 @@
 //! parts a seeing model is sent (checked part by part), the refusal before sending to a model
 //! that does not see, and a server's refusal of a picture in its own words.
 
-mod common;
-
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{ChatReply, Recorded, Script, ScriptedServer};
+use crate::common::{ChatReply, Recorded, Script, ScriptedServer};
 use hearth_backends::remote::openai::{ASKED_AT_ONCE, MOST_MODELS_ASKED, SHOW_TIMEOUT};
 use hearth_backends::remote::{test_connection, ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_chat::answer::{answer, AnswerError, AnswerRequest};

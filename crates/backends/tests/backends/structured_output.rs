@@ -2,13 +2,11 @@
 //! the request has stop strings that occur inside JSON; a remote backend passes the format on
 //! as OpenAI's `response_format`.
 
-mod common;
-
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Script, ScriptedServer};
+use crate::common::{Script, ScriptedServer};
 use hearth_backends::remote::{ClientOptions, RemoteBackend, RemoteConfig};
 use hearth_backends::CpuBackend;
 use hearth_chat::answer::{answer, AnswerError, AnswerRequest, AnswerStop};
