@@ -9,8 +9,8 @@
 # makes a reinstall fast. A venv that already has every pinned version is reused without any
 # network.
 #
-# Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-backends --test llama_cpp_server
-#      HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-cli --test api_clients
+# Use: HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-backends --test backends llama_cpp_server::
+#      HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-cli --test cli api_clients::
 # Progress goes to stderr; only the python path goes to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
