@@ -7,7 +7,7 @@
 //!
 //! Runs are reproducible: a fixed number of cases from a fixed seed, no failure-persistence
 //! file, nothing timed. For a long run:
-//! `PROPTEST_CASES=20000 cargo test -p hearth-hub --release --test fuzz_registry`.
+//! `PROPTEST_CASES=20000 cargo test -p hearth-hub --release --test hub fuzz_registry::`.
 
 use std::collections::BTreeMap;
 

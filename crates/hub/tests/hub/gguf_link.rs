@@ -374,7 +374,7 @@ fn a_q4nx_model_keeps_its_file_and_a_gguf_is_not_converted_unless_asked() {
 
 /// The real Qwen2.5-Coder-0.5B Q4_K_M (`scripts/real-models.sh` fetches it into
 /// target/real-models): what linking it adds to the store. Opt in:
-/// `cargo test -p hearth-hub --test gguf_link -- --ignored --nocapture`.
+/// `cargo test -p hearth-hub --test hub gguf_link:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs target/real-models (scripts/real-models.sh)"]
 fn the_real_qwen_file_costs_under_5_percent() {
