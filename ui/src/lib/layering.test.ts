@@ -1,4 +1,4 @@
-// The UI's layering, like the Rust crates' (crates/hub/tests/layering.rs): only the stores
+// The UI's layering, like the Rust crates' (crates/hub/tests/hub/layering.rs): only the stores
 // (lib/*.svelte.ts) and main.ts, which builds them, talk to the backend through `api`. Components
 // get stores and data as props, so none of them may import the api module (or Tauri itself).
 import { describe, expect, it } from 'vitest';
