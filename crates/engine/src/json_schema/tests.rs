@@ -141,14 +141,12 @@ fn ref_chain(links: usize) -> Value {
 
 #[test]
 fn p12_ref_chain_is_refused_not_a_stack_overflow() {
-    let started = std::time::Instant::now();
     let e = on_a_small_stack(|| error(ref_chain(100_000)));
     assert!(
         e.contains(&format!("more than {MAX_REF_DEPTH} \"$ref\"s")) && e.contains("#/$defs/a"),
         "{e}"
     );
     assert!(e.len() < 1_000, "the place is shortened: {e}");
-    assert!(started.elapsed().as_secs() < 5, "refused before any work");
     // A chain as long as allowed (the root's reference and 63 links) is followed to its
     // end: one node that is null.
     let g = on_a_small_stack(|| Grammar::from_schema(&ref_chain(MAX_REF_DEPTH - 1)).unwrap());
