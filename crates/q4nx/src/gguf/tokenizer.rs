@@ -228,19 +228,22 @@ fn byte_level<'h>(h: &'h Header, pre: &'h str) -> Result<Kind<'h>, String> {
     let merges = strings(h, "tokenizer.ggml.merges")?;
     let pre_tokenizer = match pre {
         // GPT-2's own regex, inside ByteLevel.
-        "default" | "gpt2" => json!({"type": "ByteLevel", "add_prefix_space": false,
+        // llama.cpp's converter names it "gpt-2".
+        "default" | "gpt2" | "gpt-2" => json!({"type": "ByteLevel", "add_prefix_space": false,
             "trim_offsets": true, "use_regex": true}),
         "smollm" => json!({"type": "Sequence", "pretokenizers": [
             {"type": "Digits", "individual_digits": true},
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
         ]}),
-        "llama-bpe" | "llama3" => split_then_bytes(LLAMA3_SPLIT),
+        // LFM2's tokenizer.json splits with Llama 3's expression (llama.cpp's "lfm2" copies it)
+        // but, unlike Llama 3's, does not skip merges for whole-vocabulary words.
+        "llama-bpe" | "llama3" | "lfm2" => split_then_bytes(LLAMA3_SPLIT),
         // llama.cpp gives deepseek-r1-qwen the qwen2 pre-tokenizer (llama-vocab.cpp).
         "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_SPLIT),
         other => {
             return Err(format!(
                 "its pre-tokenizer {other:?} (tokenizer.ggml.pre) is not supported yet; Hearth \
-                 imports smollm, llama-bpe, qwen2 and deepseek-r1-qwen"
+                 imports gpt-2, smollm, llama-bpe, qwen2, deepseek-r1-qwen and lfm2"
             ))
         }
     };
