@@ -27,9 +27,15 @@ use q4nx::{ConvertOptions, Dtype, Tensor, Weights};
 /// `q4nx_weights.rs`'s bound: the Q4 kernels' 8-bit activations on these tiny random models.
 const TOLERANCE: f32 = 0.1;
 
+/// A tensor to write: name, dtype, shape, bytes.
+type Written = (String, Dtype, Vec<usize>, Vec<u8>);
+type Tensors = Vec<Written>;
+/// A change made to one written tensor.
+type Edit = fn(&mut Written);
+
 /// Writes `tensors` (name, dtype, shape, bytes) as a safetensors container named `file` in
 /// `dir`, in the given order, with no metadata (as FastFlowLM's `save_file` writes it).
-fn write_container(dir: &Path, file: &str, tensors: &[(String, Dtype, Vec<usize>, Vec<u8>)]) {
+fn write_container(dir: &Path, file: &str, tensors: &Tensors) {
     let entries: Vec<EntryToWrite> = tensors
         .iter()
         .map(|(name, dtype, shape, _)| EntryToWrite {
@@ -71,21 +77,19 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
 
 /// The phi4 layout: every tensor of `hearth convert`'s Q4NX of tiny-phi3, the fused matrices
 /// cut into FastFlowLM's parts (whole row blocks of their tiles), the LongRoPE lists as BF16.
-#[test]
-fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (hearth, flm) = (tmp.path().join("hearth"), tmp.path().join("flm"));
+/// Written into `flm`, after `edit` changed the tensor list; `hearth` holds the conversion.
+fn write_phi4(hearth: &Path, flm: &Path, edit: impl FnOnce(&mut Tensors)) {
     q4nx::convert(
         &fixture("tiny-phi3"),
-        &hearth,
+        hearth,
         &ConvertOptions::default(),
         &mut |_| {},
     )
     .expect("converts");
-    std::fs::create_dir_all(&flm).unwrap();
-    copy_text_files(&hearth, &flm);
+    std::fs::create_dir_all(flm).unwrap();
+    copy_text_files(hearth, flm);
     let config = q4nx::ModelConfig::from_path(&hearth.join("config.json")).unwrap();
-    let weights = Weights::open(&hearth).unwrap();
+    let weights = Weights::open(hearth).unwrap();
     let mut tensors = Vec::new();
     let mut split = 0;
     for name in weights.names() {
@@ -140,8 +144,15 @@ fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
     ] {
         tensors.push((name.into(), Dtype::Bf16, vec![list.len()], bf16_bytes(list)));
     }
-    write_container(&flm, "model.q4nx", &tensors);
+    edit(&mut tensors);
+    write_container(flm, "model.q4nx", &tensors);
+}
 
+#[test]
+fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (hearth, flm) = (tmp.path().join("hearth"), tmp.path().join("flm"));
+    write_phi4(&hearth, &flm, |_| {});
     let tokens = reference("tiny-phi3").tokens;
     let logits = |dir: &Path| {
         let mut model = Model::load(dir, &LoadOptions::default()).expect("loads");
@@ -152,6 +163,41 @@ fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
     let error = max_relative_error(&theirs, &ours);
     eprintln!("tiny-phi3: FastFlowLM's phi4 layout vs the fused Q4NX {error:.1e}");
     assert_eq!(error, 0.0, "the same tiles compute the same logits");
+}
+
+/// A part that is not 2-D tiles, or tiles of another kind than its siblings', cannot be fused:
+/// refused in words naming the tensor, never a panic.
+#[test]
+fn fastflowlm_phi4_parts_that_do_not_fuse_are_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let k = "model.layers.0.self_attn.k_proj.weight";
+    let cases: [(&str, Edit); 2] = [
+        ("2-D tiles", |t| {
+            t.1 = Dtype::Bf16;
+            t.2 = vec![t.3.len() / 2];
+        }),
+        ("the same kind", |t| {
+            t.2 = vec![1, 8704];
+            t.3.resize(8704, 0);
+        }),
+    ];
+    for (i, (says, edit)) in cases.into_iter().enumerate() {
+        let (hearth, flm) = (
+            tmp.path().join(format!("h{i}")),
+            tmp.path().join(format!("f{i}")),
+        );
+        write_phi4(&hearth, &flm, |tensors| {
+            edit(tensors.iter_mut().find(|t| t.0 == k).expect("k_proj"))
+        });
+        let e = match Model::load(&flm, &LoadOptions::default()) {
+            Ok(_) => panic!("parts that do not fuse load"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(k) && e.contains(says) && e.contains("FastFlowLM"),
+            "{e}"
+        );
+    }
 }
 
 /// ggml's Q4_0 of one group of 32: `d = max / -8` (max the value of largest magnitude), codes
