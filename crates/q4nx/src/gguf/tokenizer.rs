@@ -235,8 +235,8 @@ fn byte_level<'h>(h: &'h Header, pre: &'h str) -> Result<Kind<'h>, String> {
             {"type": "Digits", "individual_digits": true},
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
         ]}),
-        // LFM2's tokenizer.json splits with Llama 3's expression (llama.cpp's "lfm2" copies it)
-        // but, unlike Llama 3's, does not skip merges for whole-vocabulary words.
+        // llama.cpp reads LFM2's vocabulary as Llama 3's (the same split, merges skipped for
+        // whole-vocabulary words).
         "llama-bpe" | "llama3" | "lfm2" => split_then_bytes(LLAMA3_SPLIT),
         // llama.cpp gives deepseek-r1-qwen the qwen2 pre-tokenizer (llama-vocab.cpp).
         "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_SPLIT),
@@ -304,7 +304,7 @@ pub(crate) fn build(
                 "use_regex": true}),
             json!({"type": "BPE", "dropout": null, "unk_token": null,
                 "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
-                "byte_fallback": false, "ignore_merges": matches!(*pre, "llama-bpe" | "llama3"),
+                "byte_fallback": false, "ignore_merges": matches!(*pre, "llama-bpe" | "llama3" | "lfm2"),
                 "vocab": vocab, "merges": merges}),
         ],
         Kind::SentencePiece(sp) => sp.parts(tokens, vocab),
