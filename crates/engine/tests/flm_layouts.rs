@@ -153,6 +153,8 @@ fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
     let tmp = tempfile::tempdir().unwrap();
     let (hearth, flm) = (tmp.path().join("hearth"), tmp.path().join("flm"));
     write_phi4(&hearth, &flm, |_| {});
+    // Complete as a model folder, as `hearth import` and the Hub's pull check it.
+    q4nx::validate_dir(&flm).expect("validates");
     let tokens = reference("tiny-phi3").tokens;
     let logits = |dir: &Path| {
         let mut model = Model::load(dir, &LoadOptions::default()).expect("loads");
@@ -354,6 +356,7 @@ fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
     write_container(&flm, "model.q4nx", &flm_tensors);
     write_container(&dense, "model.safetensors", &dense_tensors);
 
+    q4nx::validate_dir(&flm).expect("validates");
     let reference = reference("tiny-lfm2");
     let mut model = Model::load(&flm, &LoadOptions::default()).expect("FastFlowLM's file loads");
     assert_eq!(model.info().weight_format, "q4nx");
