@@ -283,11 +283,24 @@ fn flm_lfm2_name(hf: &str) -> String {
 
 #[test]
 fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
+    q4_0_layout_runs_as_its_dequantized_weights("tiny-lfm2", flm_lfm2_name);
+}
+
+/// FastFlowLM's qwen2 files are Q4_0 too, under Hugging Face's names.
+#[test]
+fn fastflowlm_qwen2_q4_0_layout_runs_as_its_dequantized_weights() {
+    q4_0_layout_runs_as_its_dequantized_weights("tiny-qwen2", str::to_string);
+}
+
+/// `fixture_name`'s f32 weights written as FastFlowLM's Q4_0 layout (names by `flm_name`, the head
+/// from the embedding, 1-sized dimensions squeezed) run on the CPU engine within [`TOLERANCE`]
+/// of a safetensors folder of exactly the values those tiles hold.
+fn q4_0_layout_runs_as_its_dequantized_weights(fixture_name: &str, flm_name: fn(&str) -> String) {
     let tmp = tempfile::tempdir().unwrap();
     let (flm, dense) = (tmp.path().join("flm"), tmp.path().join("dense"));
     for dir in [&flm, &dense] {
         std::fs::create_dir_all(dir).unwrap();
-        copy_text_files(&fixture("tiny-lfm2"), dir);
+        copy_text_files(&fixture(fixture_name), dir);
     }
     // The dequantized copy has its own head (FastFlowLM writes lm_head from the embedding).
     let path = dense.join("config.json");
@@ -296,24 +309,32 @@ fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
     config["tie_word_embeddings"] = false.into();
     std::fs::write(&path, config.to_string()).unwrap();
 
-    let source = Weights::open(&fixture("tiny-lfm2")).unwrap();
+    let source = Weights::open(&fixture(fixture_name)).unwrap();
     let (mut flm_tensors, mut dense_tensors) = (Vec::new(), Vec::new());
     for name in source.names() {
         let Tensor::Dense(t) = source.get(name).unwrap() else {
-            panic!("the fixture is f32")
+            panic!("the fixture's tensors are dense")
         };
-        assert_eq!(t.dtype, Dtype::F32);
-        let w: Vec<f32> = t
-            .bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-            .collect();
+        // The fixtures hold f32 (tiny-lfm2) or BF16 (tiny-qwen2) values.
+        let w: Vec<f32> = match t.dtype {
+            Dtype::F32 => t
+                .bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+            Dtype::Bf16 => t
+                .bytes
+                .chunks_exact(2)
+                .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            other => panic!("{name}: {other:?}"),
+        };
         let linear = t.shape.len() == 2 && name != "model.embed_tokens.weight";
         if linear {
             let (rows, cols) = (t.shape[0], t.shape[1]);
             let (tiles, values) = q4_0_tiles(&w, rows, cols);
             flm_tensors.push((
-                flm_lfm2_name(name),
+                flm_name(name),
                 Dtype::I8,
                 vec![tiles.len() / 5120, 5120],
                 tiles,
@@ -329,14 +350,14 @@ fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
         // The embedding, norms and kernels in BF16 (kernels squeezed to [hidden, width]).
         let rounded: Vec<f32> = w.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
         let flm_shape: Vec<usize> = t.shape.iter().copied().filter(|&d| d != 1).collect();
-        flm_tensors.push((flm_lfm2_name(name), Dtype::Bf16, flm_shape, bf16_bytes(&w)));
+        flm_tensors.push((flm_name(name), Dtype::Bf16, flm_shape, bf16_bytes(&w)));
         dense_tensors.push((
             name.to_string(),
             Dtype::F32,
             t.shape.clone(),
             f32_bytes(&rounded),
         ));
-        if name == "model.embed_tokens.weight" {
+        if name == "model.embed_tokens.weight" && source.get("lm_head.weight").is_err() {
             let (rows, cols) = (t.shape[0], t.shape[1]);
             let (tiles, values) = q4_0_tiles(&w, rows, cols);
             flm_tensors.push((
@@ -357,7 +378,7 @@ fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
     write_container(&dense, "model.safetensors", &dense_tensors);
 
     q4nx::validate_dir(&flm).expect("validates");
-    let reference = reference("tiny-lfm2");
+    let reference = reference(fixture_name);
     let mut model = Model::load(&flm, &LoadOptions::default()).expect("FastFlowLM's file loads");
     assert_eq!(model.info().weight_format, "q4nx");
     let ours = model.logits(&reference.tokens).unwrap();
@@ -366,7 +387,7 @@ fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
     let error = max_relative_error(&ours, &theirs);
     let quantization = max_relative_error(&ours, &reference.logits);
     eprintln!(
-        "tiny-lfm2: FastFlowLM's Q4_0 layout vs its dequantized weights {error:.3e}; vs \
+        "{fixture_name}: FastFlowLM's Q4_0 layout vs its dequantized weights {error:.3e}; vs \
          transformers on the original weights {quantization:.3e}"
     );
     assert!(error <= TOLERANCE, "{error}");

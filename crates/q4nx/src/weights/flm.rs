@@ -13,6 +13,9 @@
 //!   A signed code `s` times `d` is the unsigned code `s + 8` (the nibble with its top bit
 //!   flipped) times `d` plus the min `-8 d`, exactly (a BF16 times 8 is a BF16), so those tiles
 //!   become ordinary Q4_1 tiles at open.
+//! - **qwen2**: Hugging Face's names, and Q4_0 tiles as lfm2's. Only a tensor whose every min
+//!   is 0 is read as Q4_0: `hearth convert`'s Q4_1 takes each group's own minimum, which real
+//!   weights never make 0 in every group of a matrix.
 //!
 //! The renamed tensors stay borrowed from the map; the fused and the re-signed ones are copies
 //! owned by [`Weights`].
@@ -32,6 +35,10 @@ pub(super) fn adapt(weights: &mut Weights) -> Result<(), Error> {
         Family::Phi3 => fuse_phi4(weights),
         Family::Lfm2 if weights.tensors.contains_key(LFM2_EMBEDDING) => {
             rename_lfm2(weights);
+            resign_q4_0(weights);
+            Ok(())
+        }
+        Family::Qwen2 => {
             resign_q4_0(weights);
             Ok(())
         }
