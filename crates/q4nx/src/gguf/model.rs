@@ -191,6 +191,8 @@ pub(crate) fn model_config(
         Family::Gemma3 => "Gemma3ForCausalLM",
         Family::Phi3 => "Phi3ForCausalLM",
         Family::Lfm2 => "Lfm2ForCausalLM",
+        // Not read from GGUF files yet (the match above refuses qwen3moe).
+        Family::Qwen3Moe => "Qwen3MoeForCausalLM",
     };
     let mut v = json!({
         "architectures": [arch_name],
