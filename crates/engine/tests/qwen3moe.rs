@@ -1,0 +1,257 @@
+//! Qwen3-MoE on the tiny random Qwen3MoeForCausalLM of
+//! `tests/fixtures/engine/generate_qwen3moe.py` (4 experts, 2 per token, renormalized; layer 1
+//! dense): transformers' logits at every position and its greedy continuation on the f32
+//! safetensors; the Q4NX conversion against the same weights dequantized (the bound
+//! `q4nx_weights.rs` holds every family to); a prefill (tokens grouped by expert) against one
+//! token at a time (each token's experts alone); its parameters counted as transformers counts
+//! them; a missing expert and malformed expert counts refused in words.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use common::{copy_fixture, fixture, max_relative_error, reference};
+use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams, StopReason};
+use q4nx::{ConvertOptions, Tensor, Weights};
+
+const NAME: &str = "tiny-qwen3moe";
+
+/// Relative logit error allowed against transformers on unquantized weights (`reference.rs`).
+const TOLERANCE: f32 = 1e-4;
+
+/// Q4NX against its own weights dequantized, relative to each row's largest logit: the int8
+/// activations' rounding (`q4nx_weights.rs`).
+const Q4NX_TOLERANCE: f32 = 0.1;
+
+fn load(dir: &Path) -> Model {
+    Model::load(dir, &LoadOptions::default()).expect("model loads")
+}
+
+#[test]
+fn logits_match_transformers() {
+    let reference = reference(NAME);
+    let mut model = load(&fixture(NAME));
+    assert_eq!(model.info().family, "qwen3moe");
+    let logits = model.logits(&reference.tokens).expect("logits");
+    let error = max_relative_error(&logits, &reference.logits);
+    eprintln!("{NAME}: max relative logit error vs transformers = {error:.3e}");
+    assert!(
+        error < TOLERANCE,
+        "relative error {error} exceeds {TOLERANCE}"
+    );
+}
+
+#[test]
+fn greedy_continuation_matches_transformers() {
+    let reference = reference(NAME);
+    let mut model = load(&fixture(NAME));
+    let options = ChatOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: reference.greedy_tokens.len(),
+        enable_thinking: None,
+        speculative: None,
+        format: Default::default(),
+    };
+    let (tokens, stats) = model
+        .generate(&reference.greedy_prompt, &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .expect("generate");
+    // The engine stops at a stop id; transformers' reference (repeated argmax) does not.
+    let stop = reference
+        .greedy_tokens
+        .iter()
+        .position(|t| model.stop_ids().contains(t));
+    let expected = match stop {
+        Some(i) => &reference.greedy_tokens[..=i],
+        None => &reference.greedy_tokens[..],
+    };
+    assert_eq!(
+        tokens, expected,
+        "greedy continuation differs from transformers"
+    );
+    let reason = match stop {
+        Some(_) => StopReason::EndOfTurn,
+        None => StopReason::MaxTokens,
+    };
+    assert_eq!(stats.stop_reason, reason);
+}
+
+/// Every position's logits one token at a time: each prompt extends the one before by a
+/// token, so every pass after the first decodes one token on the cached rest.
+fn decoded_logits(model: &mut Model, tokens: &[u32]) -> Vec<Vec<f32>> {
+    let prompts: Vec<Vec<u32>> = (1..=tokens.len()).map(|n| tokens[..n].to_vec()).collect();
+    let vocab: Vec<u32> = (0..model.config().vocab_size as u32).collect();
+    model
+        .last_logits_of(&prompts, &vocab, &mut |_| ControlFlow::Continue(()))
+        .expect("scores")
+}
+
+#[test]
+fn decode_and_prefill_give_the_same_logits() {
+    let reference = reference(NAME);
+    let tmp = tempfile::tempdir().unwrap();
+    let q4 = tmp.path().join("q4nx");
+    q4nx::convert(&fixture(NAME), &q4, &ConvertOptions::default(), &mut |_| {}).expect("converts");
+    // Dense weights: the same sums in the same order, so the same logits up to f32 rounding;
+    // Q4NX: a group's matmul runs the batch kernels, one token the single-token ones.
+    for (dir, bound) in [(fixture(NAME), 1e-5), (q4, 1e-3)] {
+        let mut model = load(&dir);
+        let prefill = model.logits(&reference.tokens).expect("logits");
+        let mut model = load(&dir);
+        let decode = decoded_logits(&mut model, &reference.tokens);
+        let error = max_relative_error(&decode, &prefill);
+        eprintln!(
+            "{}: decode vs prefill {error:.3e}",
+            model.info().weight_format
+        );
+        assert!(
+            error <= bound,
+            "{dir:?}: decode differs from prefill by {error}"
+        );
+    }
+}
+
+/// Writes every tensor of `q4nx_dir` but `skip` to `out/model.safetensors`, the quantized ones
+/// dequantized to f32 with their logical shape (K from the `source` tensor), and copies the
+/// config.
+fn write_dequantized(q4nx_dir: &Path, source: &Path, out: &Path, skip: Option<&str>) {
+    std::fs::create_dir_all(out).unwrap();
+    std::fs::copy(q4nx_dir.join("config.json"), out.join("config.json")).unwrap();
+    let weights = Weights::open(q4nx_dir).unwrap();
+    let original = Weights::open(source).unwrap();
+    let (mut header, mut data) = (BTreeMap::new(), Vec::new());
+    for name in weights.names().into_iter().filter(|n| Some(*n) != skip) {
+        let (dtype, shape, bytes) = match weights.get(name).unwrap() {
+            Tensor::Dense(t) => (t.dtype.name().to_owned(), t.shape.clone(), t.bytes.to_vec()),
+            Tensor::Q4_1(m) | Tensor::Q8(m) => {
+                let cols = original.get(name).unwrap().shape()[1];
+                let bytes: Vec<u8> = m
+                    .dequantize()
+                    .chunks(m.cols)
+                    .flat_map(|row| row[..cols].iter().flat_map(|v| v.to_le_bytes()))
+                    .collect();
+                ("F32".to_owned(), vec![m.rows, cols], bytes)
+            }
+            Tensor::Gguf(_) => unreachable!("a conversion writes no GGUF blocks"),
+        };
+        let start = data.len();
+        data.extend_from_slice(&bytes);
+        header.insert(
+            name.to_owned(),
+            serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": [start, data.len()] }),
+        );
+    }
+    let mut json = serde_json::to_vec(&header).unwrap();
+    while json.len() % 8 != 0 {
+        json.push(b' ');
+    }
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(&json);
+    file.extend_from_slice(&data);
+    std::fs::write(out.join("model.safetensors"), file).unwrap();
+}
+
+/// The experts are quantized as the other linears, the router kept BF16; the Q4NX model is
+/// held to its dequantized weights as every family is, and its distance to transformers on the
+/// original weights (the 4-bit rounding itself) is printed and bounded loosely, as there.
+#[test]
+fn q4nx_matches_its_dequantized_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (q4, dense) = (tmp.path().join("q4nx"), tmp.path().join("dequantized"));
+    q4nx::convert(&fixture(NAME), &q4, &ConvertOptions::default(), &mut |_| {}).expect("converts");
+    let weights = Weights::open(&q4).unwrap();
+    assert!(matches!(
+        weights.get("model.layers.0.mlp.experts.3.up_proj.weight"),
+        Ok(Tensor::Q4_1(_))
+    ));
+    assert!(matches!(
+        weights.get("model.layers.2.mlp.gate.weight"),
+        Ok(Tensor::Dense(t)) if t.dtype == q4nx::Dtype::Bf16 && t.shape == [4, 64]
+    ));
+    write_dequantized(&q4, &fixture(NAME), &dense, None);
+
+    let reference = reference(NAME);
+    let mut quantized = load(&q4);
+    assert_eq!(quantized.info().weight_format, "q4nx");
+    let q_logits = quantized.logits(&reference.tokens).unwrap();
+    let d_logits = load(&dense).logits(&reference.tokens).unwrap();
+    let error = max_relative_error(&q_logits, &d_logits);
+    let quantization = max_relative_error(&q_logits, &reference.logits);
+    eprintln!(
+        "{NAME}: q4nx vs its dequantized weights {error:.3e}; vs transformers on the original \
+         weights (quantization error) {quantization:.3e}"
+    );
+    assert!(error <= Q4NX_TOLERANCE, "q4nx path differs by {error}");
+    // Measured 0.70 (the dense tiny models: 0.3-0.54): rounded weights also move the router's
+    // input, and a token sent to another expert moves its logits far more than rounding does.
+    assert!(
+        quantization < 1.0,
+        "Q4_1 weights changed the logits by {quantization}"
+    );
+}
+
+/// transformers' `num_parameters()`: embedding and head 320x64 each; per layer q 64x64, k and
+/// v 32x64, o 64x64, q/k norms 16, two norms 64; layers 0 and 2 a router 4x64 and 4 experts of
+/// 3x32x64, layer 1 a dense MLP of 3x96x64; the final norm.
+#[test]
+fn parameters_are_counted_as_transformers_counts_them() {
+    let model = load(&fixture(NAME));
+    let attention = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 2 * 16 + 2 * 64;
+    let sparse = 4 * 64 + 4 * 3 * 32 * 64;
+    let dense = 3 * 96 * 64;
+    let expected = 2 * 320 * 64 + 3 * attention + 2 * sparse + dense + 64;
+    assert_eq!(model.info().parameter_count, expected);
+}
+
+#[test]
+fn a_missing_expert_or_a_bad_expert_count_is_refused_in_words() {
+    // A file without one expert's matrix: named at load.
+    let tmp = tempfile::tempdir().unwrap();
+    let q4 = tmp.path().join("q4nx");
+    q4nx::convert(&fixture(NAME), &q4, &ConvertOptions::default(), &mut |_| {}).expect("converts");
+    let broken = tmp.path().join("broken");
+    let missing = "model.layers.2.mlp.experts.1.down_proj.weight";
+    write_dequantized(&q4, &fixture(NAME), &broken, Some(missing));
+    let e = Model::load(&broken, &LoadOptions::default())
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains(missing), "{e}");
+
+    // Configs whose experts cannot route a token.
+    for (key, value, words) in [
+        (
+            "num_experts_per_tok",
+            serde_json::json!(5),
+            "num_experts_per_tok is 5",
+        ),
+        (
+            "num_local_experts",
+            serde_json::json!(0),
+            "num_experts is 0",
+        ),
+        (
+            "moe_intermediate_size",
+            serde_json::json!(null),
+            "no moe_intermediate_size",
+        ),
+        (
+            "mlp_only_layers",
+            serde_json::json!([3]),
+            "mlp_only_layers has 3",
+        ),
+    ] {
+        let dir = copy_fixture(NAME);
+        let path = dir.path().join("config.json");
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config[key] = value;
+        std::fs::write(&path, config.to_string()).unwrap();
+        let e = Model::load(dir.path(), &LoadOptions::default())
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains(words), "{key}: {e}");
+    }
+}
