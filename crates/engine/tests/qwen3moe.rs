@@ -255,3 +255,86 @@ fn a_missing_expert_or_a_bad_expert_count_is_refused_in_words() {
         assert!(e.contains(words), "{key}: {e}");
     }
 }
+
+/// Decode and prefill speed on 4 layers of Qwen3-30B-A3B's real shape with random weights
+/// (about 2.3 GB: every layer's 128 experts, the 151 936-token head), printed with the bytes a
+/// decoded token reads (attention, the router and 8 experts per layer, the head), beside a
+/// dense Qwen3 of the same shape whose MLP is as wide as the 8 experts together (the same
+/// bytes a token, read as 3 large matrices rather than 24 small ones). Opt-in, as it writes
+/// those files: `cargo test -p hearth-engine --release --test qwen3moe -- --ignored
+/// --nocapture`; `HEARTH_THREADS` sets the threads.
+#[test]
+#[ignore = "writes 3 GB of models and times them"]
+fn speed_on_four_layers_of_qwen3_30b_a3b() {
+    let (hidden, heads, kv_heads, head_dim, width, experts, used, vocab, layers) =
+        (2048, 32, 4, 128, 768, 128, 8, 151_936, 4);
+    let moe = serde_json::json!({
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+        "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads, "head_dim": head_dim, "intermediate_size": 6144,
+        "moe_intermediate_size": width, "num_experts": experts, "num_experts_per_tok": used,
+        "norm_topk_prob": true, "vocab_size": vocab, "rope_theta": 1e6,
+        "max_position_embeddings": 40960, "tie_word_embeddings": false
+    });
+    let mut dense = moe.clone();
+    dense["architectures"] = serde_json::json!(["Qwen3ForCausalLM"]);
+    dense["model_type"] = "qwen3".into();
+    dense["intermediate_size"] = (used * width).into();
+    // Q4_1 tiles: 5120 bytes per 32 x 256 weights.
+    let q4 = |rows: usize, cols: usize| (rows * cols) as f64 * 5120.0 / 8192.0;
+    let attention = q4((heads + 2 * kv_heads) * head_dim, hidden) + q4(hidden, heads * head_dim);
+    let chosen = used as f64 * 3.0 * q4(width, hidden);
+    let head = q4(vocab, hidden) + (hidden * 2) as f64;
+    let router = (experts * hidden * 2) as f64;
+    for (name, config, per_token) in [
+        (
+            "qwen3moe",
+            moe,
+            layers as f64 * (attention + chosen + router) + head,
+        ),
+        ("dense", dense, layers as f64 * (attention + chosen) + head),
+    ] {
+        speed(name, &config.to_string(), per_token);
+    }
+}
+
+fn speed(name: &str, config: &str, per_token: f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let parsed = q4nx::ModelConfig::from_json(config).unwrap();
+    q4nx::synthetic::write_random_model(dir.path(), &parsed, 1).unwrap();
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let threads = std::env::var("HEARTH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok());
+    let options = LoadOptions {
+        threads,
+        context_length: Some(512),
+        ..LoadOptions::default()
+    };
+    let mut model = Model::load(dir.path(), &options).expect("model loads");
+    let prompt: Vec<u32> = (0..128).map(|i| 1000 + i * 997 % 100_000).collect();
+    let options = ChatOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: 64,
+        enable_thinking: None,
+        speculative: Some(false),
+        format: Default::default(),
+    };
+    for run in 0..3 {
+        // From an empty context each run.
+        model.logits(&[1]).unwrap();
+        let (_, stats) = model
+            .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
+            .expect("generate");
+        let decode = stats.generated_tokens as f64 / stats.decode_secs;
+        eprintln!(
+            "{name} run {run}, {} threads: prefill {:.1} tok/s ({} tokens), decode {decode:.2} \
+             tok/s = {:.2} GB/s of the {:.0} MB a token reads",
+            model.threads(),
+            stats.prefilled_tokens as f64 / stats.prefill_secs,
+            stats.prefilled_tokens,
+            decode * per_token / 1e9,
+            per_token / 1e6
+        );
+    }
+}
