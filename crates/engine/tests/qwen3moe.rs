@@ -114,6 +114,40 @@ fn decode_and_prefill_give_the_same_logits() {
     }
 }
 
+/// An expert no token of a pass chose is never computed: with expert 1 of the last layer
+/// poisoned (every weight NaN), the tokens routed elsewhere keep transformers' logits and
+/// only those routed to it turn NaN (the last layer's MLP reaches no other position). A pass
+/// that ran every expert and weighted the others by 0 would turn every row NaN (0 x NaN).
+#[test]
+fn only_the_chosen_experts_run() {
+    let reference = reference(NAME);
+    let dir = copy_fixture(NAME);
+    let path = dir.path().join("model.safetensors");
+    let mut file = std::fs::read(&path).unwrap();
+    let header_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&file[8..8 + header_len]).unwrap();
+    for part in ["gate_proj", "up_proj", "down_proj"] {
+        let entry = &header[format!("model.layers.2.mlp.experts.1.{part}.weight")];
+        assert_eq!(entry["dtype"], "F32");
+        let [start, end] = [0, 1].map(|i| entry["data_offsets"][i].as_u64().unwrap() as usize);
+        for value in file[8 + header_len + start..8 + header_len + end].chunks_exact_mut(4) {
+            value.copy_from_slice(&f32::NAN.to_le_bytes());
+        }
+    }
+    std::fs::write(&path, file).unwrap();
+    let logits = load(dir.path()).logits(&reference.tokens).unwrap();
+    let (poisoned, kept): (Vec<usize>, Vec<usize>) =
+        (0..logits.len()).partition(|&t| logits[t].iter().any(|v| v.is_nan()));
+    assert!(
+        !poisoned.is_empty() && !kept.is_empty(),
+        "some tokens use expert 1, some do not: {poisoned:?}"
+    );
+    for t in kept {
+        let error = max_relative_error(&logits[t..=t], &reference.logits[t..=t]);
+        assert!(error < TOLERANCE, "position {t}: {error}");
+    }
+}
+
 /// Writes every tensor of `q4nx_dir` but `skip` to `out/model.safetensors`, the quantized ones
 /// dequantized to f32 with their logical shape (K from the `source` tensor), and copies the
 /// config.
