@@ -3,7 +3,10 @@
 //! so bandwidth is its ceiling).
 //!
 //! In the manner of llama-bench: a warm-up, then `--repetitions` runs of a `--prompt`-token
-//! prefill followed by `--generate` decoded tokens; medians are reported. The read bandwidth and
+//! prefill followed by `--generate` single-token decode steps; medians are reported. The steps
+//! feed fixed tokens, with nothing sampled and no stop token, so every repetition decodes its
+//! full length (a real model's greedy answer to a random prompt often ends at once), as
+//! `bench/compare_llama_cpp.py` times llama.cpp. The read bandwidth and
 //! the arithmetic peak (f32 and int8 multiply-adds per second, the ceiling of prefill) are
 //! measured 5 times before and 5 times after the runs. `--ab` instead alternates two settings
 //! of one switch decode step by decode step in one process (see [`ab`]). `--shape` benchmarks a
@@ -376,7 +379,7 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
     // Warm-up: a shorter run through both paths.
     let warm = ChatOptions {
         max_tokens: 4.min(args.generate + 1),
-        ..greedy.clone()
+        ..greedy
     };
     model.generate(
         &prompt_tokens(args.prompt.min(64), vocab, 1001),
@@ -384,21 +387,25 @@ fn time_model(dir: &Path, args: &Args, threads: usize, level: KernelLevel) -> an
         &mut |_| ControlFlow::Continue(()),
     )?;
 
-    let timed = ChatOptions {
-        max_tokens: args.generate + 1,
-        ..greedy
-    };
     let (mut prefill, mut decode, mut active_threads) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..args.repetitions.max(1) {
         // A different first token each time, so no prefix is reused from the cache.
         let prompt = prompt_tokens(args.prompt, vocab, rep as u64);
-        let (_, stats) = model.generate(&prompt, &timed, &mut |_| ControlFlow::Continue(()))?;
-        prefill.push(stats.prompt_tokens as f64 / stats.prefill_secs);
-        if stats.generated_tokens > 1 && stats.decode_secs > 0.0 {
-            decode.push((stats.generated_tokens - 1) as f64 / stats.decode_secs);
+        let start = Instant::now();
+        model.feed(&prompt, true)?;
+        let prefill_secs = start.elapsed().as_secs_f64();
+        let steps = prompt_tokens(args.generate, vocab, 2000 + rep as u64);
+        let start = Instant::now();
+        for &token in &steps {
+            model.feed(&[token], false)?;
+        }
+        let decode_secs = start.elapsed().as_secs_f64();
+        prefill.push(prompt.len() as f64 / prefill_secs);
+        if !steps.is_empty() {
+            decode.push(steps.len() as f64 / decode_secs);
         }
         active_threads.push(model.active_threads());
-        tracing::info!(rep, ?stats, "bench repetition");
+        tracing::info!(rep, prefill_secs, decode_secs, "bench repetition");
     }
     let mut tasks = Vec::new();
     if args.repeat_task {

@@ -321,6 +321,17 @@ impl Model {
         self.runner.last_token_embedding(tokens)
     }
 
+    /// Runs `tokens` after what the context holds (after nothing with `restart`) on the model's
+    /// own threads; the logits are left unread. Nothing is sampled and no stop token ends it:
+    /// `hearth bench` times decode steps this way, as llama.cpp's bench does.
+    pub fn feed(&mut self, tokens: &[u32], restart: bool) -> Result<(), Error> {
+        self.runner.check_tokens(tokens)?;
+        if restart {
+            self.runner.reset();
+        }
+        self.runner.feed(tokens, None, None)
+    }
+
     /// Runs `tokens` after what the context holds (after nothing with `restart`), computing
     /// with `cpu` (its threads and kernel level) in place of the model's own context, which is
     /// back in place afterwards; the logits are left unread. For benchmarks that alternate two

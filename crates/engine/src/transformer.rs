@@ -15,6 +15,9 @@
 //!
 //! LFM2's convolution layers, and how its attention layers differ, are in [`lfm2`].
 //!
+//! Qwen3-MoE is Qwen3 whose feed-forward blocks, on its sparse layers, are mixtures of experts
+//! ([`moe`]): a router picks a few experts per token and only those run.
+//!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
 
@@ -33,6 +36,7 @@ use crate::rope::RopeTable;
 use crate::Error;
 
 mod lfm2;
+mod moe;
 
 /// The largest number of tokens one [`forward`] call processes; longer prompts are prefilled in
 /// chunks of this size (bounds the activation buffers).
@@ -50,8 +54,31 @@ pub(crate) struct LayerWeights<'w> {
     post_attn_norm: Option<Vec<f32>>, // (hidden), Gemma 3 only: on attention's output
     ffn_norm: Vec<f32>,               // (hidden)
     post_ffn_norm: Option<Vec<f32>>,  // (hidden), Gemma 3 only: on the MLP's output
-    gate_up: SharedInput<'w, 2>,      // (intermediate | intermediate, hidden), Phi-3: fused
-    w_down: Linear<'w>,               // (hidden, intermediate)
+    ffn: FeedForward<'w>,
+}
+
+/// A layer's feed-forward block.
+#[derive(Debug)]
+enum FeedForward<'w> {
+    /// A gated MLP.
+    Dense {
+        gate_up: SharedInput<'w, 2>, // (intermediate | intermediate, hidden), Phi-3: fused
+        w_down: Linear<'w>,          // (hidden, intermediate)
+    },
+    /// Qwen3-MoE's sparse layers: experts and their router.
+    Experts(moe::Experts<'w>),
+}
+
+impl FeedForward<'_> {
+    /// Weights, as model cards count them.
+    fn parameters(&self) -> usize {
+        match self {
+            FeedForward::Dense { gate_up, w_down } => {
+                gate_up.parameters() + w_down.rows() * w_down.cols()
+            }
+            FeedForward::Experts(experts) => experts.parameters(),
+        }
+    }
 }
 
 /// Every weight of the model, borrowed from the memory-mapped file (norms are copied to f32:
@@ -117,7 +144,7 @@ impl<'w> TransformerWeights<'w> {
             }
             Ok(w)
         };
-        let qk_norm = matches!(c.family, Family::Qwen3 | Family::Gemma3);
+        let qk_norm = matches!(c.family, Family::Qwen3 | Family::Qwen3Moe | Family::Gemma3);
         let phi3 = c.family == Family::Phi3;
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {
@@ -170,34 +197,39 @@ impl<'w> TransformerWeights<'w> {
                 post_ffn_norm: gemma3
                     .then(|| norm(&format!("{p}.post_feedforward_layernorm.weight"), hidden))
                     .transpose()?,
-                gate_up: if phi3 {
-                    SharedInput::Fused {
-                        matrix: linear(
-                            &format!("{p}.mlp.gate_up_proj.weight"),
-                            2 * c.intermediate_size,
+                ffn: match c.moe.as_ref().filter(|m| m.sparse_layers[i]) {
+                    Some(m) => FeedForward::Experts(moe::Experts::load(&p, hidden, m, &linear)?),
+                    None => FeedForward::Dense {
+                        gate_up: if phi3 {
+                            SharedInput::Fused {
+                                matrix: linear(
+                                    &format!("{p}.mlp.gate_up_proj.weight"),
+                                    2 * c.intermediate_size,
+                                    hidden,
+                                )?,
+                                rows: [c.intermediate_size; 2],
+                            }
+                        } else {
+                            SharedInput::Apart([
+                                linear(
+                                    &format!("{p}.mlp.gate_proj.weight"),
+                                    c.intermediate_size,
+                                    hidden,
+                                )?,
+                                linear(
+                                    &format!("{p}.mlp.up_proj.weight"),
+                                    c.intermediate_size,
+                                    hidden,
+                                )?,
+                            ])
+                        },
+                        w_down: linear(
+                            &format!("{p}.mlp.down_proj.weight"),
                             hidden,
-                        )?,
-                        rows: [c.intermediate_size; 2],
-                    }
-                } else {
-                    SharedInput::Apart([
-                        linear(
-                            &format!("{p}.mlp.gate_proj.weight"),
                             c.intermediate_size,
-                            hidden,
                         )?,
-                        linear(
-                            &format!("{p}.mlp.up_proj.weight"),
-                            c.intermediate_size,
-                            hidden,
-                        )?,
-                    ])
+                    },
                 },
-                w_down: linear(
-                    &format!("{p}.mlp.down_proj.weight"),
-                    hidden,
-                    c.intermediate_size,
-                )?,
             });
         }
         // A tied model may still ship lm_head.weight (Q4NX files quantize it): prefer it if present.
@@ -233,8 +265,8 @@ impl<'w> TransformerWeights<'w> {
                         .as_ref()
                         .map_or(0, |b| b.iter().map(Vec::len).sum())
                     + l.qkv.parameters()
-                    + l.gate_up.parameters()
-                    + [&l.wo, &l.w_down].into_iter().map(size).sum::<usize>()
+                    + l.ffn.parameters()
+                    + size(&l.wo)
             })
             .sum();
         let head = if tied { 0 } else { size(&self.lm_head) };
@@ -280,6 +312,7 @@ pub(crate) struct RunState {
     rope_local: Option<RopeTable>, // Gemma 3's local layers' (plain RoPE, their own base)
     fused: Vec<f32>,               // (chunk, fused rows) Phi-3's fused matmuls; empty otherwise
     bcx: Vec<f32>,                 // (chunk, 3 * hidden) LFM2's B, C, x; empty otherwise
+    moe: Option<moe::MoeState>,    // Qwen3-MoE's experts' buffers
     pub(crate) logits: Vec<f32>,   // (rows, vocab), rows = 1 or chunk
     hidden: Vec<f32>,              // (hidden) for Logits::LastHidden
 }
@@ -319,6 +352,7 @@ impl RunState {
                 Some(_) => vec![0.0; MAX_CHUNK * 3 * c.hidden_size],
                 None => Vec::new(),
             },
+            moe: c.moe.as_ref().map(|p| moe::MoeState::new(c.hidden_size, p)),
             logits: Vec::new(),
             hidden: Vec::new(),
         }
@@ -445,22 +479,32 @@ pub(crate) fn forward(
         add_in_place(x, xb2);
 
         // x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T, h = rmsnorm(x)   (n, inter) -> (n, dim)
+        // (Qwen3-MoE's sparse layers: the chosen experts' sum, see `moe`.)
         rmsnorm_rows(xb, x, &layer.ffn_norm, eps);
-        layer
-            .gate_up
-            .matmul(cpu, xb, n, [&mut *gate, &mut *up], &mut s.fused);
-        // In pieces over the pool: the exponentials are a visible share of a decode step.
-        // Gemma 3: GELU-tanh in place of SiLU.
-        const PIECE: usize = 1024;
-        let activation = if gemma3.is_some() {
-            gelu_tanh_mul
-        } else {
-            silu_mul
-        };
-        cpu.pool().for_each_piece_mut(gate, PIECE, &|i, gate| {
-            activation(cpu.level(), gate, &up[i * PIECE..][..gate.len()]);
-        });
-        layer.w_down.matmul(cpu, gate, n, xb2);
+        match &layer.ffn {
+            FeedForward::Dense { gate_up, w_down } => {
+                gate_up.matmul(cpu, xb, n, [&mut *gate, &mut *up], &mut s.fused);
+                // In pieces over the pool: the exponentials are a visible share of a decode
+                // step. Gemma 3: GELU-tanh in place of SiLU.
+                const PIECE: usize = 1024;
+                let activation = if gemma3.is_some() {
+                    gelu_tanh_mul
+                } else {
+                    silu_mul
+                };
+                cpu.pool().for_each_piece_mut(gate, PIECE, &|i, gate| {
+                    activation(cpu.level(), gate, &up[i * PIECE..][..gate.len()]);
+                });
+                w_down.matmul(cpu, gate, n, xb2);
+            }
+            FeedForward::Experts(experts) => {
+                let state = s
+                    .moe
+                    .as_mut()
+                    .expect("a Qwen3-MoE model has the experts' buffers");
+                experts.forward(cpu, xb, n, xb2, state);
+            }
+        }
         if let Some(post) = &layer.post_ffn_norm {
             rmsnorm_rows_in_place(xb2, post, eps);
         }

@@ -231,6 +231,8 @@ mod tests {
                 "gemma3-1b-npu2",
                 "gemma-3-4b",
                 "gemma3-4b-npu2",
+                "lfm2-1.2b-npu2",
+                "phi4-mini-npu2",
                 "qwen3-embedding-0.6b",
                 "whisper-tiny",
                 "whisper-base",
@@ -256,7 +258,7 @@ mod tests {
             .filter(|e| e.kind == ModelKind::Chat)
             .map(|e| e.id.as_str())
             .collect();
-        assert_eq!(chat.len(), 18, "the others chat: {chat:?}");
+        assert_eq!(chat.len(), 20, "the others chat: {chat:?}");
     }
 
     #[test]

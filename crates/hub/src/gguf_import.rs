@@ -80,7 +80,7 @@ const CONVERSION_PREFIX: &str = ".gguf-";
 /// `general.architecture` names), so a refusal says "Phi-3.5-MoE models", not "phimoe". Whether a file
 /// runs is decided by `q4nx::gguf::check_header` alone; this only names what it refused (a test
 /// checks that every architecture here is still refused).
-const UNSUPPORTED_FAMILIES: [(&str, &str); 21] = [
+const UNSUPPORTED_FAMILIES: [(&str, &str); 20] = [
     ("phi2", "Phi-2"),
     ("phimoe", "Phi-3.5-MoE"),
     ("gemma", "Gemma (the first)"),
@@ -91,7 +91,6 @@ const UNSUPPORTED_FAMILIES: [(&str, &str); 21] = [
     ("qwen2moe", "Qwen1.5-MoE and Qwen2-MoE"),
     ("qwen3moe", "Qwen3 mixture-of-experts (30B-A3B, 235B-A22B)"),
     ("qwen2vl", "Qwen2-VL"),
-    ("lfm2", "LFM2"),
     ("granite", "Granite"),
     ("olmo2", "OLMo 2"),
     ("command-r", "Command R"),

@@ -1,6 +1,7 @@
-//! `config.json` of the Llama, Qwen2, Qwen3, Gemma 3 and Phi-3 families, reduced to what the
-//! forward pass needs (Gemma 3's own parameters in [`crate::gemma3`], Phi-3's in
-//! [`crate::phi3`]).
+//! `config.json` of the Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3 and LFM2 families,
+//! reduced to what the forward pass needs (Gemma 3's own parameters in [`crate::gemma3`],
+//! Phi-3's in [`crate::phi3`], LFM2's in [`crate::lfm2`], Qwen3-MoE's experts in
+//! [`crate::moe`]).
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::gemma3::{self, Gemma3Params};
 use crate::lfm2::{self, Lfm2Params};
+use crate::moe::{self, MoeParams};
 use crate::phi3::{self, Phi3Params};
 use crate::{Error, RopeScaling};
 
@@ -31,6 +33,9 @@ pub enum Family {
     /// `Lfm2ForCausalLM` (LiquidAI LFM2): gated short-convolution layers beside attention
     /// layers with a per-head RMSNorm on q and k ([`Lfm2Params`]).
     Lfm2,
+    /// `Qwen3MoeForCausalLM` (Qwen3-30B-A3B): Qwen3 whose MLPs are mixtures of experts, each
+    /// token sent to the few its router ranks highest ([`MoeParams`]).
+    Qwen3Moe,
 }
 
 impl Family {
@@ -43,6 +48,7 @@ impl Family {
             Family::Gemma3 => "gemma3",
             Family::Phi3 => "phi3",
             Family::Lfm2 => "lfm2",
+            Family::Qwen3Moe => "qwen3moe",
         }
     }
 }
@@ -92,6 +98,8 @@ pub struct ModelConfig {
     pub rope_interleaved: bool,
     /// LFM2's own parameters (LFM2 only).
     pub lfm2: Option<Lfm2Params>,
+    /// The experts of Qwen3-MoE (Qwen3-MoE only).
+    pub moe: Option<MoeParams>,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -206,7 +214,7 @@ impl ModelConfig {
         };
         let default_ctx = match family {
             Family::Llama => 2048,
-            Family::Qwen3 | Family::Qwen2 => 32768,
+            Family::Qwen3 | Family::Qwen2 | Family::Qwen3Moe => 32768,
             Family::Gemma3 => gemma3::DEFAULT_CONTEXT,
             Family::Phi3 => 4096,
             Family::Lfm2 => lfm2::DEFAULT_CONTEXT,
@@ -255,6 +263,10 @@ impl ModelConfig {
             .then(|| lfm2::parse(obj, num_hidden_layers))
             .transpose()
             .map_err(err)?;
+        let moe = (family == Family::Qwen3Moe)
+            .then(|| moe::parse(obj, num_hidden_layers))
+            .transpose()
+            .map_err(err)?;
         let intermediate_size = match family {
             Family::Lfm2 => lfm2::intermediate_size(obj).map_err(err)?,
             _ => fields.usize_required("intermediate_size")?,
@@ -288,6 +300,7 @@ impl ModelConfig {
             phi3: phi3_params,
             rope_interleaved: top.bool_optional("rope_interleaved")?.unwrap_or(false),
             lfm2,
+            moe,
         };
         config.check().map_err(err)?;
         Ok(config)
@@ -410,16 +423,18 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         | (None, Some("gemma3_text" | "gemma3")) => Ok(Family::Gemma3),
         (Some("Phi3ForCausalLM"), _) | (None, Some("phi3")) => Ok(Family::Phi3),
         (Some("Lfm2ForCausalLM"), _) | (None, Some("lfm2")) => Ok(Family::Lfm2),
+        (Some("Qwen3MoeForCausalLM"), _) | (None, Some("qwen3_moe")) => Ok(Family::Qwen3Moe),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
                              Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
-                             Gemma3ForCausalLM, Lfm2ForCausalLM and Phi3ForCausalLM models"
+                             Qwen3MoeForCausalLM, Gemma3ForCausalLM, Lfm2ForCausalLM and \
+                             Phi3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
             "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
-             Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Lfm2ForCausalLM and \
-             Phi3ForCausalLM models"
+             Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma3ForCausalLM, \
+             Lfm2ForCausalLM and Phi3ForCausalLM models"
         )),
     }
 }
@@ -564,6 +579,29 @@ mod tests {
             Family::Qwen3,
             "embedding models are saved from Qwen3Model"
         );
+    }
+
+    #[test]
+    fn qwen3moe_carries_its_experts() {
+        let c = ModelConfig::from_json(
+            r#"{"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+                "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "intermediate_size": 96, "vocab_size": 100, "num_experts": 4,
+                "num_experts_per_tok": 2, "norm_topk_prob": true, "moe_intermediate_size": 32}"#,
+        )
+        .unwrap();
+        assert_eq!(c.family, Family::Qwen3Moe);
+        let moe = c.moe.as_ref().unwrap();
+        assert_eq!((moe.experts, moe.experts_per_token), (4, 2));
+        assert_eq!(moe.sparse_layers, [true, true]);
+        let e = ModelConfig::from_json(
+            r#"{"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100,
+                "num_experts": 2, "num_experts_per_tok": 3, "moe_intermediate_size": 32}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("num_experts_per_tok is 3"), "{e}");
     }
 
     #[test]

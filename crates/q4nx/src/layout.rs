@@ -1,5 +1,10 @@
-//! Which tensors a Llama/Qwen2/Qwen3/Gemma 3 model has (LFM2's: `crate::lfm2`), in which role
-//! and with which logical (Hugging Face) shape, as implied by its config.
+//! Which tensors a Llama/Qwen2/Qwen3/Qwen3-MoE/Gemma 3/Phi-3/LFM2 model has, in which role and
+//! with which logical (Hugging Face) shape, as implied by its config.
+//!
+//! A Qwen3-MoE sparse layer has, in place of the dense MLP, a router `mlp.gate.weight`
+//! `[experts, hidden]`, kept dense (BF16) as the norms are: it is small, and a rounded router
+//! could send a token to other experts; and each expert's `mlp.experts.{e}.gate_proj`, `up_proj`
+//! and `down_proj`, quantized as the other linears are.
 
 use crate::lfm2::Lfm2Params;
 use crate::{Family, ModelConfig};
@@ -26,32 +31,53 @@ pub struct ExpectedTensor {
     pub shape: Vec<usize>,
 }
 
-/// The linear weights of one layer, by suffix, with their `[N, K]`. Phi-3 stores q, k and v
+/// The linear weights of layer `layer`, by suffix, with their `[N, K]`. Phi-3 stores q, k and v
 /// as one `qkv_proj` (rows q, then k, then v) and gate and up as one `gate_up_proj` (gate's
-/// rows, then up's), as the engine runs them.
-fn layer_linears(c: &ModelConfig) -> Vec<(&'static str, [usize; 2])> {
+/// rows, then up's), as the engine runs them. A Qwen3-MoE sparse layer lists its experts'.
+fn layer_linears(c: &ModelConfig, layer: usize) -> Vec<(String, [usize; 2])> {
     let (h, q, kv, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
+    let owned = |list: &[(&str, [usize; 2])]| {
+        list.iter()
+            .map(|(name, shape)| (name.to_string(), *shape))
+            .collect::<Vec<_>>()
+    };
     if c.family == Family::Phi3 {
-        return vec![
+        return owned(&[
             ("self_attn.qkv_proj.weight", [q + 2 * kv, h]),
             ("self_attn.o_proj.weight", [h, q]),
             ("mlp.gate_up_proj.weight", [2 * i, h]),
             ("mlp.down_proj.weight", [h, i]),
-        ];
+        ]);
     }
-    vec![
+    let mut out = owned(&[
         ("self_attn.q_proj.weight", [q, h]),
         ("self_attn.k_proj.weight", [kv, h]),
         ("self_attn.v_proj.weight", [kv, h]),
         ("self_attn.o_proj.weight", [h, q]),
-        ("mlp.gate_proj.weight", [i, h]),
-        ("mlp.up_proj.weight", [i, h]),
-        ("mlp.down_proj.weight", [h, i]),
-    ]
+    ]);
+    match &c.moe {
+        Some(p) if p.sparse_layers[layer] => {
+            let e = p.expert_intermediate_size;
+            for expert in 0..p.experts {
+                out.extend([
+                    (format!("mlp.experts.{expert}.gate_proj.weight"), [e, h]),
+                    (format!("mlp.experts.{expert}.up_proj.weight"), [e, h]),
+                    (format!("mlp.experts.{expert}.down_proj.weight"), [h, e]),
+                ]);
+            }
+        }
+        _ => out.extend(owned(&[
+            ("mlp.gate_proj.weight", [i, h]),
+            ("mlp.up_proj.weight", [i, h]),
+            ("mlp.down_proj.weight", [h, i]),
+        ])),
+    }
+    out
 }
 
-/// The 1-D weights of one layer (norms, and Qwen2's q/k/v biases), by suffix, with their length.
-fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
+/// The dense weights of layer `layer` (norms, Qwen2's q/k/v biases, a Qwen3-MoE router), by
+/// suffix, with their shape.
+fn layer_norms(c: &ModelConfig, layer: usize) -> Vec<(&'static str, Vec<usize>)> {
     let mut norms = vec![
         ("input_layernorm.weight", c.hidden_size),
         ("post_attention_layernorm.weight", c.hidden_size),
@@ -60,7 +86,7 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
         norms.push(("pre_feedforward_layernorm.weight", c.hidden_size));
         norms.push(("post_feedforward_layernorm.weight", c.hidden_size));
     }
-    if matches!(c.family, Family::Qwen3 | Family::Gemma3) {
+    if matches!(c.family, Family::Qwen3 | Family::Qwen3Moe | Family::Gemma3) {
         norms.push(("self_attn.q_norm.weight", c.head_dim));
         norms.push(("self_attn.k_norm.weight", c.head_dim));
     }
@@ -69,7 +95,14 @@ fn layer_norms(c: &ModelConfig) -> Vec<(&'static str, usize)> {
         norms.push(("self_attn.k_proj.bias", c.kv_dim()));
         norms.push(("self_attn.v_proj.bias", c.kv_dim()));
     }
-    norms
+    let mut out: Vec<_> = norms
+        .into_iter()
+        .map(|(name, len)| (name, vec![len]))
+        .collect();
+    if let Some(p) = c.moe.as_ref().filter(|p| p.sparse_layers[layer]) {
+        out.push(("mlp.gate.weight", vec![p.experts, c.hidden_size]));
+    }
+    out
 }
 
 /// Every tensor of the model in file order: embedding, layers, final norm, `lm_head`.
@@ -84,14 +117,14 @@ pub fn expected_tensors(c: &ModelConfig) -> Vec<ExpectedTensor> {
         shape: vec![c.vocab_size, c.hidden_size],
     }];
     for layer in 0..c.num_hidden_layers {
-        for (suffix, len) in layer_norms(c) {
+        for (suffix, shape) in layer_norms(c, layer) {
             out.push(ExpectedTensor {
                 name: format!("model.layers.{layer}.{suffix}"),
                 role: Role::Norm,
-                shape: vec![len],
+                shape,
             });
         }
-        for (suffix, shape) in layer_linears(c) {
+        for (suffix, shape) in layer_linears(c, layer) {
             out.push(ExpectedTensor {
                 name: format!("model.layers.{layer}.{suffix}"),
                 role: Role::Linear,
@@ -130,7 +163,7 @@ pub fn linear_shape(c: &ModelConfig, name: &str) -> Option<[usize; 2]> {
             .find(|(s, _)| *s == suffix)
             .map(|(_, shape)| shape);
     }
-    layer_linears(c)
+    layer_linears(c, layer)
         .into_iter()
         .find(|(s, _)| *s == suffix)
         .map(|(_, shape)| shape)
@@ -301,6 +334,43 @@ mod tests {
             linear_shape(&c, "model.layers.0.self_attn.q_proj.weight"),
             None
         );
+    }
+
+    #[test]
+    fn qwen3moe_lists_router_and_experts_of_its_sparse_layers() {
+        let c = ModelConfig::from_json(
+            r#"{"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 3,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+                "vocab_size": 100, "num_experts": 4, "num_experts_per_tok": 2,
+                "moe_intermediate_size": 32, "mlp_only_layers": [1]}"#,
+        )
+        .unwrap();
+        let t = expected_tensors(&c);
+        // Sparse layers: 4 norms, the router, 4 attention linears, 4 experts x 3.
+        // The dense layer: 4 norms, 4 + 3 linears.
+        assert_eq!(t.len(), 1 + 2 * (4 + 1 + 4 + 12) + (4 + 7) + 2);
+        let router = t
+            .iter()
+            .find(|t| t.name == "model.layers.2.mlp.gate.weight")
+            .unwrap();
+        assert_eq!((router.role, &router.shape), (Role::Norm, &vec![4, 64]));
+        assert_eq!(
+            linear_shape(&c, "model.layers.0.mlp.experts.3.down_proj.weight"),
+            Some([64, 32])
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.0.mlp.experts.4.down_proj.weight"),
+            None
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.1.mlp.gate_proj.weight"),
+            Some([96, 64])
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.0.mlp.gate_proj.weight"),
+            None
+        );
+        assert!(!t.iter().any(|t| t.name == "model.layers.1.mlp.gate.weight"));
     }
 
     #[test]

@@ -12,7 +12,9 @@ use crate::{Dtype, Error, ModelConfig};
 
 /// Writes `dir/model.q4nx` with every tensor `config` implies, random but deterministic per
 /// `seed`: Q4_1 tiles whose weights `q * d + m` are centred with a spread of about `1 / sqrt(K)`
-/// (so activations stay finite through all layers), a random BF16 embedding and all-ones norms.
+/// (so activations stay finite through all layers), a random BF16 embedding, all-ones norms, and
+/// the other dense matrices (a Qwen3-MoE router, LFM2's convolution kernels) random with a spread
+/// of about `1 / sqrt(K)` too, so a router's choice of experts varies from token to token.
 ///
 /// The file is written beside as `model.q4nx.partial` and renamed when complete, so a reader
 /// never sees half a model. `config.json` is the caller's to write (it knows the model's own
@@ -49,9 +51,17 @@ fn write_random_q4nx(path: &Path, config: &ModelConfig, seed: u64) -> std::io::R
     let mut rng = XorShift(seed | 1); // xorshift never leaves 0
     for t in &tensors {
         match t.role {
-            Role::Norm => {
+            Role::Norm if t.shape.len() == 1 => {
                 for _ in 0..t.shape[0] {
                     file.write_all(&bf16_bits(1.0).to_le_bytes())?;
+                }
+            }
+            Role::Norm => {
+                let k = *t.shape.last().expect("a matrix has dimensions");
+                let spread = 2.0 / (k as f32).sqrt();
+                for _ in 0..t.shape.iter().product::<usize>() {
+                    let v = (rng.unit() - 0.5) * spread;
+                    file.write_all(&bf16_bits(v).to_le_bytes())?;
                 }
             }
             Role::Embedding => {
@@ -145,6 +155,31 @@ mod tests {
         let mut row = vec![0.0; m.cols];
         m.dequantize_row(0, &mut row);
         assert!(row.iter().all(|v| v.is_finite() && v.abs() < 1.0));
+    }
+
+    #[test]
+    fn a_random_mixture_of_experts_has_a_random_router() {
+        const MOE: &str = r#"{"model_type": "qwen3_moe", "hidden_size": 256,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 64, "intermediate_size": 512, "vocab_size": 1024, "num_experts": 8,
+            "num_experts_per_tok": 2, "moe_intermediate_size": 64}"#;
+        let config = ModelConfig::from_json(MOE).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        write_random_model(dir.path(), &config, 7).unwrap();
+        fs::write(dir.path().join("config.json"), MOE).unwrap();
+        let weights = Weights::open(dir.path()).unwrap();
+        validate(&weights, &config).expect("valid against its config");
+        let Tensor::Dense(router) = weights.get("model.layers.1.mlp.gate.weight").unwrap() else {
+            panic!("the router is dense");
+        };
+        let mut values = vec![0.0; 8 * 256];
+        crate::dtype::decode_f32(router.dtype, router.bytes, &mut values);
+        let spread = 1.0 / 16.0;
+        assert!(
+            values.iter().all(|v| v.abs() <= spread),
+            "about 1 / sqrt(K)"
+        );
+        assert!(values.iter().filter(|v| v.abs() > spread / 4.0).count() > 1000);
     }
 
     #[test]

@@ -51,6 +51,8 @@ struct MappedFile {
     path: PathBuf,
     map: Mmap,
     metadata: BTreeMap<String, String>,
+    /// The tensor table of a safetensors/Q4NX file as opened (a copy must repeat it).
+    tensors: Vec<TensorInfo>,
     /// For a GGUF file: the bytes of its header (everything before the tensor data), which a
     /// copy must repeat.
     gguf_header: Option<usize>,
@@ -102,7 +104,9 @@ impl Weights {
         let single = dir.join(SAFETENSORS_FILE);
         let index = dir.join(SHARD_INDEX_FILE);
         if q4nx.is_file() {
-            Self::from_files(q4nx.clone(), WeightFormat::Q4nx, &[q4nx], config)
+            let mut weights = Self::from_files(q4nx.clone(), WeightFormat::Q4nx, &[q4nx], config)?;
+            flm::adapt(&mut weights)?;
+            Ok(weights)
         } else if dir.join(LINK_FILE).exists() {
             gguf::open_linked(dir, config)
         } else if single.is_file() {
@@ -216,7 +220,7 @@ impl Weights {
                 dtype,
                 shape,
                 range,
-            } in header.tensors
+            } in header.tensors.iter().cloned()
             {
                 let Some(name) = text_model_name(&name) else {
                     skipped_vision = true;
@@ -242,6 +246,7 @@ impl Weights {
                 path: p.clone(),
                 map,
                 metadata: header.metadata,
+                tensors: header.tensors,
                 gguf_header: None,
             });
         }
@@ -264,15 +269,11 @@ impl Weights {
             tensor: name.to_string(),
         })?;
         let file = &self.files[entry.file];
-        if let Some(owned) = &entry.owned {
-            return Ok(Tensor::Dense(DenseTensor {
-                name: key,
-                dtype: Dtype::F32,
-                shape: entry.shape.clone(),
-                bytes: owned,
-            }));
-        }
-        let bytes = &file.map[entry.range.clone()];
+        // A tensor computed at open (an f32 norm, or tiles `flm` fused or re-signed).
+        let bytes = match &entry.owned {
+            Some(owned) => owned,
+            None => &file.map[entry.range.clone()],
+        };
         if let Some(kind) = entry.gguf {
             return Ok(Tensor::Gguf(GgufMatrix {
                 name: key,
@@ -362,7 +363,11 @@ impl Weights {
     fn narrow_padded_tiles(&mut self, index: usize, copy: &mut [u8]) {
         let metadata = &self.files[index].metadata;
         let mut narrowed = Vec::new();
-        for (name, entry) in self.tensors.iter().filter(|(_, e)| e.file == index) {
+        for (name, entry) in self
+            .tensors
+            .iter()
+            .filter(|(_, e)| e.file == index && e.owned.is_none())
+        {
             let tile_bytes = entry.shape.last().copied().unwrap_or(0);
             let q8 = tile_bytes == Q8_TILE_BYTES;
             if entry.dtype != Dtype::I8 || !(q8 || tile_bytes == Q4_1_TILE_BYTES) {
@@ -501,7 +506,7 @@ impl Weights {
     /// [`TileMatrix::last_groups`]): the same values, without the zero columns.
     pub fn copy_into_huge_pages(&mut self) -> Result<(), Error> {
         let mut copies = Vec::with_capacity(self.files.len());
-        for (index, file) in self.files.iter().enumerate() {
+        for file in &self.files {
             let copy = read_into_huge_pages(&file.path, file.map.len())?;
             if let Some(header) = file.gguf_header {
                 // A GGUF's tensors were found through its header: the same bytes, the same
@@ -514,17 +519,7 @@ impl Weights {
             }
             // What the tensors' checked ranges describe must be what was read.
             let header = container::parse(&copy, &file.path)?;
-            let same = header.metadata == file.metadata
-                && header.tensors.len()
-                    == self.tensors.values().filter(|e| e.file == index).count()
-                && header.tensors.iter().all(|t| {
-                    self.tensors.get(&t.name).is_some_and(|e| {
-                        e.file == index
-                            && e.dtype == t.dtype
-                            && e.shape == t.shape
-                            && e.range == t.range
-                    })
-                });
+            let same = header.metadata == file.metadata && header.tensors == file.tensors;
             if !same {
                 return Err(Error::MalformedHeader {
                     path: file.path.clone(),
@@ -572,7 +567,7 @@ impl Weights {
     /// The file, byte range, dtype and stored shape of a tensor, for streaming reads that
     /// should not grow the process's resident memory through the map.
     pub(crate) fn locate(&self, name: &str) -> Option<(&Path, Range<usize>, Dtype, &[usize])> {
-        let e = self.tensors.get(name)?;
+        let e = self.tensors.get(name).filter(|e| e.owned.is_none())?;
         Some((&self.files[e.file].path, e.range.clone(), e.dtype, &e.shape))
     }
 }
@@ -648,6 +643,7 @@ fn read_into_huge_pages(path: &Path, len: usize) -> Result<memmap2::MmapMut, Err
     Ok(copy)
 }
 
+mod flm;
 mod gguf;
 #[cfg(test)]
 mod tests;

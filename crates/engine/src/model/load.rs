@@ -86,6 +86,8 @@ impl Model {
         let config = ModelConfig::from_path(&dir.join("config.json")).map_err(load_error)?;
         let mut weights = Weights::open(dir).map_err(load_error)?;
         q4nx::validate(&weights, &config).map_err(load_error)?;
+        weights_memory::check_fits(weights.data_bytes(), weights_memory::installed_memory())
+            .map_err(|reason| Error::invalid_model(dir, reason))?;
         let memory = weights_memory::place(
             &mut weights,
             options.map_weights,

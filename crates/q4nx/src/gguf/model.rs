@@ -65,12 +65,13 @@ pub(crate) fn read_header_model<'h>(h: &'h Header, src: &Path) -> Result<HeaderM
         "qwen2" => Family::Qwen2,
         "gemma3" => Family::Gemma3,
         "phi3" => Family::Phi3,
+        "lfm2" => Family::Lfm2,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, gemma3 and phi3 (Phi-3.5, Phi-4-mini) models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, gemma3, phi3 (Phi-3.5, Phi-4-mini) and lfm2 (LFM2) models"
                 ),
             ))
         }
@@ -141,7 +142,16 @@ pub(crate) fn model_config(
     };
     let hidden = need("embedding_length")?;
     let heads = need("attention.head_count")?;
-    let kv_heads = uint("attention.head_count_kv")?.unwrap_or(heads);
+    let layers = need("block_count")?;
+    // LFM2: llama.cpp's converter writes one KV head count per layer, 0 for a convolution layer.
+    let lfm2_conv = match (family, h.get(&key("attention.head_count_kv"))) {
+        (Family::Lfm2, Some(Value::Array(a))) => Some(lfm2_conv_layers(a, layers, &key)?),
+        _ => None,
+    };
+    let kv_heads = match &lfm2_conv {
+        Some((_, kv)) => *kv,
+        None => uint("attention.head_count_kv")?.unwrap_or(heads),
+    };
     let head_dim = match uint("attention.key_length")? {
         Some(d) => d,
         None if heads > 0 => hidden / heads,
@@ -181,8 +191,9 @@ pub(crate) fn model_config(
         Family::Gemma3 => "Gemma3ForCausalLM",
         Family::Phi3 => "Phi3ForCausalLM",
         Family::Lfm2 => "Lfm2ForCausalLM",
+        // Not read from GGUF files yet (the match above refuses qwen3moe).
+        Family::Qwen3Moe => "Qwen3MoeForCausalLM",
     };
-    let layers = need("block_count")?;
     let mut v = json!({
         "architectures": [arch_name],
         "model_type": family.name(),
@@ -224,10 +235,68 @@ pub(crate) fn model_config(
         let window = uint("attention.sliding_window")?.filter(|&w| w > 0);
         o.insert("sliding_window".into(), json!(window));
     }
+    if family == Family::Lfm2 {
+        let conv = lfm2_conv.map_or_else(|| vec![false; layers], |(c, _)| c);
+        let width = uint("shortconv.l_cache")?
+            .ok_or_else(|| format!("the file has no {}", key("shortconv.l_cache")))?;
+        lfm2_config(&mut v, &conv, width);
+    }
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
     Ok((config, text))
 }
+
+/// LFM2's layer kinds and KV head count from llama.cpp's per-layer `attention.head_count_kv`
+/// (0 for a short-convolution layer, the model's KV head count for an attention layer).
+fn lfm2_conv_layers(
+    counts: &crate::gguf::Array,
+    layers: usize,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(Vec<bool>, usize), String> {
+    let name = key("attention.head_count_kv");
+    let counts = counts
+        .to_i64s()
+        .filter(|c| c.iter().all(|&n| (0..=1 << 16).contains(&n)))
+        .ok_or_else(|| format!("{name} is not a list of head counts"))?;
+    if counts.len() != layers {
+        return Err(format!(
+            "{name} lists {} layers but the model has {layers}",
+            counts.len()
+        ));
+    }
+    let mut attention = counts.iter().filter(|&&n| n > 0);
+    let kv = *attention
+        .next()
+        .ok_or_else(|| format!("{name} gives no layer any KV head: LFM2 needs attention layers"))?;
+    if let Some(other) = attention.find(|&&n| n != kv) {
+        return Err(format!(
+            "{name} gives attention layers {kv} and {other} KV heads; Hearth runs one count \
+             for every layer"
+        ));
+    }
+    Ok((counts.iter().map(|&n| n == 0).collect(), kv as usize))
+}
+
+/// LFM2's fields of config.json as transformers reads them: `layer_types`, the convolution's
+/// width, `norm_eps`, and the feed-forward width llama.cpp's converter already derived from
+/// `block_ff_dim` (so no further adjustment).
+fn lfm2_config(v: &mut serde_json::Value, conv: &[bool], width: usize) {
+    let o = v.as_object_mut().expect("we wrote an object");
+    let types: Vec<&str> = conv
+        .iter()
+        .map(|&c| if c { "conv" } else { "full_attention" })
+        .collect();
+    o.insert("layer_types".into(), json!(types));
+    o.insert("conv_L_cache".into(), json!(width));
+    o.insert("conv_bias".into(), json!(false));
+    o.insert("block_auto_adjust_ff_dim".into(), json!(false));
+    let eps = o.remove("rms_norm_eps").unwrap_or(json!(1e-5));
+    o.insert("norm_eps".into(), eps);
+}
+
+/// LFM2's final norm (`model.embedding_norm`): llama.cpp's converter first wrote it as
+/// `token_embd_norm`, later converters (and Ollama's) as `output_norm`.
+const LFM2_FINAL_NORMS: [&str; 2] = ["token_embd_norm.weight", "output_norm.weight"];
 
 /// LongRoPE's divisors as llama.cpp's converter writes a phi3 model's (f32, one per rotated
 /// frequency), read into config.json's `rope_scaling`.
@@ -352,6 +421,8 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
         "model.embed_tokens.weight" => return Some("token_embd.weight".into()),
         "model.norm.weight" => return Some("output_norm.weight".into()),
         "lm_head.weight" => return Some("output.weight".into()),
+        // LFM2's final norm (see LFM2_FINAL_NORMS for the newer name).
+        "model.embedding_norm.weight" => return Some(LFM2_FINAL_NORMS[0].into()),
         _ => {}
     }
     let rest = hf.strip_prefix("model.layers.")?;
@@ -372,6 +443,18 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
             "self_attn.qkv_proj" => "attn_qkv",
             "mlp.gate_up_proj" => "ffn_up",
             "self_attn.o_proj" => "attn_output",
+            // LFM2's names.
+            "operator_norm" => "attn_norm",
+            "ffn_norm" => "ffn_norm",
+            "self_attn.out_proj" => "attn_output",
+            "self_attn.q_layernorm" => "attn_q_norm",
+            "self_attn.k_layernorm" => "attn_k_norm",
+            "conv.conv" => "shortconv.conv",
+            "conv.in_proj" => "shortconv.in_proj",
+            "conv.out_proj" => "shortconv.out_proj",
+            "feed_forward.w1" => "ffn_gate",
+            "feed_forward.w3" => "ffn_up",
+            "feed_forward.w2" => "ffn_down",
             "self_attn.q_norm" => "attn_q_norm",
             "self_attn.k_norm" => "attn_k_norm",
             "mlp.gate_proj" => "ffn_gate",
@@ -404,11 +487,21 @@ pub(crate) fn source_tensors<'h>(
         if name == "lm_head.weight" && config.tie_word_embeddings {
             g = "token_embd.weight".into();
         }
+        if g == LFM2_FINAL_NORMS[0] && h.tensor(&g).is_none() {
+            g = LFM2_FINAL_NORMS[1].into();
+        }
         let t = h
             .tensor(&g)
             .ok_or_else(|| format!("tensor {g} is missing; the file is incomplete"))?;
         used.insert(g.clone());
-        let want: Vec<u64> = expected.shape.iter().rev().map(|&d| d as u64).collect();
+        // LFM2's convolution kernel [hidden, 1, width] is stored squeezed to [hidden, width].
+        let want: Vec<u64> = expected
+            .shape
+            .iter()
+            .rev()
+            .filter(|&&d| !(family == Family::Lfm2 && d == 1 && expected.shape.len() == 3))
+            .map(|&d| d as u64)
+            .collect();
         if t.dims != want {
             return Err(format!(
                 "tensor {g} has dimensions {:?}, the model's metadata implies {want:?}",
@@ -470,6 +563,70 @@ pub(crate) fn check_finite(path: &Path, name: &str, values: &[f32]) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The config an `lfm2` header of two layers gives, with `head_count_kv` and
+    /// `shortconv.l_cache` as given (absent when `None`).
+    fn lfm2_config_of(kv: Option<Value>, width: Option<u32>) -> Result<ModelConfig, String> {
+        use crate::gguf::write::GgufWriter;
+        let mut w = GgufWriter::new(3);
+        w.kv("general.architecture", Value::String("lfm2".into()));
+        for (k, v) in [
+            ("embedding_length", 64),
+            ("block_count", 2),
+            ("attention.head_count", 4),
+            ("feed_forward_length", 96),
+        ] {
+            w.kv(&format!("lfm2.{k}"), Value::U32(v));
+        }
+        if let Some(kv) = kv {
+            w.kv("lfm2.attention.head_count_kv", kv);
+        }
+        if let Some(width) = width {
+            w.kv("lfm2.shortconv.l_cache", Value::U32(width));
+        }
+        w.tensor(
+            "token_embd.weight",
+            &[64, 32],
+            GgmlType::F32,
+            &[0; 64 * 32 * 4],
+        );
+        let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf")).unwrap();
+        model_config(&h, "lfm2", Family::Lfm2).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn lfm2_layers_come_from_the_per_layer_kv_head_counts() {
+        use crate::gguf::Array;
+        let counts = |v: Vec<u32>| Some(Value::Array(Array::U32(v)));
+        let c = lfm2_config_of(counts(vec![0, 2]), Some(3)).unwrap();
+        let p = c.lfm2.expect("LFM2's parameters");
+        assert_eq!(p.conv_layers, [true, false]);
+        assert_eq!((p.conv_width, p.conv_bias), (3, false));
+        // The feed-forward width is the converter's, not derived again.
+        assert_eq!((c.num_key_value_heads, c.intermediate_size), (2, 96));
+        assert_eq!(c.rms_norm_eps, 1e-6);
+        // Malformed headers are refused in words.
+        for (kv, width, says) in [
+            (counts(vec![0, 2]), None, "no lfm2.shortconv.l_cache"),
+            (
+                counts(vec![0, 2, 2]),
+                Some(3),
+                "lists 3 layers but the model has 2",
+            ),
+            (counts(vec![0, 0]), Some(3), "no layer any KV head"),
+            (counts(vec![1, 2]), Some(3), "1 and 2 KV heads"),
+            (counts(vec![0, 2]), Some(0), "conv_L_cache is 0"),
+            (
+                Some(Value::Array(Array::String(vec!["a".into(), "b".into()]))),
+                Some(3),
+                "not a list of head counts",
+            ),
+            (Some(Value::String("2".into())), Some(3), "not a count"),
+        ] {
+            let e = lfm2_config_of(kv, width).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
 
     #[test]
     fn rope_rows_go_back_to_hugging_face_order() {

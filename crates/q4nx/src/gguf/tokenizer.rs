@@ -228,19 +228,22 @@ fn byte_level<'h>(h: &'h Header, pre: &'h str) -> Result<Kind<'h>, String> {
     let merges = strings(h, "tokenizer.ggml.merges")?;
     let pre_tokenizer = match pre {
         // GPT-2's own regex, inside ByteLevel.
-        "default" | "gpt2" => json!({"type": "ByteLevel", "add_prefix_space": false,
+        // llama.cpp's converter names it "gpt-2".
+        "default" | "gpt2" | "gpt-2" => json!({"type": "ByteLevel", "add_prefix_space": false,
             "trim_offsets": true, "use_regex": true}),
         "smollm" => json!({"type": "Sequence", "pretokenizers": [
             {"type": "Digits", "individual_digits": true},
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
         ]}),
-        "llama-bpe" | "llama3" => split_then_bytes(LLAMA3_SPLIT),
+        // llama.cpp reads LFM2's vocabulary as Llama 3's (the same split, merges skipped for
+        // whole-vocabulary words).
+        "llama-bpe" | "llama3" | "lfm2" => split_then_bytes(LLAMA3_SPLIT),
         // llama.cpp gives deepseek-r1-qwen the qwen2 pre-tokenizer (llama-vocab.cpp).
         "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_SPLIT),
         other => {
             return Err(format!(
                 "its pre-tokenizer {other:?} (tokenizer.ggml.pre) is not supported yet; Hearth \
-                 imports smollm, llama-bpe, qwen2 and deepseek-r1-qwen"
+                 imports gpt-2, smollm, llama-bpe, qwen2, deepseek-r1-qwen and lfm2"
             ))
         }
     };
@@ -301,7 +304,7 @@ pub(crate) fn build(
                 "use_regex": true}),
             json!({"type": "BPE", "dropout": null, "unk_token": null,
                 "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
-                "byte_fallback": false, "ignore_merges": matches!(*pre, "llama-bpe" | "llama3"),
+                "byte_fallback": false, "ignore_merges": matches!(*pre, "llama-bpe" | "llama3" | "lfm2"),
                 "vocab": vocab, "merges": merges}),
         ],
         Kind::SentencePiece(sp) => sp.parts(tokens, vocab),

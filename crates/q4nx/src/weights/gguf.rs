@@ -100,6 +100,7 @@ pub(super) fn open_linked(dir: &Path, config: Option<ModelConfig>) -> Result<Wei
             path,
             map,
             metadata: Default::default(),
+            tensors: Vec::new(),
             gguf_header: Some(header.data_start),
         }],
         tensors,

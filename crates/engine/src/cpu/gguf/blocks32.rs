@@ -32,7 +32,11 @@
 //! when it computes fewer than 4 tokens at once), and the `m * sum` terms to a vector of their
 //! own (AVX-512: `m * sum / 8` in each of the block's lanes) or to scalar sums (AVX2); they add
 //! it all up at the end of the row. A last odd block at the AVX-512 levels (which take blocks in
-//! pairs) is added as the twin adds it. So the levels agree with the twin to float rounding:
+//! pairs) is added as the twin adds it. AVX2 with one token (a decode step) takes 8 rows at a
+//! time: each block's 8 integer sums `isum` (one per row) side by side in one vector, then one
+//! `isum * (d * sx)` multiply-add for the 8 rows into the sums of even or of odd blocks, and the
+//! `m * sum` terms into a third; the rows that remain after the last 8 go as above. So the
+//! levels agree with the twin to float rounding:
 //! within `1e-5` of the size of the row's terms, `Σ_b (|d sx| Σ_j |w_j xq_j| + |m sum|)`
 //! (tested; lanes cancel, so the bound is on their magnitudes, not on `Σ |c|`).
 

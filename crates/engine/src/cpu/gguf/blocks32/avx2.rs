@@ -1,7 +1,9 @@
 //! The AVX2 level: one block per 256-bit vector, `vpmaddubsw` + `vpmaddwd` into 8 i32 lane sums
 //! (4 products each). Q4_1's and Q5_1's unsigned codes meet the signed activations directly;
 //! the signed weights (Q4_0, Q5_0, Q8_0) as `|w|` against `x` with `w`'s sign (`vpsignb`).
-//! Each block's `d` (and `m`) is read with F16C.
+//! Each block's `d` (and `m`) is read with F16C. One token (a decode step) goes 8 rows at a
+//! time ([`rows8`]): the float work of a block, one multiply-add of its sum by `d * sx`, is then
+//! done once for 8 rows, the 8 rows' `d` converted together.
 
 use std::arch::x86_64::*;
 
@@ -170,6 +172,117 @@ unsafe fn row<const T: usize>(
     out
 }
 
+/// Rows [`rows8`] computes at once.
+const ROWS: usize = 8;
+
+/// The f16 at `p` and at the same place of the 7 rows after it (`row_bytes` apart), as 8 f32.
+#[inline(always)]
+unsafe fn f16_of_rows(p: *const u8, row_bytes: usize) -> __m256 {
+    // A pointer closure only (no intrinsic inside it).
+    let h = |r: usize| i32::from(p.add(r * row_bytes).cast::<u16>().read_unaligned());
+    let mut v = _mm_cvtsi32_si128(h(0));
+    v = _mm_insert_epi16::<1>(v, h(1));
+    v = _mm_insert_epi16::<2>(v, h(2));
+    v = _mm_insert_epi16::<3>(v, h(3));
+    v = _mm_insert_epi16::<4>(v, h(4));
+    v = _mm_insert_epi16::<5>(v, h(5));
+    v = _mm_insert_epi16::<6>(v, h(6));
+    v = _mm_insert_epi16::<7>(v, h(7));
+    _mm256_cvtph_ps(v)
+}
+
+/// The 8 lane sums of the block at `p` against `x`.
+#[inline(always)]
+unsafe fn block_lanes(format: Format, p: *const u8, x: __m256i) -> __m256i {
+    let q = codes(format, p);
+    let a = if format.has_min() {
+        q
+    } else {
+        _mm256_abs_epi8(q)
+    };
+    lane_sums(format, q, a, x)
+}
+
+/// Block `b` of the 8 rows at `base` (`row_bytes` apart) against activation block `b`: its 8
+/// integer sums as floats, its 8 `d * sx`, and where the block starts in row 0. A function, not
+/// a closure, so that it is inlined into the entry point's CPU features.
+#[inline(always)]
+unsafe fn block8(
+    format: Format,
+    base: *const u8,
+    row_bytes: usize,
+    b: usize,
+    xq: *const i8,
+    scales: *const f32,
+) -> (__m256, __m256, *const u8) {
+    let p = base.add(b * format.bytes());
+    let x = _mm256_loadu_si256(xq.add(b * BLOCK).cast());
+    let l = |r: usize| p.add(r * row_bytes);
+    let h01 = _mm256_hadd_epi32(block_lanes(format, l(0), x), block_lanes(format, l(1), x));
+    let h23 = _mm256_hadd_epi32(block_lanes(format, l(2), x), block_lanes(format, l(3), x));
+    let h45 = _mm256_hadd_epi32(block_lanes(format, l(4), x), block_lanes(format, l(5), x));
+    let h67 = _mm256_hadd_epi32(block_lanes(format, l(6), x), block_lanes(format, l(7), x));
+    // Rows 0..4 (4..8): the first half of each row's lanes in the low 128 bits, the second in
+    // the high.
+    let lo = _mm256_hadd_epi32(h01, h23);
+    let hi = _mm256_hadd_epi32(h45, h67);
+    let isums = _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(lo, hi),
+        _mm256_permute2x128_si256::<0x31>(lo, hi),
+    );
+    let dsx = _mm256_mul_ps(f16_of_rows(p, row_bytes), _mm256_set1_ps(*scales.add(b)));
+    (_mm256_cvtepi32_ps(isums), dsx, p)
+}
+
+/// 8 rows (`w`, `row_bytes` each) times token `t` of `acts`, into `y`: each block's 8 integer
+/// sums end up side by side in one vector (a transposing tree of `vphaddd`), so the float work
+/// of a block (its scales converted, multiplied by the activation scale, one multiply-add) is
+/// done once for 8 rows instead of once per row. Even and odd blocks add to separate sums.
+///
+/// SAFETY (caller): AVX2, FMA and F16C are present; `w` holds 8 rows of `blocks` blocks and
+/// `acts` as many activation blocks for token `t`.
+#[inline(always)]
+unsafe fn rows8(
+    format: Format,
+    w: &[u8],
+    row_bytes: usize,
+    blocks: usize,
+    acts: &QuantizedActivations,
+    t: usize,
+    y: &mut [f32],
+) {
+    let (xq, scales, sums) = (
+        acts.xq(t).as_ptr(),
+        acts.scales(t).as_ptr(),
+        acts.sums(t).as_ptr(),
+    );
+    let base = w.as_ptr();
+    // The next 8 rows are requested into L1 as these are computed, an equal share per block
+    // (they follow these in memory; past the last rows the hints fall beyond the matrix, where
+    // a prefetch never faults).
+    let (ahead, share) = (base.wrapping_add(ROWS * row_bytes), ROWS * format.bytes());
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut min_acc = _mm256_setzero_ps();
+    let mut b = 0;
+    while b < blocks {
+        for (half, acc) in acc.iter_mut().enumerate().take(blocks - b) {
+            for line in (0..share).step_by(64) {
+                let at = ahead.wrapping_add((b + half) * share + line);
+                _mm_prefetch::<_MM_HINT_T0>(at.cast());
+            }
+            let (isums, dsx, p) = block8(format, base, row_bytes, b + half, xq, scales);
+            *acc = _mm256_fmadd_ps(isums, dsx, *acc);
+            if format.has_min() {
+                let m = f16_of_rows(p.add(2), row_bytes);
+                min_acc = _mm256_fmadd_ps(m, _mm256_set1_ps(*sums.add(b + half)), min_acc);
+            }
+        }
+        b += 2;
+    }
+    let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), min_acc);
+    _mm256_storeu_ps(y.as_mut_ptr(), sum);
+}
+
 /// [`super::dot_rows`] at AVX2, for format `F` (a [`Format`] as `u8`).
 #[inline(always)]
 unsafe fn dot_rows<const F: u8>(
@@ -183,6 +296,20 @@ unsafe fn dot_rows<const F: u8>(
     let format = Format::from_id(F);
     let blocks = cols / BLOCK;
     let row_bytes = blocks * format.bytes();
+    let (mut rows, mut out) = (rows, out);
+    if tokens == 1 {
+        // One token (a decode step): 8 rows at a time, their sums side by side in one vector.
+        let whole = rows.len() / (ROWS * row_bytes) * ROWS;
+        let (eights, rest) = rows.split_at(whole * row_bytes);
+        let (y8, y_rest) = out.split_at_mut(whole);
+        for (w, y) in eights
+            .chunks_exact(ROWS * row_bytes)
+            .zip(y8.chunks_exact_mut(ROWS))
+        {
+            rows8(format, w, row_bytes, blocks, acts, t0, y);
+        }
+        (rows, out) = (rest, y_rest);
+    }
     for (w, y) in rows
         .chunks_exact(row_bytes)
         .zip(out.chunks_exact_mut(tokens))

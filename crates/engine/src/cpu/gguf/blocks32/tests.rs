@@ -313,9 +313,9 @@ fn assert_rows_agree(
 fn every_level_matches_the_twin_at_every_token_count() {
     let mut rng = Lcg(11);
     for kind in KINDS {
-        for blocks in [1, 2, 7, 28] {
+        // 5 rows: row by row; 19: two groups of 8 (one token's path) and 3 more.
+        for (blocks, n) in [(1, 5), (2, 5), (7, 5), (28, 5), (1, 19), (7, 19), (28, 19)] {
             let cols = blocks * BLOCK;
-            let n = 5;
             let rows = random_blocks(kind, n * blocks, &mut rng);
             let all = MAX_TOKENS + 2;
             let x: Vec<f32> = (0..all * cols).map(|_| rng.unit()).collect();
@@ -542,6 +542,23 @@ fn speed() {
                 let rows = random_blocks(kind, n * cols / BLOCK, &mut rng);
                 let x: Vec<f32> = (0..MAX_TOKENS * cols).map(|_| rng.unit()).collect();
                 let acts = activations(&x, MAX_TOKENS, cols);
+                // One token through calls of 7 rows: the row-by-row path, not 8 rows at once.
+                let row_bytes = kind.bytes_for(cols);
+                let mut line = format!("{kind} K {cols:>4} {size} 1 token, 7-row calls:");
+                for &level in &levels {
+                    let mut out = vec![0.0; n];
+                    let gbs = time(
+                        reps,
+                        rows.len(),
+                        Box::new(|| {
+                            for (w, y) in rows.chunks(7 * row_bytes).zip(out.chunks_mut(7)) {
+                                dot_rows(level, kind, w, cols, &acts, 0, 1, y)
+                            }
+                        }),
+                    );
+                    line += &format!(" {level} {gbs:.1}");
+                }
+                println!("{line} GB/s");
                 for tokens in [1, MAX_TOKENS] {
                     let mut line = format!("{kind} K {cols:>4} {size} {tokens} token(s):");
                     for &level in &levels {

@@ -1,0 +1,241 @@
+//! Qwen3-MoE's mixture-of-experts feed-forward block, computed as transformers computes it:
+//!
+//! ```text
+//! p = softmax(h Wr^T)                      over the experts, in f32   (the router, `mlp.gate`)
+//! chosen = the k largest of p              (num_experts_per_tok; ties to the lower index)
+//! norm_topk_prob: w = p[chosen] / sum(p[chosen]), else w = p[chosen]
+//! out = sum over chosen e, in expert order, of w_e * (silu(h Wg_e^T) * (h Wu_e^T)) Wd_e^T
+//! ```
+//!
+//! Only the chosen experts' matrices are read: a decode step runs each of its token's `k`
+//! experts on that one token, so it reads `k` experts' rows of the layer's many. A prefill
+//! groups its tokens by expert: each expert that any token chose runs once, as one matmul over
+//! the rows of the tokens routed to it (gathered into a block), and its outputs are added back
+//! to those tokens' rows with their weights. Experts are visited in index order and each
+//! token's sum is taken in that order, as transformers' `index_add_` takes it.
+//!
+//! The router stays dense (BF16 in a Q4NX file, as converted), so its logits carry no
+//! activation rounding and a quantized model picks the experts its weights imply.
+
+use crate::cpu::exp::silu_mul;
+use crate::cpu::CpuContext;
+use crate::fused::SharedInput;
+use crate::linear::Linear;
+use crate::Error;
+
+use super::MAX_CHUNK;
+
+/// One expert: a gated MLP of the expert width.
+#[derive(Debug)]
+struct Expert<'w> {
+    gate_up: SharedInput<'w, 2>, // (width | width, hidden)
+    down: Linear<'w>,            // (hidden, width)
+}
+
+/// The experts of one sparse layer and their router.
+#[derive(Debug)]
+pub(crate) struct Experts<'w> {
+    router: Linear<'w>, // (experts, hidden), dense
+    experts: Vec<Expert<'w>>,
+    /// Experts each token uses.
+    top_k: usize,
+    /// Whether the chosen experts' probabilities are renormalized to sum to 1.
+    norm_topk_prob: bool,
+}
+
+/// The scratch buffers of the experts' block, for up to [`MAX_CHUNK`] tokens, allocated once.
+#[derive(Debug)]
+pub(crate) struct MoeState {
+    logits: Vec<f32>,          // (chunk, experts) the router's, then its probabilities
+    chosen: Vec<(usize, f32)>, // (chunk, top_k) each token's experts and weights
+    routed: Vec<(usize, f32)>, // (tokens routed to one expert): token, weight
+    input: Vec<f32>,           // (chunk, hidden) those tokens' rows, gathered
+    gate: Vec<f32>,            // (chunk, width)
+    up: Vec<f32>,              // (chunk, width)
+    out: Vec<f32>,             // (chunk, hidden) one expert's outputs
+}
+
+impl MoeState {
+    /// Buffers for a model of `hidden` width whose sparse layers have `p`'s experts.
+    pub(crate) fn new(hidden: usize, p: &q4nx::MoeParams) -> Self {
+        MoeState {
+            logits: vec![0.0; MAX_CHUNK * p.experts],
+            chosen: Vec::with_capacity(MAX_CHUNK * p.experts_per_token),
+            routed: Vec::with_capacity(MAX_CHUNK),
+            input: vec![0.0; MAX_CHUNK * hidden],
+            gate: vec![0.0; MAX_CHUNK * p.expert_intermediate_size],
+            up: vec![0.0; MAX_CHUNK * p.expert_intermediate_size],
+            out: vec![0.0; MAX_CHUNK * hidden],
+        }
+    }
+}
+
+impl<'w> Experts<'w> {
+    /// Resolves layer `prefix`'s router and experts with `linear` (which names a tensor that is
+    /// missing or of another shape), for a model of `hidden` width.
+    pub(crate) fn load(
+        prefix: &str,
+        hidden: usize,
+        p: &q4nx::MoeParams,
+        linear: &dyn Fn(&str, usize, usize) -> Result<Linear<'w>, Error>,
+    ) -> Result<Self, Error> {
+        let width = p.expert_intermediate_size;
+        let experts = (0..p.experts)
+            .map(|e| {
+                let name = |m: &str| format!("{prefix}.mlp.experts.{e}.{m}.weight");
+                Ok(Expert {
+                    gate_up: SharedInput::Apart([
+                        linear(&name("gate_proj"), width, hidden)?,
+                        linear(&name("up_proj"), width, hidden)?,
+                    ]),
+                    down: linear(&name("down_proj"), hidden, width)?,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Experts {
+            router: linear(&format!("{prefix}.mlp.gate.weight"), p.experts, hidden)?,
+            experts,
+            top_k: p.experts_per_token,
+            norm_topk_prob: p.norm_topk_prob,
+        })
+    }
+
+    /// Weights, as model cards count them (every expert's, and the router's).
+    pub(crate) fn parameters(&self) -> usize {
+        let size = |l: &Linear<'_>| l.rows() * l.cols();
+        size(&self.router)
+            + self
+                .experts
+                .iter()
+                .map(|e| e.gate_up.parameters() + size(&e.down))
+                .sum::<usize>()
+    }
+
+    /// `out` = the block's output for the `tokens` normed rows of `h` (`[tokens, hidden]`
+    /// each), with `s`'s buffers and `cpu`'s threads.
+    pub(crate) fn forward(
+        &self,
+        cpu: &CpuContext,
+        h: &[f32],
+        tokens: usize,
+        out: &mut [f32],
+        s: &mut MoeState,
+    ) {
+        let count = self.experts.len();
+        let hidden = h.len() / tokens;
+        // p = softmax(h Wr^T); each token's k experts and their weights.
+        let logits = &mut s.logits[..tokens * count];
+        self.router.matmul(cpu, h, tokens, logits);
+        s.chosen.clear();
+        for row in logits.chunks_exact_mut(count) {
+            route(row, self.top_k, self.norm_topk_prob, &mut s.chosen);
+        }
+        out.fill(0.0);
+        for (e, expert) in self.experts.iter().enumerate() {
+            // The tokens routed to expert e, in order, with their weights.
+            s.routed.clear();
+            for (t, chosen) in s.chosen.chunks_exact(self.top_k).enumerate() {
+                if let Some(&(_, w)) = chosen.iter().find(|(c, _)| *c == e) {
+                    s.routed.push((t, w));
+                }
+            }
+            let m = s.routed.len();
+            if m == 0 {
+                continue;
+            }
+            // One token (a decode step) reads its row in place; a group is gathered.
+            let input = if m == tokens {
+                h
+            } else {
+                for (i, &(t, _)) in s.routed.iter().enumerate() {
+                    s.input[i * hidden..(i + 1) * hidden]
+                        .copy_from_slice(&h[t * hidden..(t + 1) * hidden]);
+                }
+                &s.input[..m * hidden]
+            };
+            let width = expert.down.cols();
+            let (gate, up) = (&mut s.gate[..m * width], &mut s.up[..m * width]);
+            expert
+                .gate_up
+                .matmul(cpu, input, m, [&mut *gate, &mut *up], &mut []);
+            silu_mul(cpu.level(), gate, up);
+            let expert_out = &mut s.out[..m * hidden];
+            expert.down.matmul(cpu, gate, m, expert_out);
+            for (&(t, w), row) in s.routed.iter().zip(expert_out.chunks_exact(hidden)) {
+                for (o, v) in out[t * hidden..(t + 1) * hidden].iter_mut().zip(row) {
+                    *o += v * w;
+                }
+            }
+        }
+    }
+}
+
+/// Turns one token's router logits into its `k` experts and their weights, appended to
+/// `chosen` in descending order of probability: softmax in f32 (in place), the `k` largest
+/// (ties to the lower index, as the index order breaks them), and with `normalize` those `k`
+/// divided by their sum.
+fn route(logits: &mut [f32], k: usize, normalize: bool, chosen: &mut Vec<(usize, f32)>) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f32;
+    for v in logits.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    for v in logits.iter_mut() {
+        *v /= sum;
+    }
+    let start = chosen.len();
+    for _ in 0..k {
+        let taken = &chosen[start..];
+        let best = (0..logits.len())
+            .filter(|e| !taken.iter().any(|(c, _)| c == e))
+            .fold(None, |best: Option<usize>, e| match best {
+                Some(b) if logits[b] >= logits[e] => Some(b),
+                _ => Some(e),
+            })
+            .expect("k is at most the number of experts");
+        chosen.push((best, logits[best]));
+    }
+    if normalize {
+        let total: f32 = chosen[start..].iter().map(|(_, w)| w).sum();
+        for (_, w) in &mut chosen[start..] {
+            *w /= total;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_takes_the_k_most_probable_and_renormalizes() {
+        let mut chosen = vec![(9, 9.0)];
+        let mut logits = [0.0f32, 2.0, 1.0, 2.0_f32.ln() + 1.0];
+        route(&mut logits, 2, false, &mut chosen);
+        let total = 1.0 + 2.0_f32.exp() + 1.0_f32.exp() + 2.0 * 1.0_f32.exp();
+        assert_eq!(chosen[0], (9, 9.0), "earlier tokens' choices are kept");
+        assert_eq!((chosen[1].0, chosen[2].0), (1, 3));
+        assert!((chosen[1].1 - 2.0_f32.exp() / total).abs() < 1e-6);
+        assert!((chosen[2].1 - 2.0 * 1.0_f32.exp() / total).abs() < 1e-6);
+        let mut logits = [0.0f32, 2.0, 1.0, 2.0_f32.ln() + 1.0];
+        let mut chosen = Vec::new();
+        route(&mut logits, 2, true, &mut chosen);
+        let e = 2.0_f32.exp();
+        let twice_e = 2.0 * 1.0_f32.exp();
+        assert!((chosen[0].1 - e / (e + twice_e)).abs() < 1e-6);
+        assert!((chosen[0].1 + chosen[1].1 - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn route_breaks_ties_to_the_lower_index_and_may_take_every_expert() {
+        let mut chosen = Vec::new();
+        route(&mut [1.0, 3.0, 3.0, 3.0], 2, true, &mut chosen);
+        assert_eq!(chosen, [(1, 0.5), (2, 0.5)]);
+        let mut chosen = Vec::new();
+        route(&mut [0.5, -1.0, 2.0], 3, true, &mut chosen);
+        assert_eq!(chosen.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 0, 1]);
+        let total: f32 = chosen.iter().map(|c| c.1).sum();
+        assert!((total - 1.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,394 @@
+//! FastFlowLM's own `model.q4nx` layouts of Phi-4 and LFM2 (as its converter writes them from a
+//! GGUF, `q4nx/models/{phi4,lfm2}.py` with `configs/{phi4,lfm2}.json`), built here from the tiny
+//! checkpoints, run on the CPU engine from the same files:
+//!
+//! - **phi4**: q/k/v and gate/up split (Hearth runs Phi-3's fused matrices), `rope.short.weight`
+//!   and `rope.long.weight` beside them, no Hearth metadata. Made from `hearth convert`'s tiles of
+//!   `tiny-phi3` cut along their row blocks: the engine must compute exactly the same logits.
+//! - **lfm2**: llama.cpp's names under `model.` (`model.token_embd.weight`, `shortconv.*`,
+//!   `mlp.*`, ...), kernels squeezed to `[hidden, width]`, and Q4_0: signed codes in Q4_1-shaped
+//!   tiles with every min 0 (FastFlowLM's default type for LFM2), quantized as ggml's Q4_0 from
+//!   `tiny-lfm2`'s f32 weights. Against the engine on a safetensors folder of exactly those
+//!   weights dequantized, within the tolerance of `q4nx_weights.rs` (the Q4 kernels round each
+//!   activation to 8 bits; a tile read wrongly, e.g. unsigned, moves the logits far more).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{fixture, max_relative_error, reference};
+use half::{bf16, f16};
+use hearth_engine::{LoadOptions, Model};
+use q4nx::container::{encode_header, EntryToWrite};
+use q4nx::tile::{pack_q4_1_tile, GROUP, GROUPS_PER_TILE, TILE_COLS, TILE_ROWS};
+use q4nx::{ConvertOptions, Dtype, Tensor, Weights};
+
+/// `q4nx_weights.rs`'s bound: the Q4 kernels' 8-bit activations on these tiny random models.
+const TOLERANCE: f32 = 0.1;
+
+/// A tensor to write: name, dtype, shape, bytes.
+type Written = (String, Dtype, Vec<usize>, Vec<u8>);
+type Tensors = Vec<Written>;
+/// A change made to one written tensor.
+type Edit = fn(&mut Written);
+
+/// Writes `tensors` (name, dtype, shape, bytes) as a safetensors container named `file` in
+/// `dir`, in the given order, with no metadata (as FastFlowLM's `save_file` writes it).
+fn write_container(dir: &Path, file: &str, tensors: &Tensors) {
+    let entries: Vec<EntryToWrite> = tensors
+        .iter()
+        .map(|(name, dtype, shape, _)| EntryToWrite {
+            name: name.clone(),
+            dtype: *dtype,
+            shape: shape.clone(),
+        })
+        .collect();
+    let mut out = encode_header(&entries, &BTreeMap::new());
+    for (_, _, _, bytes) in tensors {
+        out.extend_from_slice(bytes);
+    }
+    std::fs::write(dir.join(file), out).unwrap();
+}
+
+fn copy_text_files(from: &Path, to: &Path) {
+    for file in [
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+    ] {
+        if from.join(file).exists() {
+            std::fs::copy(from.join(file), to.join(file)).unwrap();
+        }
+    }
+}
+
+fn bf16_bytes(values: &[f32]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+        .collect()
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The phi4 layout: every tensor of `hearth convert`'s Q4NX of tiny-phi3, the fused matrices
+/// cut into FastFlowLM's parts (whole row blocks of their tiles), the LongRoPE lists as BF16.
+/// Written into `flm`, after `edit` changed the tensor list; `hearth` holds the conversion.
+fn write_phi4(hearth: &Path, flm: &Path, edit: impl FnOnce(&mut Tensors)) {
+    q4nx::convert(
+        &fixture("tiny-phi3"),
+        hearth,
+        &ConvertOptions::default(),
+        &mut |_| {},
+    )
+    .expect("converts");
+    std::fs::create_dir_all(flm).unwrap();
+    copy_text_files(hearth, flm);
+    let config = q4nx::ModelConfig::from_path(&hearth.join("config.json")).unwrap();
+    let weights = Weights::open(hearth).unwrap();
+    let mut tensors = Vec::new();
+    let mut split = 0;
+    for name in weights.names() {
+        match weights.get(name).unwrap() {
+            Tensor::Dense(t) => {
+                tensors.push((name.to_string(), t.dtype, t.shape.clone(), t.bytes.to_vec()))
+            }
+            Tensor::Q4_1(m) | Tensor::Q8(m) => {
+                let tile = m.bytes.len() / (m.rows / TILE_ROWS * (m.cols / TILE_COLS));
+                let block = m.cols / TILE_COLS * tile;
+                let parts: Vec<(String, usize)> = if name.ends_with("qkv_proj.weight") {
+                    let (q, kv) = (config.q_dim(), config.kv_dim());
+                    ["q_proj", "k_proj", "v_proj"]
+                        .iter()
+                        .zip([q, kv, kv])
+                        .map(|(p, rows)| (name.replace("qkv_proj", p), rows))
+                        .collect()
+                } else if name.ends_with("gate_up_proj.weight") {
+                    let i = config.intermediate_size;
+                    vec![
+                        (name.replace("gate_up_proj", "gate_proj"), i),
+                        (name.replace("gate_up_proj", "up_proj"), i),
+                    ]
+                } else {
+                    vec![(name.to_string(), m.rows)]
+                };
+                split += parts.len() - 1;
+                let mut at = 0;
+                for (part, rows) in parts {
+                    let len = rows / TILE_ROWS * block;
+                    let bytes = m.bytes[at..at + len].to_vec();
+                    at += len;
+                    tensors.push((part, Dtype::I8, vec![len / tile, tile], bytes));
+                }
+                assert_eq!(at, m.bytes.len());
+            }
+            other => panic!("{} in a Q4NX file", other.describe()),
+        }
+    }
+    assert_eq!(split, 3 * config.num_hidden_layers);
+    let q4nx::RopeScaling::LongRope {
+        short_factor,
+        long_factor,
+        ..
+    } = &config.rope_scaling
+    else {
+        panic!("tiny-phi3 uses LongRoPE")
+    };
+    for (name, list) in [
+        ("rope.short.weight", short_factor),
+        ("rope.long.weight", long_factor),
+    ] {
+        tensors.push((name.into(), Dtype::Bf16, vec![list.len()], bf16_bytes(list)));
+    }
+    edit(&mut tensors);
+    write_container(flm, "model.q4nx", &tensors);
+}
+
+#[test]
+fn fastflowlm_phi4_layout_runs_as_the_fused_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (hearth, flm) = (tmp.path().join("hearth"), tmp.path().join("flm"));
+    write_phi4(&hearth, &flm, |_| {});
+    // Complete as a model folder, as `hearth import` and the Hub's pull check it.
+    q4nx::validate_dir(&flm).expect("validates");
+    let tokens = reference("tiny-phi3").tokens;
+    let logits = |dir: &Path| {
+        let mut model = Model::load(dir, &LoadOptions::default()).expect("loads");
+        assert_eq!(model.info().weight_format, "q4nx");
+        model.logits(&tokens).unwrap()
+    };
+    let (ours, theirs) = (logits(&hearth), logits(&flm));
+    let error = max_relative_error(&theirs, &ours);
+    eprintln!("tiny-phi3: FastFlowLM's phi4 layout vs the fused Q4NX {error:.1e}");
+    assert_eq!(error, 0.0, "the same tiles compute the same logits");
+}
+
+/// A part that is not 2-D tiles, or tiles of another kind than its siblings', cannot be fused:
+/// refused in words naming the tensor, never a panic.
+#[test]
+fn fastflowlm_phi4_parts_that_do_not_fuse_are_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let k = "model.layers.0.self_attn.k_proj.weight";
+    let cases: [(&str, Edit); 2] = [
+        ("2-D tiles", |t| {
+            t.1 = Dtype::Bf16;
+            t.2 = vec![t.3.len() / 2];
+        }),
+        ("the same kind", |t| {
+            t.2 = vec![1, 8704];
+            t.3.resize(8704, 0);
+        }),
+    ];
+    for (i, (says, edit)) in cases.into_iter().enumerate() {
+        let (hearth, flm) = (
+            tmp.path().join(format!("h{i}")),
+            tmp.path().join(format!("f{i}")),
+        );
+        write_phi4(&hearth, &flm, |tensors| {
+            edit(tensors.iter_mut().find(|t| t.0 == k).expect("k_proj"))
+        });
+        let e = match Model::load(&flm, &LoadOptions::default()) {
+            Ok(_) => panic!("parts that do not fuse load"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(k) && e.contains(says) && e.contains("FastFlowLM"),
+            "{e}"
+        );
+    }
+}
+
+/// ggml's Q4_0 of one group of 32: `d = max / -8` (max the value of largest magnitude), codes
+/// `round(x / d) + 8` clamped to 15; returned as the signed code and d (its f16 rounded to BF16,
+/// as FastFlowLM's converter stores it).
+fn q4_0_group(values: &[f32]) -> ([i8; GROUP], bf16) {
+    let max = values
+        .iter()
+        .copied()
+        .fold(0f32, |m, v| if v.abs() > m.abs() { v } else { m });
+    let d = max / -8.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut codes = [0i8; GROUP];
+    for (c, &v) in codes.iter_mut().zip(values) {
+        *c = ((v * id + 8.5) as i8).min(15) - 8;
+    }
+    (codes, bf16::from_f32(f16::from_f32(d).to_f32()))
+}
+
+/// FastFlowLM's Q4_0 tiles of `w` (`[rows, cols]`): signed codes as nibbles, mins 0, K padded
+/// with zero codes and scales; and the values they hold, `[rows, cols]`.
+fn q4_0_tiles(w: &[f32], rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
+    let padded = cols.div_ceil(TILE_COLS) * TILE_COLS;
+    let col_tiles = padded / TILE_COLS;
+    let mut tiles = vec![0u8; rows / TILE_ROWS * col_tiles * 5120];
+    let mut values = vec![0f32; rows * cols];
+    for rb in 0..rows / TILE_ROWS {
+        for ct in 0..col_tiles {
+            let mut codes = [[0u8; TILE_COLS]; TILE_ROWS];
+            let mut d = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            let m = [[bf16::ZERO; GROUPS_PER_TILE]; TILE_ROWS];
+            for r in 0..TILE_ROWS {
+                let row = rb * TILE_ROWS + r;
+                for g in 0..GROUPS_PER_TILE {
+                    let c0 = ct * TILE_COLS + g * GROUP;
+                    if c0 >= cols {
+                        break;
+                    }
+                    let group = &w[row * cols + c0..row * cols + c0 + GROUP];
+                    let (signed, scale) = q4_0_group(group);
+                    d[r][g] = scale;
+                    for (i, &s) in signed.iter().enumerate() {
+                        codes[r][g * GROUP + i] = (s as u8) & 0x0f;
+                        values[row * cols + c0 + i] = f32::from(s) * scale.to_f32();
+                    }
+                }
+            }
+            let t = rb * col_tiles + ct;
+            pack_q4_1_tile(&codes, &d, &m, &mut tiles[t * 5120..(t + 1) * 5120]);
+        }
+    }
+    (tiles, values)
+}
+
+/// FastFlowLM's name of an LFM2 tensor (its `configs/lfm2.json`).
+fn flm_lfm2_name(hf: &str) -> String {
+    match hf {
+        "model.embed_tokens.weight" => return "model.token_embd.weight".into(),
+        "model.embedding_norm.weight" => return "model.norm.weight".into(),
+        _ => {}
+    }
+    [
+        ("operator_norm", "input_layernorm"),
+        ("ffn_norm", "post_attention_layernorm"),
+        ("self_attn.out_proj", "self_attn.o_proj"),
+        ("self_attn.q_layernorm", "self_attn.q_norm"),
+        ("self_attn.k_layernorm", "self_attn.k_norm"),
+        ("feed_forward.w1", "mlp.gate_proj"),
+        ("feed_forward.w3", "mlp.up_proj"),
+        ("feed_forward.w2", "mlp.down_proj"),
+        ("conv.in_proj", "shortconv.in_proj"),
+        ("conv.out_proj", "shortconv.out_proj"),
+        ("conv.conv", "shortconv.conv"),
+    ]
+    .iter()
+    .find(|(h, _)| hf.contains(&format!(".{h}.")))
+    .map(|(h, f)| hf.replace(h, f))
+    // q_proj, k_proj and v_proj keep their names.
+    .unwrap_or_else(|| hf.to_string())
+}
+
+#[test]
+fn fastflowlm_lfm2_q4_0_layout_runs_as_its_dequantized_weights() {
+    q4_0_layout_runs_as_its_dequantized_weights("tiny-lfm2", flm_lfm2_name);
+}
+
+/// FastFlowLM's qwen2 files are Q4_0 too, under Hugging Face's names.
+#[test]
+fn fastflowlm_qwen2_q4_0_layout_runs_as_its_dequantized_weights() {
+    q4_0_layout_runs_as_its_dequantized_weights("tiny-qwen2", str::to_string);
+}
+
+/// `fixture_name`'s f32 weights written as FastFlowLM's Q4_0 layout (names by `flm_name`, the head
+/// from the embedding, 1-sized dimensions squeezed) run on the CPU engine within [`TOLERANCE`]
+/// of a safetensors folder of exactly the values those tiles hold.
+fn q4_0_layout_runs_as_its_dequantized_weights(fixture_name: &str, flm_name: fn(&str) -> String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (flm, dense) = (tmp.path().join("flm"), tmp.path().join("dense"));
+    for dir in [&flm, &dense] {
+        std::fs::create_dir_all(dir).unwrap();
+        copy_text_files(&fixture(fixture_name), dir);
+    }
+    // The dequantized copy has its own head (FastFlowLM writes lm_head from the embedding).
+    let path = dense.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["tie_word_embeddings"] = false.into();
+    std::fs::write(&path, config.to_string()).unwrap();
+
+    let source = Weights::open(&fixture(fixture_name)).unwrap();
+    let (mut flm_tensors, mut dense_tensors) = (Vec::new(), Vec::new());
+    for name in source.names() {
+        let Tensor::Dense(t) = source.get(name).unwrap() else {
+            panic!("the fixture's tensors are dense")
+        };
+        // The fixtures hold f32 (tiny-lfm2) or BF16 (tiny-qwen2) values.
+        let w: Vec<f32> = match t.dtype {
+            Dtype::F32 => t
+                .bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+            Dtype::Bf16 => t
+                .bytes
+                .chunks_exact(2)
+                .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            other => panic!("{name}: {other:?}"),
+        };
+        let linear = t.shape.len() == 2 && name != "model.embed_tokens.weight";
+        if linear {
+            let (rows, cols) = (t.shape[0], t.shape[1]);
+            let (tiles, values) = q4_0_tiles(&w, rows, cols);
+            flm_tensors.push((
+                flm_name(name),
+                Dtype::I8,
+                vec![tiles.len() / 5120, 5120],
+                tiles,
+            ));
+            dense_tensors.push((
+                name.to_string(),
+                Dtype::F32,
+                t.shape.clone(),
+                f32_bytes(&values),
+            ));
+            continue;
+        }
+        // The embedding, norms and kernels in BF16 (kernels squeezed to [hidden, width]).
+        let rounded: Vec<f32> = w.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+        let flm_shape: Vec<usize> = t.shape.iter().copied().filter(|&d| d != 1).collect();
+        flm_tensors.push((flm_name(name), Dtype::Bf16, flm_shape, bf16_bytes(&w)));
+        dense_tensors.push((
+            name.to_string(),
+            Dtype::F32,
+            t.shape.clone(),
+            f32_bytes(&rounded),
+        ));
+        if name == "model.embed_tokens.weight" && source.get("lm_head.weight").is_err() {
+            let (rows, cols) = (t.shape[0], t.shape[1]);
+            let (tiles, values) = q4_0_tiles(&w, rows, cols);
+            flm_tensors.push((
+                "lm_head.weight".into(),
+                Dtype::I8,
+                vec![tiles.len() / 5120, 5120],
+                tiles,
+            ));
+            dense_tensors.push((
+                "lm_head.weight".into(),
+                Dtype::F32,
+                t.shape.clone(),
+                f32_bytes(&values),
+            ));
+        }
+    }
+    write_container(&flm, "model.q4nx", &flm_tensors);
+    write_container(&dense, "model.safetensors", &dense_tensors);
+
+    q4nx::validate_dir(&flm).expect("validates");
+    let reference = reference(fixture_name);
+    let mut model = Model::load(&flm, &LoadOptions::default()).expect("FastFlowLM's file loads");
+    assert_eq!(model.info().weight_format, "q4nx");
+    let ours = model.logits(&reference.tokens).unwrap();
+    let mut plain = Model::load(&dense, &LoadOptions::default()).expect("dequantized loads");
+    let theirs = plain.logits(&reference.tokens).unwrap();
+    let error = max_relative_error(&ours, &theirs);
+    let quantization = max_relative_error(&ours, &reference.logits);
+    eprintln!(
+        "{fixture_name}: FastFlowLM's Q4_0 layout vs its dequantized weights {error:.3e}; vs \
+         transformers on the original weights {quantization:.3e}"
+    );
+    assert!(error <= TOLERANCE, "{error}");
+}
