@@ -363,6 +363,11 @@ impl ModelConfig {
                 self.intermediate_size,
                 MAX_INTERMEDIATE_SIZE,
             ),
+            (
+                "moe_intermediate_size",
+                self.moe.as_ref().map_or(0, |m| m.expert_intermediate_size),
+                MAX_INTERMEDIATE_SIZE,
+            ),
         ] {
             if value > max {
                 return Err(format!(
@@ -602,6 +607,18 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("num_experts_per_tok is 3"), "{e}");
+        // An expert wider than the engine runs, checked with the other widths.
+        let e = ModelConfig::from_json(
+            r#"{"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100,
+                "num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 9999999}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("moe_intermediate_size 9999999 is more than"),
+            "{e}"
+        );
     }
 
     #[test]
