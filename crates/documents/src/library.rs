@@ -971,36 +971,4 @@ mod tests {
             .unwrap();
         assert_eq!(vector_from_bytes(&bytes), [0.5, -2.0]);
     }
-
-    /// Two writers at once (the app's indexing and its library view, or the app and `hearth`):
-    /// each waits for the other instead of failing with "database is locked". A write that
-    /// begins with a read must take the write lock first, or SQLite cannot wait for it.
-    #[test]
-    fn two_connections_writing_at_once_wait_for_each_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("documents.db");
-        let writers: Vec<_> = (0..2)
-            .map(|w| {
-                let path = path.clone();
-                std::thread::spawn(move || {
-                    let library = Library::open(&path).unwrap();
-                    for i in 0..100 {
-                        let name = format!("/{w}/{}.txt", i % 5);
-                        library
-                            .store(
-                                &file(&name, &i.to_string()),
-                                "text file",
-                                None,
-                                &[passage("x")],
-                            )
-                            .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for writer in writers {
-            writer.join().unwrap();
-        }
-        assert_eq!(Library::open(&path).unwrap().documents().unwrap().len(), 10);
-    }
 }

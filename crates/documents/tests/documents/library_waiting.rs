@@ -1,5 +1,6 @@
-//! Review #10 (S3): after a Cancel, each file's row says how many of its passages are not
-//! indexed yet: the library counts passages without a model's vectors per document.
+//! What waits in the library: after a Cancel (review #10, S3), each file's row says how many of
+//! its passages are not indexed yet, so the library counts passages without a model's vectors
+//! per document; and a writer waits for another connection's write instead of failing.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,4 +67,36 @@ fn review_10_passages_not_indexed_yet_are_counted_per_document() {
         .count_without_vectors_by_document("m")
         .unwrap()
         .is_empty());
+}
+
+/// Two writers at once (the app's indexing and its library view, or the app and `hearth`):
+/// each waits for the other instead of failing with "database is locked". A write that
+/// begins with a read must take the write lock first, or SQLite cannot wait for it.
+#[test]
+fn two_connections_writing_at_once_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("documents.db");
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let library = Library::open(&path).unwrap();
+                for i in 0..100 {
+                    let name = format!("/{w}/{}.txt", i % 5);
+                    library
+                        .store(
+                            &file(&name, &i.to_string()),
+                            "text file",
+                            None,
+                            &[passage("x")],
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert_eq!(Library::open(&path).unwrap().documents().unwrap().len(), 10);
 }
