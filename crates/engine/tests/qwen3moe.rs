@@ -1,7 +1,6 @@
 //! Qwen3-MoE on the tiny random Qwen3MoeForCausalLM of
 //! `tests/fixtures/engine/generate_qwen3moe.py` (4 experts, 2 per token, renormalized; layer 1
-//! dense): transformers' logits at every position and its greedy continuation on the f32
-//! safetensors; the Q4NX conversion against the same weights dequantized (the bound
+//! dense), beyond `reference.rs`'s logits and greedy continuation against transformers: the Q4NX conversion against the same weights dequantized (the bound
 //! `q4nx_weights.rs` holds every family to); a prefill (tokens grouped by expert) against one
 //! token at a time (each token's experts alone); its parameters counted as transformers counts
 //! them; a missing expert and malformed expert counts refused in words.
@@ -13,7 +12,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use common::{copy_fixture, fixture, max_relative_error, reference};
-use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams, StopReason};
+use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
 use q4nx::{ConvertOptions, Tensor, Weights};
 
 const NAME: &str = "tiny-qwen3moe";
@@ -29,55 +28,8 @@ fn load(dir: &Path) -> Model {
     Model::load(dir, &LoadOptions::default()).expect("model loads")
 }
 
-#[test]
-fn logits_match_transformers() {
-    let reference = reference(NAME);
-    let mut model = load(&fixture(NAME));
-    assert_eq!(model.info().family, "qwen3moe");
-    let logits = model.logits(&reference.tokens).expect("logits");
-    let error = max_relative_error(&logits, &reference.logits);
-    eprintln!("{NAME}: max relative logit error vs transformers = {error:.3e}");
-    assert!(
-        error < TOLERANCE,
-        "relative error {error} exceeds {TOLERANCE}"
-    );
-}
-
-#[test]
-fn greedy_continuation_matches_transformers() {
-    let reference = reference(NAME);
-    let mut model = load(&fixture(NAME));
-    let options = ChatOptions {
-        sampling: SamplingParams::greedy(),
-        max_tokens: reference.greedy_tokens.len(),
-        enable_thinking: None,
-        speculative: None,
-        format: Default::default(),
-    };
-    let (tokens, stats) = model
-        .generate(&reference.greedy_prompt, &options, &mut |_| {
-            ControlFlow::Continue(())
-        })
-        .expect("generate");
-    // The engine stops at a stop id; transformers' reference (repeated argmax) does not.
-    let stop = reference
-        .greedy_tokens
-        .iter()
-        .position(|t| model.stop_ids().contains(t));
-    let expected = match stop {
-        Some(i) => &reference.greedy_tokens[..=i],
-        None => &reference.greedy_tokens[..],
-    };
-    assert_eq!(
-        tokens, expected,
-        "greedy continuation differs from transformers"
-    );
-    let reason = match stop {
-        Some(_) => StopReason::EndOfTurn,
-        None => StopReason::MaxTokens,
-    };
-    assert_eq!(stats.stop_reason, reason);
-}
+// Its logits and greedy continuation against transformers are checked with every family's, in
+// `reference.rs` (`qwen3moe_*`).
 
 /// Every position's logits one token at a time: each prompt extends the one before by a
 /// token, so every pass after the first decodes one token on the cached rest.
@@ -233,6 +185,7 @@ fn q4nx_matches_its_dequantized_weights() {
 #[test]
 fn parameters_are_counted_as_transformers_counts_them() {
     let model = load(&fixture(NAME));
+    assert_eq!(model.info().family, "qwen3moe");
     let attention = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 2 * 16 + 2 * 64;
     let sparse = 4 * 64 + 4 * 3 * 32 * 64;
     let dense = 3 * 96 * 64;

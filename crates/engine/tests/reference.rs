@@ -190,3 +190,13 @@ fn lfm2_logits_match_transformers() {
 fn lfm2_greedy_continuation_matches_transformers() {
     check_greedy("tiny-lfm2");
 }
+
+#[test]
+fn qwen3moe_logits_match_transformers() {
+    check_logits("tiny-qwen3moe");
+}
+
+#[test]
+fn qwen3moe_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-qwen3moe");
+}
