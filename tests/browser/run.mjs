@@ -2312,6 +2312,11 @@ test('speech model: the first press offers Whisper base (size, languages, what i
   assert((await page.getByTestId('delete-whisper-base').count()) === 1, 'one Delete, on its card');
   await page.getByTestId('delete-whisper-base').click();
   assert((await card.getByRole('alert').textContent()).includes('Delete whisper-base and free 147.9 MB?'), 'the card asks first');
+  for (const [w, h] of [[1366, 768], [700, 520]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await card.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(shotsDir, `en-speech-card-confirm-${w}x${h}.png`) });
+  }
   await page.getByTestId('confirm-delete-whisper-base').click();
   await card.getByTestId('download-whisper-base').waitFor();
   assert((await page.getByTestId('models-notice').textContent()).startsWith('Deleted whisper-base:'), 'the page says it was deleted');
