@@ -144,7 +144,7 @@ impl<'w> TransformerWeights<'w> {
             }
             Ok(w)
         };
-        let qk_norm = matches!(c.family, Family::Qwen3 | Family::Qwen3Moe | Family::Gemma3);
+        let qk_norm = c.family.qk_norm();
         let phi3 = c.family == Family::Phi3;
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {

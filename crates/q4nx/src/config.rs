@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::gemma3::{self, Gemma3Params};
+use crate::json_field;
 use crate::lfm2::{self, Lfm2Params};
 use crate::moe::{self, MoeParams};
 use crate::phi3::{self, Phi3Params};
@@ -50,6 +51,12 @@ impl Family {
             Family::Lfm2 => "lfm2",
             Family::Qwen3Moe => "qwen3moe",
         }
+    }
+
+    /// Whether its attention normalizes each head's q and k (`self_attn.q_norm`/`k_norm`,
+    /// before RoPE). LFM2's q/k layernorms are its own (`crate::lfm2`).
+    pub fn qk_norm(self) -> bool {
+        matches!(self, Family::Qwen3 | Family::Qwen3Moe | Family::Gemma3)
     }
 }
 
@@ -459,18 +466,11 @@ impl Fields<'_> {
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
-        self.obj.get(key).filter(|v| !v.is_null())
+        json_field::get(self.obj, key)
     }
 
     fn usize_optional(&self, key: &str) -> Result<Option<usize>, Error> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| self.err(format!("{key} is not a non-negative integer: {v}"))),
-        }
+        json_field::count(self.obj, key).map_err(|e| self.err(e))
     }
 
     fn usize_required(&self, key: &str) -> Result<usize, Error> {
@@ -498,13 +498,7 @@ impl Fields<'_> {
     }
 
     fn bool_optional(&self, key: &str) -> Result<Option<bool>, Error> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| self.err(format!("{key} is not true or false: {v}"))),
-        }
+        json_field::flag(self.obj, key).map_err(|e| self.err(e))
     }
 
     fn eos_ids(&self) -> Result<Vec<u32>, Error> {

@@ -86,7 +86,7 @@ fn layer_norms(c: &ModelConfig, layer: usize) -> Vec<(&'static str, Vec<usize>)>
         norms.push(("pre_feedforward_layernorm.weight", c.hidden_size));
         norms.push(("post_feedforward_layernorm.weight", c.hidden_size));
     }
-    if matches!(c.family, Family::Qwen3 | Family::Qwen3Moe | Family::Gemma3) {
+    if c.family.qk_norm() {
         norms.push(("self_attn.q_norm.weight", c.head_dim));
         norms.push(("self_attn.k_norm.weight", c.head_dim));
     }

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::json_field;
+
 /// LFM2's parameters beyond the Llama shape.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Lfm2Params {
@@ -37,7 +39,7 @@ pub(crate) const DEFAULT_CONTEXT: usize = 128_000;
 
 /// Reads LFM2's parameters from a config of `layers` layers.
 pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<Lfm2Params, String> {
-    let get = |key: &str| obj.get(key).filter(|v| !v.is_null());
+    let get = |key: &str| json_field::get(obj, key);
     let conv_layers = match (get("layer_types"), get("full_attn_idxs")) {
         (Some(Value::Array(types)), _) => {
             if types.len() != layers {
@@ -90,12 +92,7 @@ pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<Lfm2Param
                 format!("conv_L_cache is {v}; it should be a width from 1 to {MAX_CONV_WIDTH}")
             })?,
     };
-    let conv_bias = match get("conv_bias") {
-        None => false,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| format!("conv_bias is not true or false: {v}"))?,
-    };
+    let conv_bias = json_field::flag(obj, "conv_bias")?.unwrap_or(false);
     Ok(Lfm2Params {
         conv_layers,
         conv_width,
@@ -108,26 +105,12 @@ pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<Lfm2Param
 /// `block_ffn_dim_multiplier` (default 1.0) rounded up to `block_multiple_of` (default 256)
 /// unless the multiplier is null.
 pub(crate) fn intermediate_size(obj: &Map<String, Value>) -> Result<usize, String> {
-    let get = |key: &str| obj.get(key).filter(|v| !v.is_null());
-    let count = |key: &str| -> Result<Option<usize>, String> {
-        get(key)
-            .map(|v| {
-                v.as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| format!("{key} is not a non-negative integer: {v}"))
-            })
-            .transpose()
-    };
+    let count = |key: &str| json_field::count(obj, key);
     let mut size = match (count("block_ff_dim")?, count("intermediate_size")?) {
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => return Err("config.json has no block_ff_dim or intermediate_size".into()),
     };
-    let adjust = match get("block_auto_adjust_ff_dim") {
-        None => true,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| format!("block_auto_adjust_ff_dim is not true or false: {v}"))?,
-    };
+    let adjust = json_field::flag(obj, "block_auto_adjust_ff_dim")?.unwrap_or(true);
     if adjust {
         size = 2 * size / 3;
         // Absent: transformers' default 1.0; null: no multiplier and no rounding.

@@ -17,6 +17,7 @@ pub mod dtype;
 mod error;
 mod gemma3;
 pub mod gguf;
+mod json_field;
 pub mod layout;
 mod lfm2;
 mod moe;

@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::json_field;
+
 /// Qwen3-MoE's parameters beyond Qwen3's.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct MoeParams {
@@ -35,16 +37,7 @@ pub(crate) const MAX_EXPERTS: usize = 4096;
 
 /// Reads Qwen3-MoE's parameters from a config of `layers` layers.
 pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<MoeParams, String> {
-    let get = |key: &str| obj.get(key).filter(|v| !v.is_null());
-    let count = |key: &str| -> Result<Option<usize>, String> {
-        get(key)
-            .map(|v| {
-                v.as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| format!("{key} is not a non-negative integer: {v}"))
-            })
-            .transpose()
-    };
+    let count = |key: &str| json_field::count(obj, key);
     let experts = match (count("num_experts")?, count("num_local_experts")?) {
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => return Err("a mixture-of-experts config.json has no num_experts".into()),
@@ -72,18 +65,13 @@ pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<MoeParams
     if expert_intermediate_size == 0 {
         return Err("moe_intermediate_size 0 is not a width: an expert needs at least 1".into());
     }
-    let norm_topk_prob = match get("norm_topk_prob") {
-        None => false,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| format!("norm_topk_prob is not true or false: {v}"))?,
-    };
+    let norm_topk_prob = json_field::flag(obj, "norm_topk_prob")?.unwrap_or(false);
     let step = count("decoder_sparse_step")?.unwrap_or(1);
     if step == 0 {
         return Err("decoder_sparse_step is 0; it should be 1 or more".into());
     }
     let mut sparse_layers: Vec<bool> = (0..layers).map(|l| (l + 1) % step == 0).collect();
-    match get("mlp_only_layers") {
+    match json_field::get(obj, "mlp_only_layers") {
         None => {}
         Some(Value::Array(items)) => {
             for v in items {
