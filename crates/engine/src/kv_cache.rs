@@ -24,6 +24,7 @@ use std::ops::Range;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
+use crate::weights_memory::gib;
 use crate::Error;
 
 mod conv;
@@ -95,11 +96,6 @@ impl KvSize {
             ),
         }
     }
-}
-
-/// `bytes` as GiB with one decimal, for messages.
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
 /// Positions side by side in a block of the key layout.

@@ -70,7 +70,7 @@ pub(crate) fn check_fits(bytes: u64, installed: Option<u64>) -> Result<(), Strin
 }
 
 /// `bytes` as GiB with one decimal, for messages.
-fn gib(bytes: u64) -> String {
+pub(crate) fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
