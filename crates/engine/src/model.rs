@@ -342,12 +342,8 @@ impl Model {
         restart: bool,
         cpu: &mut CpuContext,
     ) -> Result<(), Error> {
-        self.runner.check_tokens(tokens)?;
-        if restart {
-            self.runner.reset();
-        }
         std::mem::swap(&mut self.runner.cpu, cpu);
-        let result = self.runner.feed(tokens, None, None);
+        let result = self.feed(tokens, restart);
         std::mem::swap(&mut self.runner.cpu, cpu);
         result
     }
