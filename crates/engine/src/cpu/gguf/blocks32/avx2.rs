@@ -75,6 +75,19 @@ unsafe fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
+/// The codes of the block at `p` and what meets the activations in `vpmaddubsw`: the codes
+/// themselves when unsigned (formats with a min), else their magnitudes (the sign goes to `x`).
+#[inline(always)]
+unsafe fn operands(format: Format, p: *const u8) -> (__m256i, __m256i) {
+    let q = codes(format, p);
+    let a = if format.has_min() {
+        q
+    } else {
+        _mm256_abs_epi8(q)
+    };
+    (q, a)
+}
+
 /// Block `b` of a row, at `p`, times `T` tokens: adds its code terms to `acc` and its min terms
 /// to `min_terms`.
 #[inline(always)]
@@ -89,12 +102,7 @@ unsafe fn block<const T: usize>(
     acc: &mut [__m256; T],
     min_terms: &mut [f32; T],
 ) {
-    let q = codes(format, p);
-    let a = if format.has_min() {
-        q
-    } else {
-        _mm256_abs_epi8(q)
-    };
+    let (q, a) = operands(format, p);
     let d = f16_at(p);
     for t in 0..T {
         let x = _mm256_loadu_si256(xq[t].as_ptr().add(b * BLOCK).cast());
@@ -194,12 +202,7 @@ unsafe fn f16_of_rows(p: *const u8, row_bytes: usize) -> __m256 {
 /// The 8 lane sums of the block at `p` against `x`.
 #[inline(always)]
 unsafe fn block_lanes(format: Format, p: *const u8, x: __m256i) -> __m256i {
-    let q = codes(format, p);
-    let a = if format.has_min() {
-        q
-    } else {
-        _mm256_abs_epi8(q)
-    };
+    let (q, a) = operands(format, p);
     lane_sums(format, q, a, x)
 }
 
