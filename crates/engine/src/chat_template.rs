@@ -1,6 +1,13 @@
 //! The model's chat template (Jinja, as Hugging Face ships it), rendered with minijinja the way
 //! transformers' `apply_chat_template` renders it: `trim_blocks` and `lstrip_blocks` on, Python
-//! string methods available, `raise_exception` and a non-escaping `tojson`.
+//! string methods available, `raise_exception`, a non-escaping `tojson` and `strftime_now`
+//! (`template_date`).
+//!
+//! Hearth keeps an answer's reasoning in its text, `<think>…</think>answer`. A template that
+//! reads an assistant turn's `thinking` (gpt-oss's harmony template) is given it that way,
+//! the text after `</think>` as the content, as transformers' callers pass it; other templates
+//! get the text whole (Qwen3's splits it itself). A template that reads `reasoning_effort`
+//! (gpt-oss's) is given `"low"` when thinking is switched off.
 //!
 //! A template comes with a downloaded model, so it is outside input: every render runs within
 //! [`limits`] (work, output size, nesting of blocks and of values), on a thread of its own with a
@@ -15,6 +22,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, ErrorKind, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::template_date;
 use crate::template_program::{self, Program};
 use crate::template_values::{limits, RenderGuard};
 use crate::Error;
@@ -138,6 +146,8 @@ pub struct ChatTemplate {
     special_tokens: BTreeMap<String, String>,
     /// The model it belongs to, as errors name it.
     model: String,
+    /// The moment `strftime_now` writes (seconds since 1970, UTC); None for the clock's.
+    fixed_time: Option<i64>,
 }
 
 impl ChatTemplate {
@@ -161,7 +171,22 @@ impl ChatTemplate {
             syntax,
             special_tokens,
             model: "this model".to_owned(),
+            fixed_time: None,
         })
+    }
+
+    /// The same template with `strftime_now` writing the moment `unix_seconds` (UTC) instead
+    /// of the clock's: reproducible prompts, and tests that do not depend on the day.
+    pub fn at_time(mut self, unix_seconds: i64) -> Self {
+        self.fixed_time = Some(unix_seconds);
+        self
+    }
+
+    /// Whether the template reads an assistant turn's `thinking` (see the module's note).
+    fn reads_thinking(&self) -> bool {
+        [".thinking", "\"thinking\"", "'thinking'"]
+            .iter()
+            .any(|spelling| self.source.contains(spelling))
     }
 
     /// Reads the template of a model folder: `chat_template.jinja` if present, else the
@@ -248,12 +273,25 @@ impl ChatTemplate {
         enable_thinking: Option<bool>,
     ) -> Result<(String, Fuel), Error> {
         let (message_count, text_bytes) = (messages.len(), messages_text_bytes(messages));
+        let reads_thinking = self.reads_thinking();
         let messages: Vec<Value> = messages
             .iter()
             .map(|m| {
                 let mut map = BTreeMap::new();
                 map.insert("role".to_owned(), Value::from(m.role.as_str()));
-                map.insert("content".to_owned(), Value::from(m.content.clone()));
+                let split = match m.role {
+                    Role::Assistant if reads_thinking => split_thinking(&m.content),
+                    _ => None,
+                };
+                match split {
+                    Some((thinking, answer)) => {
+                        map.insert("thinking".to_owned(), Value::from(thinking));
+                        map.insert("content".to_owned(), Value::from(answer));
+                    }
+                    None => {
+                        map.insert("content".to_owned(), Value::from(m.content.clone()));
+                    }
+                }
                 Value::from_object(map)
             })
             .collect();
@@ -269,6 +307,10 @@ impl ChatTemplate {
         );
         if let Some(thinking) = enable_thinking {
             ctx.insert("enable_thinking".into(), Value::from(thinking));
+        }
+        // gpt-oss always reasons; the least it can is "low".
+        if enable_thinking == Some(false) && self.source.contains("reasoning_effort") {
+            ctx.insert("reasoning_effort".into(), Value::from("low"));
         }
         // The limits grow with the conversation.
         let budget = limits::BASE_FUEL
@@ -301,6 +343,15 @@ impl ChatTemplate {
             "raise_exception",
             |message: String| -> Result<Value, minijinja::Error> {
                 Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
+        let now = self.fixed_time.unwrap_or_else(template_date::now);
+        env.add_function(
+            "strftime_now",
+            move |format: &str| -> Result<Value, minijinja::Error> {
+                template_date::strftime(now, format)
+                    .map(Value::from)
+                    .map_err(|reason| minijinja::Error::new(ErrorKind::InvalidOperation, reason))
             },
         );
         guard.install(&mut env);
@@ -399,6 +450,16 @@ pub fn template_source(
 struct Fuel {
     used: u64,
     budget: u64,
+}
+
+/// An assistant turn's text split into its reasoning and its answer when it starts with
+/// `<think>` (white space before it allowed): the reasoning trimmed, and the answer after
+/// `</think>` without the white space that leads it (all reasoning when `</think>` is missing,
+/// an answer cut short while it reasoned).
+fn split_thinking(content: &str) -> Option<(String, String)> {
+    let rest = content.trim_start().strip_prefix("<think>")?;
+    let (thinking, answer) = rest.split_once("</think>").unwrap_or((rest, ""));
+    Some((thinking.trim().to_owned(), answer.trim_start().to_owned()))
 }
 
 /// Bytes of message text a render is given (its limits grow with it).
@@ -698,7 +759,7 @@ mod tests {
 
     #[test]
     fn real_templates_use_a_small_fraction_of_the_limits() {
-        for folder in ["qwen3-tokenizer", "tiny-llama"] {
+        for folder in ["qwen3-tokenizer", "tiny-llama", "harmony"] {
             let template = fixture_template(folder);
             // Many short turns, and a few as long as the app allows (100,000 characters).
             for (count, bytes) in [(1, 10), (4_000, 40), (9, 100_000)] {
@@ -721,6 +782,49 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn strftime_now_writes_the_given_moment_and_refuses_what_it_cannot_write() {
+        let t = template("{{ strftime_now('%d %b %Y') }}").at_time(1_768_469_400);
+        assert_eq!(t.render(&[], false, None).unwrap(), "15 Jan 2026");
+        let err = template("{{ strftime_now('%Z') }}")
+            .render(&[], false, None)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("asks for the date as '%Z'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_a_template_that_reads_thinking_gets_it_split_from_the_answer() {
+        let answer = [ChatMessage::new(
+            Role::Assistant,
+            "<think>\nhmm\n</think>\n\nYes",
+        )];
+        let reads =
+            template("{% for m in messages %}[{{ m.thinking }}|{{ m.content }}]{% endfor %}");
+        assert_eq!(reads.render(&answer, false, None).unwrap(), "[hmm|Yes]");
+        let whole = template("{% for m in messages %}[{{ m.content }}]{% endfor %}");
+        assert_eq!(
+            whole.render(&answer, false, None).unwrap(),
+            "[<think>\nhmm\n</think>\n\nYes]"
+        );
+        // A user's text is never split.
+        let user = [ChatMessage::new(Role::User, "<think>a</think>b")];
+        assert_eq!(
+            reads.render(&user, false, None).unwrap(),
+            "[|<think>a</think>b]"
+        );
+    }
+
+    #[test]
+    fn thinking_off_asks_a_template_that_reads_reasoning_effort_for_low() {
+        let t = template("{{ reasoning_effort | default('medium') }}");
+        assert_eq!(t.render(&[], false, None).unwrap(), "medium");
+        assert_eq!(t.render(&[], false, Some(true)).unwrap(), "medium");
+        assert_eq!(t.render(&[], false, Some(false)).unwrap(), "low");
     }
 
     #[test]

@@ -19,9 +19,10 @@
 //! Layout: `model` reads the folder, and `weights_memory` decides whether its weights are
 //! copied into huge pages; `transformer` holds the weights, the run state and the
 //! forward pass; `linear` is the one type every matrix product goes through; `kv_cache`;
-//! `sampler`; `tokenizer` and `chat_template`; `draft` guesses tokens from the conversation so
-//! far; `runner` drives prefill and decode (verifying guesses in one pass); [`cpu`] has
-//! the kernels and the [`cpu::CpuContext`] (threads and kernel level) each model owns.
+//! `sampler`; `tokenizer` and `chat_template` (`strftime_now` in `template_date`); `draft`
+//! guesses tokens from the conversation so far; `runner` drives prefill and decode (verifying
+//! guesses in one pass); [`cpu`] has the kernels and the [`cpu::CpuContext`] (threads and
+//! kernel level) each model owns.
 //! Structured output: `json_schema` compiles a [`ResponseFormat`] into a grammar,
 //! `json_automaton` follows it byte by byte, and `constraint` tells the sampler which tokens
 //! keep an answer on it.
@@ -50,6 +51,7 @@ mod pooling;
 mod rope;
 mod runner;
 mod sampler;
+mod template_date;
 mod template_program;
 mod template_values;
 mod tokenizer;
