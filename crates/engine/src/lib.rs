@@ -19,8 +19,9 @@
 //! Layout: `model` reads the folder, and `weights_memory` decides whether its weights are
 //! copied into huge pages; `transformer` holds the weights, the run state and the
 //! forward pass; `linear` is the one type every matrix product goes through; `kv_cache`;
-//! `sampler`; `tokenizer` and `chat_template` (`strftime_now` in `template_date`); `draft`
-//! guesses tokens from the conversation so far; `runner` drives prefill and decode (verifying
+//! `sampler`; `tokenizer` and `chat_template` (`strftime_now` in `template_date`);
+//! `harmony` reads gpt-oss's channels back as `<think>…</think>answer`; `draft` guesses
+//! tokens from the conversation so far; `runner` drives prefill and decode (verifying
 //! guesses in one pass); [`cpu`] has the kernels and the [`cpu::CpuContext`] (threads and
 //! kernel level) each model owns.
 //! Structured output: `json_schema` compiles a [`ResponseFormat`] into a grammar,
@@ -40,6 +41,7 @@ mod embedder;
 mod encoder;
 mod error;
 mod fused;
+mod harmony;
 mod json_automaton;
 mod json_file;
 mod json_schema;
@@ -66,6 +68,7 @@ pub use chat_template::{
 pub use decoder_embedder::{DecoderEmbedder, MAX_DECODER_EMBEDDING_TOKENS};
 pub use embedder::{Embedder, MAX_EMBEDDING_TOKENS};
 pub use error::Error;
+pub use harmony::{HarmonyStream, HarmonyTokens};
 pub use json_schema::ResponseFormat;
 pub use kv_store::Origin as KvOrigin;
 pub use model::{LoadOptions, Model, ModelInfo, DEFAULT_CONTEXT_LENGTH};

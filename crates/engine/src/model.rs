@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::chat_template::{ChatMessage, ChatTemplate};
 use crate::constraint::{Constraint, TokenBytes};
 use crate::cpu::CpuContext;
+use crate::harmony::ShownText;
 use crate::runner::{ChatOptions, GenerationStats, PrefillProgress, Runner};
 use crate::tokenizer::TextTokenizer;
 use crate::weights_memory::WeightsMemory;
@@ -243,7 +244,8 @@ impl Model {
         let tokenizer = self.tokenizer.as_ref().ok_or_else(|| Error::NoTokenizer {
             dir: self.dir.clone(),
         })?;
-        let mut stream = tokenizer.stream();
+        // A harmony model's channels become `<think>reasoning</think>answer` (see `harmony`).
+        let mut stream = ShownText::new(tokenizer);
         let stop_ids = &self.stop_ids;
         let mut constraint = constraint(
             options,
@@ -275,10 +277,14 @@ impl Model {
             on_reading,
             &mut on_token,
         )?;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(stats),
+        if let Some(e) = failure {
+            return Err(e);
         }
+        if let Some(tail) = stream.finish() {
+            // Closing what an answer cut short left open; stopping changes nothing now.
+            let _ = on_text(&tail);
+        }
+        Ok(stats)
     }
 
     /// Generates after the token ids `prompt`; `on_token` sees each generated id (a final stop

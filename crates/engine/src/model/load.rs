@@ -287,12 +287,19 @@ fn stop_ids(
                 ids.extend(tokenizer.token_to_id(marker));
             }
         }
+        // A harmony model (gpt-oss) ends its answer with <|return|> or a tool call with
+        // <|call|>; its <|end|> only ends one message (the reasoning), so it must not stop.
+        let harmony = crate::harmony::HarmonyTokens::find(tokenizer);
+        ids.extend(harmony.iter().flat_map(|h| h.stop_ids()));
         if let Some(template) = template {
             for marker in END_OF_TURN_MARKERS {
                 if template.source.contains(marker) {
                     ids.extend(tokenizer.token_to_id(marker));
                 }
             }
+        }
+        if let Some(harmony) = harmony {
+            ids.retain(|&id| id != harmony.end);
         }
     }
     ids.retain(|&id| (id as usize) < config.vocab_size);
