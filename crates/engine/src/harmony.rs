@@ -123,6 +123,39 @@ impl<'t> HarmonyStream<'t> {
         }
     }
 
+    /// A reader of what follows `prompt`, which it reads from its last `<|start|>` on to know
+    /// where the answer stands: in a header (a chat prompt), in a body (an answer continued:
+    /// its text is shown at once, and a continued analysis is closed by a `</think>` when it
+    /// ends), or outside harmony altogether (a plain completion, shown as it comes).
+    pub fn after(
+        tokenizer: &'t TextTokenizer,
+        tokens: HarmonyTokens,
+        prompt: &[u32],
+    ) -> Result<Self, Error> {
+        let mut stream = HarmonyStream::new(tokenizer, tokens);
+        stream.place = Place::Body;
+        let from = prompt
+            .iter()
+            .rposition(|&id| id == tokens.start)
+            .or_else(|| prompt.iter().position(|&id| tokens.structures(id)));
+        for &id in prompt.iter().skip(from.unwrap_or(prompt.len())) {
+            stream.step(id)?;
+        }
+        // The prompt's part of a header (the role) is not the answer's to show.
+        if let Place::Header {
+            text,
+            channel_from,
+            channel_to,
+        } = &mut stream.place
+        {
+            let from = channel_from.unwrap_or(text.len());
+            text.replace_range(..from, "");
+            *channel_from = channel_from.map(|_| 0);
+            *channel_to = channel_to.map(|to| to - from);
+        }
+        Ok(stream)
+    }
+
     /// The text to show after `id`, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>, Error> {
         if self.tokens.structures(id) {
@@ -267,12 +300,12 @@ pub(crate) enum ShownText<'t> {
 }
 
 impl<'t> ShownText<'t> {
-    /// The reader `tokenizer`'s model needs.
-    pub(crate) fn new(tokenizer: &'t TextTokenizer) -> Self {
-        match HarmonyTokens::find(tokenizer) {
-            Some(tokens) => ShownText::Harmony(HarmonyStream::new(tokenizer, tokens)),
+    /// The reader `tokenizer`'s model needs for what follows `prompt`.
+    pub(crate) fn after(tokenizer: &'t TextTokenizer, prompt: &[u32]) -> Result<Self, Error> {
+        Ok(match HarmonyTokens::find(tokenizer) {
+            Some(tokens) => ShownText::Harmony(HarmonyStream::after(tokenizer, tokens, prompt)?),
             None => ShownText::Plain(tokenizer.stream()),
-        }
+        })
     }
 
     /// The text to show after `id`, if any.
@@ -355,11 +388,11 @@ mod tests {
             .join("../../tests/fixtures/engine/qwen3-tokenizer/tokenizer.json");
         let qwen3 = TextTokenizer::from_file(&path).unwrap();
         assert_eq!(HarmonyTokens::find(&qwen3), None);
-        assert!(matches!(ShownText::new(&qwen3), ShownText::Plain(_)));
-        assert!(matches!(
-            ShownText::new(&tokenizer()),
-            ShownText::Harmony(_)
-        ));
+        let plain = ShownText::after(&qwen3, &[]).unwrap();
+        assert!(matches!(plain, ShownText::Plain(_)));
+        let gpt_oss = tokenizer();
+        let harmony = ShownText::after(&gpt_oss, &[]).unwrap();
+        assert!(matches!(harmony, ShownText::Harmony(_)));
     }
 
     #[test]
@@ -500,6 +533,45 @@ mod tests {
             shown("<|channel|>analysis<|message|>café<|end|><|start|>assistant<|channel|>final<|message|>日本"),
             "<think>café</think>日本"
         );
+    }
+
+    /// What is shown after the prompt `prompt` for the generated text `generated` (special
+    /// tokens spelled out in both), piece by piece.
+    fn shown_after(prompt: &str, generated: &str) -> Vec<String> {
+        let tokenizer = tokenizer();
+        let tokens = HarmonyTokens::find(&tokenizer).unwrap();
+        let prompt = ids(&tokenizer, prompt);
+        let mut stream = HarmonyStream::after(&tokenizer, tokens, &prompt).unwrap();
+        let mut out: Vec<String> = ids(&tokenizer, generated)
+            .into_iter()
+            .filter_map(|id| stream.step(id).unwrap())
+            .collect();
+        out.extend(stream.finish());
+        out
+    }
+
+    #[test]
+    fn the_prompt_says_where_the_answer_stands() {
+        let chat = "<|start|>user<|message|>Hi<|end|><|start|>assistant";
+        let generated = "<|channel|>analysis<|message|>a<|end|><|start|>assistant\
+                         <|channel|>final<|message|>b";
+        assert_eq!(shown_after(chat, generated).concat(), shown(generated));
+        assert_eq!(shown_after(chat, "Plain.").concat(), "Plain.");
+        // A plain completion: no harmony in the prompt, text shown at once.
+        assert_eq!(shown_after("Once upon", " a time")[0], " ");
+        assert_eq!(shown_after("", "text").concat(), "text");
+        // An answer continued in its final channel: shown at once, no header expected.
+        let cut_answer = "<|start|>assistant<|channel|>final<|message|>The answer";
+        assert_eq!(shown_after(cut_answer, " is 4")[0], " ");
+        assert_eq!(shown_after(cut_answer, " is 4<|return|>").concat(), " is 4");
+        // Continued in its analysis (already shown inside `<think>`): closed when it ends.
+        let cut_thinking = "<|start|>assistant<|channel|>analysis<|message|>Hmm";
+        let more = " ok<|end|><|start|>assistant<|channel|>final<|message|>Yes";
+        assert_eq!(shown_after(cut_thinking, more).concat(), " ok</think>Yes");
+        // Cut inside a header: the channel's name read on from the prompt.
+        let cut_header = "<|start|>assistant<|channel|>anal";
+        let rest = "ysis<|message|>x";
+        assert_eq!(shown_after(cut_header, rest).concat(), "<think>x</think>");
     }
 
     /// Any sequence of the fixture's ids: no panic, and the thinking block is closed.

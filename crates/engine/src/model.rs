@@ -245,7 +245,7 @@ impl Model {
             dir: self.dir.clone(),
         })?;
         // A harmony model's channels become `<think>reasoning</think>answer` (see `harmony`).
-        let mut stream = ShownText::new(tokenizer);
+        let mut stream = ShownText::after(tokenizer, prompt)?;
         let stop_ids = &self.stop_ids;
         let mut constraint = constraint(
             options,

@@ -192,11 +192,24 @@ fn a_harmony_model_stops_on_return_and_call_and_reads_its_channels() {
         .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
         .unwrap();
     let tokenizer = model.tokenizer().unwrap();
-    let mut reader = HarmonyStream::new(tokenizer, HarmonyTokens::find(tokenizer).unwrap());
+    let tokens = HarmonyTokens::find(tokenizer).unwrap();
+    let mut reader = HarmonyStream::after(tokenizer, tokens, &prompt).unwrap();
     let mut expected = String::new();
     for id in ids.iter().filter(|id| !model.stop_ids().contains(id)) {
         expected.extend(reader.step(*id).unwrap());
     }
     expected.extend(reader.finish());
     assert_eq!(pieces, expected);
+
+    // An answer cut short continues in its final channel, where the reader starts.
+    let cut = [
+        ChatMessage::new(Role::User, "Hello!"),
+        ChatMessage::new(Role::Assistant, "The answer"),
+    ];
+    let prompt = model.tokenize_chat_continuing(&cut, &options).unwrap();
+    let text = model.tokenizer().unwrap().decode(&prompt, false).unwrap();
+    assert!(
+        text.ends_with("<|start|>assistant<|channel|>final<|message|>The answer"),
+        "{text}"
+    );
 }
