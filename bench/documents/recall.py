@@ -57,6 +57,13 @@ def answered(result, gold):
     return False
 
 
+def write_json(path, rows):
+    if path:
+        with open(path + ".partial", "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(path + ".partial", path)
+
+
 def other_documents(home, files):
     """Files in the library besides the bench's: BM25's term statistics cover the whole index,
     so they change the keyword ranks (and the combined recall) of the bench's questions."""
@@ -76,7 +83,7 @@ def main():
                         help="measure only this ranking (repeatable; by default all three)")
     parser.add_argument("--rerank-model", action="append", default=[],
                         help="also rank combined's first 20 again with this model (repeatable)")
-    parser.add_argument("--only", help="only these question ids (comma-separated)")
+    parser.add_argument("--only", help="only these question ids, in this order (comma-separated)")
     args = parser.parse_args()
     rankings = args.ranking or RANKINGS
     with open(os.path.join(HERE, "questions.json"), encoding="utf-8") as f:
@@ -91,8 +98,12 @@ def main():
 
     questions = spec["questions"]
     if args.only:
-        wanted = {int(i) for i in args.only.split(",")}
-        questions = [q for q in questions if q["id"] in wanted]
+        by_id = {q["id"]: q for q in questions}
+        try:
+            questions = [by_id[int(i)] for i in args.only.split(",")]
+        except (KeyError, ValueError):
+            sys.exit(f"recall: --only takes question ids 1-{len(by_id)} separated by commas, "
+                     f"not {args.only!r}")
     # Each reranker is a stage of its own, named after its model.
     stages = [(r, r, None) for r in rankings] + [
         (f"reranked:{os.path.basename(os.path.normpath(m))}", "combined", m)
@@ -114,6 +125,8 @@ def main():
             if model:
                 print(f"{name} q{q['id']}: {'hit' if rows[-1]['answered'] else 'miss'} "
                       f"{rows[-1]['search_ms'] / 1e3:.1f} s", file=sys.stderr, flush=True)
+                # A reranked question takes minutes: what finished is kept if the run is stopped.
+                write_json(args.json, rows)
 
     def recall(selected):
         return sum(r["answered"] for r in selected) / len(selected) if selected else float("nan")
@@ -140,9 +153,7 @@ def main():
         print(f"warning: the library also holds {len(others)} other file(s) ({', '.join(others)}); "
               "BM25 counts their words too, so these numbers are not the bench's: use an empty "
               "HEARTH_BENCH_DOCS home or remove them")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+    write_json(args.json, rows)
 
 
 if __name__ == "__main__":
