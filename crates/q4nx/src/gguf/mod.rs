@@ -1,9 +1,10 @@
 //! GGUF, llama.cpp's model file: read it ([`GgufFile`]), decode its tensor types to f32 exactly
-//! as ggml does ([`dequantize`]), and turn a Llama, Qwen2, Qwen3 or Gemma 3 GGUF into a model
-//! folder with a `tokenizer.json` built from its vocabulary: a Q4NX copy ([`import_gguf`]) or
-//! a link that reads the file where it lies ([`link_gguf`]).
+//! as ggml does ([`dequantize`]), and turn a Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3 or
+//! LFM2 GGUF into a model folder with a `tokenizer.json` built from its vocabulary: a Q4NX copy
+//! ([`import_gguf`]) or a link that reads the file where it lies ([`link_gguf`]).
 
 mod dequant;
+mod experts;
 mod file;
 mod import;
 mod link;
