@@ -1,6 +1,7 @@
-//! FastFlowLM's own `model.q4nx` layouts of Phi-4 and LFM2 (as its converter writes them from a
-//! GGUF, `q4nx/models/{phi4,lfm2}.py` with `configs/{phi4,lfm2}.json`), built here from the tiny
-//! checkpoints, run on the CPU engine from the same files:
+//! FastFlowLM's own `model.q4nx` layouts of Phi-4, LFM2, Qwen2 and Gemma 3 (as its converter
+//! writes them from a GGUF, `q4nx/models/{phi4,lfm2,qwen2,gemma3}.py` with their
+//! `configs/*.json`), built here from the tiny checkpoints, run on the CPU engine from the same
+//! files:
 //!
 //! - **phi4**: q/k/v and gate/up split (Hearth runs Phi-3's fused matrices), `rope.short.weight`
 //!   and `rope.long.weight` beside them, no Hearth metadata. Made from `hearth convert`'s tiles of
@@ -11,6 +12,10 @@
 //!   `tiny-lfm2`'s f32 weights. Against the engine on a safetensors folder of exactly those
 //!   weights dequantized, within the tolerance of `q4nx_weights.rs` (the Q4 kernels round each
 //!   activation to 8 bits; a tile read wrongly, e.g. unsigned, moves the logits far more).
+//! - **gemma3**: `hearth convert`'s tiles of `tiny-gemma3` under the same names, no metadata,
+//!   every norm stored as llama.cpp's `1 + w` and the embedding multiplied by √hidden, both
+//!   rounded to BF16 from the f32 weights as FastFlowLM rounds them. Against `hearth convert`'s
+//!   own file of the same tiles: only those roundings differ.
 
 mod common;
 
@@ -36,6 +41,16 @@ type Edit = fn(&mut Written);
 /// Writes `tensors` (name, dtype, shape, bytes) as a safetensors container named `file` in
 /// `dir`, in the given order, with no metadata (as FastFlowLM's `save_file` writes it).
 fn write_container(dir: &Path, file: &str, tensors: &Tensors) {
+    write_container_with(dir, file, tensors, &BTreeMap::new());
+}
+
+/// [`write_container`] with `metadata`.
+fn write_container_with(
+    dir: &Path,
+    file: &str,
+    tensors: &Tensors,
+    metadata: &BTreeMap<String, String>,
+) {
     let entries: Vec<EntryToWrite> = tensors
         .iter()
         .map(|(name, dtype, shape, _)| EntryToWrite {
@@ -44,7 +59,7 @@ fn write_container(dir: &Path, file: &str, tensors: &Tensors) {
             shape: shape.clone(),
         })
         .collect();
-    let mut out = encode_header(&entries, &BTreeMap::new());
+    let mut out = encode_header(&entries, metadata);
     for (_, _, _, bytes) in tensors {
         out.extend_from_slice(bytes);
     }
@@ -391,4 +406,127 @@ fn q4_0_layout_runs_as_its_dequantized_weights(fixture_name: &str, flm_name: fn(
          transformers on the original weights {quantization:.3e}"
     );
     assert!(error <= TOLERANCE, "{error}");
+}
+
+/// FastFlowLM's Gemma 3 file of `tiny-gemma3` in `flm`: `hearth convert`'s tiles (their head
+/// included, which FastFlowLM also writes from the embedding), norms as `1 + w` and the
+/// embedding times √hidden, both computed in f32 from the checkpoint and rounded to BF16, no
+/// metadata. Beside it, in `same`, Hearth's own layout of exactly those values (norms `v - 1`,
+/// the embedding `v / √hidden`, both exact in BF16 here) with Hearth's `producer` mark.
+/// Returns the BF16 values written into `flm` for each norm and the embedding.
+fn write_gemma3(hearth: &Path, flm: &Path, same: &Path) -> BTreeMap<String, Vec<u16>> {
+    q4nx::convert(
+        &fixture("tiny-gemma3"),
+        hearth,
+        &ConvertOptions::default(),
+        &mut |_| {},
+    )
+    .expect("converts");
+    for dir in [flm, same] {
+        std::fs::create_dir_all(dir).unwrap();
+        copy_text_files(hearth, dir);
+    }
+    let config = q4nx::ModelConfig::from_path(&hearth.join("config.json")).unwrap();
+    let root = (config.hidden_size as f32).sqrt();
+    assert_eq!(
+        root, 8.0,
+        "dividing by a power of two keeps the BF16 values exact"
+    );
+    let source = Weights::open(&fixture("tiny-gemma3")).unwrap();
+    let weights = Weights::open(hearth).unwrap();
+    let (mut tensors, mut own, mut written) = (Vec::new(), Vec::new(), BTreeMap::new());
+    for name in weights.names() {
+        match weights.get(name).unwrap() {
+            Tensor::Dense(t) => {
+                let Tensor::Dense(original) = source.get(name).unwrap() else {
+                    panic!("{name} is dense in the checkpoint")
+                };
+                assert_eq!(original.dtype, Dtype::F32);
+                let norm = name.ends_with("norm.weight");
+                assert!(norm || name == "model.embed_tokens.weight", "{name}");
+                let (to_flm, back): (fn(f32, f32) -> f32, fn(f32, f32) -> f32) = if norm {
+                    (|w, _| 1.0 + w, |v, _| v - 1.0)
+                } else {
+                    (|w, root| w * root, |v, root| v / root)
+                };
+                let (mut flm_bits, mut own_bits) = (Vec::new(), Vec::new());
+                for b in original.bytes.chunks_exact(4) {
+                    let w = f32::from_le_bytes(b.try_into().unwrap());
+                    let v = bf16::from_f32(to_flm(w, root)).to_f32();
+                    let u = back(v, root);
+                    assert_eq!(
+                        bf16::from_f32(u).to_f32(),
+                        u,
+                        "{name}: {v} back is not BF16"
+                    );
+                    flm_bits.push(bf16::from_f32(v).to_bits());
+                    own_bits.push(bf16::from_f32(u).to_bits());
+                }
+                let bytes = |bits: &[u16]| bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+                tensors.push((name.into(), Dtype::Bf16, t.shape.clone(), bytes(&flm_bits)));
+                own.push((name.into(), Dtype::Bf16, t.shape.clone(), bytes(&own_bits)));
+                written.insert(name.to_string(), flm_bits);
+            }
+            Tensor::Q4_1(m) | Tensor::Q8(m) => {
+                let tile = m.bytes.len() / (m.rows / TILE_ROWS * (m.cols / TILE_COLS));
+                let shape = vec![m.bytes.len() / tile, tile];
+                tensors.push((name.into(), Dtype::I8, shape.clone(), m.bytes.to_vec()));
+                own.push((name.into(), Dtype::I8, shape, m.bytes.to_vec()));
+            }
+            other => panic!("{} in a Q4NX file", other.describe()),
+        }
+    }
+    write_container(flm, "model.q4nx", &tensors);
+    let mark = BTreeMap::from([("producer".to_string(), "hearth (test)".to_string())]);
+    write_container_with(same, "model.q4nx", &own, &mark);
+    written
+}
+
+#[test]
+fn fastflowlm_gemma3_layout_runs_as_hearths_own_file_of_its_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| tmp.path().join(name);
+    let (hearth, flm, same) = (dir("hearth"), dir("flm"), dir("same"));
+    let written = write_gemma3(&hearth, &flm, &same);
+    q4nx::validate_dir(&flm).expect("validates");
+
+    // At open, each norm is `v - 1` exactly and the embedding `v / embed_scale`.
+    let config = q4nx::ModelConfig::from_path(&flm.join("config.json")).unwrap();
+    let scale = config.gemma3.as_ref().unwrap().embed_scale;
+    let weights = Weights::open(&flm).unwrap();
+    for (name, bits) in &written {
+        let Tensor::Dense(t) = weights.get(name).unwrap() else {
+            panic!("{name} is dense")
+        };
+        let mut values = vec![0f32; bits.len()];
+        assert!(q4nx::dtype::decode_f32(t.dtype, t.bytes, &mut values));
+        for (v, &b) in values.iter().zip(bits) {
+            let stored = bf16::from_bits(b).to_f32();
+            if name.ends_with("norm.weight") {
+                assert_eq!(v + 1.0, stored, "{name}");
+            } else {
+                // F16's step: 2^-11 relative, 2^-24 absolute among its subnormals.
+                let back = v * scale;
+                let step = (stored.abs() / 2048.0).max(scale * 2f32.powi(-25));
+                assert!((back - stored).abs() <= step, "{name}: {back} {stored}");
+            }
+        }
+    }
+
+    let tokens = reference("tiny-gemma3").tokens;
+    let logits = |dir: &Path| {
+        let mut model = Model::load(dir, &LoadOptions::default()).expect("loads");
+        assert_eq!(model.info().weight_format, "q4nx");
+        model.logits(&tokens).unwrap()
+    };
+    let theirs = logits(&flm);
+    let error = max_relative_error(&theirs, &logits(&same));
+    let rounding = max_relative_error(&theirs, &logits(&hearth));
+    eprintln!(
+        "tiny-gemma3: FastFlowLM's layout vs Hearth's layout of its values {error:.1e}; vs \
+         hearth convert's file of the checkpoint {rounding:.1e} (BF16 of 1 + w in every norm)"
+    );
+    // The same values, but for F16's rounding of the embedding's smallest values (under
+    // 2^-14 · 8, the F16 subnormals): measured 0.
+    assert!(error <= 1e-4, "{error}");
 }
