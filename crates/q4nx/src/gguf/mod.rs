@@ -13,7 +13,7 @@ pub(crate) mod model;
 mod tokenizer;
 pub mod write;
 
-pub use dequant::{dequantize, GgmlType};
+pub use dequant::{dequantize, e8m0_half, GgmlType, MXFP4_VALUES};
 pub use file::{
     is_read_key, parse, Array, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC,
     MAX_ARRAY_LEN, MAX_METADATA_BYTES, MAX_TENSORS,
