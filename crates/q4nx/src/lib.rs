@@ -18,6 +18,7 @@ mod error;
 mod gemma3;
 pub mod gguf;
 mod gpt_oss;
+mod gpt_oss_experts;
 mod json_field;
 pub mod layout;
 mod lfm2;
