@@ -31,9 +31,14 @@
 //!   it is. The sliding-window layers and RoPE bases are config.json's, which FastFlowLM ships
 //!   as Google's; the vision tower of the 4B model lies in another file, which the CPU engine
 //!   does not read.
+//! - **gpt-oss**: tiles of 32 x 128 regrouped for the NPU, the experts in MXFP4 tiles, one
+//!   tensor a layer, the router blocked: see [`gpt_oss`], and [`tiles`] for the tiles.
 //!
-//! The renamed tensors stay borrowed from the map; the fused, re-signed and re-scaled ones are
-//! copies owned by [`Weights`].
+//! The renamed tensors stay borrowed from the map; the fused, re-signed, re-scaled and re-tiled
+//! ones are copies owned by [`Weights`].
+
+mod gpt_oss;
+mod tiles;
 
 use crate::tile::{GROUPS_PER_TILE, Q4_1_MINS_AT, Q4_1_TILE_BYTES, SCALES_AT, TILE_ROWS};
 use crate::{Dtype, Error, Family};
@@ -58,6 +63,7 @@ pub(super) fn adapt(weights: &mut Weights) -> Result<(), Error> {
             Ok(())
         }
         Family::Gemma3 if !made_by_hearth(weights) => unshift_gemma3(weights),
+        Family::GptOss if gpt_oss::is_flm(weights) => gpt_oss::adapt(weights),
         _ => Ok(()),
     }
 }
