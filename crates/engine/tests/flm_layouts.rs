@@ -666,20 +666,18 @@ fn write_gpt_oss(flm: &Path, dense: &Path) {
         (t.shape.clone(), values)
     };
     let (mut flm_tensors, mut dense_tensors): (Tensors, Tensors) = (Vec::new(), Vec::new());
-    let keep =
-        |flm_name: String, name: &str, flm_tensors: &mut Tensors, dense: &mut Tensors| {
-            let (shape, values) = read(name);
-            flm_tensors.push((flm_name, Dtype::Bf16, shape.clone(), bf16_bytes(&values)));
-            dense.push((name.into(), Dtype::Bf16, shape, bf16_bytes(&values)));
-        };
-    let q4_1 =
-        |name: &str, pad: usize, group: usize, flm_t: &mut Tensors, dense: &mut Tensors| {
-            let (shape, w) = read(name);
-            let (tiles, values) = half_tiles(&w, shape[0], shape[1], false);
-            let (flm_shape, bytes) = regrouped(&tiles, pad, group);
-            flm_t.push((name.into(), Dtype::I8, flm_shape, bytes));
-            dense.push((name.into(), Dtype::F32, shape, f32_bytes(&values)));
-        };
+    let keep = |flm_name: String, name: &str, flm_tensors: &mut Tensors, dense: &mut Tensors| {
+        let (shape, values) = read(name);
+        flm_tensors.push((flm_name, Dtype::Bf16, shape.clone(), bf16_bytes(&values)));
+        dense.push((name.into(), Dtype::Bf16, shape, bf16_bytes(&values)));
+    };
+    let q4_1 = |name: &str, pad: usize, group: usize, flm_t: &mut Tensors, dense: &mut Tensors| {
+        let (shape, w) = read(name);
+        let (tiles, values) = half_tiles(&w, shape[0], shape[1], false);
+        let (flm_shape, bytes) = regrouped(&tiles, pad, group);
+        flm_t.push((name.into(), Dtype::I8, flm_shape, bytes));
+        dense.push((name.into(), Dtype::F32, shape, f32_bytes(&values)));
+    };
     keep(
         "model.embed_tokens.weight".into(),
         "model.embed_tokens.weight",
@@ -816,6 +814,37 @@ fn fastflowlm_gpt_oss_layout_runs_as_its_dequantized_weights() {
     let (flm, dense) = (tmp.path().join("flm"), tmp.path().join("dense"));
     write_gpt_oss(&flm, &dense);
     q4nx::validate_dir(&flm).expect("validates");
+
+    // Every matrix read at open holds exactly the values its tiles hold: Q4_1 copied, MXFP4
+    // as Q8.
+    let (ours, theirs) = (Weights::open(&flm).unwrap(), Weights::open(&dense).unwrap());
+    let mut matrices = 0;
+    for name in theirs.names() {
+        let Tensor::Dense(t) = theirs.get(name).unwrap() else {
+            panic!("{name} is dense")
+        };
+        if t.dtype != Dtype::F32 {
+            continue;
+        }
+        let m = match ours.get(name).unwrap() {
+            Tensor::Q8(m) if name.contains(".experts.") => m,
+            Tensor::Q4_1(m) if !name.contains(".experts.") => m,
+            other => panic!("{name}: {}", other.describe()),
+        };
+        let cols = t.shape[1];
+        let mut row = vec![0f32; m.cols];
+        for (r, expected) in t.bytes.chunks_exact(cols * 4).enumerate() {
+            m.dequantize_row(r, &mut row);
+            for (c, b) in expected.chunks_exact(4).enumerate() {
+                let want = f32::from_le_bytes(b.try_into().unwrap());
+                assert_eq!(row[c], want, "{name} ({r}, {c})");
+            }
+        }
+        matrices += 1;
+    }
+    let config = q4nx::ModelConfig::from_path(&flm.join("config.json")).unwrap();
+    assert_eq!(matrices, config.num_hidden_layers * (4 + 4 * 3) + 1);
+
     let reference = reference("tiny-gpt-oss");
     let mut model = Model::load(&flm, &LoadOptions::default()).expect("FastFlowLM's file loads");
     assert_eq!(model.info().weight_format, "q4nx");
@@ -830,4 +859,46 @@ fn fastflowlm_gpt_oss_layout_runs_as_its_dequantized_weights() {
          {quantization:.3e}"
     );
     assert!(error <= TOLERANCE, "{error}");
+}
+
+/// A damaged FastFlowLM gpt-oss file is refused in words naming the tensor: experts of another
+/// shape, and an MXFP4 scale of 255 (not a number).
+#[test]
+fn fastflowlm_gpt_oss_damaged_experts_are_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (flm, dense) = (tmp.path().join("flm"), tmp.path().join("dense"));
+    write_gpt_oss(&flm, &dense);
+    let path = flm.join("model.q4nx");
+    let experts = "model.layers.1.ffn_gate_up_down_exps.weight";
+    let original = std::fs::read(&path).unwrap();
+    let refusal = |bytes: Vec<u8>| {
+        std::fs::write(&path, bytes).unwrap();
+        match Model::load(&flm, &LoadOptions::default()) {
+            Ok(_) => panic!("a damaged file loads"),
+            Err(e) => e.to_string(),
+        }
+    };
+    // The first expert tile's first scale byte.
+    let header = q4nx::container::parse(&original, &path).unwrap();
+    let start = header
+        .tensors
+        .iter()
+        .find(|t| t.name == experts)
+        .unwrap()
+        .range
+        .start;
+    let data = header.data_start;
+    let mut nan = original.clone();
+    nan[start] = 255;
+    let e = refusal(nan);
+    assert!(e.contains(experts) && e.contains("not a number"), "{e}");
+
+    let text = String::from_utf8_lossy(&original[8..data]).into_owned();
+    let shape = text.find(experts).unwrap();
+    let mut renamed = original.clone();
+    // The same tensor under a name that leaves layer 1 without experts.
+    renamed[8 + shape..8 + shape + experts.len()]
+        .copy_from_slice(experts.replace("layers.1", "layers.7").as_bytes());
+    let e = refusal(renamed);
+    assert!(e.contains(experts) && e.contains("lacks"), "{e}");
 }

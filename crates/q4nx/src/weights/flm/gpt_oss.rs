@@ -136,7 +136,7 @@ fn grouped(
         e.shape[..],
         [groups, c, g, HALF_TILE_BYTES] if c == halves && g == group && groups * g * TILE_ROWS >= rows
     );
-    if e.dtype != Dtype::I8 || e.owned.is_some() || !fits || rows % TILE_ROWS != 0 {
+    if e.dtype != Dtype::I8 || e.owned.is_some() || !fits || !rows.is_multiple_of(TILE_ROWS) {
         let expected = format!(
             "I8 tiles [row groups, {halves}, {group}, {HALF_TILE_BYTES}] of a [{rows} x {cols}] matrix"
         );
@@ -171,8 +171,8 @@ fn split_experts(
         || e.owned.is_some()
         || e.shape != expected_shape
         || width.div_ceil(HALF_COLS) != halves
-        || hidden % TILE_ROWS != 0
-        || width % TILE_ROWS != 0
+        || !hidden.is_multiple_of(TILE_ROWS)
+        || !width.is_multiple_of(TILE_ROWS)
     {
         let expected = format!(
             "I8 MXFP4 tiles {expected_shape:?} for {experts} experts of width {width} on \

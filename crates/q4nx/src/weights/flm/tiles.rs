@@ -241,13 +241,13 @@ mod tests {
         for (h, tile) in halves.iter().enumerate() {
             q4_1_into(tile, &mut whole, h);
         }
-        for h in 0..2 {
+        for (h, half) in halves.iter().enumerate() {
             for r in 0..TILE_ROWS {
                 for g in 0..HALF_GROUPS {
                     let (from, to) = (g * TILE_ROWS + r, scale_index(r, h * HALF_GROUPS + g));
                     for (at_from, at_to) in [(0, SCALES_AT), (256, Q4_1_MINS_AT)] {
                         assert_eq!(
-                            halves[h][at_from + 2 * from..][..2],
+                            half[at_from + 2 * from..][..2],
                             whole[at_to + 2 * to..][..2]
                         );
                     }
@@ -257,7 +257,7 @@ mod tests {
                     let (to, high) = q4_1_nibble_at(r, h * HALF_COLS + c);
                     assert_eq!(high, r % 2 == 1);
                     let nibble = |b: u8| if high { b >> 4 } else { b & 15 };
-                    assert_eq!(nibble(halves[h][from]), nibble(whole[to]), "({r}, {c})");
+                    assert_eq!(nibble(half[from]), nibble(whole[to]), "({r}, {c})");
                 }
             }
         }
