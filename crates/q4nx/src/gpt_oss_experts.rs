@@ -25,6 +25,9 @@ pub(crate) const E2M1: [f32; 16] = [
     0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
 ];
 
+/// Reads `len` bytes of a stored tensor's data from `offset`: `read(name, offset, len)`.
+pub(crate) type ReadBytes<'r> = dyn FnMut(&str, usize, usize) -> Result<Vec<u8>, Error> + 'r;
+
 /// Values in one MXFP4 group (one scale byte, 16 bytes of codes).
 const GROUP: usize = 32;
 
@@ -86,12 +89,11 @@ impl ExpertTensor {
     }
 
     /// Reads this tensor from `weights` (transformers' layout) as f32: a matrix `[rows, cols]`
-    /// row-major, or a bias. `read(name, offset, len)` returns `len` bytes of a stored tensor's
-    /// data from `offset`.
+    /// row-major, or a bias, with `read`.
     pub(crate) fn read(
         &self,
         weights: &Weights,
-        read: &mut dyn FnMut(&str, usize, usize) -> Result<Vec<u8>, Error>,
+        read: &mut ReadBytes<'_>,
     ) -> Result<Vec<f32>, Error> {
         let (h, w, e) = (self.hidden, self.width, self.expert);
         // Stored gate_up rows (or columns) 2r + offset give gate (0) or up (1) output r.
@@ -154,7 +156,7 @@ fn floats(
     name: &str,
     start: usize,
     len: usize,
-    read: &mut dyn FnMut(&str, usize, usize) -> Result<Vec<u8>, Error>,
+    read: &mut ReadBytes<'_>,
 ) -> Result<Vec<f32>, Error> {
     let (dtype, _) = described(weights, name)?;
     let bytes = read(name, start * dtype.size(), len * dtype.size())?;
