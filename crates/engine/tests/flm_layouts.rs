@@ -413,8 +413,14 @@ fn q4_0_layout_runs_as_its_dequantized_weights(fixture_name: &str, flm_name: fn(
 /// embedding times √hidden, both computed in f32 from the checkpoint and rounded to BF16, no
 /// metadata. Beside it, in `same`, Hearth's own layout of exactly those values (norms `v - 1`,
 /// the embedding `v / √hidden`, both exact in BF16 here) with Hearth's `producer` mark.
-/// Returns the BF16 values written into `flm` for each norm and the embedding.
-fn write_gemma3(hearth: &Path, flm: &Path, same: &Path) -> BTreeMap<String, Vec<u16>> {
+/// `edit` changes FastFlowLM's tensors before they are written. Returns the BF16 values
+/// computed for `flm`'s norms and embedding.
+fn write_gemma3(
+    hearth: &Path,
+    flm: &Path,
+    same: &Path,
+    edit: impl FnOnce(&mut Tensors),
+) -> BTreeMap<String, Vec<u16>> {
     q4nx::convert(
         &fixture("tiny-gemma3"),
         hearth,
@@ -476,6 +482,7 @@ fn write_gemma3(hearth: &Path, flm: &Path, same: &Path) -> BTreeMap<String, Vec<
             other => panic!("{} in a Q4NX file", other.describe()),
         }
     }
+    edit(&mut tensors);
     write_container(flm, "model.q4nx", &tensors);
     let mark = BTreeMap::from([("producer".to_string(), "hearth (test)".to_string())]);
     write_container_with(same, "model.q4nx", &own, &mark);
@@ -487,7 +494,7 @@ fn fastflowlm_gemma3_layout_runs_as_hearths_own_file_of_its_values() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = |name: &str| tmp.path().join(name);
     let (hearth, flm, same) = (dir("hearth"), dir("flm"), dir("same"));
-    let written = write_gemma3(&hearth, &flm, &same);
+    let written = write_gemma3(&hearth, &flm, &same, |_| {});
     q4nx::validate_dir(&flm).expect("validates");
 
     // At open, each norm is `v - 1` exactly and the embedding `v / embed_scale`.
@@ -901,4 +908,26 @@ fn fastflowlm_gpt_oss_damaged_experts_are_refused_in_words() {
         .copy_from_slice(experts.replace("layers.1", "layers.7").as_bytes());
     let e = refusal(renamed);
     assert!(e.contains(experts) && e.contains("lacks"), "{e}");
+}
+
+/// A FastFlowLM Gemma 3 norm that is not floats cannot be shifted back: refused in words
+/// naming it.
+#[test]
+fn fastflowlm_gemma3_norm_not_in_floats_is_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| tmp.path().join(name);
+    let norm = "model.layers.2.pre_feedforward_layernorm.weight";
+    write_gemma3(&dir("hearth"), &dir("flm"), &dir("same"), |tensors| {
+        let t = tensors.iter_mut().find(|t| t.0 == norm).expect("the norm");
+        t.1 = Dtype::I8;
+        t.2 = vec![t.3.len()];
+    });
+    let e = match Model::load(&dir("flm"), &LoadOptions::default()) {
+        Ok(_) => panic!("an I8 norm loads"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains(norm) && e.contains("FastFlowLM's Gemma 3"),
+        "{e}"
+    );
 }
