@@ -18,8 +18,10 @@
 //!   row block's first tile; those bytes are left to the biases' own tensor, and any other
 //!   non-zero padding byte means the tile is not MXFP4.
 //!
-//! Cost: a Q8 tile holds 8.5 bits a weight where MXFP4 holds 4.25 (FastFlowLM's padded tile
-//! 5), so the experts take twice the bytes of their MXFP4 (1.7 times FastFlowLM's file).
+//! Cost: a Q8 tile holds 8.5 bits a weight where MXFP4 holds 4.25 (5 in FastFlowLM's padded
+//! tiles), so the experts take twice the bytes of their MXFP4, 1.7 times FastFlowLM's tiles
+//! (gpt-oss-20b, whose K of 2,880 Hearth's tiles pad to 3,072: 21.7 GB, from 10.2 GB of
+//! MXFP4 in a GGUF and 12.5 GB of FastFlowLM's tiles).
 
 use half::bf16;
 
