@@ -72,6 +72,9 @@ pub(crate) struct Experts<'w> {
     kind: Kind,
 }
 
+/// Reads the named dense vector of the given length, or says which tensor is missing or wrong.
+pub(crate) type VectorOf<'f> = dyn Fn(&str, usize) -> Result<Vec<f32>, Error> + 'f;
+
 /// The scratch buffers of the experts' block, for up to [`MAX_CHUNK`] tokens, allocated once.
 #[derive(Debug)]
 pub(crate) struct MoeState {
@@ -109,7 +112,7 @@ impl<'w> Experts<'w> {
         p: &q4nx::MoeParams,
         kind: Kind,
         linear: &dyn Fn(&str, usize, usize) -> Result<Linear<'w>, Error>,
-        vector: &dyn Fn(&str, usize) -> Result<Vec<f32>, Error>,
+        vector: &VectorOf<'_>,
     ) -> Result<Self, Error> {
         let width = p.expert_intermediate_size;
         let gpt_oss = matches!(kind, Kind::GptOss { .. });
