@@ -408,6 +408,9 @@ fn q4_0_layout_runs_as_its_dequantized_weights(fixture_name: &str, flm_name: fn(
     assert!(error <= TOLERANCE, "{error}");
 }
 
+/// A value and √hidden to another value.
+type Rescale = fn(f32, f32) -> f32;
+
 /// FastFlowLM's Gemma 3 file of `tiny-gemma3` in `flm`: `hearth convert`'s tiles (their head
 /// included, which FastFlowLM also writes from the embedding), norms as `1 + w` and the
 /// embedding times √hidden, both computed in f32 from the checkpoint and rounded to BF16, no
@@ -450,7 +453,7 @@ fn write_gemma3(
                 assert_eq!(original.dtype, Dtype::F32);
                 let norm = name.ends_with("norm.weight");
                 assert!(norm || name == "model.embed_tokens.weight", "{name}");
-                let (to_flm, back): (fn(f32, f32) -> f32, fn(f32, f32) -> f32) = if norm {
+                let (to_flm, back): (Rescale, Rescale) = if norm {
                     (|w, _| 1.0 + w, |v, _| v - 1.0)
                 } else {
                     (|w, root| w * root, |v, root| v / root)
