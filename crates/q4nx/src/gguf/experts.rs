@@ -50,7 +50,7 @@ pub(crate) fn expert_slice(
         ));
     }
     let kind = stacked.kind;
-    if want[0] as usize % kind.block_len() != 0 {
+    if !(want[0] as usize).is_multiple_of(kind.block_len()) {
         return Err(format!(
             "tensor {name} has rows of {} values, not whole {kind} blocks of {}",
             want[0],

@@ -64,11 +64,10 @@ pub(super) unsafe fn dot_rows(
         .zip(out.chunks_exact_mut(tokens))
     {
         let mut acc = [_mm256_setzero_ps(); MAX_TOKENS];
-        for b in 0..blocks {
-            let p = row.as_ptr().add(b * BLOCK_BYTES);
-            let v = values(p);
+        for (b, block) in row.chunks_exact(BLOCK_BYTES).enumerate() {
+            let v = values(block.as_ptr());
             let a = _mm256_sign_epi8(v, v);
-            let d = e8m0_half(*p);
+            let d = e8m0_half(block[0]);
             for t in 0..tokens {
                 let x = _mm256_loadu_si256(xq[t].as_ptr().add(b * BLOCK).cast());
                 let lanes = _mm256_cvtepi32_ps(lane_sums(v, a, x));
@@ -84,6 +83,7 @@ pub(super) unsafe fn dot_rows(
 /// The integer sum of every block of `row` against `xq`.
 ///
 /// SAFETY (caller): AVX2 is present; `xq` holds 32 values per block of `row`.
+#[cfg(test)]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn row_isums(row: &[u8], xq: &[i8]) -> Vec<i32> {
     row.chunks_exact(BLOCK_BYTES)
