@@ -1,7 +1,8 @@
-//! Mixture-of-experts GGUFs: the tiny qwen3moe GGUF `tests/fixtures/gguf/write_qwen3moe.py`
+//! Mixture-of-experts GGUFs: the tiny qwen3moe GGUFs `tests/fixtures/gguf/write_qwen3moe.py`
 //! writes from `tiny-qwen3moe` (experts as llama.cpp's 3-D `ffn_{gate,up,down}_exps` tensors,
-//! router `ffn_gate_inp`, Q8_0 linears with BF16-exact scales), linked where it lies and
-//! imported to Q4NX, against llama.cpp (PyPI `llama-cpp-python`) running the file itself.
+//! router `ffn_gate_inp`, Q8_0 linears with BF16-exact scales; a second file with the experts in
+//! MXFP4), linked where they lie (the Q8_0 one also imported to Q4NX), against llama.cpp (PyPI
+//! `llama-cpp-python`) running each file itself.
 //!
 //! Checked: the header's experts become config.json's (4 experts, 2 used, width 32, every layer
 //! routed, renormalized); each expert is its own rows of the 3-D tensor, read from the file
@@ -24,8 +25,16 @@ use q4nx::gguf::GgufFile;
 /// Margin (logits) below which llama.cpp's own top choice is a near-tie.
 const MARGIN: f32 = 0.3;
 
+/// `tests/fixtures/gguf/<name>`.
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/gguf")
+        .join(name)
+}
+
+/// The Q8_0 file (its experts in Q8_0 too).
 fn gguf() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf/tiny-qwen3moe-q8_0.gguf")
+    fixture("tiny-qwen3moe-q8_0.gguf")
 }
 
 /// The fixture's token sequence (transformers' reference of the checkpoint it was written from).
@@ -104,6 +113,18 @@ fn qwen3moe_gguf_experts_are_slices_of_the_stacked_tensors() {
 
 #[test]
 fn qwen3moe_gguf_matches_llama_cpp() {
+    check_against_llama_cpp("tiny-qwen3moe-q8_0.gguf");
+}
+
+/// The same model with its experts in MXFP4 (gguf-py's quantizer): Hearth's MXFP4 kernel,
+/// linked, against llama.cpp's.
+#[test]
+fn qwen3moe_gguf_with_mxfp4_experts_matches_llama_cpp() {
+    check_against_llama_cpp("tiny-qwen3moe-mxfp4.gguf");
+}
+
+/// `file` (in tests/fixtures/gguf) linked in Hearth against llama.cpp running it.
+fn check_against_llama_cpp(file: &str) {
     let Some(python) = std::env::var_os("HEARTH_LLAMA_PYTHON").map(PathBuf::from) else {
         eprintln!(
             "SKIPPED: HEARTH_LLAMA_PYTHON is not set (npm test sets it; or run \
@@ -111,15 +132,18 @@ fn qwen3moe_gguf_matches_llama_cpp() {
         );
         return;
     };
-    let (_tmp, linked, _) = link_and_import();
+    let gguf = fixture(file);
+    let tmp = tempfile::tempdir().unwrap();
+    let linked = tmp.path().join("linked");
+    q4nx::gguf::link_gguf(&gguf, &linked, &mut |_| {}).expect("links");
     let tokens = tokens();
     let texts = [
         "Hearth is a private, offline chat assistant.",
         "<|im_start|>user\nGrüße aus Köln, 你好 🙂 0123456789<|im_end|>\n<|im_start|>assistant\n",
     ];
     let out = Command::new(&python)
-        .arg(gguf().with_file_name("llama_cpp_logits.py"))
-        .arg(gguf())
+        .arg(fixture("llama_cpp_logits.py"))
+        .arg(&gguf)
         .arg(serde_json::to_string(&tokens).unwrap())
         .arg(serde_json::to_string(&texts).unwrap())
         .output()
@@ -159,7 +183,7 @@ fn qwen3moe_gguf_matches_llama_cpp() {
     let kl = kl / ours.len() as f64;
     let apart = spread_relative_distance(&ours, &theirs);
     eprintln!(
-        "tiny-qwen3moe GGUF: mean KL {kl:.2e}; top-1 equal at all {confident} of {} positions \
+        "{file}: mean KL {kl:.2e}; top-1 equal at all {confident} of {} positions \
          with margin >= {MARGIN}; max |hearth - llama.cpp| = {apart:.2e} logit std",
         ours.len()
     );
