@@ -123,6 +123,10 @@ mod tests {
         assert_eq!(e.dims, [64, 4]);
         assert_eq!(e.range, 1000 + 2 * 272..1000 + 3 * 272);
         assert_eq!(e.name, "blk.0.ffn_up_exps.weight (expert 2)");
+        // A bias stack (gpt-oss's): 4 experts of 32 f32 values.
+        let t = stacked(vec![32, 4], GgmlType::F32, 4 * 32 * 4);
+        let e = expert_slice(&t, 1, &[32], 4).unwrap();
+        assert_eq!((e.dims, e.range), (vec![32], 1000 + 128..1000 + 256));
     }
 
     #[test]

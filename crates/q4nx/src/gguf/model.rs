@@ -505,6 +505,10 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
     }
     let rest = hf.strip_prefix("model.layers.")?;
     let (layer, suffix) = rest.split_once('.')?;
+    // gpt-oss's attention sinks, one logit per head: a tensor without a `.weight` of its own.
+    if suffix == "self_attn.sinks" {
+        return Some(format!("blk.{layer}.attn_sinks.weight"));
+    }
     let (module, kind) = suffix.rsplit_once('.')?;
     let g = match (module, family) {
         // Gemma 3's norm after attention, then its norms before and after the MLP.
@@ -540,6 +544,8 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
             "mlp.down_proj" => "ffn_down",
             // A mixture-of-experts router (its experts are slices: see `experts.rs`).
             "mlp.gate" => "ffn_gate_inp",
+            // gpt-oss's router (weight and bias).
+            "mlp.router" => "ffn_gate_inp",
             _ => return None,
         },
     };
@@ -817,6 +823,42 @@ mod tests {
         ] {
             let e = qwen3moe_config_of(&changes).unwrap_err();
             assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn gpt_oss_names_map_to_llama_cpps() {
+        let g = |hf: &str| gguf_name(hf, Family::GptOss);
+        for (hf, want) in [
+            ("model.layers.3.self_attn.sinks", "blk.3.attn_sinks.weight"),
+            (
+                "model.layers.3.mlp.router.weight",
+                "blk.3.ffn_gate_inp.weight",
+            ),
+            ("model.layers.3.mlp.router.bias", "blk.3.ffn_gate_inp.bias"),
+            ("model.layers.3.self_attn.q_proj.bias", "blk.3.attn_q.bias"),
+            (
+                "model.layers.3.self_attn.o_proj.bias",
+                "blk.3.attn_output.bias",
+            ),
+        ] {
+            assert_eq!(g(hf).as_deref(), Some(want), "{hf}");
+        }
+        // Each expert's weights and biases are slices of the 3-D (2-D for biases) tensors.
+        for (hf, want) in [
+            (
+                "model.layers.3.mlp.experts.31.gate_proj.weight",
+                ("blk.3.ffn_gate_exps.weight", 31),
+            ),
+            (
+                "model.layers.3.mlp.experts.0.down_proj.bias",
+                ("blk.3.ffn_down_exps.bias", 0),
+            ),
+        ] {
+            assert_eq!(
+                experts::stacked_name(hf),
+                Some((want.0.to_string(), want.1))
+            );
         }
     }
 
