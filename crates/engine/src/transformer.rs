@@ -18,6 +18,11 @@
 //! Qwen3-MoE is Qwen3 whose feed-forward blocks, on its sparse layers, are mixtures of experts
 //! ([`moe`]): a router picks a few experts per token and only those run.
 //!
+//! gpt-oss is Llama with biases on q, k, v and o, a learned sink logit per head joining each
+//! attention softmax's denominator ([`attention::causal_attention_with_sinks`]), sliding-window
+//! layers between full ones, YaRN ([`crate::rope`]), and mixtures of experts on every layer
+//! whose router and experts carry biases and whose activation is a clamped SwiGLU ([`moe`]).
+//!
 //! Three separate things: [`TransformerWeights`] (borrowed from the weight file), [`RunState`]
 //! (every activation buffer, allocated once) and the [`KvCache`]; [`forward`] reads like the math.
 
@@ -51,6 +56,8 @@ pub(crate) struct LayerWeights<'w> {
     q_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
     k_norm: Option<Vec<f32>>,         // (head_dim), Qwen3 only
     wo: Linear<'w>,                   // (hidden, n_heads * head_dim)
+    wo_bias: Option<Vec<f32>>,        // (hidden), gpt-oss only
+    sinks: Option<Vec<f32>>,          // (n_heads), gpt-oss only: each head's sink logit
     post_attn_norm: Option<Vec<f32>>, // (hidden), Gemma 3 only: on attention's output
     ffn_norm: Vec<f32>,               // (hidden)
     post_ffn_norm: Option<Vec<f32>>,  // (hidden), Gemma 3 only: on the MLP's output
@@ -65,7 +72,7 @@ enum FeedForward<'w> {
         gate_up: SharedInput<'w, 2>, // (intermediate | intermediate, hidden), Phi-3: fused
         w_down: Linear<'w>,          // (hidden, intermediate)
     },
-    /// Qwen3-MoE's sparse layers: experts and their router.
+    /// Qwen3-MoE's sparse layers and gpt-oss's: experts and their router.
     Experts(moe::Experts<'w>),
 }
 
@@ -146,6 +153,19 @@ impl<'w> TransformerWeights<'w> {
         };
         let qk_norm = c.family.qk_norm();
         let phi3 = c.family == Family::Phi3;
+        let gpt_oss = c.gpt_oss.as_ref();
+        let experts_kind = match (gpt_oss, &c.moe) {
+            (Some(g), _) => moe::Kind::GptOss {
+                alpha: g.swiglu_alpha,
+                limit: g.swiglu_limit,
+            },
+            (None, Some(m)) => moe::Kind::Qwen3Moe {
+                norm_topk_prob: m.norm_topk_prob,
+            },
+            (None, None) => moe::Kind::Qwen3Moe {
+                norm_topk_prob: false,
+            },
+        };
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {
             let p = format!("model.layers.{i}");
@@ -184,6 +204,12 @@ impl<'w> TransformerWeights<'w> {
                     .then(|| norm(&format!("{p}.self_attn.k_norm.weight"), hd))
                     .transpose()?,
                 wo: linear(&format!("{p}.self_attn.o_proj.weight"), hidden, q_dim)?,
+                wo_bias: gpt_oss
+                    .map(|_| vector(&format!("{p}.self_attn.o_proj.bias"), hidden))
+                    .transpose()?,
+                sinks: gpt_oss
+                    .map(|_| vector(&format!("{p}.self_attn.sinks"), c.num_attention_heads))
+                    .transpose()?,
                 // Gemma's post_attention_layernorm norms attention's output; its MLP's input
                 // norm is pre_feedforward_layernorm.
                 post_attn_norm: gemma3
@@ -198,7 +224,14 @@ impl<'w> TransformerWeights<'w> {
                     .then(|| norm(&format!("{p}.post_feedforward_layernorm.weight"), hidden))
                     .transpose()?,
                 ffn: match c.moe.as_ref().filter(|m| m.sparse_layers[i]) {
-                    Some(m) => FeedForward::Experts(moe::Experts::load(&p, hidden, m, &linear)?),
+                    Some(m) => FeedForward::Experts(moe::Experts::load(
+                        &p,
+                        hidden,
+                        m,
+                        experts_kind,
+                        &linear,
+                        &vector,
+                    )?),
                     None => FeedForward::Dense {
                         gate_up: if phi3 {
                             SharedInput::Fused {
@@ -267,6 +300,8 @@ impl<'w> TransformerWeights<'w> {
                     + l.qkv.parameters()
                     + l.ffn.parameters()
                     + size(&l.wo)
+                    + l.wo_bias.as_ref().map_or(0, Vec::len)
+                    + l.sinks.as_ref().map_or(0, Vec::len)
             })
             .sum();
         let head = if tied { 0 } else { size(&self.lm_head) };
@@ -312,7 +347,7 @@ pub(crate) struct RunState {
     rope_local: Option<RopeTable>, // Gemma 3's local layers' (plain RoPE, their own base)
     fused: Vec<f32>,               // (chunk, fused rows) Phi-3's fused matmuls; empty otherwise
     bcx: Vec<f32>,                 // (chunk, 3 * hidden) LFM2's B, C, x; empty otherwise
-    moe: Option<moe::MoeState>,    // Qwen3-MoE's experts' buffers
+    moe: Option<moe::MoeState>,    // Qwen3-MoE's and gpt-oss's experts' buffers
     pub(crate) logits: Vec<f32>,   // (rows, vocab), rows = 1 or chunk
     hidden: Vec<f32>,              // (hidden) for Logits::LastHidden
 }
@@ -417,7 +452,7 @@ pub(crate) fn forward(
             .qkv
             .matmul(cpu, xb, n, [&mut *q, &mut *k, &mut *v], &mut s.fused);
 
-        // Qwen2: q, k and v biases.
+        // Qwen2, gpt-oss: q, k and v biases.
         if let Some([bq, bk, bv]) = &layer.qkv_bias {
             for (out, bias) in [(&mut *q, bq), (&mut *k, bk), (&mut *v, bv)] {
                 for row in out.chunks_exact_mut(bias.len()) {
@@ -433,11 +468,16 @@ pub(crate) fn forward(
         }
 
         // Gemma 3's local layers: a sliding window and their own RoPE; Phi-3's window, if any,
-        // on every layer.
+        // on every layer; gpt-oss's sliding layers' window.
         let window = gemma3
             .filter(|g| g.sliding_layers[l])
             .map(|g| g.sliding_window)
-            .or(c.phi3.as_ref().and_then(|p| p.sliding_window));
+            .or(c.phi3.as_ref().and_then(|p| p.sliding_window))
+            .or(c
+                .gpt_oss
+                .as_ref()
+                .filter(|g| g.sliding_layers[l])
+                .map(|g| g.sliding_window));
         let rope = match (window, &s.rope_local) {
             (Some(_), Some(local)) => local,
             _ => &s.rope,
@@ -469,10 +509,17 @@ pub(crate) fn forward(
             scale,
             window,
         };
-        attention::causal_attention(cpu, shape, q, n, start, cache, l, attn);
+        // gpt-oss: each head's sink logit joins its softmax.
+        let sinks = layer.sinks.as_deref();
+        attention::causal_attention_with_sinks(cpu, shape, sinks, q, n, start, cache, l, attn);
 
-        // x = x + attn Wo^T (Gemma 3: rmsnorm(attn Wo^T))           (n, dim)
+        // x = x + attn Wo^T (+ bo, gpt-oss) (Gemma 3: rmsnorm(attn Wo^T))   (n, dim)
         layer.wo.matmul(cpu, attn, n, xb2);
+        if let Some(bias) = &layer.wo_bias {
+            for row in xb2.chunks_exact_mut(dim) {
+                add_in_place(row, bias);
+            }
+        }
         if let Some(post) = &layer.post_attn_norm {
             rmsnorm_rows_in_place(xb2, post, eps);
         }
@@ -501,7 +548,7 @@ pub(crate) fn forward(
                 let state = s
                     .moe
                     .as_mut()
-                    .expect("a Qwen3-MoE model has the experts' buffers");
+                    .expect("a mixture-of-experts model has the experts' buffers");
                 experts.forward(cpu, xb, n, xb2, state);
             }
         }

@@ -200,3 +200,16 @@ fn qwen3moe_logits_match_transformers() {
 fn qwen3moe_greedy_continuation_matches_transformers() {
     check_greedy("tiny-qwen3moe");
 }
+
+/// gpt-oss (`generate_gpt_oss.py`): q/k/v/o biases, a sink logit per head, sliding layers of 4
+/// positions around a full one, YaRN over an original context of 16, and experts with biases,
+/// a biased router and a clamped SwiGLU whose clamps bite. The rest is in `gpt_oss.rs`.
+#[test]
+fn gpt_oss_logits_match_transformers() {
+    check_logits("tiny-gpt-oss");
+}
+
+#[test]
+fn gpt_oss_greedy_continuation_matches_transformers() {
+    check_greedy("tiny-gpt-oss");
+}

@@ -233,6 +233,7 @@ mod tests {
                 "gemma3-4b-npu2",
                 "lfm2-1.2b-npu2",
                 "phi4-mini-npu2",
+                "gpt-oss-20b-npu2",
                 "qwen3-embedding-0.6b",
                 "whisper-tiny",
                 "whisper-base",
@@ -258,7 +259,7 @@ mod tests {
             .filter(|e| e.kind == ModelKind::Chat)
             .map(|e| e.id.as_str())
             .collect();
-        assert_eq!(chat.len(), 20, "the others chat: {chat:?}");
+        assert_eq!(chat.len(), 21, "the others chat: {chat:?}");
     }
 
     #[test]
@@ -321,6 +322,55 @@ mod tests {
         assert!(one("true").unwrap()[0].vlm);
         let err = one("\"yes\"").unwrap_err().to_string();
         assert!(err.contains("expected a boolean"), "{err}");
+    }
+
+    /// FastFlowLM's packings of the families the CPU engine runs from the same file list the
+    /// processor as their fallback; its Gemma3-4B reads pictures, which the CPU engine cannot,
+    /// so it stays on the NPU (Gemma-3-4B-IT is the processor's Gemma 3 4B).
+    #[test]
+    fn fastflowlm_models_the_processor_runs_list_it_as_their_fallback() {
+        let npu: Vec<(&str, bool)> = entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.backends.contains(&Backend::Npu))
+            .map(|e| (e.tag.as_str(), e.backends.contains(&Backend::Cpu)))
+            .collect();
+        assert_eq!(
+            npu,
+            [
+                ("minicpm5-npu2:2b", true),
+                ("qwen3:1.7b", true),
+                ("llama3.2:1b", true),
+                ("llama3.2:3b", true),
+                ("qwen2.5:3b", true),
+                ("gemma3:1b", true),
+                ("gemma3:4b", false),
+                ("lfm2:1.2b", true),
+                ("phi4-mini-it:4b", true),
+                ("gpt-oss:20b", true),
+            ]
+        );
+        for entry in entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.backends == [Backend::Npu])
+        {
+            assert!(entry.vlm, "{} is NPU-only for its pictures", entry.id);
+            assert!(
+                entry.note.contains("pictures on the NPU only"),
+                "{}",
+                entry.note
+            );
+        }
+        let gpt_oss = find("gpt-oss:20b").unwrap().unwrap();
+        assert_eq!(
+            (
+                gpt_oss.name.as_str(),
+                gpt_oss.flm_family.as_str(),
+                gpt_oss.think
+            ),
+            ("GPT-OSS-20B-NPU2", "gpt-oss", true)
+        );
     }
 
     #[test]

@@ -1,13 +1,14 @@
-//! `config.json` of the Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3 and LFM2 families,
-//! reduced to what the forward pass needs (Gemma 3's own parameters in [`crate::gemma3`],
-//! Phi-3's in [`crate::phi3`], LFM2's in [`crate::lfm2`], Qwen3-MoE's experts in
-//! [`crate::moe`]).
+//! `config.json` of the Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3, LFM2 and gpt-oss
+//! families, reduced to what the forward pass needs (Gemma 3's own parameters in
+//! [`crate::gemma3`], Phi-3's in [`crate::phi3`], LFM2's in [`crate::lfm2`], Qwen3-MoE's
+//! experts in [`crate::moe`], gpt-oss's in [`crate::gpt_oss`]).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use crate::gemma3::{self, Gemma3Params};
+use crate::gpt_oss::{self, GptOssParams};
 use crate::json_field;
 use crate::lfm2::{self, Lfm2Params};
 use crate::moe::{self, MoeParams};
@@ -37,6 +38,11 @@ pub enum Family {
     /// `Qwen3MoeForCausalLM` (Qwen3-30B-A3B): Qwen3 whose MLPs are mixtures of experts, each
     /// token sent to the few its router ranks highest ([`MoeParams`]).
     Qwen3Moe,
+    /// `GptOssForCausalLM` (gpt-oss-20b): biases on every attention projection, a learned
+    /// sink logit per head, sliding-window layers between full ones, YaRN, and mixtures of
+    /// experts with biases and a clamped SwiGLU ([`GptOssParams`]).
+    #[serde(rename = "gpt-oss")]
+    GptOss,
 }
 
 impl Family {
@@ -50,6 +56,7 @@ impl Family {
             Family::Phi3 => "phi3",
             Family::Lfm2 => "lfm2",
             Family::Qwen3Moe => "qwen3moe",
+            Family::GptOss => "gpt-oss",
         }
     }
 
@@ -105,8 +112,10 @@ pub struct ModelConfig {
     pub rope_interleaved: bool,
     /// LFM2's own parameters (LFM2 only).
     pub lfm2: Option<Lfm2Params>,
-    /// The experts of Qwen3-MoE (Qwen3-MoE only).
+    /// The experts of Qwen3-MoE and gpt-oss.
     pub moe: Option<MoeParams>,
+    /// gpt-oss's own parameters (gpt-oss only).
+    pub gpt_oss: Option<GptOssParams>,
 }
 
 /// Largest `config.json` read (1 MiB).
@@ -162,9 +171,9 @@ impl ModelConfig {
         self.phi3.as_ref().map_or(self.head_dim, |p| p.rotary_dim)
     }
 
-    /// Whether the q, k and v projections carry biases (Qwen2).
+    /// Whether the q, k and v projections carry biases (Qwen2, gpt-oss).
     pub fn qkv_bias(&self) -> bool {
-        self.family == Family::Qwen2
+        matches!(self.family, Family::Qwen2 | Family::GptOss)
     }
 
     fn parse(text: &str, path: &Path) -> Result<Self, Error> {
@@ -210,12 +219,25 @@ impl ModelConfig {
                 hidden_size / num_attention_heads
             }
         };
+        // gpt-oss: transformers' YaRN and base when the config gives no RoPE parameters.
+        let mut with_rope = None;
+        if family == Family::GptOss
+            && !["rope_scaling", "rope_parameters"]
+                .iter()
+                .any(|k| obj.get(*k).is_some_and(Value::is_object))
+        {
+            let mut filled = obj.clone();
+            filled.insert("rope_parameters".into(), gpt_oss::default_rope_parameters());
+            with_rope = Some(filled);
+        }
+        let rope_obj = with_rope.as_ref().unwrap_or(obj);
         let rope_theta = match fields.f64_optional("rope_theta")? {
             Some(t) => t,
             None => match obj.get("rope_parameters").and_then(|p| p.get("rope_theta")) {
                 Some(v) => v.as_f64().ok_or_else(|| {
                     err(format!("rope_parameters.rope_theta is not a number: {v}"))
                 })?,
+                None if family == Family::GptOss => 150_000.0,
                 None => 10_000.0,
             },
         };
@@ -225,6 +247,7 @@ impl ModelConfig {
             Family::Gemma3 => gemma3::DEFAULT_CONTEXT,
             Family::Phi3 => 4096,
             Family::Lfm2 => lfm2::DEFAULT_CONTEXT,
+            Family::GptOss => gpt_oss::DEFAULT_CONTEXT,
         };
         let max_position_embeddings = fields
             .usize_optional("max_position_embeddings")?
@@ -247,8 +270,8 @@ impl ModelConfig {
             phi3_params = Some(params);
             (rope_theta, scaling, None)
         } else {
-            let scaling =
-                RopeScaling::from_config(obj, max_position_embeddings, head_dim).map_err(err)?;
+            let scaling = RopeScaling::from_config(rope_obj, max_position_embeddings, head_dim)
+                .map_err(err)?;
             (rope_theta, scaling, None)
         };
         // Token ids may sit beside text_config rather than in it.
@@ -270,10 +293,14 @@ impl ModelConfig {
             .then(|| lfm2::parse(obj, num_hidden_layers))
             .transpose()
             .map_err(err)?;
-        let moe = (family == Family::Qwen3Moe)
-            .then(|| moe::parse(obj, num_hidden_layers))
-            .transpose()
-            .map_err(err)?;
+        let (moe, gpt_oss) = match family {
+            Family::Qwen3Moe => (Some(moe::parse(obj, num_hidden_layers).map_err(err)?), None),
+            Family::GptOss => {
+                let (params, experts) = gpt_oss::parse(obj, num_hidden_layers).map_err(err)?;
+                (Some(experts), Some(params))
+            }
+            _ => (None, None),
+        };
         let intermediate_size = match family {
             Family::Lfm2 => lfm2::intermediate_size(obj).map_err(err)?,
             _ => fields.usize_required("intermediate_size")?,
@@ -308,6 +335,7 @@ impl ModelConfig {
             rope_interleaved: top.bool_optional("rope_interleaved")?.unwrap_or(false),
             lfm2,
             moe,
+            gpt_oss,
         };
         config.check().map_err(err)?;
         Ok(config)
@@ -436,17 +464,18 @@ fn family_of(obj: &Map<String, Value>) -> Result<Family, String> {
         (Some("Phi3ForCausalLM"), _) | (None, Some("phi3")) => Ok(Family::Phi3),
         (Some("Lfm2ForCausalLM"), _) | (None, Some("lfm2")) => Ok(Family::Lfm2),
         (Some("Qwen3MoeForCausalLM"), _) | (None, Some("qwen3_moe")) => Ok(Family::Qwen3Moe),
+        (Some("GptOssForCausalLM"), _) | (None, Some("gpt_oss")) => Ok(Family::GptOss),
         (None, None) => Err(
             "config.json names no architecture (architectures or model_type); \
                              Hearth runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
-                             Qwen3MoeForCausalLM, Gemma3ForCausalLM, Lfm2ForCausalLM and \
-                             Phi3ForCausalLM models"
+                             Qwen3MoeForCausalLM, GptOssForCausalLM, Gemma3ForCausalLM, \
+                             Lfm2ForCausalLM and Phi3ForCausalLM models"
                 .into(),
         ),
         (Some(other), _) | (None, Some(other)) => Err(format!(
             "unsupported architecture {other:?}; Hearth runs LlamaForCausalLM, \
-             Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma3ForCausalLM, \
-             Lfm2ForCausalLM and Phi3ForCausalLM models"
+             Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, \
+             Gemma3ForCausalLM, Lfm2ForCausalLM and Phi3ForCausalLM models"
         )),
     }
 }

@@ -8,6 +8,9 @@
 //! milliseconds of work), and appends the tiles. Everything is written
 //! into a hidden `.NAME.partial` folder beside the destination and renamed at the end, so an
 //! error or an interruption never leaves a half-written model under the destination name.
+//!
+//! gpt-oss's experts in transformers' layout (3-D tensors, or the released MXFP4 blocks) are
+//! split into Hearth's per-expert tensors, dequantized first if MXFP4 ([`crate::gpt_oss_experts`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -19,6 +22,7 @@ use half::bf16;
 use serde_json::Value;
 
 use crate::container::{encode_header, EntryToWrite};
+use crate::gpt_oss_experts::{self, ExpertTensor};
 use crate::layout::{expected_tensors, padded_cols, ExpectedTensor, Role};
 use crate::quantize::quantize_row_block;
 use crate::tile::{Q4_1_TILE_BYTES, TILE_COLS, TILE_ROWS};
@@ -120,6 +124,12 @@ enum Source {
     },
     /// A BF16 vector of ones (the variant's invented q/k norms).
     Ones(usize),
+    /// One of gpt-oss's expert tensors, from transformers' layout: quantized if `linear`
+    /// (`[N, K]`), else a BF16 bias.
+    Expert {
+        tensor: ExpertTensor,
+        linear: Option<(usize, usize)>,
+    },
 }
 
 /// One planned output tensor.
@@ -150,7 +160,12 @@ pub fn convert(
             src.display()
         )));
     }
-    crate::validate(&weights, &config)?;
+    let split_experts = gpt_oss_experts::in_transformers_layout(&weights, &config);
+    if split_experts {
+        gpt_oss_experts::check(&weights, &config)?;
+    } else {
+        crate::validate(&weights, &config)?;
+    }
     check_no_unknown_tensors(&weights, &config)?;
 
     let (out_config, out_config_text, mut warnings) = match options.variant {
@@ -164,7 +179,7 @@ pub fn convert(
                 .to_string(),
         );
     }
-    let plan = plan(&weights, &config, &out_config)?;
+    let plan = plan(&weights, &config, &out_config, split_experts)?;
     check_destination(dst)?;
     let partial = partial_dir(dst)?;
     std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
@@ -226,6 +241,10 @@ pub fn convert(
                 Source::QuantizeReplicated {
                     rows, cols, times, ..
                 } => (rows * cols * times) as u64,
+                Source::Expert {
+                    linear: Some((rows, cols)),
+                    ..
+                } => (rows * cols) as u64,
                 _ => p.entry.shape.iter().product::<usize>() as u64,
             })
             .sum(),
@@ -242,10 +261,13 @@ fn convert_err(detail: String) -> Error {
 
 /// Refuses source tensors the converter would silently drop (biases, extra modules).
 fn check_no_unknown_tensors(weights: &Weights, config: &ModelConfig) -> Result<(), Error> {
-    let known: HashSet<String> = expected_tensors(config)
+    let mut known: HashSet<String> = expected_tensors(config)
         .into_iter()
         .map(|t| t.name)
         .collect();
+    if config.family == Family::GptOss {
+        known.extend(gpt_oss_experts::stored_names(config));
+    }
     for name in weights.names() {
         if !known.contains(name) && !name.ends_with("rotary_emb.inv_freq") {
             return Err(convert_err(format!(
@@ -395,11 +417,47 @@ fn flm_qwen3_config(
     Ok((out, out_text, warnings))
 }
 
-/// Plans every output tensor from the output config and the source weights.
-fn plan(weights: &Weights, src: &ModelConfig, out: &ModelConfig) -> Result<Vec<Planned>, Error> {
+/// Plans every output tensor from the output config and the source weights (with
+/// `split_experts`, gpt-oss's experts come from transformers' layout).
+fn plan(
+    weights: &Weights,
+    src: &ModelConfig,
+    out: &ModelConfig,
+    split_experts: bool,
+) -> Result<Vec<Planned>, Error> {
     let times = out.num_key_value_heads / src.num_key_value_heads;
     let mut plan = Vec::new();
     for ExpectedTensor { name, role, shape } in expected_tensors(out) {
+        if let Some(tensor) = split_experts
+            .then(|| ExpertTensor::parse(out, &name))
+            .flatten()
+        {
+            let (dtype, stored, linear) = match role {
+                Role::Linear => {
+                    let (n, k) = (shape[0], shape[1]);
+                    let tiles = n.div_ceil(TILE_ROWS) * (padded_cols(k) / TILE_COLS);
+                    (Dtype::I8, vec![tiles, Q4_1_TILE_BYTES], Some((n, k)))
+                }
+                _ => (Dtype::Bf16, shape, None),
+            };
+            if linear.is_some_and(|(n, _)| n % TILE_ROWS != 0) {
+                return Err(Error::WrongTensor {
+                    path: weights.path().to_path_buf(),
+                    tensor: name,
+                    expected: "a row count N that is a multiple of 32 (FastFlowLM tiles)".into(),
+                    found: format!("N = {}", linear.map_or(0, |l| l.0)),
+                });
+            }
+            plan.push(Planned {
+                entry: EntryToWrite {
+                    name,
+                    dtype,
+                    shape: stored,
+                },
+                source: Source::Expert { tensor, linear },
+            });
+            continue;
+        }
         let source_name = if name == "lm_head.weight" && !weights.contains(&name) {
             // Tied embeddings: Q4NX always carries an explicit lm_head.
             "model.embed_tokens.weight".to_string()
@@ -537,6 +595,16 @@ fn write_q4nx(
                 format!("{rows},{cols}"),
             );
         }
+        if let Source::Expert {
+            linear: Some((rows, cols)),
+            ..
+        } = p.source
+        {
+            metadata.insert(
+                format!("{SHAPE_KEY_PREFIX}{}", p.entry.name),
+                format!("{rows},{cols}"),
+            );
+        }
         if let Source::QuantizeReplicated {
             rows, cols, times, ..
         } = p.source
@@ -611,6 +679,25 @@ fn write_q4nx(
                 }
                 let tiles = crate::quantize_q4_1_tiles(&replicated, rows * times, *cols);
                 out.write(&tiles)?;
+            }
+            Source::Expert { tensor, linear } => {
+                let values = tensor.read(weights, &mut |name, offset, len| {
+                    let mut buf = Vec::new();
+                    reader.read(name, offset, &mut buf, len)?;
+                    Ok(buf)
+                })?;
+                match linear {
+                    Some((rows, cols)) => {
+                        out.write(&crate::quantize_q4_1_tiles(&values, *rows, *cols))?
+                    }
+                    None => {
+                        let bytes: Vec<u8> = values
+                            .iter()
+                            .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+                            .collect();
+                        out.write(&bytes)?;
+                    }
+                }
             }
         }
         let expected = p.entry.byte_len() as u64;

@@ -5,6 +5,12 @@
 //! `[experts, hidden]`, kept dense (BF16) as the norms are: it is small, and a rounded router
 //! could send a token to other experts; and each expert's `mlp.experts.{e}.gate_proj`, `up_proj`
 //! and `down_proj`, quantized as the other linears are.
+//!
+//! gpt-oss has Hearth's canonical names (what `convert` splits transformers' 3-D expert tensors
+//! into, and a GGUF's are mapped onto): beside Qwen2's q/k/v biases, `self_attn.o_proj.bias`
+//! and `self_attn.sinks` `[heads]`; its router is `mlp.router.weight` `[experts, hidden]` with
+//! `mlp.router.bias` `[experts]`, and each expert's `gate_proj`, `up_proj` (`[width, hidden]`)
+//! and `down_proj` (`[hidden, width]`) carry a bias each (`mlp.experts.{e}.{proj}.bias`).
 
 use crate::lfm2::Lfm2Params;
 use crate::{Family, ModelConfig};
@@ -99,10 +105,36 @@ fn layer_norms(c: &ModelConfig, layer: usize) -> Vec<(&'static str, Vec<usize>)>
         .into_iter()
         .map(|(name, len)| (name, vec![len]))
         .collect();
+    if c.family == Family::GptOss {
+        out.push(("self_attn.o_proj.bias", vec![c.hidden_size]));
+        out.push(("self_attn.sinks", vec![c.num_attention_heads]));
+    }
     if let Some(p) = c.moe.as_ref().filter(|p| p.sparse_layers[layer]) {
-        out.push(("mlp.gate.weight", vec![p.experts, c.hidden_size]));
+        if c.family == Family::GptOss {
+            out.push(("mlp.router.weight", vec![p.experts, c.hidden_size]));
+            out.push(("mlp.router.bias", vec![p.experts]));
+        } else {
+            out.push(("mlp.gate.weight", vec![p.experts, c.hidden_size]));
+        }
     }
     out
+}
+
+/// gpt-oss's experts' biases of layer `layer`, by full suffix, with their length.
+fn expert_biases(c: &ModelConfig, layer: usize) -> Vec<(String, usize)> {
+    match c.moe.as_ref() {
+        Some(p) if c.family == Family::GptOss && p.sparse_layers[layer] => (0..p.experts)
+            .flat_map(|e| {
+                let w = p.expert_intermediate_size;
+                [
+                    (format!("mlp.experts.{e}.gate_proj.bias"), w),
+                    (format!("mlp.experts.{e}.up_proj.bias"), w),
+                    (format!("mlp.experts.{e}.down_proj.bias"), c.hidden_size),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Every tensor of the model in file order: embedding, layers, final norm, `lm_head`.
@@ -122,6 +154,13 @@ pub fn expected_tensors(c: &ModelConfig) -> Vec<ExpectedTensor> {
                 name: format!("model.layers.{layer}.{suffix}"),
                 role: Role::Norm,
                 shape,
+            });
+        }
+        for (suffix, len) in expert_biases(c, layer) {
+            out.push(ExpectedTensor {
+                name: format!("model.layers.{layer}.{suffix}"),
+                role: Role::Norm,
+                shape: vec![len],
             });
         }
         for (suffix, shape) in layer_linears(c, layer) {
@@ -371,6 +410,37 @@ mod tests {
             None
         );
         assert!(!t.iter().any(|t| t.name == "model.layers.1.mlp.gate.weight"));
+    }
+
+    #[test]
+    fn gpt_oss_lists_sinks_router_bias_and_expert_biases() {
+        let c = ModelConfig::from_json(
+            r#"{"model_type": "gpt_oss", "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                "intermediate_size": 32, "vocab_size": 100, "num_local_experts": 4,
+                "num_experts_per_tok": 2}"#,
+        )
+        .unwrap();
+        let t = expected_tensors(&c);
+        // Per layer: 2 norms, 3 q/k/v biases, o bias, sinks, router weight and bias,
+        // 4 experts x 3 biases; 4 attention linears, 4 experts x 3.
+        assert_eq!(t.len(), 1 + 2 * (2 + 3 + 1 + 1 + 2 + 12 + 4 + 12) + 2);
+        let find = |name: &str| t.iter().find(|t| t.name == name).unwrap();
+        assert_eq!(find("model.layers.1.self_attn.sinks").shape, [4]);
+        assert_eq!(find("model.layers.1.mlp.router.bias").shape, [4]);
+        assert_eq!(
+            find("model.layers.0.mlp.experts.3.down_proj.bias").shape,
+            [64]
+        );
+        assert_eq!(
+            find("model.layers.0.mlp.experts.3.up_proj.bias").role,
+            Role::Norm
+        );
+        assert_eq!(
+            linear_shape(&c, "model.layers.1.mlp.experts.2.gate_proj.weight"),
+            Some([32, 64])
+        );
+        assert!(!t.iter().any(|t| t.name.ends_with("mlp.gate.weight")));
     }
 
     #[test]

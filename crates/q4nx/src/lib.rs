@@ -17,6 +17,8 @@ pub mod dtype;
 mod error;
 mod gemma3;
 pub mod gguf;
+mod gpt_oss;
+mod gpt_oss_experts;
 mod json_field;
 pub mod layout;
 mod lfm2;
@@ -35,6 +37,7 @@ pub use convert::{convert, ConvertOptions, ConvertProgress, ConvertReport, Varia
 pub use dtype::Dtype;
 pub use error::Error;
 pub use gemma3::Gemma3Params;
+pub use gpt_oss::GptOssParams;
 pub use lfm2::Lfm2Params;
 pub use moe::MoeParams;
 pub use phi3::Phi3Params;

@@ -35,8 +35,10 @@ impl MoeParams {
 /// The most experts a layer may have (released models use up to 384).
 pub(crate) const MAX_EXPERTS: usize = 4096;
 
-/// Reads Qwen3-MoE's parameters from a config of `layers` layers.
-pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<MoeParams, String> {
+/// How many experts a layer has (`num_experts`, or `num_local_experts` as transformers 5
+/// writes it) and how many each token uses (`num_experts_per_tok`), checked; Qwen3-MoE's and
+/// gpt-oss's configs name them alike.
+pub(crate) fn expert_counts(obj: &Map<String, Value>) -> Result<(usize, usize), String> {
     let count = |key: &str| json_field::count(obj, key);
     let experts = match (count("num_experts")?, count("num_local_experts")?) {
         (Some(n), _) | (None, Some(n)) => n,
@@ -58,6 +60,13 @@ pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<MoeParams
              ({experts})"
         ));
     }
+    Ok((experts, experts_per_token))
+}
+
+/// Reads Qwen3-MoE's parameters from a config of `layers` layers.
+pub(crate) fn parse(obj: &Map<String, Value>, layers: usize) -> Result<MoeParams, String> {
+    let count = |key: &str| json_field::count(obj, key);
+    let (experts, experts_per_token) = expert_counts(obj)?;
     let expert_intermediate_size = count("moe_intermediate_size")?.ok_or_else(|| {
         "a mixture-of-experts config.json has no moe_intermediate_size".to_string()
     })?;

@@ -31,7 +31,8 @@ pub fn validate(weights: &Weights, config: &ModelConfig) -> Result<(), Error> {
         };
         match (expected.role, &tensor) {
             (Role::Embedding | Role::Norm, Tensor::Dense(d)) => {
-                let dtype_ok = if q4nx {
+                // A tensor computed at open (FastFlowLM's Gemma 3 norms) may be F16 or F32.
+                let dtype_ok = if q4nx && !weights.computed_at_open(name) {
                     d.dtype == crate::Dtype::Bf16
                 } else {
                     d.dtype.is_float()

@@ -12,23 +12,33 @@
 //!
 //! - [`blocks32`]: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0.
 //! - [`kquants`]: Q4_K, Q5_K and Q6_K.
+//! - [`mxfp4`]: MXFP4 (gpt-oss's experts): E2M1 values and a power-of-two scale per 32.
 
 #[clippy::msrv = "1.89"]
 pub(crate) mod blocks32;
 #[clippy::msrv = "1.89"]
 pub(crate) mod kquants;
+#[clippy::msrv = "1.89"]
+pub(crate) mod mxfp4;
 
 use q4nx::gguf::GgmlType;
 
 use crate::cpu::level::KernelLevel;
 use crate::cpu::quant::QuantizedActivations;
 
-/// Most tokens one [`dot_rows`] call computes (both modules').
-pub(crate) const MAX_TOKENS: usize = if blocks32::MAX_TOKENS < kquants::MAX_TOKENS {
-    blocks32::MAX_TOKENS
-} else {
-    kquants::MAX_TOKENS
-};
+/// Most tokens one [`dot_rows`] call computes (every module's).
+pub(crate) const MAX_TOKENS: usize = min(
+    min(blocks32::MAX_TOKENS, kquants::MAX_TOKENS),
+    mxfp4::MAX_TOKENS,
+);
+
+const fn min(a: usize, b: usize) -> usize {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
 
 /// Whether [`dot_rows`] has a kernel for `kind` (every block type; not F32, F16 or BF16,
 /// which are read as dense matrices).
@@ -38,7 +48,8 @@ pub(crate) fn has_kernel(kind: GgmlType) -> bool {
 
 /// `out[r * tokens + t] = Σ_k W[r, k] * x[t0 + t, k]` for every whole row `r` of `rows`
 /// (row-major blocks of `kind`, `rows.len() == n * kind.bytes_for(cols)`), `tokens <=
-/// MAX_TOKENS`: the module of `kind`'s blocks computes it ([`blocks32`] or [`kquants`]).
+/// MAX_TOKENS`: the module of `kind`'s blocks computes it ([`blocks32`], [`kquants`] or
+/// [`mxfp4`]).
 /// Panics on a kind without a kernel ([`has_kernel`]) or lengths that do not fit.
 #[allow(clippy::too_many_arguments)] // the shared interface of the GGUF kernels
 pub(crate) fn dot_rows(
@@ -55,6 +66,7 @@ pub(crate) fn dot_rows(
         GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
             kquants::dot_rows(level, kind, rows, cols, acts, t0, tokens, out)
         }
+        mxfp4::KIND => mxfp4::dot_rows(level, rows, cols, acts, t0, tokens, out),
         _ => blocks32::dot_rows(level, kind, rows, cols, acts, t0, tokens, out),
     }
 }

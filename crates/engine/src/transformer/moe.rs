@@ -16,6 +16,17 @@
 //!
 //! The router stays dense (BF16 in a Q4NX file, as converted), so its logits carry no
 //! activation rounding and a quantized model picks the experts its weights imply.
+//!
+//! gpt-oss's experts ([`Kind::GptOss`]) differ in three marked steps, as transformers'
+//! `GptOssMLP` computes them:
+//!
+//! ```text
+//! logits = h Wr^T + br                     (the router, `mlp.router`, has a bias)
+//! chosen = the k largest logits; w = softmax over those k logits alone
+//! g = h Wg_e^T + bg_e, u = h Wu_e^T + bu_e (every expert projection has a bias)
+//! g = min(g, limit), u = clamp(u, -limit, limit)
+//! out_e = ((u + 1) * g * sigmoid(alpha g)) Wd_e^T + bd_e      (the clamped SwiGLU)
+//! ```
 
 use crate::cpu::exp::silu_mul;
 use crate::cpu::CpuContext;
@@ -28,20 +39,41 @@ use super::MAX_CHUNK;
 /// One expert: a gated MLP of the expert width.
 #[derive(Debug)]
 struct Expert<'w> {
-    gate_up: SharedInput<'w, 2>, // (width | width, hidden)
-    down: Linear<'w>,            // (hidden, width)
+    gate_up: SharedInput<'w, 2>,   // (width | width, hidden)
+    down: Linear<'w>,              // (hidden, width)
+    biases: Option<[Vec<f32>; 3]>, // gpt-oss: (width), (width), (hidden)
+}
+
+/// Which family's experts: how the router weighs its choices and the experts' activation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Kind {
+    /// Qwen3-MoE: softmax over every expert, the k most probable (renormalized or not), SiLU.
+    Qwen3Moe {
+        /// Whether the chosen experts' probabilities are renormalized to sum to 1.
+        norm_topk_prob: bool,
+    },
+    /// gpt-oss: the k largest logits, a softmax over them alone, the clamped SwiGLU.
+    GptOss {
+        /// The sigmoid's gain.
+        alpha: f32,
+        /// The clamp of the gate (above) and of the up projection (both sides).
+        limit: f32,
+    },
 }
 
 /// The experts of one sparse layer and their router.
 #[derive(Debug)]
 pub(crate) struct Experts<'w> {
-    router: Linear<'w>, // (experts, hidden), dense
+    router: Linear<'w>,            // (experts, hidden), dense
+    router_bias: Option<Vec<f32>>, // (experts), gpt-oss only
     experts: Vec<Expert<'w>>,
     /// Experts each token uses.
     top_k: usize,
-    /// Whether the chosen experts' probabilities are renormalized to sum to 1.
-    norm_topk_prob: bool,
+    kind: Kind,
 }
+
+/// Reads the named dense vector of the given length, or says which tensor is missing or wrong.
+pub(crate) type VectorOf<'f> = dyn Fn(&str, usize) -> Result<Vec<f32>, Error> + 'f;
 
 /// The scratch buffers of the experts' block, for up to [`MAX_CHUNK`] tokens, allocated once.
 #[derive(Debug)]
@@ -71,32 +103,50 @@ impl MoeState {
 }
 
 impl<'w> Experts<'w> {
-    /// Resolves layer `prefix`'s router and experts with `linear` (which names a tensor that is
-    /// missing or of another shape), for a model of `hidden` width.
+    /// Resolves layer `prefix`'s router and experts of `kind` with `linear` and `vector` (which
+    /// name a tensor that is missing or of another shape), for a model of `hidden` width.
+    /// gpt-oss's router is `mlp.router` and it and every expert projection carry biases.
     pub(crate) fn load(
         prefix: &str,
         hidden: usize,
         p: &q4nx::MoeParams,
+        kind: Kind,
         linear: &dyn Fn(&str, usize, usize) -> Result<Linear<'w>, Error>,
+        vector: &VectorOf<'_>,
     ) -> Result<Self, Error> {
         let width = p.expert_intermediate_size;
+        let gpt_oss = matches!(kind, Kind::GptOss { .. });
         let experts = (0..p.experts)
             .map(|e| {
-                let name = |m: &str| format!("{prefix}.mlp.experts.{e}.{m}.weight");
+                let name = |m: &str, part: &str| format!("{prefix}.mlp.experts.{e}.{m}.{part}");
+                let biases = gpt_oss
+                    .then(|| -> Result<_, Error> {
+                        Ok([
+                            vector(&name("gate_proj", "bias"), width)?,
+                            vector(&name("up_proj", "bias"), width)?,
+                            vector(&name("down_proj", "bias"), hidden)?,
+                        ])
+                    })
+                    .transpose()?;
                 Ok(Expert {
                     gate_up: SharedInput::Apart([
-                        linear(&name("gate_proj"), width, hidden)?,
-                        linear(&name("up_proj"), width, hidden)?,
+                        linear(&name("gate_proj", "weight"), width, hidden)?,
+                        linear(&name("up_proj", "weight"), width, hidden)?,
                     ]),
-                    down: linear(&name("down_proj"), hidden, width)?,
+                    down: linear(&name("down_proj", "weight"), hidden, width)?,
+                    biases,
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        let router = if gpt_oss { "router" } else { "gate" };
         Ok(Experts {
-            router: linear(&format!("{prefix}.mlp.gate.weight"), p.experts, hidden)?,
+            router: linear(&format!("{prefix}.mlp.{router}.weight"), p.experts, hidden)?,
+            router_bias: gpt_oss
+                .then(|| vector(&format!("{prefix}.mlp.router.bias"), p.experts))
+                .transpose()?,
             experts,
             top_k: p.experts_per_token,
-            norm_topk_prob: p.norm_topk_prob,
+            kind,
         })
     }
 
@@ -107,8 +157,15 @@ impl<'w> Experts<'w> {
             + self
                 .experts
                 .iter()
-                .map(|e| e.gate_up.parameters() + size(&e.down))
+                .map(|e| {
+                    let biases = e
+                        .biases
+                        .as_ref()
+                        .map_or(0, |b| b.iter().map(Vec::len).sum());
+                    e.gate_up.parameters() + size(&e.down) + biases
+                })
                 .sum::<usize>()
+            + self.router_bias.as_ref().map_or(0, Vec::len)
     }
 
     /// `out` = the block's output for the `tokens` normed rows of `h` (`[tokens, hidden]`
@@ -128,7 +185,19 @@ impl<'w> Experts<'w> {
         self.router.matmul(cpu, h, tokens, logits);
         s.chosen.clear();
         for row in logits.chunks_exact_mut(count) {
-            route(row, self.top_k, self.norm_topk_prob, &mut s.chosen);
+            match self.kind {
+                Kind::Qwen3Moe { norm_topk_prob } => {
+                    route(row, self.top_k, norm_topk_prob, &mut s.chosen)
+                }
+                Kind::GptOss { .. } => {
+                    let bias = self
+                        .router_bias
+                        .as_ref()
+                        .expect("gpt-oss's router has a bias");
+                    row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+                    route_top_logits(row, self.top_k, &mut s.chosen);
+                }
+            }
         }
         out.fill(0.0);
         for (e, expert) in self.experts.iter().enumerate() {
@@ -158,9 +227,20 @@ impl<'w> Experts<'w> {
             expert
                 .gate_up
                 .matmul(cpu, input, m, [&mut *gate, &mut *up], &mut []);
-            silu_mul(cpu.level(), gate, up);
             let expert_out = &mut s.out[..m * hidden];
-            expert.down.matmul(cpu, gate, m, expert_out);
+            match (self.kind, &expert.biases) {
+                (Kind::GptOss { alpha, limit }, Some([bg, bu, bd])) => {
+                    add_rows(gate, bg);
+                    add_rows(up, bu);
+                    clamped_swiglu(gate, up, alpha, limit);
+                    expert.down.matmul(cpu, gate, m, expert_out);
+                    add_rows(expert_out, bd);
+                }
+                _ => {
+                    silu_mul(cpu.level(), gate, up);
+                    expert.down.matmul(cpu, gate, m, expert_out);
+                }
+            }
             for (&(t, w), row) in s.routed.iter().zip(expert_out.chunks_exact(hidden)) {
                 for (o, v) in out[t * hidden..(t + 1) * hidden].iter_mut().zip(row) {
                     *o += v * w;
@@ -204,6 +284,51 @@ fn route(logits: &mut [f32], k: usize, normalize: bool, chosen: &mut Vec<(usize,
     }
 }
 
+/// Adds `bias` to each row of `x` (rows of `bias.len()`).
+fn add_rows(x: &mut [f32], bias: &[f32]) {
+    for row in x.chunks_exact_mut(bias.len()) {
+        row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+    }
+}
+
+/// gpt-oss's activation, in place in `gate`: `g = min(g, limit)`, `u = clamp(u, -limit,
+/// limit)`, `g = (u + 1) * g * sigmoid(alpha g)`, in f32 as transformers computes it.
+fn clamped_swiglu(gate: &mut [f32], up: &[f32], alpha: f32, limit: f32) {
+    for (g, u) in gate.iter_mut().zip(up) {
+        let x = g.min(limit);
+        let u = u.clamp(-limit, limit);
+        let glu = x * (1.0 / (1.0 + (-(x * alpha)).exp()));
+        *g = (u + 1.0) * glu;
+    }
+}
+
+/// gpt-oss's routing of one token: its `k` largest `logits` (ties to the lower index), appended
+/// to `chosen` in descending order with a softmax over those `k` logits alone as weights.
+fn route_top_logits(logits: &[f32], k: usize, chosen: &mut Vec<(usize, f32)>) {
+    let start = chosen.len();
+    for _ in 0..k {
+        let taken = &chosen[start..];
+        let best = (0..logits.len())
+            .filter(|e| !taken.iter().any(|(c, _)| c == e))
+            .fold(None, |best: Option<usize>, e| match best {
+                Some(b) if logits[b] >= logits[e] => Some(b),
+                _ => Some(e),
+            })
+            .expect("k is at most the number of experts");
+        chosen.push((best, logits[best]));
+    }
+    let top = &mut chosen[start..];
+    let max = top[0].1;
+    let mut sum = 0.0f32;
+    for (_, w) in top.iter_mut() {
+        *w = (*w - max).exp();
+        sum += *w;
+    }
+    for (_, w) in top.iter_mut() {
+        *w /= sum;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +350,35 @@ mod tests {
         let twice_e = 2.0 * 1.0_f32.exp();
         assert!((chosen[0].1 - e / (e + twice_e)).abs() < 1e-6);
         assert!((chosen[0].1 + chosen[1].1 - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn gpt_oss_routes_by_logits_and_softmaxes_the_chosen_alone() {
+        let mut chosen = Vec::new();
+        route_top_logits(&[0.5, 3.0, -1.0, 2.0], 2, &mut chosen);
+        let e = 1.0f32.exp();
+        assert_eq!((chosen[0].0, chosen[1].0), (1, 3));
+        assert!((chosen[0].1 - e / (e + 1.0)).abs() < 1e-6);
+        assert!((chosen[1].1 - 1.0 / (e + 1.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn clamped_swiglu_clamps_the_gate_above_and_the_up_both_ways() {
+        let mut gate = [10.0f32, -10.0, 0.5];
+        clamped_swiglu(&mut gate, &[20.0, -20.0, 1.0], 1.702, 7.0);
+        let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
+        assert!(
+            (gate[0] - 8.0 * 7.0 * sigmoid(7.0 * 1.702)).abs() < 1e-5,
+            "{gate:?}"
+        );
+        assert!(
+            (gate[1] - -6.0 * -10.0 * sigmoid(-17.02)).abs() < 1e-6,
+            "{gate:?}"
+        );
+        assert!(
+            (gate[2] - 2.0 * 0.5 * sigmoid(0.851)).abs() < 1e-6,
+            "{gate:?}"
+        );
     }
 
     #[test]

@@ -24,3 +24,18 @@ pub fn margin(row: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, f32::max);
     row[best] - second
 }
+
+/// The largest |a - b| over all rows, divided by the spread (standard deviation) of `b`'s
+/// values: how far two engines' logits are, on the scale of the logits.
+pub fn spread_relative_distance(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
+    let all: Vec<f64> = b.iter().flatten().map(|&v| f64::from(v)).collect();
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    let std = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
+    let max = a
+        .iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .map(|(x, y)| f64::from((x - y).abs()))
+        .fold(0.0, f64::max);
+    max / std
+}

@@ -1,6 +1,7 @@
 //! Helpers shared by the engine's integration tests: fixture paths and reference data.
 #![allow(dead_code)]
 
+pub mod dequantized;
 pub mod logits;
 
 use std::path::PathBuf;

@@ -33,9 +33,11 @@ pub enum GgmlType {
     Q5_K,
     /// 256 6-bit values in 16 groups with 8-bit scales.
     Q6_K,
+    /// 32 4-bit E2M1 values and a power-of-two E8M0 scale (OCP microscaling; gpt-oss's experts).
+    MXFP4,
 }
 
-const ALL: [GgmlType; 11] = [
+const ALL: [GgmlType; 12] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -47,6 +49,7 @@ const ALL: [GgmlType; 11] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::MXFP4,
 ];
 
 impl GgmlType {
@@ -69,6 +72,7 @@ impl GgmlType {
             GgmlType::Q5_K => 13,
             GgmlType::Q6_K => 14,
             GgmlType::BF16 => 30,
+            GgmlType::MXFP4 => 39,
         }
     }
 
@@ -86,6 +90,7 @@ impl GgmlType {
             GgmlType::Q4_K => "Q4_K",
             GgmlType::Q5_K => "Q5_K",
             GgmlType::Q6_K => "Q6_K",
+            GgmlType::MXFP4 => "MXFP4",
         }
     }
 
@@ -98,9 +103,12 @@ impl GgmlType {
     pub fn block_len(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
-                32
-            }
+            GgmlType::Q8_0
+            | GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::MXFP4 => 32,
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => QK_K,
         }
     }
@@ -118,6 +126,7 @@ impl GgmlType {
             GgmlType::Q4_K => 144,
             GgmlType::Q5_K => 176,
             GgmlType::Q6_K => 210,
+            GgmlType::MXFP4 => 17,
         }
     }
 
@@ -164,7 +173,32 @@ pub fn dequantize(kind: GgmlType, bytes: &[u8], out: &mut [f32]) {
             GgmlType::Q4_K => q4_k(x, y),
             GgmlType::Q5_K => q5_k(x, y),
             GgmlType::Q6_K => q6_k(x, y),
+            GgmlType::MXFP4 => mxfp4(x, y),
         }
+    }
+}
+
+/// MXFP4's weights doubled (E2M1's values times 2), by 4-bit code: ggml's `kvalues_mxfp4`.
+pub const MXFP4_VALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// Half the E8M0 scale `e` (2^(e - 127) / 2 = 2^(e - 128)), exactly as ggml's
+/// `ggml_e8m0_to_fp32_half` computes it: subnormal for `e` 0 and 1, 2^127 for 255.
+pub fn e8m0_half(e: u8) -> f32 {
+    let bits = if e < 2 {
+        0x0020_0000u32 << e
+    } else {
+        u32::from(e - 1) << 23
+    };
+    f32::from_bits(bits)
+}
+
+/// `e: u8, qs: [u8; 16]`: element j is `MXFP4_VALUES[low nibble of qs[j]] * e8m0_half(e)`,
+/// element j + 16 the high nibble's (ggml's `dequantize_row_mxfp4`).
+fn mxfp4(x: &[u8], y: &mut [f32]) {
+    let d = e8m0_half(x[0]);
+    for j in 0..16 {
+        y[j] = f32::from(MXFP4_VALUES[usize::from(x[1 + j] & 0x0f)]) * d;
+        y[j + 16] = f32::from(MXFP4_VALUES[usize::from(x[1 + j] >> 4)]) * d;
     }
 }
 
@@ -456,5 +490,46 @@ mod tests {
         assert_eq!(y[64], 0.5 * -2.0 * (2 - 32) as f32);
         assert_eq!(y[96], 0.5 * 1.0 * ((3 << 4) - 32) as f32);
         assert_eq!(y[133], 0.5 * 4.0 * (15 - 32) as f32);
+    }
+
+    /// The blocks and gguf-py's values of `tests/fixtures/gguf/mxfp4-cases.bin` (see
+    /// `write_mxfp4_cases.py`).
+    fn mxfp4_cases() -> (Vec<u8>, Vec<f32>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gguf/mxfp4-cases.bin"
+        );
+        let bytes = std::fs::read(path).expect("mxfp4-cases.bin");
+        let n = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+        let blocks = bytes[4..4 + n * 17].to_vec();
+        let values = bytes[4 + n * 17..]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect::<Vec<_>>();
+        assert_eq!(values.len(), n * 32);
+        (blocks, values)
+    }
+
+    #[test]
+    fn mxfp4_decodes_as_gguf_py_does_bit_for_bit() {
+        assert_eq!(GgmlType::from_id(39), Some(GgmlType::MXFP4));
+        assert_eq!(GgmlType::MXFP4.bits_per_weight(), 4.25);
+        let (blocks, want) = mxfp4_cases();
+        let mut got = vec![0f32; want.len()];
+        dequantize(GgmlType::MXFP4, &blocks, &mut got);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_bits(), w.to_bits(), "value {i}: {g} against {w}");
+        }
+        // Every scale byte appears, the subnormal and overflowing ones included.
+        assert_eq!(e8m0_half(0), 2f32.powi(-128));
+        assert_eq!(e8m0_half(1), 2f32.powi(-127));
+        assert_eq!(e8m0_half(128), 1.0);
+        assert_eq!(e8m0_half(255), 2f32.powi(127));
+        // Low nibbles are elements 0..16, high nibbles 16..32.
+        let mut block = [0u8; 17];
+        block[0] = 128;
+        block[1] = 0x97; // low 7 (12), high 9 (-1)
+        let y = run(GgmlType::MXFP4, &block);
+        assert_eq!((y[0], y[16], y[1]), (12.0, -1.0, 0.0));
     }
 }

@@ -49,7 +49,7 @@ pub const MAX_TENSORS: u64 = 1 << 16;
 /// The metadata keys Hearth reads: the general facts, split parts, the tokenizer and the
 /// hyperparameters of the architectures it imports. Any other key is checked for length and
 /// skipped without decoding, so unknown (or hostile) keys cost no memory.
-const READ_PREFIXES: [&str; 9] = [
+const READ_PREFIXES: &[&str] = &[
     "general.",
     "split.",
     "tokenizer.",
@@ -59,6 +59,7 @@ const READ_PREFIXES: [&str; 9] = [
     "gemma3.",
     "phi3.",
     "lfm2.",
+    "qwen3moe.",
 ];
 
 /// Whether the value of `key` is decoded (see [`READ_PREFIXES`]).

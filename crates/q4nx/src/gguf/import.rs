@@ -14,6 +14,7 @@
 //! [`crate::RopeScaling::RopeFreqs`]. Everything is written into a hidden partial folder
 //! and renamed at the end, like [`crate::convert`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -107,7 +108,7 @@ impl Path4 {
 /// Where one output tensor comes from.
 struct Planned<'h> {
     entry: EntryToWrite,
-    source: &'h TensorInfo,
+    source: Cow<'h, TensorInfo>,
     /// For linear weights: how, the logical `[N, K]`, and the Q/K head size to un-permute.
     linear: Option<(Path4, usize, usize, Option<usize>)>,
     /// Added to every value of a dense tensor (-1 for a Gemma norm: back to Hugging Face's w).
@@ -334,7 +335,7 @@ fn write_q4nx(
     out.write_all(&header).map_err(|e| Error::io(path, e))?;
     let mut total = Rounding::default();
     for (index, p) in plan.iter().enumerate() {
-        let data = file.data(p.source);
+        let data = file.data(&p.source);
         let mut emit = |bytes: &[u8], written: &mut u64| -> Result<(), Error> {
             out.write_all(bytes).map_err(|e| Error::io(path, e))?;
             *written += bytes.len() as u64;

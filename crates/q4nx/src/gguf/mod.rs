@@ -1,9 +1,10 @@
 //! GGUF, llama.cpp's model file: read it ([`GgufFile`]), decode its tensor types to f32 exactly
-//! as ggml does ([`dequantize`]), and turn a Llama, Qwen2, Qwen3 or Gemma 3 GGUF into a model
-//! folder with a `tokenizer.json` built from its vocabulary: a Q4NX copy ([`import_gguf`]) or
-//! a link that reads the file where it lies ([`link_gguf`]).
+//! as ggml does ([`dequantize`]), and turn a Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3 or
+//! LFM2 GGUF into a model folder with a `tokenizer.json` built from its vocabulary: a Q4NX copy
+//! ([`import_gguf`]) or a link that reads the file where it lies ([`link_gguf`]).
 
 mod dequant;
+mod experts;
 mod file;
 mod import;
 mod link;
@@ -12,7 +13,7 @@ pub(crate) mod model;
 mod tokenizer;
 pub mod write;
 
-pub use dequant::{dequantize, GgmlType};
+pub use dequant::{dequantize, e8m0_half, GgmlType, MXFP4_VALUES};
 pub use file::{
     is_read_key, parse, Array, GgufFile, Header, TensorInfo, Value, DEFAULT_ALIGNMENT, MAGIC,
     MAX_ARRAY_LEN, MAX_METADATA_BYTES, MAX_TENSORS,

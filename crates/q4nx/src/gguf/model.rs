@@ -5,11 +5,13 @@
 //! The one home of these facts for both [`super::import_gguf`] (which copies) and
 //! [`super::link_gguf`] (which reads the file where it is).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::json;
 
+use crate::gguf::experts;
 use crate::gguf::tokenizer::{self, Vocabulary};
 use crate::gguf::{dequantize, GgmlType, GgufFile, Header, TensorInfo, Value};
 use crate::layout::{expected_tensors, ExpectedTensor, Role};
@@ -66,12 +68,14 @@ pub(crate) fn read_header_model<'h>(h: &'h Header, src: &Path) -> Result<HeaderM
         "gemma3" => Family::Gemma3,
         "phi3" => Family::Phi3,
         "lfm2" => Family::Lfm2,
+        "qwen3moe" => Family::Qwen3Moe,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, gemma3, phi3 (Phi-3.5, Phi-4-mini) and lfm2 (LFM2) models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, qwen3moe (Qwen3-30B-A3B), gemma3, phi3 \
+                     (Phi-3.5, Phi-4-mini) and lfm2 (LFM2) models"
                 ),
             ))
         }
@@ -191,8 +195,18 @@ pub(crate) fn model_config(
         Family::Gemma3 => "Gemma3ForCausalLM",
         Family::Phi3 => "Phi3ForCausalLM",
         Family::Lfm2 => "Lfm2ForCausalLM",
-        // Not read from GGUF files yet (the match above refuses qwen3moe).
         Family::Qwen3Moe => "Qwen3MoeForCausalLM",
+        Family::GptOss => "GptOssForCausalLM",
+    };
+    let experts = match family {
+        Family::Qwen3Moe => Some(qwen3moe_experts(&uint, &float, &key)?),
+        _ => None,
+    };
+    // A qwen3moe file may leave out the dense width, which no layer of it uses.
+    let intermediate = match (uint("feed_forward_length")?, &experts) {
+        (Some(width), _) => width,
+        (None, Some(e)) => e.width,
+        (None, None) => need("feed_forward_length")?,
     };
     let mut v = json!({
         "architectures": [arch_name],
@@ -202,7 +216,7 @@ pub(crate) fn model_config(
         "num_attention_heads": heads,
         "num_key_value_heads": kv_heads,
         "head_dim": head_dim,
-        "intermediate_size": need("feed_forward_length")?,
+        "intermediate_size": intermediate,
         "vocab_size": embd.dims[1],
         "rope_theta": float("rope.freq_base")?.unwrap_or(10_000.0),
         "rope_scaling": rope_scaling,
@@ -241,9 +255,73 @@ pub(crate) fn model_config(
             .ok_or_else(|| format!("the file has no {}", key("shortconv.l_cache")))?;
         lfm2_config(&mut v, &conv, width);
     }
+    if let Some(e) = experts {
+        let o = v.as_object_mut().expect("we wrote an object");
+        // llama.cpp's qwen3moe routes every layer and always renormalizes the chosen experts.
+        o.insert("num_experts".into(), json!(e.count));
+        o.insert("num_experts_per_tok".into(), json!(e.used));
+        o.insert("moe_intermediate_size".into(), json!(e.width));
+        o.insert("norm_topk_prob".into(), json!(true));
+        o.insert("decoder_sparse_step".into(), json!(1));
+        o.insert("mlp_only_layers".into(), json!([]));
+    }
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     let config = ModelConfig::from_json(&text).map_err(|e| e.to_string())?;
     Ok((config, text))
+}
+
+/// A mixture-of-experts header's experts: how many, how many a token uses, their width.
+struct ExpertCounts {
+    count: usize,
+    used: usize,
+    width: usize,
+}
+
+/// The experts of a `qwen3moe` header, as llama.cpp reads them: `expert_count`,
+/// `expert_used_count`, and `expert_feed_forward_length` (else `feed_forward_length` divided
+/// by the experts used); an `expert_weights_scale` other than 1 is refused (Qwen3-MoE has none).
+fn qwen3moe_experts(
+    uint: &dyn Fn(&str) -> Result<Option<usize>, String>,
+    float: &dyn Fn(&str) -> Result<Option<f64>, String>,
+    key: &dyn Fn(&str) -> String,
+) -> Result<ExpertCounts, String> {
+    let need = |k: &str| uint(k)?.ok_or_else(|| format!("the file has no {}", key(k)));
+    let count = need("expert_count")?;
+    let used = need("expert_used_count")?;
+    if count == 0 {
+        return Err(format!(
+            "{} is 0: a mixture-of-experts model needs experts",
+            key("expert_count")
+        ));
+    }
+    if used == 0 || used > count {
+        return Err(format!(
+            "{} is {used}; it should be from 1 to {} ({count})",
+            key("expert_used_count"),
+            key("expert_count")
+        ));
+    }
+    let width = match uint("expert_feed_forward_length")? {
+        Some(w) => w,
+        None => {
+            uint("feed_forward_length")?
+                .ok_or_else(|| format!("the file has no {}", key("expert_feed_forward_length")))?
+                / used
+        }
+    };
+    if width == 0 {
+        return Err(format!(
+            "{} is 0: an expert needs a width",
+            key("expert_feed_forward_length")
+        ));
+    }
+    if let Some(scale) = float("expert_weights_scale")?.filter(|&s| s != 0.0 && s != 1.0) {
+        return Err(format!(
+            "{} is {scale}; Hearth runs Qwen3-MoE's experts unscaled",
+            key("expert_weights_scale")
+        ));
+    }
+    Ok(ExpertCounts { count, used, width })
 }
 
 /// LFM2's layer kinds and KV head count from llama.cpp's per-layer `attention.head_count_kv`
@@ -427,6 +505,10 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
     }
     let rest = hf.strip_prefix("model.layers.")?;
     let (layer, suffix) = rest.split_once('.')?;
+    // gpt-oss's attention sinks, one logit per head: a tensor without a `.weight` of its own.
+    if suffix == "self_attn.sinks" {
+        return Some(format!("blk.{layer}.attn_sinks.weight"));
+    }
     let (module, kind) = suffix.rsplit_once('.')?;
     let g = match (module, family) {
         // Gemma 3's norm after attention, then its norms before and after the MLP.
@@ -460,6 +542,10 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
             "mlp.gate_proj" => "ffn_gate",
             "mlp.up_proj" => "ffn_up",
             "mlp.down_proj" => "ffn_down",
+            // A mixture-of-experts router (its experts are slices: see `experts.rs`).
+            "mlp.gate" => "ffn_gate_inp",
+            // gpt-oss's router (weight and bias).
+            "mlp.router" => "ffn_gate_inp",
             _ => return None,
         },
     };
@@ -469,12 +555,14 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
 /// The GGUF tensor behind every tensor the model needs ([`expected_tensors`], in its order;
 /// a tied `lm_head.weight` is `token_embd.weight`), each checked for its dimensions; a tensor
 /// of the file that the model would not use is refused, so a file that computes something
-/// else is never taken for a plain model of its family.
+/// else is never taken for a plain model of its family. A mixture-of-experts model's experts
+/// are owned slices of llama.cpp's 3-D expert tensors (see [`experts`]); every other tensor is
+/// the file's own entry.
 pub(crate) fn source_tensors<'h>(
     h: &'h Header,
     config: &ModelConfig,
     family: Family,
-) -> Result<Vec<(ExpectedTensor, &'h TensorInfo)>, String> {
+) -> Result<Vec<(ExpectedTensor, Cow<'h, TensorInfo>)>, String> {
     // Read into config.json, not used as a tensor.
     let mut used = HashSet::from([ROPE_FREQS.to_string()]);
     if family == Family::Phi3 {
@@ -483,6 +571,24 @@ pub(crate) fn source_tensors<'h>(
     let mut out = Vec::new();
     for expected in expected_tensors(config) {
         let name = &expected.name;
+        // LFM2's convolution kernel [hidden, 1, width] is stored squeezed to [hidden, width].
+        let want: Vec<u64> = expected
+            .shape
+            .iter()
+            .rev()
+            .filter(|&&d| !(family == Family::Lfm2 && d == 1 && expected.shape.len() == 3))
+            .map(|&d| d as u64)
+            .collect();
+        if let Some((stacked, e)) = experts::stacked_name(name) {
+            let count = config.moe.as_ref().map_or(0, |p| p.experts);
+            let t = h
+                .tensor(&stacked)
+                .ok_or_else(|| format!("tensor {stacked} is missing; the file is incomplete"))?;
+            let slice = experts::expert_slice(t, e, &want, count)?;
+            used.insert(stacked);
+            out.push((expected, Cow::Owned(slice)));
+            continue;
+        }
         let mut g = gguf_name(name, family).expect("every expected tensor has a GGUF name");
         if name == "lm_head.weight" && config.tie_word_embeddings {
             g = "token_embd.weight".into();
@@ -494,21 +600,13 @@ pub(crate) fn source_tensors<'h>(
             .tensor(&g)
             .ok_or_else(|| format!("tensor {g} is missing; the file is incomplete"))?;
         used.insert(g.clone());
-        // LFM2's convolution kernel [hidden, 1, width] is stored squeezed to [hidden, width].
-        let want: Vec<u64> = expected
-            .shape
-            .iter()
-            .rev()
-            .filter(|&&d| !(family == Family::Lfm2 && d == 1 && expected.shape.len() == 3))
-            .map(|&d| d as u64)
-            .collect();
         if t.dims != want {
             return Err(format!(
                 "tensor {g} has dimensions {:?}, the model's metadata implies {want:?}",
                 t.dims
             ));
         }
-        out.push((expected, t));
+        out.push((expected, Cow::Borrowed(t)));
     }
     if let Some(extra) = h.tensors.iter().find(|t| !used.contains(&t.name)) {
         return Err(format!(
@@ -625,6 +723,142 @@ mod tests {
         ] {
             let e = lfm2_config_of(kv, width).unwrap_err();
             assert!(e.contains(says), "{e}");
+        }
+    }
+
+    /// The config a `qwen3moe` header of two layers gives, with `changes` applied to its
+    /// expert keys (`None` leaves a key out).
+    fn qwen3moe_config_of(changes: &[(&str, Option<Value>)]) -> Result<ModelConfig, String> {
+        use crate::gguf::write::GgufWriter;
+        let mut keys = vec![
+            ("embedding_length", Some(Value::U32(64))),
+            ("block_count", Some(Value::U32(2))),
+            ("attention.head_count", Some(Value::U32(4))),
+            ("feed_forward_length", Some(Value::U32(96))),
+            ("expert_count", Some(Value::U32(8))),
+            ("expert_used_count", Some(Value::U32(2))),
+            ("expert_feed_forward_length", Some(Value::U32(32))),
+        ];
+        for (k, v) in changes {
+            match keys.iter_mut().find(|(key, _)| key == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => keys.push((k, v.clone())),
+            }
+        }
+        let mut w = GgufWriter::new(3);
+        w.kv("general.architecture", Value::String("qwen3moe".into()));
+        for (k, v) in keys {
+            if let Some(v) = v {
+                w.kv(&format!("qwen3moe.{k}"), v);
+            }
+        }
+        w.tensor(
+            "token_embd.weight",
+            &[64, 32],
+            GgmlType::F32,
+            &[0; 64 * 32 * 4],
+        );
+        let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf")).unwrap();
+        model_config(&h, "qwen3moe", Family::Qwen3Moe).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn qwen3moe_experts_come_from_the_expert_keys() {
+        let c = qwen3moe_config_of(&[]).unwrap();
+        let p = c.moe.expect("mixture-of-experts parameters");
+        assert_eq!(
+            (p.experts, p.experts_per_token, p.expert_intermediate_size),
+            (8, 2, 32)
+        );
+        // llama.cpp routes every layer and renormalizes the chosen experts' weights.
+        assert!(p.norm_topk_prob && p.sparse_layers == [true, true]);
+        assert_eq!(c.intermediate_size, 96);
+        // Without an expert width, llama.cpp's: the dense width over the experts used.
+        let c = qwen3moe_config_of(&[("expert_feed_forward_length", None)]).unwrap();
+        assert_eq!(c.moe.unwrap().expert_intermediate_size, 48);
+        // Without a dense width, which no layer uses, the expert width stands in.
+        let c = qwen3moe_config_of(&[("feed_forward_length", None)]).unwrap();
+        assert_eq!(c.intermediate_size, 32);
+        // Malformed headers are refused in words.
+        for (changes, says) in [
+            (
+                vec![("expert_count", None)],
+                "the file has no qwen3moe.expert_count",
+            ),
+            (
+                vec![("expert_used_count", None)],
+                "the file has no qwen3moe.expert_used_count",
+            ),
+            (
+                vec![("expert_count", Some(Value::U32(0)))],
+                "qwen3moe.expert_count is 0",
+            ),
+            (
+                vec![("expert_used_count", Some(Value::U32(9)))],
+                "qwen3moe.expert_used_count is 9; it should be from 1 to qwen3moe.expert_count (8)",
+            ),
+            (
+                vec![("expert_used_count", Some(Value::U32(0)))],
+                "qwen3moe.expert_used_count is 0",
+            ),
+            (
+                vec![("expert_feed_forward_length", Some(Value::U32(0)))],
+                "qwen3moe.expert_feed_forward_length is 0",
+            ),
+            (
+                vec![
+                    ("expert_feed_forward_length", None),
+                    ("feed_forward_length", None),
+                ],
+                "the file has no qwen3moe.expert_feed_forward_length",
+            ),
+            (
+                vec![("expert_count", Some(Value::String("8".into())))],
+                "qwen3moe.expert_count is",
+            ),
+            (
+                vec![("expert_weights_scale", Some(Value::F32(2.5)))],
+                "qwen3moe.expert_weights_scale is 2.5",
+            ),
+        ] {
+            let e = qwen3moe_config_of(&changes).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn gpt_oss_names_map_to_llama_cpps() {
+        let g = |hf: &str| gguf_name(hf, Family::GptOss);
+        for (hf, want) in [
+            ("model.layers.3.self_attn.sinks", "blk.3.attn_sinks.weight"),
+            (
+                "model.layers.3.mlp.router.weight",
+                "blk.3.ffn_gate_inp.weight",
+            ),
+            ("model.layers.3.mlp.router.bias", "blk.3.ffn_gate_inp.bias"),
+            ("model.layers.3.self_attn.q_proj.bias", "blk.3.attn_q.bias"),
+            (
+                "model.layers.3.self_attn.o_proj.bias",
+                "blk.3.attn_output.bias",
+            ),
+        ] {
+            assert_eq!(g(hf).as_deref(), Some(want), "{hf}");
+        }
+        // Each expert's weights and biases are slices of the 3-D (2-D for biases) tensors.
+        for (hf, want) in [
+            (
+                "model.layers.3.mlp.experts.31.gate_proj.weight",
+                ("blk.3.ffn_gate_exps.weight", 31),
+            ),
+            (
+                "model.layers.3.mlp.experts.0.down_proj.bias",
+                ("blk.3.ffn_down_exps.bias", 0),
+            ),
+        ] {
+            assert_eq!(
+                experts::stacked_name(hf),
+                Some((want.0.to_string(), want.1))
+            );
         }
     }
 

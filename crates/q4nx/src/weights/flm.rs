@@ -16,9 +16,29 @@
 //! - **qwen2**: Hugging Face's names, and Q4_0 tiles as lfm2's. Only a tensor whose every min
 //!   is 0 is read as Q4_0: `hearth convert`'s Q4_1 takes each group's own minimum, which real
 //!   weights never make 0 in every group of a matrix.
+//! - **gemma3** (`models/gemma3.py`): Hugging Face's names and Hearth's tiles (32 x 256, Q4_1,
+//!   row-block major; the head is the embedding's own Q4_1 tiles, written even though the
+//!   model ties them), but two tensors hold other values. Every norm is llama.cpp's `1 + w`
+//!   (its Gemma converter adds the 1), in BF16; the engine adds the 1 itself, so each becomes
+//!   `w` again in a small f32 copy, exactly (`v - 1` of a BF16 `v` is exact in f32). The
+//!   embedding is stored already multiplied by √hidden (in f32, then rounded to BF16); the
+//!   engine multiplies by the config's `embed_scale`, so it becomes `v / embed_scale` in an F16
+//!   copy (F32 where a value would overflow F16), within 2^-11 of `v` relative once the
+//!   engine multiplies it back (a quarter of `v`'s own BF16 step; values under 2^-14 times
+//!   the scale, F16's subnormals, within 2^-25 times the scale absolute): a copy of the
+//!   embedding's size (Gemma-3-1B: 604 MB) beside the file. Such a file carries no metadata;
+//!   one `hearth convert` or `hearth import` wrote names itself as `producer`, and is left as
+//!   it is. The sliding-window layers and RoPE bases are config.json's, which FastFlowLM ships
+//!   as Google's; the vision tower of the 4B model lies in another file, which the CPU engine
+//!   does not read.
+//! - **gpt-oss**: tiles of 32 x 128 regrouped for the NPU, the experts in MXFP4 tiles, one
+//!   tensor a layer, the router blocked: see [`gpt_oss`], and [`tiles`] for the tiles.
 //!
-//! The renamed tensors stay borrowed from the map; the fused and the re-signed ones are copies
-//! owned by [`Weights`].
+//! The renamed tensors stay borrowed from the map; the fused, re-signed, re-scaled and re-tiled
+//! ones are copies owned by [`Weights`].
+
+mod gpt_oss;
+mod tiles;
 
 use crate::tile::{GROUPS_PER_TILE, Q4_1_MINS_AT, Q4_1_TILE_BYTES, SCALES_AT, TILE_ROWS};
 use crate::{Dtype, Error, Family};
@@ -42,8 +62,104 @@ pub(super) fn adapt(weights: &mut Weights) -> Result<(), Error> {
             resign_q4_0(weights);
             Ok(())
         }
+        Family::Gemma3 if !made_by_hearth(weights) => unshift_gemma3(weights),
+        Family::GptOss if gpt_oss::is_flm(weights) => gpt_oss::adapt(weights),
         _ => Ok(()),
     }
+}
+
+impl Weights {
+    /// Whether the tensor `name` was computed when the file was opened (a FastFlowLM layout
+    /// adapted here, a Gemma norm of a GGUF) rather than read as the file stores it.
+    pub(crate) fn computed_at_open(&self, name: &str) -> bool {
+        self.lookup(name).is_some_and(|(_, e)| e.owned.is_some())
+    }
+}
+
+/// Whether `hearth convert` or `hearth import` wrote the file (its `producer` metadata).
+fn made_by_hearth(weights: &Weights) -> bool {
+    weights.files.first().is_some_and(|f| {
+        f.metadata
+            .get("producer")
+            .is_some_and(|p| p.starts_with("hearth"))
+    })
+}
+
+/// FastFlowLM's Gemma 3 norms (`1 + w`) and embedding (times √hidden) as the engine reads a
+/// Hugging Face checkpoint's: `w`, and the embedding divided by the config's `embed_scale`.
+fn unshift_gemma3(weights: &mut Weights) -> Result<(), Error> {
+    let Some(scale) = weights
+        .config
+        .as_ref()
+        .and_then(|c| c.gemma3.as_ref())
+        .map(|g| g.embed_scale)
+    else {
+        return Ok(());
+    };
+    let mut owned = Vec::new();
+    for (name, entry) in &weights.tensors {
+        let norm = name.ends_with("norm.weight");
+        if !norm && name != GEMMA3_EMBEDDING {
+            continue;
+        }
+        if !entry.dtype.is_float() || entry.owned.is_some() || entry.gguf.is_some() {
+            return Err(Error::WrongTensor {
+                path: weights.path.clone(),
+                tensor: name.clone(),
+                expected: "BF16, F16 or F32 values (FastFlowLM's Gemma 3 layout)".into(),
+                found: format!("{} of shape {:?}", entry.dtype.name(), entry.shape),
+            });
+        }
+        let bytes = &weights.files[entry.file].map[entry.range.clone()];
+        let copy = if norm {
+            (
+                Dtype::F32,
+                rescaled(entry.dtype, bytes, |v| v - 1.0, Dtype::F32),
+            )
+        } else {
+            let mut all_fit = true;
+            for_each_value(entry.dtype, bytes, |v| {
+                all_fit &= (v / scale).abs() <= f32::from(half::f16::MAX);
+            });
+            let dtype = if all_fit { Dtype::F16 } else { Dtype::F32 };
+            (dtype, rescaled(entry.dtype, bytes, |v| v / scale, dtype))
+        };
+        owned.push((name.clone(), copy));
+    }
+    for (name, (dtype, bytes)) in owned {
+        let entry = weights.tensors.get_mut(&name).expect("listed above");
+        entry.dtype = dtype;
+        entry.range = 0..0;
+        entry.owned = Some(bytes.into_boxed_slice());
+    }
+    weights.tensors.remove("rope_freqs.weight");
+    Ok(())
+}
+
+/// The name of the embedding FastFlowLM stores multiplied by √hidden.
+const GEMMA3_EMBEDDING: &str = "model.embed_tokens.weight";
+
+/// Calls `f` with every value of `bytes` (little-endian `dtype`, a float type), decoding a
+/// few thousand at a time, so an embedding is never held as f32 whole.
+fn for_each_value(dtype: Dtype, bytes: &[u8], mut f: impl FnMut(f32)) {
+    const CHUNK: usize = 4096;
+    let mut values = [0f32; CHUNK];
+    for chunk in bytes.chunks(CHUNK * dtype.size()) {
+        let values = &mut values[..chunk.len() / dtype.size()];
+        crate::dtype::decode_f32(dtype, chunk, values);
+        values.iter().for_each(|&v| f(v));
+    }
+}
+
+/// `f` of every value of `bytes` (little-endian `from`), written as little-endian `to` (F16 or
+/// F32).
+fn rescaled(from: Dtype, bytes: &[u8], f: impl Fn(f32) -> f32, to: Dtype) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() / from.size() * to.size());
+    for_each_value(from, bytes, |v| match to {
+        Dtype::F16 => out.extend_from_slice(&half::f16::from_f32(f(v)).to_le_bytes()),
+        _ => out.extend_from_slice(&f(v).to_le_bytes()),
+    });
+    out
 }
 
 /// FastFlowLM's name of LFM2's embedding (llama.cpp's `token_embd` under `model.`).

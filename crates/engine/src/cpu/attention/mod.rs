@@ -75,6 +75,23 @@ fn windowed_softmax(
     softmax(&mut scores[from..]);
 }
 
+/// [`windowed_softmax`] with an attention sink (gpt-oss): the head's learned logit `sink`
+/// joins the softmax's denominator as one more score, after the positions, whose weight is
+/// dropped. `scores` holds positions `0..=position` and one more element, which it overwrites.
+#[inline(always)]
+fn windowed_softmax_with_sink(
+    shape: AttentionShape,
+    position: usize,
+    scores: &mut [f32],
+    sink: f32,
+    softmax: impl Fn(&mut [f32]),
+) {
+    let from = shape.first_seen(position);
+    scores[..from].fill(0.0);
+    scores[position + 1] = sink;
+    softmax(&mut scores[from..=position + 1]);
+}
+
 /// For each of `tokens` query tokens at positions `start..start + tokens`, attends over
 /// positions `0..=position` of `layer` in `cache` (the last `shape.window` of them in a
 /// sliding-window layer):
@@ -86,6 +103,24 @@ fn windowed_softmax(
 pub fn causal_attention(
     cpu: &CpuContext,
     shape: AttentionShape,
+    q: &[f32],
+    tokens: usize,
+    start: usize,
+    cache: &KvCache,
+    layer: usize,
+    out: &mut [f32],
+) {
+    causal_attention_with_sinks(cpu, shape, None, q, tokens, start, cache, layer, out);
+}
+
+/// [`causal_attention`] where each query head `h` may have a learned sink logit `sinks[h]`
+/// (gpt-oss): one more score in its softmax's denominator, attached to no value, so the
+/// weights of the positions sum to less than 1. The f32 kernels run it (not the BF16 ones).
+#[allow(clippy::too_many_arguments)] // the shapes are grouped; the rest are the data
+pub fn causal_attention_with_sinks(
+    cpu: &CpuContext,
+    shape: AttentionShape,
+    sinks: Option<&[f32]>,
     q: &[f32],
     tokens: usize,
     start: usize,
@@ -117,6 +152,10 @@ pub fn causal_attention(
     assert!(
         start + tokens <= cache.capacity(),
         "attention past the end of the cache"
+    );
+    assert!(
+        sinks.is_none_or(|s| s.len() == heads),
+        "attention: one sink per query head"
     );
     let group_dim = heads / kv_heads * head_dim;
     let out_ptr = SharedMut(out.as_mut_ptr());
@@ -158,6 +197,7 @@ pub fn causal_attention(
                 in_register,
                 layer,
                 kv_head,
+                sinks,
             };
             let tile = Tile {
                 q: &q[..n],
@@ -248,6 +288,8 @@ struct KvHead<'c> {
     in_register: bool,
     layer: usize,
     kv_head: usize,
+    /// Every query head's sink logit, if the model has them ([`causal_attention_with_sinks`]).
+    sinks: Option<&'c [f32]>,
 }
 
 /// The attention kernels of one width.
@@ -283,7 +325,7 @@ impl Width {
 /// reader's level allows.
 fn attend_group(shape: AttentionShape, tile: Tile<'_, '_>, kv: KvHead<'_>, scratch: &mut Scratch) {
     #[cfg(target_arch = "x86_64")]
-    if kv.bf16 && bf16::applies(shape, kv.cache) {
+    if kv.bf16 && kv.sinks.is_none() && bf16::applies(shape, kv.cache) {
         if let Some(kernels) = wide::Avx512Bf16::detect() {
             return bf16::attend_group(kernels, shape, tile, kv, scratch);
         }
@@ -351,9 +393,11 @@ fn attend_heads<const G: usize, E: Value>(
     (shape, kv, scratch): (AttentionShape, &KvHead<'_>, &mut Scratch),
 ) {
     let hd = shape.head_dim;
-    // Token `i` of the tile attends over `tile.first + i + 1` positions.
+    // Token `i` of the tile attends over `tile.first + i + 1` positions (and a sink, whose
+    // score sits after them).
     let longest = tile.first + tile.q.len();
-    let stride = longest.next_multiple_of(KEY_BLOCK);
+    let stride = (longest + usize::from(kv.sinks.is_some())).next_multiple_of(KEY_BLOCK);
+    let group = shape.heads / shape.kv_heads;
     let Scratch {
         scores, queries, ..
     } = scratch;
@@ -382,10 +426,18 @@ fn attend_heads<const G: usize, E: Value>(
         }
         for (i, scores) in scores.chunks_exact_mut(G * stride).enumerate() {
             let position = tile.first + i;
-            for head_scores in scores.chunks_exact_mut(stride) {
-                windowed_softmax(shape, position, &mut head_scores[..=position], |x| {
-                    kernels.softmax(x)
-                });
+            for (g, head_scores) in scores.chunks_exact_mut(stride).enumerate() {
+                match kv.sinks {
+                    None => windowed_softmax(shape, position, &mut head_scores[..=position], |x| {
+                        kernels.softmax(x)
+                    }),
+                    Some(sinks) => {
+                        let head = kv.kv_head * group + heads / hd + g;
+                        windowed_softmax_with_sink(shape, position, head_scores, sinks[head], |x| {
+                            kernels.softmax(x)
+                        })
+                    }
+                }
             }
         }
         for out in tile.out.iter_mut() {

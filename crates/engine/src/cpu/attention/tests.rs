@@ -72,6 +72,7 @@ fn wide_kernels_compute_exactly_what_the_portable_ones_do() {
                     in_register: false,
                     layer: 0,
                     kv_head,
+                    sinks: None,
                 };
                 let tile = Tile {
                     q: &[&q[kv_head * group_dim..][..group_dim]],
@@ -398,6 +399,7 @@ fn bf16_group(
             in_register: false,
             layer: 0,
             kv_head,
+            sinks: None,
         };
         let tile = Tile {
             q: &qs,
