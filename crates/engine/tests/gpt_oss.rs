@@ -164,7 +164,11 @@ fn mxfp4_experts_are_dequantized_at_conversion() {
     for ((layer, proj), (codes, scales, rows, cols)) in &made {
         let value = |e: usize, r: usize, c: usize| {
             let byte = codes[((e * rows + r) * cols + c) / 2];
-            let code = if c % 2 == 0 { byte & 15 } else { byte >> 4 };
+            let code = if c.is_multiple_of(2) {
+                byte & 15
+            } else {
+                byte >> 4
+            };
             let scale = scales[(e * rows + r) * (cols / 32) + c / 32];
             E2M1[code as usize] * 2f32.powi(i32::from(scale) - 127)
         };

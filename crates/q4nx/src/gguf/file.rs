@@ -60,6 +60,7 @@ const READ_PREFIXES: &[&str] = &[
     "phi3.",
     "lfm2.",
     "qwen3moe.",
+    "gpt-oss.",
 ];
 
 /// Whether the value of `key` is decoded (see [`READ_PREFIXES`]).

@@ -69,13 +69,14 @@ pub(crate) fn read_header_model<'h>(h: &'h Header, src: &Path) -> Result<HeaderM
         "phi3" => Family::Phi3,
         "lfm2" => Family::Lfm2,
         "qwen3moe" => Family::Qwen3Moe,
+        "gpt-oss" => Family::GptOss,
         other => {
             return Err(gguf_err(
                 src,
                 format!(
                     "architecture {other:?} is not one Hearth runs; it imports llama (Llama 3, \
-                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, qwen3moe (Qwen3-30B-A3B), gemma3, phi3 \
-                     (Phi-3.5, Phi-4-mini) and lfm2 (LFM2) models"
+                     SmolLM2, MiniCPM5), qwen2 (Qwen2.5), qwen3, qwen3moe (Qwen3-30B-A3B), gpt-oss \
+                     (gpt-oss-20b), gemma3, phi3 (Phi-3.5, Phi-4-mini) and lfm2 (LFM2) models"
                 ),
             ))
         }
@@ -129,13 +130,19 @@ pub(crate) fn model_config(
             .transpose()
     };
     let rope_scaling = match h.get(&key("rope.scaling.type")).and_then(Value::as_str) {
+        // gpt-oss's config.json without RoPE parameters means transformers' YaRN: say none.
+        None | Some("none") if family == Family::GptOss => json!({"rope_type": "default"}),
         None | Some("none") => json!(null),
         Some(kind @ ("linear" | "yarn")) => {
             let factor = float("rope.scaling.factor")?
                 .ok_or_else(|| format!("it uses {kind} RoPE scaling without a factor"))?;
             let original = uint("rope.scaling.original_context_length")?;
-            json!({"rope_type": kind, "factor": factor,
-                   "original_max_position_embeddings": original})
+            let mut scaling = json!({"rope_type": kind, "factor": factor,
+                   "original_max_position_embeddings": original});
+            if kind == "yarn" {
+                yarn_parameters(&mut scaling, &float, &key)?;
+            }
+            scaling
         }
         Some(kind) => {
             return Err(format!(
@@ -199,15 +206,18 @@ pub(crate) fn model_config(
         Family::GptOss => "GptOssForCausalLM",
     };
     let experts = match family {
-        Family::Qwen3Moe => Some(qwen3moe_experts(&uint, &float, &key)?),
+        Family::Qwen3Moe | Family::GptOss => Some(moe_experts(&uint, &float, &key)?),
         _ => None,
     };
-    // A qwen3moe file may leave out the dense width, which no layer of it uses.
+    // A qwen3moe file may leave out the dense width, which no layer of it uses; gpt-oss's
+    // config.json names its experts' width intermediate_size.
     let intermediate = match (uint("feed_forward_length")?, &experts) {
+        (_, Some(e)) if family == Family::GptOss => e.width,
         (Some(width), _) => width,
         (None, Some(e)) => e.width,
         (None, None) => need("feed_forward_length")?,
     };
+    let default_eps = if family == Family::GptOss { 1e-5 } else { 1e-6 };
     let mut v = json!({
         "architectures": [arch_name],
         "model_type": family.name(),
@@ -220,7 +230,7 @@ pub(crate) fn model_config(
         "vocab_size": embd.dims[1],
         "rope_theta": float("rope.freq_base")?.unwrap_or(10_000.0),
         "rope_scaling": rope_scaling,
-        "rms_norm_eps": float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
+        "rms_norm_eps": float("attention.layer_norm_rms_epsilon")?.unwrap_or(default_eps),
         "tie_word_embeddings": h.tensor("output.weight").is_none(),
         "max_position_embeddings": uint("context_length")?.unwrap_or(2048),
         "hidden_act": "silu",
@@ -255,7 +265,18 @@ pub(crate) fn model_config(
             .ok_or_else(|| format!("the file has no {}", key("shortconv.l_cache")))?;
         lfm2_config(&mut v, &conv, width);
     }
-    if let Some(e) = experts {
+    if let (Family::GptOss, Some(e)) = (family, &experts) {
+        let window = uint("attention.sliding_window")?
+            .ok_or_else(|| format!("the file has no {}", key("attention.sliding_window")))?;
+        if window == 0 {
+            return Err(format!(
+                "{} is 0; a sliding layer needs at least its own token",
+                key("attention.sliding_window")
+            ));
+        }
+        gpt_oss_config(&mut v, layers, e, window);
+    }
+    if let Some(e) = experts.filter(|_| family == Family::Qwen3Moe) {
         let o = v.as_object_mut().expect("we wrote an object");
         // llama.cpp's qwen3moe routes every layer and always renormalizes the chosen experts.
         o.insert("num_experts".into(), json!(e.count));
@@ -277,10 +298,10 @@ struct ExpertCounts {
     width: usize,
 }
 
-/// The experts of a `qwen3moe` header, as llama.cpp reads them: `expert_count`,
+/// The experts of a `qwen3moe` or `gpt-oss` header, as llama.cpp reads them: `expert_count`,
 /// `expert_used_count`, and `expert_feed_forward_length` (else `feed_forward_length` divided
-/// by the experts used); an `expert_weights_scale` other than 1 is refused (Qwen3-MoE has none).
-fn qwen3moe_experts(
+/// by the experts used); an `expert_weights_scale` other than 1 is refused (neither has one).
+fn moe_experts(
     uint: &dyn Fn(&str) -> Result<Option<usize>, String>,
     float: &dyn Fn(&str) -> Result<Option<f64>, String>,
     key: &dyn Fn(&str) -> String,
@@ -370,6 +391,69 @@ fn lfm2_config(v: &mut serde_json::Value, conv: &[bool], width: usize) {
     o.insert("block_auto_adjust_ff_dim".into(), json!(false));
     let eps = o.remove("rms_norm_eps").unwrap_or(json!(1e-5));
     o.insert("norm_eps".into(), eps);
+}
+
+/// gpt-oss's fields of config.json as llama.cpp runs a `gpt-oss` file: its experts (every layer
+/// routed, the chosen logits softmaxed among themselves), the even layers sliding over `window`
+/// positions and the odd ones full (llama.cpp's pattern of 2), biases on the attention, and the
+/// clamped SwiGLU's limit 7.0 and alpha 1.702, which llama.cpp fixes rather than reads.
+fn gpt_oss_config(v: &mut serde_json::Value, layers: usize, e: &ExpertCounts, window: usize) {
+    let o = v.as_object_mut().expect("we wrote an object");
+    let types: Vec<&str> = (0..layers)
+        .map(|l| {
+            if l % 2 == 0 {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            }
+        })
+        .collect();
+    o.insert("num_local_experts".into(), json!(e.count));
+    o.insert("num_experts_per_tok".into(), json!(e.used));
+    o.insert("layer_types".into(), json!(types));
+    o.insert("sliding_window".into(), json!(window));
+    o.insert("attention_bias".into(), json!(true));
+    o.insert("swiglu_limit".into(), json!(7.0));
+    o.insert("swiglu_alpha".into(), json!(1.702));
+}
+
+/// YaRN's parameters beyond the factor, as llama.cpp reads them: `rope.scaling.yarn_beta_fast`
+/// and `yarn_beta_slow` (32 and 1 when absent, as in transformers); the correction range is
+/// rounded outwards (llama.cpp's floor and ceil, transformers' `truncate`). An
+/// `yarn_ext_factor`, `yarn_attn_factor` or `yarn_log_multiplier` is refused: Hearth applies
+/// YaRN's own ramp and attention factor only.
+fn yarn_parameters(
+    scaling: &mut serde_json::Value,
+    float: &dyn Fn(&str) -> Result<Option<f64>, String>,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
+    let o = scaling.as_object_mut().expect("we wrote an object");
+    for (k, field) in [
+        ("rope.scaling.yarn_beta_fast", "beta_fast"),
+        ("rope.scaling.yarn_beta_slow", "beta_slow"),
+    ] {
+        if let Some(b) = float(k)? {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!("{} is {b}, not a positive number", key(k)));
+            }
+            o.insert(field.into(), json!(b));
+        }
+    }
+    o.insert("truncate".into(), json!(true));
+    for k in [
+        "rope.scaling.yarn_ext_factor",
+        "rope.scaling.yarn_attn_factor",
+        "rope.scaling.yarn_log_multiplier",
+    ] {
+        if let Some(x) = float(k)? {
+            return Err(format!(
+                "{} is {x}; Hearth's engine applies YaRN as its paper does and cannot apply \
+                 this adjustment",
+                key(k)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// LFM2's final norm (`model.embedding_norm`): llama.cpp's converter first wrote it as
@@ -515,6 +599,8 @@ pub(crate) fn gguf_name(hf: &str, family: Family) -> Option<String> {
         ("post_attention_layernorm", Family::Gemma3) => "post_attention_norm",
         ("pre_feedforward_layernorm", Family::Gemma3) => "ffn_norm",
         ("post_feedforward_layernorm", Family::Gemma3) => "post_ffw_norm",
+        // gpt-oss's norm before the experts.
+        ("post_attention_layernorm", Family::GptOss) => "post_attention_norm",
         (module, _) => match module {
             "input_layernorm" => "attn_norm",
             "post_attention_layernorm" => "ffn_norm",
@@ -826,6 +912,145 @@ mod tests {
         }
     }
 
+    /// The config a `gpt-oss` header of three layers gives, with `changes` applied to its keys
+    /// (`None` leaves a key out).
+    fn gpt_oss_config_of(changes: &[(&str, Option<Value>)]) -> Result<ModelConfig, String> {
+        use crate::gguf::write::GgufWriter;
+        let mut keys = vec![
+            ("context_length", Some(Value::U32(64))),
+            ("embedding_length", Some(Value::U32(64))),
+            ("block_count", Some(Value::U32(3))),
+            ("feed_forward_length", Some(Value::U32(32))),
+            ("attention.head_count", Some(Value::U32(4))),
+            ("attention.head_count_kv", Some(Value::U32(2))),
+            ("attention.key_length", Some(Value::U32(16))),
+            ("attention.value_length", Some(Value::U32(16))),
+            ("expert_count", Some(Value::U32(4))),
+            ("expert_used_count", Some(Value::U32(2))),
+            ("expert_feed_forward_length", Some(Value::U32(32))),
+            ("attention.sliding_window", Some(Value::U32(4))),
+            ("rope.freq_base", Some(Value::F32(150000.0))),
+            ("rope.scaling.type", Some(Value::String("yarn".into()))),
+            ("rope.scaling.factor", Some(Value::F32(4.0))),
+            ("rope.scaling.original_context_length", Some(Value::U32(16))),
+        ];
+        for (k, v) in changes {
+            match keys.iter_mut().find(|(key, _)| key == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => keys.push((k, v.clone())),
+            }
+        }
+        let mut w = GgufWriter::new(3);
+        w.kv("general.architecture", Value::String("gpt-oss".into()));
+        for (k, v) in keys {
+            if let Some(v) = v {
+                w.kv(&format!("gpt-oss.{k}"), v);
+            }
+        }
+        w.tensor(
+            "token_embd.weight",
+            &[64, 32],
+            GgmlType::F32,
+            &[0; 64 * 32 * 4],
+        );
+        let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf")).unwrap();
+        model_config(&h, "gpt-oss", Family::GptOss).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn gpt_oss_config_comes_from_llama_cpps_keys() {
+        let c = gpt_oss_config_of(&[]).unwrap();
+        assert_eq!(c.family, Family::GptOss);
+        assert_eq!(
+            (c.num_attention_heads, c.num_key_value_heads, c.head_dim),
+            (4, 2, 16)
+        );
+        assert_eq!((c.max_position_embeddings, c.rope_theta), (64, 150000.0));
+        assert_eq!(c.rms_norm_eps, 1e-5);
+        let m = c.moe.as_ref().expect("its experts");
+        assert_eq!(
+            (m.experts, m.experts_per_token, m.expert_intermediate_size),
+            (4, 2, 32)
+        );
+        assert!(m.norm_topk_prob && m.sparse_layers == [true; 3]);
+        let p = c.gpt_oss.as_ref().expect("gpt-oss's parameters");
+        // llama.cpp slides the even layers, and fixes the SwiGLU's limit and alpha.
+        assert_eq!(p.sliding_layers, [true, false, true]);
+        assert_eq!(
+            (p.sliding_window, p.swiglu_limit, p.swiglu_alpha),
+            (4, 7.0, 1.702)
+        );
+        match c.rope_scaling {
+            crate::RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings,
+                beta_fast,
+                beta_slow,
+                truncate,
+                ..
+            } => {
+                assert_eq!((factor, original_max_position_embeddings), (4.0, 16));
+                assert_eq!((beta_fast, beta_slow, truncate), (32.0, 1.0, true));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Without RoPE scaling in the file, none (not transformers' default YaRN).
+        let c = gpt_oss_config_of(&[("rope.scaling.type", None)]).unwrap();
+        assert_eq!(c.rope_scaling, crate::RopeScaling::None);
+        let c =
+            gpt_oss_config_of(&[("rope.scaling.yarn_beta_fast", Some(Value::F32(16.0)))]).unwrap();
+        assert!(matches!(
+            c.rope_scaling,
+            crate::RopeScaling::Yarn { beta_fast, .. } if beta_fast == 16.0
+        ));
+        // Malformed headers are refused in words.
+        for (changes, says) in [
+            (
+                vec![("attention.sliding_window", None)],
+                "the file has no gpt-oss.attention.sliding_window",
+            ),
+            (
+                vec![("attention.sliding_window", Some(Value::U32(0)))],
+                "gpt-oss.attention.sliding_window is 0",
+            ),
+            (
+                vec![("attention.sliding_window", Some(Value::String("4".into())))],
+                "gpt-oss.attention.sliding_window is",
+            ),
+            (
+                vec![("expert_count", None)],
+                "the file has no gpt-oss.expert_count",
+            ),
+            (
+                vec![("expert_used_count", Some(Value::U32(5)))],
+                "gpt-oss.expert_used_count is 5",
+            ),
+            (
+                vec![("attention.value_length", Some(Value::U32(8)))],
+                "value heads (8) and key heads (16) differ",
+            ),
+            (
+                vec![("rope.scaling.factor", None)],
+                "yarn RoPE scaling without a factor",
+            ),
+            (
+                vec![("rope.scaling.yarn_beta_slow", Some(Value::F32(-1.0)))],
+                "gpt-oss.rope.scaling.yarn_beta_slow is -1, not a positive number",
+            ),
+            (
+                vec![("rope.scaling.yarn_attn_factor", Some(Value::F32(0.5)))],
+                "gpt-oss.rope.scaling.yarn_attn_factor is 0.5",
+            ),
+            (
+                vec![("rope.freq_base", Some(Value::String("fast".into())))],
+                "gpt-oss.rope.freq_base is",
+            ),
+        ] {
+            let e = gpt_oss_config_of(&changes).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
     #[test]
     fn gpt_oss_names_map_to_llama_cpps() {
         let g = |hf: &str| gguf_name(hf, Family::GptOss);
@@ -837,6 +1062,10 @@ mod tests {
             ),
             ("model.layers.3.mlp.router.bias", "blk.3.ffn_gate_inp.bias"),
             ("model.layers.3.self_attn.q_proj.bias", "blk.3.attn_q.bias"),
+            (
+                "model.layers.3.post_attention_layernorm.weight",
+                "blk.3.post_attention_norm.weight",
+            ),
             (
                 "model.layers.3.self_attn.o_proj.bias",
                 "blk.3.attn_output.bias",

@@ -40,7 +40,10 @@
 //! [`scalar`] is the twin. `avx2` (also the Avx512Bw level's) holds a sub-block in a 256-bit
 //! vector and sums with `vpmaddubsw`/`vpmaddwd`; `avx512` (Avx512Vnni) holds two in a 512-bit
 //! one and sums with `vpdpbusd`. Both share `x86`'s row loop: each super-block is unpacked once
-//! for every token of the call, and the rows are read as one stream with a look-ahead.
+//! for every token of the call, and the rows are read as one stream with a look-ahead. With one
+//! token (a decode step) it takes 8 rows at a time, super-block `i` of each in turn, and
+//! requests the next 8 rows as it goes; each row keeps its own lanes in the order above, so
+//! this too is the twin's to the bit. The rows after the last 8 go one by one.
 
 use half::f16;
 use q4nx::gguf::GgmlType;

@@ -171,9 +171,10 @@ fn the_scalar_twin_matches_ggml_dequantization() {
 #[test]
 fn every_level_gives_the_bits_of_the_scalar_twin() {
     let mut rng = Lcg(31);
-    let n = 7;
-    for kind in KINDS {
-        for cols in [256, 1024] {
+    // Up to 8 rows: row by row; from 8 on, one token takes 8 rows at a time and the rest row
+    // by row.
+    for (n, kind) in (1..=17).flat_map(|n| KINDS.map(|kind| (n, kind))) {
+        for cols in [256, 768, 2048] {
             let rows = random_blocks(kind, n * cols / 256, &mut rng);
             let total = MAX_TOKENS + 2;
             let mut x: Vec<f32> = (0..total * cols).map(|_| rng.unit()).collect();
@@ -200,7 +201,7 @@ fn every_level_gives_the_bits_of_the_scalar_twin() {
                         assert_eq!(
                             bits(&out),
                             bits(&reference),
-                            "{kind} {level} K {cols}, {tokens} tokens from {t0}"
+                            "{kind} {level} {n} rows, K {cols}, {tokens} tokens from {t0}"
                         );
                     }
                 }

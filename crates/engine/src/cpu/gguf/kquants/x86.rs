@@ -1,7 +1,8 @@
 //! What the x86 levels share: the row loop (super-block by super-block, every token's 8 lanes
 //! of f32 sums, in the order the module doc gives), the scale and min factors, the f16
-//! conversion, the halving sum and the look-ahead. A level brings its [`Codes`]: how it unpacks
-//! a super-block's codes into registers and how it turns them into the 8 integer sums.
+//! conversion, the halving sum and the look-ahead (one token: 8 rows at a time, [`rows8`]). A
+//! level brings its [`Codes`]: how it unpacks a super-block's codes into registers and how it
+//! turns them into the 8 integer sums.
 
 use std::arch::x86_64::*;
 
@@ -132,7 +133,22 @@ unsafe fn rows_n<C: Codes, const K: u8, const N: usize>(
     let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
     let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
     let sums: [*const f32; N] = std::array::from_fn(|t| acts.sums(t0 + t).as_ptr());
-    for (row, out) in rows.chunks_exact(blocks * bb).zip(out.chunks_exact_mut(N)) {
+    let row_bytes = blocks * bb;
+    let (mut rows, mut out) = (rows, out);
+    if N == 1 {
+        // One token (a decode step): 8 rows at a time; the rows after the last 8 go below.
+        let whole = rows.len() / (ROWS * row_bytes) * ROWS;
+        let (eights, rest) = rows.split_at(whole * row_bytes);
+        let (y8, y_rest) = out.split_at_mut(whole);
+        for (w, y) in eights
+            .chunks_exact(ROWS * row_bytes)
+            .zip(y8.chunks_exact_mut(ROWS))
+        {
+            rows8::<C, K>(w, row_bytes, blocks, xq[0], scales[0], sums[0], y);
+        }
+        (rows, out) = (rest, y_rest);
+    }
+    for (row, out) in rows.chunks_exact(row_bytes).zip(out.chunks_exact_mut(N)) {
         let mut acc = [_mm256_setzero_ps(); N];
         let mut accm = [_mm256_setzero_ps(); N];
         let mut block = row.as_ptr();
@@ -158,6 +174,55 @@ unsafe fn rows_n<C: Codes, const K: u8, const N: usize>(
                 _ => hsum(acc[t]) - hsum(accm[t]),
             };
         }
+    }
+}
+
+/// Rows [`rows8`] computes at once.
+const ROWS: usize = 8;
+
+/// 8 rows (`w`, `row_bytes` each, `blocks` super-blocks) against one token (`xq`, `scales`,
+/// `sums`), into `y`: super-block `i` of the 8 rows in turn, so the token's scales and sums of
+/// that super-block are read once for the 8 rows, the 8 rows are 8 streams in flight, and the
+/// next 8 rows are requested into L1 as these are computed (an equal share per super-block;
+/// past the matrix's end the hints fall outside it, where a prefetch never faults). Each row
+/// keeps its own lanes, summed in the twin's order, so the result is the twin's to the bit.
+#[inline(always)]
+unsafe fn rows8<C: Codes, const K: u8>(
+    w: &[u8],
+    row_bytes: usize,
+    blocks: usize,
+    xq: *const i8,
+    scales: *const f32,
+    sums: *const f32,
+    y: &mut [f32],
+) {
+    let bb = block_bytes(K);
+    let base = w.as_ptr();
+    let (ahead, share) = (base.wrapping_add(ROWS * row_bytes), ROWS * bb);
+    let mut acc = [_mm256_setzero_ps(); ROWS];
+    let mut accm = [_mm256_setzero_ps(); ROWS];
+    for i in 0..blocks {
+        for line in (0..share).step_by(64) {
+            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(i * share + line).cast());
+        }
+        let x = xq.add(i * QK);
+        let s = _mm256_loadu_ps(scales.add(i * SUBS));
+        let sum = _mm256_loadu_ps(sums.add(i * SUBS));
+        for r in 0..ROWS {
+            let block = base.add(r * row_bytes + i * bb);
+            let (dsc, dm) = factors::<K>(block);
+            let isum = _mm256_cvtepi32_ps(C::isums::<K>(&C::unpack::<K>(block), x));
+            acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(isum, _mm256_mul_ps(dsc, s)));
+            if K != Q6K {
+                accm[r] = _mm256_add_ps(accm[r], _mm256_mul_ps(dm, sum));
+            }
+        }
+    }
+    for r in 0..ROWS {
+        y[r] = match K {
+            Q6K => hsum(acc[r]),
+            _ => hsum(acc[r]) - hsum(accm[r]),
+        };
     }
 }
 
