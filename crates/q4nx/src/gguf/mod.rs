@@ -5,6 +5,7 @@
 
 mod dequant;
 mod experts;
+mod family_config;
 mod file;
 mod import;
 mod link;
