@@ -9,12 +9,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 use std::path::Path;
 
 use common::dequantized::write_dequantized;
+use common::moe::{decode_speed, decoded_logits};
 use common::{fixture, max_relative_error, reference};
-use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
+use hearth_engine::{LoadOptions, Model};
 use q4nx::{ConvertOptions, Tensor, Weights};
 
 const NAME: &str = "tiny-gpt-oss";
@@ -213,16 +213,6 @@ fn mxfp4_experts_are_dequantized_at_conversion() {
     assert!(logits.iter().flatten().all(|v| v.is_finite()));
 }
 
-/// Every position's logits one token at a time: each prompt extends the one before by a
-/// token, so every pass after the first decodes one token on the cached rest.
-fn decoded_logits(model: &mut Model, tokens: &[u32]) -> Vec<Vec<f32>> {
-    let prompts: Vec<Vec<u32>> = (1..=tokens.len()).map(|n| tokens[..n].to_vec()).collect();
-    let vocab: Vec<u32> = (0..model.config().vocab_size as u32).collect();
-    model
-        .last_logits_of(&prompts, &vocab, &mut |_| ControlFlow::Continue(()))
-        .expect("scores")
-}
-
 /// The 24 tokens run 6 times past the window of 4: decoding reads the sliding layers' window
 /// from the cache as a prefill computes it.
 #[test]
@@ -392,42 +382,5 @@ fn speed_on_four_layers_of_gpt_oss_20b() {
     let chosen = used as f64 * (2.0 * q4(width, hidden) + q4(hidden, width));
     let router = (experts * hidden * 2) as f64;
     let per_token = layers as f64 * (attention + chosen + router) + q4(vocab, hidden);
-    let dir = tempfile::tempdir().unwrap();
-    let parsed = q4nx::ModelConfig::from_json(&config).unwrap();
-    q4nx::synthetic::write_random_model(dir.path(), &parsed, 1).unwrap();
-    std::fs::write(dir.path().join("config.json"), &config).unwrap();
-    let threads = std::env::var("HEARTH_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok());
-    let options = LoadOptions {
-        threads,
-        context_length: Some(512),
-        ..LoadOptions::default()
-    };
-    let mut model = Model::load(dir.path(), &options).expect("model loads");
-    let prompt: Vec<u32> = (0..128).map(|i| 1000 + i * 997 % 100_000).collect();
-    let options = ChatOptions {
-        sampling: SamplingParams::greedy(),
-        max_tokens: 64,
-        enable_thinking: None,
-        speculative: Some(false),
-        format: Default::default(),
-    };
-    for run in 0..3 {
-        model.logits(&[1]).unwrap();
-        let (_, stats) = model
-            .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
-            .expect("generate");
-        let decode = stats.generated_tokens as f64 / stats.decode_secs;
-        eprintln!(
-            "gpt-oss run {run}, {} threads: prefill {:.1} tok/s ({} tokens), decode {decode:.2} \
-             tok/s ({} tokens) = {:.2} GB/s of the {:.0} MB a token reads",
-            model.threads(),
-            stats.prefilled_tokens as f64 / stats.prefill_secs,
-            stats.prefilled_tokens,
-            stats.generated_tokens,
-            decode * per_token / 1e9,
-            per_token / 1e6
-        );
-    }
+    decode_speed("gpt-oss", &config, per_token);
 }

@@ -7,12 +7,12 @@
 
 mod common;
 
-use std::ops::ControlFlow;
 use std::path::Path;
 
 use common::dequantized::write_dequantized;
+use common::moe::{decode_speed, decoded_logits};
 use common::{copy_fixture, fixture, max_relative_error, reference};
-use hearth_engine::{ChatOptions, LoadOptions, Model, SamplingParams};
+use hearth_engine::{LoadOptions, Model};
 use q4nx::{ConvertOptions, Tensor, Weights};
 
 const NAME: &str = "tiny-qwen3moe";
@@ -30,16 +30,6 @@ fn load(dir: &Path) -> Model {
 
 // Its logits and greedy continuation against transformers are checked with every family's, in
 // `reference.rs` (`qwen3moe_*`).
-
-/// Every position's logits one token at a time: each prompt extends the one before by a
-/// token, so every pass after the first decodes one token on the cached rest.
-fn decoded_logits(model: &mut Model, tokens: &[u32]) -> Vec<Vec<f32>> {
-    let prompts: Vec<Vec<u32>> = (1..=tokens.len()).map(|n| tokens[..n].to_vec()).collect();
-    let vocab: Vec<u32> = (0..model.config().vocab_size as u32).collect();
-    model
-        .last_logits_of(&prompts, &vocab, &mut |_| ControlFlow::Continue(()))
-        .expect("scores")
-}
 
 #[test]
 fn decode_and_prefill_give_the_same_logits() {
@@ -241,47 +231,6 @@ fn speed_on_four_layers_of_qwen3_30b_a3b() {
         ),
         ("dense", dense, layers as f64 * (attention + chosen) + head),
     ] {
-        speed(name, &config.to_string(), per_token);
-    }
-}
-
-fn speed(name: &str, config: &str, per_token: f64) {
-    let dir = tempfile::tempdir().unwrap();
-    let parsed = q4nx::ModelConfig::from_json(config).unwrap();
-    q4nx::synthetic::write_random_model(dir.path(), &parsed, 1).unwrap();
-    std::fs::write(dir.path().join("config.json"), config).unwrap();
-    let threads = std::env::var("HEARTH_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok());
-    let options = LoadOptions {
-        threads,
-        context_length: Some(512),
-        ..LoadOptions::default()
-    };
-    let mut model = Model::load(dir.path(), &options).expect("model loads");
-    let prompt: Vec<u32> = (0..128).map(|i| 1000 + i * 997 % 100_000).collect();
-    let options = ChatOptions {
-        sampling: SamplingParams::greedy(),
-        max_tokens: 64,
-        enable_thinking: None,
-        speculative: Some(false),
-        format: Default::default(),
-    };
-    for run in 0..3 {
-        // From an empty context each run.
-        model.logits(&[1]).unwrap();
-        let (_, stats) = model
-            .generate(&prompt, &options, &mut |_| ControlFlow::Continue(()))
-            .expect("generate");
-        let decode = stats.generated_tokens as f64 / stats.decode_secs;
-        eprintln!(
-            "{name} run {run}, {} threads: prefill {:.1} tok/s ({} tokens), decode {decode:.2} \
-             tok/s = {:.2} GB/s of the {:.0} MB a token reads",
-            model.threads(),
-            stats.prefilled_tokens as f64 / stats.prefill_secs,
-            stats.prefilled_tokens,
-            decode * per_token / 1e9,
-            per_token / 1e6
-        );
+        decode_speed(name, &config.to_string(), per_token);
     }
 }

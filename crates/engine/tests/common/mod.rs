@@ -3,6 +3,7 @@
 
 pub mod dequantized;
 pub mod logits;
+pub mod moe;
 
 use std::path::PathBuf;
 

@@ -625,8 +625,7 @@ mod tests {
     /// The config a `qwen3moe` header of two layers gives, with `changes` applied to its
     /// expert keys (`None` leaves a key out).
     fn qwen3moe_config_of(changes: &[(&str, Option<Value>)]) -> Result<ModelConfig, String> {
-        use crate::gguf::write::GgufWriter;
-        let mut keys = vec![
+        let keys = vec![
             ("embedding_length", Some(Value::U32(64))),
             ("block_count", Some(Value::U32(2))),
             ("attention.head_count", Some(Value::U32(4))),
@@ -635,27 +634,7 @@ mod tests {
             ("expert_used_count", Some(Value::U32(2))),
             ("expert_feed_forward_length", Some(Value::U32(32))),
         ];
-        for (k, v) in changes {
-            match keys.iter_mut().find(|(key, _)| key == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => keys.push((k, v.clone())),
-            }
-        }
-        let mut w = GgufWriter::new(3);
-        w.kv("general.architecture", Value::String("qwen3moe".into()));
-        for (k, v) in keys {
-            if let Some(v) = v {
-                w.kv(&format!("qwen3moe.{k}"), v);
-            }
-        }
-        w.tensor(
-            "token_embd.weight",
-            &[64, 32],
-            GgmlType::F32,
-            &[0; 64 * 32 * 4],
-        );
-        let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf")).unwrap();
-        model_config(&h, "qwen3moe", Family::Qwen3Moe).map(|(c, _)| c)
+        config_with(keys, changes, "qwen3moe", Family::Qwen3Moe)
     }
 
     #[test]
@@ -725,8 +704,7 @@ mod tests {
     /// The config a `gpt-oss` header of three layers gives, with `changes` applied to its keys
     /// (`None` leaves a key out).
     fn gpt_oss_config_of(changes: &[(&str, Option<Value>)]) -> Result<ModelConfig, String> {
-        use crate::gguf::write::GgufWriter;
-        let mut keys = vec![
+        let keys = vec![
             ("context_length", Some(Value::U32(64))),
             ("embedding_length", Some(Value::U32(64))),
             ("block_count", Some(Value::U32(3))),
@@ -744,6 +722,18 @@ mod tests {
             ("rope.scaling.factor", Some(Value::F32(4.0))),
             ("rope.scaling.original_context_length", Some(Value::U32(16))),
         ];
+        config_with(keys, changes, "gpt-oss", Family::GptOss)
+    }
+
+    /// The config of an `arch` header holding `keys` (under `arch.`) with `changes` applied
+    /// (`None` leaves a key out), and a small f32 embedding.
+    fn config_with<'k>(
+        mut keys: Vec<(&'k str, Option<Value>)>,
+        changes: &[(&'k str, Option<Value>)],
+        arch: &str,
+        family: Family,
+    ) -> Result<ModelConfig, String> {
+        use crate::gguf::write::GgufWriter;
         for (k, v) in changes {
             match keys.iter_mut().find(|(key, _)| key == k) {
                 Some(slot) => slot.1 = v.clone(),
@@ -751,10 +741,10 @@ mod tests {
             }
         }
         let mut w = GgufWriter::new(3);
-        w.kv("general.architecture", Value::String("gpt-oss".into()));
+        w.kv("general.architecture", Value::String(arch.into()));
         for (k, v) in keys {
             if let Some(v) = v {
-                w.kv(&format!("gpt-oss.{k}"), v);
+                w.kv(&format!("{arch}.{k}"), v);
             }
         }
         w.tensor(
@@ -764,7 +754,7 @@ mod tests {
             &[0; 64 * 32 * 4],
         );
         let h = crate::gguf::file::parse(&w.finish(), Path::new("t.gguf")).unwrap();
-        model_config(&h, "gpt-oss", Family::GptOss).map(|(c, _)| c)
+        model_config(&h, arch, family).map(|(c, _)| c)
     }
 
     #[test]
