@@ -13,6 +13,7 @@ mod common;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+use common::logits::spread_relative_distance;
 use common::{copy_fixture, fixture};
 use hearth_engine::{
     ChatMessage, ChatOptions, GenerationStats, LoadOptions, Model, Role, SamplingParams,
@@ -261,20 +262,6 @@ fn malformed_configs_and_missing_weights_are_refused_in_words() {
 
 fn tiny_lfm2_gguf() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf/tiny-lfm2-f32.gguf")
-}
-
-/// The largest |a - b| over the spread (standard deviation) of `b`.
-fn spread_relative_distance(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let all: Vec<f64> = b.iter().flatten().map(|&v| f64::from(v)).collect();
-    let mean = all.iter().sum::<f64>() / all.len() as f64;
-    let std = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
-    let max = a
-        .iter()
-        .flatten()
-        .zip(b.iter().flatten())
-        .map(|(x, y)| f64::from((x - y).abs()))
-        .fold(0.0, f64::max);
-    max / std
 }
 
 /// llama.cpp's lfm2 GGUF of the fixture (`tiny-lfm2-f32.gguf`: KV head counts per layer, 0 for

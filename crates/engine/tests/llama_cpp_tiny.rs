@@ -19,7 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::logits::{argmax, log_softmax, margin};
+use common::logits::{argmax, log_softmax, margin, spread_relative_distance};
 use common::reference;
 use hearth_engine::{LoadOptions, Model};
 
@@ -28,20 +28,6 @@ const MARGIN: f32 = 0.3;
 
 fn gguf_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf")
-}
-
-/// Largest |a - b| over all rows, divided by the standard deviation of `b`.
-fn spread_relative_distance(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let all: Vec<f64> = b.iter().flatten().map(|&v| v as f64).collect();
-    let mean = all.iter().sum::<f64>() / all.len() as f64;
-    let std = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
-    let max = a
-        .iter()
-        .flatten()
-        .zip(b.iter().flatten())
-        .map(|(x, y)| (x - y).abs() as f64)
-        .fold(0.0, f64::max);
-    max / std
 }
 
 /// Imports `gguf` (a file in tests/fixtures/gguf) into a temporary folder.

@@ -8,6 +8,7 @@ mod common;
 
 use std::path::Path;
 
+use common::logits::spread_relative_distance;
 use common::{copy_fixture, fixture};
 use hearth_engine::{ChatMessage, ChatOptions, LoadOptions, Model, Role};
 use serde_json::Value;
@@ -126,20 +127,6 @@ fn bad_phi3_configs_are_refused_in_words() {
     // The fused weights are the config's shape: a wider intermediate_size does not fit them.
     let e = load_with_config(|c| c["intermediate_size"] = 128.into());
     assert!(e.contains("gate_up_proj"), "{e}");
-}
-
-/// The largest |a - b| over the spread (standard deviation) of `b`.
-fn spread_relative_distance(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let all: Vec<f64> = b.iter().flatten().map(|&v| f64::from(v)).collect();
-    let mean = all.iter().sum::<f64>() / all.len() as f64;
-    let std = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
-    let max = a
-        .iter()
-        .flatten()
-        .zip(b.iter().flatten())
-        .map(|(x, y)| f64::from((x - y).abs()))
-        .fold(0.0, f64::max);
-    max / std
 }
 
 fn tiny_phi3_gguf() -> std::path::PathBuf {

@@ -265,22 +265,29 @@ fn route(logits: &mut [f32], k: usize, normalize: bool, chosen: &mut Vec<(usize,
         *v /= sum;
     }
     let start = chosen.len();
-    for _ in 0..k {
-        let taken = &chosen[start..];
-        let best = (0..logits.len())
-            .filter(|e| !taken.iter().any(|(c, _)| c == e))
-            .fold(None, |best: Option<usize>, e| match best {
-                Some(b) if logits[b] >= logits[e] => Some(b),
-                _ => Some(e),
-            })
-            .expect("k is at most the number of experts");
-        chosen.push((best, logits[best]));
-    }
+    push_top_k(logits, k, chosen);
     if normalize {
         let total: f32 = chosen[start..].iter().map(|(_, w)| w).sum();
         for (_, w) in &mut chosen[start..] {
             *w /= total;
         }
+    }
+}
+
+/// Appends to `chosen` the `k` largest of `values` with their values, in descending order
+/// (ties to the lower index): the experts both routers pick.
+fn push_top_k(values: &[f32], k: usize, chosen: &mut Vec<(usize, f32)>) {
+    let start = chosen.len();
+    for _ in 0..k {
+        let taken = &chosen[start..];
+        let best = (0..values.len())
+            .filter(|e| !taken.iter().any(|(c, _)| c == e))
+            .fold(None, |best: Option<usize>, e| match best {
+                Some(b) if values[b] >= values[e] => Some(b),
+                _ => Some(e),
+            })
+            .expect("k is at most the number of experts");
+        chosen.push((best, values[best]));
     }
 }
 
@@ -306,17 +313,7 @@ fn clamped_swiglu(gate: &mut [f32], up: &[f32], alpha: f32, limit: f32) {
 /// to `chosen` in descending order with a softmax over those `k` logits alone as weights.
 fn route_top_logits(logits: &[f32], k: usize, chosen: &mut Vec<(usize, f32)>) {
     let start = chosen.len();
-    for _ in 0..k {
-        let taken = &chosen[start..];
-        let best = (0..logits.len())
-            .filter(|e| !taken.iter().any(|(c, _)| c == e))
-            .fold(None, |best: Option<usize>, e| match best {
-                Some(b) if logits[b] >= logits[e] => Some(b),
-                _ => Some(e),
-            })
-            .expect("k is at most the number of experts");
-        chosen.push((best, logits[best]));
-    }
+    push_top_k(logits, k, chosen);
     let top = &mut chosen[start..];
     let max = top[0].1;
     let mut sum = 0.0f32;
