@@ -546,13 +546,17 @@ test('review #2 (S1): edit and resend keeps the old branch: the edited message s
 });
 
 test('thinking is folded away', async ({ page }) => {
-  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = '<think>secret plan here</think>The visible answer'; });
+  // Thinking twice in one answer (as gpt-oss does around a preamble): one fold holds both.
+  await page.evaluate(() => { window.__mock.tokenDelayMs = 1; window.__mock.answer = '<think>secret plan here</think>Let me see.<think>second thought</think>The visible answer'; });
   await send(page, 'Think first');
   await page.getByTestId('assistant-message').getByText('The visible answer').waitFor();
   const details = page.getByTestId('assistant-message').locator('details.thinking');
   assert((await details.count()) === 1, 'thinking section present');
   assert(!(await details.evaluate((d) => d.open)), 'folded when done');
   assert(!(await page.getByText('secret plan here').isVisible()), 'not visible until unfolded');
+  assert(!(await page.getByText('second thought').isVisible()), 'the second part folded too');
+  assert((await details.locator('summary').textContent()).includes('(2)'), 'the fold counts its parts');
+  assert(await page.getByTestId('assistant-message').getByText('Let me see.').isVisible(), 'text between is answer');
 });
 
 test('conversations are searched, renamed in place, exported through the save dialog and deleted; menus close on Escape and outside clicks', async ({ page }) => {

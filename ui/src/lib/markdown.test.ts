@@ -54,14 +54,52 @@ describe('renderMarkdown', () => {
 
 describe('splitThinking', () => {
   it('folds a finished thinking section', () => {
-    expect(splitThinking('<think>\nplan\n</think>\n\nAnswer')).toEqual({ thinking: 'plan', thinkingOpen: false, answer: 'Answer' });
+    expect(splitThinking('<think>\nplan\n</think>\n\nAnswer')).toEqual({ thinking: ['plan'], thinkingOpen: false, answer: 'Answer' });
   });
 
   it('handles a thinking section still streaming', () => {
-    expect(splitThinking('<think>half a tho')).toEqual({ thinking: 'half a tho', thinkingOpen: true, answer: '' });
+    expect(splitThinking('<think>half a tho')).toEqual({ thinking: ['half a tho'], thinkingOpen: true, answer: '' });
+    expect(splitThinking('<think>')).toEqual({ thinking: [''], thinkingOpen: true, answer: '' });
   });
 
   it('leaves plain answers alone', () => {
-    expect(splitThinking('just text')).toEqual({ thinking: null, thinkingOpen: false, answer: 'just text' });
+    expect(splitThinking('just text')).toEqual({ thinking: [], thinkingOpen: false, answer: 'just text' });
+  });
+
+  it('folds every thinking section, in order, the answer being all the text between and around them', () => {
+    // gpt-oss: analysis, a commentary preamble, analysis again, the final answer.
+    expect(splitThinking('<think>first</think>Let me check.<think>second</think>It is 42.')).toEqual({
+      thinking: ['first', 'second'],
+      thinkingOpen: false,
+      answer: 'Let me check.\n\nIt is 42.',
+    });
+    expect(splitThinking('Intro\n<think>a</think>\nmiddle\n<think>b</think>\n<think>c</think>end')).toEqual({
+      thinking: ['a', 'b', 'c'],
+      thinkingOpen: false,
+      answer: 'Intro\n\nmiddle\n\nend',
+    });
+  });
+
+  it('keeps an open second section open, with the answer so far', () => {
+    expect(splitThinking('<think>first</think>Let me check.<think>now the sec')).toEqual({
+      thinking: ['first', 'now the sec'],
+      thinkingOpen: true,
+      answer: 'Let me check.',
+    });
+    // The tag itself still arriving: its start is shown until it is whole (as before).
+    expect(splitThinking('<think>first</think>Done.<thi').thinkingOpen).toBe(false);
+  });
+
+  it('leaves out closed empty sections', () => {
+    expect(splitThinking('<think>\n\n</think>\n\nAnswer')).toEqual({ thinking: [], thinkingOpen: false, answer: 'Answer' });
+  });
+
+  it('never lets a stray </think> eat text', () => {
+    expect(splitThinking('no plan</think>Answer')).toEqual({ thinking: [], thinkingOpen: false, answer: 'no plan</think>Answer' });
+    expect(splitThinking('<think>plan</think>one</think>two')).toEqual({
+      thinking: ['plan'],
+      thinkingOpen: false,
+      answer: 'one</think>two',
+    });
   });
 });

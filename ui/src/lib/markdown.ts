@@ -78,24 +78,53 @@ export function renderMarkdown(text: string): string {
   });
 }
 
-/** An answer split into its (folded) thinking part and the visible answer. */
+/** An answer split into its (folded) thinking and the visible answer. */
 export interface ThinkingSplit {
-  thinking: string | null;
-  /** True while the model is still inside its thinking section. */
+  /** The thinking sections in order, trimmed (none: no thinking). A closed empty one is left
+   * out; the last, while still open, is kept even when empty so far. */
+  thinking: string[];
+  /** True while the model is still inside its (last) thinking section. */
   thinkingOpen: boolean;
+  /** Everything outside the thinking sections, its pieces joined as paragraphs. */
   answer: string;
 }
 
-/** Split `<think>...</think>` (as reasoning models emit it) from the answer, also mid-stream. */
+const THINK_OPEN = '<think>';
+const THINK_CLOSE = '</think>';
+
+/** Split every `<think>...</think>` (as reasoning models emit it) from the answer, also
+ * mid-stream. A model can think more than once in one answer: gpt-oss's analysis messages
+ * between its commentary and its final answer, Qwen3 between tool calls. A `</think>` with no
+ * `<think>` before it is answer text. A tag counts wherever it is, inside a code span too, as
+ * read aloud finds them (`crates/app/src/read_aloud/text.rs`). */
 export function splitThinking(content: string): ThinkingSplit {
-  const start = content.indexOf('<think>');
-  if (start === -1) return { thinking: null, thinkingOpen: false, answer: content };
-  const before = content.slice(0, start);
-  const rest = content.slice(start + '<think>'.length);
-  const end = rest.indexOf('</think>');
-  if (end === -1) {
-    return { thinking: rest.trim(), thinkingOpen: true, answer: before.trim() };
+  const thinking: string[] = [];
+  const answer: string[] = [];
+  let at = 0;
+  for (;;) {
+    const start = content.indexOf(THINK_OPEN, at);
+    if (start === -1) {
+      answer.push(content.slice(at));
+      break;
+    }
+    answer.push(content.slice(at, start));
+    const from = start + THINK_OPEN.length;
+    const end = content.indexOf(THINK_CLOSE, from);
+    if (end === -1) {
+      thinking.push(content.slice(from).trim());
+      return { thinking, thinkingOpen: true, answer: joinPieces(answer) };
+    }
+    const part = content.slice(from, end).trim();
+    if (part) thinking.push(part);
+    at = end + THINK_CLOSE.length;
   }
-  const answer = (before + rest.slice(end + '</think>'.length)).trim();
-  return { thinking: rest.slice(0, end).trim(), thinkingOpen: false, answer };
+  return { thinking, thinkingOpen: false, answer: joinPieces(answer) };
+}
+
+/** The answer's pieces (between thinking sections) as paragraphs of one answer. */
+function joinPieces(pieces: string[]): string {
+  return pieces
+    .map((piece) => piece.trim())
+    .filter((piece) => piece)
+    .join('\n\n');
 }
