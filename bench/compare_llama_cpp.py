@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -115,17 +116,7 @@ def write_gguf(q4nx_dir: Path, out: Path) -> None:
     w.add_rope_freq_base(cfg["rope_theta"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_1)
-    # A placeholder SentencePiece vocabulary: the benchmark feeds token ids, never text.
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    tokens += [f"t{i}" for i in range(len(tokens), vocab)]
-    types = [2, 3, 3] + [6] * 256 + [1] * (vocab - 259)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores([0.0] * vocab)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    placeholder_vocabulary(w, vocab)
 
     q4 = gguf.GGMLQuantizationType.Q4_1
     emb = bf16_to_f16(raw("model.embed_tokens.weight").view(np.uint16)).reshape(vocab, hidden)
@@ -162,6 +153,26 @@ def write_gguf(q4nx_dir: Path, out: Path) -> None:
     norm = (raw("model.norm.weight").view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     w.add_tensor("output_norm.weight", norm.copy())
     w.add_tensor("output.weight", tiles_to_q4_1_blocks(raw("lm_head.weight"), vocab, hidden), raw_dtype=q4)
+    finish_gguf(w, out)
+
+
+def placeholder_vocabulary(w, vocab: int) -> None:
+    """A placeholder SentencePiece vocabulary of `vocab` ids in GGUF writer `w`: `<unk>`, `<s>`,
+    `</s>`, the 256 byte tokens, then `t259`...; the benchmarks feed token ids, never text."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"t{i}" for i in range(len(tokens), vocab)]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (vocab - 259))
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+
+def finish_gguf(w, out: Path) -> None:
+    """Writes GGUF writer `w` (opened on `out` + ".partial") and moves it to `out`, so that an
+    interrupted run leaves no half file where the next run would take it for whole."""
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -295,23 +306,98 @@ def time_llama_cpp(gguf_path: Path, threads: int, args) -> dict:
     }
 
 
-def main() -> None:
-    # A crash inside llama.cpp (a segmentation fault) ends the process; this prints where.
-    faulthandler.enable()
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_arguments(ap, prompt: int) -> None:
+    """The options every comparison takes: the binary, the thread counts, the test's size, the
+    busy loops beside it and llama.cpp's extra buffer types."""
     ap.add_argument("--hearth", default="target/release/hearth", help="the hearth binary")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--prompt", type=int, default=prompt)
     ap.add_argument("--generate", type=int, default=128)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run both engines beside N busy-looping processes (another program keeping N cores busy)")
-    ap.add_argument("--out", default="bench/results/results.json", metavar="PATH",
-                    help="where to write the JSON results (its folder is created if missing)")
     ap.add_argument("--no-extra-buffers", action="store_true",
                     help="turn off llama.cpp's extra buffer types (weight repacking and AMX): needed on a "
                          "VM whose CPU advertises AMX that the kernel does not enable, where llama.cpp's "
                          "AMX kernels die with SIGILL")
+
+
+def with_fraction(x: dict, weight_bytes: int, bandwidth_gbps: float) -> dict:
+    """`x` with the bytes a decode step reads and its decode's fraction of the bandwidth."""
+    x["weight_bytes_per_token"] = weight_bytes
+    x["roofline_fraction"] = x["decode_tokens_per_s"] * weight_bytes / (bandwidth_gbps * 1e9)
+    return x
+
+
+def compare_on_gguf(gguf_path: Path, args, weight_bytes: Optional[int] = None) -> list:
+    """For each of `args.threads`, back to back: `hearth bench --model FILE.gguf` (which links the
+    file), then llama.cpp on the same file. Both fractions use the bandwidth Hearth measured in
+    that run and one count of the bytes a decode step reads: `weight_bytes` when given (a file
+    of experts, of which a token reads only the ones it uses), else Hearth's count (every
+    matrix, one embedding row)."""
+    args.model = str(gguf_path)
+    results = []
+    for threads in args.threads:
+        hearth = run_hearth(args.hearth, threads, args)
+        print(f"llama.cpp, {threads} thread(s)", file=sys.stderr, flush=True)
+        llama = run_llama_cpp(gguf_path, threads, args)
+        if weight_bytes is not None:
+            hearth["hearth_counted_bytes_per_token"] = hearth["weight_bytes_per_token"]
+        reads = hearth["weight_bytes_per_token"] if weight_bytes is None else weight_bytes
+        for x in (hearth, llama):
+            with_fraction(x, reads, hearth["measured_read_bandwidth_gbps"])
+        results.append({"threads": threads, "busy_processes": args.busy, "hearth": hearth, "llama_cpp": llama})
+    return results
+
+
+def table_row(threads: int, name: str, x: dict, bandwidth_gbps: float, digits: int = 1, last: tuple = ()) -> str:
+    """One Markdown row: threads, engine, prefill and decode tokens/s, decode GB/s, its fraction
+    of the measured bandwidth, then `last`."""
+    gbps = x["decode_tokens_per_s"] * x["weight_bytes_per_token"] / 1e9
+    cells = [str(threads), name, f"{x['prefill_tokens_per_s']:.{digits}f}", f"{x['decode_tokens_per_s']:.{digits}f}",
+             f"{gbps:.2f}", f"{gbps / bandwidth_gbps:.0%} of {bandwidth_gbps:.1f} GB/s", *last]
+    return "| " + " | ".join(cells) + " |"
+
+
+def write_results(out: str, payload: dict) -> tuple:
+    """Writes `payload` with the load average at the end as JSON to `out` (its folder created);
+    returns that load average."""
+    load = os.getloadavg()
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**payload, "load_average_at_end": load}, indent=2) + "\n")
+    return load
+
+
+def print_load(busy: int, load: tuple) -> None:
+    print(f"\nbusy processes beside each engine: {busy}; "
+          f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+def report_gguf(title: str, payload: dict, results: list, args) -> None:
+    """Writes `payload` and `results` to `args.out` and prints `title` and compare_on_gguf's
+    table, with Hearth's decode speed over llama.cpp's."""
+    load = write_results(args.out, {**payload, "results": results})
+    print(title)
+    print("| threads | engine | prefill tok/s | decode tok/s | decode GB/s "
+          "| fraction of measured read bandwidth | Hearth / llama.cpp decode |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        h, l = r["hearth"], r["llama_cpp"]
+        bw = h["measured_read_bandwidth_gbps"]
+        ratio = h["decode_tokens_per_s"] / l["decode_tokens_per_s"]
+        print(table_row(r["threads"], "Hearth (" + h["kernel_level"] + ")", h, bw, last=(f"{ratio:.2f}",)))
+        print(table_row(r["threads"], "llama.cpp", l, bw, last=("",)))
+    print_load(args.busy, load)
+
+
+def main() -> None:
+    # A crash inside llama.cpp (a segmentation fault) ends the process; this prints where.
+    faulthandler.enable()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_arguments(ap, prompt=512)
+    ap.add_argument("--out", default="bench/results/results.json", metavar="PATH",
+                    help="where to write the JSON results (its folder is created if missing)")
     ap.add_argument("--no-q4-0", action="store_true",
                     help="skip llama.cpp's run on the GGUF requantized to Q4_0")
     ap.add_argument("--model", metavar="DIR", help="a real Q4NX model folder for hearth bench (with --gguf)")
@@ -329,23 +415,19 @@ def main() -> None:
             write_gguf(cache_dir(), gguf_path)
         print(f"llama.cpp, {threads} thread(s)", file=sys.stderr, flush=True)
         llama = run_llama_cpp(gguf_path, threads, args)
-        bw = hearth["measured_read_bandwidth_gbps"] * 1e9
-        llama["weight_bytes_per_token"] = hearth["weight_bytes_per_token"]  # the same codes
-        llama["roofline_fraction"] = llama["decode_tokens_per_s"] * hearth["weight_bytes_per_token"] / bw
+        bw = hearth["measured_read_bandwidth_gbps"]
+        with_fraction(llama, hearth["weight_bytes_per_token"], bw)  # the same codes
         row = {"threads": threads, "busy_processes": args.busy, "hearth": hearth, "llama_cpp": llama}
         if not args.no_q4_0:
             q4_0_path = requantized_q4_0(gguf_path)
             print(f"llama.cpp on Q4_0, {threads} thread(s)", file=sys.stderr, flush=True)
             q4_0 = run_llama_cpp(q4_0_path, threads, args)
-            q4_0.update(gguf_bytes_per_token(q4_0_path))
-            q4_0["roofline_fraction"] = q4_0["decode_tokens_per_s"] * q4_0["weight_bytes_per_token"] / bw
-            row["llama_cpp_q4_0"] = q4_0
+            reads = gguf_bytes_per_token(q4_0_path)
+            q4_0["head_type"] = reads["head_type"]
+            row["llama_cpp_q4_0"] = with_fraction(q4_0, reads["weight_bytes_per_token"], bw)
         results.append(row)
 
-    load = os.getloadavg()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"load_average_at_end": load, "results": results}, indent=2) + "\n")
+    load = write_results(args.out, {"results": results})
     print(f"| threads | engine | prefill {args.prompt} tok/s | decode {args.generate} tok/s "
           "| decode GB/s | fraction of measured read bandwidth |")
     print("|---|---|---|---|---|---|")
@@ -358,11 +440,8 @@ def main() -> None:
             repack = ", repacked" if q4_0["extra_buffer_types"] else ""
             rows.append((f"llama.cpp Q4_0 (head {q4_0['head_type']}{repack})", q4_0))
         for name, x in rows:
-            gbps = x["decode_tokens_per_s"] * x["weight_bytes_per_token"] / 1e9
-            print(f"| {r['threads']} | {name} | {x['prefill_tokens_per_s']:.2f} | "
-                  f"{x['decode_tokens_per_s']:.2f} | {gbps:.2f} | {gbps / bw:.0%} of {bw:.1f} GB/s |")
-    print(f"\nbusy processes beside each engine: {args.busy}; "
-          f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+            print(table_row(r["threads"], name, x, bw, digits=2))
+    print_load(args.busy, load)
 
 
 if __name__ == "__main__":
