@@ -172,6 +172,7 @@ pub fn convert(
         Variant::Faithful => (config.clone(), config_text, Vec::new()),
         Variant::FlmQwen3 => flm_qwen3_config(&config, &config_text)?,
     };
+    let out_config_text = without_quantization_config(out_config_text)?;
     if weights.skipped_vision() {
         warnings.push(
             "the model's vision tower was left out: the converted model reads text only, not \
@@ -415,6 +416,25 @@ fn flm_qwen3_config(
         ));
     }
     Ok((out, out_text, warnings))
+}
+
+/// config.json's text without `quantization_config`. It describes the source's weights (the
+/// released gpt-oss's `{"quant_method": "mxfp4", ...}`: its experts as MXFP4 blocks), which
+/// the conversion does not keep: every output linear is Q4_1 tiles in model.q4nx, so the key
+/// would lie about the folder to any reader of it. A text without the key is kept as it is.
+fn without_quantization_config(text: String) -> Result<String, Error> {
+    let mut json: serde_json::Map<String, Value> =
+        serde_json::from_str(&text).map_err(|e| Error::Config {
+            path: PathBuf::from("config.json"),
+            detail: format!("config.json is not a JSON object: {e}"),
+        })?;
+    if json.remove("quantization_config").is_none() {
+        return Ok(text);
+    }
+    let mut out = serde_json::to_string_pretty(&Value::Object(json))
+        .map_err(|e| convert_err(format!("cannot write config.json: {e}")))?;
+    out.push('\n');
+    Ok(out)
 }
 
 /// Plans every output tensor from the output config and the source weights (with
@@ -907,3 +927,6 @@ fn write_quantized(
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests;
