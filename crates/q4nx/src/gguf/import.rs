@@ -1,4 +1,7 @@
-//! A Llama, Qwen2, Qwen3 or Gemma 3 GGUF file to a Q4NX model folder.
+//! A GGUF file (Llama, Qwen2, Qwen3, Qwen3-MoE, Gemma 3, Phi-3, LFM2, gpt-oss) to a Q4NX
+//! model folder. A mixture of experts' 3-D tensors are split into one tensor per expert
+//! (`gguf/experts.rs`); gpt-oss's MXFP4 experts are decoded and quantized to Q4_1, as every
+//! type without a tile of its own is (below).
 //!
 //! Linear weights keep the GGUF's codes where a block maps onto a Q4NX tile group: Q4_1 and
 //! Q4_0 (as `m = -8 d`) become Q4_1 tiles and Q8_0 becomes Q8 tiles, with only the f16 scales
@@ -637,6 +640,167 @@ mod tests {
         assert_eq!(Path4::choose(GgmlType::Q4_K, true), Path4::ToQ4);
         assert_eq!(Path4::choose(GgmlType::Q6_K, false), Path4::ToQ4);
         assert_eq!(Path4::choose(GgmlType::Q4_0, false), Path4::KeepQ4);
+    }
+
+    /// The tiny gpt-oss GGUF (llama.cpp's layout: MXFP4 experts as 3-D tensors with f32
+    /// biases, sinks, a router with a bias, Q8_0 attention with biases) imports to a folder
+    /// that opens and holds, under the names and shapes the engine's gpt-oss loader asks for,
+    /// every tensor and nothing else; expert 2 of layer 1 holds the GGUF's expert 2.
+    #[test]
+    fn a_gpt_oss_gguf_imports_with_every_tensor_the_engine_loads() {
+        let gguf = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/gguf/tiny-gpt-oss-mxfp4.gguf");
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("imported");
+        let report = import_gguf(&gguf, &dst, Some(1), &mut |_| {}).unwrap();
+        assert_eq!(report.architecture, "gpt-oss");
+        let c = ModelConfig::from_path(&dst.join("config.json")).unwrap();
+        assert_eq!(c.family, Family::GptOss);
+        let (layers, hidden, heads, hd, kv, vocab) = (3, 64, 4, 16, 2, 320);
+        let (experts, width) = (4, 32);
+        assert_eq!(
+            (c.num_hidden_layers, c.hidden_size, c.num_attention_heads),
+            (layers, hidden, heads)
+        );
+        assert_eq!((c.head_dim, c.num_key_value_heads), (hd, kv));
+        let moe = c.moe.as_ref().expect("gpt-oss has experts");
+        assert_eq!(
+            (moe.experts, moe.expert_intermediate_size),
+            (experts, width)
+        );
+        // 3 layers of 4 experts of 3 projections: MXFP4 has no Q4NX tile of its own.
+        assert_eq!(
+            report.linear_paths.get("MXFP4 -> Q4_1 tiles (requantized)"),
+            Some(&(layers * experts * 3))
+        );
+
+        // (name, rows and columns of a linear weight) and (name, length of a vector), as
+        // the engine's loader asks for them (transformer.rs and transformer/moe.rs).
+        let mut linears = vec![
+            ("model.embed_tokens.weight".to_string(), vocab, hidden),
+            ("lm_head.weight".to_string(), vocab, hidden),
+        ];
+        let mut vectors = vec![("model.norm.weight".to_string(), hidden)];
+        for i in 0..layers {
+            let p = format!("model.layers.{i}");
+            for (name, rows, cols) in [
+                ("self_attn.q_proj", heads * hd, hidden),
+                ("self_attn.k_proj", kv * hd, hidden),
+                ("self_attn.v_proj", kv * hd, hidden),
+                ("self_attn.o_proj", hidden, heads * hd),
+                ("mlp.router", experts, hidden),
+            ] {
+                linears.push((format!("{p}.{name}.weight"), rows, cols));
+                vectors.push((format!("{p}.{name}.bias"), rows));
+            }
+            vectors.push((format!("{p}.input_layernorm.weight"), hidden));
+            vectors.push((format!("{p}.post_attention_layernorm.weight"), hidden));
+            vectors.push((format!("{p}.self_attn.sinks"), heads));
+            for e in 0..experts {
+                for (name, rows, cols) in [
+                    ("gate_proj", width, hidden),
+                    ("up_proj", width, hidden),
+                    ("down_proj", hidden, width),
+                ] {
+                    let name = format!("{p}.mlp.experts.{e}.{name}");
+                    linears.push((format!("{name}.weight"), rows, cols));
+                    vectors.push((format!("{name}.bias"), rows));
+                }
+            }
+        }
+        let weights = Weights::open(&dst).unwrap();
+        for (name, rows, cols) in &linears {
+            let t = weights.get(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let fits = match &t {
+                // The embedding is read by rows, so it stays dense.
+                crate::Tensor::Dense(d) => d.shape == [*rows, *cols],
+                crate::Tensor::Q4_1(m) | crate::Tensor::Q8(m) => {
+                    (m.rows, m.cols) == (*rows, padded_cols(*cols))
+                }
+                crate::Tensor::Gguf(_) => false,
+            };
+            assert!(fits, "{name} is {}, not [{rows}, {cols}]", t.describe());
+        }
+        for (name, len) in &vectors {
+            let t = weights.get(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                matches!(&t, crate::Tensor::Dense(d) if d.shape == [*len] && d.dtype.is_float()),
+                "{name} is {}, not a vector of {len}",
+                t.describe()
+            );
+        }
+        let mut wanted: Vec<&str> = linears
+            .iter()
+            .map(|l| l.0.as_str())
+            .chain(vectors.iter().map(|v| v.0.as_str()))
+            .collect();
+        wanted.sort_unstable();
+        assert_eq!(
+            weights.names(),
+            wanted,
+            "the folder holds these tensors and no other"
+        );
+
+        // Expert 2 of layer 1: its bias is the GGUF's exactly (f32 values BF16-exact), its
+        // weights the GGUF's MXFP4 values within Q4_1's rounding.
+        let file = GgufFile::open(&gguf).unwrap();
+        let stacked = |g: &str| file.header().tensor(g).unwrap().clone();
+        let bias = crate::gguf::experts::expert_slice(
+            &stacked("blk.1.ffn_up_exps.bias"),
+            2,
+            &[width as u64],
+            experts,
+        )
+        .unwrap();
+        let mut want = vec![0f32; width];
+        dequantize(bias.kind, file.data(&bias), &mut want);
+        let crate::Tensor::Dense(got) = weights
+            .get("model.layers.1.mlp.experts.2.up_proj.bias")
+            .unwrap()
+        else {
+            unreachable!("checked above")
+        };
+        assert_eq!(got.to_f32(), want);
+        let gate = crate::gguf::experts::expert_slice(
+            &stacked("blk.1.ffn_gate_exps.weight"),
+            2,
+            &[hidden as u64, width as u64],
+            experts,
+        )
+        .unwrap();
+        let mut want = vec![0f32; width * hidden];
+        for (r, row) in want.chunks_exact_mut(hidden).enumerate() {
+            let bytes = gate.kind.bytes_for(hidden);
+            dequantize(
+                gate.kind,
+                &file.data(&gate)[r * bytes..(r + 1) * bytes],
+                row,
+            );
+        }
+        let crate::Tensor::Q4_1(m) = weights
+            .get("model.layers.1.mlp.experts.2.gate_proj.weight")
+            .unwrap()
+        else {
+            panic!("the expert's weights are Q4_1 tiles")
+        };
+        let got = m.dequantize();
+        for (r, want) in want.chunks_exact(hidden).enumerate() {
+            for (g, want) in want.chunks_exact(GROUP).enumerate() {
+                // Half a step of (max - min) / 15, and the BF16 rounding of scale and minimum.
+                let (lo, hi) = want
+                    .iter()
+                    .fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+                let bound = (hi - lo) / 30.0 + (hi.abs() + lo.abs()) / 128.0 + 1e-6;
+                for (c, want) in want.iter().enumerate() {
+                    let have = got[r * m.cols + g * GROUP + c];
+                    assert!(
+                        (have - want).abs() <= bound,
+                        "row {r} column {}: {have} against {want}",
+                        g * GROUP + c
+                    );
+                }
+            }
+        }
     }
 
     #[test]
