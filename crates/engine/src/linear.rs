@@ -148,11 +148,11 @@ impl<'w> Linear<'w> {
             Linear::Q8 { matrix, .. } => (matrix, TileKernel::Q8),
             Linear::Dense(_) => return self.matmul_rows(x, tokens, out, cpu.pool()),
             Linear::Gguf(matrix) => {
-                let jobs = [(*matrix, SharedMut(out.as_mut_ptr()))];
+                let jobs = [Job::new(*matrix, out, 0, tokens)];
                 return gguf::matmul(cpu, &jobs, x, tokens, cols);
             }
         };
-        let jobs = [(*matrix, SharedMut(out.as_mut_ptr()))];
+        let jobs = [Job::new(*matrix, out, 0, tokens)];
         matmul_tiles(cpu, kernel, &jobs, x, tokens, cols);
     }
 
@@ -167,14 +167,14 @@ impl<'w> Linear<'w> {
         tokens: usize,
     ) {
         let cols = pairs.first().map_or(0, |(linear, _)| linear.cols());
-        let mut jobs = [const { (EMPTY_TILES, SharedMut(std::ptr::null_mut())) }; MAX_SHARED];
+        let mut jobs = [const { Job::EMPTY_TILES }; MAX_SHARED];
         let mut all_q4_1 = pairs.len() <= MAX_SHARED && x.len() == tokens * cols;
         for ((linear, out), job) in pairs.iter_mut().zip(&mut jobs) {
             match linear {
                 Linear::Q4_1 { matrix, cols: c }
                     if *c == cols && out.len() == tokens * matrix.rows =>
                 {
-                    *job = (*matrix, SharedMut(out.as_mut_ptr()));
+                    *job = Job::new(*matrix, out, 0, tokens);
                 }
                 _ => all_q4_1 = false,
             }
@@ -188,6 +188,60 @@ impl<'w> Linear<'w> {
             for (linear, out) in pairs.iter_mut() {
                 linear.matmul(cpu, x, tokens, out);
             }
+        }
+    }
+
+    /// `products[i].2 = x[t_i] W_i^T` for `products[i] = (W_i, t_i, out_i)`: each matrix against
+    /// one row (token) of `x` (`[tokens, cols]`), as [`Linear::matmul`] computes it. The chosen
+    /// experts of a decode step run this way: when every matrix is in GGUF blocks, or all are
+    /// tiles of one type, `x` is quantized once and all their rows share one run of the thread
+    /// pool, so a step waits for the pool once per layer and projection instead of once per
+    /// expert (and each thread streams whole runs of several experts' rows).
+    pub fn matmul_each(
+        cpu: &CpuContext,
+        x: &[f32],
+        tokens: usize,
+        products: &mut [(&Linear<'_>, usize, &mut [f32])],
+    ) {
+        let cols = products.first().map_or(0, |(linear, _, _)| linear.cols());
+        let fits = x.len() == tokens * cols
+            && products.len() <= MAX_JOBS
+            && products.iter().all(|(linear, t, out)| {
+                linear.cols() == cols && *t < tokens && out.len() == linear.rows()
+            });
+        let gguf: Option<Vec<_>> = products
+            .iter_mut()
+            .map(|(linear, t, out)| match linear {
+                Linear::Gguf(m) => Some(Job::new(*m, out, *t, 1)),
+                _ => None,
+            })
+            .collect();
+        let mut tiles = |kernel: TileKernel| -> Option<Vec<_>> {
+            products
+                .iter_mut()
+                .map(|(linear, t, out)| match (linear, kernel) {
+                    (Linear::Q4_1 { matrix, .. }, TileKernel::Q4_1)
+                    | (Linear::Q8 { matrix, .. }, TileKernel::Q8) => {
+                        Some(Job::new(*matrix, out, *t, 1))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        if !fits {
+            // Sizes matmul's checks will report, one by one.
+        } else if let Some(jobs) = gguf {
+            return gguf::matmul(cpu, &jobs, x, tokens, cols);
+        } else {
+            for kernel in [TileKernel::Q4_1, TileKernel::Q8] {
+                if let Some(jobs) = tiles(kernel) {
+                    return matmul_tiles(cpu, kernel, &jobs, x, tokens, cols);
+                }
+            }
+        }
+        for (linear, t, out) in products.iter_mut() {
+            let row = x.get(*t * cols..(*t + 1) * cols).unwrap_or(&[]);
+            linear.matmul(cpu, row, 1, out);
         }
     }
 
@@ -226,14 +280,45 @@ thread_local! {
 /// The most matrices [`Linear::matmul_shared_input`] takes at once (q, k and v).
 const MAX_SHARED: usize = 3;
 
-/// A matrix with no rows: the unused places of a shared-input job (it has no chunks).
-const EMPTY_TILES: TileMatrix<'static> = TileMatrix {
-    name: "",
-    rows: 0,
-    cols: 0,
-    last_groups: q4nx::tile::GROUPS_PER_TILE,
-    bytes: &[],
-};
+/// The most matrices one pool run takes ([`Linear::matmul_each`]: a decode step's experts).
+pub const MAX_JOBS: usize = 32;
+
+/// One matrix's part of a pool run: its rows against tokens `t0 .. t0 + tokens` of the input
+/// (quantized once for every job of the run), written to `out` as `[tokens, rows]`.
+struct Job<M> {
+    matrix: M,
+    out: SharedMut<f32>,
+    t0: usize,
+    tokens: usize,
+}
+
+impl<M> Job<M> {
+    fn new(matrix: M, out: &mut [f32], t0: usize, tokens: usize) -> Self {
+        let out = SharedMut(out.as_mut_ptr());
+        Job {
+            matrix,
+            out,
+            t0,
+            tokens,
+        }
+    }
+}
+
+impl Job<TileMatrix<'static>> {
+    /// A matrix with no rows: the unused places of a shared-input run (it has no chunks).
+    const EMPTY_TILES: Self = Job {
+        matrix: TileMatrix {
+            name: "",
+            rows: 0,
+            cols: 0,
+            last_groups: q4nx::tile::GROUPS_PER_TILE,
+            bytes: &[],
+        },
+        out: SharedMut(std::ptr::null_mut()),
+        t0: 0,
+        tokens: 0,
+    };
+}
 
 /// The tile kernels [`matmul_tiles`] runs: one per quantized tile type.
 #[derive(Debug, Clone, Copy)]
@@ -266,31 +351,32 @@ impl TileKernel {
     }
 }
 
-/// Tiles with the SIMD kernels: quantize `x` once, then the row blocks of every matrix of `jobs`
-/// (each written to its `[tokens, rows]` output, all reading `x`) in chunks over one run of
-/// `cpu`'s pool, at its level.
+/// Tiles with the SIMD kernels: quantize `x` (`[tokens, cols]`) once, then the row blocks of
+/// every matrix of `jobs` (each against its tokens, written to its output) in chunks over one
+/// run of `cpu`'s pool, at its level.
 fn matmul_tiles(
     cpu: &CpuContext,
     kernel: TileKernel,
-    jobs: &[(TileMatrix<'_>, SharedMut<f32>)],
+    jobs: &[Job<TileMatrix<'_>>],
     x: &[f32],
     tokens: usize,
     cols: usize,
 ) {
-    assert!(jobs.len() <= MAX_SHARED);
+    assert!(jobs.len() <= MAX_JOBS);
     let (pool, level) = (cpu.pool(), cpu.level());
-    let row_blocks: usize = jobs.iter().map(|(m, _)| m.rows / TILE_ROWS).sum();
+    let row_blocks: usize = jobs.iter().map(|j| j.matrix.rows / TILE_ROWS).sum();
     // One token streams every tile once, bound by memory: each thread gets one long run of
     // each matrix (up to 16 row blocks per chunk), so the prefetchers follow long streams
     // instead of restarting at every short chunk (SmolLM2-135M's 2-thread decode step took 12%
     // less time than with 8 chunks per thread). Several tokens are bound by arithmetic: about 8
     // chunks per thread, so early finishers take over the rest.
-    let per_thread = if tokens == 1 { 1 } else { 8 };
+    let one_token = jobs.iter().all(|j| j.tokens == 1);
+    let per_thread = if one_token { 1 } else { 8 };
     let per_chunk = (row_blocks / (per_thread * pool.threads())).clamp(1, 16);
     // Chunk c belongs to job i where first_chunk[i] <= c < first_chunk[i + 1].
-    let mut first_chunk = [0; MAX_SHARED + 1];
-    for (i, (matrix, _)) in jobs.iter().enumerate() {
-        first_chunk[i + 1] = first_chunk[i] + (matrix.rows / TILE_ROWS).div_ceil(per_chunk);
+    let mut first_chunk = [0; MAX_JOBS + 1];
+    for (i, job) in jobs.iter().enumerate() {
+        first_chunk[i + 1] = first_chunk[i] + (job.matrix.rows / TILE_ROWS).div_ceil(per_chunk);
     }
     let first_chunk = &first_chunk[..=jobs.len()];
     ACTIVATIONS.with(|cell| {
@@ -298,7 +384,9 @@ fn matmul_tiles(
         quantize(&mut acts, x, tokens, cols, cpu);
         // A prefill's tokens in whole groups of 8 go through the batch kernel, the rest
         // (fewer than 8) through `row_block`.
+        let all_tokens = jobs.iter().all(|j| j.t0 == 0 && j.tokens == tokens);
         if matches!(kernel, TileKernel::Q4_1)
+            && all_tokens
             && tokens >= 2 * MAX_TOKENS
             && cpu.interleaved_batches()
         {
@@ -307,7 +395,12 @@ fn matmul_tiles(
         let acts = &*acts;
         pool.run(first_chunk[jobs.len()], &|chunk| {
             let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
-            let (matrix, out) = &jobs[i];
+            let Job {
+                matrix,
+                out,
+                t0: first_token,
+                tokens,
+            } = &jobs[i];
             let (rows, block_bytes, narrow) =
                 (matrix.rows, matrix.row_block_bytes(), matrix.is_narrow());
             let first = (chunk - first_chunk[i]) * per_chunk;
@@ -317,7 +410,7 @@ fn matmul_tiles(
             // Zeroing the buffer is a visible cost in decode (once per chunk), so one token
             // gets one row block's worth.
             let (mut one, mut batch);
-            let block: &mut [f32] = if tokens == 1 {
+            let block: &mut [f32] = if *tokens == 1 {
                 one = [0.0f32; TILE_ROWS];
                 &mut one
             } else {
@@ -326,8 +419,10 @@ fn matmul_tiles(
             };
             for rb in first..end {
                 let tiles = &matrix.bytes[rb * block_bytes..(rb + 1) * block_bytes];
-                let mut t0 = 0;
-                while t0 < tokens {
+                // Tokens t0 .. t0 + tokens of the input; t counts from 0 in the output.
+                let mut t = 0;
+                while t < *tokens {
+                    let t0 = first_token + t;
                     // The interleaved batches first (none unless asked for above).
                     let n = if t0 < acts.interleaved() {
                         let n = (acts.interleaved() - t0).min(BATCH);
@@ -335,7 +430,7 @@ fn matmul_tiles(
                         q4_1::row_block_interleaved(level, tiles, narrow, acts, t0 / BATCH, part);
                         n
                     } else {
-                        let n = (tokens - t0).min(MAX_TOKENS);
+                        let n = (tokens - t).min(MAX_TOKENS);
                         kernel.row_block(
                             level,
                             tiles,
@@ -346,16 +441,16 @@ fn matmul_tiles(
                         );
                         n
                     };
-                    for t in 0..n {
-                        let src = &block[t * TILE_ROWS..(t + 1) * TILE_ROWS];
-                        // SAFETY: rows rb*32..rb*32+32 of token t0+t lie inside this output
-                        // (tokens * rows elements) and belong to this chunk alone.
+                    for u in 0..n {
+                        let src = &block[u * TILE_ROWS..(u + 1) * TILE_ROWS];
+                        // SAFETY: rows rb*32..rb*32+32 of output token t+u lie inside this
+                        // output (tokens * rows elements) and belong to this chunk alone.
                         unsafe {
-                            let dst = out.at((t0 + t) * rows + rb * TILE_ROWS);
+                            let dst = out.at((t + u) * rows + rb * TILE_ROWS);
                             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, TILE_ROWS);
                         }
                     }
-                    t0 += n;
+                    t += n;
                 }
             }
         });
@@ -734,5 +829,81 @@ mod tests {
         let mut expected = vec![0.0; tokens * 32];
         dense.matmul(&cpu, &x, tokens, &mut expected);
         assert_eq!(d, expected);
+    }
+
+    #[test]
+    fn each_matrix_against_its_own_token_equals_separate_matmuls() {
+        let cpu = cpu();
+        let cols = 256;
+        let x: Vec<f32> = (0..3 * cols).map(|i| (i as f32 * 0.61).cos()).collect();
+        let token = |t: usize| &x[t * cols..(t + 1) * cols];
+        let alone = |l: &Linear<'_>, t: usize| {
+            let mut out = vec![0.0; l.rows()];
+            l.matmul(&cpu, token(t), 1, &mut out);
+            out
+        };
+        let check = |a: &Linear<'_>, b: &Linear<'_>| {
+            let (mut o0, mut o1, mut o2) = (
+                vec![f32::NAN; a.rows()],
+                vec![f32::NAN; b.rows()],
+                vec![f32::NAN; a.rows()],
+            );
+            let mut products = [
+                (a, 2, &mut o0[..]),
+                (b, 0, &mut o1[..]),
+                (a, 1, &mut o2[..]),
+            ];
+            Linear::matmul_each(&cpu, &x, 3, &mut products);
+            assert_eq!([o0, o1, o2], [alone(a, 2), alone(b, 0), alone(a, 1)]);
+        };
+        let values = |rows: usize, seed: usize| -> Vec<f32> {
+            (0..rows * cols)
+                .map(|i| ((i * 7919 + seed) % 211) as f32 / 70.0 - 1.5)
+                .collect()
+        };
+        // Q4_1 tiles.
+        let tiles = [96, 64].map(|rows| q4nx::quantize_q4_1_tiles(&values(rows, rows), rows, cols));
+        let [a, b] = [0, 1].map(|i| Linear::Q4_1 {
+            matrix: TileMatrix {
+                name: "w",
+                rows: [96, 64][i],
+                cols,
+                last_groups: GROUPS_PER_TILE,
+                bytes: &tiles[i],
+            },
+            cols,
+        });
+        check(&a, &b);
+        // GGUF blocks (Q8_0: an f16 scale and 32 codes per block).
+        let q8_0 = |rows: usize| -> Vec<u8> {
+            (0..rows * cols / 32)
+                .flat_map(|block| {
+                    let scale = half::f16::from_f32(0.01 + (block % 7) as f32 * 1e-3);
+                    let codes = (0..32).map(move |i| ((block * 31 + i * 17) % 255) as u8);
+                    scale.to_le_bytes().into_iter().chain(codes)
+                })
+                .collect()
+        };
+        let blocks = [q8_0(48), q8_0(16)];
+        let [c, d] = [0, 1].map(|i| {
+            Linear::Gguf(GgufMatrix {
+                name: "w",
+                kind: q4nx::gguf::GgmlType::Q8_0,
+                rows: [48, 16][i],
+                cols,
+                bytes: &blocks[i],
+            })
+        });
+        check(&c, &d);
+        // Kinds that cannot share a run: one by one, the same values.
+        let dense_bytes = f32_bytes(&values(32, 5));
+        let dense = Linear::Dense(DenseMatrix {
+            rows: 32,
+            cols,
+            dtype: Dtype::F32,
+            bytes: &dense_bytes,
+        });
+        check(&a, &dense);
+        check(&dense, &c);
     }
 }

@@ -7,9 +7,8 @@ use std::cell::RefCell;
 
 use q4nx::GgufMatrix;
 
-use super::{quantize, Linear, ShapeError, ACTIVATIONS, MAX_SHARED};
+use super::{quantize, Job, Linear, ShapeError, ACTIVATIONS, MAX_JOBS, MAX_SHARED};
 use crate::cpu::gguf::{dot_rows, has_kernel, MAX_TOKENS};
-use crate::cpu::pool::SharedMut;
 use crate::cpu::CpuContext;
 
 /// Rows of a chunk are a multiple of this (a cache line of f32 outputs).
@@ -54,7 +53,7 @@ pub(super) fn shared_jobs<'w>(
     pairs: &mut [(&Linear<'w>, &mut [f32])],
     x: &[f32],
     tokens: usize,
-) -> Option<Vec<(GgufMatrix<'w>, SharedMut<f32>)>> {
+) -> Option<Vec<Job<GgufMatrix<'w>>>> {
     let cols = pairs.first()?.0.cols();
     if pairs.len() > MAX_SHARED || x.len() != tokens * cols {
         return None;
@@ -63,35 +62,39 @@ pub(super) fn shared_jobs<'w>(
         .iter_mut()
         .map(|(linear, out)| match linear {
             Linear::Gguf(m) if m.cols == cols && out.len() == tokens * m.rows => {
-                Some((*m, SharedMut(out.as_mut_ptr())))
+                Some(Job::new(*m, out, 0, tokens))
             }
             _ => None,
         })
         .collect()
 }
 
-/// `out_i[t, r] = Σ_k W_i[r, k] x[t, k]` for every matrix of `jobs` (all of K = `cols`, each
-/// output `[tokens, rows]`): `x` quantized once, the rows of all matrices in chunks over one
-/// run of `cpu`'s pool.
+/// `out_i[t, r] = Σ_k W_i[r, k] x[t0_i + t, k]` for every matrix of `jobs` (all of K = `cols`,
+/// each against its tokens of `x`, `[tokens, cols]`): `x` quantized once, the rows of all
+/// matrices in chunks over one run of `cpu`'s pool.
 pub(super) fn matmul(
     cpu: &CpuContext,
-    jobs: &[(GgufMatrix<'_>, SharedMut<f32>)],
+    jobs: &[Job<GgufMatrix<'_>>],
     x: &[f32],
     tokens: usize,
     cols: usize,
 ) {
-    assert!(jobs.len() <= MAX_SHARED);
+    assert!(jobs.len() <= MAX_JOBS);
     let (pool, level) = (cpu.pool(), cpu.level());
-    let all_rows: usize = jobs.iter().map(|(m, _)| m.rows).sum();
+    let all_rows: usize = jobs.iter().map(|j| j.matrix.rows).sum();
     // As the tiles: one long run per thread and matrix for one token (bound by memory), about
     // 8 chunks per thread for several (bound by arithmetic, early finishers take over).
-    let per_thread = if tokens == 1 { 1 } else { 8 };
+    let per_thread = if jobs.iter().all(|j| j.tokens == 1) {
+        1
+    } else {
+        8
+    };
     let chunk_rows = (all_rows / (per_thread * pool.threads()))
         .next_multiple_of(ROW_ALIGN)
         .clamp(ROW_ALIGN, MAX_CHUNK_ROWS);
-    let mut first_chunk = [0; MAX_SHARED + 1];
-    for (i, (m, _)) in jobs.iter().enumerate() {
-        first_chunk[i + 1] = first_chunk[i] + m.rows.div_ceil(chunk_rows);
+    let mut first_chunk = [0; MAX_JOBS + 1];
+    for (i, job) in jobs.iter().enumerate() {
+        first_chunk[i + 1] = first_chunk[i] + job.matrix.rows.div_ceil(chunk_rows);
     }
     let first_chunk = &first_chunk[..=jobs.len()];
     ACTIVATIONS.with(|cell| {
@@ -100,38 +103,40 @@ pub(super) fn matmul(
         let acts = &*acts;
         pool.run(first_chunk[jobs.len()], &|chunk| {
             let i = first_chunk.partition_point(|&first| first <= chunk) - 1;
-            let (m, out) = &jobs[i];
+            let Job {
+                matrix: m,
+                out,
+                t0,
+                tokens,
+            } = &jobs[i];
             let r0 = (chunk - first_chunk[i]) * chunk_rows;
             let r1 = m.rows.min(r0 + chunk_rows);
             let (row_bytes, n) = (m.row_bytes(), r1 - r0);
             let bytes = &m.bytes[r0 * row_bytes..r1 * row_bytes];
-            if tokens == 1 {
+            if *tokens == 1 {
                 // out[0, r0..r1] is `[rows, 1]` already.
                 // SAFETY: rows r0..r1 of the one token lie inside this output (rows elements)
                 // and belong to this chunk alone.
                 let dst = unsafe { std::slice::from_raw_parts_mut(out.at(r0), n) };
-                dot_rows(level, m.kind, bytes, cols, acts, 0, 1, dst);
+                dot_rows(level, m.kind, bytes, cols, acts, *t0, 1, dst);
                 return;
             }
             SCRATCH.with(|scratch| {
                 let mut buf = scratch.borrow_mut();
                 buf.resize(n * MAX_TOKENS, 0.0);
-                let mut t0 = 0;
-                while t0 < tokens {
-                    let group = (tokens - t0).min(MAX_TOKENS);
+                let mut t = 0;
+                while t < *tokens {
+                    let group = (tokens - t).min(MAX_TOKENS);
                     let part = &mut buf[..n * group];
-                    dot_rows(level, m.kind, bytes, cols, acts, t0, group, part);
-                    for t in 0..group {
+                    dot_rows(level, m.kind, bytes, cols, acts, t0 + t, group, part);
+                    for u in 0..group {
                         for r in 0..n {
-                            // SAFETY: (t0 + t, r0 + r) lies inside this output (tokens * rows
+                            // SAFETY: (t + u, r0 + r) lies inside this output (tokens * rows
                             // elements) and row r0 + r belongs to this chunk alone.
-                            unsafe {
-                                out.at((t0 + t) * m.rows + r0 + r)
-                                    .write(part[r * group + t])
-                            };
+                            unsafe { out.at((t + u) * m.rows + r0 + r).write(part[r * group + u]) };
                         }
                     }
-                    t0 += group;
+                    t += group;
                 }
             });
         });

@@ -30,8 +30,7 @@
 
 use crate::cpu::exp::silu_mul;
 use crate::cpu::CpuContext;
-use crate::fused::SharedInput;
-use crate::linear::Linear;
+use crate::linear::{Linear, MAX_JOBS};
 use crate::Error;
 
 use super::MAX_CHUNK;
@@ -39,7 +38,8 @@ use super::MAX_CHUNK;
 /// One expert: a gated MLP of the expert width.
 #[derive(Debug)]
 struct Expert<'w> {
-    gate_up: SharedInput<'w, 2>,   // (width | width, hidden)
+    gate: Linear<'w>,              // (width, hidden)
+    up: Linear<'w>,                // (width, hidden)
     down: Linear<'w>,              // (hidden, width)
     biases: Option<[Vec<f32>; 3]>, // gpt-oss: (width), (width), (hidden)
 }
@@ -129,10 +129,8 @@ impl<'w> Experts<'w> {
                     })
                     .transpose()?;
                 Ok(Expert {
-                    gate_up: SharedInput::Apart([
-                        linear(&name("gate_proj", "weight"), width, hidden)?,
-                        linear(&name("up_proj", "weight"), width, hidden)?,
-                    ]),
+                    gate: linear(&name("gate_proj", "weight"), width, hidden)?,
+                    up: linear(&name("up_proj", "weight"), width, hidden)?,
                     down: linear(&name("down_proj", "weight"), hidden, width)?,
                     biases,
                 })
@@ -162,7 +160,7 @@ impl<'w> Experts<'w> {
                         .biases
                         .as_ref()
                         .map_or(0, |b| b.iter().map(Vec::len).sum());
-                    e.gate_up.parameters() + size(&e.down) + biases
+                    size(&e.gate) + size(&e.up) + size(&e.down) + biases
                 })
                 .sum::<usize>()
             + self.router_bias.as_ref().map_or(0, Vec::len)
@@ -199,6 +197,9 @@ impl<'w> Experts<'w> {
                 }
             }
         }
+        if tokens == 1 {
+            return self.forward_token(cpu, h, out, s);
+        }
         out.fill(0.0);
         for (e, expert) in self.experts.iter().enumerate() {
             // The tokens routed to expert e, in order, with their weights.
@@ -212,7 +213,7 @@ impl<'w> Experts<'w> {
             if m == 0 {
                 continue;
             }
-            // One token (a decode step) reads its row in place; a group is gathered.
+            // Every token's rows are read in place; a group is gathered.
             let input = if m == tokens {
                 h
             } else {
@@ -224,29 +225,78 @@ impl<'w> Experts<'w> {
             };
             let width = expert.down.cols();
             let (gate, up) = (&mut s.gate[..m * width], &mut s.up[..m * width]);
-            expert
-                .gate_up
-                .matmul(cpu, input, m, [&mut *gate, &mut *up], &mut []);
+            let mut pairs = [(&expert.gate, &mut *gate), (&expert.up, &mut *up)];
+            Linear::matmul_shared_input(cpu, &mut pairs, input, m);
+            self.activate(cpu, expert, gate, up);
             let expert_out = &mut s.out[..m * hidden];
-            match (self.kind, &expert.biases) {
-                (Kind::GptOss { alpha, limit }, Some([bg, bu, bd])) => {
-                    add_rows(gate, bg);
-                    add_rows(up, bu);
-                    clamped_swiglu(gate, up, alpha, limit);
-                    expert.down.matmul(cpu, gate, m, expert_out);
-                    add_rows(expert_out, bd);
-                }
-                _ => {
-                    silu_mul(cpu.level(), gate, up);
-                    expert.down.matmul(cpu, gate, m, expert_out);
-                }
-            }
-            for (&(t, w), row) in s.routed.iter().zip(expert_out.chunks_exact(hidden)) {
-                for (o, v) in out[t * hidden..(t + 1) * hidden].iter_mut().zip(row) {
-                    *o += v * w;
-                }
+            expert.down.matmul(cpu, gate, m, expert_out);
+            for (&(t, w), row) in s.routed.iter().zip(expert_out.chunks_exact_mut(hidden)) {
+                add_weighted(&mut out[t * hidden..(t + 1) * hidden], row, w, expert);
             }
         }
+    }
+
+    /// A decode step's block: its token's `k` experts in two runs of the pool (every chosen
+    /// expert's gate and up rows at once, then every down row), instead of two per expert.
+    /// Their outputs are summed in expert order, as the prefill's are.
+    fn forward_token(&self, cpu: &CpuContext, h: &[f32], out: &mut [f32], s: &mut MoeState) {
+        let hidden = h.len();
+        s.chosen.sort_unstable_by_key(|&(e, _)| e);
+        out.fill(0.0);
+        for group in s.chosen.chunks(MAX_JOBS / 2) {
+            let n = group.len();
+            let width = self.experts[group[0].0].down.cols();
+            let (gate, up) = (&mut s.gate[..n * width], &mut s.up[..n * width]);
+            let mut products: Vec<_> = gate
+                .chunks_exact_mut(width)
+                .zip(up.chunks_exact_mut(width))
+                .zip(group)
+                .flat_map(|((g, u), &(e, _))| {
+                    let expert = &self.experts[e];
+                    [(&expert.gate, 0, g), (&expert.up, 0, u)]
+                })
+                .collect();
+            Linear::matmul_each(cpu, h, 1, &mut products);
+            let rows = gate.chunks_exact_mut(width).zip(up.chunks_exact_mut(width));
+            for ((g, u), &(e, _)) in rows.zip(group) {
+                self.activate(cpu, &self.experts[e], g, u);
+            }
+            let expert_out = &mut s.out[..n * hidden];
+            let mut products: Vec<_> = expert_out
+                .chunks_exact_mut(hidden)
+                .zip(group)
+                .enumerate()
+                .map(|(i, (o, &(e, _)))| (&self.experts[e].down, i, o))
+                .collect();
+            Linear::matmul_each(cpu, gate, n, &mut products);
+            for (row, &(e, w)) in expert_out.chunks_exact_mut(hidden).zip(group) {
+                add_weighted(out, row, w, &self.experts[e]);
+            }
+        }
+    }
+
+    /// The expert's activation of its gate and up outputs (`[m, width]` each), in place in
+    /// `gate`: gpt-oss's biases and clamped SwiGLU, else `silu(gate) * up`.
+    fn activate(&self, cpu: &CpuContext, expert: &Expert<'_>, gate: &mut [f32], up: &mut [f32]) {
+        match (self.kind, &expert.biases) {
+            (Kind::GptOss { alpha, limit }, Some([bg, bu, _])) => {
+                add_rows(gate, bg);
+                add_rows(up, bu);
+                clamped_swiglu(gate, up, alpha, limit);
+            }
+            _ => silu_mul(cpu.level(), gate, up),
+        }
+    }
+}
+
+/// `out += w * (row + the expert's down bias, if it has one)`: one expert's output row added
+/// to its token's sum with the expert's weight.
+fn add_weighted(out: &mut [f32], row: &mut [f32], w: f32, expert: &Expert<'_>) {
+    if let Some([_, _, bd]) = &expert.biases {
+        add_rows(row, bd);
+    }
+    for (o, v) in out.iter_mut().zip(row.iter()) {
+        *o += v * w;
     }
 }
 
