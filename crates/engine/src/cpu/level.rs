@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub enum KernelLevel {
     /// Plain Rust, any CPU. The reference twin of every SIMD kernel.
     Scalar,
-    /// 256-bit AVX2 + FMA: `vpmaddubsw` integer products.
+    /// 256-bit AVX2 + FMA (+ F16C): `vpmaddubsw` integer products.
     Avx2,
     /// 512-bit AVX-512F/BW: `vpmaddubsw` on 64-byte vectors.
     Avx512Bw,
@@ -50,14 +50,20 @@ impl KernelLevel {
     /// Whether this CPU can run `self` (cheap: the kernels assert it on every call).
     pub fn is_supported(self) -> bool {
         #[cfg(target_arch = "x86_64")]
-        let avx512bw =
-            || is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw");
+        let avx2 = || {
+            is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+        };
+        // The AVX-512 levels also run AVX2 kernels (every AVX-512 CPU has AVX2, FMA and F16C).
+        #[cfg(target_arch = "x86_64")]
+        let avx512bw = || {
+            avx2() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+        };
         match self {
             KernelLevel::Scalar => true,
             #[cfg(target_arch = "x86_64")]
-            KernelLevel::Avx2 => {
-                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-            }
+            KernelLevel::Avx2 => avx2(),
             #[cfg(target_arch = "x86_64")]
             KernelLevel::Avx512Bw => avx512bw(),
             #[cfg(target_arch = "x86_64")]

@@ -11,6 +11,7 @@ mod import;
 mod link;
 mod link_file;
 pub(crate) mod model;
+pub mod rows8;
 mod tokenizer;
 pub mod write;
 

@@ -44,8 +44,15 @@
 //! token (a decode step) it takes 8 rows at a time, super-block `i` of each in turn, and
 //! requests the next 8 rows as it goes; each row keeps its own lanes in the order above, so
 //! this too is the twin's to the bit. The rows after the last 8 go one by one.
+//!
+//! [`dot_groups`] reads Q4_K in groups of 8 rows instead ([`q4nx::gguf::rows8`]): `rows8`'s
+//! kernel (AVX2, also the AVX-512 levels') keeps vector `A_j` of lane `a_j` of the 8 rows, lane
+//! `r` for row `r`, so each row still sums in the order above, and ends with the halving sum
+//! done vector-wise across the `A_j`; the scalar level de-interleaves each group and calls the
+//! twin.
 
 use half::f16;
+use q4nx::gguf::rows8 as layout;
 use q4nx::gguf::GgmlType;
 
 use crate::cpu::level::KernelLevel;
@@ -55,6 +62,10 @@ use crate::cpu::quant::QuantizedActivations;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod rows8;
+#[cfg(test)]
+mod rows8_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -139,6 +150,78 @@ pub fn dot_rows(
         },
         #[cfg(not(target_arch = "x86_64"))]
         _ => scalar::dot_rows(kind, rows, cols, acts, t0, tokens, out),
+    }
+}
+
+/// [`dot_rows`] for Q4_K in groups of 8 rows ([`q4nx::gguf::rows8`]): `out[r * tokens + t]`
+/// for every row `r` of `groups` (8 per group), the scalar twin's bits on the same rows
+/// row-major. `groups.len() == n / 8 * layout::group_bytes(cols)` with `out.len() == n *
+/// tokens`; the rest as [`dot_rows`]. Panics on an unsupported level or lengths that do not fit.
+pub fn dot_groups(
+    level: KernelLevel,
+    groups: &[u8],
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+    out: &mut [f32],
+) {
+    assert!(
+        level.is_supported(),
+        "kquants::dot_groups: kernel level {level} is not supported by this CPU"
+    );
+    assert!(
+        (1..=MAX_TOKENS).contains(&tokens),
+        "kquants::dot_groups: {tokens} tokens, expected 1..={MAX_TOKENS}"
+    );
+    assert!(
+        cols.is_multiple_of(QK),
+        "kquants::dot_groups: {cols} columns is not a multiple of {QK}"
+    );
+    let group = layout::ROWS * tokens;
+    assert!(
+        out.len().is_multiple_of(group),
+        "kquants::dot_groups: out holds {} values, not whole groups of {} rows of {tokens} tokens",
+        out.len(),
+        layout::ROWS
+    );
+    let groups_n = out.len() / group;
+    let group_bytes = layout::group_bytes(cols);
+    assert_eq!(
+        groups.len(),
+        groups_n * group_bytes,
+        "kquants::dot_groups: {} bytes are not {groups_n} groups of 8 rows of {cols} Q4_K columns",
+        groups.len()
+    );
+    assert!(
+        acts.cols_padded() >= cols,
+        "kquants::dot_groups: activations hold {} columns, the rows {cols}",
+        acts.cols_padded()
+    );
+    // The last token must be there (its slice panics otherwise).
+    let _ = acts.xq(t0 + tokens - 1);
+    if groups_n == 0 || cols == 0 {
+        out.fill(0.0);
+        return;
+    }
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2, FMA and F16C are present (the level is supported: the AVX-512 levels
+        // imply AVX2's) and the lengths of `groups`, `out` and the activations were checked.
+        KernelLevel::Avx2 | KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe {
+            rows8::dot_groups(groups, cols, acts, t0, tokens, out)
+        },
+        _ => {
+            // The twin on each group back in row-major order.
+            let mut rows = vec![0u8; group_bytes];
+            for (g, y) in groups
+                .chunks_exact(group_bytes)
+                .zip(out.chunks_exact_mut(group))
+            {
+                layout::deinterleave_q4_k(g, cols, &mut rows);
+                scalar::dot_rows(GgmlType::Q4_K, &rows, cols, acts, t0, tokens, y);
+            }
+        }
     }
 }
 

@@ -12,7 +12,7 @@ fn f16_bytes(v: f32) -> [u8; 2] {
 
 /// `count` super-blocks of `kind` with random codes, scales and mins and small positive
 /// f16 factors.
-fn random_blocks(kind: GgmlType, count: usize, rng: &mut Lcg) -> Vec<u8> {
+pub(super) fn random_blocks(kind: GgmlType, count: usize, rng: &mut Lcg) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(count * kind.block_bytes());
     for _ in 0..count {
         let start = bytes.len();

@@ -1,0 +1,242 @@
+//! Tests of [`dot_groups`], Q4_K in groups of 8 rows: at every level the scalar twin's bits on
+//! the same rows row-major, lengths that do not fit refused, and (ignored, run by hand) its
+//! one-token speed against [`dot_rows`]'s on the expert shapes of Qwen3-30B-A3B.
+
+use q4nx::gguf::rows8::{group_bytes, interleave_matrix_q4_k};
+
+use super::tests::random_blocks;
+use super::*;
+use crate::cpu::test_data::Lcg;
+
+const ROW_BYTES: usize = 144;
+
+/// `n` random Q4_K rows of `cols` columns, the first ones extreme: every code 15 with every
+/// scale and min 63 and large `d`, `dmin`; every code 0 with the same; scales and mins 0.
+fn test_rows(n: usize, cols: usize, rng: &mut Lcg) -> Vec<u8> {
+    let mut rows = random_blocks(GgmlType::Q4_K, n * cols / QK, rng);
+    let blocks_of = |r: usize| r * cols / QK..(r + 1) * cols / QK;
+    for (r, codes) in [(0, Some(0xFF)), (1, Some(0x00)), (2, None)] {
+        for b in blocks_of(r) {
+            let block = &mut rows[b * ROW_BYTES..(b + 1) * ROW_BYTES];
+            match codes {
+                Some(code) => {
+                    block[0..2].copy_from_slice(&f16::from_f32(1000.0).to_le_bytes());
+                    block[2..4].copy_from_slice(&f16::from_f32(-500.0).to_le_bytes());
+                    block[4..16].fill(0xFF);
+                    block[16..144].fill(code);
+                }
+                None => block[4..16].fill(0),
+            }
+        }
+    }
+    rows
+}
+
+fn grouped(rows: &[u8], n: usize, cols: usize) -> Vec<u8> {
+    let mut groups = rows.to_vec();
+    interleave_matrix_q4_k(&mut groups, n, cols);
+    groups
+}
+
+/// Tokens 0 and 1 at the ends of the int8 range (±127 and 127), the rest random.
+fn test_acts(tokens: usize, cols: usize, rng: &mut Lcg) -> QuantizedActivations {
+    let mut x: Vec<f32> = (0..tokens * cols).map(|_| rng.unit()).collect();
+    for (k, x) in x[..cols].iter_mut().enumerate() {
+        *x = if k % 3 == 0 { -1.0 } else { 1.0 };
+    }
+    x[cols..2 * cols].fill(2.5);
+    let mut acts = QuantizedActivations::new();
+    acts.quantize(KernelLevel::Scalar, &x, tokens, cols);
+    assert!(acts.xq(0).contains(&-127) && acts.xq(1)[..cols].iter().all(|&q| q == 127));
+    acts
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn every_level_gives_the_bits_of_the_scalar_twin_on_the_rows() {
+    let mut rng = Lcg(43);
+    for n in [8, 16, 24] {
+        for cols in [256, 2048] {
+            let rows = test_rows(n, cols, &mut rng);
+            let groups = grouped(&rows, n, cols);
+            let total = MAX_TOKENS + 2;
+            let acts = test_acts(total, cols, &mut rng);
+            for tokens in 1..=MAX_TOKENS {
+                for t0 in [0, 1, total - tokens] {
+                    let mut reference = vec![f32::NAN; n * tokens];
+                    dot_rows(
+                        KernelLevel::Scalar,
+                        GgmlType::Q4_K,
+                        &rows,
+                        cols,
+                        &acts,
+                        t0,
+                        tokens,
+                        &mut reference,
+                    );
+                    assert!(reference.iter().all(|v| v.is_finite()));
+                    for level in KernelLevel::supported() {
+                        let mut out = vec![f32::NAN; n * tokens];
+                        dot_groups(level, &groups, cols, &acts, t0, tokens, &mut out);
+                        assert_eq!(
+                            bits(&out),
+                            bits(&reference),
+                            "{level}: {n} rows, K {cols}, {tokens} tokens from {t0}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn no_rows_give_no_values() {
+    let acts = test_acts(2, 256, &mut Lcg(47));
+    for level in KernelLevel::supported() {
+        dot_groups(level, &[], 256, &acts, 0, 2, &mut []);
+    }
+}
+
+#[test]
+#[should_panic(expected = "not whole groups of 8 rows of 1 tokens")]
+fn rows_not_whole_groups_are_refused() {
+    let acts = test_acts(2, 256, &mut Lcg(53));
+    let groups = vec![0u8; 7 * ROW_BYTES];
+    dot_groups(
+        KernelLevel::detect(),
+        &groups,
+        256,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 7],
+    );
+}
+
+#[test]
+#[should_panic(expected = "are not 2 groups of 8 rows of 256 Q4_K columns")]
+fn groups_of_the_wrong_length_are_refused() {
+    let acts = test_acts(2, 256, &mut Lcg(59));
+    let groups = vec![0u8; group_bytes(256) * 2 - 1];
+    dot_groups(
+        KernelLevel::detect(),
+        &groups,
+        256,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 16],
+    );
+}
+
+#[test]
+#[should_panic(expected = "9 tokens, expected 1..=8")]
+fn too_many_tokens_for_groups_are_refused() {
+    let acts = test_acts(9, 256, &mut Lcg(61));
+    let groups = vec![0u8; group_bytes(256)];
+    dot_groups(
+        KernelLevel::Scalar,
+        &groups,
+        256,
+        &acts,
+        0,
+        9,
+        &mut [0.0; 72],
+    );
+}
+
+#[test]
+#[should_panic(expected = "300 columns is not a multiple of 256")]
+fn group_columns_not_whole_super_blocks_are_refused() {
+    let acts = test_acts(2, 512, &mut Lcg(67));
+    dot_groups(
+        KernelLevel::Scalar,
+        &[0; 1152],
+        300,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 8],
+    );
+}
+
+#[test]
+#[should_panic(expected = "activations hold 256 columns, the rows 512")]
+fn activations_narrower_than_the_groups_are_refused() {
+    let acts = test_acts(2, 256, &mut Lcg(71));
+    let groups = vec![0u8; group_bytes(512)];
+    dot_groups(
+        KernelLevel::Scalar,
+        &groups,
+        512,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 8],
+    );
+}
+
+/// One-token speed of [`dot_rows`] (row-major) against [`dot_groups`] at the best level on
+/// one thread, in GB/s of weights, on Qwen3-30B-A3B's expert shapes (768 x 2048, 2048 x 768)
+/// and 4096 x 2048: as many different matrices as make about 128 MB per layout (more than the
+/// caches), computed one after another; the median of 7 passes, the two layouts in turn. Run
+/// with `cargo test --release -p hearth-engine --lib rows8_speed -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check: run it by hand in --release"]
+fn rows8_speed() {
+    let level = KernelLevel::detect();
+    let mut rng = Lcg(73);
+    for (n, cols) in [(768, 2048), (2048, 768), (4096, 2048)] {
+        let matrix = n * cols / QK * ROW_BYTES;
+        let count = (128 << 20) / matrix + 1;
+        let mut rows = vec![0u8; count * matrix];
+        for byte in rows.iter_mut() {
+            *byte = rng.next() as u8;
+        }
+        for block in rows.chunks_exact_mut(ROW_BYTES) {
+            // Small positive d and dmin: finite sums, as real weights give.
+            block[0..4].copy_from_slice(&[0x00, 0x1c, 0x00, 0x18]);
+        }
+        let mut groups = rows.clone();
+        for m in groups.chunks_exact_mut(matrix) {
+            interleave_matrix_q4_k(m, n, cols);
+        }
+        let acts = test_acts(MAX_TOKENS, cols, &mut rng);
+        for tokens in [1, MAX_TOKENS] {
+            let mut out = vec![0.0; n * tokens];
+            let mut times = [Vec::new(), Vec::new()];
+            for _ in 0..7 {
+                for (layout, times) in times.iter_mut().enumerate() {
+                    let start = std::time::Instant::now();
+                    for m in 0..count {
+                        let (r, g) = (
+                            &rows[m * matrix..][..matrix],
+                            &groups[m * matrix..][..matrix],
+                        );
+                        match layout {
+                            0 => {
+                                dot_rows(level, GgmlType::Q4_K, r, cols, &acts, 0, tokens, &mut out)
+                            }
+                            _ => dot_groups(level, g, cols, &acts, 0, tokens, &mut out),
+                        }
+                    }
+                    times.push(start.elapsed().as_secs_f64());
+                }
+            }
+            let gbs = |times: &mut Vec<f64>| {
+                times.sort_by(f64::total_cmp);
+                (count * matrix) as f64 / times[3] / 1e9
+            };
+            let (old, new) = (gbs(&mut times[0]), gbs(&mut times[1]));
+            println!(
+                "{level} {n:>4} x {cols:>4}, {count:>3} matrices, {tokens} token(s): dot_rows \
+                 {old:5.2} GB/s, dot_groups {new:5.2} GB/s ({:.2}x)",
+                new / old
+            );
+        }
+    }
+}
