@@ -892,6 +892,7 @@ mod tests {
                 rows: [48, 16][i],
                 cols,
                 bytes: &blocks[i],
+                grouped: false,
             })
         });
         check(&c, &d);

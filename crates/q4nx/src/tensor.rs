@@ -1,7 +1,7 @@
 //! Typed views of tensors borrowed from a memory map: dense vectors/matrices, quantized
 //! tile matrices and a GGUF file's own row-major blocks. Nothing here copies weight bytes.
 
-use crate::gguf::GgmlType;
+use crate::gguf::{rows8, GgmlType};
 use crate::tile::{self, TILE_COLS, TILE_ROWS};
 use crate::Dtype;
 
@@ -231,7 +231,8 @@ impl<'a> TileMatrix<'a> {
 }
 
 /// A matrix `W[rows, cols]` as a GGUF file stores it: row-major, each row `cols / block_len`
-/// consecutive blocks of `kind` (see [`GgmlType`]), borrowed from the file's map.
+/// consecutive blocks of `kind` (see [`GgmlType`]), borrowed from the file's map; or, in a
+/// copy of the weights, a Q4_K matrix regrouped in 8 rows (`grouped`).
 #[derive(Debug, Clone, Copy)]
 pub struct GgufMatrix<'a> {
     /// Tensor name (Hugging Face's).
@@ -244,6 +245,10 @@ pub struct GgufMatrix<'a> {
     pub cols: usize,
     /// `rows * kind.bytes_for(cols)` bytes.
     pub bytes: &'a [u8],
+    /// Whether the rows lie in groups of 8 ([`crate::gguf::rows8`]: Q4_K only, each group
+    /// where its 8 rows would be), as [`crate::Weights::copy_into_huge_pages`] regroups them;
+    /// else row after row.
+    pub grouped: bool,
 }
 
 impl<'a> GgufMatrix<'a> {
@@ -252,16 +257,23 @@ impl<'a> GgufMatrix<'a> {
         self.kind.bytes_for(self.cols)
     }
 
-    /// The bytes of row `row`.
-    pub fn row(&self, row: usize) -> &'a [u8] {
-        let n = self.row_bytes();
-        &self.bytes[row * n..(row + 1) * n]
-    }
-
     /// Row `row` decoded to f32 exactly as ggml decodes it; `out.len()` must equal `cols`.
+    /// A grouped matrix's row is first taken out of its group.
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
         assert_eq!(out.len(), self.cols, "{}: output row length", self.name);
-        crate::gguf::dequantize(self.kind, self.row(row), out);
+        let n = self.row_bytes();
+        if !self.grouped {
+            return crate::gguf::dequantize(self.kind, &self.bytes[row * n..(row + 1) * n], out);
+        }
+        let (group, r) = (row / rows8::ROWS, row % rows8::ROWS);
+        let size = rows8::ROWS * n;
+        let mut rows = vec![0u8; size];
+        rows8::deinterleave_q4_k(
+            &self.bytes[group * size..(group + 1) * size],
+            self.cols,
+            &mut rows,
+        );
+        crate::gguf::dequantize(self.kind, &rows[r * n..(r + 1) * n], out);
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use crate::container::{self, TensorInfo};
-use crate::gguf::{GgmlType, LINK_FILE};
+use crate::gguf::{rows8, GgmlType, LINK_FILE};
 use crate::layout::{linear_shape, padded_cols};
 use crate::tensor::{DenseTensor, GgufMatrix, Tensor, TileMatrix};
 use crate::tile::{
@@ -70,6 +70,9 @@ struct Entry {
     last_groups: usize,
     /// For a GGUF tensor in blocks: its type (`shape` is then `[rows, cols]`).
     gguf: Option<GgmlType>,
+    /// Whether a Q4_K matrix's rows lie in groups of 8 ([`crate::gguf::rows8`]), as
+    /// [`Weights::copy_into_huge_pages`] regroups them; else row after row, as in the file.
+    grouped: bool,
     /// A small tensor computed at open instead of read from the file (a Gemma norm stored as
     /// `1 + w` in a GGUF), as little-endian f32; `range` is then empty.
     owned: Option<Box<[u8]>>,
@@ -233,6 +236,7 @@ impl Weights {
                     range,
                     last_groups: GROUPS_PER_TILE,
                     gguf: None,
+                    grouped: false,
                     owned: None,
                 };
                 if let Some(old) = tensors.insert(name.clone(), entry) {
@@ -281,6 +285,7 @@ impl Weights {
                 rows: entry.shape[0],
                 cols: entry.shape[1],
                 bytes,
+                grouped: entry.grouped,
             }));
         }
         let tile_bytes = entry.shape.last().copied().unwrap_or(0);
@@ -360,6 +365,46 @@ impl Weights {
     /// gaps (with the padding skipped inside whole tiles, SmolLM2-135M's 2-thread decode step
     /// took 12% longer). Tensors whose geometry is unknown or wrong stay as they are;
     /// [`Weights::get`] reports them.
+    /// Regroups in 8 rows ([`crate::gguf::rows8`]) every Q4_K matrix of file `index` in `copy`
+    /// whose rows are a multiple of 8. A range that two names share (a tied head) is regrouped
+    /// once; one that partly overlaps another is left as it is.
+    fn group_q4_k_rows(&mut self, index: usize, copy: &mut [u8]) {
+        let mut matrices: Vec<(Range<usize>, usize, usize)> = self
+            .tensors
+            .values()
+            .filter(|e| e.file == index && e.owned.is_none() && e.gguf == Some(GgmlType::Q4_K))
+            .map(|e| (e.range.clone(), e.shape[0], e.shape[1]))
+            .filter(|(range, rows, cols)| {
+                rows.is_multiple_of(rows8::ROWS)
+                    && cols.is_multiple_of(GgmlType::Q4_K.block_len())
+                    && range.len() == rows * GgmlType::Q4_K.bytes_for(*cols)
+            })
+            .collect();
+        matrices.sort_by_key(|(range, ..)| (range.start, range.end));
+        matrices.dedup();
+        // Sorted by start, a range overlaps another iff it starts before the furthest end of
+        // those before it, or the next one starts before its end.
+        let mut grouped = Vec::new();
+        let mut furthest = 0;
+        for (i, (range, rows, cols)) in matrices.iter().enumerate() {
+            let before = furthest > range.start;
+            let after = matrices
+                .get(i + 1)
+                .is_some_and(|next| next.0.start < range.end);
+            furthest = furthest.max(range.end);
+            if !before && !after && range.end <= copy.len() {
+                rows8::interleave_matrix_q4_k(&mut copy[range.clone()], *rows, *cols);
+                grouped.push((range.start, range.end));
+            }
+        }
+        for entry in self.tensors.values_mut() {
+            if entry.file == index && entry.owned.is_none() && entry.gguf == Some(GgmlType::Q4_K) {
+                let key = (entry.range.start, entry.range.end);
+                entry.grouped = grouped.binary_search(&key).is_ok();
+            }
+        }
+    }
+
     fn narrow_padded_tiles(&mut self, index: usize, copy: &mut [u8]) {
         let metadata = &self.files[index].metadata;
         let mut narrowed = Vec::new();
@@ -503,7 +548,9 @@ impl Weights {
     /// when it was opened, or whose header changed, is an error; on any error the maps stay.
     ///
     /// In the copy, each tile matrix whose K is padded to whole tiles is narrowed (see
-    /// [`TileMatrix::last_groups`]): the same values, without the zero columns.
+    /// [`TileMatrix::last_groups`]): the same values, without the zero columns; and each GGUF
+    /// Q4_K matrix is regrouped in 8 rows ([`GgufMatrix::grouped`]), the layout whose kernel
+    /// needs no horizontal sums.
     pub fn copy_into_huge_pages(&mut self) -> Result<(), Error> {
         let mut copies = Vec::with_capacity(self.files.len());
         for file in &self.files {
@@ -532,6 +579,7 @@ impl Weights {
         let mut maps = Vec::with_capacity(copies.len());
         for (index, mut copy) in copies.into_iter().enumerate() {
             self.narrow_padded_tiles(index, &mut copy);
+            self.group_q4_k_rows(index, &mut copy);
             let path = &self.files[index].path;
             maps.push(copy.make_read_only().map_err(|e| Error::io(path, e))?);
         }

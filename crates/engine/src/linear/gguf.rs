@@ -1,15 +1,19 @@
 //! [`Linear::Gguf`]'s products: a GGUF file's own row-major blocks against the activations
 //! quantized once per call (the same int8 blocks of 32 as the tiles'), by
 //! [`crate::cpu::gguf::dot_rows`] over chunks of rows split over the thread pool, up to
-//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`.
+//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`. A Q4_K matrix the huge-page copy
+//! regrouped in 8 rows ([`GgufMatrix::grouped`]) goes through
+//! [`kquants::dot_groups`] instead, with the same results to the bit.
 
 use std::cell::RefCell;
 
+use q4nx::gguf::GgmlType;
 use q4nx::GgufMatrix;
 
 use super::{quantize, Job, Linear, ShapeError, ACTIVATIONS, MAX_JOBS, MAX_SHARED};
-use crate::cpu::gguf::{dot_rows, has_kernel, MAX_TOKENS};
-use crate::cpu::CpuContext;
+use crate::cpu::gguf::{dot_rows, has_kernel, kquants, MAX_TOKENS};
+use crate::cpu::quant::QuantizedActivations;
+use crate::cpu::{CpuContext, KernelLevel};
 
 /// Rows of a chunk are a multiple of this (a cache line of f32 outputs).
 const ROW_ALIGN: usize = 16;
@@ -28,6 +32,12 @@ pub(super) fn check(m: &GgufMatrix<'_>, rows: usize, cols: usize) -> Result<(), 
         return Err(ShapeError(format!(
             "GGUF type {} is read as a dense matrix, not as blocks",
             m.kind
+        )));
+    }
+    if m.grouped && (m.kind != GgmlType::Q4_K || !m.rows.is_multiple_of(8)) {
+        return Err(ShapeError(format!(
+            "{} rows of {} cannot lie in groups of 8 rows (only Q4_K's can)",
+            m.rows, m.kind
         )));
     }
     if m.rows != rows || m.cols != cols {
@@ -118,7 +128,7 @@ pub(super) fn matmul(
                 // SAFETY: rows r0..r1 of the one token lie inside this output (rows elements)
                 // and belong to this chunk alone.
                 let dst = unsafe { std::slice::from_raw_parts_mut(out.at(r0), n) };
-                dot_rows(level, m.kind, bytes, cols, acts, *t0, 1, dst);
+                dot(level, m, bytes, acts, *t0, 1, dst);
                 return;
             }
             SCRATCH.with(|scratch| {
@@ -128,7 +138,7 @@ pub(super) fn matmul(
                 while t < *tokens {
                     let group = (tokens - t).min(MAX_TOKENS);
                     let part = &mut buf[..n * group];
-                    dot_rows(level, m.kind, bytes, cols, acts, t0 + t, group, part);
+                    dot(level, m, bytes, acts, t0 + t, group, part);
                     for u in 0..group {
                         for r in 0..n {
                             // SAFETY: (t + u, r0 + r) lies inside this output (tokens * rows
@@ -141,4 +151,23 @@ pub(super) fn matmul(
             });
         });
     });
+}
+
+/// [`dot_rows`] of some of `m`'s rows as they lie in `bytes`: a grouped matrix's through
+/// [`kquants::dot_groups`] (whole groups: chunks start at multiples of 16 rows and its rows
+/// are a multiple of 8).
+fn dot(
+    level: KernelLevel,
+    m: &GgufMatrix<'_>,
+    bytes: &[u8],
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+    out: &mut [f32],
+) {
+    if m.grouped {
+        kquants::dot_groups(level, bytes, m.cols, acts, t0, tokens, out);
+    } else {
+        dot_rows(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
+    }
 }

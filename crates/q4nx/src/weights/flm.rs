@@ -301,6 +301,7 @@ fn fuse_phi4(weights: &mut Weights) -> Result<(), Error> {
                     range: 0..0,
                     last_groups: GROUPS_PER_TILE,
                     gguf: None,
+                    grouped: false,
                     owned: Some(bytes.into_boxed_slice()),
                 },
             );

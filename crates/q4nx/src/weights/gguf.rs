@@ -67,6 +67,7 @@ pub(super) fn open_linked(dir: &Path, config: Option<ModelConfig>) -> Result<Wei
                 range: 0..0,
                 last_groups: crate::tile::GROUPS_PER_TILE,
                 gguf: None,
+                grouped: false,
                 owned: Some(bytes.into_boxed_slice()),
             }
         } else {
@@ -87,6 +88,7 @@ pub(super) fn open_linked(dir: &Path, config: Option<ModelConfig>) -> Result<Wei
                 range: info.range.clone(),
                 last_groups: crate::tile::GROUPS_PER_TILE,
                 gguf: matrix.then_some(info.kind),
+                grouped: false,
                 owned: None,
             }
         };

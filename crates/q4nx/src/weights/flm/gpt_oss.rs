@@ -86,6 +86,7 @@ pub(super) fn adapt(weights: &mut Weights) -> Result<(), Error> {
                         range: start..start + len,
                         last_groups: GROUPS_PER_TILE,
                         gguf: None,
+                        grouped: false,
                         owned: None,
                     },
                 ));
@@ -232,6 +233,7 @@ fn router(weights: &Weights, p: &str, experts: usize, hidden: usize) -> Result<E
         range: 0..0,
         last_groups: GROUPS_PER_TILE,
         gguf: None,
+        grouped: false,
         owned: Some(copy.into_boxed_slice()),
     })
 }
@@ -277,6 +279,7 @@ fn owned(tiles: Vec<u8>, rows: usize, cols: usize, size: usize) -> Entry {
         range: 0..0,
         last_groups: GROUPS_PER_TILE,
         gguf: None,
+        grouped: false,
         owned: Some(tiles.into_boxed_slice()),
     }
 }
