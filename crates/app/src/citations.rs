@@ -59,17 +59,33 @@ pub fn cited(answer: &str, known: &dyn Fn(usize) -> bool) -> Vec<usize> {
     found
 }
 
-/// The answer's text without the model's thinking: before `<think>` and after `</think>`
-/// (nothing after an unclosed one), as the UI shows it.
+/// The answer's text without the model's thinking, as the UI shows it: everything outside
+/// its `<think>` … `</think>` sections (a model may think more than once; nothing after an
+/// unclosed one), the pieces as paragraphs.
 fn without_thinking(answer: &str) -> String {
-    let Some(start) = answer.find("<think>") else {
-        return answer.to_owned();
-    };
-    let rest = &answer[start + "<think>".len()..];
-    match rest.find("</think>") {
-        Some(end) => format!("{}{}", &answer[..start], &rest[end + "</think>".len()..]),
-        None => answer[..start].to_owned(),
+    let mut pieces = Vec::new();
+    let mut rest = answer;
+    while let Some(start) = rest.find("<think>") {
+        pieces.push(&rest[..start]);
+        let inside = &rest[start + "<think>".len()..];
+        match inside.find("</think>") {
+            Some(end) => rest = &inside[end + "</think>".len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
     }
+    pieces.push(rest);
+    pieces.retain(|p| !p.trim().is_empty());
+    if pieces.len() == 1 {
+        return pieces[0].to_owned();
+    }
+    pieces
+        .iter()
+        .map(|p| p.trim())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// The parts of markdown `text` outside fenced code blocks and inline code, as paragraphs

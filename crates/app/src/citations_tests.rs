@@ -104,6 +104,12 @@ fn thinking_is_no_citation() {
     );
     assert!(cites("<think>still thinking about [1]").is_empty());
     assert_eq!(cites("Before [3] <think>[1]"), [3]);
+    // A model that thinks twice (gpt-oss between tool calls): neither section cites.
+    assert_eq!(
+        cites("<think>[2]</think>Rent [1].<think>check [2]</think>Due on the 1st [3]."),
+        [1, 3]
+    );
+    assert_eq!(cites("<think>[2]</think>Rent [1].<think>still [3]"), [1]);
 }
 
 #[test]
