@@ -157,7 +157,6 @@ pub fn dot_rows(
 /// for every row `r` of `groups` (8 per group), the scalar twin's bits on the same rows
 /// row-major. `groups.len() == n / 8 * layout::group_bytes(cols)` with `out.len() == n *
 /// tokens`; the rest as [`dot_rows`]. Panics on an unsupported level or lengths that do not fit.
-#[allow(dead_code)] // until `Linear` reads Q4_K in groups of 8 rows
 pub fn dot_groups(
     level: KernelLevel,
     groups: &[u8],
