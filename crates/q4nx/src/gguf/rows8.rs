@@ -48,19 +48,25 @@ pub fn group_bytes(cols: usize) -> usize {
     ROWS * cols / QK * BLOCK_BYTES
 }
 
-/// For every byte of one super-block of row `r`, its offset in the group's super-block:
-/// `f(r, b)` with `b` the byte's offset in the row's super-block. The one definition of the
-/// layout that both directions use.
+/// The layout as moves: calls `each(from, to, len)` for every piece of one super-block of row
+/// `r`, `from` its offset in the row's super-block and `to` in the group's: `d`, `dmin`, the 12
+/// scale bytes one by one, the 32 runs of 4 code bytes. The one definition of the layout that
+/// both directions use; moving pieces rather than bytes keeps regrouping a model's Q4_K
+/// matrices at load a small part of copying them.
 #[inline(always)]
-fn group_offset(r: usize, b: usize) -> usize {
-    match b {
-        0..=1 => 2 * r + b,
-        2..=3 => G_DMIN + 2 * r + (b - 2),
-        SCALES..CODES => G_SCALES + 8 * (b - SCALES) + r,
-        _ => {
-            let q = b - CODES; // 32n + 4c + e
-            let (n, c, e) = (q / 32, (q % 32) / 4, q % 4);
-            G_CODES + 256 * n + 32 * c + 4 * r + e
+fn for_each_piece(r: usize, mut each: impl FnMut(usize, usize, usize)) {
+    each(0, 2 * r, 2);
+    each(2, G_DMIN + 2 * r, 2);
+    for k in 0..12 {
+        each(SCALES + k, G_SCALES + 8 * k + r, 1);
+    }
+    for n in 0..4 {
+        for c in 0..8 {
+            each(
+                CODES + 32 * n + 4 * c,
+                G_CODES + 256 * n + 32 * c + 4 * r,
+                4,
+            );
         }
     }
 }
@@ -85,9 +91,9 @@ pub fn interleave_q4_k(rows: &[u8], cols: usize, out: &mut [u8]) {
             .chunks_exact(BLOCK_BYTES)
             .zip(out.chunks_exact_mut(GROUP_BLOCK_BYTES))
         {
-            for (b, &byte) in block.iter().enumerate() {
-                group[group_offset(r, b)] = byte;
-            }
+            for_each_piece(r, |from, to, len| {
+                group[to..to + len].copy_from_slice(&block[from..from + len]);
+            });
         }
     }
 }
@@ -102,9 +108,9 @@ pub fn deinterleave_q4_k(group: &[u8], cols: usize, out: &mut [u8]) {
             .chunks_exact_mut(BLOCK_BYTES)
             .zip(group.chunks_exact(GROUP_BLOCK_BYTES))
         {
-            for (b, byte) in block.iter_mut().enumerate() {
-                *byte = group[group_offset(r, b)];
-            }
+            for_each_piece(r, |from, to, len| {
+                block[from..from + len].copy_from_slice(&group[to..to + len]);
+            });
         }
     }
 }
