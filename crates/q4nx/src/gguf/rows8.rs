@@ -1,6 +1,7 @@
-//! Q4_K and Q6_K in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so that one
-//! 256-bit vector holds the same 4 code bytes of 8 rows and a kernel needs no horizontal sums.
-//! The group has exactly the bytes of its 8 row-major rows, only in another order.
+//! Q4_K and Q6_K in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so
+//! that one 256-bit vector holds the same 4 code bytes of 8 rows and a kernel needs no
+//! horizontal sums. The group has exactly the bytes of its 8 row-major rows, only in another
+//! order.
 //!
 //! # The layout
 //!

@@ -197,7 +197,8 @@ pub fn dot_groups(
     assert_eq!(
         groups.len(),
         groups_n * group_bytes,
-        "kquants::dot_groups: {} bytes are not {groups_n} groups of 8 rows of {cols} {kind} columns",
+        "kquants::dot_groups: {} bytes are not {groups_n} groups of 8 rows of {cols} {kind} \
+         columns",
         groups.len()
     );
     assert!(

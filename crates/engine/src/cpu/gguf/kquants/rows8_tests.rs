@@ -253,9 +253,9 @@ fn activations_narrower_than_the_groups_are_refused() {
 
 /// One-token (and 8-token) speed of [`dot_rows`] (row-major) against [`dot_groups`] at the
 /// best level on one thread, in GB/s of weights, on Qwen3-30B-A3B's expert shapes (768 x 2048,
-/// 2048 x 768) and 4096 x 2048 in Q4_K, and 4096 x 2048 and 8192 x 2048 (a head) in Q6_K: as many different matrices as make about 128 MB per layout
-/// (more than the caches: the memory's pace), then about 8 MB (they stay in L3: the kernels'
-/// own pace), computed one after another, over and over for about 1 GB (per token) a pass; the
+/// 2048 x 768) and 4096 x 2048 in Q4_K, and 4096 x 2048 and 8192 x 2048 (a head) in Q6_K: as
+/// many different matrices as make about 128 MB per layout (more than the caches: the memory's
+/// pace), then about 8 MB (they stay in L3: the kernels' own pace), computed one after another, over and over for about 1 GB (per token) a pass; the
 /// median of 7 passes, the two layouts in turn, by the wall clock and on the CPU. Run with
 /// `cargo test --release -p hearth-engine --lib rows8_speed -- --ignored --nocapture`.
 #[test]
