@@ -144,8 +144,10 @@ unsafe fn groups_n<const N: usize>(
     }
 }
 
-/// [`groups_n`] for Q6_K: each super-block's `d` and scales are read once for all the tokens,
-/// its codes once per quarter (a vector of `ql` and the 8 of `qh` of half `n`).
+/// [`groups_n`] for Q6_K: each super-block's `d` and `|x|` are read once for all the tokens,
+/// its codes and scales once per quarter (`m` of half `n`). The helpers are functions inlined
+/// always, not closures: a closure the compiler does not inline loses the target features and
+/// calls every intrinsic.
 #[inline(always)]
 unsafe fn q6_k_n<const N: usize>(
     groups: &[u8],
@@ -158,11 +160,6 @@ unsafe fn q6_k_n<const N: usize>(
     let group_bytes = blocks * GROUP_BLOCK_BYTES_Q6_K;
     let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
     let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
-    let (low4, bits45, offset) = (
-        _mm256_set1_epi8(0x0f),
-        _mm256_set1_epi8(0x30),
-        _mm256_set1_epi8(32),
-    );
     for (group, y) in groups
         .chunks_exact(group_bytes)
         .zip(out.chunks_exact_mut(ROWS * N))
@@ -178,80 +175,40 @@ unsafe fn q6_k_n<const N: usize>(
             let d = _mm256_cvtph_ps(_mm_loadu_si128(sb.cast()));
             // |x| of each token's 256 activations of this super-block.
             let mut ax = [[_mm256_setzero_si256(); 8]; N];
-            for (t, ax) in ax.iter_mut().enumerate() {
-                for (v, ax) in ax.iter_mut().enumerate() {
+            for t in 0..N {
+                for v in 0..8 {
                     let x = _mm256_loadu_si256(xq[t].add(i * QK + 32 * v).cast());
-                    *ax = _mm256_abs_epi8(x);
+                    ax[t][v] = _mm256_abs_epi8(x);
                 }
             }
             for n in 0..2 {
-                let h: [__m256i; 8] = std::array::from_fn(|c| {
-                    _mm256_loadu_si256(sb.add(1168 + 256 * n + 32 * c).cast())
-                });
                 for m in 0..2 {
-                    let l: [__m256i; 8] = std::array::from_fn(|c| {
-                        _mm256_loadu_si256(sb.add(144 + 512 * n + 256 * m + 32 * c).cast())
-                    });
                     // Sub-blocks 4n + m (low nibbles, qh bits 2m) and 4n + m + 2 (high
-                    // nibbles, bits 2m + 4), their codes less 32 (the 16-bit shifts carry bits
-                    // of the next byte only into bits the masks drop).
-                    let top = |h: __m256i, k: usize| {
-                        let h = match k {
-                            0 => _mm256_slli_epi16::<4>(h),
-                            1 => _mm256_slli_epi16::<2>(h),
-                            2 => h,
-                            _ => _mm256_srli_epi16::<2>(h),
-                        };
-                        _mm256_and_si256(h, bits45)
-                    };
-                    let codes = |c: usize, k: usize| {
-                        let low = match k < 2 {
-                            true => _mm256_and_si256(l[c], low4),
-                            false => _mm256_and_si256(_mm256_srli_epi16::<4>(l[c]), low4),
-                        };
-                        _mm256_sub_epi8(_mm256_or_si256(low, top(h[c], k)), offset)
-                    };
-                    let q: [[__m256i; 8]; 2] = [
-                        std::array::from_fn(|c| codes(c, m)),
-                        std::array::from_fn(|c| codes(c, m + 2)),
-                    ];
-                    // Per sub-block, its two scales of the 8 rows as 16-bit pairs.
-                    let pair = |s: usize| {
-                        let v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(sb.add(16 + 8 * s).cast()));
-                        _mm256_or_si256(
-                            _mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
-                            _mm256_slli_epi32::<16>(v),
-                        )
-                    };
-                    let ks = [m, m + 2];
-                    let sc: [[__m256i; 2]; 2] = std::array::from_fn(|h| {
-                        let j = 4 * n + ks[h];
-                        [pair(2 * j), pair(2 * j + 1)]
-                    });
-                    for t in 0..N {
-                        let (x, a) = (xq[t].add(i * QK), ax[t].as_ptr().cast::<i8>());
-                        let word = |p: *const i8, at: usize| {
-                            _mm256_set1_epi32(p.add(at).cast::<i32>().read_unaligned())
-                        };
-                        let s = scales[t].add(i * SUBS);
-                        for h in 0..2 {
-                            let j = 4 * n + ks[h];
-                            // |x| times the code less 32 with x's sign: each word at most
-                            // 2 * 127 * 32, four of them 32512 (no overflow).
-                            let mut halves = [_mm256_setzero_si256(); 2];
-                            for c in 0..8 {
-                                let at = 32 * j + 4 * c;
-                                let p = _mm256_maddubs_epi16(
-                                    word(a, at),
-                                    _mm256_sign_epi8(q[h][c], word(x, at)),
-                                );
-                                halves[c / 4] = _mm256_add_epi16(halves[c / 4], p);
-                            }
-                            let isum = _mm256_add_epi32(
-                                _mm256_madd_epi16(halves[0], sc[h][0]),
-                                _mm256_madd_epi16(halves[1], sc[h][1]),
-                            );
-                            let f = _mm256_mul_ps(d, _mm256_set1_ps(*s.add(j)));
+                    // nibbles, bits 2m + 4), their codes less 32.
+                    let mut q = [[_mm256_setzero_si256(); 8]; 2];
+                    for c in 0..8 {
+                        let l = _mm256_loadu_si256(sb.add(144 + 512 * n + 256 * m + 32 * c).cast());
+                        let h = _mm256_loadu_si256(sb.add(1168 + 256 * n + 32 * c).cast());
+                        if m == 0 {
+                            q[0][c] = codes::<0>(l, h);
+                            q[1][c] = codes::<2>(l, h);
+                        } else {
+                            q[0][c] = codes::<1>(l, h);
+                            q[1][c] = codes::<3>(l, h);
+                        }
+                    }
+                    for (h, q) in q.iter().enumerate() {
+                        let j = 4 * n + m + 2 * h;
+                        // Sub-block j's two scales of the 8 rows as 16-bit pairs.
+                        let sc = [
+                            scale_pairs(sb.add(16 + 16 * j)),
+                            scale_pairs(sb.add(24 + 16 * j)),
+                        ];
+                        for t in 0..N {
+                            let x = xq[t].add(i * QK + 32 * j);
+                            let a = ax[t].as_ptr().cast::<i8>().add(32 * j);
+                            let isum = isum_q6_k(q, x, a, &sc);
+                            let f = _mm256_mul_ps(d, _mm256_set1_ps(*scales[t].add(i * SUBS + j)));
                             acc[t][j] = _mm256_add_ps(
                                 acc[t][j],
                                 _mm256_mul_ps(_mm256_cvtepi32_ps(isum), f),
@@ -269,6 +226,55 @@ unsafe fn q6_k_n<const N: usize>(
             }
         }
     }
+}
+
+/// The codes less 32 of sub-block `4n + K` from the vectors `l` (`ql`, `m = K % 2`) and `h`
+/// (`qh`) of one quarter: the low (`K < 2`) or high nibbles of `l` with bits `2K, 2K + 1` of `h`
+/// above them. The 16-bit shifts carry bits of the next byte only into bits the masks drop.
+#[inline(always)]
+unsafe fn codes<const K: usize>(l: __m256i, h: __m256i) -> __m256i {
+    let low4 = _mm256_set1_epi8(0x0f);
+    let low = match K < 2 {
+        true => _mm256_and_si256(l, low4),
+        false => _mm256_and_si256(_mm256_srli_epi16::<4>(l), low4),
+    };
+    let top = match K {
+        0 => _mm256_slli_epi16::<4>(h),
+        1 => _mm256_slli_epi16::<2>(h),
+        2 => h,
+        _ => _mm256_srli_epi16::<2>(h),
+    };
+    let top = _mm256_and_si256(top, _mm256_set1_epi8(0x30));
+    _mm256_sub_epi8(_mm256_or_si256(low, top), _mm256_set1_epi8(32))
+}
+
+/// The 8 scales (i8) at `at`, row `r`'s in lane `r` as the 16-bit pair `(sc, sc)`.
+#[inline(always)]
+unsafe fn scale_pairs(at: *const u8) -> __m256i {
+    let v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(at.cast()));
+    _mm256_or_si256(
+        _mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
+        _mm256_slli_epi32::<16>(v),
+    )
+}
+
+/// Row `r`'s `isum_j` in lane `r`: the codes less 32 `q` of sub-block `j` (vector `c` weights
+/// `4c .. 4c + 4`) against its 32 activations `x` (and their `|x|`, `a`), each half of 16 by its
+/// scales `sc`. `vpmaddubsw` of `|x|` with the codes given `x`'s sign, four added as words (each
+/// at most 2 * 127 * 32, so at most 32512: never wrapped), then `vpmaddwd` by the scales.
+#[inline(always)]
+unsafe fn isum_q6_k(q: &[__m256i; 8], x: *const i8, a: *const i8, sc: &[__m256i; 2]) -> __m256i {
+    let word =
+        |p: *const i8, c: usize| _mm256_set1_epi32(p.add(4 * c).cast::<i32>().read_unaligned());
+    let mut halves = [_mm256_setzero_si256(); 2];
+    for c in 0..8 {
+        let p = _mm256_maddubs_epi16(word(a, c), _mm256_sign_epi8(q[c], word(x, c)));
+        halves[c / 4] = _mm256_add_epi16(halves[c / 4], p);
+    }
+    _mm256_add_epi32(
+        _mm256_madd_epi16(halves[0], sc[0]),
+        _mm256_madd_epi16(halves[1], sc[1]),
+    )
 }
 
 /// `((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))` lane by lane: the scalar twin's `hsum8`
