@@ -149,6 +149,7 @@ unsafe fn groups_n<const N: usize>(
 /// always, not closures: a closure the compiler does not inline loses the target features and
 /// calls every intrinsic.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // the indices are the layout's, as documented
 unsafe fn q6_k_n<const N: usize>(
     groups: &[u8],
     cols: usize,
