@@ -232,7 +232,7 @@ impl<'a> TileMatrix<'a> {
 
 /// A matrix `W[rows, cols]` as a GGUF file stores it: row-major, each row `cols / block_len`
 /// consecutive blocks of `kind` (see [`GgmlType`]), borrowed from the file's map; or, in a
-/// copy of the weights, a Q4_K matrix regrouped in 8 rows (`grouped`).
+/// copy of the weights, a Q4_K or Q6_K matrix regrouped in 8 rows (`grouped`).
 #[derive(Debug, Clone, Copy)]
 pub struct GgufMatrix<'a> {
     /// Tensor name (Hugging Face's).
@@ -245,9 +245,9 @@ pub struct GgufMatrix<'a> {
     pub cols: usize,
     /// `rows * kind.bytes_for(cols)` bytes.
     pub bytes: &'a [u8],
-    /// Whether the rows lie in groups of 8 ([`crate::gguf::rows8`]: Q4_K only, each group
-    /// where its 8 rows would be), as [`crate::Weights::copy_into_huge_pages`] regroups them;
-    /// else row after row.
+    /// Whether the rows lie in groups of 8 ([`crate::gguf::rows8`]: Q4_K and Q6_K only, each
+    /// group where its 8 rows would be), as [`crate::Weights::copy_into_huge_pages`] regroups
+    /// them; else row after row.
     pub grouped: bool,
 }
 
@@ -268,7 +268,8 @@ impl<'a> GgufMatrix<'a> {
         let (group, r) = (row / rows8::ROWS, row % rows8::ROWS);
         let size = rows8::ROWS * n;
         let mut rows = vec![0u8; size];
-        rows8::deinterleave_q4_k(
+        rows8::deinterleave(
+            self.kind,
             &self.bytes[group * size..(group + 1) * size],
             self.cols,
             &mut rows,
@@ -330,5 +331,45 @@ mod tests {
         assert_eq!(all[300], 2.0, "row 0, col 300 -> tile 1");
         assert_eq!(all[40 * 512 + 10], 3.0, "row 40, col 10 -> tile 2");
         assert_eq!(all[63 * 512 + 511], 4.0, "row 63, col 511 -> tile 3");
+    }
+
+    #[test]
+    fn a_grouped_matrix_gives_the_rows_of_the_file() {
+        // 16 rows of 512 columns of random blocks (each block's f16 factors small and finite),
+        // row-major and regrouped: every row decodes to the same values.
+        for kind in [GgmlType::Q4_K, GgmlType::Q6_K] {
+            let (rows, cols) = (16, 512);
+            let mut s = 7u32;
+            let mut bytes: Vec<u8> = (0..rows * kind.bytes_for(cols))
+                .map(|_| {
+                    s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (s >> 24) as u8
+                })
+                .collect();
+            for block in bytes.chunks_exact_mut(kind.block_bytes()) {
+                match kind {
+                    GgmlType::Q6_K => block[208..210].copy_from_slice(&[0x00, 0x1c]),
+                    _ => block[0..4].copy_from_slice(&[0x00, 0x1c, 0x00, 0x18]),
+                }
+            }
+            let mut groups = bytes.clone();
+            rows8::interleave_matrix(kind, &mut groups, rows, cols);
+            let matrix = |bytes, grouped| GgufMatrix {
+                name: "m",
+                kind,
+                rows,
+                cols,
+                bytes,
+                grouped,
+            };
+            let (plain, grouped) = (matrix(&bytes, false), matrix(&groups, true));
+            for row in 0..rows {
+                let (mut want, mut got) = (vec![0f32; cols], vec![0f32; cols]);
+                plain.dequantize_row(row, &mut want);
+                grouped.dequantize_row(row, &mut got);
+                assert!(want.iter().all(|v| v.is_finite()));
+                assert_eq!(got, want, "{kind} row {row}");
+            }
+        }
     }
 }

@@ -70,7 +70,7 @@ struct Entry {
     last_groups: usize,
     /// For a GGUF tensor in blocks: its type (`shape` is then `[rows, cols]`).
     gguf: Option<GgmlType>,
-    /// Whether a Q4_K matrix's rows lie in groups of 8 ([`crate::gguf::rows8`]), as
+    /// Whether a Q4_K or Q6_K matrix's rows lie in groups of 8 ([`crate::gguf::rows8`]), as
     /// [`Weights::copy_into_huge_pages`] regroups them; else row after row, as in the file.
     grouped: bool,
     /// A small tensor computed at open instead of read from the file (a Gemma norm stored as
@@ -359,52 +359,55 @@ impl Weights {
             .map(|[_, k]| k)
     }
 
-    /// Narrows, inside `copy` (a copy of file `index`), every tiled tensor whose K is padded
-    /// to whole tiles: the last tile of each row block keeps only the groups of real columns
-    /// ([`crate::tile::TileLayout`]), so the kernels stream each matrix front to back with no
-    /// gaps (with the padding skipped inside whole tiles, SmolLM2-135M's 2-thread decode step
-    /// took 12% longer). Tensors whose geometry is unknown or wrong stay as they are;
-    /// [`Weights::get`] reports them.
-    /// Regroups in 8 rows ([`crate::gguf::rows8`]) every Q4_K matrix of file `index` in `copy`
-    /// whose rows are a multiple of 8. A range that two names share (a tied head) is regrouped
-    /// once; one that partly overlaps another is left as it is.
-    fn group_q4_k_rows(&mut self, index: usize, copy: &mut [u8]) {
-        let mut matrices: Vec<(Range<usize>, usize, usize)> = self
+    /// Regroups in 8 rows ([`crate::gguf::rows8`]) every Q4_K and Q6_K matrix of file `index`
+    /// in `copy` whose rows are a multiple of 8. A range that two names share (a tied head) is
+    /// regrouped once; one that partly overlaps another is left as it is.
+    fn group_rows8(&mut self, index: usize, copy: &mut [u8]) {
+        let groups =
+            |e: &Entry| e.file == index && e.owned.is_none() && e.gguf.is_some_and(rows8::groups);
+        let mut matrices: Vec<(Range<usize>, GgmlType, usize, usize)> = self
             .tensors
             .values()
-            .filter(|e| e.file == index && e.owned.is_none() && e.gguf == Some(GgmlType::Q4_K))
-            .map(|e| (e.range.clone(), e.shape[0], e.shape[1]))
-            .filter(|(range, rows, cols)| {
+            .filter(|e| groups(e))
+            .filter_map(|e| Some((e.range.clone(), e.gguf?, e.shape[0], e.shape[1])))
+            .filter(|(range, kind, rows, cols)| {
                 rows.is_multiple_of(rows8::ROWS)
-                    && cols.is_multiple_of(GgmlType::Q4_K.block_len())
-                    && range.len() == rows * GgmlType::Q4_K.bytes_for(*cols)
+                    && cols.is_multiple_of(kind.block_len())
+                    && range.len() == rows * kind.bytes_for(*cols)
             })
             .collect();
         matrices.sort_by_key(|(range, ..)| (range.start, range.end));
         matrices.dedup();
         // Sorted by start, a range overlaps another iff it starts before the furthest end of
-        // those before it, or the next one starts before its end.
+        // those before it, or the next one starts before its end (two names of one range in two
+        // kinds count as overlapping).
         let mut grouped = Vec::new();
         let mut furthest = 0;
-        for (i, (range, rows, cols)) in matrices.iter().enumerate() {
+        for (i, (range, kind, rows, cols)) in matrices.iter().enumerate() {
             let before = furthest > range.start;
             let after = matrices
                 .get(i + 1)
                 .is_some_and(|next| next.0.start < range.end);
             furthest = furthest.max(range.end);
             if !before && !after && range.end <= copy.len() {
-                rows8::interleave_matrix_q4_k(&mut copy[range.clone()], *rows, *cols);
+                rows8::interleave_matrix(*kind, &mut copy[range.clone()], *rows, *cols);
                 grouped.push((range.start, range.end));
             }
         }
         for entry in self.tensors.values_mut() {
-            if entry.file == index && entry.owned.is_none() && entry.gguf == Some(GgmlType::Q4_K) {
+            if groups(entry) {
                 let key = (entry.range.start, entry.range.end);
                 entry.grouped = grouped.binary_search(&key).is_ok();
             }
         }
     }
 
+    /// Narrows, inside `copy` (a copy of file `index`), every tiled tensor whose K is padded
+    /// to whole tiles: the last tile of each row block keeps only the groups of real columns
+    /// ([`crate::tile::TileLayout`]), so the kernels stream each matrix front to back with no
+    /// gaps (with the padding skipped inside whole tiles, SmolLM2-135M's 2-thread decode step
+    /// took 12% longer). Tensors whose geometry is unknown or wrong stay as they are;
+    /// [`Weights::get`] reports them.
     fn narrow_padded_tiles(&mut self, index: usize, copy: &mut [u8]) {
         let metadata = &self.files[index].metadata;
         let mut narrowed = Vec::new();
@@ -549,8 +552,8 @@ impl Weights {
     ///
     /// In the copy, each tile matrix whose K is padded to whole tiles is narrowed (see
     /// [`TileMatrix::last_groups`]): the same values, without the zero columns; and each GGUF
-    /// Q4_K matrix is regrouped in 8 rows ([`GgufMatrix::grouped`]), the layout whose kernel
-    /// needs no horizontal sums.
+    /// Q4_K and Q6_K matrix is regrouped in 8 rows ([`GgufMatrix::grouped`]), the layout whose
+    /// kernels need no horizontal sums.
     pub fn copy_into_huge_pages(&mut self) -> Result<(), Error> {
         let mut copies = Vec::with_capacity(self.files.len());
         for file in &self.files {
@@ -579,7 +582,7 @@ impl Weights {
         let mut maps = Vec::with_capacity(copies.len());
         for (index, mut copy) in copies.into_iter().enumerate() {
             self.narrow_padded_tiles(index, &mut copy);
-            self.group_q4_k_rows(index, &mut copy);
+            self.group_rows8(index, &mut copy);
             let path = &self.files[index].path;
             maps.push(copy.make_read_only().map_err(|e| Error::io(path, e))?);
         }

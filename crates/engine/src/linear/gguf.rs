@@ -1,13 +1,13 @@
 //! [`Linear::Gguf`]'s products: a GGUF file's own row-major blocks against the activations
 //! quantized once per call (the same int8 blocks of 32 as the tiles'), by
 //! [`crate::cpu::gguf::dot_rows`] over chunks of rows split over the thread pool, up to
-//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`. A Q4_K matrix the huge-page copy
-//! regrouped in 8 rows ([`GgufMatrix::grouped`]) goes through
+//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`. A Q4_K or Q6_K matrix the
+//! huge-page copy regrouped in 8 rows ([`GgufMatrix::grouped`]) goes through
 //! [`kquants::dot_groups`] instead, with the same results to the bit.
 
 use std::cell::RefCell;
 
-use q4nx::gguf::GgmlType;
+use q4nx::gguf::rows8;
 use q4nx::GgufMatrix;
 
 use super::{quantize, Job, Linear, ShapeError, ACTIVATIONS, MAX_JOBS, MAX_SHARED};
@@ -34,9 +34,9 @@ pub(super) fn check(m: &GgufMatrix<'_>, rows: usize, cols: usize) -> Result<(), 
             m.kind
         )));
     }
-    if m.grouped && (m.kind != GgmlType::Q4_K || !m.rows.is_multiple_of(8)) {
+    if m.grouped && (!rows8::groups(m.kind) || !m.rows.is_multiple_of(8)) {
         return Err(ShapeError(format!(
-            "{} rows of {} cannot lie in groups of 8 rows (only Q4_K's can)",
+            "{} rows of {} cannot lie in groups of 8 rows (only Q4_K's and Q6_K's can)",
             m.rows, m.kind
         )));
     }
@@ -166,7 +166,7 @@ fn dot(
     out: &mut [f32],
 ) {
     if m.grouped {
-        kquants::dot_groups(level, bytes, m.cols, acts, t0, tokens, out);
+        kquants::dot_groups(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
     } else {
         dot_rows(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
     }

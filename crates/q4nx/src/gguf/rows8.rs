@@ -1,6 +1,7 @@
-//! Q4_K in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so that one
-//! 256-bit vector holds the same 4 code bytes of 8 rows and a kernel needs no horizontal sums.
-//! The group has exactly the bytes of its 8 row-major rows, only in another order.
+//! Q4_K and Q6_K in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so
+//! that one 256-bit vector holds the same 4 code bytes of 8 rows and a kernel needs no
+//! horizontal sums. The group has exactly the bytes of its 8 row-major rows, only in another
+//! order.
 //!
 //! # The layout
 //!
@@ -21,6 +22,29 @@
 //! bytes 0-3, 4-7, 8-11), from which the 6-bit scales and mins of all 8 rows come out with byte
 //! operations, in byte lane `8k + r`: `sc_0..3 = v0 & 63`, `m_0..3 = v1 & 63`,
 //! `sc_4..7 = (v2 & 15) | ((v0 >> 6) << 4)`, `m_4..7 = (v2 >> 4) | ((v1 >> 6) << 4)`.
+//!
+//! # Q6_K
+//!
+//! Q6_K's groups are made the same way (`row_bytes = cols / 256 * 210`, a row's super-block
+//! `ql[128], qh[64], scales[16], d`): super-block `i` of the 8 rows is
+//! [`GROUP_BLOCK_BYTES_Q6_K`] (1680) bytes at offset `1680 i`:
+//!
+//! - bytes `0..16`: `d` of rows 0..8, as f16 (row `r` at `2r`);
+//! - bytes `16..144`: the 16 scales (i8): scale `s` of row `r` at `16 + 8s + r`;
+//! - bytes `144..1168`: the low bits: for `n` in 0..2 (the half of 128 weights), `m` in 0..2,
+//!   `c` in 0..8, row `r`: the 4 bytes `ql_r[64n + 32m + 4c ..][..4]` at
+//!   `144 + 512n + 256m + 32c + 4r`;
+//! - bytes `1168..1680`: the top bits: for `n` in 0..2, `c` in 0..8, row `r`: the 4 bytes
+//!   `qh_r[32n + 4c ..][..4]` at `1168 + 256n + 32c + 4r`.
+//!
+//! So with `L_m` the 32 bytes at `144 + 512n + 256m + 32c` and `H` those at
+//! `1168 + 256n + 32c`, the codes of weights `4c .. 4c + 4` of sub-block `4n + k` (32 weights
+//! each) of all 8 rows, row `r` in bytes `4r .. 4r + 4`, are `(L_0 & 15) | (H & 3) << 4` (`k`
+//! 0), `(L_1 & 15) | (H >> 2 & 3) << 4` (1), `L_0 >> 4 | (H >> 4 & 3) << 4` (2) and
+//! `L_1 >> 4 | (H >> 6) << 4` (3); the scales of weights `16s .. 16s + 16` of the 8 rows are 8
+//! bytes in a row, and the 128 scale bytes four 32-byte vectors.
+
+use super::GgmlType;
 
 /// Rows per group.
 pub const ROWS: usize = 8;
@@ -38,6 +62,44 @@ const CODES: usize = 16;
 const G_DMIN: usize = 16;
 const G_SCALES: usize = 32;
 const G_CODES: usize = 128;
+
+/// Bytes of one Q6_K super-block of one row.
+const BLOCK_BYTES_Q6_K: usize = 210;
+/// Bytes of super-block `i` of all 8 rows of a Q6_K group.
+pub const GROUP_BLOCK_BYTES_Q6_K: usize = ROWS * BLOCK_BYTES_Q6_K;
+/// Offset in a Q6_K super-block of one row: the top bits, the scales, `d`.
+const QH: usize = 128;
+const SC: usize = 192;
+const D: usize = 208;
+/// Offset in a Q6_K group's super-block: the scales, the low bits, the top bits.
+const G6_SC: usize = 16;
+const G6_QL: usize = 144;
+const G6_QH: usize = 1168;
+
+/// Whether `kind`'s matrices can lie in groups of 8 rows (Q4_K, Q6_K).
+pub fn groups(kind: GgmlType) -> bool {
+    matches!(kind, GgmlType::Q4_K | GgmlType::Q6_K)
+}
+
+/// Bytes of one group of 8 rows of `cols` columns of `kind`; panics if `kind` has no groups or
+/// `cols` is not a multiple of 256.
+pub fn group_bytes_of(kind: GgmlType, cols: usize) -> usize {
+    match kind {
+        GgmlType::Q4_K => group_bytes(cols),
+        GgmlType::Q6_K => group_bytes_q6_k(cols),
+        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
+    }
+}
+
+/// Bytes of one group of 8 rows of `cols` Q6_K columns; panics if `cols` is not a multiple of
+/// 256.
+pub fn group_bytes_q6_k(cols: usize) -> usize {
+    assert!(
+        cols.is_multiple_of(QK),
+        "rows8: {cols} columns is not a multiple of the Q6_K super-block ({QK})"
+    );
+    ROWS * cols / QK * BLOCK_BYTES_Q6_K
+}
 
 /// Bytes of one group of 8 rows of `cols` Q4_K columns; panics if `cols` is not a multiple of 256.
 pub fn group_bytes(cols: usize) -> usize {
@@ -71,69 +133,192 @@ fn for_each_piece(r: usize, mut each: impl FnMut(usize, usize, usize)) {
     }
 }
 
-/// Checks `input` and `output` are both one group of `cols` columns; `what` names the caller.
-fn check_lengths(what: &str, input: usize, output: usize, cols: usize) {
-    let want = group_bytes(cols);
+/// The Q6_K twin of [`for_each_piece`]: `d`, the 16 scales one by one, the 32 runs of 4
+/// low-bit bytes, the 16 runs of 4 top-bit bytes.
+#[inline(always)]
+fn for_each_piece_q6_k(r: usize, mut each: impl FnMut(usize, usize, usize)) {
+    each(D, 2 * r, 2);
+    for s in 0..16 {
+        each(SC + s, G6_SC + 8 * s + r, 1);
+    }
+    for n in 0..2 {
+        for m in 0..2 {
+            for c in 0..8 {
+                let (from, to) = (64 * n + 32 * m + 4 * c, 512 * n + 256 * m + 32 * c);
+                each(from, G6_QL + to + 4 * r, 4);
+            }
+        }
+    }
+    for n in 0..2 {
+        for c in 0..8 {
+            each(QH + 32 * n + 4 * c, G6_QH + 256 * n + 32 * c + 4 * r, 4);
+        }
+    }
+}
+
+/// The pieces of `kind` ([`for_each_piece`], [`for_each_piece_q6_k`]).
+#[inline(always)]
+fn pieces(kind: GgmlType, r: usize, each: impl FnMut(usize, usize, usize)) {
+    match kind {
+        GgmlType::Q4_K => for_each_piece(r, each),
+        _ => for_each_piece_q6_k(r, each),
+    }
+}
+
+/// Checks `input` and `output` are both one group of `cols` columns of `kind`; `what` names
+/// the caller.
+fn check_lengths(what: &str, kind: GgmlType, input: usize, output: usize, cols: usize) {
+    let want = group_bytes_of(kind, cols);
     assert!(
         input == want && output == want,
-        "rows8::{what}: {input} bytes in and {output} out, but 8 rows of {cols} Q4_K columns are \
-         {want} bytes"
+        "rows8::{what}: {input} bytes in and {output} out, but 8 rows of {cols} {kind} columns \
+         are {want} bytes"
     );
 }
 
-/// Turns 8 row-major Q4_K rows of `cols` columns (`rows`) into one group (`out`). Panics if
-/// either is not exactly [`group_bytes`]`(cols)` long.
-pub fn interleave_q4_k(rows: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths("interleave_q4_k", rows.len(), out.len(), cols);
-    let row_bytes = cols / QK * BLOCK_BYTES;
+/// 8 row-major rows of `kind` into one group; lengths checked by the caller.
+fn interleave_kind(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8]) {
+    match kind {
+        GgmlType::Q4_K => interleave_with(GgmlType::Q4_K, rows, cols, out, BLOCK_BYTES),
+        GgmlType::Q6_K => interleave_with(GgmlType::Q6_K, rows, cols, out, BLOCK_BYTES_Q6_K),
+        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
+    }
+}
+
+/// One group of `kind` back into 8 row-major rows; lengths checked by the caller.
+fn deinterleave_kind(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
+    match kind {
+        GgmlType::Q4_K => deinterleave_with(GgmlType::Q4_K, group, cols, out, BLOCK_BYTES),
+        GgmlType::Q6_K => deinterleave_with(GgmlType::Q6_K, group, cols, out, BLOCK_BYTES_Q6_K),
+        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
+    }
+}
+
+/// Each piece of row `r`'s super-block to its place in the group's ([`pieces`]).
+#[inline(always)]
+fn interleave_with(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8], block_bytes: usize) {
+    let row_bytes = cols / QK * block_bytes;
     for (r, row) in rows.chunks_exact(row_bytes).enumerate() {
         for (block, group) in row
-            .chunks_exact(BLOCK_BYTES)
-            .zip(out.chunks_exact_mut(GROUP_BLOCK_BYTES))
+            .chunks_exact(block_bytes)
+            .zip(out.chunks_exact_mut(ROWS * block_bytes))
         {
-            for_each_piece(r, |from, to, len| {
+            pieces(kind, r, |from, to, len| {
                 group[to..to + len].copy_from_slice(&block[from..from + len]);
             });
         }
     }
 }
 
-/// The inverse of [`interleave_q4_k`]: one group (`group`) back into 8 row-major rows (`out`).
-/// Panics if either is not exactly [`group_bytes`]`(cols)` long.
-pub fn deinterleave_q4_k(group: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths("deinterleave_q4_k", group.len(), out.len(), cols);
-    let row_bytes = cols / QK * BLOCK_BYTES;
+/// The inverse of [`interleave_with`].
+#[inline(always)]
+fn deinterleave_with(
+    kind: GgmlType,
+    group: &[u8],
+    cols: usize,
+    out: &mut [u8],
+    block_bytes: usize,
+) {
+    let row_bytes = cols / QK * block_bytes;
     for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
         for (block, group) in row
-            .chunks_exact_mut(BLOCK_BYTES)
-            .zip(group.chunks_exact(GROUP_BLOCK_BYTES))
+            .chunks_exact_mut(block_bytes)
+            .zip(group.chunks_exact(ROWS * block_bytes))
         {
-            for_each_piece(r, |from, to, len| {
+            pieces(kind, r, |from, to, len| {
                 block[from..from + len].copy_from_slice(&group[to..to + len]);
             });
         }
     }
 }
 
+/// Turns 8 row-major Q4_K rows of `cols` columns (`rows`) into one group (`out`). Panics if
+/// either is not exactly [`group_bytes`]`(cols)` long.
+pub fn interleave_q4_k(rows: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths(
+        "interleave_q4_k",
+        GgmlType::Q4_K,
+        rows.len(),
+        out.len(),
+        cols,
+    );
+    interleave_kind(GgmlType::Q4_K, rows, cols, out);
+}
+
+/// Turns 8 row-major Q6_K rows of `cols` columns (`rows`) into one group (`out`). Panics if
+/// either is not exactly [`group_bytes_q6_k`]`(cols)` long.
+pub fn interleave_q6_k(rows: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths(
+        "interleave_q6_k",
+        GgmlType::Q6_K,
+        rows.len(),
+        out.len(),
+        cols,
+    );
+    interleave_kind(GgmlType::Q6_K, rows, cols, out);
+}
+
+/// The inverse of [`interleave_q4_k`]: one group (`group`) back into 8 row-major rows (`out`).
+/// Panics if either is not exactly [`group_bytes`]`(cols)` long.
+pub fn deinterleave_q4_k(group: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths(
+        "deinterleave_q4_k",
+        GgmlType::Q4_K,
+        group.len(),
+        out.len(),
+        cols,
+    );
+    deinterleave_kind(GgmlType::Q4_K, group, cols, out);
+}
+
+/// The inverse of [`interleave_q6_k`]. Panics if either is not exactly
+/// [`group_bytes_q6_k`]`(cols)` long.
+pub fn deinterleave_q6_k(group: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths(
+        "deinterleave_q6_k",
+        GgmlType::Q6_K,
+        group.len(),
+        out.len(),
+        cols,
+    );
+    deinterleave_kind(GgmlType::Q6_K, group, cols, out);
+}
+
+/// [`deinterleave_q4_k`] or [`deinterleave_q6_k`] by `kind`; panics on another kind.
+pub fn deinterleave(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths("deinterleave", kind, group.len(), out.len(), cols);
+    deinterleave_kind(kind, group, cols, out);
+}
+
 /// Turns a whole row-major Q4_K matrix of `rows` rows and `cols` columns into groups of 8 rows,
 /// in place (group `g` where rows `8g .. 8g + 8` were), with one group-sized scratch buffer.
 /// Panics if `rows` is not a multiple of 8 or `bytes` is not the matrix's length.
 pub fn interleave_matrix_q4_k(bytes: &mut [u8], rows: usize, cols: usize) {
+    interleave_matrix(GgmlType::Q4_K, bytes, rows, cols);
+}
+
+/// [`interleave_matrix_q4_k`] for Q6_K.
+pub fn interleave_matrix_q6_k(bytes: &mut [u8], rows: usize, cols: usize) {
+    interleave_matrix(GgmlType::Q6_K, bytes, rows, cols);
+}
+
+/// [`interleave_matrix_q4_k`] or [`interleave_matrix_q6_k`] by `kind`; panics on another kind.
+pub fn interleave_matrix(kind: GgmlType, bytes: &mut [u8], rows: usize, cols: usize) {
     assert!(
         rows.is_multiple_of(ROWS),
-        "rows8::interleave_matrix_q4_k: {rows} rows is not a multiple of {ROWS}"
+        "rows8::interleave_matrix: {rows} rows is not a multiple of {ROWS}"
     );
-    let group = group_bytes(cols);
+    let group = group_bytes_of(kind, cols);
     assert_eq!(
         bytes.len(),
         rows / ROWS * group,
-        "rows8::interleave_matrix_q4_k: {} bytes are not {rows} rows of {cols} Q4_K columns",
+        "rows8::interleave_matrix: {} bytes are not {rows} rows of {cols} {kind} columns",
         bytes.len()
     );
     let mut scratch = vec![0u8; group];
     for chunk in bytes.chunks_exact_mut(group) {
         scratch.copy_from_slice(chunk);
-        interleave_q4_k(&scratch, cols, chunk);
+        interleave_kind(kind, &scratch, cols, chunk);
     }
 }
 
@@ -228,6 +413,84 @@ mod tests {
             deinterleave_q4_k(after, cols, &mut back);
             assert_eq!(back, before);
         }
+    }
+
+    #[test]
+    fn q6_k_round_trip_on_random_bytes() {
+        for cols in [256, 512, 2048] {
+            let rows = random_bytes(group_bytes_q6_k(cols), cols as u64 + 5);
+            let mut group = vec![0u8; rows.len()];
+            interleave_q6_k(&rows, cols, &mut group);
+            assert_ne!(group, rows, "the layout moves bytes");
+            let mut back = vec![0u8; rows.len()];
+            deinterleave_q6_k(&group, cols, &mut back);
+            assert_eq!(back, rows);
+            deinterleave(GgmlType::Q6_K, &group, cols, &mut back);
+            assert_eq!(back, rows);
+        }
+    }
+
+    #[test]
+    fn every_q6_k_byte_lands_where_the_layout_says() {
+        let cols = 512;
+        let bb = BLOCK_BYTES_Q6_K;
+        let row_bytes = 2 * bb;
+        let rows = random_bytes(8 * row_bytes, 17);
+        let mut g = vec![0u8; rows.len()];
+        interleave_q6_k(&rows, cols, &mut g);
+        for i in 0..2 {
+            let sb = &g[i * GROUP_BLOCK_BYTES_Q6_K..][..GROUP_BLOCK_BYTES_Q6_K];
+            for r in 0..8 {
+                let block = &rows[r * row_bytes + i * bb..][..bb];
+                assert_eq!(sb[2 * r..2 * r + 2], block[208..210], "d");
+                for s in 0..16 {
+                    assert_eq!(sb[16 + 8 * s + r], block[192 + s], "scale {s}");
+                }
+                for n in 0..2 {
+                    for c in 0..8 {
+                        for m in 0..2 {
+                            let at = 144 + 512 * n + 256 * m + 32 * c + 4 * r;
+                            let from = 64 * n + 32 * m + 4 * c;
+                            assert_eq!(sb[at..at + 4], block[from..from + 4], "ql {n} {m} {c}");
+                        }
+                        let at = 1168 + 256 * n + 32 * c + 4 * r;
+                        let from = 128 + 32 * n + 4 * c;
+                        assert_eq!(sb[at..at + 4], block[from..from + 4], "qh {n} {c}");
+                    }
+                }
+            }
+        }
+        // Hand-checked: row 5's ql byte 70 (n 1, m 0, c 1, e 2) of super-block 1.
+        let at = GROUP_BLOCK_BYTES_Q6_K + 144 + 512 + 32 + 20 + 2;
+        assert_eq!(g[at], rows[5 * row_bytes + bb + 70]);
+    }
+
+    #[test]
+    fn a_three_group_q6_k_matrix_in_place() {
+        let (cols, rows) = (768, 24);
+        let original = random_bytes(rows / 8 * group_bytes_q6_k(cols), 101);
+        let mut bytes = original.clone();
+        interleave_matrix_q6_k(&mut bytes, rows, cols);
+        let g = group_bytes_q6_k(cols);
+        for (before, after) in original.chunks_exact(g).zip(bytes.chunks_exact(g)) {
+            let mut want = vec![0u8; g];
+            interleave_q6_k(before, cols, &mut want);
+            assert_eq!(after, want.as_slice());
+        }
+        assert!(groups(GgmlType::Q6_K) && groups(GgmlType::Q4_K) && !groups(GgmlType::Q5_K));
+        assert_eq!(group_bytes_of(GgmlType::Q6_K, 256), 1680);
+    }
+
+    #[test]
+    #[should_panic(expected = "8 rows of 256 Q6_K columns are 1680 bytes")]
+    fn a_short_q6_k_group_is_refused() {
+        deinterleave_q6_k(&[0u8; 1680], 256, &mut [0u8; 1679]);
+    }
+
+    #[test]
+    #[should_panic(expected = "Q5_K has no layout in groups of 8 rows")]
+    fn a_kind_without_groups_is_refused() {
+        interleave_matrix(GgmlType::Q5_K, &mut [0u8; 8 * 176], 8, 256);
     }
 
     #[test]

@@ -45,11 +45,11 @@
 //! requests the next 8 rows as it goes; each row keeps its own lanes in the order above, so
 //! this too is the twin's to the bit. The rows after the last 8 go one by one.
 //!
-//! [`dot_groups`] reads Q4_K in groups of 8 rows instead ([`q4nx::gguf::rows8`]): `rows8`'s
-//! kernel (AVX2, also the AVX-512 levels') keeps vector `A_j` of lane `a_j` of the 8 rows, lane
-//! `r` for row `r`, so each row still sums in the order above, and ends with the halving sum
-//! done vector-wise across the `A_j`; the scalar level de-interleaves each group and calls the
-//! twin.
+//! [`dot_groups`] reads Q4_K and Q6_K in groups of 8 rows instead ([`q4nx::gguf::rows8`]):
+//! `rows8`'s kernels (AVX2, also the AVX-512 levels') keep vector `A_j` of lane `a_j` of the 8
+//! rows, lane `r` for row `r`, so each row still sums in the order above, and end with the
+//! halving sum done vector-wise across the `A_j`; the scalar level de-interleaves each group
+//! and calls the twin.
 
 use half::f16;
 use q4nx::gguf::rows8 as layout;
@@ -153,12 +153,15 @@ pub fn dot_rows(
     }
 }
 
-/// [`dot_rows`] for Q4_K in groups of 8 rows ([`q4nx::gguf::rows8`]): `out[r * tokens + t]`
-/// for every row `r` of `groups` (8 per group), the scalar twin's bits on the same rows
-/// row-major. `groups.len() == n / 8 * layout::group_bytes(cols)` with `out.len() == n *
-/// tokens`; the rest as [`dot_rows`]. Panics on an unsupported level or lengths that do not fit.
+/// [`dot_rows`] for Q4_K or Q6_K (`kind`) in groups of 8 rows ([`q4nx::gguf::rows8`]):
+/// `out[r * tokens + t]` for every row `r` of `groups` (8 per group), the scalar twin's bits
+/// on the same rows row-major. `groups.len() == n / 8 * layout::group_bytes_of(kind, cols)`
+/// with `out.len() == n * tokens`; the rest as [`dot_rows`]. Panics on another kind, an
+/// unsupported level or lengths that do not fit.
+#[allow(clippy::too_many_arguments)] // the shared interface of the GGUF kernels, and the kind
 pub fn dot_groups(
     level: KernelLevel,
+    kind: GgmlType,
     groups: &[u8],
     cols: usize,
     acts: &QuantizedActivations,
@@ -166,6 +169,10 @@ pub fn dot_groups(
     tokens: usize,
     out: &mut [f32],
 ) {
+    assert!(
+        layout::groups(kind),
+        "kquants::dot_groups: {kind} does not lie in groups of 8 rows (only Q4_K and Q6_K do)"
+    );
     assert!(
         level.is_supported(),
         "kquants::dot_groups: kernel level {level} is not supported by this CPU"
@@ -186,11 +193,12 @@ pub fn dot_groups(
         layout::ROWS
     );
     let groups_n = out.len() / group;
-    let group_bytes = layout::group_bytes(cols);
+    let group_bytes = layout::group_bytes_of(kind, cols);
     assert_eq!(
         groups.len(),
         groups_n * group_bytes,
-        "kquants::dot_groups: {} bytes are not {groups_n} groups of 8 rows of {cols} Q4_K columns",
+        "kquants::dot_groups: {} bytes are not {groups_n} groups of 8 rows of {cols} {kind} \
+         columns",
         groups.len()
     );
     assert!(
@@ -207,9 +215,10 @@ pub fn dot_groups(
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C are present (the level is supported: the AVX-512 levels
-        // imply AVX2's) and the lengths of `groups`, `out` and the activations were checked.
+        // imply AVX2's) and the kind and the lengths of `groups`, `out` and the activations
+        // were checked.
         KernelLevel::Avx2 | KernelLevel::Avx512Bw | KernelLevel::Avx512Vnni => unsafe {
-            rows8::dot_groups(groups, cols, acts, t0, tokens, out)
+            rows8::dot_groups(kind, groups, cols, acts, t0, tokens, out)
         },
         _ => {
             // The twin on each group back in row-major order.
@@ -218,8 +227,8 @@ pub fn dot_groups(
                 .chunks_exact(group_bytes)
                 .zip(out.chunks_exact_mut(group))
             {
-                layout::deinterleave_q4_k(g, cols, &mut rows);
-                scalar::dot_rows(GgmlType::Q4_K, &rows, cols, acts, t0, tokens, y);
+                layout::deinterleave(kind, g, cols, &mut rows);
+                scalar::dot_rows(kind, &rows, cols, acts, t0, tokens, y);
             }
         }
     }

@@ -1,8 +1,8 @@
-//! Q4_K in groups of 8 rows ([`q4nx::gguf::rows8`] holds the layout) against int8 activations,
-//! at the AVX2 level (also the AVX-512 levels'): a 32-byte vector holds the same 4 code bytes
-//! of the group's 8 rows, so row `r`'s sums stay in lane `r` from the products to the result and
-//! nothing is reduced across lanes until the end; the scales and mins of the 8 rows come out of
-//! 3 vectors with byte operations, and `d`, `dmin` by `vcvtph2ps`.
+//! Q4_K and Q6_K in groups of 8 rows ([`q4nx::gguf::rows8`] holds the layouts) against int8
+//! activations, at the AVX2 level (also the AVX-512 levels'): a 32-byte vector holds the same 4
+//! code bytes of the group's 8 rows, so row `r`'s sums stay in lane `r` from the products to the
+//! result and nothing is reduced across lanes until the end; Q4_K's scales and mins of the 8
+//! rows come out of 3 vectors with byte operations, and `d`, `dmin` by `vcvtph2ps`.
 //!
 //! Per sub-block `j` and token: `vpmaddubsw` of each of the 8 code vectors with the token's 4
 //! activation bytes that meet them (broadcast), added as 16-bit words (at most 8 * 2 * 15 * 127
@@ -11,10 +11,19 @@
 //! twin's operations in its order; the rows' results are the vector-wise
 //! `((A0 + A4) + (A2 + A6)) + ((A1 + A5) + (A3 + A7))` minus the same of the `M_j`: the twin's
 //! bits, row by row.
+//!
+//! Q6_K: one vector of `ql` and one of `qh` give the 6-bit codes of the same 4 weights of the 8
+//! rows (the layout's module doc), less 32 with a byte subtraction. Per half sub-block of 16
+//! weights and token, `vpmaddubsw` of `|x|` (broadcast) with the codes given `x`'s sign
+//! (`vpsignb`), four of them added as words (each at most 2 * 127 * 32, so at most 32512: never
+//! wrapped), then `vpmaddwd` with the 8 rows' scale of that half as 16-bit pairs gives
+//! `sc * Σ (q - 32) x` of row `r` in lane `r`; the two halves' sum is the twin's `isum_j`, the
+//! same integer, and the floats follow the twin's order as for Q4_K.
 
 use std::arch::x86_64::*;
 
-use q4nx::gguf::rows8::{GROUP_BLOCK_BYTES, ROWS};
+use q4nx::gguf::rows8::{GROUP_BLOCK_BYTES, GROUP_BLOCK_BYTES_Q6_K, ROWS};
+use q4nx::gguf::GgmlType;
 
 use super::{QK, SUBS};
 use crate::cpu::quant::QuantizedActivations;
@@ -29,6 +38,7 @@ const PREFETCH_BYTES: usize = 2 * GROUP_BLOCK_BYTES;
 /// AVX2, FMA and F16C are present; the lengths were checked by the caller.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_groups(
+    kind: GgmlType,
     groups: &[u8],
     cols: usize,
     acts: &QuantizedActivations,
@@ -36,6 +46,18 @@ pub(super) unsafe fn dot_groups(
     tokens: usize,
     out: &mut [f32],
 ) {
+    if kind == GgmlType::Q6_K {
+        return match tokens {
+            1 => q6_k_n::<1>(groups, cols, acts, t0, out),
+            2 => q6_k_n::<2>(groups, cols, acts, t0, out),
+            3 => q6_k_n::<3>(groups, cols, acts, t0, out),
+            4 => q6_k_n::<4>(groups, cols, acts, t0, out),
+            5 => q6_k_n::<5>(groups, cols, acts, t0, out),
+            6 => q6_k_n::<6>(groups, cols, acts, t0, out),
+            7 => q6_k_n::<7>(groups, cols, acts, t0, out),
+            _ => q6_k_n::<8>(groups, cols, acts, t0, out),
+        };
+    }
     match tokens {
         1 => groups_n::<1>(groups, cols, acts, t0, out),
         2 => groups_n::<2>(groups, cols, acts, t0, out),
@@ -120,6 +142,140 @@ unsafe fn groups_n<const N: usize>(
             }
         }
     }
+}
+
+/// [`groups_n`] for Q6_K: each super-block's `d` and `|x|` are read once for all the tokens,
+/// its codes and scales once per quarter (`m` of half `n`). The helpers are functions inlined
+/// always, not closures: a closure the compiler does not inline loses the target features and
+/// calls every intrinsic.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // the indices are the layout's, as documented
+unsafe fn q6_k_n<const N: usize>(
+    groups: &[u8],
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    out: &mut [f32],
+) {
+    let blocks = cols / QK;
+    let group_bytes = blocks * GROUP_BLOCK_BYTES_Q6_K;
+    let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
+    let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
+    for (group, y) in groups
+        .chunks_exact(group_bytes)
+        .zip(out.chunks_exact_mut(ROWS * N))
+    {
+        let mut acc = [[_mm256_setzero_ps(); SUBS]; N];
+        for i in 0..blocks {
+            let sb = group.as_ptr().add(i * GROUP_BLOCK_BYTES_Q6_K);
+            let ahead = sb.wrapping_add(2 * GROUP_BLOCK_BYTES_Q6_K);
+            for line in (0..GROUP_BLOCK_BYTES_Q6_K).step_by(64) {
+                // A hint: it never faults, even past the end of the mapping.
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+            }
+            let d = _mm256_cvtph_ps(_mm_loadu_si128(sb.cast()));
+            // |x| of each token's 256 activations of this super-block.
+            let mut ax = [[_mm256_setzero_si256(); 8]; N];
+            for t in 0..N {
+                for v in 0..8 {
+                    let x = _mm256_loadu_si256(xq[t].add(i * QK + 32 * v).cast());
+                    ax[t][v] = _mm256_abs_epi8(x);
+                }
+            }
+            for n in 0..2 {
+                for m in 0..2 {
+                    // Sub-blocks 4n + m (low nibbles, qh bits 2m) and 4n + m + 2 (high
+                    // nibbles, bits 2m + 4), their codes less 32.
+                    let mut q = [[_mm256_setzero_si256(); 8]; 2];
+                    for c in 0..8 {
+                        let l = _mm256_loadu_si256(sb.add(144 + 512 * n + 256 * m + 32 * c).cast());
+                        let h = _mm256_loadu_si256(sb.add(1168 + 256 * n + 32 * c).cast());
+                        if m == 0 {
+                            q[0][c] = codes::<0>(l, h);
+                            q[1][c] = codes::<2>(l, h);
+                        } else {
+                            q[0][c] = codes::<1>(l, h);
+                            q[1][c] = codes::<3>(l, h);
+                        }
+                    }
+                    for (h, q) in q.iter().enumerate() {
+                        let j = 4 * n + m + 2 * h;
+                        // Sub-block j's two scales of the 8 rows as 16-bit pairs.
+                        let sc = [
+                            scale_pairs(sb.add(16 + 16 * j)),
+                            scale_pairs(sb.add(24 + 16 * j)),
+                        ];
+                        for t in 0..N {
+                            let x = xq[t].add(i * QK + 32 * j);
+                            let a = ax[t].as_ptr().cast::<i8>().add(32 * j);
+                            let isum = isum_q6_k(q, x, a, &sc);
+                            let f = _mm256_mul_ps(d, _mm256_set1_ps(*scales[t].add(i * SUBS + j)));
+                            acc[t][j] = _mm256_add_ps(
+                                acc[t][j],
+                                _mm256_mul_ps(_mm256_cvtepi32_ps(isum), f),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        for t in 0..N {
+            let mut lanes = [0f32; ROWS];
+            _mm256_storeu_ps(lanes.as_mut_ptr(), halving(&acc[t]));
+            for (r, v) in lanes.into_iter().enumerate() {
+                y[r * N + t] = v;
+            }
+        }
+    }
+}
+
+/// The codes less 32 of sub-block `4n + K` from the vectors `l` (`ql`, `m = K % 2`) and `h`
+/// (`qh`) of one quarter: the low (`K < 2`) or high nibbles of `l` with bits `2K, 2K + 1` of `h`
+/// above them. The 16-bit shifts carry bits of the next byte only into bits the masks drop.
+#[inline(always)]
+unsafe fn codes<const K: usize>(l: __m256i, h: __m256i) -> __m256i {
+    let low4 = _mm256_set1_epi8(0x0f);
+    let low = match K < 2 {
+        true => _mm256_and_si256(l, low4),
+        false => _mm256_and_si256(_mm256_srli_epi16::<4>(l), low4),
+    };
+    let top = match K {
+        0 => _mm256_slli_epi16::<4>(h),
+        1 => _mm256_slli_epi16::<2>(h),
+        2 => h,
+        _ => _mm256_srli_epi16::<2>(h),
+    };
+    let top = _mm256_and_si256(top, _mm256_set1_epi8(0x30));
+    _mm256_sub_epi8(_mm256_or_si256(low, top), _mm256_set1_epi8(32))
+}
+
+/// The 8 scales (i8) at `at`, row `r`'s in lane `r` as the 16-bit pair `(sc, sc)`.
+#[inline(always)]
+unsafe fn scale_pairs(at: *const u8) -> __m256i {
+    let v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(at.cast()));
+    _mm256_or_si256(
+        _mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
+        _mm256_slli_epi32::<16>(v),
+    )
+}
+
+/// Row `r`'s `isum_j` in lane `r`: the codes less 32 `q` of sub-block `j` (vector `c` weights
+/// `4c .. 4c + 4`) against its 32 activations `x` (and their `|x|`, `a`), each half of 16 by its
+/// scales `sc`. `vpmaddubsw` of `|x|` with the codes given `x`'s sign, four added as words (each
+/// at most 2 * 127 * 32, so at most 32512: never wrapped), then `vpmaddwd` by the scales.
+#[inline(always)]
+unsafe fn isum_q6_k(q: &[__m256i; 8], x: *const i8, a: *const i8, sc: &[__m256i; 2]) -> __m256i {
+    let word =
+        |p: *const i8, c: usize| _mm256_set1_epi32(p.add(4 * c).cast::<i32>().read_unaligned());
+    let mut halves = [_mm256_setzero_si256(); 2];
+    for c in 0..8 {
+        let p = _mm256_maddubs_epi16(word(a, c), _mm256_sign_epi8(q[c], word(x, c)));
+        halves[c / 4] = _mm256_add_epi16(halves[c / 4], p);
+    }
+    _mm256_add_epi32(
+        _mm256_madd_epi16(halves[0], sc[0]),
+        _mm256_madd_epi16(halves[1], sc[1]),
+    )
 }
 
 /// `((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))` lane by lane: the scalar twin's `hsum8`

@@ -1,8 +1,9 @@
-//! Tests of [`dot_groups`], Q4_K in groups of 8 rows: at every level the scalar twin's bits on
-//! the same rows row-major, lengths that do not fit refused, and (ignored, run by hand) its
-//! one-token speed against [`dot_rows`]'s on the expert shapes of Qwen3-30B-A3B.
+//! Tests of [`dot_groups`], Q4_K and Q6_K in groups of 8 rows: at every level the scalar twin's
+//! bits on the same rows row-major, lengths and kinds that do not fit refused, and (ignored, run
+//! by hand) its one-token speed against [`dot_rows`]'s on the expert shapes of Qwen3-30B-A3B and
+//! Q6_K's of a Q4_K_M file.
 
-use q4nx::gguf::rows8::{group_bytes, interleave_matrix_q4_k};
+use q4nx::gguf::rows8::{group_bytes, interleave_matrix};
 
 use super::tests::random_blocks;
 use super::*;
@@ -10,18 +11,48 @@ use crate::cpu::test_data::Lcg;
 
 const ROW_BYTES: usize = 144;
 
-/// `n` random Q4_K rows of `cols` columns, the first ones extreme: every code 15 with every
-/// scale and min 63 and large `d`, `dmin`; every code 0 with the same; scales and mins 0.
-fn test_rows(n: usize, cols: usize, rng: &mut Lcg) -> Vec<u8> {
-    let mut rows = random_blocks(GgmlType::Q4_K, n * cols / QK, rng);
+/// The kinds with groups.
+const KINDS: [GgmlType; 2] = [GgmlType::Q4_K, GgmlType::Q6_K];
+
+/// `n` random rows of `kind` of `cols` columns, the first ones extreme. Q4_K: every code 15
+/// with every scale and min 63 and large `d`, `dmin`; every code 0 with the same; scales and
+/// mins 0. Q6_K: every code 63 with every scale 127 and large `d`; every code 63 with scales
+/// -128; every code 0 with scales -128; every code 0 with scales 127; scales 0.
+fn test_rows(kind: GgmlType, n: usize, cols: usize, rng: &mut Lcg) -> Vec<u8> {
+    let mut rows = random_blocks(kind, n * cols / QK, rng);
+    let bb = kind.block_bytes();
     let blocks_of = |r: usize| r * cols / QK..(r + 1) * cols / QK;
+    let big = |v: f32| f16::from_f32(v).to_le_bytes();
+    if kind == GgmlType::Q6_K {
+        let rows_of = [
+            (0, Some((0xFF, 0x7F))),
+            (1, Some((0xFF, 0x80))),
+            (2, Some((0x00, 0x80))),
+            (3, Some((0x00, 0x7F))),
+            (4, None),
+        ];
+        for (r, extreme) in rows_of {
+            for b in blocks_of(r) {
+                let block = &mut rows[b * bb..(b + 1) * bb];
+                match extreme {
+                    Some((code, scale)) => {
+                        block[..192].fill(code);
+                        block[192..208].fill(scale);
+                        block[208..210].copy_from_slice(&big(1000.0));
+                    }
+                    None => block[192..208].fill(0),
+                }
+            }
+        }
+        return rows;
+    }
     for (r, codes) in [(0, Some(0xFF)), (1, Some(0x00)), (2, None)] {
         for b in blocks_of(r) {
-            let block = &mut rows[b * ROW_BYTES..(b + 1) * ROW_BYTES];
+            let block = &mut rows[b * bb..(b + 1) * bb];
             match codes {
                 Some(code) => {
-                    block[0..2].copy_from_slice(&f16::from_f32(1000.0).to_le_bytes());
-                    block[2..4].copy_from_slice(&f16::from_f32(-500.0).to_le_bytes());
+                    block[0..2].copy_from_slice(&big(1000.0));
+                    block[2..4].copy_from_slice(&big(-500.0));
                     block[4..16].fill(0xFF);
                     block[16..144].fill(code);
                 }
@@ -32,9 +63,9 @@ fn test_rows(n: usize, cols: usize, rng: &mut Lcg) -> Vec<u8> {
     rows
 }
 
-fn grouped(rows: &[u8], n: usize, cols: usize) -> Vec<u8> {
+fn grouped(kind: GgmlType, rows: &[u8], n: usize, cols: usize) -> Vec<u8> {
     let mut groups = rows.to_vec();
-    interleave_matrix_q4_k(&mut groups, n, cols);
+    interleave_matrix(kind, &mut groups, n, cols);
     groups
 }
 
@@ -58,10 +89,10 @@ fn bits(v: &[f32]) -> Vec<u32> {
 #[test]
 fn every_level_gives_the_bits_of_the_scalar_twin_on_the_rows() {
     let mut rng = Lcg(43);
-    for n in [8, 16, 24] {
+    for (kind, n) in KINDS.into_iter().flat_map(|k| [8, 16, 24].map(|n| (k, n))) {
         for cols in [256, 2048] {
-            let rows = test_rows(n, cols, &mut rng);
-            let groups = grouped(&rows, n, cols);
+            let rows = test_rows(kind, n, cols, &mut rng);
+            let groups = grouped(kind, &rows, n, cols);
             let total = MAX_TOKENS + 2;
             let acts = test_acts(total, cols, &mut rng);
             for tokens in 1..=MAX_TOKENS {
@@ -69,7 +100,7 @@ fn every_level_gives_the_bits_of_the_scalar_twin_on_the_rows() {
                     let mut reference = vec![f32::NAN; n * tokens];
                     dot_rows(
                         KernelLevel::Scalar,
-                        GgmlType::Q4_K,
+                        kind,
                         &rows,
                         cols,
                         &acts,
@@ -80,11 +111,11 @@ fn every_level_gives_the_bits_of_the_scalar_twin_on_the_rows() {
                     assert!(reference.iter().all(|v| v.is_finite()));
                     for level in KernelLevel::supported() {
                         let mut out = vec![f32::NAN; n * tokens];
-                        dot_groups(level, &groups, cols, &acts, t0, tokens, &mut out);
+                        dot_groups(level, kind, &groups, cols, &acts, t0, tokens, &mut out);
                         assert_eq!(
                             bits(&out),
                             bits(&reference),
-                            "{level}: {n} rows, K {cols}, {tokens} tokens from {t0}"
+                            "{level} {kind}: {n} rows, K {cols}, {tokens} tokens from {t0}"
                         );
                     }
                 }
@@ -97,7 +128,9 @@ fn every_level_gives_the_bits_of_the_scalar_twin_on_the_rows() {
 fn no_rows_give_no_values() {
     let acts = test_acts(2, 256, &mut Lcg(47));
     for level in KernelLevel::supported() {
-        dot_groups(level, &[], 256, &acts, 0, 2, &mut []);
+        for kind in KINDS {
+            dot_groups(level, kind, &[], 256, &acts, 0, 2, &mut []);
+        }
     }
 }
 
@@ -108,6 +141,7 @@ fn rows_not_whole_groups_are_refused() {
     let groups = vec![0u8; 7 * ROW_BYTES];
     dot_groups(
         KernelLevel::detect(),
+        GgmlType::Q4_K,
         &groups,
         256,
         &acts,
@@ -124,6 +158,7 @@ fn groups_of_the_wrong_length_are_refused() {
     let groups = vec![0u8; group_bytes(256) * 2 - 1];
     dot_groups(
         KernelLevel::detect(),
+        GgmlType::Q4_K,
         &groups,
         256,
         &acts,
@@ -134,12 +169,46 @@ fn groups_of_the_wrong_length_are_refused() {
 }
 
 #[test]
+#[should_panic(expected = "are not 1 groups of 8 rows of 256 Q6_K columns")]
+fn q6_k_groups_of_the_wrong_length_are_refused() {
+    let acts = test_acts(2, 256, &mut Lcg(60));
+    let groups = vec![0u8; group_bytes(256)];
+    dot_groups(
+        KernelLevel::detect(),
+        GgmlType::Q6_K,
+        &groups,
+        256,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 8],
+    );
+}
+
+#[test]
+#[should_panic(expected = "Q5_K does not lie in groups of 8 rows")]
+fn a_kind_without_groups_is_refused() {
+    let acts = test_acts(2, 256, &mut Lcg(62));
+    dot_groups(
+        KernelLevel::detect(),
+        GgmlType::Q5_K,
+        &[0u8; 8 * 176],
+        256,
+        &acts,
+        0,
+        1,
+        &mut [0.0; 8],
+    );
+}
+
+#[test]
 #[should_panic(expected = "9 tokens, expected 1..=8")]
 fn too_many_tokens_for_groups_are_refused() {
     let acts = test_acts(9, 256, &mut Lcg(61));
     let groups = vec![0u8; group_bytes(256)];
     dot_groups(
         KernelLevel::Scalar,
+        GgmlType::Q4_K,
         &groups,
         256,
         &acts,
@@ -155,6 +224,7 @@ fn group_columns_not_whole_super_blocks_are_refused() {
     let acts = test_acts(2, 512, &mut Lcg(67));
     dot_groups(
         KernelLevel::Scalar,
+        GgmlType::Q4_K,
         &[0; 1152],
         300,
         &acts,
@@ -171,6 +241,7 @@ fn activations_narrower_than_the_groups_are_refused() {
     let groups = vec![0u8; group_bytes(512)];
     dot_groups(
         KernelLevel::Scalar,
+        GgmlType::Q4_K,
         &groups,
         512,
         &acts,
@@ -182,9 +253,9 @@ fn activations_narrower_than_the_groups_are_refused() {
 
 /// One-token (and 8-token) speed of [`dot_rows`] (row-major) against [`dot_groups`] at the
 /// best level on one thread, in GB/s of weights, on Qwen3-30B-A3B's expert shapes (768 x 2048,
-/// 2048 x 768) and 4096 x 2048: as many different matrices as make about 128 MB per layout
-/// (more than the caches: the memory's pace), then about 8 MB (they stay in L3: the kernels'
-/// own pace), computed one after another, over and over for about 1 GB (per token) a pass; the
+/// 2048 x 768) and 4096 x 2048 in Q4_K, and 4096 x 2048 and 8192 x 2048 (a head) in Q6_K: as
+/// many different matrices as make about 128 MB per layout (more than the caches: the memory's
+/// pace), then about 8 MB (they stay in L3: the kernels' own pace), computed one after another, over and over for about 1 GB (per token) a pass; the
 /// median of 7 passes, the two layouts in turn, by the wall clock and on the CPU. Run with
 /// `cargo test --release -p hearth-engine --lib rows8_speed -- --ignored --nocapture`.
 #[test]
@@ -192,21 +263,32 @@ fn activations_narrower_than_the_groups_are_refused() {
 fn rows8_speed() {
     let level = KernelLevel::detect();
     let mut rng = Lcg(73);
-    let shapes = [(768, 2048), (2048, 768), (4096, 2048)];
-    for (megabytes, (n, cols)) in [128, 8].into_iter().flat_map(|mb| shapes.map(|s| (mb, s))) {
-        let matrix = n * cols / QK * ROW_BYTES;
+    let shapes = [
+        (GgmlType::Q4_K, 768, 2048),
+        (GgmlType::Q4_K, 2048, 768),
+        (GgmlType::Q4_K, 4096, 2048),
+        (GgmlType::Q6_K, 4096, 2048),
+        (GgmlType::Q6_K, 8192, 2048),
+    ];
+    for (megabytes, (kind, n, cols)) in [128, 8].into_iter().flat_map(|mb| shapes.map(|s| (mb, s)))
+    {
+        let bb = kind.block_bytes();
+        let matrix = n * cols / QK * bb;
         let count = (megabytes << 20) / matrix + 1;
         let mut rows = vec![0u8; count * matrix];
         for byte in rows.iter_mut() {
             *byte = rng.next() as u8;
         }
-        for block in rows.chunks_exact_mut(ROW_BYTES) {
-            // Small positive d and dmin: finite sums, as real weights give.
-            block[0..4].copy_from_slice(&[0x00, 0x1c, 0x00, 0x18]);
+        for block in rows.chunks_exact_mut(bb) {
+            // Small positive d (and dmin): finite sums, as real weights give.
+            match kind {
+                GgmlType::Q6_K => block[208..210].copy_from_slice(&[0x00, 0x1c]),
+                _ => block[0..4].copy_from_slice(&[0x00, 0x1c, 0x00, 0x18]),
+            }
         }
         let mut groups = rows.clone();
         for m in groups.chunks_exact_mut(matrix) {
-            interleave_matrix_q4_k(m, n, cols);
+            interleave_matrix(kind, m, n, cols);
         }
         let acts = test_acts(MAX_TOKENS, cols, &mut rng);
         for tokens in [1, MAX_TOKENS] {
@@ -224,10 +306,8 @@ fn rows8_speed() {
                             &groups[m * matrix..][..matrix],
                         );
                         match layout {
-                            0 => {
-                                dot_rows(level, GgmlType::Q4_K, r, cols, &acts, 0, tokens, &mut out)
-                            }
-                            _ => dot_groups(level, g, cols, &acts, 0, tokens, &mut out),
+                            0 => dot_rows(level, kind, r, cols, &acts, 0, tokens, &mut out),
+                            _ => dot_groups(level, kind, g, cols, &acts, 0, tokens, &mut out),
                         }
                     }
                     let cpu = on_cpu_seconds().zip(cpu).map(|(end, start)| end - start);
@@ -246,7 +326,7 @@ fn rows8_speed() {
             };
             let (old, new) = (gbs(&times[0]), gbs(&times[1]));
             println!(
-                "{level} {n:>4} x {cols:>4}, {count:>3} matrices, {tokens} token(s): dot_rows \
+                "{level} {kind} {n:>4} x {cols:>4}, {count:>3} matrices, {tokens} token(s): dot_rows \
                  {:5.2} GB/s ({:5.2} on the CPU), dot_groups {:5.2} GB/s ({:5.2} on the CPU)",
                 old.0,
                 old.1.unwrap_or(f64::NAN),
