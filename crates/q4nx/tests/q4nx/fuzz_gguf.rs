@@ -4,7 +4,7 @@
 //!
 //! Runs are reproducible: a fixed number of cases from a fixed seed, no failure-persistence
 //! file, nothing timed. For a long run:
-//! `PROPTEST_CASES=200000 cargo test -p q4nx --release --test fuzz_gguf`.
+//! `PROPTEST_CASES=200000 cargo test -p q4nx --release --test q4nx fuzz_gguf::`.
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! built on it: no input may panic, and whatever is accepted must be safe to slice.
 //!
 //! CI runs a bounded number of cases; for a long run:
-//! `PROPTEST_CASES=200000 cargo test -p q4nx --release --test fuzz_header`.
+//! `PROPTEST_CASES=200000 cargo test -p q4nx --release --test q4nx fuzz_header::`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

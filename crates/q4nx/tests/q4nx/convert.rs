@@ -1,7 +1,7 @@
 //! `convert`: a Hugging Face folder in, a Q4NX folder out that reads back, validates and
 //! dequantizes to the source within the Q4_1 bound.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! and what was expected vs found. (Container-level cases also have unit tests in
 //! `container.rs`; the property tests in `fuzz_header.rs` check nothing panics.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
