@@ -15,7 +15,8 @@ use hearth_chat::conversations::{ConversationStore, MessageState, Role};
 
 /// Set in the child: the database it writes to.
 const CHILD_ENV: &str = "HEARTH_TEST_SAVING_CHILD_DB";
-const TEST_NAME: &str = "kill_9_while_answers_are_saved_keeps_the_history";
+/// This test's name in the test binary, for `--exact`.
+const TEST_NAME: &str = "kill_while_saving::kill_9_while_answers_are_saved_keeps_the_history";
 const WORDS: [&str; 12] = [
     "Once ", "upon ", "a ", "time ", "a ", "small ", "fire ", "kept ", "a ", "house ", "warm", ".",
 ];
