@@ -2,7 +2,7 @@
 //! byte here: a truncated or lying WAV or MP3 header, a 10-hour file, 0 samples, a sample rate
 //! of 1, a file that is not sound, and damaged copies of every fixture.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

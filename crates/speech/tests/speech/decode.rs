@@ -1,7 +1,7 @@
 //! Sound files of every format Hearth reads come out as the same 16 kHz mono tone: its
 //! length, level and frequency measured on the decoded samples.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hearth_speech::{decode_bytes, decode_file, Error, Limits};
