@@ -5,7 +5,7 @@
 //! model folder with harmony's tokens stops on `<|return|>` and `<|call|>`, not on `<|end|>`,
 //! and shows what it generates through the harmony reader.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;

@@ -8,7 +8,7 @@
 //! convolution weights are refused in words; llama.cpp's lfm2 GGUF of it links and imports as
 //! the original, and llama.cpp on that file agrees with Hearth on it.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::Path;

@@ -14,7 +14,7 @@
 //! Needs `HEARTH_LLAMA_PYTHON` (the venv python `scripts/python-tools.sh` prints; `npm test`
 //! sets it); without it the test says SKIPPED and passes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,7 +52,7 @@ fn check_first(fixture: &str, gguf: &str, max_to_llama: f64, positions: usize) {
     let Some(python) = std::env::var_os("HEARTH_LLAMA_PYTHON").map(PathBuf::from) else {
         eprintln!(
             "SKIPPED: HEARTH_LLAMA_PYTHON is not set (npm test sets it; or run \
-             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test llama_cpp_tiny)"
+             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test engine llama_cpp_tiny::)"
         );
         return;
     };

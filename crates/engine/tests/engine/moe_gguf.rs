@@ -15,7 +15,7 @@
 //! The llama.cpp half needs `HEARTH_LLAMA_PYTHON` (the venv python `scripts/python-tools.sh`
 //! prints; `npm test` sets it); without it that test says SKIPPED and passes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -183,7 +183,7 @@ fn check_against_llama_cpp(file: &str, tokens: &[u32], bound: f64) {
     let Some(python) = std::env::var_os("HEARTH_LLAMA_PYTHON").map(PathBuf::from) else {
         eprintln!(
             "SKIPPED: HEARTH_LLAMA_PYTHON is not set (npm test sets it; or run \
-             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test moe_gguf)"
+             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test engine moe_gguf::)"
         );
         return;
     };

@@ -1,7 +1,7 @@
 //! The genuine Qwen3 tokenizer and chat template against transformers, on a corpus of strings
 //! (unicode, CJK, emoji, whitespace runs, special tokens) and conversations.
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use hearth_engine::{ChatMessage, ChatTemplate, Role, TextTokenizer};

@@ -3,7 +3,7 @@
 //! all-MiniLM-L6-v2 when `models/embedding` has been made (`scripts/embedding-model.sh`;
 //! `npm test` makes it).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -14,9 +14,9 @@
 //! the real files `scripts/real-models.sh` fetches (issue 48): Qwen2.5-Coder-0.5B-Instruct and
 //! Gemma 3 270M, K-quant GGUFs that Hearth requantizes, with the issue's wider bounds:
 //!     HEARTH_REAL_MODELS=$(scripts/real-models.sh) HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) \
-//!       cargo test --release -p hearth-engine --test llama_cpp_fidelity -- --ignored
+//!       cargo test --release -p hearth-engine --test engine llama_cpp_fidelity:: -- --ignored
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,7 +66,7 @@ fn smollm2_gguf_matches_llama_cpp() {
     let Some(python) = std::env::var_os("HEARTH_LLAMA_PYTHON").map(PathBuf::from) else {
         eprintln!(
             "SKIPPED: HEARTH_LLAMA_PYTHON is not set (npm test sets it; or run \
-             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test llama_cpp_fidelity)"
+             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test engine llama_cpp_fidelity::)"
         );
         return;
     };

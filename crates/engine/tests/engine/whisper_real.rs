@@ -6,7 +6,7 @@
 //! scripts/whisper-model.sh                                  # the model
 //! python3 scripts/whisper-reference.py target/real-models/whisper-base \
 //!     target/real-models/whisper-speech                     # needs faster-whisper, espeak-ng
-//! cargo test --release -p hearth-engine --test whisper_real -- --ignored --nocapture
+//! cargo test --release -p hearth-engine --test engine whisper_real:: -- --ignored --nocapture
 //! ```
 //!
 //! `HEARTH_WHISPER_MODEL` and `HEARTH_WHISPER_SPEECH` point elsewhere. It prints each

@@ -1,7 +1,7 @@
 //! Bad input gets a clear error, never a panic: missing or inconsistent files, token ids out of
 //! range, an empty prompt, a full context.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

@@ -1,7 +1,7 @@
 //! The engine against Hugging Face transformers on tiny random models with perturbed norms:
 //! logits at every position, and greedy continuations.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

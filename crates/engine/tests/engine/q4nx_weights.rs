@@ -10,7 +10,7 @@
 //! The distance to transformers on the original (unquantized) weights is the quantization error
 //! itself, printed for the record and only bounded loosely.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

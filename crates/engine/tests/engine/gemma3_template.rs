@@ -3,7 +3,7 @@
 //! (a system message joins the first user turn). Its logits and greedy continuation are checked
 //! with the other tiny models in `reference.rs`.
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use hearth_engine::{ChatMessage, ChatOptions, LoadOptions, Model, Role};

@@ -2,7 +2,7 @@
 //! streaming, reuse of the cached prefix, the progress of a long prefill, and a context that
 //! fills up.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

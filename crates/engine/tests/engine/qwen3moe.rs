@@ -5,7 +5,7 @@
 //! token at a time (each token's experts alone); its parameters counted as transformers counts
 //! them; a missing expert and malformed expert counts refused in words.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -198,7 +198,7 @@ fn a_missing_expert_or_a_bad_expert_count_is_refused_in_words() {
 /// decoded token reads (attention, the router and 8 experts per layer, the head), beside a
 /// dense Qwen3 of the same shape whose MLP is as wide as the 8 experts together (the same
 /// bytes a token, read as 3 large matrices rather than 24 small ones). Opt-in, as it writes
-/// those files: `cargo test -p hearth-engine --release --test qwen3moe -- --ignored
+/// those files: `cargo test -p hearth-engine --release --test engine qwen3moe:: -- --ignored
 /// --nocapture`; `HEARTH_THREADS` sets the threads.
 #[test]
 #[ignore = "writes 3 GB of models and times them"]

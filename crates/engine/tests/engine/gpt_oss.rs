@@ -6,7 +6,7 @@
 //! sliding window read from the cache) against a prefill; the sinks taking part; parameters
 //! counted as transformers counts them; a missing sink or bias refused in words.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -357,7 +357,7 @@ fn a_missing_sink_or_bias_is_refused_in_words() {
 /// heads of 64 over 8 KV heads, 32 experts of 2880, 4 per token, the 201 088-token head),
 /// printed with the bytes a decoded token reads (attention, the router and 4 experts per
 /// layer, the head: 721 MB). Opt-in, as it writes about 3.7 GB (the BF16 embedding 1.2 GB,
-/// the experts 2.1 GB): `cargo test -p hearth-engine --release --test gpt_oss -- --ignored
+/// the experts 2.1 GB): `cargo test -p hearth-engine --release --test engine gpt_oss:: -- --ignored
 /// --nocapture`; `HEARTH_THREADS` sets the threads. Measured on the shared 2-core host while
 /// other builds ran: decode 8.4-11.1 tok/s at 1 thread, 6.3-8.3 at 2 (4.5-8.0 GB/s).
 #[test]

@@ -10,7 +10,7 @@
 //! The llama.cpp comparisons need `HEARTH_LLAMA_PYTHON` (the venv python
 //! `scripts/python-tools.sh` prints; `npm test` sets it); without it they say SKIPPED and pass.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,7 +136,7 @@ fn llama_python() -> Option<PathBuf> {
     if python.is_none() {
         eprintln!(
             "SKIPPED: HEARTH_LLAMA_PYTHON is not set (npm test sets it; or run \
-             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test gguf_link)"
+             HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) cargo test -p hearth-engine --test engine gguf_link::)"
         );
     }
     python

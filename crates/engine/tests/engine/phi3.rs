@@ -4,7 +4,7 @@
 //! the same model imported. Its logits and greedy continuations (long and short LongRoPE
 //! factors) are checked in `reference.rs`, its Q4NX conversion in `q4nx_weights.rs`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! hidden state at that token, L2-normalized, for five texts (an instructed query, one cut at
 //! the fixture's 128 positions).
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use hearth_engine::{DecoderEmbedder, Error};

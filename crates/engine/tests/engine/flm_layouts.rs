@@ -17,7 +17,7 @@
 //!   rounded to BF16 from the f32 weights as FastFlowLM rounds them. Against `hearth convert`'s
 //!   own file of the same tiles: only those roundings differ.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

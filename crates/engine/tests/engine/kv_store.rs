@@ -4,7 +4,7 @@
 //! gives to the same prompt. A budget too small for a conversation falls back to a full
 //! prefill, with the same answer.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

@@ -8,9 +8,9 @@
 //!
 //! The cases are the same on every run (a fixed seed and count); for a long run with another
 //! seed: `PROPTEST_CASES=20000 PROPTEST_RNG_SEED=7 cargo test -p hearth-engine --release
-//! --test fuzz_model_files`.
+//! --test engine fuzz_model_files::`.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! fails the same way. A template that misbehaves only on some input passes the check, so
 //! every render is bounded the same way (the review's reproductions N1 and N4 are here).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

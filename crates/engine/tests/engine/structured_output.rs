@@ -4,7 +4,7 @@
 //! random fixtures sampled hot (a random walk through everything the schema allows), greedy
 //! and sampled, with and without speculative decoding.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
