@@ -3,7 +3,7 @@
 //! registered with `generate_handler!`, has its committed permission file, and the web UI calls
 //! each and no other.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

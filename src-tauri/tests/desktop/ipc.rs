@@ -2,7 +2,7 @@
 //! argument checking, conversations, settings, a streamed answer from a tiny real model, and a
 //! damaged database at start.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! model open in the app (the demo) answers another program at the address the status shows,
 //! through Ollama's route; off again, nothing listens there.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

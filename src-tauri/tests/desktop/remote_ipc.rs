@@ -3,7 +3,7 @@
 //! the server (0600, the key never sent back), testing the connection, choosing its model,
 //! an answer whose receipt says where it ran, and a wrong address in plain words.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
