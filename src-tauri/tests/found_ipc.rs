@@ -1,6 +1,10 @@
 //! The "Found on this computer" commands through Tauri's real IPC layer: a Hugging Face cache
 //! snapshot in the private home (files linked to blobs, as the cache keeps them) is listed as
 //! runnable, and `import_found` copies it into the store with progress, leaving it as it was.
+//!
+//! Its private home has `HEARTH_OFFLINE`, and it sets `OLLAMA_MODELS` and `XDG_CACHE_HOME` and
+//! removes the Hugging Face cache's variables for the whole process, so it is a test binary of its
+//! own, not a module of `tests/desktop/`.
 
 mod common;
 

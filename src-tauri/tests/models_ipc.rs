@@ -2,6 +2,9 @@
 //! capabilities): overview with the catalog and the demo model, import, set as default, delete,
 //! and the errors of pause/cancel/pull when there is nothing to act on. Downloads themselves
 //! are tested in crates/hub against a local imitation of the Hub.
+//!
+//! Its private home has `HEARTH_OFFLINE` for the whole process, so it is a test binary of its own,
+//! not a module of `tests/desktop/`.
 
 mod common;
 

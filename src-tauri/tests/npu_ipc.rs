@@ -1,6 +1,9 @@
 //! The NPU commands through Tauri's real IPC layer, reading a fixture laptop
 //! (`tests/fixtures/npu/strix-ready`, through `HEARTH_NPU_ROOT`), and the energy an answer from
 //! the tiny real model carries on its receipt.
+//!
+//! Its private home has `HEARTH_NPU_ROOT` for the whole process, so it is a test binary of its own,
+//! not a module of `tests/desktop/`.
 
 mod common;
 

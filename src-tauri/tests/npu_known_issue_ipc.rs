@@ -3,6 +3,9 @@
 //! (built by `cargo test --workspace` as `target/<profile>/flm`, playing 1.0.6): the Models view
 //! offers it on the processor with the reason, `select_model` on the NPU refuses it, and
 //! "Try on the NPU anyway" (`npuAnyway: true`) loads it there.
+//!
+//! Its private home has `HEARTH_FLM` and `HEARTH_NPU_ROOT` for the whole process, so it is a test
+//! binary of its own, not a module of `tests/desktop/`.
 
 mod common;
 

@@ -5,6 +5,9 @@
 //! `HEARTH_FLM` names one wrapper script for the whole process; the wrapper reads the fault to
 //! play from `imitation-fault` next to the registry FastFlowLM is given (`FLM_CONFIG_PATH`), so
 //! each test's app has its own FastFlowLM behaviour.
+//!
+//! Its private home has `HEARTH_FLM` and `HEARTH_NPU_ROOT` for the whole process, so it is a test
+//! binary of its own, not a module of `tests/desktop/`.
 
 mod common;
 

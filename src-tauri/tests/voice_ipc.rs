@@ -1,6 +1,9 @@
 //! The microphone's commands through the real IPC layer, with the capture's test hook
 //! (HEARTH_TEST_MIC_WAV: a WAV played as the microphone, 50 times faster than real time) and
 //! the committed tiny Whisper (random weights: it writes something, not words).
+//!
+//! Its private home has the test microphone's variables for the whole process, so it is a test
+//! binary of its own, not a module of `tests/desktop/`.
 
 mod common;
 

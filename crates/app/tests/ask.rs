@@ -2,6 +2,9 @@
 //! committed tiny Llama it answers, measured on this computer, and saves nothing; on a fake
 //! remote server it sends the files' passages under the instruction to cite, and no power is
 //! measured here for the server's work.
+//!
+//! It sets `HEARTH_EMBEDDING_MODEL` (to no model: keyword search only) for the whole process, so it
+//! is a test binary of its own, not a module of `tests/app/`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::ControlFlow;

@@ -2,6 +2,9 @@
 //! folder), ask, and find the passages in the prompt and the saved sources pointing at the
 //! right characters of the file. On the committed tiny Llama (a 128-token context) and, for
 //! retrieval, the library's keyword index.
+//!
+//! It sets `HEARTH_EMBEDDING_MODEL` (to no model: keyword search only) for the whole process, so it
+//! is a test binary of its own, not a module of `tests/app/`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -2,6 +2,9 @@
 //! it (and says what it skipped), a file that cannot be read is reported by its code and is not
 //! kept in the library unless the user asks (Keep in Your files), and the rest of a drop is not
 //! lost to it.
+//!
+//! It sets `HEARTH_EMBEDDING_MODEL` (to no model: keyword search only) for the whole process, so it
+//! is a test binary of its own, not a module of `tests/app/`.
 
 use std::path::Path;
 use std::sync::mpsc::{channel, Receiver};

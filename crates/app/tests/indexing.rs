@@ -4,6 +4,9 @@
 //! each model's vectors apart, and going back to the bundled one (played by the tiny BERT
 //! encoder) needs no new indexing. Cancel is pressed from inside the progress events, so where it
 //! stops does not depend on time.
+//!
+//! It sets `HEARTH_EMBEDDING_MODEL` (to the tiny BERT encoder) for the whole process, so it is a
+//! test binary of its own, not a module of `tests/app/`.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;

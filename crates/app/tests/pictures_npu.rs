@@ -9,6 +9,9 @@
 //! No NPU here: the imitation stands in for FastFlowLM. It is built next to this test's binary
 //! by `cargo build -p flm-imitation` (or `cargo test --workspace`); without it the test says it
 //! was skipped.
+//!
+//! It sets `HEARTH_FLM` for the whole process, so it is a test binary of its own, not a module of
+//! `tests/app/`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,9 @@
 //! it fetched, and a second click that fetches nothing. One test: the Hub's address and the
 //! test microphone are read from the environment, which the steps change in turn. Last, the
 //! Models page removes the model Hearth downloaded, and refuses a folder the person put there.
+//!
+//! It sets and removes `HF_ENDPOINT`, `HEARTH_OFFLINE` and the test microphone's variables for the
+//! whole process, so it is a test binary of its own, not a module of `tests/app/`.
 
 #[path = "../../hub/tests/common/mod.rs"]
 mod mockhub;
