@@ -99,18 +99,7 @@ pub fn dot_rows(
         matches!(kind, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K),
         "kquants::dot_rows: {kind} is not a K-quant (Q4_K, Q5_K, Q6_K)"
     );
-    assert!(
-        level.is_supported(),
-        "kquants::dot_rows: kernel level {level} is not supported by this CPU"
-    );
-    assert!(
-        (1..=MAX_TOKENS).contains(&tokens),
-        "kquants::dot_rows: {tokens} tokens, expected 1..={MAX_TOKENS}"
-    );
-    assert!(
-        cols.is_multiple_of(QK),
-        "kquants::dot_rows: {cols} columns is not a multiple of {QK}"
-    );
+    check_call("dot_rows", level, cols, acts, t0, tokens);
     assert!(
         out.len().is_multiple_of(tokens),
         "kquants::dot_rows: out holds {} values, not whole rows of {tokens} tokens",
@@ -123,13 +112,6 @@ pub fn dot_rows(
         "kquants::dot_rows: {} bytes are not {n} rows of {cols} {kind} columns",
         rows.len()
     );
-    assert!(
-        acts.cols_padded() >= cols,
-        "kquants::dot_rows: activations hold {} columns, the rows {cols}",
-        acts.cols_padded()
-    );
-    // The last token must be there (its slice panics otherwise).
-    let _ = acts.xq(t0 + tokens - 1);
     if n == 0 || cols == 0 {
         out.fill(0.0);
         return;
@@ -173,18 +155,7 @@ pub fn dot_groups(
         layout::groups(kind),
         "kquants::dot_groups: {kind} does not lie in groups of 8 rows (only Q4_K and Q6_K do)"
     );
-    assert!(
-        level.is_supported(),
-        "kquants::dot_groups: kernel level {level} is not supported by this CPU"
-    );
-    assert!(
-        (1..=MAX_TOKENS).contains(&tokens),
-        "kquants::dot_groups: {tokens} tokens, expected 1..={MAX_TOKENS}"
-    );
-    assert!(
-        cols.is_multiple_of(QK),
-        "kquants::dot_groups: {cols} columns is not a multiple of {QK}"
-    );
+    check_call("dot_groups", level, cols, acts, t0, tokens);
     let group = layout::ROWS * tokens;
     assert!(
         out.len().is_multiple_of(group),
@@ -201,13 +172,6 @@ pub fn dot_groups(
          columns",
         groups.len()
     );
-    assert!(
-        acts.cols_padded() >= cols,
-        "kquants::dot_groups: activations hold {} columns, the rows {cols}",
-        acts.cols_padded()
-    );
-    // The last token must be there (its slice panics otherwise).
-    let _ = acts.xq(t0 + tokens - 1);
     if groups_n == 0 || cols == 0 {
         out.fill(0.0);
         return;
@@ -232,6 +196,38 @@ pub fn dot_groups(
             }
         }
     }
+}
+
+/// The checks [`dot_rows`] and [`dot_groups`] (named by `what`) share: a supported level,
+/// 1 to [`MAX_TOKENS`] tokens, whole super-blocks, activations of at least `cols` columns that
+/// hold token `t0 + tokens - 1`.
+fn check_call(
+    what: &str,
+    level: KernelLevel,
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+) {
+    assert!(
+        level.is_supported(),
+        "kquants::{what}: kernel level {level} is not supported by this CPU"
+    );
+    assert!(
+        (1..=MAX_TOKENS).contains(&tokens),
+        "kquants::{what}: {tokens} tokens, expected 1..={MAX_TOKENS}"
+    );
+    assert!(
+        cols.is_multiple_of(QK),
+        "kquants::{what}: {cols} columns is not a multiple of {QK}"
+    );
+    assert!(
+        acts.cols_padded() >= cols,
+        "kquants::{what}: activations hold {} columns, the rows {cols}",
+        acts.cols_padded()
+    );
+    // The last token must be there (its slice panics otherwise).
+    let _ = acts.xq(t0 + tokens - 1);
 }
 
 /// The integer sums of one super-block of `kind` against 256 quantized activations, in
