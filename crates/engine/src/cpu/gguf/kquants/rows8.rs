@@ -13,12 +13,13 @@
 //! bits, row by row.
 //!
 //! Q6_K: one vector of `ql` and one of `qh` give the 6-bit codes of the same 4 weights of the 8
-//! rows (the layout's module doc), less 32 with a byte subtraction. Per half sub-block of 16
-//! weights and token, `vpmaddubsw` of `|x|` (broadcast) with the codes given `x`'s sign
-//! (`vpsignb`), four of them added as words (each at most 2 * 127 * 32, so at most 32512: never
-//! wrapped), then `vpmaddwd` with the 8 rows' scale of that half as 16-bit pairs gives
-//! `sc * Σ (q - 32) x` of row `r` in lane `r`; the two halves' sum is the twin's `isum_j`, the
-//! same integer, and the floats follow the twin's order as for Q4_K.
+//! rows (the layout's module doc). Per sub-block and token, `vpmaddubsw` of the codes with the
+//! token's 4 activation bytes (broadcast), two added as words (each at most 2 * 63 * 127, so at
+//! most 32004: never wrapped), then `vpmaddwd` with the 8 rows' scale of that half of 16 weights
+//! as 16-bit pairs gives `Σ sc q x` of row `r` in lane `r`; the `-32` is `32 Σ sc x`, one more
+//! `vpmaddwd` of the pairs `(sc_2j, sc_2j+1)` with the halves' activation sums (computed once a
+//! call). The difference is the twin's `isum_j`, the same integer, and the floats follow the
+//! twin's order as for Q4_K.
 
 use std::arch::x86_64::*;
 
@@ -144,7 +145,7 @@ unsafe fn groups_n<const N: usize>(
     }
 }
 
-/// [`groups_n`] for Q6_K: each super-block's `d` and `|x|` are read once for all the tokens,
+/// [`groups_n`] for Q6_K: each super-block's `d` is read once for all the tokens,
 /// its codes and scales once per quarter (`m` of half `n`). The helpers are functions inlined
 /// always, not closures: a closure the compiler does not inline loses the target features and
 /// calls every intrinsic.
@@ -161,6 +162,18 @@ unsafe fn q6_k_n<const N: usize>(
     let group_bytes = blocks * GROUP_BLOCK_BYTES_Q6_K;
     let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
     let scales: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
+    // Per token and sub-block, the sums of its two halves' activations as the 16-bit pair
+    // `(Σ x of weights 0..16, Σ x of 16..32)` (each at most 16 * 127): the same for every group.
+    let mut xsums = vec![0i32; N * cols / 32];
+    for (t, sums) in xsums.chunks_exact_mut(cols / 32).enumerate() {
+        for (sum, x) in sums
+            .iter_mut()
+            .zip(acts.xq(t0 + t)[..cols].chunks_exact(32))
+        {
+            let half = |x: &[i8]| x.iter().map(|&x| i32::from(x)).sum::<i32>() as u16 as u32;
+            *sum = (half(&x[..16]) | half(&x[16..]) << 16) as i32;
+        }
+    }
     for (group, y) in groups
         .chunks_exact(group_bytes)
         .zip(out.chunks_exact_mut(ROWS * N))
@@ -174,18 +187,10 @@ unsafe fn q6_k_n<const N: usize>(
                 _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
             }
             let d = _mm256_cvtph_ps(_mm_loadu_si128(sb.cast()));
-            // |x| of each token's 256 activations of this super-block.
-            let mut ax = [[_mm256_setzero_si256(); 8]; N];
-            for t in 0..N {
-                for v in 0..8 {
-                    let x = _mm256_loadu_si256(xq[t].add(i * QK + 32 * v).cast());
-                    ax[t][v] = _mm256_abs_epi8(x);
-                }
-            }
             for n in 0..2 {
                 for m in 0..2 {
                     // Sub-blocks 4n + m (low nibbles, qh bits 2m) and 4n + m + 2 (high
-                    // nibbles, bits 2m + 4), their codes less 32.
+                    // nibbles, bits 2m + 4).
                     let mut q = [[_mm256_setzero_si256(); 8]; 2];
                     for c in 0..8 {
                         let l = _mm256_loadu_si256(sb.add(144 + 512 * n + 256 * m + 32 * c).cast());
@@ -201,14 +206,16 @@ unsafe fn q6_k_n<const N: usize>(
                     for (h, q) in q.iter().enumerate() {
                         let j = 4 * n + m + 2 * h;
                         // Sub-block j's two scales of the 8 rows as 16-bit pairs.
-                        let sc = [
-                            scale_pairs(sb.add(16 + 16 * j)),
-                            scale_pairs(sb.add(24 + 16 * j)),
-                        ];
+                        let (s0, s1) = (
+                            _mm256_cvtepi8_epi32(_mm_loadl_epi64(sb.add(16 + 16 * j).cast())),
+                            _mm256_cvtepi8_epi32(_mm_loadl_epi64(sb.add(24 + 16 * j).cast())),
+                        );
+                        // (sc_2j, sc_2j), (sc_2j+1, sc_2j+1) and (sc_2j, sc_2j+1) per row.
+                        let sc = [pair(s0, s0), pair(s1, s1), pair(s0, s1)];
                         for t in 0..N {
                             let x = xq[t].add(i * QK + 32 * j);
-                            let a = ax[t].as_ptr().cast::<i8>().add(32 * j);
-                            let isum = isum_q6_k(q, x, a, &sc);
+                            let xsum = xsums[t * (cols / 32) + i * SUBS + j];
+                            let isum = isum_q6_k(q, x, xsum, &sc);
                             let f = _mm256_mul_ps(d, _mm256_set1_ps(*scales[t].add(i * SUBS + j)));
                             acc[t][j] = _mm256_add_ps(
                                 acc[t][j],
@@ -229,7 +236,7 @@ unsafe fn q6_k_n<const N: usize>(
     }
 }
 
-/// The codes less 32 of sub-block `4n + K` from the vectors `l` (`ql`, `m = K % 2`) and `h`
+/// The codes of sub-block `4n + K` from the vectors `l` (`ql`, `m = K % 2`) and `h`
 /// (`qh`) of one quarter: the low (`K < 2`) or high nibbles of `l` with bits `2K, 2K + 1` of `h`
 /// above them. The 16-bit shifts carry bits of the next byte only into bits the masks drop.
 #[inline(always)]
@@ -246,36 +253,37 @@ unsafe fn codes<const K: usize>(l: __m256i, h: __m256i) -> __m256i {
         _ => _mm256_srli_epi16::<2>(h),
     };
     let top = _mm256_and_si256(top, _mm256_set1_epi8(0x30));
-    _mm256_sub_epi8(_mm256_or_si256(low, top), _mm256_set1_epi8(32))
+    _mm256_or_si256(low, top)
 }
 
-/// The 8 scales (i8) at `at`, row `r`'s in lane `r` as the 16-bit pair `(sc, sc)`.
+/// Lane `r` of `a` and of `b` (i32 holding i16 values) as the 16-bit pair `(a_r, b_r)`.
 #[inline(always)]
-unsafe fn scale_pairs(at: *const u8) -> __m256i {
-    let v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(at.cast()));
-    _mm256_or_si256(
-        _mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
-        _mm256_slli_epi32::<16>(v),
-    )
+unsafe fn pair(a: __m256i, b: __m256i) -> __m256i {
+    let low = _mm256_set1_epi32(0xffff);
+    _mm256_or_si256(_mm256_and_si256(a, low), _mm256_slli_epi32::<16>(b))
 }
 
-/// Row `r`'s `isum_j` in lane `r`: the codes less 32 `q` of sub-block `j` (vector `c` weights
-/// `4c .. 4c + 4`) against its 32 activations `x` (and their `|x|`, `a`), each half of 16 by its
-/// scales `sc`. `vpmaddubsw` of `|x|` with the codes given `x`'s sign, four added as words (each
-/// at most 2 * 127 * 32, so at most 32512: never wrapped), then `vpmaddwd` by the scales.
+/// Row `r`'s `isum_j` in lane `r`: the codes `q` of sub-block `j` (vector `c` weights
+/// `4c .. 4c + 4`) against its 32 activations `x`, whose halves sum to the pair `xsum`, as
+/// `Σ sc q x - 32 Σ sc x`. `vpmaddubsw` of the codes with `x`, two added as words (each at most
+/// 2 * 63 * 127, so at most 32004: never wrapped), then `vpmaddwd` by the scales `sc[0]`,
+/// `sc[1]` of the half; the offset is `vpmaddwd` of the pair of scales `sc[2]` with `xsum`.
 #[inline(always)]
-unsafe fn isum_q6_k(q: &[__m256i; 8], x: *const i8, a: *const i8, sc: &[__m256i; 2]) -> __m256i {
-    let word =
-        |p: *const i8, c: usize| _mm256_set1_epi32(p.add(4 * c).cast::<i32>().read_unaligned());
-    let mut halves = [_mm256_setzero_si256(); 2];
-    for c in 0..8 {
-        let p = _mm256_maddubs_epi16(word(a, c), _mm256_sign_epi8(q[c], word(x, c)));
-        halves[c / 4] = _mm256_add_epi16(halves[c / 4], p);
+unsafe fn isum_q6_k(q: &[__m256i; 8], x: *const i8, xsum: i32, sc: &[__m256i; 3]) -> __m256i {
+    let mut sum = _mm256_setzero_si256();
+    for c in (0..8).step_by(2) {
+        let (x0, x1) = (
+            x.add(4 * c).cast::<i32>().read_unaligned(),
+            x.add(4 * c + 4).cast::<i32>().read_unaligned(),
+        );
+        let p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(q[c], _mm256_set1_epi32(x0)),
+            _mm256_maddubs_epi16(q[c + 1], _mm256_set1_epi32(x1)),
+        );
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc[c / 4]));
     }
-    _mm256_add_epi32(
-        _mm256_madd_epi16(halves[0], sc[0]),
-        _mm256_madd_epi16(halves[1], sc[1]),
-    )
+    let offset = _mm256_madd_epi16(sc[2], _mm256_set1_epi32(xsum));
+    _mm256_sub_epi32(sum, _mm256_slli_epi32::<5>(offset))
 }
 
 /// `((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))` lane by lane: the scalar twin's `hsum8`
