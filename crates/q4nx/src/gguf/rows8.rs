@@ -83,31 +83,16 @@ pub fn groups(kind: GgmlType) -> bool {
 
 /// Bytes of one group of 8 rows of `cols` columns of `kind`; panics if `kind` has no groups or
 /// `cols` is not a multiple of 256.
-pub fn group_bytes_of(kind: GgmlType, cols: usize) -> usize {
-    match kind {
-        GgmlType::Q4_K => group_bytes(cols),
-        GgmlType::Q6_K => group_bytes_q6_k(cols),
-        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
-    }
-}
-
-/// Bytes of one group of 8 rows of `cols` Q6_K columns; panics if `cols` is not a multiple of
-/// 256.
-pub fn group_bytes_q6_k(cols: usize) -> usize {
+pub fn group_bytes(kind: GgmlType, cols: usize) -> usize {
+    assert!(
+        groups(kind),
+        "rows8: {kind} has no layout in groups of 8 rows"
+    );
     assert!(
         cols.is_multiple_of(QK),
-        "rows8: {cols} columns is not a multiple of the Q6_K super-block ({QK})"
+        "rows8: {cols} columns is not a multiple of the {kind} super-block ({QK})"
     );
-    ROWS * cols / QK * BLOCK_BYTES_Q6_K
-}
-
-/// Bytes of one group of 8 rows of `cols` Q4_K columns; panics if `cols` is not a multiple of 256.
-pub fn group_bytes(cols: usize) -> usize {
-    assert!(
-        cols.is_multiple_of(QK),
-        "rows8: {cols} columns is not a multiple of the Q4_K super-block ({QK})"
-    );
-    ROWS * cols / QK * BLOCK_BYTES
+    ROWS * cols / QK * kind.block_bytes()
 }
 
 /// The layout as moves: calls `each(from, to, len)` for every piece of one super-block of row
@@ -168,7 +153,7 @@ fn pieces(kind: GgmlType, r: usize, each: impl FnMut(usize, usize, usize)) {
 /// Checks `input` and `output` are both one group of `cols` columns of `kind`; `what` names
 /// the caller.
 fn check_lengths(what: &str, kind: GgmlType, input: usize, output: usize, cols: usize) {
-    let want = group_bytes_of(kind, cols);
+    let want = group_bytes(kind, cols);
     assert!(
         input == want && output == want,
         "rows8::{what}: {input} bytes in and {output} out, but 8 rows of {cols} {kind} columns \
@@ -176,28 +161,12 @@ fn check_lengths(what: &str, kind: GgmlType, input: usize, output: usize, cols: 
     );
 }
 
-/// 8 row-major rows of `kind` into one group; lengths checked by the caller.
-fn interleave_kind(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8]) {
-    match kind {
-        GgmlType::Q4_K => interleave_with(GgmlType::Q4_K, rows, cols, out, BLOCK_BYTES),
-        GgmlType::Q6_K => interleave_with(GgmlType::Q6_K, rows, cols, out, BLOCK_BYTES_Q6_K),
-        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
-    }
-}
-
-/// One group of `kind` back into 8 row-major rows; lengths checked by the caller.
-fn deinterleave_kind(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
-    match kind {
-        GgmlType::Q4_K => deinterleave_with(GgmlType::Q4_K, group, cols, out, BLOCK_BYTES),
-        GgmlType::Q6_K => deinterleave_with(GgmlType::Q6_K, group, cols, out, BLOCK_BYTES_Q6_K),
-        _ => panic!("rows8: {kind} has no layout in groups of 8 rows"),
-    }
-}
-
-/// Each piece of row `r`'s super-block to its place in the group's ([`pieces`]).
-#[inline(always)]
-fn interleave_with(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8], block_bytes: usize) {
-    let row_bytes = cols / QK * block_bytes;
+/// Turns 8 row-major rows of `kind` (Q4_K or Q6_K), `cols` columns (`rows`), into one group
+/// (`out`): each piece of a row's super-block to its place in the group's ([`pieces`]). Panics
+/// on another kind or if either is not exactly [`group_bytes`] long.
+pub fn interleave(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths("interleave", kind, rows.len(), out.len(), cols);
+    let (block_bytes, row_bytes) = (kind.block_bytes(), kind.bytes_for(cols));
     for (r, row) in rows.chunks_exact(row_bytes).enumerate() {
         for (block, group) in row
             .chunks_exact(block_bytes)
@@ -210,16 +179,10 @@ fn interleave_with(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8], blo
     }
 }
 
-/// The inverse of [`interleave_with`].
-#[inline(always)]
-fn deinterleave_with(
-    kind: GgmlType,
-    group: &[u8],
-    cols: usize,
-    out: &mut [u8],
-    block_bytes: usize,
-) {
-    let row_bytes = cols / QK * block_bytes;
+/// The inverse of [`interleave`]: one group (`group`) back into 8 row-major rows (`out`).
+pub fn deinterleave(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
+    check_lengths("deinterleave", kind, group.len(), out.len(), cols);
+    let (block_bytes, row_bytes) = (kind.block_bytes(), kind.bytes_for(cols));
     for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
         for (block, group) in row
             .chunks_exact_mut(block_bytes)
@@ -232,83 +195,16 @@ fn deinterleave_with(
     }
 }
 
-/// Turns 8 row-major Q4_K rows of `cols` columns (`rows`) into one group (`out`). Panics if
-/// either is not exactly [`group_bytes`]`(cols)` long.
-pub fn interleave_q4_k(rows: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths(
-        "interleave_q4_k",
-        GgmlType::Q4_K,
-        rows.len(),
-        out.len(),
-        cols,
-    );
-    interleave_kind(GgmlType::Q4_K, rows, cols, out);
-}
-
-/// Turns 8 row-major Q6_K rows of `cols` columns (`rows`) into one group (`out`). Panics if
-/// either is not exactly [`group_bytes_q6_k`]`(cols)` long.
-pub fn interleave_q6_k(rows: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths(
-        "interleave_q6_k",
-        GgmlType::Q6_K,
-        rows.len(),
-        out.len(),
-        cols,
-    );
-    interleave_kind(GgmlType::Q6_K, rows, cols, out);
-}
-
-/// The inverse of [`interleave_q4_k`]: one group (`group`) back into 8 row-major rows (`out`).
-/// Panics if either is not exactly [`group_bytes`]`(cols)` long.
-pub fn deinterleave_q4_k(group: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths(
-        "deinterleave_q4_k",
-        GgmlType::Q4_K,
-        group.len(),
-        out.len(),
-        cols,
-    );
-    deinterleave_kind(GgmlType::Q4_K, group, cols, out);
-}
-
-/// The inverse of [`interleave_q6_k`]. Panics if either is not exactly
-/// [`group_bytes_q6_k`]`(cols)` long.
-pub fn deinterleave_q6_k(group: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths(
-        "deinterleave_q6_k",
-        GgmlType::Q6_K,
-        group.len(),
-        out.len(),
-        cols,
-    );
-    deinterleave_kind(GgmlType::Q6_K, group, cols, out);
-}
-
-/// [`deinterleave_q4_k`] or [`deinterleave_q6_k`] by `kind`; panics on another kind.
-pub fn deinterleave(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
-    check_lengths("deinterleave", kind, group.len(), out.len(), cols);
-    deinterleave_kind(kind, group, cols, out);
-}
-
-/// Turns a whole row-major Q4_K matrix of `rows` rows and `cols` columns into groups of 8 rows,
-/// in place (group `g` where rows `8g .. 8g + 8` were), with one group-sized scratch buffer.
-/// Panics if `rows` is not a multiple of 8 or `bytes` is not the matrix's length.
-pub fn interleave_matrix_q4_k(bytes: &mut [u8], rows: usize, cols: usize) {
-    interleave_matrix(GgmlType::Q4_K, bytes, rows, cols);
-}
-
-/// [`interleave_matrix_q4_k`] for Q6_K.
-pub fn interleave_matrix_q6_k(bytes: &mut [u8], rows: usize, cols: usize) {
-    interleave_matrix(GgmlType::Q6_K, bytes, rows, cols);
-}
-
-/// [`interleave_matrix_q4_k`] or [`interleave_matrix_q6_k`] by `kind`; panics on another kind.
+/// Turns a whole row-major matrix of `kind` (Q4_K or Q6_K), `rows` rows of `cols` columns, into
+/// groups of 8 rows in place (group `g` where rows `8g .. 8g + 8` were), with one group-sized
+/// scratch buffer. Panics on another kind, if `rows` is not a multiple of 8 or `bytes` is not
+/// the matrix's length.
 pub fn interleave_matrix(kind: GgmlType, bytes: &mut [u8], rows: usize, cols: usize) {
     assert!(
         rows.is_multiple_of(ROWS),
         "rows8::interleave_matrix: {rows} rows is not a multiple of {ROWS}"
     );
-    let group = group_bytes_of(kind, cols);
+    let group = group_bytes(kind, cols);
     assert_eq!(
         bytes.len(),
         rows / ROWS * group,
@@ -318,7 +214,7 @@ pub fn interleave_matrix(kind: GgmlType, bytes: &mut [u8], rows: usize, cols: us
     let mut scratch = vec![0u8; group];
     for chunk in bytes.chunks_exact_mut(group) {
         scratch.copy_from_slice(chunk);
-        interleave_kind(kind, &scratch, cols, chunk);
+        interleave(kind, &scratch, cols, chunk);
     }
 }
 
@@ -341,12 +237,12 @@ mod tests {
     #[test]
     fn round_trip_on_random_bytes() {
         for cols in [256, 512, 2048] {
-            let rows = random_bytes(group_bytes(cols), cols as u64);
+            let rows = random_bytes(group_bytes(GgmlType::Q4_K, cols), cols as u64);
             let mut group = vec![0u8; rows.len()];
-            interleave_q4_k(&rows, cols, &mut group);
+            interleave(GgmlType::Q4_K, &rows, cols, &mut group);
             assert_ne!(group, rows, "the layout moves bytes");
             let mut back = vec![0u8; rows.len()];
-            deinterleave_q4_k(&group, cols, &mut back);
+            deinterleave(GgmlType::Q4_K, &group, cols, &mut back);
             assert_eq!(back, rows);
         }
     }
@@ -372,7 +268,7 @@ mod tests {
             }
         }
         let mut g = vec![0u8; rows.len()];
-        interleave_q4_k(&rows, cols, &mut g);
+        interleave(GgmlType::Q4_K, &rows, cols, &mut g);
         for i in 0..2 {
             let sb = &g[i * GROUP_BLOCK_BYTES..][..GROUP_BLOCK_BYTES];
             for r in 0..8 {
@@ -401,16 +297,16 @@ mod tests {
     fn a_three_group_matrix_in_place() {
         let cols = 768;
         let rows = 24;
-        let original = random_bytes(rows / 8 * group_bytes(cols), 99);
+        let original = random_bytes(rows / 8 * group_bytes(GgmlType::Q4_K, cols), 99);
         let mut bytes = original.clone();
-        interleave_matrix_q4_k(&mut bytes, rows, cols);
-        let g = group_bytes(cols);
+        interleave_matrix(GgmlType::Q4_K, &mut bytes, rows, cols);
+        let g = group_bytes(GgmlType::Q4_K, cols);
         for (before, after) in original.chunks_exact(g).zip(bytes.chunks_exact(g)) {
             let mut want = vec![0u8; g];
-            interleave_q4_k(before, cols, &mut want);
+            interleave(GgmlType::Q4_K, before, cols, &mut want);
             assert_eq!(after, want.as_slice());
             let mut back = vec![0u8; g];
-            deinterleave_q4_k(after, cols, &mut back);
+            deinterleave(GgmlType::Q4_K, after, cols, &mut back);
             assert_eq!(back, before);
         }
     }
@@ -418,13 +314,11 @@ mod tests {
     #[test]
     fn q6_k_round_trip_on_random_bytes() {
         for cols in [256, 512, 2048] {
-            let rows = random_bytes(group_bytes_q6_k(cols), cols as u64 + 5);
+            let rows = random_bytes(group_bytes(GgmlType::Q6_K, cols), cols as u64 + 5);
             let mut group = vec![0u8; rows.len()];
-            interleave_q6_k(&rows, cols, &mut group);
+            interleave(GgmlType::Q6_K, &rows, cols, &mut group);
             assert_ne!(group, rows, "the layout moves bytes");
             let mut back = vec![0u8; rows.len()];
-            deinterleave_q6_k(&group, cols, &mut back);
-            assert_eq!(back, rows);
             deinterleave(GgmlType::Q6_K, &group, cols, &mut back);
             assert_eq!(back, rows);
         }
@@ -437,7 +331,7 @@ mod tests {
         let row_bytes = 2 * bb;
         let rows = random_bytes(8 * row_bytes, 17);
         let mut g = vec![0u8; rows.len()];
-        interleave_q6_k(&rows, cols, &mut g);
+        interleave(GgmlType::Q6_K, &rows, cols, &mut g);
         for i in 0..2 {
             let sb = &g[i * GROUP_BLOCK_BYTES_Q6_K..][..GROUP_BLOCK_BYTES_Q6_K];
             for r in 0..8 {
@@ -468,23 +362,23 @@ mod tests {
     #[test]
     fn a_three_group_q6_k_matrix_in_place() {
         let (cols, rows) = (768, 24);
-        let original = random_bytes(rows / 8 * group_bytes_q6_k(cols), 101);
+        let original = random_bytes(rows / 8 * group_bytes(GgmlType::Q6_K, cols), 101);
         let mut bytes = original.clone();
-        interleave_matrix_q6_k(&mut bytes, rows, cols);
-        let g = group_bytes_q6_k(cols);
+        interleave_matrix(GgmlType::Q6_K, &mut bytes, rows, cols);
+        let g = group_bytes(GgmlType::Q6_K, cols);
         for (before, after) in original.chunks_exact(g).zip(bytes.chunks_exact(g)) {
             let mut want = vec![0u8; g];
-            interleave_q6_k(before, cols, &mut want);
+            interleave(GgmlType::Q6_K, before, cols, &mut want);
             assert_eq!(after, want.as_slice());
         }
         assert!(groups(GgmlType::Q6_K) && groups(GgmlType::Q4_K) && !groups(GgmlType::Q5_K));
-        assert_eq!(group_bytes_of(GgmlType::Q6_K, 256), 1680);
+        assert_eq!(group_bytes(GgmlType::Q6_K, 256), 1680);
     }
 
     #[test]
     #[should_panic(expected = "8 rows of 256 Q6_K columns are 1680 bytes")]
     fn a_short_q6_k_group_is_refused() {
-        deinterleave_q6_k(&[0u8; 1680], 256, &mut [0u8; 1679]);
+        deinterleave(GgmlType::Q6_K, &[0u8; 1680], 256, &mut [0u8; 1679]);
     }
 
     #[test]
@@ -496,18 +390,18 @@ mod tests {
     #[test]
     #[should_panic(expected = "not a multiple of 8")]
     fn a_matrix_of_rows_not_a_multiple_of_8_is_refused() {
-        interleave_matrix_q4_k(&mut vec![0u8; 7 * 144], 7, 256);
+        interleave_matrix(GgmlType::Q4_K, &mut vec![0u8; 7 * 144], 7, 256);
     }
 
     #[test]
     #[should_panic(expected = "8 rows of 256 Q4_K columns are 1152 bytes")]
     fn a_short_group_is_refused() {
-        interleave_q4_k(&[0u8; 1151], 256, &mut [0u8; 1152]);
+        interleave(GgmlType::Q4_K, &[0u8; 1151], 256, &mut [0u8; 1152]);
     }
 
     #[test]
     #[should_panic(expected = "not a multiple of the Q4_K super-block")]
     fn columns_not_a_multiple_of_256_are_refused() {
-        deinterleave_q4_k(&[0u8; 1152], 300, &mut [0u8; 1152]);
+        deinterleave(GgmlType::Q4_K, &[0u8; 1152], 300, &mut [0u8; 1152]);
     }
 }

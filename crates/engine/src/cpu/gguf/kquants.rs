@@ -137,7 +137,7 @@ pub fn dot_rows(
 
 /// [`dot_rows`] for Q4_K or Q6_K (`kind`) in groups of 8 rows ([`q4nx::gguf::rows8`]):
 /// `out[r * tokens + t]` for every row `r` of `groups` (8 per group), the scalar twin's bits
-/// on the same rows row-major. `groups.len() == n / 8 * layout::group_bytes_of(kind, cols)`
+/// on the same rows row-major. `groups.len() == n / 8 * layout::group_bytes(kind, cols)`
 /// with `out.len() == n * tokens`; the rest as [`dot_rows`]. Panics on another kind, an
 /// unsupported level or lengths that do not fit.
 #[allow(clippy::too_many_arguments)] // the shared interface of the GGUF kernels, and the kind
@@ -164,7 +164,7 @@ pub fn dot_groups(
         layout::ROWS
     );
     let groups_n = out.len() / group;
-    let group_bytes = layout::group_bytes_of(kind, cols);
+    let group_bytes = layout::group_bytes(kind, cols);
     assert_eq!(
         groups.len(),
         groups_n * group_bytes,

@@ -47,34 +47,38 @@ pub(super) unsafe fn dot_groups(
     tokens: usize,
     out: &mut [f32],
 ) {
-    if kind == GgmlType::Q6_K {
-        return match tokens {
-            1 => q6_k_n::<1>(groups, cols, acts, t0, out),
-            2 => q6_k_n::<2>(groups, cols, acts, t0, out),
-            3 => q6_k_n::<3>(groups, cols, acts, t0, out),
-            4 => q6_k_n::<4>(groups, cols, acts, t0, out),
-            5 => q6_k_n::<5>(groups, cols, acts, t0, out),
-            6 => q6_k_n::<6>(groups, cols, acts, t0, out),
-            7 => q6_k_n::<7>(groups, cols, acts, t0, out),
-            _ => q6_k_n::<8>(groups, cols, acts, t0, out),
-        };
-    }
     match tokens {
-        1 => groups_n::<1>(groups, cols, acts, t0, out),
-        2 => groups_n::<2>(groups, cols, acts, t0, out),
-        3 => groups_n::<3>(groups, cols, acts, t0, out),
-        4 => groups_n::<4>(groups, cols, acts, t0, out),
-        5 => groups_n::<5>(groups, cols, acts, t0, out),
-        6 => groups_n::<6>(groups, cols, acts, t0, out),
-        7 => groups_n::<7>(groups, cols, acts, t0, out),
-        _ => groups_n::<8>(groups, cols, acts, t0, out),
+        1 => kind_n::<1>(kind, groups, cols, acts, t0, out),
+        2 => kind_n::<2>(kind, groups, cols, acts, t0, out),
+        3 => kind_n::<3>(kind, groups, cols, acts, t0, out),
+        4 => kind_n::<4>(kind, groups, cols, acts, t0, out),
+        5 => kind_n::<5>(kind, groups, cols, acts, t0, out),
+        6 => kind_n::<6>(kind, groups, cols, acts, t0, out),
+        7 => kind_n::<7>(kind, groups, cols, acts, t0, out),
+        _ => kind_n::<8>(kind, groups, cols, acts, t0, out),
+    }
+}
+
+/// The kernel of `kind` for `N` tokens.
+#[inline(always)]
+unsafe fn kind_n<const N: usize>(
+    kind: GgmlType,
+    groups: &[u8],
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    out: &mut [f32],
+) {
+    match kind {
+        GgmlType::Q6_K => q6_k_n::<N>(groups, cols, acts, t0, out),
+        _ => q4_k_n::<N>(groups, cols, acts, t0, out),
     }
 }
 
 /// Every group of `groups` against tokens `t0 .. t0 + N`: each super-block's scales are
 /// unpacked once for all of them, its codes once per pair of sub-blocks.
 #[inline(always)]
-unsafe fn groups_n<const N: usize>(
+unsafe fn q4_k_n<const N: usize>(
     groups: &[u8],
     cols: usize,
     acts: &QuantizedActivations,
@@ -145,7 +149,7 @@ unsafe fn groups_n<const N: usize>(
     }
 }
 
-/// [`groups_n`] for Q6_K: each super-block's `d` is read once for all the tokens,
+/// [`q4_k_n`] for Q6_K: each super-block's `d` is read once for all the tokens,
 /// its codes and scales once per quarter (`m` of half `n`). The helpers are functions inlined
 /// always, not closures: a closure the compiler does not inline loses the target features and
 /// calls every intrinsic.

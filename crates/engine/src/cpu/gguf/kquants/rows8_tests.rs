@@ -155,7 +155,7 @@ fn rows_not_whole_groups_are_refused() {
 #[should_panic(expected = "are not 2 groups of 8 rows of 256 Q4_K columns")]
 fn groups_of_the_wrong_length_are_refused() {
     let acts = test_acts(2, 256, &mut Lcg(59));
-    let groups = vec![0u8; group_bytes(256) * 2 - 1];
+    let groups = vec![0u8; group_bytes(GgmlType::Q4_K, 256) * 2 - 1];
     dot_groups(
         KernelLevel::detect(),
         GgmlType::Q4_K,
@@ -172,7 +172,7 @@ fn groups_of_the_wrong_length_are_refused() {
 #[should_panic(expected = "are not 1 groups of 8 rows of 256 Q6_K columns")]
 fn q6_k_groups_of_the_wrong_length_are_refused() {
     let acts = test_acts(2, 256, &mut Lcg(60));
-    let groups = vec![0u8; group_bytes(256)];
+    let groups = vec![0u8; group_bytes(GgmlType::Q4_K, 256)];
     dot_groups(
         KernelLevel::detect(),
         GgmlType::Q6_K,
@@ -205,7 +205,7 @@ fn a_kind_without_groups_is_refused() {
 #[should_panic(expected = "9 tokens, expected 1..=8")]
 fn too_many_tokens_for_groups_are_refused() {
     let acts = test_acts(9, 256, &mut Lcg(61));
-    let groups = vec![0u8; group_bytes(256)];
+    let groups = vec![0u8; group_bytes(GgmlType::Q4_K, 256)];
     dot_groups(
         KernelLevel::Scalar,
         GgmlType::Q4_K,
@@ -238,7 +238,7 @@ fn group_columns_not_whole_super_blocks_are_refused() {
 #[should_panic(expected = "activations hold 256 columns, the rows 512")]
 fn activations_narrower_than_the_groups_are_refused() {
     let acts = test_acts(2, 256, &mut Lcg(71));
-    let groups = vec![0u8; group_bytes(512)];
+    let groups = vec![0u8; group_bytes(GgmlType::Q4_K, 512)];
     dot_groups(
         KernelLevel::Scalar,
         GgmlType::Q4_K,
