@@ -209,36 +209,35 @@ impl<'w> Linear<'w> {
             && products.iter().all(|(linear, t, out)| {
                 linear.cols() == cols && *t < tokens && out.len() == linear.rows()
             });
-        let gguf: Option<Vec<_>> = products
-            .iter_mut()
-            .map(|(linear, t, out)| match linear {
-                Linear::Gguf(m) => Some(Job::new(*m, out, *t, 1)),
-                _ => None,
-            })
-            .collect();
-        let mut tiles = |kernel: TileKernel| -> Option<Vec<_>> {
-            products
+        if fits {
+            // All in GGUF blocks, or all tiles of one type: one run of the pool.
+            let gguf: Option<Vec<_>> = products
                 .iter_mut()
-                .map(|(linear, t, out)| match (linear, kernel) {
-                    (Linear::Q4_1 { matrix, .. }, TileKernel::Q4_1)
-                    | (Linear::Q8 { matrix, .. }, TileKernel::Q8) => {
-                        Some(Job::new(*matrix, out, *t, 1))
-                    }
+                .map(|(linear, t, out)| match linear {
+                    Linear::Gguf(m) => Some(Job::new(*m, out, *t, 1)),
                     _ => None,
                 })
-                .collect()
-        };
-        if !fits {
-            // Sizes matmul's checks will report, one by one.
-        } else if let Some(jobs) = gguf {
-            return gguf::matmul(cpu, &jobs, x, tokens, cols);
-        } else {
+                .collect();
+            if let Some(jobs) = gguf {
+                return gguf::matmul(cpu, &jobs, x, tokens, cols);
+            }
             for kernel in [TileKernel::Q4_1, TileKernel::Q8] {
-                if let Some(jobs) = tiles(kernel) {
+                let tiles: Option<Vec<_>> = products
+                    .iter_mut()
+                    .map(|(linear, t, out)| match (linear, kernel) {
+                        (Linear::Q4_1 { matrix, .. }, TileKernel::Q4_1)
+                        | (Linear::Q8 { matrix, .. }, TileKernel::Q8) => {
+                            Some(Job::new(*matrix, out, *t, 1))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(jobs) = tiles {
                     return matmul_tiles(cpu, kernel, &jobs, x, tokens, cols);
                 }
             }
         }
+        // Other kinds (reference models), or sizes matmul's checks will report: one by one.
         for (linear, t, out) in products.iter_mut() {
             let row = x.get(*t * cols..(*t + 1) * cols).unwrap_or(&[]);
             linear.matmul(cpu, row, 1, out);

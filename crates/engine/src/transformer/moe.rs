@@ -213,7 +213,7 @@ impl<'w> Experts<'w> {
             if m == 0 {
                 continue;
             }
-            // Every token's rows are read in place; a group is gathered.
+            // When every token chose this expert, their rows are read in place; else gathered.
             let input = if m == tokens {
                 h
             } else {
