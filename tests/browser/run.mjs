@@ -2330,7 +2330,10 @@ test('speech model: the first press offers Whisper base (size, languages, what i
 });
 
 const chosen = tests.filter((t) => !process.env.ONLY || t.name.includes(process.env.ONLY));
+const suiteStarted = performance.now();
+const took = (since) => `${((performance.now() - since) / 1000).toFixed(1).padStart(5)} s`;
 for (const t of chosen) {
+  const started = performance.now();
   const app = await openApp(t.before);
   try {
     await app.page.setDefaultTimeout(8000);
@@ -2339,15 +2342,15 @@ for (const t of chosen) {
     const problems = [...app.problems, ...violations.map((v) => `CSP violation: ${v}`)];
     if (problems.length) throw new Error(problems.join('\n'));
     passed++;
-    console.log(`  ok    ${t.name}`);
+    console.log(`  ok    ${took(started)}  ${t.name}`);
   } catch (error) {
     failed++;
-    console.log(`  FAIL  ${t.name}\n        ${String(error.message ?? error).split('\n').join('\n        ')}`);
+    console.log(`  FAIL  ${took(started)}  ${t.name}\n        ${String(error.message ?? error).split('\n').join('\n        ')}`);
   } finally {
     await app.context.close();
   }
 }
 await browser.close();
 server.close();
-console.log(`browser tests: ${passed} passed, ${failed} failed (${chosen.length} total)`);
+console.log(`browser tests: ${passed} passed, ${failed} failed (${chosen.length} total) in ${took(suiteStarted).trim()}`);
 process.exit(failed ? 1 : 0);
