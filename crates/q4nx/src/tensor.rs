@@ -232,7 +232,7 @@ impl<'a> TileMatrix<'a> {
 
 /// A matrix `W[rows, cols]` as a GGUF file stores it: row-major, each row `cols / block_len`
 /// consecutive blocks of `kind` (see [`GgmlType`]), borrowed from the file's map; or, in a
-/// copy of the weights, a Q4_K or Q6_K matrix regrouped in 8 rows (`grouped`).
+/// copy of the weights, a Q4_K, Q6_K or MXFP4 matrix regrouped in 8 rows (`grouped`).
 #[derive(Debug, Clone, Copy)]
 pub struct GgufMatrix<'a> {
     /// Tensor name (Hugging Face's).
@@ -245,7 +245,7 @@ pub struct GgufMatrix<'a> {
     pub cols: usize,
     /// `rows * kind.bytes_for(cols)` bytes.
     pub bytes: &'a [u8],
-    /// Whether the rows lie in groups of 8 ([`crate::gguf::rows8`]: Q4_K and Q6_K only, each
+    /// Whether the rows lie in groups of 8 ([`crate::gguf::rows8`]: Q4_K, Q6_K and MXFP4 only, each
     /// group where its 8 rows would be), as [`crate::Weights::copy_into_huge_pages`] regroups
     /// them; else row after row.
     pub grouped: bool,

@@ -70,7 +70,7 @@ struct Entry {
     last_groups: usize,
     /// For a GGUF tensor in blocks: its type (`shape` is then `[rows, cols]`).
     gguf: Option<GgmlType>,
-    /// Whether a Q4_K or Q6_K matrix's rows lie in groups of 8 ([`crate::gguf::rows8`]), as
+    /// Whether a Q4_K, Q6_K or MXFP4 matrix's rows lie in groups of 8 ([`crate::gguf::rows8`]), as
     /// [`Weights::copy_into_huge_pages`] regroups them; else row after row, as in the file.
     grouped: bool,
     /// A small tensor computed at open instead of read from the file (a Gemma norm stored as
@@ -359,7 +359,7 @@ impl Weights {
             .map(|[_, k]| k)
     }
 
-    /// Regroups in 8 rows ([`crate::gguf::rows8`]) every Q4_K and Q6_K matrix of file `index`
+    /// Regroups in 8 rows ([`crate::gguf::rows8`]) every Q4_K, Q6_K and MXFP4 matrix of file `index`
     /// in `copy` whose rows are a multiple of 8. A range that two names share (a tied head) is
     /// regrouped once; one that partly overlaps another is left as it is.
     fn group_rows8(&mut self, index: usize, copy: &mut [u8]) {
@@ -552,7 +552,7 @@ impl Weights {
     ///
     /// In the copy, each tile matrix whose K is padded to whole tiles is narrowed (see
     /// [`TileMatrix::last_groups`]): the same values, without the zero columns; and each GGUF
-    /// Q4_K and Q6_K matrix is regrouped in 8 rows ([`GgufMatrix::grouped`]), the layout whose
+    /// Q4_K, Q6_K and MXFP4 matrix is regrouped in 8 rows ([`GgufMatrix::grouped`]), the layout whose
     /// kernels need no horizontal sums.
     pub fn copy_into_huge_pages(&mut self) -> Result<(), Error> {
         let mut copies = Vec::with_capacity(self.files.len());

@@ -1,4 +1,4 @@
-//! Q4_K and Q6_K in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so
+//! Q4_K, Q6_K and MXFP4 in groups of 8 rows: llama.cpp's repacking idea in a layout of our own, so
 //! that one 256-bit vector holds the same 4 code bytes of 8 rows and a kernel needs no
 //! horizontal sums. The group has exactly the bytes of its 8 row-major rows, only in another
 //! order.
@@ -43,14 +43,25 @@
 //! 0), `(L_1 & 15) | (H >> 2 & 3) << 4` (1), `L_0 >> 4 | (H >> 4 & 3) << 4` (2) and
 //! `L_1 >> 4 | (H >> 6) << 4` (3); the scales of weights `16s .. 16s + 16` of the 8 rows are 8
 //! bytes in a row, and the 128 scale bytes four 32-byte vectors.
+//!
+//! # MXFP4
+//!
+//! MXFP4's blocks hold 32 weights (`row_bytes = cols / 32 * 17`, a row's block `e, qs[16]`), so
+//! its groups are made block by block: block `i` of the 8 rows is [`GROUP_BLOCK_BYTES_MXFP4`]
+//! (136) bytes at offset `136 i`:
+//!
+//! - bytes `0..8`: the E8M0 scale `e` of rows 0..8 (row `r` at `r`);
+//! - bytes `8..136`: the codes: for `c` in 0..4, row `r`: the 4 bytes `qs_r[4c .. 4c + 4]` at
+//!   `8 + 32c + 4r`.
+//!
+//! So the 32 bytes at `8 + 32c` hold in their low nibbles weights `4c .. 4c + 4` of all 8 rows
+//! (row `r` in bytes `4r .. 4r + 4`), and in their high nibbles weights `16 + 4c .. 16 + 4c + 4`.
 
 use super::GgmlType;
 
 /// Rows per group.
 pub const ROWS: usize = 8;
 
-/// Weights per Q4_K super-block.
-const QK: usize = 256;
 /// Bytes of one Q4_K super-block of one row.
 const BLOCK_BYTES: usize = 144;
 /// Bytes of super-block `i` of all 8 rows of a group.
@@ -76,23 +87,29 @@ const G6_SC: usize = 16;
 const G6_QL: usize = 144;
 const G6_QH: usize = 1168;
 
-/// Whether `kind`'s matrices can lie in groups of 8 rows (Q4_K, Q6_K).
+/// Bytes of block `i` of all 8 rows of an MXFP4 group.
+pub const GROUP_BLOCK_BYTES_MXFP4: usize = ROWS * 17;
+/// Offset in an MXFP4 group's block: the codes (after the 8 scales).
+const GX_CODES: usize = 8;
+
+/// Whether `kind`'s matrices can lie in groups of 8 rows (Q4_K, Q6_K, MXFP4).
 pub fn groups(kind: GgmlType) -> bool {
-    matches!(kind, GgmlType::Q4_K | GgmlType::Q6_K)
+    matches!(kind, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::MXFP4)
 }
 
 /// Bytes of one group of 8 rows of `cols` columns of `kind`; panics if `kind` has no groups or
-/// `cols` is not a multiple of 256.
+/// `cols` is not whole blocks of it (256 for the K-quants, 32 for MXFP4).
 pub fn group_bytes(kind: GgmlType, cols: usize) -> usize {
     assert!(
         groups(kind),
         "rows8: {kind} has no layout in groups of 8 rows"
     );
+    let block = kind.block_len();
     assert!(
-        cols.is_multiple_of(QK),
-        "rows8: {cols} columns is not a multiple of the {kind} super-block ({QK})"
+        cols.is_multiple_of(block),
+        "rows8: {cols} columns is not a multiple of the {kind} block ({block})"
     );
-    ROWS * cols / QK * kind.block_bytes()
+    ROWS * kind.bytes_for(cols)
 }
 
 /// The layout as moves: calls `each(from, to, len)` for every piece of one super-block of row
@@ -141,12 +158,23 @@ fn for_each_piece_q6_k(r: usize, mut each: impl FnMut(usize, usize, usize)) {
     }
 }
 
-/// The pieces of `kind` ([`for_each_piece`], [`for_each_piece_q6_k`]).
+/// The MXFP4 twin of [`for_each_piece`]: `e`, then the 4 runs of 4 code bytes.
+#[inline(always)]
+fn for_each_piece_mxfp4(r: usize, mut each: impl FnMut(usize, usize, usize)) {
+    each(0, r, 1);
+    for c in 0..4 {
+        each(1 + 4 * c, GX_CODES + 32 * c + 4 * r, 4);
+    }
+}
+
+/// The pieces of `kind` ([`for_each_piece`], [`for_each_piece_q6_k`],
+/// [`for_each_piece_mxfp4`]).
 #[inline(always)]
 fn pieces(kind: GgmlType, r: usize, each: impl FnMut(usize, usize, usize)) {
     match kind {
         GgmlType::Q4_K => for_each_piece(r, each),
-        _ => for_each_piece_q6_k(r, each),
+        GgmlType::Q6_K => for_each_piece_q6_k(r, each),
+        _ => for_each_piece_mxfp4(r, each),
     }
 }
 
@@ -161,7 +189,7 @@ fn check_lengths(what: &str, kind: GgmlType, input: usize, output: usize, cols: 
     );
 }
 
-/// Turns 8 row-major rows of `kind` (Q4_K or Q6_K), `cols` columns (`rows`), into one group
+/// Turns 8 row-major rows of `kind` (Q4_K, Q6_K or MXFP4), `cols` columns (`rows`), into one group
 /// (`out`): each piece of a row's super-block to its place in the group's ([`pieces`]). Panics
 /// on another kind or if either is not exactly [`group_bytes`] long.
 pub fn interleave(kind: GgmlType, rows: &[u8], cols: usize, out: &mut [u8]) {
@@ -195,7 +223,7 @@ pub fn deinterleave(kind: GgmlType, group: &[u8], cols: usize, out: &mut [u8]) {
     }
 }
 
-/// Turns a whole row-major matrix of `kind` (Q4_K or Q6_K), `rows` rows of `cols` columns, into
+/// Turns a whole row-major matrix of `kind` (Q4_K, Q6_K or MXFP4), `rows` rows of `cols` columns, into
 /// groups of 8 rows in place (group `g` where rows `8g .. 8g + 8` were), with one group-sized
 /// scratch buffer. Panics on another kind, if `rows` is not a multiple of 8 or `bytes` is not
 /// the matrix's length.
@@ -376,6 +404,45 @@ mod tests {
     }
 
     #[test]
+    fn every_mxfp4_byte_lands_where_the_layout_says_and_comes_back() {
+        // 2880 columns (gpt-oss's): 90 blocks, not a multiple of 256.
+        let cols = 2880;
+        let row_bytes = cols / 32 * 17;
+        let rows = random_bytes(8 * row_bytes, 23);
+        let mut g = vec![0u8; rows.len()];
+        interleave(GgmlType::MXFP4, &rows, cols, &mut g);
+        for i in 0..cols / 32 {
+            let b = &g[i * GROUP_BLOCK_BYTES_MXFP4..][..GROUP_BLOCK_BYTES_MXFP4];
+            for r in 0..8 {
+                let block = &rows[r * row_bytes + i * 17..][..17];
+                assert_eq!(b[r], block[0], "block {i} row {r}: e");
+                for c in 0..4 {
+                    let at = 8 + 32 * c + 4 * r;
+                    assert_eq!(b[at..at + 4], block[1 + 4 * c..5 + 4 * c], "{i} {r} {c}");
+                }
+            }
+        }
+        // Hand-checked: row 6's code byte 9 (c 2, byte 1) of block 3.
+        assert_eq!(
+            g[3 * 136 + 8 + 64 + 24 + 1],
+            rows[6 * row_bytes + 3 * 17 + 10]
+        );
+        let mut back = vec![0u8; rows.len()];
+        deinterleave(GgmlType::MXFP4, &g, cols, &mut back);
+        assert_eq!(back, rows);
+        let mut whole = rows.repeat(2);
+        interleave_matrix(GgmlType::MXFP4, &mut whole, 16, cols);
+        assert_eq!(whole, g.repeat(2));
+        assert_eq!(group_bytes(GgmlType::MXFP4, 32), 136);
+    }
+
+    #[test]
+    #[should_panic(expected = "40 columns is not a multiple of the MXFP4 block (32)")]
+    fn mxfp4_columns_not_whole_blocks_are_refused() {
+        group_bytes(GgmlType::MXFP4, 40);
+    }
+
+    #[test]
     #[should_panic(expected = "8 rows of 256 Q6_K columns are 1680 bytes")]
     fn a_short_q6_k_group_is_refused() {
         deinterleave(GgmlType::Q6_K, &[0u8; 1680], 256, &mut [0u8; 1679]);
@@ -400,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "not a multiple of the Q4_K super-block")]
+    #[should_panic(expected = "300 columns is not a multiple of the Q4_K block (256)")]
     fn columns_not_a_multiple_of_256_are_refused() {
         deinterleave(GgmlType::Q4_K, &[0u8; 1152], 300, &mut [0u8; 1152]);
     }
