@@ -70,3 +70,23 @@ pub(crate) fn dot_rows(
         _ => blocks32::dot_rows(level, kind, rows, cols, acts, t0, tokens, out),
     }
 }
+
+/// [`dot_rows`] on rows grouped in 8 ([`q4nx::gguf::rows8`], the kinds it has a layout for):
+/// the scalar twin's bits, by [`kquants::dot_groups`] or [`mxfp4::dot_groups`]. Panics on
+/// another kind or lengths that do not fit.
+#[allow(clippy::too_many_arguments)] // the shared interface of the GGUF kernels
+pub(crate) fn dot_groups(
+    level: KernelLevel,
+    kind: GgmlType,
+    groups: &[u8],
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+    out: &mut [f32],
+) {
+    match kind {
+        mxfp4::KIND => mxfp4::dot_groups(level, groups, cols, acts, t0, tokens, out),
+        _ => kquants::dot_groups(level, kind, groups, cols, acts, t0, tokens, out),
+    }
+}

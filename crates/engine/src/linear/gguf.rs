@@ -1,9 +1,9 @@
 //! [`Linear::Gguf`]'s products: a GGUF file's own row-major blocks against the activations
 //! quantized once per call (the same int8 blocks of 32 as the tiles'), by
 //! [`crate::cpu::gguf::dot_rows`] over chunks of rows split over the thread pool, up to
-//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`. A Q4_K or Q6_K matrix the
+//! [`MAX_TOKENS`] tokens per call, scattered into `out[t, r]`. A Q4_K, Q6_K or MXFP4 matrix the
 //! huge-page copy regrouped in 8 rows ([`GgufMatrix::grouped`]) goes through
-//! [`kquants::dot_groups`] instead, with the same results to the bit.
+//! [`dot_groups`] instead.
 
 use std::cell::RefCell;
 
@@ -11,7 +11,7 @@ use q4nx::gguf::rows8;
 use q4nx::GgufMatrix;
 
 use super::{quantize, Job, Linear, ShapeError, ACTIVATIONS, MAX_JOBS, MAX_SHARED};
-use crate::cpu::gguf::{dot_rows, has_kernel, kquants, MAX_TOKENS};
+use crate::cpu::gguf::{dot_groups, dot_rows, has_kernel, MAX_TOKENS};
 use crate::cpu::quant::QuantizedActivations;
 use crate::cpu::{CpuContext, KernelLevel};
 
@@ -36,7 +36,7 @@ pub(super) fn check(m: &GgufMatrix<'_>, rows: usize, cols: usize) -> Result<(), 
     }
     if m.grouped && (!rows8::groups(m.kind) || !m.rows.is_multiple_of(8)) {
         return Err(ShapeError(format!(
-            "{} rows of {} cannot lie in groups of 8 rows (only Q4_K's and Q6_K's can)",
+            "{} rows of {} cannot lie in groups of 8 rows (only Q4_K's, Q6_K's and MXFP4's can)",
             m.rows, m.kind
         )));
     }
@@ -154,8 +154,8 @@ pub(super) fn matmul(
 }
 
 /// [`dot_rows`] of some of `m`'s rows as they lie in `bytes`: a grouped matrix's through
-/// [`kquants::dot_groups`] (whole groups: chunks start at multiples of 16 rows and its rows
-/// are a multiple of 8).
+/// [`dot_groups`] (whole groups: chunks start at multiples of 16 rows and its rows are a
+/// multiple of 8).
 fn dot(
     level: KernelLevel,
     m: &GgufMatrix<'_>,
@@ -166,7 +166,7 @@ fn dot(
     out: &mut [f32],
 ) {
     if m.grouped {
-        kquants::dot_groups(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
+        dot_groups(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
     } else {
         dot_rows(level, m.kind, bytes, m.cols, acts, t0, tokens, out);
     }

@@ -152,7 +152,7 @@ pub fn dot_groups(
     out: &mut [f32],
 ) {
     assert!(
-        layout::groups(kind),
+        matches!(kind, GgmlType::Q4_K | GgmlType::Q6_K),
         "kquants::dot_groups: {kind} does not lie in groups of 8 rows (only Q4_K and Q6_K do)"
     );
     check_call("dot_groups", level, cols, acts, t0, tokens);

@@ -20,6 +20,7 @@
 //! (tested). The AVX-512 levels run the AVX2 code (every AVX-512 CPU has AVX2 and FMA): this
 //! machine has no AVX-512 to test a 512-bit version on.
 
+use q4nx::gguf::rows8 as layout;
 use q4nx::gguf::{e8m0_half, GgmlType, MXFP4_VALUES};
 
 use crate::cpu::level::KernelLevel;
@@ -45,21 +46,13 @@ pub fn dot_rows(
     tokens: usize,
     out: &mut [f32],
 ) {
+    let row_bytes = check_call("dot_rows", level, cols, acts, t0, tokens);
     assert!(
-        cols.is_multiple_of(BLOCK),
-        "mxfp4::dot_rows: {cols} columns are not whole blocks of {BLOCK}"
-    );
-    let row_bytes = cols / BLOCK * BLOCK_BYTES;
-    assert!(
-        row_bytes > 0 && rows.len().is_multiple_of(row_bytes),
+        rows.len().is_multiple_of(row_bytes),
         "mxfp4::dot_rows: {} bytes are not whole rows of {cols} MXFP4 columns ({row_bytes} bytes each)",
         rows.len()
     );
     let n = rows.len() / row_bytes;
-    assert!(
-        tokens <= MAX_TOKENS,
-        "mxfp4::dot_rows: {tokens} tokens, at most {MAX_TOKENS} per call"
-    );
     assert_eq!(
         out.len(),
         n * tokens,
@@ -67,21 +60,9 @@ pub fn dot_rows(
         out.len(),
         n * tokens
     );
-    assert_eq!(
-        acts.groups() * BLOCK,
-        cols,
-        "mxfp4::dot_rows: the activations were quantized for {} columns, the rows have {cols}",
-        acts.groups() * BLOCK
-    );
-    assert!(
-        level.is_supported(),
-        "mxfp4::dot_rows: kernel level {level} is not supported by this CPU"
-    );
     if n == 0 || tokens == 0 {
         return;
     }
-    // Reading the last token's values panics here, plainly, if it was not quantized.
-    let _ = acts.xq(t0 + tokens - 1);
     #[cfg(target_arch = "x86_64")]
     if level != KernelLevel::Scalar && avx2::available() {
         // SAFETY: AVX2 and FMA are present (checked just above); the lengths were checked to
@@ -90,6 +71,86 @@ pub fn dot_rows(
         return;
     }
     scalar::dot_rows(rows, cols, acts, t0, tokens, out);
+}
+
+/// [`dot_rows`] on rows grouped in 8 ([`q4nx::gguf::rows8`]'s MXFP4 layout): `out[r * tokens
+/// + t]` for every row `r` of `groups` (8 per group), the scalar twin's bits on the same rows
+/// row-major (the row kernel's are only within float rounding of them).
+/// `groups.len() == n / 8 * layout::group_bytes(MXFP4, cols)` with `out.len() == n * tokens`;
+/// the rest as [`dot_rows`]. Panics on an unsupported level or lengths that do not fit.
+pub fn dot_groups(
+    level: KernelLevel,
+    groups: &[u8],
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+    out: &mut [f32],
+) {
+    let row_bytes = check_call("dot_groups", level, cols, acts, t0, tokens);
+    let group_bytes = layout::ROWS * row_bytes;
+    assert!(
+        groups.len().is_multiple_of(group_bytes) && out.len() == groups.len() / row_bytes * tokens,
+        "mxfp4::dot_groups: {} bytes in and {} values out are not whole groups of 8 rows of \
+         {cols} MXFP4 columns ({group_bytes} bytes) and their {tokens} tokens",
+        groups.len(),
+        out.len()
+    );
+    if groups.is_empty() || tokens == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level != KernelLevel::Scalar && avx2::available() {
+        // SAFETY: AVX2 and FMA are present (checked just above); the lengths were checked to
+        // fit `cols`, `t0` and `tokens`.
+        unsafe { rows8::dot_groups(groups, cols, acts, t0, tokens, out) };
+        return;
+    }
+    // The twin on each group back in row-major order.
+    let mut rows = vec![0u8; group_bytes];
+    for (g, y) in groups
+        .chunks_exact(group_bytes)
+        .zip(out.chunks_exact_mut(layout::ROWS * tokens))
+    {
+        layout::deinterleave(KIND, g, cols, &mut rows);
+        scalar::dot_rows(&rows, cols, acts, t0, tokens, y);
+    }
+}
+
+/// The checks [`dot_rows`] and [`dot_groups`] (named by `what`) share: whole blocks, at most
+/// [`MAX_TOKENS`] tokens, activations quantized for `cols` columns that hold the last token, a
+/// supported level. Gives the bytes of one row.
+fn check_call(
+    what: &str,
+    level: KernelLevel,
+    cols: usize,
+    acts: &QuantizedActivations,
+    t0: usize,
+    tokens: usize,
+) -> usize {
+    assert!(
+        cols.is_multiple_of(BLOCK) && cols > 0,
+        "mxfp4::{what}: {cols} columns are not whole blocks of {BLOCK}"
+    );
+    assert!(
+        tokens <= MAX_TOKENS,
+        "mxfp4::{what}: {tokens} tokens, at most {MAX_TOKENS} per call"
+    );
+    assert_eq!(
+        acts.groups() * BLOCK,
+        cols,
+        "mxfp4::{what}: the activations were quantized for {} columns, the rows have {cols}",
+        acts.groups() * BLOCK
+    );
+    assert!(
+        level.is_supported(),
+        "mxfp4::{what}: kernel level {level} is not supported by this CPU"
+    );
+    if tokens > 0 {
+        // Reading the last token's values panics here, plainly, if it was not quantized.
+        let _ = acts.xq(t0 + tokens - 1);
+    }
+    cols / BLOCK * BLOCK_BYTES
 }
 
 /// The kind this module computes.
@@ -161,6 +222,10 @@ mod scalar {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod rows8;
 
+#[cfg(test)]
+mod rows8_tests;
 #[cfg(test)]
 mod tests;

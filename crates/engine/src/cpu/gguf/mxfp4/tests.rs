@@ -7,7 +7,7 @@ use crate::cpu::test_data::{extreme_xq, Lcg};
 
 /// The blocks and gguf-py's values of `mxfp4-cases.bin` (see `write_mxfp4_cases.py`): 256
 /// blocks with every scale byte, then 40 blocks gguf-py quantized from normal values.
-fn cases() -> (Vec<u8>, Vec<f32>) {
+pub(super) fn cases() -> (Vec<u8>, Vec<f32>) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/fixtures/gguf/mxfp4-cases.bin"
@@ -28,7 +28,7 @@ fn activations(x: &[f32], tokens: usize, cols: usize) -> QuantizedActivations {
 }
 
 /// `blocks` random blocks (every code) with scales near 1 (e from 120 to 135).
-fn random_blocks(blocks: usize, rng: &mut Lcg) -> Vec<u8> {
+pub(super) fn random_blocks(blocks: usize, rng: &mut Lcg) -> Vec<u8> {
     let mut bytes: Vec<u8> = (0..blocks * BLOCK_BYTES)
         .map(|_| rng.next() as u8)
         .collect();
