@@ -4,6 +4,7 @@
 pub mod dequantized;
 pub mod logits;
 pub mod moe;
+pub mod rows8;
 
 use std::path::PathBuf;
 

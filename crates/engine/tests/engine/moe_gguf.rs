@@ -177,6 +177,25 @@ fn gpt_oss_gguf_with_mxfp4_experts_matches_llama_cpp() {
 /// The tiny gpt-oss GGUF.
 const GPT_OSS: &str = "tiny-gpt-oss-mxfp4.gguf";
 
+/// The huge-page copy (the default) regroups the MXFP4 experts in 8 rows, each row reads back
+/// as the file's, and the model computes on them what it computes on the file's rows: the
+/// grouped kernel gives the scalar twin's bits, the row kernel the same to float rounding.
+#[test]
+fn gpt_oss_mxfp4_experts_regroup_in_8_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let linked = tmp.path().join("linked");
+    q4nx::gguf::link_gguf(&fixture(GPT_OSS), &linked, &mut |_| {}).expect("links");
+    common::rows8::assert_rows_regrouped(&linked);
+    let tokens = common::reference("tiny-gpt-oss").tokens;
+    let grouped = common::rows8::logits_from(&linked, &tokens, false);
+    let mapped = common::rows8::logits_from(&linked, &tokens, true);
+    let apart = spread_relative_distance(&grouped, &mapped);
+    assert!(
+        apart < 1e-4,
+        "grouped and mapped logits are {apart:.2e} of their spread apart"
+    );
+}
+
 /// `file` (in tests/fixtures/gguf) linked in Hearth against llama.cpp running it on `tokens`,
 /// the logits within `bound` of their spread.
 fn check_against_llama_cpp(file: &str, tokens: &[u32], bound: f64) {
