@@ -11,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 
 use hearth_documents::{index, IndexSettings, Library};
 
-const FILES: usize = 300;
+/// Enough files that the run is still indexing when the kill lands: it is killed on reading the
+/// 30th, and the 120 after it take seconds to index (each file's text takes about 30 ms).
+const FILES: usize = 150;
 
 /// `hearth` in the private home, with no embedding model named by the environment.
 fn hearth(home: &Path) -> Command {
@@ -50,7 +52,7 @@ fn a_kill_during_indexing_loses_nothing() {
                 .iter()
                 .flat_map(|f| ["--file".as_ref(), f.as_os_str()]),
         )
-        .arg("marker150xyz")
+        .arg("marker100xyz")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -83,7 +85,7 @@ fn a_kill_during_indexing_loses_nothing() {
                 .iter()
                 .flat_map(|f| ["--file".as_ref(), f.as_os_str()]),
         )
-        .arg("marker150xyz")
+        .arg("marker100xyz")
         .output()
         .unwrap();
     assert!(
@@ -94,10 +96,10 @@ fn a_kill_during_indexing_loses_nothing() {
     let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let first = &json["passages"][0];
     assert!(
-        first["file"].as_str().unwrap().ends_with("note150.txt"),
+        first["file"].as_str().unwrap().ends_with("note100.txt"),
         "{first}"
     );
-    assert!(first["text"].as_str().unwrap().contains("marker150xyz"));
+    assert!(first["text"].as_str().unwrap().contains("marker100xyz"));
 
     // The library is what indexing the same files afresh makes.
     let fresh_dir = tempfile::tempdir().unwrap();
