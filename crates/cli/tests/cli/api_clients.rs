@@ -60,7 +60,9 @@ fn official_python_clients_talk_to_hearth_serve() {
     let home = tempfile::tempdir().unwrap();
     let d = home.path();
     let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["serve", "--port", "0", "--context", "256"])
+        // A short context: JSON mode's answers run to its end (tests/api_clients.py), and the
+        // script's prompts and answers need well under 128 tokens.
+        .args(["serve", "--port", "0", "--context", "128"])
         .env("HOME", d)
         .env("XDG_DATA_HOME", d.join("data"))
         .env("XDG_CONFIG_HOME", d.join("config"))
