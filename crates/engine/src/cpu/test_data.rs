@@ -1,4 +1,5 @@
-//! Deterministic inputs shared by the kernels' tests (no crate, no clock).
+//! Deterministic inputs shared by the kernels' tests (no crate, no clock), and the one clock
+//! their by-hand speed measurements read: the thread's own time on the CPU.
 
 /// A linear congruential generator.
 pub struct Lcg(pub u64);
@@ -24,4 +25,14 @@ pub fn extreme_xq() -> Vec<i8> {
     (0..256)
         .map(|c| if c % 3 == 0 { -127 } else { 127 })
         .collect()
+}
+
+/// This thread's time on the CPU so far, in seconds, where Linux reports it (`None` elsewhere).
+pub fn on_cpu_seconds() -> Option<f64> {
+    let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    let line = sched
+        .lines()
+        .find(|l| l.starts_with("se.sum_exec_runtime"))?;
+    let ms: f64 = line.split(':').nth(1)?.trim().parse().ok()?;
+    Some(ms / 1e3)
 }

@@ -7,7 +7,7 @@ use q4nx::gguf::rows8::{group_bytes, interleave_matrix};
 
 use super::tests::random_blocks;
 use super::*;
-use crate::cpu::test_data::Lcg;
+use crate::cpu::test_data::{on_cpu_seconds, Lcg};
 
 const ROW_BYTES: usize = 144;
 
@@ -335,14 +335,4 @@ fn rows8_speed() {
             );
         }
     }
-}
-
-/// This thread's time on the CPU so far, in seconds, where Linux reports it (`None` elsewhere).
-fn on_cpu_seconds() -> Option<f64> {
-    let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
-    let line = sched
-        .lines()
-        .find(|l| l.starts_with("se.sum_exec_runtime"))?;
-    let ms: f64 = line.split(':').nth(1)?.trim().parse().ok()?;
-    Some(ms / 1e3)
 }

@@ -3,20 +3,40 @@
 //! the group's 8 rows, so row `r`'s sums stay in lane `r` from the products to the result and
 //! nothing is reduced across lanes.
 //!
-//! Per block of 32 columns: the 4 code vectors become 8 vectors of the weights' values (low and
-//! high nibbles, one `vpshufb` each through [`MXFP4_VALUES`]) and their magnitudes, once for all
-//! tokens. Per token: `vpmaddubsw` of each magnitude vector with the token's 4 activation bytes
-//! that meet it (broadcast, given the weight's sign by `vpsignb`), added as 16-bit words (at
-//! most 8 * 2 * 12 * 127 = 24384: never saturated), then `vpmaddwd` with ones gives row `r`'s
-//! integer sum of the block in lane `r`, the twin's `isum`. The 8 rows' scales `d` come out of
-//! their 8 E8M0 bytes as [`e8m0_half`] computes them, and lane `r` of the token's sum takes
-//! `(d * sx) * isum` with the twin's two roundings, block after block: the twin's bits.
+//! Per block of 32 columns: the 4 code vectors become 8 vectors of the weights' values plus 12
+//! (low and high nibbles, one `vpshufb` each through [`OFFSET_VALUES`]: 0 to 24, unsigned as
+//! `vpmaddubsw` wants its first operand), once for all tokens. Per token: `vpmaddubsw` of each
+//! with the token's 4 activation bytes that meet it (broadcast), the low nibbles' 4 and the
+//! high nibbles' 4 added as 16-bit words (each at most 4 * 2 * 24 * 127 = 24384: never
+//! saturated), `vpmaddwd` with ones, then minus `12 Σ xq` of the block (computed once a call)
+//! gives row `r`'s integer sum of the block in lane `r`, the twin's `isum`. The 8 rows' scales
+//! `d` come out of their 8 E8M0 bytes as [`e8m0_half`] computes them, and lane `r` of the
+//! token's sum takes `(d * sx) * isum` with the twin's two roundings, block after block: the
+//! twin's bits.
 
 use std::arch::x86_64::*;
 
 use q4nx::gguf::rows8::{GROUP_BLOCK_BYTES_MXFP4, ROWS};
 
+use std::cell::RefCell;
+
 use super::{e8m0_half, QuantizedActivations, BLOCK, MXFP4_VALUES};
+
+/// MXFP4's values plus 12, by 4-bit code.
+const OFFSET_VALUES: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = (MXFP4_VALUES[i] + 12) as u8;
+        i += 1;
+    }
+    t
+};
+
+thread_local! {
+    /// Each worker's `12 Σ xq` of every block of a call's tokens (token-major).
+    static OFFSETS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
+}
 
 /// See [`super::dot_groups`].
 ///
@@ -76,9 +96,21 @@ unsafe fn groups_n<const N: usize>(
     let group_bytes = blocks * GROUP_BLOCK_BYTES_MXFP4;
     let xq: [*const i8; N] = std::array::from_fn(|t| acts.xq(t0 + t).as_ptr());
     let sx: [*const f32; N] = std::array::from_fn(|t| acts.scales(t0 + t).as_ptr());
-    let table = _mm256_broadcastsi128_si256(_mm_loadu_si128(MXFP4_VALUES.as_ptr().cast()));
+    let table = _mm256_broadcastsi128_si256(_mm_loadu_si128(OFFSET_VALUES.as_ptr().cast()));
     let low4 = _mm256_set1_epi8(0x0f);
     let ones = _mm256_set1_epi16(1);
+    // Taken out of the thread's cell, not used in a closure: a closure would not inherit this
+    // function's target features, and its intrinsics would become calls.
+    let mut offsets = OFFSETS.take();
+    offsets.clear();
+    for t in 0..N {
+        let x = &acts.xq(t0 + t)[..cols];
+        offsets.extend(
+            x.chunks_exact(BLOCK)
+                .map(|b| 12 * b.iter().map(|&q| i32::from(q)).sum::<i32>()),
+        );
+    }
+    let offset: [*const i32; N] = std::array::from_fn(|t| offsets[t * blocks..].as_ptr());
     for (group, y) in groups
         .chunks_exact(group_bytes)
         .zip(out.chunks_exact_mut(ROWS * N))
@@ -92,23 +124,22 @@ unsafe fn groups_n<const N: usize>(
             // Weights 4c .. 4c + 4 (low nibbles) and 16 + 4c .. (high) of the 8 rows.
             let lo = codes.map(|v| _mm256_shuffle_epi8(table, _mm256_and_si256(v, low4)));
             let hi = codes.map(|v| {
-                _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low4))
+                let v = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low4);
+                _mm256_shuffle_epi8(table, v)
             });
-            let lo_abs = lo.map(|v| _mm256_sign_epi8(v, v));
-            let hi_abs = hi.map(|v| _mm256_sign_epi8(v, v));
             for t in 0..N {
                 let x = xq[t].add(b * BLOCK);
                 let word = |at: usize| _mm256_set1_epi32(x.add(at).cast::<i32>().read_unaligned());
-                let mut p16 = _mm256_setzero_si256();
+                let (mut p_lo, mut p_hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
                 for c in 0..4 {
-                    let l = _mm256_sign_epi8(word(4 * c), lo[c]);
-                    let h = _mm256_sign_epi8(word(16 + 4 * c), hi[c]);
-                    p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(lo_abs[c], l));
-                    p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(hi_abs[c], h));
+                    p_lo = _mm256_add_epi16(p_lo, _mm256_maddubs_epi16(lo[c], word(4 * c)));
+                    p_hi = _mm256_add_epi16(p_hi, _mm256_maddubs_epi16(hi[c], word(16 + 4 * c)));
                 }
-                let isum = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                let sums =
+                    _mm256_add_epi32(_mm256_madd_epi16(p_lo, ones), _mm256_madd_epi16(p_hi, ones));
+                let isum = _mm256_sub_epi32(sums, _mm256_set1_epi32(*offset[t].add(b)));
                 let f = _mm256_mul_ps(d, _mm256_set1_ps(*sx[t].add(b)));
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(isum, f));
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), f));
             }
         }
         // `y` is `[8 rows, N tokens]`.
@@ -120,4 +151,5 @@ unsafe fn groups_n<const N: usize>(
             }
         }
     }
+    OFFSETS.set(offsets);
 }
