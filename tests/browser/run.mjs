@@ -782,8 +782,9 @@ test('review #16 (S3): the sharing switch looks like a switch (a track and a kno
   await page.keyboard.press('Control+,');
   const section = page.getByTestId('share-settings');
   const track = section.locator('.track');
-  // Measured once the knob's slide has ended (the uncheck of one theme's round still moves it).
-  const settled = () => page.waitForFunction(() => document.querySelector('[data-testid="share-settings"] .knob').getAnimations().length === 0);
+  // Measured once the knob's slide and the track's colour change have ended (the uncheck of one
+  // theme's round still moves it); getAnimations applies the styles changed so far first.
+  const settled = () => page.waitForFunction(() => document.querySelector('[data-testid="share-settings"] .track').getAnimations({ subtree: true }).length === 0);
   const look = async () => { await settled(); return track.evaluate((el) => {
     const knob = el.querySelector('.knob').getBoundingClientRect();
     const box = el.getBoundingClientRect();
@@ -795,7 +796,6 @@ test('review #16 (S3): the sharing switch looks like a switch (a track and a kno
     assert(off.width > off.height * 1.5, `a wide track, not a square box (${theme}): ${JSON.stringify(off)}`);
     await section.getByRole('switch').check();
     await page.getByTestId('share-address').waitFor();
-    await page.waitForTimeout(250);
     const on = await look();
     assert(on.knobLeft > off.knobLeft + 8, `the knob moves when on (${theme}): ${off.knobLeft} -> ${on.knobLeft}`);
     assert(on.background !== off.background, `the track changes colour when on (${theme})`);
@@ -1371,6 +1371,8 @@ test('review #10 (S3): after a Cancel each row says how many passages are not in
   assert(!(await row.textContent()).includes('0%'), `no stuck 0%: ${await row.textContent()}`);
   await page.waitForFunction(() => / left/.test(document.querySelector('[data-testid="library-file"]')?.textContent ?? ''), null, { timeout: 10_000 });
   assert(/Indexing… \d+% · (a few seconds|less than a minute|about \d+ min) left/.test(await row.textContent()), `a rough time left: ${await row.textContent()}`);
+  // Seen: the steps left need not be slow.
+  await page.evaluate(() => { window.__mockDocuments.stepMs = 50; });
   await page.getByTestId('library-indexing').waitFor({ state: 'detached', timeout: 10_000 });
   await page.waitForFunction(() => !document.querySelector('[data-testid="library-file"]')?.textContent?.includes('not indexed yet'));
   assert((await row.textContent()).includes('42 passages'), await row.textContent());
@@ -2075,8 +2077,9 @@ test('languages: the setting switches to Chinese at once, and back; screenshots 
       await page.setViewportSize({ width: w, height: h });
       for (const theme of ['light', 'dark']) {
         await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
-        await page.waitForTimeout(100);
-        await page.screenshot({ path: join(shotsDir, `${name}-${w}x${h}-${theme}.png`) });
+        // The theme's colours are in the next frame the screenshot takes; the switches' short
+        // transitions are ended at once.
+        await page.screenshot({ path: join(shotsDir, `${name}-${w}x${h}-${theme}.png`), animations: 'disabled' });
       }
     }
   };
