@@ -1,6 +1,8 @@
 //! GGUF's MXFP4 blocks (ggml type 39, gpt-oss's expert weights) against int8 activation blocks:
 //! [`dot_rows`] computes whole rows of `W[rows, cols]` as llama.cpp writes them, block after
-//! block, for up to [`MAX_TOKENS`] tokens at once.
+//! block, for up to [`MAX_TOKENS`] tokens at once; [`dot_groups`] the same rows regrouped in 8
+//! at load ([`q4nx::gguf::rows8`]), where a vector holds 8 rows' codes and nothing is summed
+//! across lanes (`rows8.rs`).
 //!
 //! # Block layout (17 bytes, as ggml writes it)
 //!

@@ -33,6 +33,12 @@ const OFFSET_VALUES: [u8; 16] = {
     t
 };
 
+/// How far ahead of the block being computed the kernel requests lines into L1, in bytes
+/// (the groups are one stream). Measured by `mxfp4_rows8_speed` on gpt-oss's experts, one
+/// token, on a Zen 3: 1536 bytes a sixth faster than none, and 3072 the best (9.6 to 9.8 GB/s
+/// against 8.3 to 8.6 at 768, 1536, 4608 and 6144).
+const PREFETCH_BYTES: usize = 3072;
+
 thread_local! {
     /// Each worker's `12 Σ xq` of every block of a call's tokens (token-major).
     static OFFSETS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
@@ -118,6 +124,11 @@ unsafe fn groups_n<const N: usize>(
         let mut acc = [_mm256_setzero_ps(); N];
         for b in 0..blocks {
             let p = group.as_ptr().add(b * GROUP_BLOCK_BYTES_MXFP4);
+            let ahead = p.wrapping_add(PREFETCH_BYTES);
+            for line in [0, 64, 128] {
+                // A hint: it never faults, even past the end of the mapping.
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+            }
             let d = scales(p);
             let codes: [__m256i; 4] =
                 std::array::from_fn(|c| _mm256_loadu_si256(p.add(8 + 32 * c).cast()));
