@@ -1,5 +1,5 @@
-//! Deterministic inputs shared by the kernels' tests (no crate, no clock), and the one clock
-//! their by-hand speed measurements read: the thread's own time on the CPU.
+//! Deterministic inputs shared by the kernels' tests (no crate, no clock), and the timing of
+//! their by-hand speed measurements (the only clocks read here, by ignored tests alone).
 
 /// A linear congruential generator.
 pub struct Lcg(pub u64);
@@ -27,8 +27,32 @@ pub fn extreme_xq() -> Vec<i8> {
         .collect()
 }
 
+/// The speed of two ways of computing from the same weights, `run(way)` (0 or 1) one pass over
+/// `bytes` bytes of them: GB/s at the median of 7 passes of each way, interleaved, by the wall
+/// clock and by this thread's time on the CPU (a busy host's other work taken out; NaN where
+/// Linux does not report it).
+pub fn two_ways_gbs(bytes: usize, mut run: impl FnMut(usize)) -> [(f64, f64); 2] {
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..7 {
+        for (way, times) in times.iter_mut().enumerate() {
+            let (start, cpu) = (std::time::Instant::now(), on_cpu_seconds());
+            run(way);
+            let cpu = on_cpu_seconds().zip(cpu).map(|(end, start)| end - start);
+            times.push((start.elapsed().as_secs_f64(), cpu.unwrap_or(f64::NAN)));
+        }
+    }
+    times.map(|times| {
+        let median = |pick: fn(&(f64, f64)) -> f64| {
+            let mut t: Vec<f64> = times.iter().map(pick).collect();
+            t.sort_by(f64::total_cmp);
+            bytes as f64 / t[3] / 1e9
+        };
+        (median(|t| t.0), median(|t| t.1))
+    })
+}
+
 /// This thread's time on the CPU so far, in seconds, where Linux reports it (`None` elsewhere).
-pub fn on_cpu_seconds() -> Option<f64> {
+fn on_cpu_seconds() -> Option<f64> {
     let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
     let line = sched
         .lines()

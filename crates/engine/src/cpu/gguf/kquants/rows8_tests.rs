@@ -7,7 +7,7 @@ use q4nx::gguf::rows8::{group_bytes, interleave_matrix};
 
 use super::tests::random_blocks;
 use super::*;
-use crate::cpu::test_data::{on_cpu_seconds, Lcg};
+use crate::cpu::test_data::{two_ways_gbs, Lcg};
 
 const ROW_BYTES: usize = 144;
 
@@ -295,43 +295,22 @@ fn rows8_speed() {
             let mut out = vec![0.0; n * tokens];
             // Passes of about 1 GB of weights per token (the on-CPU clock moves in ticks).
             let reps = ((1 << 30) / tokens).div_ceil(count * matrix);
-            // Per layout, each pass's wall-clock and on-CPU seconds.
-            let mut times = [Vec::new(), Vec::new()];
-            for _ in 0..7 {
-                for (layout, times) in times.iter_mut().enumerate() {
-                    let (start, cpu) = (std::time::Instant::now(), on_cpu_seconds());
-                    for m in (0..reps).flat_map(|_| 0..count) {
-                        let (r, g) = (
-                            &rows[m * matrix..][..matrix],
-                            &groups[m * matrix..][..matrix],
-                        );
-                        match layout {
-                            0 => dot_rows(level, kind, r, cols, &acts, 0, tokens, &mut out),
-                            _ => dot_groups(level, kind, g, cols, &acts, 0, tokens, &mut out),
-                        }
+            let [old, new] = two_ways_gbs(reps * count * matrix, |way| {
+                for m in (0..reps).flat_map(|_| 0..count) {
+                    let (r, g) = (
+                        &rows[m * matrix..][..matrix],
+                        &groups[m * matrix..][..matrix],
+                    );
+                    match way {
+                        0 => dot_rows(level, kind, r, cols, &acts, 0, tokens, &mut out),
+                        _ => dot_groups(level, kind, g, cols, &acts, 0, tokens, &mut out),
                     }
-                    let cpu = on_cpu_seconds().zip(cpu).map(|(end, start)| end - start);
-                    times.push((start.elapsed().as_secs_f64(), cpu));
                 }
-            }
-            // GB/s at the median pass, by the wall clock and by the time on the CPU (a busy
-            // host's other work taken out).
-            let gbs = |times: &[(f64, Option<f64>)]| {
-                let median = |mut t: Vec<f64>| {
-                    t.sort_by(f64::total_cmp);
-                    (reps * count * matrix) as f64 / t[3] / 1e9
-                };
-                let cpu: Option<Vec<f64>> = times.iter().map(|t| t.1).collect();
-                (median(times.iter().map(|t| t.0).collect()), cpu.map(median))
-            };
-            let (old, new) = (gbs(&times[0]), gbs(&times[1]));
+            });
             println!(
                 "{level} {kind} {n:>4} x {cols:>4}, {count:>3} matrices, {tokens} token(s): dot_rows \
                  {:5.2} GB/s ({:5.2} on the CPU), dot_groups {:5.2} GB/s ({:5.2} on the CPU)",
-                old.0,
-                old.1.unwrap_or(f64::NAN),
-                new.0,
-                new.1.unwrap_or(f64::NAN),
+                old.0, old.1, new.0, new.1,
             );
         }
     }

@@ -7,7 +7,7 @@ use q4nx::gguf::rows8::interleave_matrix;
 
 use super::tests::{cases, random_blocks};
 use super::*;
-use crate::cpu::test_data::{on_cpu_seconds, Lcg};
+use crate::cpu::test_data::{two_ways_gbs, Lcg};
 
 fn grouped(rows: &[u8], n: usize, cols: usize) -> Vec<u8> {
     let mut groups = rows.to_vec();
@@ -135,33 +135,18 @@ fn mxfp4_rows8_speed() {
     for tokens in [1, 2, MAX_TOKENS] {
         let mut out = vec![0.0; n * tokens];
         let reps = ((1 << 30) / tokens).div_ceil(count * matrix);
-        // Per layout, each pass's wall-clock and on-CPU seconds.
-        let mut times = [Vec::new(), Vec::new()];
-        for _ in 0..7 {
-            for (layout, times) in times.iter_mut().enumerate() {
-                let (start, cpu) = (std::time::Instant::now(), on_cpu_seconds());
-                for m in (0..reps).flat_map(|_| 0..count) {
-                    let (r, g) = (
-                        &rows[m * matrix..][..matrix],
-                        &groups[m * matrix..][..matrix],
-                    );
-                    match layout {
-                        0 => dot_rows(level, r, cols, &acts, 0, tokens, &mut out),
-                        _ => dot_groups(level, g, cols, &acts, 0, tokens, &mut out),
-                    }
+        let [old, new] = two_ways_gbs(reps * count * matrix, |way| {
+            for m in (0..reps).flat_map(|_| 0..count) {
+                let (r, g) = (
+                    &rows[m * matrix..][..matrix],
+                    &groups[m * matrix..][..matrix],
+                );
+                match way {
+                    0 => dot_rows(level, r, cols, &acts, 0, tokens, &mut out),
+                    _ => dot_groups(level, g, cols, &acts, 0, tokens, &mut out),
                 }
-                let cpu = on_cpu_seconds().zip(cpu).map(|(end, start)| end - start);
-                times.push((start.elapsed().as_secs_f64(), cpu.unwrap_or(f64::NAN)));
             }
-        }
-        // GB/s at the median pass, by the wall clock and by the time on the CPU (a busy host's
-        // other work taken out).
-        let gbs = |times: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
-            let mut t: Vec<f64> = times.iter().map(pick).collect();
-            t.sort_by(f64::total_cmp);
-            (reps * count * matrix) as f64 / t[3] / 1e9
-        };
-        let [old, new] = [&times[0], &times[1]].map(|t| (gbs(t, |t| t.0), gbs(t, |t| t.1)));
+        });
         println!(
             "{level} MXFP4 {n} x {cols}, {count} matrices, {tokens} token(s): dot_rows {:5.2} \
              GB/s ({:5.2} on the CPU), dot_groups {:5.2} GB/s ({:5.2} on the CPU), median of 7",
