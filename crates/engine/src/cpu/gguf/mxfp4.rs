@@ -90,7 +90,7 @@ pub fn dot_groups(
     out: &mut [f32],
 ) {
     let row_bytes = check_call("dot_groups", level, cols, acts, t0, tokens);
-    let group_bytes = layout::ROWS * row_bytes;
+    let group_bytes = layout::group_bytes(KIND, cols);
     assert!(
         groups.len().is_multiple_of(group_bytes) && out.len() == groups.len() / row_bytes * tokens,
         "mxfp4::dot_groups: {} bytes in and {} values out are not whole groups of 8 rows of \

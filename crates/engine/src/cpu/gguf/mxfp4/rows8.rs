@@ -15,10 +15,9 @@
 //! twin's bits.
 
 use std::arch::x86_64::*;
+use std::cell::RefCell;
 
 use q4nx::gguf::rows8::{GROUP_BLOCK_BYTES_MXFP4, ROWS};
-
-use std::cell::RefCell;
 
 use super::{e8m0_half, QuantizedActivations, BLOCK, MXFP4_VALUES};
 
